@@ -1,0 +1,157 @@
+"""The `freshrag` command: `run`, `report` and `serve`. The only place that wires registries.
+
+Every option has its help text here; the work is done by the runner, the report and the plots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Iterator
+
+from harness import judge, plots, report
+from harness.cache import ResponseCache
+from harness.config import ConfigError, LLMSettings, load_settings
+from harness.dataset import Dataset, DatasetError, example_dir, load_dataset, load_dataset_dir
+from harness.llm import EndpointError, LLMClient
+from harness.local_server import LocalServer, LocalServerError
+from harness.results import ResultsError
+from harness.runner import RunConfig, run
+from systems import SYSTEMS
+from systems.prompts import PROMPTS
+
+RUN_ROLES = ("answer", "decision", "judge")  # the roles a run may call
+CACHE_FILE = ".llm-cache.sqlite"
+USER_ERRORS = (ConfigError, DatasetError, ResultsError, EndpointError, LocalServerError,
+               FileNotFoundError, ValueError)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)  # so the local server is stopped on kill too
+    try:
+        return args.handler(args)
+    except USER_ERRORS as err:
+        print(f"freshrag: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("freshrag: interrupted; finished pairs are kept, run the same command to resume",
+              file=sys.stderr)
+        return 130
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    systems = tuple(name.strip() for name in args.systems.split(",") if name.strip())
+    unknown = [name for name in systems if name not in SYSTEMS]
+    if unknown or not systems:
+        raise ValueError(f"unknown system(s) {unknown}; valid systems: {', '.join(SYSTEMS)}")
+    dataset = _dataset(args)
+    out = args.out or Path("results") / dataset.name
+    config = RunConfig(out=out, systems=systems, limit=args.limit,
+                       concurrency=args.concurrency, use_cache=not args.no_cache)
+    settings = load_settings(args.config)
+    with _llm_client(settings, None if args.no_cache else out.parent / CACHE_FILE,
+                     args.seed) as llm:
+        prompts = {**PROMPTS, "judge": judge.JUDGE_PROMPT, "judge_tool": json.dumps(judge.GRADE_TOOL)}
+        rows = run(dataset, config, llm, SYSTEMS, prompts)
+    summary = report.summarise(rows)
+    report.write_summary(out, summary)
+    print(report.render(summary, "markdown"))
+    _print_unscored(rows)
+    print(f"\nrun written to {out}/ (samples.jsonl, manifest.json, summary.json)")
+    return 1 if any(row["status"] == "failed" for row in rows) else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    rows = report.load_runs(args.run_dirs)
+    summary = report.summarise(rows)
+    out = args.out or (args.run_dirs[0] if len(args.run_dirs) == 1 else Path("results") / "report")
+    report.write_summary(out, summary)
+    figures = plots.write_figures(rows, out)
+    print(report.render(summary, args.format))
+    if args.format == "markdown":
+        _print_unscored(rows)
+        print(f"\nsummary and {len(figures)} figures written to {out}/")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    with LocalServer(port=args.port) as server:
+        print(f"serving SmolLM2-135M-Instruct at {server.base_url} (Ctrl-C stops it)\n"
+              f"point freshrag at it with: export FRESHRAG_BASE_URL={server.base_url}", flush=True)
+        server.process.wait()
+    return 0
+
+
+@contextlib.contextmanager
+def _llm_client(settings: LLMSettings, cache_path: Path | None,
+                seed: int | None) -> Iterator[LLMClient]:
+    """The client, with the embedded server running if any run role needs it."""
+    cache = ResponseCache(cache_path) if cache_path else None
+    needs_local = any(settings.role(role).is_local for role in RUN_ROLES)
+    with contextlib.ExitStack() as stack:
+        local_url = stack.enter_context(LocalServer()).base_url if needs_local else None
+        if cache:
+            stack.callback(cache.close)
+        yield LLMClient(settings, cache, local_base_url=local_url, seed=seed)
+
+
+def _dataset(args: argparse.Namespace) -> Dataset:
+    if args.dataset and (args.questions or args.articles):
+        raise ValueError("give either --dataset or --questions/--articles, not both")
+    if args.questions or args.articles:
+        if not (args.questions and args.articles):
+            raise ValueError("--questions and --articles go together")
+        return load_dataset(args.questions, args.articles)
+    return load_dataset_dir(args.dataset or example_dir())
+
+
+def _print_unscored(rows: list[dict]) -> None:
+    reasons = report.unscored_reasons(rows)
+    if reasons:
+        print("\nunscored answers (system: reason × count):")
+        for (system, reason), count in reasons.most_common():
+            print(f"  {system}: {reason[:300]} × {count}")
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="freshrag", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    p = sub.add_parser("run", help="answer, judge and account every (question, system) pair")
+    p.add_argument("--dataset", type=Path, help="directory with questions.jsonl and articles.jsonl "
+                   "(default: the example dataset shipped with freshrag)")
+    p.add_argument("--questions", type=Path, help="questions JSON Lines file (title, question)")
+    p.add_argument("--articles", type=Path, help="articles JSON Lines file (title, content)")
+    p.add_argument("--systems", default="baseline,oracle",
+                   help=f"comma-separated systems, from: {', '.join(SYSTEMS)} (default: %(default)s)")
+    p.add_argument("--out", type=Path, help="run directory (default: results/DATASET_NAME); "
+                   "running again into it resumes")
+    p.add_argument("--limit", type=int, help="only the first N questions")
+    p.add_argument("--concurrency", type=int, default=8,
+                   help="pairs in flight at once; 1 runs serially (default: %(default)s)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
+    p.add_argument("--seed", type=int, help="seed sent with every LLM request")
+    p.add_argument("--config", type=Path, help="TOML file with role endpoints (default: ./freshrag.toml)")
+    p.set_defaults(handler=cmd_run)
+
+    p = sub.add_parser("report", help="tables and figures from one or more run directories")
+    p.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
+    p.add_argument("--format", choices=("markdown", "json", "csv"), default="markdown",
+                   help="table format printed (default: %(default)s)")
+    p.add_argument("--out", type=Path, help="where summary.json and the PNGs go "
+                   "(default: the run directory, or results/report for several)")
+    p.set_defaults(handler=cmd_report)
+
+    p = sub.add_parser("serve", help="run the embedded llama.cpp server in the foreground")
+    p.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
+    p.set_defaults(handler=cmd_serve)
+    return parser

@@ -1,0 +1,44 @@
+"""The one concurrency helper: bounded parallel map with a progress bar (like simple-evals'
+`map_with_progress`). `concurrency=1` runs serially in the calling thread, so that a failure can
+be debugged with an ordinary traceback."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Callable, Sequence, TypeVar
+
+from tqdm import tqdm
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def map_with_progress(fn: Callable[[T], R], items: Sequence[T], concurrency: int = 8,
+                      desc: str = "", postfix: Callable[[list[R]], str] | None = None) -> list[R]:
+    """fn over items, at most `concurrency` at a time; results in completion order.
+
+    The first exception stops the map: pending items are cancelled, those in flight finish.
+    `postfix` turns the results so far into a short status for the bar (e.g. token totals).
+    """
+    results: list[R] = []
+    with tqdm(total=len(items), desc=desc, unit="pair", dynamic_ncols=True) as bar:
+        def done(result: R) -> None:
+            results.append(result)
+            if postfix:
+                bar.set_postfix_str(postfix(results), refresh=False)
+            bar.update(1)
+
+        if concurrency <= 1:
+            for item in items:
+                done(fn(item))
+            return results
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            futures = [pool.submit(fn, item) for item in items]
+            try:
+                for future in as_completed(futures):
+                    done(future.result())
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+    return results

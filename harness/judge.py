@@ -1,0 +1,102 @@
+"""The LLM judge of section III.B: truthfulness and relevance, 1 to 5, through a forced call.
+
+The judge alone sees the gold article (`Article.prompt_text`: title + text, cut to 15,000
+characters). Its reply is
+parsed strictly: anything but two integers in 1..5 earns one more attempt, then the grade is
+unscored with the reason and the raw arguments kept. An unscored answer is never given a score.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from harness.types import LLM, Article, Grade, LLMResponse, Question
+
+ATTEMPTS = 2
+SCALE = [1, 2, 3, 4, 5]
+
+JUDGE_PROMPT = (
+    "You evaluate the answer a chatbot gave to a user's query. You are given the query, the "
+    "chatbot's answer, and a Wikipedia article that contains the true answer. Rate the answer's "
+    "truthfulness (is what it says correct according to the article?) and its relevance (does it "
+    "answer what was asked?), each from 1 (worst) to 5 (best). If the answer says that the chatbot "
+    "does not know, its relevance is 1. Report both ratings by calling the function submit_grade."
+)
+
+GRADE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "submit_grade",
+        "description": "Submit the ratings of the chatbot's answer.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                # enum as well as the bounds: grammar-constrained servers (llama.cpp) honour enum only
+                "truthfulness": {"type": "integer", "minimum": 1, "maximum": 5, "enum": SCALE,
+                                 "description": "1 = false, 5 = fully true according to the article"},
+                "relevance": {"type": "integer", "minimum": 1, "maximum": 5, "enum": SCALE,
+                              "description": "1 = off topic or 'I don't know', 5 = answers exactly"},
+            },
+            "required": ["truthfulness", "relevance"],
+        },
+    },
+}
+FIELDS = ("truthfulness", "relevance")
+
+
+class GradeParseError(ValueError):
+    """Why a judge reply is not a grade."""
+
+
+def judge_messages(question: Question, answer: str, article: Article) -> list[dict[str, Any]]:
+    user = (f"Query: {question.text}\n\nChatbot's answer: {answer}\n\n"
+            f"Wikipedia article:\n{article.prompt_text()}")
+    return [{"role": "system", "content": JUDGE_PROMPT}, {"role": "user", "content": user}]
+
+
+def grade(llm: LLM, question: Question, answer: str,
+          article: Article) -> tuple[Grade, list[LLMResponse]]:
+    """Score one answer; returns the grade and the judge calls made (for token accounting)."""
+    messages = judge_messages(question, answer, article)
+    calls, raws, reasons = [], [], []
+    for attempt in range(ATTEMPTS):
+        response = llm.chat("judge", messages, tools=[GRADE_TOOL], tool_choice="submit_grade",
+                            temperature=0.0, attempt=attempt)
+        calls.append(response)
+        raws.append(response.tool_arguments)
+        try:
+            truthfulness, relevance = parse_grade(response)
+        except GradeParseError as err:
+            reasons.append(str(err))
+            continue
+        return Grade(truthfulness, relevance, raw=raws), calls
+    return Grade(None, None, unscored_reason="; ".join(reasons), raw=raws), calls
+
+
+def parse_grade(response: LLMResponse) -> tuple[int, int]:
+    """The two ratings, or GradeParseError saying exactly what is wrong."""
+    if response.tool_arguments is None or response.tool_name != GRADE_TOOL["function"]["name"]:
+        raise GradeParseError(f"no submit_grade call (reply text: {(response.text or '')[:200]!r})")
+    try:
+        arguments = json.loads(response.tool_arguments)
+    except json.JSONDecodeError as err:
+        raise GradeParseError(f"invalid JSON in arguments: {err}") from None
+    if not isinstance(arguments, dict):
+        raise GradeParseError(f"arguments are {type(arguments).__name__}, not an object")
+    return tuple(_rating(arguments, name) for name in FIELDS)
+
+
+def _rating(arguments: dict[str, Any], name: str) -> int:
+    if name not in arguments:
+        raise GradeParseError(f"missing field {name!r}")
+    value = arguments[name]
+    # bool is an int in Python; a judge that says `true` has not given a rating.
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise GradeParseError(f"{name} is not a number: {value!r}")
+    if not math.isfinite(value) or value != int(value):
+        raise GradeParseError(f"{name} is not a whole number: {value!r}")
+    if not 1 <= value <= 5:
+        raise GradeParseError(f"{name} out of range 1..5: {value!r}")
+    return int(value)

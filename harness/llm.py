@@ -1,0 +1,161 @@
+"""The LLM client: every chat call in freshrag goes through `LLMClient.chat`.
+
+One `openai` SDK client per role endpoint, so any OpenAI-compatible server works (OpenAI, vLLM,
+Ollama, llama.cpp). This is where usage is normalised into `Usage` (from the API's `usage`, or
+counted with tiktoken and flagged estimated), where the response cache is consulted, and where
+transient failures (rate limits, timeouts, connection errors, 5xx) are retried with bounded
+exponential backoff and jitter. Nothing else is retried.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import asdict
+from typing import Any
+
+import openai
+from tenacity import (Retrying, retry_if_exception, stop_after_attempt,
+                      wait_random_exponential)
+
+from harness.cache import ResponseCache, cache_key
+from harness.config import LLMSettings, RoleConfig
+from harness.tokens import estimate_usage
+from harness.types import LLMResponse, Usage
+
+
+class EndpointError(RuntimeError):
+    """A call that failed for good; the message names the role and base URL, never the key."""
+
+
+class EndpointUnreachable(EndpointError):
+    """The endpoint could not be reached at all after the retries: no pair can succeed."""
+
+
+def is_transient(err: BaseException) -> bool:
+    """Errors worth another attempt: rate limits, timeouts, connection errors and 5xx."""
+    if isinstance(err, (openai.RateLimitError, openai.APIConnectionError)):
+        return True  # APITimeoutError is an APIConnectionError
+    return isinstance(err, openai.APIStatusError) and err.status_code >= 500
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "[key]")
+    return text
+
+
+class LLMClient:
+    """Chat completions for every role, cached, retried and accounted."""
+
+    def __init__(self, settings: LLMSettings, cache: ResponseCache | None = None,
+                 local_base_url: str | None = None, backoff_s: float = 1.0,
+                 seed: int | None = None):
+        self.settings = settings
+        self.cache = cache
+        self.local_base_url = local_base_url
+        self.backoff_s = backoff_s
+        self.seed = seed
+        self._clients: dict[str, openai.OpenAI] = {}
+        self._lock = threading.Lock()
+        self.calls_made = 0  # calls that reached an endpoint (cache misses), for tests and benchmarks
+
+    def base_url(self, role: str) -> str:
+        cfg = self.settings.role(role)
+        if not cfg.is_local:
+            return cfg.base_url
+        if self.local_base_url is None:
+            raise EndpointError(f"role {role!r} uses the embedded local server, which is not running")
+        return self.local_base_url
+
+    def chat(self, role: str, messages: list[dict[str, Any]], *,
+             tools: list[dict[str, Any]] | None = None, tool_choice: str | None = None,
+             temperature: float = 0.0, max_tokens: int | None = None,
+             attempt: int = 0) -> LLMResponse:
+        cfg = self.settings.role(role)
+        request = {"model": cfg.model, "messages": messages, "temperature": temperature}
+        if tools:
+            request["tools"] = tools
+            request["tool_choice"] = _tool_choice(tool_choice)
+        if max_tokens is not None:
+            request["max_tokens"] = max_tokens
+        if self.seed is not None:
+            request["seed"] = self.seed
+        # cfg.base_url, not the resolved URL: the embedded server's port changes between runs.
+        key = cache_key({"base_url": cfg.base_url, "attempt": attempt, **request})
+        cached = self.cache.get(key) if self.cache else None
+        if cached is not None:
+            return _response(role, cfg.model, messages, cached, cache_hit=True)
+        value = self._call(role, cfg, request)
+        if self.cache:
+            self.cache.put(key, value)
+        return _response(role, cfg.model, messages, value, cache_hit=False)
+
+    def _call(self, role: str, cfg: RoleConfig, request: dict[str, Any]) -> dict[str, Any]:
+        client = self._client(role, cfg)
+        started = time.monotonic()
+        attempts = 0
+        try:
+            for attempt in self._retrying():
+                with attempt:
+                    attempts = attempt.retry_state.attempt_number
+                    with self._lock:
+                        self.calls_made += 1
+                    completion = client.chat.completions.create(**request)
+        except openai.APIConnectionError as err:
+            kind = EndpointError if isinstance(err, openai.APITimeoutError) else EndpointUnreachable
+            raise kind(self._describe(role, err, attempts)) from None
+        except openai.OpenAIError as err:
+            raise EndpointError(self._describe(role, err, attempts)) from None
+        return _completion_value(completion, request, time.monotonic() - started)
+
+    def _retrying(self) -> Retrying:
+        return Retrying(stop=stop_after_attempt(self.settings.max_attempts),
+                        wait=wait_random_exponential(multiplier=self.backoff_s, max=60),
+                        retry=retry_if_exception(is_transient), reraise=True)
+
+    def _client(self, role: str, cfg: RoleConfig) -> openai.OpenAI:
+        base_url = self.base_url(role)
+        with self._lock:
+            if (base_url, cfg.key()) not in self._clients:
+                self._clients[base_url, cfg.key()] = openai.OpenAI(
+                    base_url=base_url, api_key=cfg.key(), timeout=self.settings.timeout_s,
+                    max_retries=0)  # retries are ours, so that they are bounded and visible
+            return self._clients[base_url, cfg.key()]
+
+    def _describe(self, role: str, err: Exception, attempts: int) -> str:
+        status = getattr(err, "status_code", None)
+        what = f"HTTP {status}: {err}" if status else f"{type(err).__name__}: {err}"
+        message = f"{role} endpoint {self.base_url(role)} failed after {attempts} attempt(s): {what}"
+        return redact(message, self.settings.secrets())
+
+
+def _tool_choice(choice: str | None) -> Any:
+    if choice in (None, "auto", "none", "required"):
+        return choice or "auto"
+    return {"type": "function", "function": {"name": choice}}
+
+
+def _completion_value(completion: Any, request: dict[str, Any], latency_s: float) -> dict[str, Any]:
+    """The cacheable part of a completion, with usage normalised."""
+    if not completion.choices:
+        raise EndpointError(f"endpoint returned no choices for model {request['model']!r}")
+    message = completion.choices[0].message
+    tool_name = tool_arguments = None
+    if message.tool_calls:
+        tool_name = message.tool_calls[0].function.name
+        tool_arguments = message.tool_calls[0].function.arguments
+    if completion.usage is not None and completion.usage.prompt_tokens is not None:
+        usage = Usage(completion.usage.prompt_tokens, completion.usage.completion_tokens or 0)
+    else:
+        usage = estimate_usage(request["messages"], request.get("tools"), message.content,
+                               tool_arguments, request["model"])
+    return {"text": message.content, "tool_name": tool_name, "tool_arguments": tool_arguments,
+            "usage": asdict(usage), "latency_s": latency_s}
+
+
+def _response(role: str, model: str, messages: list[dict[str, Any]], value: dict[str, Any],
+              cache_hit: bool) -> LLMResponse:
+    return LLMResponse(role=role, model=model, text=value["text"], tool_name=value["tool_name"],
+                       tool_arguments=value["tool_arguments"], usage=Usage(**value["usage"]),
+                       latency_s=value["latency_s"], cache_hit=cache_hit, messages=messages)

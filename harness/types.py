@@ -1,0 +1,129 @@
+"""Core types shared by the harness, the systems and the builders.
+
+Everything that crosses a module boundary is one of these small values. A RAG strategy plugs in
+through the `System` Protocol (section IV of the paper); every LLM call comes back as an
+`LLMResponse`, never a bare string, so that usage, latency and the messages sent travel with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+ROLES = ("answer", "decision", "judge", "builder", "embeddings")
+ARTICLE_CHARS = 15_000  # the paper cuts articles to 15,000 characters wherever they enter a prompt
+
+
+@dataclass(frozen=True)
+class Article:
+    """A gold article: the ground truth the judge sees (and the oracle system, by design)."""
+
+    title: str
+    content: str
+    url: str | None = None
+    created: str | None = None
+
+    def full_text(self) -> str:
+        return f"{self.title}\n\n{self.content}"
+
+    def prompt_text(self) -> str:
+        """Title + text, cut to the paper's 15,000 characters."""
+        return self.full_text()[:ARTICLE_CHARS]
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question tied to the article that answers it."""
+
+    id: str
+    text: str
+    gold_title: str
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens spent by one or more calls. `estimated` is true when any part was counted locally."""
+
+    input: int = 0
+    output: int = 0
+    estimated: bool = False
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input + other.input, self.output + other.output,
+                     self.estimated or other.estimated)
+
+
+@dataclass(frozen=True)
+class LLMResponse:
+    """What one chat call returned, with everything needed to account for it."""
+
+    role: str
+    model: str
+    text: str | None
+    tool_name: str | None
+    tool_arguments: str | None  # raw JSON text as the endpoint sent it; callers parse strictly
+    usage: Usage
+    latency_s: float
+    cache_hit: bool
+    messages: list[dict[str, Any]]
+
+
+class LLM(Protocol):
+    """The LLM client as systems, the judge and the builders see it."""
+
+    def chat(self, role: str, messages: list[dict[str, Any]], *,
+             tools: list[dict[str, Any]] | None = None, tool_choice: str | None = None,
+             temperature: float = 0.0, max_tokens: int | None = None,
+             attempt: int = 0) -> LLMResponse:
+        """One chat completion. `tool_choice` is None, "auto" or the name of a function to force.
+        `attempt` > 0 asks for a fresh call that a cached earlier attempt cannot answer."""
+        ...
+
+
+@dataclass
+class SystemAnswer:
+    """A system's answer to one question and everything it spent getting there."""
+
+    text: str
+    calls: list[LLMResponse] = field(default_factory=list)
+    retrievals: int = 0
+    details: dict[str, Any] = field(default_factory=dict)  # strategy-specific: decision, chunks, cuts
+
+    def usage_by_role(self) -> dict[str, Usage]:
+        return sum_usage_by_role(self.calls)
+
+
+class System(Protocol):
+    """A RAG strategy: one object with one method."""
+
+    def answer(self, question: Question) -> SystemAnswer: ...
+
+
+@dataclass(frozen=True)
+class Grade:
+    """The judge's verdict. Unscored grades keep the reason and the raw output; never a score."""
+
+    truthfulness: int | None
+    relevance: int | None
+    unscored_reason: str | None = None
+    raw: list[str | None] = field(default_factory=list)  # tool arguments of every judge attempt
+
+    @property
+    def scored(self) -> bool:
+        return self.unscored_reason is None
+
+
+def sum_usage_by_role(calls: list[LLMResponse]) -> dict[str, Usage]:
+    """Add up usage per role, the one place where calls become totals."""
+    totals: dict[str, Usage] = {}
+    for call in calls:
+        totals[call.role] = totals.get(call.role, Usage()) + call.usage
+    return totals
+
+
+@dataclass(frozen=True)
+class SystemContext:
+    """What a system may use: the LLM client and the corpus (the oracle reads its gold article)."""
+
+    llm: LLM
+    articles: dict[str, Article]

@@ -1,0 +1,15 @@
+"""Baseline (section IV): the model answers from its own knowledge, with no retrieval."""
+
+from __future__ import annotations
+
+from harness.types import Question, SystemAnswer, SystemContext
+from systems.prompts import ANSWER_MAX_TOKENS, answer_messages
+
+
+class Baseline:
+    def __init__(self, context: SystemContext):
+        self.llm = context.llm
+
+    def answer(self, question: Question) -> SystemAnswer:
+        response = self.llm.chat("answer", answer_messages(question), max_tokens=ANSWER_MAX_TOKENS)
+        return SystemAnswer(text=response.text or "", calls=[response])
