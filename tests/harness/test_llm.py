@@ -1,0 +1,97 @@
+import pytest
+
+from harness.cache import ResponseCache
+from harness.config import LLMSettings, RoleConfig
+from harness.llm import EndpointError, EndpointUnreachable, LLMClient
+from harness.local_server import free_port
+from tests.fake_openai_server import FakeOpenAIServer, FaultPlan
+
+SECRET = "sk-test-secret-123"
+MESSAGES = [{"role": "user", "content": "How many spans does the Velmora bridge have?"}]
+
+
+def client(base_url, cache=None, max_attempts=4, timeout_s=5.0):
+    roles = {r: RoleConfig(model="fake-model", base_url=base_url, api_key=SECRET)
+             for r in ("answer", "judge")}
+    settings = LLMSettings(roles=roles, timeout_s=timeout_s, max_attempts=max_attempts)
+    return LLMClient(settings, cache, backoff_s=0.01)
+
+
+def test_usage_comes_from_the_api():
+    reply = lambda req: {"content": "nine", "usage": {"prompt_tokens": 123, "completion_tokens": 7}}
+    with FakeOpenAIServer(reply=reply) as server:
+        response = client(server.base_url).chat("answer", MESSAGES)
+    assert response.text == "nine" and response.role == "answer" and response.messages == MESSAGES
+    assert (response.usage.input, response.usage.output, response.usage.estimated) == (123, 7, False)
+    assert server.requests[0]["model"] == "fake-model"
+
+
+def test_missing_usage_is_counted_locally_and_flagged():
+    with FakeOpenAIServer(report_usage=False) as server:
+        response = client(server.base_url).chat("answer", MESSAGES)
+    assert response.usage.estimated
+    assert response.usage.input > len(MESSAGES[0]["content"].split())  # words + chat framing
+    assert response.usage.output > 0
+
+
+def test_forced_tool_call_returns_raw_arguments():
+    tool = {"type": "function", "function": {"name": "decide", "parameters": {
+        "type": "object", "properties": {"retrieve": {"type": "boolean"}}}}}
+    with FakeOpenAIServer() as server:
+        response = client(server.base_url).chat("judge", MESSAGES, tools=[tool], tool_choice="decide")
+    assert server.requests[0]["tool_choice"] == {"type": "function", "function": {"name": "decide"}}
+    assert (response.tool_name, response.tool_arguments) == ("decide", '{"retrieve": true}')
+
+
+def test_cache_answers_repeats_without_calling_and_attempt_bypasses_it(tmp_path):
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with FakeOpenAIServer() as server:
+        llm = client(server.base_url, cache)
+        first = llm.chat("answer", MESSAGES)
+        again = llm.chat("answer", MESSAGES)
+        assert server.calls == 1 and again.cache_hit and not first.cache_hit
+        assert again.text == first.text and again.usage == first.usage
+        llm.chat("answer", MESSAGES, temperature=1.0)
+        llm.chat("answer", MESSAGES, attempt=1)
+        assert server.calls == 3
+    key_dump = (tmp_path / "cache.sqlite").read_bytes()
+    assert SECRET.encode() not in key_dump
+
+
+@pytest.mark.parametrize("faults", [
+    pytest.param(FaultPlan(rate_limit=0.5, seed=1), id="429"),
+    pytest.param(FaultPlan(server_error=0.5, seed=2), id="500"),
+    pytest.param(FaultPlan(timeout=0.5, hang_seconds=5, seed=3), id="timeout"),
+])
+def test_transient_errors_are_retried_until_success(faults):
+    with FakeOpenAIServer(faults=faults) as server:
+        llm = client(server.base_url, max_attempts=10, timeout_s=0.5)
+        for _ in range(6):
+            assert llm.chat("answer", MESSAGES).text.startswith("echo:")
+        assert server.calls > 6  # some calls were retried
+
+
+def test_retries_are_bounded_and_the_message_names_the_endpoint_not_the_key():
+    with FakeOpenAIServer(faults=FaultPlan(rate_limit=1.0)) as server:
+        with pytest.raises(EndpointError) as err:
+            client(server.base_url, max_attempts=3).chat("answer", MESSAGES)
+        assert server.calls == 3
+        assert server.base_url in str(err.value)
+    assert "after 3 attempt(s)" in str(err.value)
+    assert "HTTP 429" in str(err.value) and SECRET not in str(err.value)
+
+
+def test_client_errors_are_not_retried():
+    with FakeOpenAIServer() as server:
+        llm = client(server.base_url.replace("/v1", "/nowhere"), max_attempts=5)
+        with pytest.raises(EndpointError, match="HTTP 404"):
+            llm.chat("answer", MESSAGES)
+        assert server.calls == 0
+
+
+def test_unreachable_endpoint_fails_after_retries_naming_the_url():
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    with pytest.raises(EndpointUnreachable) as err:
+        client(url, max_attempts=2).chat("answer", MESSAGES)
+    assert url in str(err.value) and "after 2 attempt(s)" in str(err.value)
+    assert SECRET not in str(err.value)
