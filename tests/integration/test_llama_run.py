@@ -1,0 +1,92 @@
+"""The real thing: `freshrag run` on the embedded llama.cpp server with SmolLM2-135M.
+
+Five questions of the paper's A_f set, systems baseline and oracle, the judge included. The run
+is killed with SIGKILL part-way and resumed; nothing that finished may be done again, and the
+embedded server must not outlive the killed run.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from harness.results import read_samples
+
+pytestmark = pytest.mark.integration
+
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "wikirag-2024"
+ROOT = Path(__file__).resolve().parents[2]
+QUESTIONS = 5
+
+
+def freshrag_run(out: Path) -> list[str]:
+    return [sys.executable, "-m", "harness", "run", "--questions", str(DATA / "questions-A_f.jsonl"),
+            "--articles", str(DATA / "articles.jsonl"), "--limit", str(QUESTIONS), "--out", str(out),
+            "--systems", "baseline,oracle", "--concurrency", "1", "--seed", "7"]
+
+
+def clean_env() -> dict[str, str]:
+    """No endpoint configured: freshrag must start its own local server."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("FRESHRAG_", "OPENAI_"))}
+
+
+def wait_for_rows(samples: Path, count: int, process: subprocess.Popen, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if samples.exists() and len(samples.read_text().splitlines()) >= count:
+            return
+        assert process.poll() is None, "run ended before it could be killed"
+        time.sleep(0.5)
+    raise AssertionError(f"fewer than {count} rows after {timeout_s} s")
+
+
+def server_answers(base_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base_url}/models", timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def test_killed_run_resumes_without_redoing_finished_pairs(tmp_path):
+    out = tmp_path / "run"
+    samples = out / "samples.jsonl"
+    first = subprocess.Popen(freshrag_run(out), env=clean_env(), cwd=tmp_path,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_rows(samples, 3, first, timeout_s=600)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    before = {(r["question_id"], r["system"]): r for r in read_samples(samples)}
+    local_url = json.loads((out / "manifest.json").read_text())["llm"]["resolved_base_urls"]["answer"]
+    deadline = time.monotonic() + 15
+    while server_answers(local_url) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not server_answers(local_url), "embedded server outlived its killed parent"
+
+    resumed = subprocess.run(freshrag_run(out), env=clean_env(), cwd=tmp_path,
+                             capture_output=True, text=True, timeout=1200)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "| A_f | baseline |" in resumed.stdout and "| A_f | oracle |" in resumed.stdout
+
+    lines = samples.read_text().splitlines()
+    rows = read_samples(samples)
+    assert len(lines) == len(rows) == 2 * QUESTIONS  # no pair was written twice
+    assert [json.loads(line) for line in lines[:len(before)]] == list(before.values())  # untouched
+    for row in rows:
+        assert row["status"] == "ok", row["error"]
+        usage = row["usage"]["answer"]
+        assert usage["input"] > 0 and usage["output"] > 0 and not usage["estimated"]
+        assert row["usage"]["judge"]["input"] > 0
+        grade = row["grade"]
+        if grade["unscored_reason"] is None:
+            assert 1 <= grade["truthfulness"] <= 5 and 1 <= grade["relevance"] <= 5
+        else:
+            assert grade["truthfulness"] is None and grade["raw"]
+        if row["system"] == "oracle":
+            assert row["gold_title"] in row["calls"][0]["messages"][0]["content"]
