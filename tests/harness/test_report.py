@@ -1,0 +1,52 @@
+import json
+
+import pytest
+
+from harness import report
+
+
+def row(system, t=None, r=None, status="ok", reason=None, retrievals=0, answer=(100, 10), judge=(500, 5)):
+    grade = None if status == "failed" else {"truthfulness": t, "relevance": r, "unscored_reason": reason}
+    usage = {"answer": {"input": answer[0], "output": answer[1], "estimated": False},
+             "judge": {"input": judge[0], "output": judge[1], "estimated": False}}
+    return {"dataset": "A_f", "system": system, "status": status, "grade": grade, "usage": usage,
+            "retrievals": retrievals, "error": "HTTP 500" if status == "failed" else None}
+
+
+ROWS = [row("naive", 5, 4, retrievals=1), row("naive", 3, 2, retrievals=1),
+        row("naive", reason="invalid JSON", retrievals=1), row("naive", status="failed"),
+        row("baseline", 1, 1)]
+
+
+def test_means_are_over_scored_answers_and_unscored_are_counted():
+    naive = next(r for r in report.summarise(ROWS) if r["system"] == "naive")
+    assert naive["n"] == 4 and naive["scored"] == 2 and naive["unscored"] == 2
+    assert naive["truthfulness"] == pytest.approx((5 + 3) / 2)
+    assert naive["relevance"] == pytest.approx((4 + 2) / 2)
+    assert naive["retrievals"] == 3
+
+
+def test_tokens_are_what_the_system_spent_not_the_judge():
+    naive = next(r for r in report.summarise(ROWS) if r["system"] == "naive")
+    assert (naive["input_tokens"], naive["output_tokens"]) == (400, 40)
+
+
+def test_unscored_reasons_say_failed_or_why():
+    reasons = report.unscored_reasons(ROWS)
+    assert reasons == {("naive", "invalid JSON"): 1, ("naive", "failed: HTTP 500"): 1}
+
+
+def test_all_unscored_group_has_no_mean():
+    [summary] = report.summarise([row("x", reason="no call")])
+    assert summary["truthfulness"] is None and summary["scored"] == 0
+
+
+def test_formats_carry_the_same_rows():
+    summary = report.summarise(ROWS)
+    assert json.loads(report.render(summary, "json")) == {"rows": summary}
+    csv_lines = report.render(summary, "csv").splitlines()
+    assert csv_lines[0].split(",") == list(report.COLUMNS) and len(csv_lines) == 3
+    markdown = report.render(summary, "markdown").splitlines()
+    assert markdown[2].startswith("| A_f | naive | 4 | 2 | 2 | 4.00 | 3.00 | 400 | 40 | 3 |")
+    with pytest.raises(ValueError, match="unknown format"):
+        report.render(summary, "xml")
