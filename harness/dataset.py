@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -35,7 +34,7 @@ class Dataset:
 
 def example_dir() -> Path:
     """The invented example dataset shipped inside the package."""
-    return Path(str(resources.files("harness") / "data" / "example"))
+    return Path(__file__).parent / "data" / "example"
 
 
 def load_dataset(questions_path: Path, articles_path: Path, name: str | None = None) -> Dataset:
