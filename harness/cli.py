@@ -26,8 +26,13 @@ from systems.prompts import PROMPTS
 
 RUN_ROLES = ("answer", "decision", "judge")  # the roles a run may call
 CACHE_FILE = ".llm-cache.sqlite"
-USER_ERRORS = (ConfigError, DatasetError, ResultsError, EndpointError, LocalServerError,
-               FileNotFoundError, ValueError)
+
+
+class UsageError(Exception):
+    """Options that do not fit together or name nothing known."""
+
+
+USER_ERRORS = (UsageError, ConfigError, DatasetError, ResultsError, EndpointError, LocalServerError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,7 +53,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     systems = tuple(name.strip() for name in args.systems.split(",") if name.strip())
     unknown = [name for name in systems if name not in SYSTEMS]
     if unknown or not systems:
-        raise ValueError(f"unknown system(s) {unknown}; valid systems: {', '.join(SYSTEMS)}")
+        raise UsageError(f"unknown system(s) {unknown}; valid systems: {', '.join(SYSTEMS)}")
     dataset = _dataset(args)
     out = args.out or Path("results") / dataset.name
     config = RunConfig(out=out, systems=systems, limit=args.limit,
@@ -102,10 +107,10 @@ def _llm_client(settings: LLMSettings, cache_path: Path | None,
 
 def _dataset(args: argparse.Namespace) -> Dataset:
     if args.dataset and (args.questions or args.articles):
-        raise ValueError("give either --dataset or --questions/--articles, not both")
+        raise UsageError("give either --dataset or --questions/--articles, not both")
     if args.questions or args.articles:
         if not (args.questions and args.articles):
-            raise ValueError("--questions and --articles go together")
+            raise UsageError("--questions and --articles go together")
         return load_dataset(args.questions, args.articles)
     return load_dataset_dir(args.dataset or example_dir())
 
@@ -122,6 +127,12 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="freshrag", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
@@ -135,8 +146,8 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"comma-separated systems, from: {', '.join(SYSTEMS)} (default: %(default)s)")
     p.add_argument("--out", type=Path, help="run directory (default: results/DATASET_NAME); "
                    "running again into it resumes")
-    p.add_argument("--limit", type=int, help="only the first N questions")
-    p.add_argument("--concurrency", type=int, default=8,
+    p.add_argument("--limit", type=_positive, help="only the first N questions")
+    p.add_argument("--concurrency", type=_positive, default=8,
                    help="pairs in flight at once; 1 runs serially (default: %(default)s)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
     p.add_argument("--seed", type=int, help="seed sent with every LLM request")

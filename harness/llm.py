@@ -58,7 +58,6 @@ class LLMClient:
         self.seed = seed
         self._clients: dict[str, openai.OpenAI] = {}
         self._lock = threading.Lock()
-        self.calls_made = 0  # calls that reached an endpoint (cache misses), for tests and benchmarks
 
     def base_url(self, role: str) -> str:
         cfg = self.settings.role(role)
@@ -99,8 +98,6 @@ class LLMClient:
             for attempt in self._retrying():
                 with attempt:
                     attempts = attempt.retry_state.attempt_number
-                    with self._lock:
-                        self.calls_made += 1
                     completion = client.chat.completions.create(**request)
         except openai.APIConnectionError as err:
             kind = EndpointError if isinstance(err, openai.APITimeoutError) else EndpointUnreachable

@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from harness.results import SAMPLES, read_manifest, read_samples
+from harness.results import SAMPLES, ResultsError, read_manifest, read_samples
 
 SUMMARY = "summary.json"
 COLUMNS = ("dataset", "system", "n", "scored", "unscored", "truthfulness", "relevance",
@@ -27,7 +27,7 @@ def load_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
     rows = []
     for run_dir in run_dirs:
         if not (run_dir / SAMPLES).exists():
-            raise FileNotFoundError(f"{run_dir}: no {SAMPLES}; is this a run directory?")
+            raise ResultsError(f"{run_dir}: no {SAMPLES}; is this a run directory?")
         manifest = read_manifest(run_dir) or {}
         name = manifest.get("dataset", {}).get("name")
         for row in read_samples(run_dir / SAMPLES):

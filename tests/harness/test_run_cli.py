@@ -220,3 +220,10 @@ def _is_call_of(request, row):
         return messages[1]["content"].startswith(f"Query: {row['question']}\n\nChatbot's answer: {row['answer']}")
     is_baseline = messages[0]["content"] == ANSWER_PROMPT
     return messages[1]["content"] == row["question"] and is_baseline == (row["system"] == "baseline")
+
+
+@pytest.mark.parametrize("option", [["--limit", "0"], ["--concurrency", "-2"], ["--limit", "many"]])
+def test_numeric_options_must_be_positive(tmp_path, fake, capsys, option):
+    with pytest.raises(SystemExit) as exit_:
+        run_cli(tmp_path, *option)
+    assert exit_.value.code == 2 and option[0] in capsys.readouterr().err and fake.calls == 0
