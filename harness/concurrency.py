@@ -14,18 +14,19 @@ R = TypeVar("R")
 
 
 def map_with_progress(fn: Callable[[T], R], items: Sequence[T], concurrency: int = 8,
-                      desc: str = "", postfix: Callable[[list[R]], str] | None = None) -> list[R]:
+                      desc: str = "", postfix: Callable[[R], str] | None = None) -> list[R]:
     """fn over items, at most `concurrency` at a time; results in completion order.
 
     The first exception stops the map: pending items are cancelled, those in flight finish.
-    `postfix` turns the results so far into a short status for the bar (e.g. token totals).
+    `postfix` is told of each result as it arrives and returns a short status for the bar
+    (e.g. running token totals).
     """
     results: list[R] = []
     with tqdm(total=len(items), desc=desc, unit="pair", dynamic_ncols=True) as bar:
         def done(result: R) -> None:
             results.append(result)
             if postfix:
-                bar.set_postfix_str(postfix(results), refresh=False)
+                bar.set_postfix_str(postfix(result), refresh=False)
             bar.update(1)
 
         if concurrency <= 1:

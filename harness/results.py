@@ -13,8 +13,9 @@ needed to recompute any table later:
 - `details`: what the strategy reports about itself (decision, retrieved chunks, cuts)
 - `latency_s`: wall time of the pair, `error`, `finished_at`
 
-Each row is written with a single `write` to a file opened for appending, so a process killed
-at any moment leaves whole rows behind; a torn last line is ignored on reading.
+Rows are appended as whole lines to a file opened for appending. A process killed mid-write can
+leave a torn last line: reading ignores it and the next writer cuts it off, so the pair it
+belonged to is simply run again.
 """
 
 from __future__ import annotations
@@ -61,20 +62,36 @@ def sample_row(dataset: str, question: Question, system: str, answer: SystemAnsw
 
 
 class SamplesWriter:
-    """Appends rows to samples.jsonl, one atomic write each, safe across threads."""
+    """Appends rows to samples.jsonl, safe across threads.
+
+    A row torn by a kill mid-write is cut off when the writer opens the file, so that the next
+    row starts on a line of its own instead of being glued to the fragment.
+    """
 
     def __init__(self, path: Path):
         self.path = path
+        _drop_torn_tail(path)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._lock = threading.Lock()
 
     def write(self, row: dict[str, Any]) -> None:
-        data = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
+        data = memoryview((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
         with self._lock:
-            os.write(self._fd, data)
+            while data:  # os.write may write less than asked (a full disk, a signal)
+                data = data[os.write(self._fd, data):]
 
     def close(self) -> None:
         os.close(self._fd)
+
+
+def _drop_torn_tail(path: Path) -> None:
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with open(path, "rb+") as handle:
+        handle.seek(-1, os.SEEK_END)
+        if handle.read(1) != b"\n":
+            handle.seek(0)
+            handle.truncate(handle.read().rfind(b"\n") + 1)
 
 
 def read_samples(path: Path) -> list[dict[str, Any]]:

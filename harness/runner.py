@@ -58,7 +58,7 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient,
 
     try:
         map_with_progress(run_pair, pairs, config.concurrency, desc=dataset.name,
-                          postfix=_token_postfix)
+                          postfix=_RunningTotals())
     finally:
         writer.close()
     manifest["finished_at"] = now()
@@ -84,15 +84,20 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
                       time.monotonic() - started)
 
 
-def _token_postfix(rows: list[dict[str, Any]]) -> str:
-    totals = [0, 0]
-    for row in rows:
+class _RunningTotals:
+    """Tokens the systems spent so far (the judge's aside) and failures, for the progress bar."""
+
+    def __init__(self) -> None:
+        self.input = self.output = self.failed = 0
+
+    def __call__(self, row: dict[str, Any]) -> str:
         for role, usage in row["usage"].items():
             if role != "judge":
-                totals[0] += usage["input"]
-                totals[1] += usage["output"]
-    failed = sum(row["status"] == "failed" for row in rows)
-    return f"in {totals[0]:,} out {totals[1]:,} tok" + (f", {failed} failed" if failed else "")
+                self.input += usage["input"]
+                self.output += usage["output"]
+        self.failed += row["status"] == "failed"
+        return f"in {self.input:,} out {self.output:,} tok" + (
+            f", {self.failed} failed" if self.failed else "")
 
 
 def _start_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient,

@@ -42,7 +42,7 @@ def test_first_error_stops_pending_work():
     assert len(started) < 200
 
 
-def test_postfix_sees_results_so_far():
+def test_postfix_is_told_of_every_result():
     seen = []
-    map_with_progress(lambda i: i, [1, 2, 3], concurrency=1, postfix=lambda rs: seen.append(sum(rs)) or "")
-    assert seen == [1, 3, 6]
+    map_with_progress(lambda i: i * 10, [1, 2, 3], concurrency=1, postfix=lambda r: seen.append(r) or "")
+    assert seen == [10, 20, 30]

@@ -227,3 +227,17 @@ def test_numeric_options_must_be_positive(tmp_path, fake, capsys, option):
     with pytest.raises(SystemExit) as exit_:
         run_cli(tmp_path, *option)
     assert exit_.value.code == 2 and option[0] in capsys.readouterr().err and fake.calls == 0
+
+
+def test_a_row_torn_by_a_kill_is_dropped_and_its_pair_run_again(tmp_path, fake):
+    assert run_cli(tmp_path) == 0
+    samples = tmp_path / "run" / "samples.jsonl"
+    lines = samples.read_text().splitlines(keepends=True)
+    torn = json.loads(lines[-1])
+    samples.write_text("".join(lines[:-1]) + lines[-1][:40])  # killed half-way through a write
+    fake.reset_counts()
+    assert run_cli(tmp_path) == 0
+    rows = read_samples(samples)
+    assert len(rows) == 6 and len(samples.read_text().splitlines()) == 6
+    redone = next(r for r in rows if (r["question_id"], r["system"]) == (torn["question_id"], torn["system"]))
+    assert redone["status"] == "ok" and fake.calls == 0  # its calls come from the cache
