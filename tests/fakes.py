@@ -1,5 +1,7 @@
 """A scripted fake model for unit tests: the `LLM` Protocol in process, no HTTP.
 
+`is_call_of` tells which finished pair an HTTP request to the fake server belongs to.
+
 Each reply in the script is consumed in order; a reply is a string (text), a `ToolReply`
 (a tool call with raw argument text, possibly broken on purpose) or an exception to raise.
 """
@@ -9,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from harness.judge import JUDGE_PROMPT
 from harness.types import LLMResponse, Usage
+from systems.prompts import ANSWER_PROMPT
 
 
 @dataclass(frozen=True)
@@ -40,3 +44,12 @@ class ScriptedLLM:
         return LLMResponse(role=role, model="scripted", text=text, tool_name=name,
                            tool_arguments=arguments, usage=self.usage, latency_s=0.0,
                            cache_hit=False, messages=messages)
+
+
+def is_call_of(request, row):
+    """Whether an HTTP request belongs to the given finished pair (its answer or judge call)."""
+    messages = request["messages"]
+    if messages[0]["content"] == JUDGE_PROMPT:
+        return messages[1]["content"].startswith(f"Query: {row['question']}\n\nChatbot's answer: {row['answer']}")
+    is_baseline = messages[0]["content"] == ANSWER_PROMPT
+    return messages[1]["content"] == row["question"] and is_baseline == (row["system"] == "baseline")

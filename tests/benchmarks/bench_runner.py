@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))  # `tests.` is importable when run as a script
 from harness.cli import main as freshrag_main  # noqa: E402
 from harness.results import SAMPLES, read_samples  # noqa: E402
 from tests.fake_openai_server import FakeOpenAIServer, FaultPlan  # noqa: E402
-from tests.harness.test_run_cli import _is_call_of  # noqa: E402
+from tests.fakes import is_call_of  # noqa: E402
 
 DELAY = 0.25       # seconds the fake server takes per call
 CONCURRENCY = 32
@@ -182,7 +182,7 @@ def bench_kill_resume(data, tmp: Path, n: int, config: Path) -> dict:
         wall = time.perf_counter() - started
         after, calls_after = list(server.requests), server.calls
     by_question = {r["question"]: r for r in finished}  # questions are unique: index, then confirm
-    redone = [req for req in after if any(_is_call_of(req, row) for row in _candidates(req, by_question))]
+    redone = [req for req in after if any(is_call_of(req, row) for row in _candidates(req, by_question))]
     rows = read_samples(samples)
     keys = [(r["question_id"], r["system"]) for r in rows]
     lines = line_count(samples)

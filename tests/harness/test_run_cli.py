@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.judge import JUDGE_PROMPT
 from harness.results import read_samples
-from systems.prompts import ANSWER_PROMPT
 from tests.fake_openai_server import FakeOpenAIServer
+from tests.fakes import is_call_of
 
 SECRET = "sk-test-secret-do-not-write"
 ROOT = Path(__file__).resolve().parents[2]
@@ -205,21 +204,12 @@ def test_sigkill_mid_run_then_resume_redoes_nothing_finished(tmp_path):
         resumed = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
         assert resumed.returncode == 0, resumed.stderr
         after = server.requests
-    redone = [r for r in after for row in finished if _is_call_of(r, row)]
+    redone = [r for r in after for row in finished if is_call_of(r, row)]
     assert redone == []
     assert server.calls <= 2 * (24 - len(finished))
     rows = read_samples(samples)
     assert len(rows) == 24 and all(r["status"] == "ok" for r in rows)
     assert len(samples.read_text().splitlines()) == 24  # no pair written twice
-
-
-def _is_call_of(request, row):
-    """Whether an HTTP request belongs to the given finished pair (its answer or judge call)."""
-    messages = request["messages"]
-    if messages[0]["content"] == JUDGE_PROMPT:
-        return messages[1]["content"].startswith(f"Query: {row['question']}\n\nChatbot's answer: {row['answer']}")
-    is_baseline = messages[0]["content"] == ANSWER_PROMPT
-    return messages[1]["content"] == row["question"] and is_baseline == (row["system"] == "baseline")
 
 
 @pytest.mark.parametrize("option", [["--limit", "0"], ["--concurrency", "-2"], ["--limit", "many"]])
