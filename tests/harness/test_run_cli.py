@@ -231,3 +231,15 @@ def test_a_row_torn_by_a_kill_is_dropped_and_its_pair_run_again(tmp_path, fake):
     assert len(rows) == 6 and len(samples.read_text().splitlines()) == 6
     redone = next(r for r in rows if (r["question_id"], r["system"]) == (torn["question_id"], torn["system"]))
     assert redone["status"] == "ok" and fake.calls == 0  # its calls come from the cache
+
+
+def test_unreachable_endpoint_stops_the_run_naming_the_url(tmp_path, monkeypatch, capsys):
+    from harness.local_server import free_port
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    monkeypatch.setenv("FRESHRAG_BASE_URL", url)
+    monkeypatch.setenv("FRESHRAG_API_KEY", SECRET)
+    (tmp_path / "fast.toml").write_text("max_attempts = 2\n")
+    assert run_cli(tmp_path, "--config", str(tmp_path / "fast.toml")) == 2
+    err = capsys.readouterr().err
+    assert url in err and "after 2 attempt(s)" in err and SECRET not in err
+    assert read_samples(tmp_path / "run" / "samples.jsonl") == []  # nothing recorded as failed
