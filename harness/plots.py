@@ -45,7 +45,7 @@ def _histogram(ax: Any, scores: list[int], title: str, n: int) -> None:
     if scores:
         mean = sum(scores) / len(scores)
         ax.axvline(mean, color="#c44e52", linestyle="--", label=f"mean {mean:.2f}")
-        ax.legend(loc="upper left", fontsize=8)
+        ax.legend(loc="upper right", fontsize=8)
     unscored = n - len(scores)
     ax.set_title(title + (f" ({unscored} unscored)" if unscored else ""), fontsize=9)
     ax.set_xticks(BINS)
