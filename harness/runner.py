@@ -19,6 +19,7 @@ from typing import Any, Callable
 from harness import judge
 from harness.dataset import Dataset
 from harness.llm import EndpointError, EndpointUnreachable, LLMClient
+from harness.report import answer_tokens
 from harness.concurrency import map_with_progress
 from harness.results import (SAMPLES, ResultsError, SamplesWriter, now, read_manifest,
                              read_samples, sample_row, write_manifest)
@@ -91,10 +92,9 @@ class _RunningTotals:
         self.input = self.output = self.failed = 0
 
     def __call__(self, row: dict[str, Any]) -> str:
-        for role, usage in row["usage"].items():
-            if role != "judge":
-                self.input += usage["input"]
-                self.output += usage["output"]
+        spent_input, spent_output = answer_tokens(row)
+        self.input += spent_input
+        self.output += spent_output
         self.failed += row["status"] == "failed"
         return f"in {self.input:,} out {self.output:,} tok" + (
             f", {self.failed} failed" if self.failed else "")
