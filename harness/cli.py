@@ -1,4 +1,5 @@
-"""The `freshrag` command: `run`, `report` and `serve`. The only place that wires registries.
+"""The `freshrag` command: `run`, `index`, `report` and `serve`. The only place that wires
+registries.
 
 Every option has its help text here; the work is done by the runner, the report and the plots.
 """
@@ -10,29 +11,37 @@ import contextlib
 import json
 import signal
 import sys
+import time
+from datetime import date
 from pathlib import Path
 from typing import Iterator
 
 from harness import judge, plots, report
 from harness.cache import ResponseCache
 from harness.config import ConfigError, LLMSettings, load_settings
-from harness.dataset import Dataset, DatasetError, example_dir, load_dataset, load_dataset_dir
+from harness.dataset import (Dataset, DatasetError, example_dir, load_articles, load_dataset,
+                             load_dataset_dir)
 from harness.llm import EndpointError, LLMClient
 from harness.local_server import LocalServer, LocalServerError
 from harness.results import ResultsError
 from harness.runner import RunConfig, run
-from systems import SYSTEMS
+from systems import SYSTEMS, uses_index
+from systems.embeddings import embedder_for
+from systems.index import DEFAULT_DIRECTORY, IndexConfig, RetrievalError, open_index
 from systems.prompts import PROMPTS
 
 RUN_ROLES = ("answer", "decision", "judge")  # the roles a run may call
 CACHE_FILE = ".llm-cache.sqlite"
+INDEX_DIR = ".index"  # embedded Qdrant storage beside the run directories, shared by them
+PAPER_CUTOFF = "2021-09-30"  # GPT-4-0613's knowledge cutoff, the model of the paper's datasets
 
 
 class UsageError(Exception):
     """Options that do not fit together or name nothing known."""
 
 
-USER_ERRORS = (UsageError, ConfigError, DatasetError, ResultsError, EndpointError, LocalServerError)
+USER_ERRORS = (UsageError, ConfigError, DatasetError, ResultsError, EndpointError, LocalServerError,
+               RetrievalError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,18 +66,38 @@ def cmd_run(args: argparse.Namespace) -> int:
     dataset = _dataset(args)
     out = args.out or Path("results") / dataset.name
     config = RunConfig(out=out, systems=systems, limit=args.limit,
-                       concurrency=args.concurrency, use_cache=not args.no_cache)
+                       concurrency=args.concurrency, use_cache=not args.no_cache,
+                       today=args.today, knowledge_cutoff=args.knowledge_cutoff,
+                       context_tokens=args.context_tokens)
     settings = load_settings(args.config)
     with _llm_client(settings, None if args.no_cache else out.parent / CACHE_FILE,
-                     args.seed) as llm:
+                     args.seed) as llm, contextlib.ExitStack() as stack:
+        retriever = None
+        if any(uses_index(name) for name in systems):
+            retriever = open_index(dataset.articles, _index_config(args, out.parent),
+                                   embedder_for(llm))
+            stack.callback(retriever.close)
         prompts = {**PROMPTS, "judge": judge.JUDGE_PROMPT, "judge_tool": json.dumps(judge.GRADE_TOOL)}
-        rows = run(dataset, config, llm, SYSTEMS, prompts)
+        rows = run(dataset, config, llm, SYSTEMS, prompts, retriever)
     summary = report.summarise(rows)
     report.write_summary(out, summary)
     print(report.render(summary, "markdown"))
     _print_unscored(rows)
     print(f"\nrun written to {out}/ (samples.jsonl, manifest.json, summary.json)")
     return 1 if any(row["status"] == "failed" for row in rows) else 0
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    articles = load_articles(args.articles)
+    started = time.monotonic()
+    index = open_index(articles, _index_config(args, Path("results")),
+                       embedder_for(LLMClient(load_settings(args.config))))
+    try:
+        print(json.dumps({**index.record(), "articles": len(articles),
+                          "seconds": round(time.monotonic() - started, 1)}, indent=2))
+    finally:
+        index.close()
+    return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -105,6 +134,12 @@ def _llm_client(settings: LLMSettings, cache_path: Path | None,
         yield LLMClient(settings, cache, local_base_url=local_url, seed=seed)
 
 
+def _index_config(args: argparse.Namespace, results_dir: Path) -> IndexConfig:
+    return IndexConfig(directory=args.index_dir or results_dir / INDEX_DIR,
+                       qdrant_url=args.qdrant_url, chunk_size=args.chunk_size,
+                       chunk_overlap=args.chunk_overlap, top_k=args.top_k)
+
+
 def _dataset(args: argparse.Namespace) -> Dataset:
     if args.dataset and (args.questions or args.articles):
         raise UsageError("give either --dataset or --questions/--articles, not both")
@@ -133,6 +168,26 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+def _iso_date(text: str) -> str:
+    try:
+        return date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date as YYYY-MM-DD, got {text!r}") from None
+
+
+def _add_index_options(p: argparse.ArgumentParser) -> None:
+    defaults = IndexConfig()
+    p.add_argument("--qdrant-url", help="Qdrant server URL (default: embedded Qdrant on disk)")
+    p.add_argument("--index-dir", type=Path, help="embedded Qdrant's directory "
+                   f"(default: {INDEX_DIR} beside the run directories, e.g. {DEFAULT_DIRECTORY})")
+    p.add_argument("--chunk-size", type=_positive, default=defaults.chunk_size,
+                   help="characters per chunk (default: %(default)s)")
+    p.add_argument("--chunk-overlap", type=int, default=defaults.chunk_overlap,
+                   help="characters shared by neighbouring chunks (default: %(default)s)")
+    p.add_argument("--top-k", type=_positive, default=defaults.top_k,
+                   help="chunks retrieved per query (default: %(default)s)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="freshrag", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
@@ -152,7 +207,23 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
     p.add_argument("--seed", type=int, help="seed sent with every LLM request")
     p.add_argument("--config", type=Path, help="TOML file with role endpoints (default: ./freshrag.toml)")
+    p.add_argument("--knowledge-cutoff", type=_iso_date, default=PAPER_CUTOFF,
+                   help="the answering model's knowledge cutoff, stated by dated-boolean "
+                        "(default: %(default)s, GPT-4-0613's)")
+    p.add_argument("--today", type=_iso_date, default=date.today().isoformat(),
+                   help="today's date as dated-boolean states it (default: today)")
+    p.add_argument("--context-tokens", type=_positive, default=8192,
+                   help="the answering model's context window; retrieved text is cut to fit "
+                        "(default: %(default)s)")
+    _add_index_options(p)
     p.set_defaults(handler=cmd_run)
+
+    p = sub.add_parser("index", help="build the retrieval index ahead of a run (or check it)")
+    p.add_argument("--articles", type=Path, required=True,
+                   help="articles JSON Lines file (title, content)")
+    p.add_argument("--config", type=Path, help="TOML file with role endpoints (default: ./freshrag.toml)")
+    _add_index_options(p)
+    p.set_defaults(handler=cmd_index)
 
     p = sub.add_parser("report", help="tables and figures from one or more run directories")
     p.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")

@@ -106,6 +106,27 @@ class LLMClient:
             raise EndpointError(self._describe(role, err, attempts)) from None
         return _completion_value(completion, request, time.monotonic() - started)
 
+    def embed(self, role: str, texts: list[str]) -> list[list[float]]:
+        """Embeddings of `texts` from the role's `/v1/embeddings` endpoint, in input order,
+        retried like chat calls. Not cached: the retrieval index stores what it embedded."""
+        cfg = self.settings.role(role)
+        client = self._client(role, cfg)
+        attempts = 0
+        try:
+            for attempt in self._retrying():
+                with attempt:
+                    attempts = attempt.retry_state.attempt_number
+                    result = client.embeddings.create(model=cfg.model, input=texts)
+        except openai.APIConnectionError as err:
+            raise EndpointUnreachable(self._describe(role, err, attempts)) from None
+        except openai.OpenAIError as err:
+            raise EndpointError(self._describe(role, err, attempts)) from None
+        vectors = [item.embedding for item in sorted(result.data, key=lambda item: item.index)]
+        if len(vectors) != len(texts):
+            raise EndpointError(f"{role} endpoint {self.base_url(role)} returned {len(vectors)} "
+                                f"embeddings for {len(texts)} texts")
+        return vectors
+
     def _retrying(self) -> Retrying:
         return Retrying(stop=stop_after_attempt(self.settings.max_attempts),
                         wait=wait_random_exponential(multiplier=self.backoff_s, max=60),

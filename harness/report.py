@@ -1,7 +1,8 @@
 """Tables in the shape of the paper's Tables II and III, recomputed from samples.jsonl.
 
 One row per (dataset, system): n, scored, unscored, mean truthfulness and relevance over the
-scored answers, input and output tokens, retrievals. Tokens are those the system spent answering
+scored answers, input and output tokens, retrievals, and how many answers an adaptive system gave
+with no usable retrieval decision (`no_decision`: no tool call or unparseable arguments). Tokens are those the system spent answering
 (every role but the judge), as in the paper; the judge's cost is in the token chart by role.
 Unscored answers (failed pairs included) are counted, never averaged in.
 """
@@ -19,7 +20,7 @@ from harness.results import SAMPLES, ResultsError, read_manifest, read_samples
 
 SUMMARY = "summary.json"
 COLUMNS = ("dataset", "system", "n", "scored", "unscored", "truthfulness", "relevance",
-           "input_tokens", "output_tokens", "retrievals")
+           "input_tokens", "output_tokens", "retrievals", "no_decision")
 
 
 def load_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
@@ -68,6 +69,7 @@ def _summary_row(dataset: str, system: str, rows: list[dict[str, Any]]) -> dict[
         "relevance": _mean([g["relevance"] for g in scored]),
         "input_tokens": sum(t[0] for t in tokens), "output_tokens": sum(t[1] for t in tokens),
         "retrievals": sum(row["retrievals"] for row in rows),
+        "no_decision": sum((row.get("details") or {}).get("decision") == "none" for row in rows),
     }
 
 

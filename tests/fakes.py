@@ -1,4 +1,5 @@
-"""A scripted fake model for unit tests: the `LLM` Protocol in process, no HTTP.
+"""A scripted fake model for unit tests: the `LLM` Protocol in process, no HTTP; and fakes of
+the retrieval index (`FakeRetriever`) and of an embedding model (`BagOfWordsEmbedder`).
 
 `is_call_of` tells which finished pair an HTTP request to the fake server belongs to.
 
@@ -12,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.judge import JUDGE_PROMPT
-from harness.types import LLMResponse, Usage
+from harness.types import LLMResponse, RetrievedChunk, Usage
 from systems.prompts import ANSWER_PROMPT
+from tests.fake_openai_server import bag_of_words_vector
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,41 @@ class ScriptedLLM:
         return LLMResponse(role=role, model="scripted", text=text, tool_name=name,
                            tool_arguments=arguments, usage=self.usage, latency_s=0.0,
                            cache_hit=False, messages=messages)
+
+
+class FakeRetriever:
+    """Returns the same chunks for every query and remembers the queries."""
+
+    def __init__(self, chunks: list[RetrievedChunk]):
+        self.chunks = chunks
+        self.queries: list[str] = []
+
+    def retrieve(self, query: str) -> list[RetrievedChunk]:
+        self.queries.append(query)
+        return list(self.chunks)
+
+    def record(self) -> dict[str, Any]:
+        return {"fake": True}
+
+
+class BagOfWordsEmbedder:
+    """A deterministic embedder for index tests; `fail_after` batches, it raises (a kill)."""
+
+    name = "bag-of-words"
+    where = "the bag-of-words test embedder"
+
+    def __init__(self, dim: int = 64, fail_after: int | None = None):
+        self.dim = dim
+        self.fail_after = fail_after
+        self.batches = 0
+        self.texts = 0
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if self.fail_after is not None and self.batches >= self.fail_after:
+            raise KeyboardInterrupt("simulated kill mid-build")
+        self.batches += 1
+        self.texts += len(texts)
+        return [bag_of_words_vector(text, self.dim) for text in texts]
 
 
 def is_call_of(request, row):

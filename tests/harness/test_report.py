@@ -5,17 +5,20 @@ import pytest
 from harness import report
 
 
-def row(system, t=None, r=None, status="ok", reason=None, retrievals=0, answer=(100, 10), judge=(500, 5)):
+def row(system, t=None, r=None, status="ok", reason=None, retrievals=0, answer=(100, 10), judge=(500, 5),
+        decision=None):
     grade = None if status == "failed" else {"truthfulness": t, "relevance": r, "unscored_reason": reason}
     usage = {"answer": {"input": answer[0], "output": answer[1], "estimated": False},
              "judge": {"input": judge[0], "output": judge[1], "estimated": False}}
     return {"dataset": "A_f", "system": system, "status": status, "grade": grade, "usage": usage,
-            "retrievals": retrievals, "error": "HTTP 500" if status == "failed" else None}
+            "retrievals": retrievals, "error": "HTTP 500" if status == "failed" else None,
+            "details": {"decision": decision}}
 
 
 ROWS = [row("naive", 5, 4, retrievals=1), row("naive", 3, 2, retrievals=1),
         row("naive", reason="invalid JSON", retrievals=1), row("naive", status="failed"),
-        row("baseline", 1, 1)]
+        row("baseline", 1, 1), row("boolean", 2, 2, decision="none"),
+        row("boolean", 4, 4, retrievals=1, decision="retrieve"), row("boolean", 3, 3, decision="none")]
 
 
 def test_means_are_over_scored_answers_and_unscored_are_counted():
@@ -29,6 +32,12 @@ def test_means_are_over_scored_answers_and_unscored_are_counted():
 def test_tokens_are_what_the_system_spent_not_the_judge():
     naive = next(r for r in report.summarise(ROWS) if r["system"] == "naive")
     assert (naive["input_tokens"], naive["output_tokens"]) == (400, 40)
+
+
+def test_answers_without_a_usable_decision_are_counted():
+    by_system = {r["system"]: r for r in report.summarise(ROWS)}
+    assert by_system["boolean"]["no_decision"] == 2 and by_system["boolean"]["retrievals"] == 1
+    assert by_system["naive"]["no_decision"] == 0
 
 
 def test_unscored_reasons_say_failed_or_why():
@@ -45,8 +54,8 @@ def test_formats_carry_the_same_rows():
     summary = report.summarise(ROWS)
     assert json.loads(report.render(summary, "json")) == {"rows": summary}
     csv_lines = report.render(summary, "csv").splitlines()
-    assert csv_lines[0].split(",") == list(report.COLUMNS) and len(csv_lines) == 3
+    assert csv_lines[0].split(",") == list(report.COLUMNS) and len(csv_lines) == 4
     markdown = report.render(summary, "markdown").splitlines()
-    assert markdown[2].startswith("| A_f | naive | 4 | 2 | 2 | 4.00 | 3.00 | 400 | 40 | 3 |")
+    assert markdown[2].startswith("| A_f | naive | 4 | 2 | 2 | 4.00 | 3.00 | 400 | 40 | 3 | 0 |")
     with pytest.raises(ValueError, match="unknown format"):
         report.render(summary, "xml")

@@ -1,0 +1,42 @@
+"""Boolean agent RAG (section IV): the model decides, through a function with one boolean
+`retrieve` and tool choice "auto", whether to fetch chunks before answering.
+
+The decision call goes to the `decision` role, so a cheaper model can decide (the paper's
+suggestion). A reply without a usable call is decision `none`: if it holds text, that text is
+the answer, as with any model that answers instead of calling; otherwise the answer role answers
+without retrieval.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.types import Question, SystemAnswer, SystemContext
+from systems.prompts import ANSWER_MAX_TOKENS, BOOLEAN_PROMPT, RETRIEVE_TOOL, answer_messages
+from systems.rag import answer_with_chunks, parse_decision
+
+
+class Boolean:
+    uses_index = True
+
+    def __init__(self, context: SystemContext):
+        self.context = context
+
+    def decision_messages(self, question: Question) -> list[dict[str, Any]]:
+        return answer_messages(question, BOOLEAN_PROMPT)
+
+    def answer(self, question: Question) -> SystemAnswer:
+        llm = self.context.llm
+        first = llm.chat("decision", self.decision_messages(question), tools=[RETRIEVE_TOOL],
+                         tool_choice="auto", max_tokens=ANSWER_MAX_TOKENS)
+        decision = parse_decision(first, RETRIEVE_TOOL["function"]["name"])
+        details: dict[str, Any] = {"decision": decision.label, "decision_raw": decision.raw}
+        if decision.retrieve:
+            chunks = self.context.retriever.retrieve(question.text)
+            response, retrieved = answer_with_chunks(self.context, question, chunks)
+            return SystemAnswer(response.text or "", [first, response], retrievals=1,
+                                details={**details, **retrieved})
+        if first.tool_name is None and (first.text or "").strip():
+            return SystemAnswer(first.text, [first], details={**details, "answered_by": "decision"})
+        response = llm.chat("answer", answer_messages(question), max_tokens=ANSWER_MAX_TOKENS)
+        return SystemAnswer(response.text or "", [first, response], details=details)

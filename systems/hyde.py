@@ -1,0 +1,28 @@
+"""HyDE (beyond the paper): the model first writes a hypothetical answer passage; the index is
+searched with the question and that passage, and the question is answered with the chunks found.
+
+A passage in the style of the corpus often lands nearer the right chunks than a short question.
+"""
+
+from __future__ import annotations
+
+from harness.types import Question, SystemAnswer, SystemContext
+from systems.prompts import HYDE_MAX_TOKENS, HYDE_PROMPT, answer_messages
+from systems.rag import answer_with_chunks
+
+
+class Hyde:
+    uses_index = True
+
+    def __init__(self, context: SystemContext):
+        self.context = context
+
+    def answer(self, question: Question) -> SystemAnswer:
+        passage = self.context.llm.chat("answer", answer_messages(question, HYDE_PROMPT),
+                                        max_tokens=HYDE_MAX_TOKENS)
+        # The question first: an embedder that truncates long input still sees it.
+        query = f"{question.text}\n{passage.text or ''}".strip()
+        chunks = self.context.retriever.retrieve(query)
+        response, retrieved = answer_with_chunks(self.context, question, chunks)
+        return SystemAnswer(response.text or "", [passage, response], retrievals=1,
+                            details={"decision": None, "hypothetical": passage.text, **retrieved})

@@ -1,0 +1,19 @@
+"""Naive RAG (section IV): every question retrieves the top-k chunks and is answered with them."""
+
+from __future__ import annotations
+
+from harness.types import Question, SystemAnswer, SystemContext
+from systems.rag import answer_with_chunks
+
+
+class Naive:
+    uses_index = True
+
+    def __init__(self, context: SystemContext):
+        self.context = context
+
+    def answer(self, question: Question) -> SystemAnswer:
+        chunks = self.context.retriever.retrieve(question.text)
+        response, details = answer_with_chunks(self.context, question, chunks)
+        return SystemAnswer(response.text or "", [response], retrievals=1,
+                            details={"decision": None, **details})

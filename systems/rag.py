@@ -1,0 +1,96 @@
+"""What the retrieving strategies share: answering with retrieved chunks, fitting them into the
+model's context window, and reading a boolean retrieval decision strictly.
+
+A decision the model did not make usably (no tool call, other tool, arguments that are not
+`{"retrieve": true|false}`) is `none`: the strategy answers without retrieval and the report
+counts it, instead of guessing or crashing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from harness.tokens import count_text, encoding_for
+from harness.types import LLMResponse, Question, RetrievedChunk, SystemContext
+from systems.prompts import ANSWER_MAX_TOKENS, RAG_PROMPT, answer_messages
+
+TOKEN_MODEL = "gpt-4"  # an estimate for any model: cl100k_base counts, with SAFETY to spare
+SAFETY = 0.9  # share of the window we fill: other tokenizers count differently
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A boolean retrieval decision: "retrieve", "no-retrieve" or "none", with the raw reply."""
+
+    label: str
+    raw: str | None
+
+    @property
+    def retrieve(self) -> bool:
+        return self.label == "retrieve"
+
+
+def parse_decision(response: LLMResponse, tool_name: str) -> Decision:
+    if response.tool_name != tool_name or response.tool_arguments is None:
+        return Decision("none", response.tool_arguments or response.text)
+    try:
+        arguments = json.loads(response.tool_arguments)
+    except json.JSONDecodeError:
+        return Decision("none", response.tool_arguments)
+    value = arguments.get("retrieve") if isinstance(arguments, dict) else None
+    if not isinstance(value, bool):
+        return Decision("none", response.tool_arguments)
+    return Decision("retrieve" if value else "no-retrieve", response.tool_arguments)
+
+
+def answer_with_chunks(context: SystemContext, question: Question,
+                       chunks: list[RetrievedChunk]) -> tuple[LLMResponse, dict[str, Any]]:
+    """The answer role's reply given the chunks, and the details to record about them."""
+    messages, cut = fitted_messages(question, chunks, context.context_tokens)
+    response = context.llm.chat("answer", messages, max_tokens=ANSWER_MAX_TOKENS)
+    return response, {"retrieved": chunk_records(chunks), "context_cut": cut}
+
+
+def chunk_records(chunks: list[RetrievedChunk]) -> list[dict[str, Any]]:
+    return [{"title": c.title, "index": c.index, "score": round(c.score, 6)} for c in chunks]
+
+
+def fitted_messages(question: Question, chunks: list[RetrievedChunk],
+                    context_tokens: int) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """RAG messages that fit the window with room for the answer, and what was cut (None: nothing).
+
+    Chunks keep their rank order; the first that does not fit is shortened and the rest dropped.
+    A question that alone overflows the window is shortened too, and answered without extracts.
+    """
+    budget = int(context_tokens * SAFETY) - ANSWER_MAX_TOKENS
+    question_tokens = count_text(question.text, TOKEN_MODEL)
+    frame_tokens = count_text(RAG_PROMPT.format(extracts=""), TOKEN_MODEL) + 16  # message framing
+    room = budget - frame_tokens - question_tokens
+    if room <= 0:
+        text = _truncate(question.text, budget - frame_tokens)
+        cut = {"question_cut": True, "extracts_kept": 0, "extracts_dropped": len(chunks)}
+        return answer_messages(Question(question.id, text, question.gold_title),
+                               RAG_PROMPT.format(extracts="")), cut
+    extracts, kept_whole = [], 0
+    for chunk in chunks:
+        tokens = count_text(chunk.text, TOKEN_MODEL) + 2  # the blank line between extracts
+        if tokens > room:
+            if room > 16:
+                extracts.append(_truncate(chunk.text, room))
+            break
+        extracts.append(chunk.text)
+        kept_whole += 1
+        room -= tokens
+    messages = answer_messages(question, RAG_PROMPT.format(extracts="\n\n".join(extracts)))
+    if kept_whole == len(chunks):
+        return messages, None
+    return messages, {"question_cut": False, "extracts_kept": len(extracts),
+                      "extracts_dropped": len(chunks) - len(extracts),
+                      "extract_shortened": len(extracts) > kept_whole}
+
+
+def _truncate(text: str, tokens: int) -> str:
+    encoding = encoding_for(TOKEN_MODEL)
+    return encoding.decode(encoding.encode(text, disallowed_special=())[:max(tokens, 0)])
