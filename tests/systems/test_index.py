@@ -1,0 +1,121 @@
+"""The retrieval index on embedded Qdrant (real), with a bag-of-words embedder standing in for
+MiniLM, and the embeddings role against the fake OpenAI-compatible server."""
+
+import pytest
+
+from harness.config import load_settings
+from harness.llm import LLMClient
+from harness.local_server import free_port
+from harness.types import Article
+from systems.embeddings import EndpointEmbedder
+from systems.index import IndexConfig, RetrievalError, chunk_articles, open_index
+from tests.fake_openai_server import FakeOpenAIServer
+from tests.fakes import BagOfWordsEmbedder
+
+ARTICLES = {
+    "Velmora Bridge": Article("Velmora Bridge", "The Velmora bridge spans the river Ost with nine "
+                              "arches of pale granite. " * 40),
+    "Kettering Comet": Article("Kettering Comet", "The Kettering comet was seen by shepherds in "
+                               "the northern hills at dawn. " * 40),
+    "Ostrava Line": Article("Ostrava Line", "The Ostrava line is a railway through coal country "
+                            "with eleven stations. " * 40),
+}
+
+
+def config(tmp_path, **overrides):
+    return IndexConfig(directory=tmp_path / "index", batch_size=4, **overrides)
+
+
+def test_chunks_carry_their_title_and_respect_the_size():
+    chunks = chunk_articles(ARTICLES.values(), size=300, overlap=20)
+    assert {c.title for c in chunks} == set(ARTICLES)
+    for chunk in chunks:
+        head, body = chunk.text.split("\n", 1)
+        assert head == f"Title: {chunk.title}" and len(body) <= 300
+    velmora = [c.index for c in chunks if c.title == "Velmora Bridge"]
+    assert velmora == list(range(len(velmora))) and len(velmora) > 5
+
+
+def test_retrieval_finds_the_article_the_query_is_about(tmp_path):
+    index = open_index(ARTICLES, config(tmp_path, chunk_size=300, chunk_overlap=20),
+                       BagOfWordsEmbedder(), progress=False)
+    try:
+        hits = index.retrieve("which comet did the shepherds see at dawn")
+    finally:
+        index.close()
+    assert len(hits) == 5 and hits[0].title == "Kettering Comet"
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert hits[0].text.startswith("Title: Kettering Comet\n")
+
+
+def test_a_built_index_is_reused_and_a_different_key_builds_anew(tmp_path):
+    first = BagOfWordsEmbedder()
+    open_index(ARTICLES, config(tmp_path), first, progress=False).close()
+    again = BagOfWordsEmbedder()
+    index = open_index(ARTICLES, config(tmp_path, top_k=2), again, progress=False)
+    assert again.texts == 0 and len(index.retrieve("railway stations")) == 2  # top_k not in the key
+    index.close()
+    smaller = BagOfWordsEmbedder()
+    open_index(ARTICLES, config(tmp_path, chunk_size=300), smaller, progress=False).close()
+    assert smaller.texts > first.texts  # new chunker settings: a new collection
+
+
+def test_an_interrupted_build_resumes_with_only_the_missing_chunks(tmp_path):
+    total = len(chunk_articles(ARTICLES.values(), 300, 20))
+    with pytest.raises(KeyboardInterrupt):
+        open_index(ARTICLES, config(tmp_path, chunk_size=300, chunk_overlap=20),
+                   BagOfWordsEmbedder(fail_after=2), progress=False)
+    resumed = BagOfWordsEmbedder()
+    index = open_index(ARTICLES, config(tmp_path, chunk_size=300, chunk_overlap=20), resumed,
+                       progress=False)
+    assert resumed.texts == total - 2 * 4 and index.record()["chunks"] == total
+    assert index.client.count(index.collection, exact=True).count == total
+    index.close()
+
+
+def test_an_embedder_with_vectors_of_the_wrong_size_is_named(tmp_path):
+    open_index(ARTICLES, config(tmp_path), BagOfWordsEmbedder(dim=64), progress=False).close()
+    index = open_index(ARTICLES, config(tmp_path), BagOfWordsEmbedder(dim=64), progress=False)
+    index.embedder = BagOfWordsEmbedder(dim=32)  # the same name, another size: a changed endpoint
+    with pytest.raises(RetrievalError, match=r"bag-of-words test embedder have \[32\] dimensions; "
+                                             r"the index needs 64"):
+        index.retrieve("railway")
+    index.close()
+
+
+def test_an_embeddings_endpoint_is_used_through_the_embeddings_role(tmp_path):
+    with FakeOpenAIServer(embedding_dim=48) as server:
+        settings = load_settings(env={"FRESHRAG_EMBEDDINGS_BASE_URL": server.base_url,
+                                      "FRESHRAG_EMBEDDINGS_MODEL": "text-embedding-3-small"})
+        embedder = EndpointEmbedder(LLMClient(settings))
+        index = open_index(ARTICLES, config(tmp_path), embedder, progress=False)
+        hits = index.retrieve("the railway through coal country")
+        record = index.record()
+        index.close()
+    assert hits[0].title == "Ostrava Line"
+    assert record["embedding_model"] == "text-embedding-3-small" and record["dimension"] == 48
+    assert server.embedding_calls > 1
+
+
+def test_an_endpoint_returning_the_wrong_size_is_named(tmp_path):
+    with FakeOpenAIServer(embedding_dim=48) as server:
+        settings = load_settings(env={"FRESHRAG_EMBEDDINGS_BASE_URL": server.base_url})
+        index = open_index(ARTICLES, config(tmp_path), EndpointEmbedder(LLMClient(settings)),
+                           progress=False)
+        server.embedding_dim = 12  # the endpoint now serves another model under the same name
+        with pytest.raises(RetrievalError, match=f"embeddings endpoint {server.base_url}.*"
+                                                 r"\[12\] dimensions; the index needs 48"):
+            index.retrieve("railway")
+        index.close()
+
+
+def test_a_qdrant_server_that_is_down_is_named_by_its_url(tmp_path):
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(RetrievalError, match=f"Qdrant server at {url} cannot be used"):
+        open_index(ARTICLES, config(tmp_path, qdrant_url=url), BagOfWordsEmbedder(),
+                   progress=False)
+
+
+def test_a_corpus_without_text_is_refused(tmp_path):
+    with pytest.raises(RetrievalError, match="no text to index"):
+        open_index({}, config(tmp_path), BagOfWordsEmbedder(), progress=False)
