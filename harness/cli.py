@@ -197,7 +197,7 @@ def _parser() -> argparse.ArgumentParser:
                    "(default: the example dataset shipped with freshrag)")
     p.add_argument("--questions", type=Path, help="questions JSON Lines file (title, question)")
     p.add_argument("--articles", type=Path, help="articles JSON Lines file (title, content)")
-    p.add_argument("--systems", default="baseline,oracle",
+    p.add_argument("--systems", default="baseline,oracle,naive,advanced",
                    help=f"comma-separated systems, from: {', '.join(SYSTEMS)} (default: %(default)s)")
     p.add_argument("--out", type=Path, help="run directory (default: results/DATASET_NAME); "
                    "running again into it resumes")

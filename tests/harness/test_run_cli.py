@@ -95,9 +95,14 @@ def test_failed_pairs_are_recorded_then_retried_on_resume(tmp_path, monkeypatch)
     broken = {"on": True}
 
     def reply(request):
-        if broken["on"] and "Town 2" in json.dumps(request["messages"]) and not request.get("tools"):
+        if request.get("tools"):
+            return None  # the judge's forced call: the default grade
+        prompt = json.dumps(request["messages"])
+        if broken["on"] and "Town 2" in prompt:
             raise RuntimeError("model crashed")  # the fake answers 500
-        return None
+        # An answer that differs per prompt, so baseline's and oracle's judge calls differ too
+        # and neither can be answered from the other's cache entry.
+        return {"content": f"answer {len(prompt)}"}
 
     (tmp_path / "freshrag.toml").write_text("max_attempts = 2\n")
     with FakeOpenAIServer(reply=lambda req: reply(req) or _default(req)) as server:
