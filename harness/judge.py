@@ -15,6 +15,9 @@ from typing import Any
 from harness.types import LLM, Article, Grade, LLMResponse, Question
 
 ATTEMPTS = 2
+# Two small integers need a few dozen tokens; the bound keeps a grammar-constrained local model
+# from running on to its context limit (minutes per call on 2 cores) when it pads the JSON.
+JUDGE_MAX_TOKENS = 256
 SCALE = [1, 2, 3, 4, 5]
 
 JUDGE_PROMPT = (
@@ -63,7 +66,7 @@ def grade(llm: LLM, question: Question, answer: str,
     calls, raws, reasons = [], [], []
     for attempt in range(ATTEMPTS):
         response = llm.chat("judge", messages, tools=[GRADE_TOOL], tool_choice="submit_grade",
-                            temperature=0.0, attempt=attempt)
+                            temperature=0.0, max_tokens=JUDGE_MAX_TOKENS, attempt=attempt)
         calls.append(response)
         raws.append(response.tool_arguments)
         try:

@@ -9,8 +9,8 @@ as the paper suggests); the answer with chunks from the `answer` role. Every cal
 from __future__ import annotations
 
 from harness.types import Question, SystemAnswer, SystemContext
-from systems.prompts import (ANSWER_MAX_TOKENS, MORE_INFORMATION_QUESTION, MORE_INFORMATION_TOOL,
-                             answer_messages)
+from systems.prompts import (ANSWER_MAX_TOKENS, DECISION_MAX_TOKENS, MORE_INFORMATION_QUESTION,
+                             MORE_INFORMATION_TOOL, answer_messages)
 from systems.rag import answer_with_chunks, parse_decision
 
 TOOL_NAME = MORE_INFORMATION_TOOL["function"]["name"]
@@ -29,7 +29,7 @@ class Advanced:
         follow_up = messages + [{"role": "assistant", "content": first.text or ""},
                                 {"role": "user", "content": MORE_INFORMATION_QUESTION}]
         asked = llm.chat("decision", follow_up, tools=[MORE_INFORMATION_TOOL],
-                         tool_choice=TOOL_NAME)
+                         tool_choice=TOOL_NAME, max_tokens=DECISION_MAX_TOKENS)
         decision = parse_decision(asked, TOOL_NAME)
         details = {"decision": decision.label, "decision_raw": decision.raw,
                    "first_answer": first.text}

@@ -9,6 +9,9 @@ from typing import Any
 from harness.types import Question
 
 ANSWER_MAX_TOKENS = 512
+# A forced yes/no call needs a few dozen tokens; the bound keeps a grammar-constrained local model
+# from filling its whole context with whitespace inside the JSON.
+DECISION_MAX_TOKENS = 128
 
 ANSWER_PROMPT = "You are a helpful assistant. Answer the user's question accurately and concisely."
 

@@ -35,7 +35,7 @@ class ScriptedLLM:
              attempt: int = 0) -> LLMResponse:
         self.requests.append({"role": role, "messages": messages, "tools": tools,
                               "tool_choice": tool_choice, "temperature": temperature,
-                              "attempt": attempt})
+                              "max_tokens": max_tokens, "attempt": attempt})
         if not self.script:
             raise AssertionError(f"unexpected extra {role} call")
         reply = self.script.pop(0)

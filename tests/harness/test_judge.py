@@ -70,3 +70,12 @@ def test_judge_call_is_forced_at_temperature_zero_with_the_article_cut():
     assert ARTICLE.prompt_text() in user
     assert len(ARTICLE.prompt_text()) == 15_000
     assert "does not know" in request["messages"][0]["content"]
+
+
+def test_the_judge_call_is_forced_deterministic_and_bounded():
+    llm = ScriptedLLM([grade_call('{"truthfulness": 4, "relevance": 5}')])
+    grade, _ = judge.grade(llm, QUESTION, "Ada Quill.", ARTICLE)
+    [request] = llm.requests
+    assert (grade.truthfulness, grade.relevance) == (4, 5)
+    assert request["role"] == "judge" and request["tool_choice"] == "submit_grade"
+    assert request["temperature"] == 0.0 and request["max_tokens"] == judge.JUDGE_MAX_TOKENS

@@ -124,3 +124,20 @@ def test_hyde_retrieves_with_a_hypothetical_passage():
     assert extracts_in(reply) and answer.text == "Nine." and answer.retrievals == 1
     assert answer.details["hypothetical"] == passage
     assert answer.usage_by_role() == {"answer": USAGE + USAGE}
+
+
+@pytest.mark.parametrize("name, script", [
+    pytest.param("naive", ["Nine."], id="naive"),
+    pytest.param("boolean", [RETRIEVE, "Nine."], id="boolean"),
+    pytest.param("dated-boolean", [RETRIEVE, "Nine."], id="dated-boolean"),
+    pytest.param("advanced", ["Eight.", MORE, "Nine."], id="advanced"),
+    pytest.param("hyde", ["A bridge with nine spans.", "Nine."], id="hyde"),
+])
+def test_every_call_is_bounded_in_output_tokens(name, script):
+    """A grammar-constrained local model can pad a forced call's JSON until its context is full;
+    every call a system makes carries a max_tokens bound."""
+    context = {"today": "2026-11-23", "knowledge_cutoff": "2024-06-30"} \
+        if name == "dated-boolean" else {}
+    _, requests, _ = run_system(name, script, **context)
+    assert len(requests) == len(script)
+    assert all(r["max_tokens"] is not None and 0 < r["max_tokens"] <= 512 for r in requests)
