@@ -61,8 +61,9 @@ def sample_row(dataset: str, question: Question, system: str, answer: SystemAnsw
     }
 
 
-class SamplesWriter:
-    """Appends rows to samples.jsonl, safe across threads.
+class JsonlWriter:
+    """Appends rows to a JSON Lines file (samples.jsonl, the builders' stage files), safe across
+    threads.
 
     A row torn by a kill mid-write is cut off when the writer opens the file, so that the next
     row starts on a line of its own instead of being glued to the fragment.
@@ -94,22 +95,29 @@ def _drop_torn_tail(path: Path) -> None:
             handle.truncate(handle.read().rfind(b"\n") + 1)
 
 
-def read_samples(path: Path) -> list[dict[str, Any]]:
-    """Every row, the last one per (question, system) winning, in file order."""
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every row of a file JsonlWriter wrote, in file order; a torn last line is ignored."""
     if not path.exists():
         return []
     lines = path.read_text(encoding="utf-8").split("\n")
-    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    rows = []
     for line_no, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            rows.append(json.loads(line))
         except json.JSONDecodeError as err:
             if line_no == len(lines):  # no newline after it: torn by a kill mid-write
                 print(f"{path}:{line_no}: ignoring an unfinished last row", file=sys.stderr)
                 continue
             raise ResultsError(f"{path}:{line_no}: not valid JSON: {err.msg}") from None
+    return rows
+
+
+def read_samples(path: Path) -> list[dict[str, Any]]:
+    """Every row, the last one per (question, system) winning, in file order."""
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in read_jsonl(path):
         latest.pop((row["question_id"], row["system"]), None)
         latest[row["question_id"], row["system"]] = row
     return list(latest.values())

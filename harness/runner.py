@@ -21,7 +21,7 @@ from harness.dataset import Dataset
 from harness.llm import EndpointError, EndpointUnreachable, LLMClient
 from harness.report import answer_tokens
 from harness.concurrency import map_with_progress
-from harness.results import (SAMPLES, ResultsError, SamplesWriter, now, read_manifest,
+from harness.results import (SAMPLES, JsonlWriter, ResultsError, now, read_manifest,
                              read_samples, sample_row, write_manifest)
 from harness.types import Question, Retriever, System, SystemContext
 
@@ -59,7 +59,7 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient,
     finished = {(row["question_id"], row["system"]) for row in read_samples(config.out / SAMPLES)
                 if row["status"] == "ok"}
     pairs = [(q, name) for q in questions for name in config.systems if (q.id, name) not in finished]
-    writer = SamplesWriter(config.out / SAMPLES)
+    writer = JsonlWriter(config.out / SAMPLES)
 
     def run_pair(pair: tuple[Question, str]) -> dict[str, Any]:
         row = answer_and_grade(dataset, pair[0], pair[1], systems[pair[1]], llm)
