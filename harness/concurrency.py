@@ -14,7 +14,8 @@ R = TypeVar("R")
 
 
 def map_with_progress(fn: Callable[[T], R], items: Sequence[T], concurrency: int = 8,
-                      desc: str = "", postfix: Callable[[R], str] | None = None) -> list[R]:
+                      desc: str = "", postfix: Callable[[R], str] | None = None,
+                      unit: str = "pair") -> list[R]:
     """fn over items, at most `concurrency` at a time; results in completion order.
 
     The first exception stops the map: pending items are cancelled, those in flight finish.
@@ -22,7 +23,7 @@ def map_with_progress(fn: Callable[[T], R], items: Sequence[T], concurrency: int
     (e.g. running token totals).
     """
     results: list[R] = []
-    with tqdm(total=len(items), desc=desc, unit="pair", dynamic_ncols=True) as bar:
+    with tqdm(total=len(items), desc=desc, unit=unit, dynamic_ncols=True) as bar:
         def done(result: R) -> None:
             results.append(result)
             if postfix:

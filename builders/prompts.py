@@ -1,0 +1,65 @@
+"""The builder's prompts (section III.A): the recency classifier and the question writers.
+Recorded in the dataset's manifest, so that a dataset says how it was made."""
+
+from __future__ import annotations
+
+import json
+
+ARTICLE_CHARS = 15_000  # title + text handed to the classifier, as in the paper
+RECENCY_MAX_TOKENS = 128
+QUESTION_MAX_TOKENS = 200
+
+RECENCY_PROMPT = (
+    "You decide whether a Wikipedia article is mostly about things that happened after "
+    "{cutoff}. Read the article, then call the function report_recency: true if most of the "
+    "information in it concerns events after {cutoff}, false otherwise."
+)
+
+RECENCY_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "report_recency",
+        "description": "Report whether most of the article is about events after the cutoff date.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "mostly_after_cutoff": {
+                    "type": "boolean",
+                    "description": "true if most of the article's information is about events "
+                                   "after the cutoff date"},
+            },
+            "required": ["mostly_after_cutoff"],
+        },
+    },
+}
+
+QUESTION_PROMPTS = {
+    # The paper's: a creative question about the contents of the text.
+    "creative": (
+        "Below is a Wikipedia article. Write one creative question about its contents that the "
+        "article answers. Reply with the question only."
+    ),
+    # The paper's suggestion for a harder set: ask about what happened after the cutoff.
+    "recent": (
+        "Below is a Wikipedia article. Write one question that the article answers about "
+        "something that happened after {cutoff}, so that it cannot be answered from knowledge "
+        "of the world up to {cutoff}. Reply with the question only."
+    ),
+}
+
+PROMPTS = {"recency": RECENCY_PROMPT, "recency_tool": json.dumps(RECENCY_TOOL),
+           **{f"question_{style}": text for style, text in QUESTION_PROMPTS.items()}}
+
+
+def article_text(title: str, content: str) -> str:
+    return f"Title: {title}\n\n{content}"[:ARTICLE_CHARS]
+
+
+def recency_messages(title: str, content: str, cutoff: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": RECENCY_PROMPT.format(cutoff=cutoff)},
+            {"role": "user", "content": article_text(title, content)}]
+
+
+def question_messages(title: str, content: str, style: str, cutoff: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": QUESTION_PROMPTS[style].format(cutoff=cutoff)},
+            {"role": "user", "content": article_text(title, content)}]

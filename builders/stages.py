@@ -1,0 +1,359 @@
+"""The four stages of section III.A, each written to disk as it goes, so that any of them resumes.
+
+1. `A_r`: the random sample; pages that are redirects, disambiguation pages, gone or of at most
+   1,000 characters are dropped, each reason counted. Every examined page is a line of
+   `sample.jsonl`; every kept one a line of `articles.jsonl` (the retrieval database).
+2. `A_d`: the A_r articles created after the cutoff.
+3. `A_f`: the A_d articles the `builder` model judges to be mostly about events after the cutoff
+   (a forced boolean call, temperature 0); an unparseable verdict is `unknown`, excluded and
+   counted. One line of `recency.jsonl` per verdict.
+4. Questions about the chosen stage's articles (default A_f), temperature 1, one line of
+   `questions.jsonl` each, tied to the article's title and revision.
+
+A stage's title list (`A_r.txt`, `A_d.txt`, `A_f.txt`) is written when the stage has finished;
+`manifest.json` holds the funnel, recomputed from the files, so that it always adds up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections import Counter
+from dataclasses import asdict, dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any, Iterable
+
+from tqdm import tqdm
+
+from builders.cutoffs import created_after
+from builders.pages import Page, PageSource, classify
+from builders.prompts import (PROMPTS, QUESTION_MAX_TOKENS, RECENCY_MAX_TOKENS, RECENCY_TOOL,
+                              question_messages, recency_messages)
+from harness.concurrency import map_with_progress
+from harness.llm import LLMClient
+from harness.results import JsonlWriter, now, read_jsonl, read_manifest, write_manifest
+from harness.types import LLMResponse
+
+STAGES = ("A_r", "A_d", "A_f", "questions")
+SAMPLE, ARTICLES, RECENCY, QUESTIONS = "sample.jsonl", "articles.jsonl", "recency.jsonl", \
+    "questions.jsonl"
+STYLES = ("creative", "recent")
+RECENCY_FUNCTION = RECENCY_TOOL["function"]["name"]
+UNKNOWN = "unknown"
+
+
+class BuildError(ValueError):
+    """A build that cannot go on as asked; the message says which file or option."""
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    out: Path
+    cutoff: date
+    n: int | None = None  # articles in A_r; None takes every article of a dump
+    questions_per_article: int = 1
+    style: str = "creative"
+    questions_from: str = "A_f"
+    concurrency: int = 4
+    seed: int = 0
+
+    def settings(self) -> dict[str, Any]:
+        """What a dataset directory is tied to: resuming with other values is refused."""
+        return {"cutoff": self.cutoff.isoformat(), "questions_per_article":
+                self.questions_per_article, "style": self.style,
+                "questions_from": self.questions_from}
+
+
+def titles_path(out: Path, stage: str) -> Path:
+    return out / f"{stage}.txt"
+
+
+def read_titles(out: Path, stage: str) -> list[str]:
+    path = titles_path(out, stage)
+    if not path.exists():
+        raise BuildError(f"{path}: stage {stage} has not finished; run it first "
+                         f"(freshrag build --stage {stage} ...)")
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def write_titles(out: Path, stage: str, titles: Iterable[str]) -> None:
+    path = titles_path(out, stage)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(f"{title}\n" for title in titles), encoding="utf-8")
+    os.replace(tmp, path)  # the list appears whole or not at all: it marks the stage finished
+
+
+# --------------------------------------------------------------------------- stage 1: A_r
+
+
+def sample_articles(source: PageSource | None, config: BuildConfig) -> list[str]:
+    """A_r. From a random-order source (the API) pages are taken until `n` are kept; from a dump,
+    every page (n None), or a seeded reservoir sample of `n` over the whole dump. `source` may be
+    None when the stage has finished."""
+    out = config.out
+    if titles_path(out, "A_r").exists():
+        return read_titles(out, "A_r")
+    if source is None:
+        raise BuildError(f"{out}: stage A_r has not finished and no source was given")
+    out.mkdir(parents=True, exist_ok=True)
+    if config.n is not None and not source.random_order:
+        return _reservoir_sample(source, config)
+    examined = {row["title"]: row for row in read_jsonl(out / SAMPLE)}
+    kept = [row["title"] for row in read_jsonl(out / ARTICLES)]
+    samples, articles = JsonlWriter(out / SAMPLE), JsonlWriter(out / ARTICLES)
+    try:
+        for title in kept:  # an article written just before a kill, its sample line not yet
+            if title not in examined:
+                samples.write({"title": title, "discard": None})
+        with tqdm(total=config.n, initial=len(kept), desc="A_r", unit="article") as bar:
+            pages = source.pages(set(examined) | set(kept))
+            while config.n is None or len(kept) < config.n:
+                page = next(pages, None)
+                if page is None:
+                    break  # the dump ended, or the wiki has no unseen pages left
+                page = classify(page)
+                if page.discard is None:
+                    articles.write(page.article_row())  # the article first, then its sample line
+                    kept.append(page.title)
+                    bar.update(1)
+                samples.write(_sample_row(page))
+            pages.close()  # lets a source stop its fetches in flight
+    finally:
+        samples.close()
+        articles.close()
+    write_titles(out, "A_r", kept)
+    return kept
+
+
+def _reservoir_sample(source: PageSource, config: BuildConfig) -> list[str]:
+    """A uniform random sample of `n` articles from a dump in one pass (Algorithm R), holding
+    only the sample. Written when the dump has been read to its end."""
+    rng = random.Random(config.seed)
+    reservoir: list[Page] = []
+    discards: list[dict[str, Any]] = []
+    seen = 0
+    for page in tqdm(source.pages(set()), desc="A_r (reading the whole dump)", unit="page"):
+        page = classify(page)
+        if page.discard is not None:
+            discards.append(_sample_row(page))
+            continue
+        seen += 1
+        if len(reservoir) < config.n:
+            reservoir.append(page)
+        elif (slot := rng.randrange(seen)) < config.n:
+            discards.append({"title": reservoir[slot].title, "discard": "not_sampled"})
+            reservoir[slot] = page
+        else:
+            discards.append({"title": page.title, "discard": "not_sampled"})
+    _rewrite_jsonl(config.out / ARTICLES, (page.article_row() for page in reservoir))
+    _rewrite_jsonl(config.out / SAMPLE, discards + [_sample_row(page) for page in reservoir])
+    titles = [page.title for page in reservoir]
+    write_titles(config.out, "A_r", titles)
+    return titles
+
+
+def _sample_row(page: Page) -> dict[str, Any]:
+    return {"title": page.title, "discard": page.discard}
+
+
+def _rewrite_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    path.unlink(missing_ok=True)
+    writer = JsonlWriter(path)
+    try:
+        for row in rows:
+            writer.write(row)
+    finally:
+        writer.close()
+
+
+# --------------------------------------------------------------------------- stage 2: A_d
+
+
+def filter_created(config: BuildConfig) -> list[str]:
+    """A_d: the A_r articles whose first revision is after the cutoff day."""
+    if titles_path(config.out, "A_d").exists():
+        return read_titles(config.out, "A_d")
+    a_r = set(read_titles(config.out, "A_r"))
+    a_d = [row["title"] for row in read_jsonl(config.out / ARTICLES)
+           if row["title"] in a_r and row.get("created")
+           and created_after(row["created"], config.cutoff)]
+    write_titles(config.out, "A_d", a_d)
+    return a_d
+
+
+# --------------------------------------------------------------------------- stage 3: A_f
+
+
+def classify_recency(llm: LLMClient, config: BuildConfig) -> list[str]:
+    """A_f: the A_d articles judged mostly about events after the cutoff."""
+    out = config.out
+    if titles_path(out, "A_f").exists():
+        return read_titles(out, "A_f")
+    a_d = read_titles(out, "A_d")
+    articles = _articles(out)
+    done = {row["title"]: row for row in read_jsonl(out / RECENCY)}
+    writer = JsonlWriter(out / RECENCY)
+    cutoff = config.cutoff.isoformat()
+
+    def judge(title: str) -> dict[str, Any]:
+        article = articles[title]
+        response = llm.chat("builder", recency_messages(title, article["content"], cutoff),
+                            tools=[RECENCY_TOOL], tool_choice=RECENCY_FUNCTION, temperature=0.0,
+                            max_tokens=RECENCY_MAX_TOKENS)
+        verdict, reason = parse_verdict(response)
+        row = {"title": title, "verdict": verdict, "reason": reason,
+               "raw": response.tool_arguments if response.tool_name else response.text,
+               "model": response.model, "usage": _usage(response)}
+        writer.write(row)
+        return row
+
+    try:
+        rows = map_with_progress(judge, [t for t in a_d if t not in done], config.concurrency,
+                                 desc="A_f", unit="article")
+    finally:
+        writer.close()
+    done.update((row["title"], row) for row in rows)
+    a_f = [title for title in a_d if done[title]["verdict"] is True]
+    write_titles(out, "A_f", a_f)
+    return a_f
+
+
+def parse_verdict(response: LLMResponse) -> tuple[bool | str, str | None]:
+    """True/False from a `report_recency` call, or (`unknown`, why)."""
+    if response.tool_name != RECENCY_FUNCTION or response.tool_arguments is None:
+        return UNKNOWN, f"no {RECENCY_FUNCTION} call"
+    try:
+        arguments = json.loads(response.tool_arguments)
+    except json.JSONDecodeError as err:
+        return UNKNOWN, f"invalid JSON arguments ({err.msg})"
+    value = arguments.get("mostly_after_cutoff") if isinstance(arguments, dict) else None
+    if not isinstance(value, bool):
+        return UNKNOWN, f"mostly_after_cutoff is {value!r}, not true or false"
+    return value, None
+
+
+# --------------------------------------------------------------------------- stage 4: questions
+
+
+def generate_questions(llm: LLMClient, config: BuildConfig) -> int:
+    """`questions_per_article` questions for each article of `questions_from`; returns how many
+    exist. Sample i of an article is its own cache entry, so resuming never repeats a call."""
+    out = config.out
+    titles = read_titles(out, config.questions_from)
+    articles = _articles(out)
+    done = {row["id"] for row in read_jsonl(out / QUESTIONS)}
+    todo = [(position, title, i) for position, title in enumerate(titles)
+            for i in range(config.questions_per_article)
+            if _question_id(config, position, i) not in done]
+    writer = JsonlWriter(out / QUESTIONS)
+    cutoff = config.cutoff.isoformat()
+
+    def ask(item: tuple[int, str, int]) -> bool:
+        position, title, i = item
+        article = articles[title]
+        response = llm.chat("builder", question_messages(title, article["content"], config.style,
+                                                         cutoff),
+                            temperature=1.0, max_tokens=QUESTION_MAX_TOKENS, attempt=i)
+        question = clean_question(response.text or "")
+        if not question:
+            return False  # counted in the manifest as missing; a resume asks again
+        writer.write({"id": _question_id(config, position, i), "title": title,
+                      "question": question, "revision_id": article.get("revision_id"),
+                      "generator": response.model, "style": config.style,
+                      "stage": config.questions_from, "usage": _usage(response)})
+        return True
+
+    try:
+        map_with_progress(ask, todo, config.concurrency, desc="questions", unit="question")
+    finally:
+        writer.close()
+    return len(read_jsonl(out / QUESTIONS))
+
+
+def clean_question(text: str) -> str:
+    """The question the model wrote, without a `Question:` label or surrounding quotes."""
+    lines = [line.strip().strip("\"'“”").strip() for line in text.splitlines()]
+    lines = [line for line in lines if line]
+    if not lines:
+        return ""
+    line = next((line for line in lines if line.endswith("?")), lines[0])
+    if line.lower().startswith("question:"):
+        line = line[len("question:"):].strip().strip("\"'“”").strip()
+    return line
+
+
+def _question_id(config: BuildConfig, position: int, i: int) -> str:
+    return f"{config.questions_from}-{position:05d}-{i}"
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+def funnel(out: Path) -> dict[str, Any]:
+    """How many articles each stage kept and why the others went, from the files on disk."""
+    samples = read_jsonl(out / SAMPLE)
+    result: dict[str, Any] = {
+        "sampled": len(samples),
+        "n_r": sum(row["discard"] is None for row in samples),
+        "discarded_r": dict(Counter(row["discard"] for row in samples if row["discard"])),
+    }
+    if titles_path(out, "A_d").exists():
+        a_d = set(read_titles(out, "A_d"))
+        articles = read_jsonl(out / ARTICLES)
+        result["n_d"] = len(a_d)
+        result["discarded_d"] = dict(Counter(
+            "created_unknown" if not row.get("created") else "created_before_cutoff"
+            for row in articles if row["title"] not in a_d))
+    if titles_path(out, "A_f").exists():
+        a_f = set(read_titles(out, "A_f"))
+        verdicts = {row["title"]: row["verdict"] for row in read_jsonl(out / RECENCY)}
+        gone = [verdicts[title] for title in read_titles(out, "A_d") if title not in a_f]
+        result["n_f"] = len(a_f)
+        result["discarded_f"] = dict(Counter(
+            "unknown_verdict" if verdict == UNKNOWN else "not_mostly_after_cutoff"
+            for verdict in gone))
+    if (out / QUESTIONS).exists():
+        result["questions"] = len(read_jsonl(out / QUESTIONS))
+    return result
+
+
+def update_manifest(config: BuildConfig, source: str | None, cutoff_source: str | None,
+                    llm: LLMClient | None, stage: str) -> dict[str, Any]:
+    """Record a finished stage and the funnel; refuse to mix settings within one dataset."""
+    manifest = read_manifest(config.out) or {"created_at": now(), "stages": {}}
+    check_settings(config)
+    manifest["settings"] = config.settings()
+    if source is not None:
+        manifest["source"] = source
+    if cutoff_source is not None:
+        manifest["cutoff_source"] = cutoff_source
+    if llm is not None:
+        manifest.setdefault("models", {})["builder"] = llm.settings.role("builder").record()
+    manifest["prompts"] = PROMPTS
+    manifest["stages"][stage] = {"finished_at": now()}
+    manifest["funnel"] = funnel(config.out)
+    write_manifest(config.out, manifest)
+    return manifest
+
+
+def check_settings(config: BuildConfig) -> None:
+    manifest = read_manifest(config.out) if config.out.exists() else None
+    earlier = (manifest or {}).get("settings")
+    if not earlier:
+        return
+    changed = {key: (earlier[key], value) for key, value in config.settings().items()
+               if key in earlier and earlier[key] != value}
+    if changed:
+        what = ", ".join(f"{key} {old!r} (now {new!r})" for key, (old, new) in changed.items())
+        raise BuildError(f"{config.out}: this dataset was built with {what}; build into another "
+                         f"--out, or remove the directory to start over")
+
+
+def _articles(out: Path) -> dict[str, dict[str, Any]]:
+    return {row["title"]: row for row in read_jsonl(out / ARTICLES)}
+
+
+def _usage(response: LLMResponse) -> dict[str, Any]:
+    return asdict(response.usage)
