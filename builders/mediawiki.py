@@ -51,7 +51,7 @@ class MediaWikiSource:
         self._site_args = dict(host=parts.netloc, path=parts.path[: -len("api.php")],
                                scheme=parts.scheme, clients_useragent=user_agent,
                                max_lag=max_lag, max_retries=max_retries, retry_timeout=2,
-                               reqs={"timeout": timeout_s})
+                               connection_options={"timeout": timeout_s})
         self._wiki_args = dict(user_agent=user_agent, extra_api_params={"maxlag": max_lag},
                                max_retries=max_retries, retry_wait=2.0, timeout=timeout_s)
         self._local = threading.local()

@@ -129,26 +129,34 @@ def sample_articles(source: PageSource | None, config: BuildConfig) -> list[str]
 
 def _reservoir_sample(source: PageSource, config: BuildConfig) -> list[str]:
     """A uniform random sample of `n` articles from a dump in one pass (Algorithm R), holding
-    only the sample. Written when the dump has been read to its end."""
+    only the sample in memory; discards stream to a partial file. Written when the dump has been
+    read to its end."""
     rng = random.Random(config.seed)
     reservoir: list[Page] = []
-    discards: list[dict[str, Any]] = []
     seen = 0
-    for page in tqdm(source.pages(set()), desc="A_r (reading the whole dump)", unit="page"):
-        page = classify(page)
-        if page.discard is not None:
-            discards.append(_sample_row(page))
-            continue
-        seen += 1
-        if len(reservoir) < config.n:
-            reservoir.append(page)
-        elif (slot := rng.randrange(seen)) < config.n:
-            discards.append({"title": reservoir[slot].title, "discard": "not_sampled"})
-            reservoir[slot] = page
-        else:
-            discards.append({"title": page.title, "discard": "not_sampled"})
+    partial = config.out / (SAMPLE + ".partial")
+    partial.unlink(missing_ok=True)
+    discards = JsonlWriter(partial)
+    try:
+        for page in tqdm(source.pages(set()), desc="A_r (reading the whole dump)", unit="page"):
+            page = classify(page)
+            if page.discard is not None:
+                discards.write(_sample_row(page))
+                continue
+            seen += 1
+            if len(reservoir) < config.n:
+                reservoir.append(page)
+            elif (slot := rng.randrange(seen)) < config.n:
+                discards.write({"title": reservoir[slot].title, "discard": "not_sampled"})
+                reservoir[slot] = page
+            else:
+                discards.write({"title": page.title, "discard": "not_sampled"})
+        for page in reservoir:
+            discards.write(_sample_row(page))
+    finally:
+        discards.close()
     _rewrite_jsonl(config.out / ARTICLES, (page.article_row() for page in reservoir))
-    _rewrite_jsonl(config.out / SAMPLE, discards + [_sample_row(page) for page in reservoir])
+    partial.replace(config.out / SAMPLE)
     titles = [page.title for page in reservoir]
     write_titles(config.out, "A_r", titles)
     return titles

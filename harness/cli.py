@@ -1,5 +1,5 @@
-"""The `freshrag` command: `run`, `index`, `report` and `serve`. The only place that wires
-registries.
+"""The `freshrag` command: `build`, `run`, `index`, `report` and `serve`. The only place that
+wires registries.
 
 Every option has its help text here; the work is done by the runner, the report and the plots.
 """
@@ -12,13 +12,20 @@ import json
 import signal
 import sys
 import time
+import tomllib
 from datetime import date
 from pathlib import Path
 from typing import Iterator
 
+from builders.cutoffs import CutoffError, resolve_cutoff
+from builders.dump import DumpError, DumpSource
+from builders.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSource, SourceError
+from builders.stages import (STAGES, STYLES, BuildConfig, BuildError, check_settings,
+                             classify_recency, filter_created, generate_questions, sample_articles,
+                             titles_path, update_manifest)
 from harness import judge, plots, report
 from harness.cache import ResponseCache
-from harness.config import ConfigError, LLMSettings, load_settings
+from harness.config import DEFAULT_CONFIG_FILE, ConfigError, LLMSettings, load_settings
 from harness.dataset import (Dataset, DatasetError, example_dir, load_articles, load_dataset,
                              load_dataset_dir)
 from harness.llm import EndpointError, LLMClient
@@ -41,7 +48,7 @@ class UsageError(Exception):
 
 
 USER_ERRORS = (UsageError, ConfigError, DatasetError, ResultsError, EndpointError, LocalServerError,
-               RetrievalError)
+               RetrievalError, CutoffError, SourceError, DumpError, BuildError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,6 +63,65 @@ def main(argv: list[str] | None = None) -> int:
         print("freshrag: interrupted; finished pairs are kept, run the same command to resume",
               file=sys.stderr)
         return 130
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    config_file = args.config or (DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None)
+    cutoff, cutoff_source = resolve_cutoff(args.cutoff, args.model, config_file)
+    if args.dump and args.wiki_api:
+        raise UsageError("give either --dump or --wiki-api, not both")
+    config = BuildConfig(out=args.out, cutoff=cutoff, n=args.n,
+                         questions_per_article=args.questions_per_article, style=args.style,
+                         questions_from=args.questions_from, concurrency=args.concurrency,
+                         seed=args.seed)
+    check_settings(config)
+    stages = STAGES[STAGES.index(args.stage):STAGES.index(args.stage) + 1] if args.stage else STAGES
+    sampled = titles_path(args.out, "A_r").exists()
+    if "A_r" in stages and not sampled and args.n is None and not args.dump:
+        raise UsageError("--n is required when sampling a wiki (how many articles A_r should hold)")
+    settings = load_settings(args.config)
+    cache = None if args.no_cache else args.out.parent / CACHE_FILE
+    llm = None
+    with contextlib.ExitStack() as stack:
+        for stage in stages:
+            source = None
+            if stage in ("A_f", "questions") and llm is None:
+                llm = stack.enter_context(_llm_client(settings, cache, args.seed,
+                                                      roles=("builder",)))
+            if stage == "A_r":
+                source = None if sampled else _page_source(args, config_file)
+                done = f"{len(sample_articles(source, config))} articles"
+            elif stage == "A_d":
+                done = f"{len(filter_created(config))} articles"
+            elif stage == "A_f":
+                done = f"{len(classify_recency(llm, config))} articles"
+            else:
+                done = f"{generate_questions(llm, config)} questions"
+            update_manifest(config, source and source.description, cutoff_source, llm, stage)
+            print(f"{stage}: {done}", flush=True)
+    manifest = json.loads((args.out / "manifest.json").read_text(encoding="utf-8"))
+    print(json.dumps(manifest["funnel"], indent=2))
+    print(f"dataset written to {args.out}/ (articles.jsonl, questions.jsonl, manifest.json); "
+          f"run it with: freshrag run --dataset {args.out}")
+    return 0
+
+
+def _page_source(args: argparse.Namespace, config_file: Path | None) -> DumpSource | MediaWikiSource:
+    if args.dump:
+        return DumpSource(args.dump)
+    user_agent = args.user_agent or _build_section(config_file).get("user_agent", DEFAULT_USER_AGENT)
+    return MediaWikiSource(args.wiki_api or WIKIPEDIA_API, user_agent=user_agent,
+                           concurrency=args.concurrency, max_lag=args.max_lag)
+
+
+def _build_section(config_file: Path | None) -> dict:
+    """The `[build]` table of freshrag.toml (e.g. `user_agent = "me (me@example.org)"`)."""
+    if config_file is None or not config_file.is_file():
+        return {}
+    try:
+        return tomllib.loads(config_file.read_text(encoding="utf-8")).get("build", {})
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{config_file}: {err}") from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -122,11 +188,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _llm_client(settings: LLMSettings, cache_path: Path | None,
-                seed: int | None) -> Iterator[LLMClient]:
-    """The client, with the embedded server running if any run role needs it."""
+def _llm_client(settings: LLMSettings, cache_path: Path | None, seed: int | None,
+                roles: tuple[str, ...] = RUN_ROLES) -> Iterator[LLMClient]:
+    """The client, with the embedded server running if any of `roles` needs it."""
     cache = ResponseCache(cache_path) if cache_path else None
-    needs_local = any(settings.role(role).is_local for role in RUN_ROLES)
+    needs_local = any(settings.role(role).is_local for role in roles)
     with contextlib.ExitStack() as stack:
         local_url = stack.enter_context(LocalServer()).base_url if needs_local else None
         if cache:
@@ -191,6 +257,38 @@ def _add_index_options(p: argparse.ArgumentParser) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="freshrag", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    p = sub.add_parser("build", help="build a dataset of post-cutoff Wikipedia articles and "
+                       "questions (section III.A)")
+    p.add_argument("--out", type=Path, required=True,
+                   help="dataset directory; building into it again resumes")
+    p.add_argument("--n", type=_positive, help="articles in the random sample A_r (required for a "
+                   "wiki; with --dump, a seeded random sample of the dump, else all of it)")
+    p.add_argument("--cutoff", help="knowledge cutoff YYYY-MM-DD: A_d holds articles created after it")
+    p.add_argument("--model", help="take the cutoff of this model from the table (built-in, "
+                   "extended by [cutoffs] in freshrag.toml), e.g. gpt-4-0613")
+    p.add_argument("--wiki-api", help=f"MediaWiki api.php to sample (default: {WIKIPEDIA_API})")
+    p.add_argument("--dump", type=Path, help="MediaWiki XML dump (.xml, .xml.bz2, .xml.gz) "
+                   "instead of a wiki; a history dump gives creation dates")
+    p.add_argument("--user-agent", help="User-Agent naming you and a contact, as Wikimedia asks "
+                   "(default: [build] user_agent in freshrag.toml, else a generic freshrag one)")
+    p.add_argument("--max-lag", type=_positive, default=5,
+                   help="maxlag sent to the wiki, in seconds (default: %(default)s)")
+    p.add_argument("--concurrency", type=_positive, default=4,
+                   help="pages fetched, and LLM calls made, at once (default: %(default)s)")
+    p.add_argument("--stage", choices=STAGES, help="run only this stage (the earlier ones must "
+                   "have finished); default: every stage not finished yet")
+    p.add_argument("--questions-per-article", type=_positive, default=1,
+                   help="questions written per article (default: %(default)s)")
+    p.add_argument("--style", choices=STYLES, default="creative", help="question prompt: "
+                   "creative (the paper's) or recent (about facts after the cutoff; harder)")
+    p.add_argument("--questions-from", choices=STAGES[:3], default="A_f",
+                   help="the stage whose articles get questions (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the dump's random sample and of "
+                   "every LLM request (default: %(default)s)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
+    p.add_argument("--config", type=Path, help="TOML file with role endpoints (default: ./freshrag.toml)")
+    p.set_defaults(handler=cmd_build)
 
     p = sub.add_parser("run", help="answer, judge and account every (question, system) pair")
     p.add_argument("--dataset", type=Path, help="directory with questions.jsonl and articles.jsonl "

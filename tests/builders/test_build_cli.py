@@ -1,0 +1,112 @@
+"""`freshrag build` end to end on a dump the test writes, with the fake OpenAI-compatible server as
+the builder model, then `freshrag run --dataset` on what it built."""
+
+import json
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from builders.cutoffs import created_after
+from harness.cli import main
+from harness.results import read_jsonl, read_samples
+from tests.fake_openai_server import FakeOpenAIServer
+from tests.wikidump import article_pages, redirect_page, write_dump
+
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "wikirag-2024"
+N = 40
+CUTOFF = "2021-09-30"
+SECRET = "sk-build-secret-do-not-write"
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    with FakeOpenAIServer() as server:
+        monkeypatch.setenv("FRESHRAG_BASE_URL", server.base_url)
+        monkeypatch.setenv("FRESHRAG_API_KEY", SECRET)
+        monkeypatch.setenv("FRESHRAG_MODEL", "fake-model")
+        yield server
+
+
+def released(limit=N):
+    with (DATA / "articles.jsonl").open(encoding="utf-8") as lines:
+        return [json.loads(line) for _, line in zip(range(limit), lines)]
+
+
+@pytest.fixture
+def dump(tmp_path):
+    pages = [*article_pages(DATA / "articles.jsonl", N),
+             redirect_page(900, "Moved page", released()[0]["title"], "2022-05-05T00:00:00Z")]
+    return write_dump(tmp_path / "wiki.xml.bz2", pages)
+
+
+def build(tmp_path, dump_path, *extra):
+    return main(["build", "--dump", str(dump_path), "--cutoff", CUTOFF,
+                 "--out", str(tmp_path / "dataset"), *extra])
+
+
+def test_build_from_a_dump_then_run_on_it(tmp_path, dump, fake, capsys):
+    assert build(tmp_path, dump) == 0
+    out = tmp_path / "dataset"
+    manifest = json.loads((out / "manifest.json").read_text())
+    funnel = manifest["funnel"]
+    rows = released()
+    long_enough = [r for r in rows if len(r["content"]) > 1000]
+    after = [r["title"] for r in long_enough if r["created"]
+             and created_after(r["created"].replace("+00:00", "Z"), date(2021, 9, 30))]
+    assert funnel["n_r"] == len(long_enough) and funnel["n_d"] == len(after)
+    assert funnel["n_f"] == len(after)  # the fake model says "mostly after the cutoff" to all
+    assert funnel["discarded_r"]["redirect"] == 1
+    assert funnel["discarded_r"].get("too_short", 0) == len(rows) - len(long_enough)
+    assert manifest["source"] == str(dump) and manifest["settings"]["cutoff"] == CUTOFF
+    assert SECRET not in (out / "manifest.json").read_text()
+    assert [t for t in (out / "A_d.txt").read_text().splitlines()] == after
+    questions = list(read_jsonl(out / "questions.jsonl"))
+    assert sorted(q["title"] for q in questions) == sorted(after)
+    revisions = {r["title"]: r["revision_id"] for r in read_jsonl(out / "articles.jsonl")}
+    assert all(q["revision_id"] == revisions[q["title"]] for q in questions)
+    assert all(q["question"] and q["generator"] == "fake-model" for q in questions)
+    assert "freshrag run --dataset" in capsys.readouterr().out
+
+    calls = fake.calls
+    assert build(tmp_path, dump) == 0  # finished: nothing is asked again
+    assert fake.calls == calls
+
+    run = tmp_path / "run"
+    assert main(["run", "--dataset", str(out), "--systems", "baseline", "--out", str(run)]) == 0
+    samples = read_samples(run / "samples.jsonl")
+    assert sorted(s["gold_title"] for s in samples) == sorted(after)
+
+
+def test_one_stage_at_a_time(tmp_path, dump, fake):
+    assert build(tmp_path, dump, "--stage", "A_r") == 0
+    out = tmp_path / "dataset"
+    assert (out / "A_r.txt").exists() and not (out / "A_d.txt").exists()
+    assert fake.calls == 0  # sampling and the date filter need no model
+    assert build(tmp_path, dump, "--stage", "A_d") == 0
+    assert fake.calls == 0 and not (out / "A_f.txt").exists()
+    assert build(tmp_path, dump, "--stage", "A_f") == 0
+    assert fake.calls == len((out / "A_d.txt").read_text().splitlines())
+
+
+def test_a_truncated_dump_stops_naming_it_and_keeps_the_complete_pages(tmp_path, fake, capsys):
+    whole = write_dump(tmp_path / "whole.xml", article_pages(DATA / "articles.jsonl", N)).read_bytes()
+    broken = tmp_path / "broken.xml"
+    broken.write_bytes(whole[: len(whole) // 2])
+    assert build(tmp_path, broken) == 2
+    err = capsys.readouterr().err
+    assert str(broken) in err and "line" in err
+    kept = [row["title"] for row in read_jsonl(tmp_path / "dataset" / "articles.jsonl")]
+    assert kept and kept == [r["title"] for r in released() if len(r["content"]) > 1000][: len(kept)]
+    assert not (tmp_path / "dataset" / "A_r.txt").exists()  # the stage did not finish
+    assert fake.calls == 0
+
+
+@pytest.mark.parametrize("option, message", [
+    (["--cutoff", "2021-13-45"], "2021-13-45"),
+    (["--model", "no-such-model"], "no-such-model"),
+])
+def test_a_cutoff_that_is_not_a_date_says_so(tmp_path, dump, option, message, capsys):
+    args = ["build", "--dump", str(dump), "--out", str(tmp_path / "d"), *option]
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
