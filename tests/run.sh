@@ -5,6 +5,15 @@
 # Qdrant); nothing is downloaded at run time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The MediaWiki the builder tests run against (tests/integration/mediawiki.py installs it into a
+# temporary directory; nothing under /etc or /usr/share is changed).
+DEBS=(mediawiki php-sqlite3 php-cli)
+if ! dpkg -s "${DEBS[@]}" >/dev/null 2>&1; then
+    SUDO=$([ "$(id -u)" -eq 0 ] || echo sudo)
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get install -y -qq --no-install-recommends "${DEBS[@]}" >/dev/null \
+        || { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends "${DEBS[@]}" >/dev/null; }
+fi
 # torch==2.13.0 named beside the project: its CPU build is on the test machines' disk, while the
 # project's range alone could pull a multi-GB CUDA build.
 python3 -m pip install --quiet --disable-pip-version-check torch==2.13.0 -e '.[local,test]'
