@@ -64,6 +64,24 @@ def redirect_page(page_id: int, title: str, target: str, timestamp: str) -> Dump
                     redirect=target)
 
 
+def disambiguation_page(page_id: int, title: str, targets: Iterable[str],
+                        timestamp: str) -> DumpPage:
+    """A disambiguation page as Wikipedia writes one: a line of introduction, a list of links,
+    and `{{Disambiguation}}` (the template that marks it on a wiki without the Disambiguator
+    extension)."""
+    links = "\n".join(f"* [[{target}]]" for target in targets)
+    text = f"'''{title}''' may refer to:\n{links}\n\n{{{{Disambiguation}}}}"
+    return DumpPage(page_id, title, [Revision(2 * page_id, timestamp, text)])
+
+
+def disambiguation_template(page_id: int, timestamp: str) -> DumpPage:
+    """`Template:Disambiguation` (namespace 10), so that the template of the disambiguation
+    pages exists, as on Wikipedia."""
+    text = "''This disambiguation page lists articles associated with the same title.''"
+    return DumpPage(page_id, "Template:Disambiguation", [Revision(2 * page_id, timestamp, text)],
+                    ns=10)
+
+
 def write_dump(path: Path, pages: Iterable[DumpPage], truncate_at: int | None = None) -> Path:
     """Write `pages` as an export file, compressed by the suffix (.xml, .xml.bz2, .xml.gz).
     `truncate_at` cuts the uncompressed XML after that many bytes, as a broken download would."""

@@ -1,12 +1,18 @@
 """Fixtures shared by the integration tests: the paper's released data, and one retrieval index
 over its 1,101 articles (real MiniLM, embedded Qdrant), built once per session by
-`freshrag index` and reused by every test that retrieves."""
+`freshrag index` and reused by every test that retrieves; and a local MediaWiki seeded with
+those articles, for the builder's live-wiki source."""
+
+from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
+
+from tests.integration.mediawiki import SeededMediaWiki, seeded_wiki
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "wikirag-2024"
 
@@ -19,3 +25,12 @@ def shared_index_dir(tmp_path_factory) -> Path:
                            capture_output=True, text=True, timeout=1200)
     assert built.returncode == 0, built.stderr[-2000:]
     return directory
+
+
+@pytest.fixture(scope="session")
+def mediawiki(tmp_path_factory) -> Iterator[SeededMediaWiki]:
+    """A real MediaWiki (the Debian package, SQLite, `php -S`) holding all 1,101 released
+    articles with their two-revision histories, 3 redirects to articles and 2 disambiguation
+    pages (plus Template:Disambiguation). About 6 s to start on a 2-core machine."""
+    with seeded_wiki(tmp_path_factory.mktemp("mediawiki"), DATA / "articles.jsonl") as wiki:
+        yield wiki
