@@ -47,6 +47,7 @@ class MediaWikiSource:
         self.api_url = api_url
         self.description = api_url
         self.user_agent = user_agent
+        self.max_lag = max_lag
         self.concurrency = max(1, concurrency)
         self._site_args = dict(host=parts.netloc, path=parts.path[: -len("api.php")],
                                scheme=parts.scheme, clients_useragent=user_agent,
@@ -104,7 +105,8 @@ class MediaWikiSource:
 
     def _api(self, action: str, **params: Any) -> dict[str, Any]:
         try:
-            return self.site().get(action, **params)
+            # mwclient adds maxlag to index.php calls only; the API calls carry it from here
+            return self.site().get(action, maxlag=self.max_lag, **params)
         except (requests.RequestException, mwclient.errors.MwClientError) as err:
             raise SourceError(f"{self.api_url}: {action} request failed "
                               f"({type(err).__name__}: {err})") from None

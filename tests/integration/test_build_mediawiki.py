@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+import urllib.request
 from datetime import datetime, timezone
-from pathlib import Path
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -141,3 +144,60 @@ def test_build_with_the_real_local_model(mediawiki, tmp_path, monkeypatch):
     assert all(q["question"].strip() and q["generator"] for q in questions)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["models"]["builder"]["base_url"] == "local"
+
+
+class RecordingProxy:
+    """A reverse proxy in front of the wiki that records what every request carried."""
+
+    def __init__(self, target: str):
+        self.requests: list[tuple[str, dict[str, list[str]]]] = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                self._forward(None)
+
+            def do_POST(self):
+                self._forward(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+
+            def _forward(self, body):
+                params = parse_qs(urlsplit(self.path).query)
+                if body:
+                    params.update(parse_qs(body.decode()))
+                proxy.requests.append((self.headers.get("User-Agent", ""), params))
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                upstream = urllib.request.Request(target + self.path, data=body, headers=headers,
+                                                  method=self.command)
+                with urllib.request.urlopen(upstream, timeout=30) as answer:
+                    data = answer.read()
+                    self.send_response(answer.status)
+                    for key in ("Content-Type", "Content-Encoding"):
+                        if answer.headers.get(key):
+                            self.send_header(key, answer.headers[key])
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def test_every_request_names_the_user_and_sends_maxlag(mediawiki, tmp_path):
+    proxy = RecordingProxy(mediawiki.api_url[: -len("/api.php")])
+    agent = "my-lab-bench/1.0 (me@example.org)"
+    try:
+        assert main(["build", "--wiki-api", f"{proxy.url}/api.php", "--n", "3", "--cutoff",
+                     CUTOFF, "--out", str(tmp_path / "d"), "--stage", "A_r",
+                     "--user-agent", agent, "--max-lag", "7"]) == 0
+    finally:
+        proxy.server.shutdown()
+    assert len(proxy.requests) >= 1 + 1 + 3 * 2  # siteinfo, random titles, per page: info + text
+    for user_agent, params in proxy.requests:
+        assert user_agent.startswith(agent), user_agent
+    # all but mwclient's own siteinfo request when it connects
+    assert [params for _, params in proxy.requests if params.get("maxlag") != ["7"]] == [
+        params for _, params in proxy.requests if "siteinfo" in params.get("meta", [""])[0]]
