@@ -1,5 +1,5 @@
-"""The `freshrag` command: `build`, `run`, `index`, `report` and `serve`. The only place that
-wires registries.
+"""The `freshrag` command: `build`, `run`, `index`, `report`, `import-legacy` and `serve`. The
+only place that wires registries.
 
 Every option has its help text here; the work is done by the runner, the report and the plots.
 """
@@ -28,6 +28,7 @@ from harness.cache import ResponseCache
 from harness.config import DEFAULT_CONFIG_FILE, ConfigError, LLMSettings, load_settings
 from harness.dataset import (Dataset, DatasetError, example_dir, load_articles, load_dataset,
                              load_dataset_dir)
+from harness.legacy import LegacyError, import_legacy
 from harness.llm import EndpointError, LLMClient
 from harness.local_server import LocalServer, LocalServerError
 from harness.results import ResultsError
@@ -48,7 +49,7 @@ class UsageError(Exception):
 
 
 USER_ERRORS = (UsageError, ConfigError, DatasetError, ResultsError, EndpointError, LocalServerError,
-               RetrievalError, CutoffError, SourceError, DumpError, BuildError)
+               RetrievalError, CutoffError, SourceError, DumpError, BuildError, LegacyError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -176,6 +177,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.format == "markdown":
         _print_unscored(rows)
         print(f"\nsummary and {len(figures)} figures written to {out}/")
+    return 0
+
+
+def cmd_import_legacy(args: argparse.Namespace) -> int:
+    n = import_legacy(args.pickle, args.dataset, args.system, args.out)
+    print(f"{n} rows of {args.pickle} imported into {args.out}/ as {args.dataset}/{args.system}; "
+          f"see them with: freshrag report {args.out}")
     return 0
 
 
@@ -330,6 +338,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="where summary.json and the PNGs go "
                    "(default: the run directory, or results/report for several)")
     p.set_defaults(handler=cmd_report)
+
+    p = sub.add_parser("import-legacy", help="import a run file released with the paper (a "
+                       "pickled list of dicts) into a run directory")
+    p.add_argument("pickle", type=Path, metavar="PICKLE")
+    p.add_argument("--dataset", required=True, help="dataset name for the tables, e.g. A_f")
+    p.add_argument("--system", required=True, help="system name for the tables, e.g. naive")
+    p.add_argument("--out", type=Path, required=True, help="run directory to write (or add to)")
+    p.set_defaults(handler=cmd_import_legacy)
 
     p = sub.add_parser("serve", help="run the embedded llama.cpp server in the foreground")
     p.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")

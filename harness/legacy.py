@@ -1,0 +1,135 @@
+"""Import the run files released with the paper into a run directory that `freshrag report` reads.
+
+A released run is a pickled list of dicts, one per question: `title`, `content`, `url`, optional
+`date`, `question`, `answer`, `n_input_tokens`, `n_output_tokens`, `retrieved`, `context`, and in
+scored files `truthfulness` and `relevance`. In the released naive-RAG runs `retrieved` is always
+false though every answer retrieved, so a retrieval is counted where `context` holds retrieved
+chunks (each chunk starts with `Title: `), and the retrieved titles are read from those lines.
+
+Pickles can run code when loaded. `load_pickle` accepts only what such a file needs — lists,
+dicts, tuples, sets, strings, numbers, booleans and None — and refuses anything else, naming it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import pickle
+from pathlib import Path
+from typing import Any
+
+from harness.results import SAMPLES, JsonlWriter, now, read_manifest, read_samples, write_manifest
+
+REQUIRED = ("title", "question", "answer", "n_input_tokens", "n_output_tokens")
+CHUNK_MARK = "Title: "
+# Sets and frozensets are rebuilt through their class in pickle protocols 0-3; nothing else is.
+ALLOWED_CLASSES = {("builtins", "set"), ("builtins", "frozenset")}
+
+
+class LegacyError(ValueError):
+    """The file is not a released run; the message names the file and, for a row, its index."""
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in ALLOWED_CLASSES:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"refused to load {module}.{name}: only plain containers, "
+                                     f"strings, numbers, booleans and None are accepted")
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise pickle.UnpicklingError("refused a persistent id: not a plain pickle")
+
+
+def load_pickle(path: Path) -> Any:
+    try:
+        return _PlainUnpickler(io.BytesIO(path.read_bytes())).load()
+    except FileNotFoundError:
+        raise LegacyError(f"{path}: no such file") from None
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError) as err:
+        raise LegacyError(f"{path}: not a plain pickle of a released run ({err})") from None
+
+
+def retrieved_titles(context: Any) -> list[str]:
+    """Titles of the retrieved chunks in a row's `context` (a string, or a list of chunks)."""
+    if not context:
+        return []
+    text = "\n".join(map(str, context)) if isinstance(context, (list, tuple)) else str(context)
+    return [line[len(CHUNK_MARK):].strip() for line in text.splitlines()
+            if line.startswith(CHUNK_MARK)]
+
+
+def sample_rows(rows: Any, path: Path, dataset: str, system: str) -> list[dict[str, Any]]:
+    """The rows of a released run as `samples.jsonl` rows (see harness/results.py)."""
+    if not isinstance(rows, list):
+        raise LegacyError(f"{path}: expected a list of dicts, found {type(rows).__name__}")
+    return [_sample_row(row, index, path, dataset, system) for index, row in enumerate(rows)]
+
+
+def _sample_row(row: Any, index: int, path: Path, dataset: str, system: str) -> dict[str, Any]:
+    where = f"{path}: row {index}"
+    if not isinstance(row, dict):
+        raise LegacyError(f"{where}: expected a dict, found {type(row).__name__}")
+    missing = [field for field in REQUIRED if field not in row]
+    if missing:
+        raise LegacyError(f"{where}: missing {', '.join(missing)}")
+    tokens = {field: row[field] for field in ("n_input_tokens", "n_output_tokens")}
+    for field, value in tokens.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise LegacyError(f"{where}: {field} is {value!r}, not a count")
+    titles = retrieved_titles(row.get("context"))
+    retrieved = bool(row.get("retrieved")) or bool(titles)
+    return {
+        "dataset": dataset, "question_id": f"{dataset}/legacy-{index:05d}",
+        "question": row["question"], "gold_title": row["title"], "system": system, "status": "ok",
+        "answer": row["answer"], "retrievals": int(retrieved),
+        "usage": {"answer": {"input": tokens["n_input_tokens"],
+                             "output": tokens["n_output_tokens"], "estimated": False}},
+        "grade": _grade(row, where),
+        "calls": [],
+        "details": {"decision": None, "retrieved": [{"title": t} for t in titles],
+                    "legacy": {"retrieved_flag": row.get("retrieved"), "url": row.get("url"),
+                               "date": row.get("date")}},
+        "latency_s": None, "error": None, "finished_at": now(),
+    }
+
+
+def _grade(row: dict[str, Any], where: str) -> dict[str, Any] | None:
+    if "truthfulness" not in row and "relevance" not in row:
+        return {"truthfulness": None, "relevance": None,
+                "unscored_reason": "not scored in the released file", "raw": []}
+    scores = {}
+    for field in ("truthfulness", "relevance"):
+        value = row.get(field)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise LegacyError(f"{where}: {field} is {value!r}, not a score")
+        scores[field] = value
+    return {**scores, "unscored_reason": None, "raw": []}
+
+
+def import_legacy(path: Path, dataset: str, system: str, out: Path) -> int:
+    """Write `out/samples.jsonl` and `out/manifest.json` from a released run; return the rows.
+    Importing the same file again replaces this system's rows, never duplicates them."""
+    rows = sample_rows(load_pickle(path), path, dataset, system)
+    out.mkdir(parents=True, exist_ok=True)
+    samples = out / SAMPLES
+    kept = []
+    if samples.exists():
+        kept = [r for r in read_samples(samples)
+                if (r["dataset"], r["system"]) != (dataset, system)]
+    partial = out / (SAMPLES + ".partial")
+    partial.unlink(missing_ok=True)
+    writer = JsonlWriter(partial)
+    try:
+        for row in kept + rows:
+            writer.write(row)
+    finally:
+        writer.close()
+    partial.replace(samples)
+    manifest = read_manifest(out) or {"created_at": now(), "dataset": {"name": dataset},
+                                      "imports": {}}
+    manifest["imports"][f"{dataset}/{system}"] = {
+        "legacy_pickle": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "rows": len(rows), "imported_at": now()}
+    write_manifest(out, manifest)
+    return len(rows)
