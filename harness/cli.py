@@ -23,7 +23,7 @@ from builders.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSourc
 from builders.stages import (STAGES, STYLES, BuildConfig, BuildError, check_settings,
                              classify_recency, filter_created, generate_questions, sample_articles,
                              titles_path, update_manifest)
-from harness import judge, plots, report
+from harness import analysis, judge, plots, report
 from harness.cache import ResponseCache
 from harness.config import DEFAULT_CONFIG_FILE, ConfigError, LLMSettings, load_settings
 from harness.dataset import (Dataset, DatasetError, example_dir, load_articles, load_dataset,
@@ -40,6 +40,7 @@ from systems.prompts import PROMPTS
 
 RUN_ROLES = ("answer", "decision", "judge")  # the roles a run may call
 CACHE_FILE = ".llm-cache.sqlite"
+ANALYSIS = "analysis.json"  # retrieval quality, attribution, decisions, intervals, paired tests
 INDEX_DIR = ".index"  # embedded Qdrant storage beside the run directories, shared by them
 PAPER_CUTOFF = "2021-09-30"  # GPT-4-0613's knowledge cutoff, the model of the paper's datasets
 
@@ -172,11 +173,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     summary = report.summarise(rows)
     out = args.out or (args.run_dirs[0] if len(args.run_dirs) == 1 else Path("results") / "report")
     report.write_summary(out, summary)
+    details = analysis.analyse(rows)
+    (out / ANALYSIS).write_text(json.dumps(details, indent=2) + "\n", encoding="utf-8")
     figures = plots.write_figures(rows, out)
     print(report.render(summary, args.format))
     if args.format == "markdown":
         _print_unscored(rows)
-        print(f"\nsummary and {len(figures)} figures written to {out}/")
+        print("\n" + report.render_analysis(details))
+        print(f"\nsummary.json, {ANALYSIS} and {len(figures)} figures written to {out}/")
     return 0
 
 

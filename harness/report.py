@@ -123,3 +123,46 @@ def write_summary(out_dir: Path, summary: list[dict[str, Any]]) -> Path:
     path = out_dir / SUMMARY
     path.write_text(render(summary, "json") + "\n", encoding="utf-8")
     return path
+
+
+def render_analysis(analysis: dict[str, Any]) -> str:
+    """The analysis (harness/analysis.py) as markdown sections."""
+    sections = []
+
+    def table(title: str, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> None:
+        if rows:
+            lines = [f"### {title}", "", "| " + " | ".join(columns) + " |",
+                     "|" + "---|" * len(columns)]
+            lines += ["| " + " | ".join(_p_value(row[c]) if c == "p_value"
+                                        else _cell(_shown(row.get(c))) for c in columns) + " |"
+                      for row in rows]
+            sections.append("\n".join(lines))
+
+    table("Means and token totals with 95% bootstrap intervals", analysis["intervals"],
+          ("dataset", "system", "truthfulness", "relevance", "score", "input_tokens",
+           "output_tokens"))
+    table("Retrieval: gold article among the retrieved chunks", analysis["retrieval"],
+          ("dataset", "system", "retrieved", "k", "hit@1", "hit@k", "mrr"))
+    table(f"Failure attribution (low: truthfulness + relevance < {analysis['low_score']})",
+          analysis["attribution"], ("dataset", "system", "fine", "retrieval_miss", "generation",
+                                    "knowledge_gap", "unscored"))
+    table("Retrieval decisions against need (needed: baseline scored below naive)",
+          analysis["decisions"], ("dataset", "system", "questions", "needed", "retrieved",
+                                  "precision", "recall", "truthfulness", "relevance",
+                                  "input_tokens", "output_tokens", "retrievals"))
+    table("Paired comparisons (truthfulness + relevance, a minus b)", analysis["paired"],
+          ("dataset", "a", "b", "questions", "mean_difference", "interval", "p_value"))
+    return "\n\n".join(sections)
+
+
+def _shown(value: Any) -> Any:
+    """[value, low, high] as `value [low, high]`; [low, high] as `[low, high]`."""
+    if isinstance(value, list) and len(value) == 3:
+        return f"{_cell(value[0])} [{_cell(value[1])}, {_cell(value[2])}]"
+    if isinstance(value, list) and len(value) == 2:
+        return f"[{_cell(value[0])}, {_cell(value[1])}]"
+    return value
+
+
+def _p_value(value: float) -> str:
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
