@@ -7,6 +7,8 @@
   questions: retrieval is *needed* where the baseline scored below naive (truthfulness +
   relevance). Confusion matrix, precision and recall per adaptive system, and the oracle router
   (retrieve exactly when needed), the upper bound of any adaptive system.
+- Quality against cost: mean truthfulness + relevance against input tokens and dollars (from the
+  price table, harness/prices.py), with the Pareto front marked.
 - Uncertainty: percentile-bootstrap 95% intervals for means and token totals, and paired
   bootstrap tests between systems on the same questions.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import random
 from typing import Any, Callable, Sequence
 
+from harness.prices import role_models, row_cost
 from harness.report import answer_tokens, group_rows, is_scored
 
 LOW_SCORE = 8  # truthfulness + relevance below this (of 10) is a poor answer
@@ -148,6 +151,41 @@ def _confusion(rows: dict[str, dict[str, Any]], needed: dict[str, bool]) -> dict
             "recall": round(tp / (tp + fn), 4) if tp + fn else None}
 
 
+# --------------------------------------------------------------------------- quality against cost
+
+
+def quality_and_cost(rows: list[dict[str, Any]],
+                     prices: dict[str, tuple[float, float]]) -> list[dict[str, Any]]:
+    """Per (dataset, system): mean truthfulness + relevance, input tokens and dollars, and whether
+    the system is on the Pareto front of its dataset (no other system scores at least as well
+    for no more tokens / dollars, and better in one)."""
+    table = []
+    for (dataset, system), group in group_rows(rows).items():
+        costs = [row_cost(row, prices) for row in group]
+        unpriced = sorted({model for row, cost in zip(group, costs) if cost is None
+                           for role, model in role_models(row).items()
+                           if role != "judge" and model not in prices})
+        scores = [total_score(row) for row in group if is_scored(row)]
+        table.append({"dataset": dataset, "system": system, "score": _mean(scores),
+                      "input_tokens": sum(answer_tokens(row)[0] for row in group),
+                      "cost_usd": None if None in costs else round(sum(costs), 6),
+                      "unpriced_models": unpriced})
+    for axis in ("input_tokens", "cost_usd"):
+        for entry in table:
+            entry[f"pareto_{axis}"] = _on_front(entry, table, axis)
+    return table
+
+
+def _on_front(entry: dict[str, Any], table: list[dict[str, Any]], axis: str) -> bool | None:
+    if entry["score"] is None or entry[axis] is None:
+        return None
+    rivals = [other for other in table if other is not entry and other["dataset"] == entry["dataset"]
+              and other["score"] is not None and other[axis] is not None]
+    return not any(other[axis] <= entry[axis] and other["score"] >= entry["score"]
+                   and (other[axis] < entry[axis] or other["score"] > entry["score"])
+                   for other in rivals)
+
+
 # --------------------------------------------------------------------------- uncertainty
 
 
@@ -229,9 +267,11 @@ def _mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
 
-def analyse(rows: list[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
+def analyse(rows: list[dict[str, Any]], prices: dict[str, tuple[float, float]] | None = None,
+            seed: int = 0) -> dict[str, Any]:
     """Everything above, as written to analysis.json."""
     return {"retrieval": retrieval_quality(rows), "attribution": attributions(rows),
+            "cost": quality_and_cost(rows, prices or {}),
             "decisions": decision_quality(rows), "intervals": intervals(rows, seed),
             "paired": paired_comparisons(rows, seed), "low_score": LOW_SCORE,
             "bootstrap_samples": BOOTSTRAP_SAMPLES, "confidence": CONFIDENCE}

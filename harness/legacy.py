@@ -20,6 +20,7 @@ from typing import Any
 
 from harness.results import SAMPLES, JsonlWriter, now, read_manifest, read_samples, write_manifest
 
+PAPER_MODEL = "gpt-4-0613"  # every role of the paper's runs
 REQUIRED = ("title", "question", "answer", "n_input_tokens", "n_output_tokens")
 CHUNK_MARK = "Title: "
 # Sets and frozensets are rebuilt through their class in pickle protocols 0-3; nothing else is.
@@ -59,11 +60,14 @@ def retrieved_titles(context: Any) -> list[str]:
             if line.startswith(CHUNK_MARK)]
 
 
-def sample_rows(rows: Any, path: Path, dataset: str, system: str) -> list[dict[str, Any]]:
-    """The rows of a released run as `samples.jsonl` rows (see harness/results.py)."""
+def sample_rows(rows: Any, path: Path, dataset: str, system: str,
+                model: str = PAPER_MODEL) -> list[dict[str, Any]]:
+    """The rows of a released run as `samples.jsonl` rows (see harness/results.py). They have no
+    calls; `models` says which model answered, for the cost analysis."""
     if not isinstance(rows, list):
         raise LegacyError(f"{path}: expected a list of dicts, found {type(rows).__name__}")
-    return [_sample_row(row, index, path, dataset, system) for index, row in enumerate(rows)]
+    return [{**_sample_row(row, index, path, dataset, system), "models": {"answer": model}}
+            for index, row in enumerate(rows)]
 
 
 def _sample_row(row: Any, index: int, path: Path, dataset: str, system: str) -> dict[str, Any]:
@@ -107,10 +111,11 @@ def _grade(row: dict[str, Any], where: str) -> dict[str, Any] | None:
     return {**scores, "unscored_reason": None, "raw": []}
 
 
-def import_legacy(path: Path, dataset: str, system: str, out: Path) -> int:
+def import_legacy(path: Path, dataset: str, system: str, out: Path,
+                  model: str = PAPER_MODEL) -> int:
     """Write `out/samples.jsonl` and `out/manifest.json` from a released run; return the rows.
     Importing the same file again replaces this system's rows, never duplicates them."""
-    rows = sample_rows(load_pickle(path), path, dataset, system)
+    rows = sample_rows(load_pickle(path), path, dataset, system, model)
     out.mkdir(parents=True, exist_ok=True)
     samples = out / SAMPLES
     kept = []

@@ -109,8 +109,12 @@ def _markdown(summary: list[dict[str, Any]]) -> str:
 
 
 def _cell(value: Any) -> str:
-    if value is None:
+    if value is None or value == []:
         return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
     if isinstance(value, float):
         return f"{value:.2f}"
     if isinstance(value, int):
@@ -150,6 +154,9 @@ def render_analysis(analysis: dict[str, Any]) -> str:
           analysis["decisions"], ("dataset", "system", "questions", "needed", "retrieved",
                                   "precision", "recall", "truthfulness", "relevance",
                                   "input_tokens", "output_tokens", "retrievals"))
+    table("Quality against cost (score: mean truthfulness + relevance; judge excluded)",
+          analysis.get("cost", []), ("dataset", "system", "score", "input_tokens", "cost_usd",
+                                     "pareto_input_tokens", "pareto_cost_usd", "unpriced_models"))
     table("Paired comparisons (truthfulness + relevance, a minus b)", analysis["paired"],
           ("dataset", "a", "b", "questions", "mean_difference", "interval", "p_value"))
     return "\n\n".join(sections)

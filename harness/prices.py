@@ -1,0 +1,73 @@
+"""What tokens cost, per model, so that a report can set quality against money.
+
+Prices are US dollars per million tokens, (input, output). The built-in table holds list prices
+of a few well-known models at the time of writing; a `[prices]` table in `freshrag.toml` adds
+models or overrides them:
+
+    [prices]
+    "gpt-4o-mini" = { input = 0.15, output = 0.60 }
+    "my-local-model" = { input = 0, output = 0 }
+
+A model with no price is reported as unpriced, never as free.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from harness.config import LOCAL_MODEL, ConfigError
+
+KNOWN_PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4-0613": (30.0, 60.0),  # the paper's model
+    "gpt-4-turbo": (10.0, 30.0),
+    "gpt-4o": (2.5, 10.0),
+    "gpt-4o-mini": (0.15, 0.6),
+    "gpt-3.5-turbo-0125": (0.5, 1.5),
+    LOCAL_MODEL: (0.0, 0.0),  # the embedded llama.cpp model: your own electricity
+}
+
+
+def price_table(config_file: Path | None) -> dict[str, tuple[float, float]]:
+    """The built-in table with the config file's `[prices]` on top."""
+    table = dict(KNOWN_PRICES)
+    if config_file is None or not config_file.is_file():
+        return table
+    try:
+        extra = tomllib.loads(config_file.read_text(encoding="utf-8")).get("prices", {})
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{config_file}: {err}") from None
+    for model, entry in extra.items():
+        where = f"{config_file}: [prices] {model!r}"
+        if not isinstance(entry, dict) or set(entry) != {"input", "output"}:
+            raise ConfigError(f"{where}: expected {{ input = USD per 1M, output = USD per 1M }}")
+        values = (entry["input"], entry["output"])
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+                   and math.isfinite(v) for v in values):
+            raise ConfigError(f"{where}: prices must be numbers >= 0, got {values}")
+        table[model] = (float(values[0]), float(values[1]))
+    return table
+
+
+def role_models(row: dict[str, Any]) -> dict[str, str]:
+    """Which model played each role in a samples row: from its calls, or the `models` field of
+    imported rows, which have no calls."""
+    models = {call["role"]: call["model"] for call in row.get("calls") or [] if call.get("model")}
+    return {**(row.get("models") or {}), **models}
+
+
+def row_cost(row: dict[str, Any], prices: dict[str, tuple[float, float]]) -> float | None:
+    """Dollars the system spent on this answer (every role but the judge); None if a role's
+    model has no price."""
+    models = role_models(row)
+    total = 0.0
+    for role, usage in row["usage"].items():
+        if role == "judge" or not (usage["input"] or usage["output"]):
+            continue
+        price = prices.get(models.get(role, ""))
+        if price is None:
+            return None
+        total += (usage["input"] * price[0] + usage["output"] * price[1]) / 1e6
+    return total
