@@ -9,6 +9,7 @@ exponential backoff and jitter. Nothing else is retried.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import asdict
@@ -26,6 +27,16 @@ from harness.types import LLMResponse, Usage
 
 class EndpointError(RuntimeError):
     """A call that failed for good; the message names the role and base URL, never the key."""
+
+
+class ContextTooLong(EndpointError):
+    """The endpoint refused the request as longer than the model's context window (HTTP 400):
+    the same request will never succeed, but a shorter one may."""
+
+
+# How OpenAI, llama.cpp, vLLM and others word a context overflow in their 400 replies.
+_CONTEXT_OVERFLOW = re.compile(r"context.length|maximum context|context window|too many tokens|"
+                               r"exceeds the context", re.IGNORECASE)
 
 
 class EndpointUnreachable(EndpointError):
@@ -101,6 +112,9 @@ class LLMClient:
                     completion = client.chat.completions.create(**request)
         except openai.APIConnectionError as err:
             kind = EndpointError if isinstance(err, openai.APITimeoutError) else EndpointUnreachable
+            raise kind(self._describe(role, err, attempts)) from None
+        except openai.BadRequestError as err:
+            kind = ContextTooLong if _CONTEXT_OVERFLOW.search(str(err)) else EndpointError
             raise kind(self._describe(role, err, attempts)) from None
         except openai.OpenAIError as err:
             raise EndpointError(self._describe(role, err, attempts)) from None

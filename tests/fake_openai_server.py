@@ -6,7 +6,8 @@ the official ``openai`` Python SDK to parse them, and ``POST /v1/embeddings`` wi
 bag-of-words vectors of ``embedding_dim`` dimensions, with:
 
 * a fixed per-call latency (``delay``),
-* scripted replies (``reply`` callable) or a schema-aware default reply,
+* scripted replies (``reply`` callable; ``{"error": {"status", "message"}}`` refuses the call)
+  or a schema-aware default reply,
 * seeded, repeatable fault injection (429 / 500 / hang) via :class:`FaultPlan`,
 * thread-safe call counting and capture of every request body.
 
@@ -435,6 +436,11 @@ class FakeOpenAIServer:
 
         try:
             spec = (self.reply or default_reply)(request)
+            if isinstance(spec, dict) and "error" in spec:  # a scripted refusal, e.g. a 400
+                error = spec["error"]
+                handler._send_error(error["status"], error["message"],
+                                    error.get("type", "invalid_request_error"))
+                return
             payload = self._build_response(request, spec)
         except Exception as exc:  # reply callable raised, or returned something unusable
             handler._send_error(500, f"Fake reply failed: {type(exc).__name__}: {exc}", "server_error")

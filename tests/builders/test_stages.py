@@ -15,6 +15,7 @@ from builders.stages import (ARTICLES, QUESTIONS, RECENCY, SAMPLE, BuildConfig, 
                              update_manifest)
 from harness.dataset import load_dataset_dir
 from harness.results import read_jsonl
+from harness.llm import ContextTooLong
 from tests.fakes import ScriptedLLM, ToolReply
 
 CUTOFF = date(2021, 9, 30)
@@ -160,6 +161,26 @@ def test_the_classifier_sees_title_and_text_cut_to_15000_characters(tmp_path):
     llm = ScriptedLLM([recency(True)])
     classify_recency(llm, cfg)
     assert len(llm.requests[0]["messages"][1]["content"]) == ARTICLE_CHARS
+
+
+def test_an_article_too_long_for_the_model_is_halved_until_it_fits(tmp_path):
+    cfg = config(tmp_path, n=2, concurrency=1)
+    sample_articles(ScriptedSource([page("Huge", content="word " * 10_000),
+                                    page("Endless", content="more " * 10_000)]), cfg)
+    filter_created(cfg)
+    too_long = ContextTooLong("maximum context length is 8192 tokens")
+    llm = ScriptedLLM([too_long, recency(True), too_long, too_long, too_long,
+                       too_long, "Why is Huge so long?"])
+    assert classify_recency(llm, cfg) == ["Huge"]
+    sent = [len(request["messages"][1]["content"]) for request in llm.requests]
+    prefix = len("Title: Huge\n\n")
+    assert sent[:2] == [ARTICLE_CHARS, prefix + ARTICLE_CHARS // 2]
+    rows = {row["title"]: row for row in read_jsonl(cfg.out / RECENCY)}
+    assert rows["Huge"]["content_chars"] == ARTICLE_CHARS // 2
+    assert rows["Endless"]["verdict"] == "unknown" and "too long" in rows["Endless"]["reason"]
+    assert funnel(cfg.out)["discarded_f"] == {"unknown_verdict": 1}
+    assert generate_questions(llm, cfg) == 1  # the question call is cut the same way
+    assert len(llm.requests[-1]["messages"][1]["content"]) < ARTICLE_CHARS
 
 
 def test_a_broken_off_classification_resumes_without_asking_again(tmp_path):

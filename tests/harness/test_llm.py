@@ -2,7 +2,7 @@ import pytest
 
 from harness.cache import ResponseCache
 from harness.config import LLMSettings, RoleConfig
-from harness.llm import EndpointError, EndpointUnreachable, LLMClient
+from harness.llm import ContextTooLong, EndpointError, EndpointUnreachable, LLMClient
 from harness.local_server import free_port
 from tests.fake_openai_server import FakeOpenAIServer, FaultPlan
 
@@ -87,6 +87,22 @@ def test_client_errors_are_not_retried():
         with pytest.raises(EndpointError, match="HTTP 404"):
             llm.chat("answer", MESSAGES)
         assert server.calls == 0
+
+
+@pytest.mark.parametrize("message, overflow", [
+    # llama.cpp's server and OpenAI word it like this
+    ("This model's maximum context length is 8192 tokens. However, you requested 8478 tokens",
+     True),
+    ("Requested tokens (9000) exceed context window of 8192", True),
+    ("Invalid value for 'temperature'", False),
+])
+def test_a_context_overflow_is_told_apart_from_other_bad_requests(message, overflow):
+    reply = lambda request: {"error": {"status": 400, "message": message}}  # noqa: E731
+    with FakeOpenAIServer(reply=reply) as server:
+        with pytest.raises(EndpointError) as raised:
+            client(server.base_url).chat("answer", MESSAGES)
+        assert isinstance(raised.value, ContextTooLong) is overflow
+        assert server.calls == 1  # a 400 is never retried
 
 
 def test_unreachable_endpoint_fails_after_retries_naming_the_url():
