@@ -1,5 +1,5 @@
-"""The `freshrag` command: `build`, `run`, `index`, `report`, `import-legacy` and `serve`. The
-only place that wires registries.
+"""The `freshrag` command: `build`, `run`, `index`, `report`, `import-legacy`, `demo` and
+`serve`. The only place that wires registries.
 
 Every option has its help text here; the work is done by the runner, the report and the plots.
 """
@@ -28,7 +28,10 @@ from harness.cache import ResponseCache
 from harness.config import DEFAULT_CONFIG_FILE, ConfigError, LLMSettings, load_settings
 from harness.dataset import (Dataset, DatasetError, example_dir, load_articles, load_dataset,
                              load_dataset_dir)
-from harness.legacy import LegacyError, import_legacy
+from harness.demo import DEMO_QUESTIONS, run_demo
+from harness.html_report import write_html
+from harness.legacy import PAPER_MODEL, LegacyError, import_legacy
+from harness.prices import price_table
 from harness.llm import EndpointError, LLMClient
 from harness.local_server import LocalServer, LocalServerError
 from harness.results import ResultsError
@@ -68,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    config_file = args.config or (DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None)
+    config_file = args.config or _default_config()
     cutoff, cutoff_source = resolve_cutoff(args.cutoff, args.model, config_file)
     if args.dump and args.wiki_api:
         raise UsageError("give either --dump or --wiki-api, not both")
@@ -114,6 +117,10 @@ def _page_source(args: argparse.Namespace, config_file: Path | None) -> DumpSour
     user_agent = args.user_agent or _build_section(config_file).get("user_agent", DEFAULT_USER_AGENT)
     return MediaWikiSource(args.wiki_api or WIKIPEDIA_API, user_agent=user_agent,
                            concurrency=args.concurrency, max_lag=args.max_lag)
+
+
+def _default_config() -> Path | None:
+    return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None
 
 
 def _build_section(config_file: Path | None) -> dict:
@@ -173,22 +180,32 @@ def cmd_report(args: argparse.Namespace) -> int:
     summary = report.summarise(rows)
     out = args.out or (args.run_dirs[0] if len(args.run_dirs) == 1 else Path("results") / "report")
     report.write_summary(out, summary)
-    details = analysis.analyse(rows)
+    details = analysis.analyse(rows, price_table(args.config or _default_config()))
     (out / ANALYSIS).write_text(json.dumps(details, indent=2) + "\n", encoding="utf-8")
-    figures = plots.write_figures(rows, out)
+    figures = plots.write_figures(rows, out, details["cost"])
     print(report.render(summary, args.format))
     if args.format == "markdown":
         _print_unscored(rows)
         print("\n" + report.render_analysis(details))
         print(f"\nsummary.json, {ANALYSIS} and {len(figures)} figures written to {out}/")
+    if args.html:
+        page = write_html(rows, summary, details, figures, args.html,
+                          sources=[str(run_dir) for run_dir in args.run_dirs])
+        # stderr when stdout carries JSON or CSV, so that output stays parseable
+        print(f"HTML report written to {page}",
+              file=sys.stdout if args.format == "markdown" else sys.stderr)
     return 0
 
 
 def cmd_import_legacy(args: argparse.Namespace) -> int:
-    n = import_legacy(args.pickle, args.dataset, args.system, args.out)
+    n = import_legacy(args.pickle, args.dataset, args.system, args.out, args.model)
     print(f"{n} rows of {args.pickle} imported into {args.out}/ as {args.dataset}/{args.system}; "
           f"see them with: freshrag report {args.out}")
     return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    return run_demo(args.out, args.questions, list(SYSTEMS), main)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -341,6 +358,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="table format printed (default: %(default)s)")
     p.add_argument("--out", type=Path, help="where summary.json and the PNGs go "
                    "(default: the run directory, or results/report for several)")
+    p.add_argument("--html", type=Path, metavar="PATH", help="also write the whole report (tables, "
+                   "figures, every answer) as one self-contained HTML file")
+    p.add_argument("--config", type=Path, help="TOML file whose [prices] table adds or overrides "
+                   "model prices for the cost analysis (default: ./freshrag.toml)")
     p.set_defaults(handler=cmd_report)
 
     p = sub.add_parser("import-legacy", help="import a run file released with the paper (a "
@@ -349,7 +370,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", required=True, help="dataset name for the tables, e.g. A_f")
     p.add_argument("--system", required=True, help="system name for the tables, e.g. naive")
     p.add_argument("--out", type=Path, required=True, help="run directory to write (or add to)")
+    p.add_argument("--model", default=PAPER_MODEL, help="the model that answered, for the cost "
+                   "analysis (default: %(default)s, the paper's)")
     p.set_defaults(handler=cmd_import_legacy)
+
+    p = sub.add_parser("demo", help="the whole workflow offline on the example corpus: build "
+                       "from a dump, index, every system, judge, report")
+    p.add_argument("--out", type=Path, default=Path("results") / "demo",
+                   help="where the dataset, the run and report.html go (default: %(default)s)")
+    p.add_argument("--questions", type=_positive, default=DEMO_QUESTIONS,
+                   help="questions run through every system (default: %(default)s)")
+    p.set_defaults(handler=cmd_demo)
 
     p = sub.add_parser("serve", help="run the embedded llama.cpp server in the foreground")
     p.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")

@@ -6,8 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The MediaWiki the builder tests run against (tests/integration/mediawiki.py installs it into a
-# temporary directory; nothing under /etc or /usr/share is changed).
-DEBS=(mediawiki php-sqlite3 php-cli)
+# temporary directory; nothing under /etc or /usr/share is changed), and the headless Chromium
+# that renders the HTML report in its test.
+DEBS=(mediawiki php-sqlite3 php-cli chromium)
 if ! dpkg -s "${DEBS[@]}" >/dev/null 2>&1; then
     SUDO=$([ "$(id -u)" -eq 0 ] || echo sudo)
     export DEBIAN_FRONTEND=noninteractive
