@@ -22,7 +22,7 @@ import html
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from harness.report import COLUMNS, answer_tokens, is_scored
+from harness.report import COLUMNS, answer_tokens, format_value, is_interval, is_scored
 
 Row = dict[str, Any]
 
@@ -110,40 +110,10 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def format_value(value: Any, column: str = "") -> str:
-    """A cell as the markdown report shows it (unescaped): `–` for missing, 2 decimals,
-    thousands separators, `value [low, high]` for intervals, p-values below 0.001 as `< 0.001`."""
-    if value is None:
-        return "–"
-    if column == "p_value" and isinstance(value, (int, float)):
-        return "< 0.001" if value < 0.001 else f"{value:.3f}"
-    if isinstance(value, list) and _is_interval(value):
-        shown = [format_value(v) for v in value]
-        if len(value) == 3:
-            return f"{shown[0]} [{shown[1]}, {shown[2]}]"
-        return f"[{shown[0]}, {shown[1]}]"
-    if isinstance(value, list):
-        return ", ".join(format_value(v) for v in value) or "–"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        # small amounts (dollars per run) keep 3 significant digits instead of showing 0.00
-        return f"{value:.3g}" if 0 < abs(value) < 0.005 else f"{value:.2f}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
-
-
-def _is_interval(value: list[Any]) -> bool:
-    """[value, low, high] or [low, high] of numbers (the analysis's intervals)."""
-    return len(value) in (2, 3) and all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
-
-
 def _cell(value: Any, column: str) -> str:
     """A `<td>`; numbers (and intervals) right-aligned so columns can be compared by eye."""
     numeric = ((isinstance(value, (int, float)) and not isinstance(value, bool))
-               or (isinstance(value, list) and _is_interval(value)))
+               or (isinstance(value, list) and is_interval(value)))
     attrs = ' class="num"' if numeric else ""
     return f"<td{attrs}>{_e(format_value(value, column))}</td>"
 

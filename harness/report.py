@@ -103,23 +103,38 @@ def render(summary: list[dict[str, Any]], fmt: str) -> str:
 def _markdown(summary: list[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in summary:
-        cells = [_cell(row[col]) for col in COLUMNS]
+        cells = [format_value(row[col], col) for col in COLUMNS]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def _cell(value: Any) -> str:
-    if value is None or value == []:
+def format_value(value: Any, column: str = "") -> str:
+    """A table cell, as every report shows it: `–` for missing, 2 decimals (3 significant digits
+    for small amounts such as dollars), thousands separators, `value [low, high]` for intervals,
+    p-values below 0.001 as `< 0.001`, yes/no for flags."""
+    if value is None:
         return "–"
+    if column == "p_value" and isinstance(value, (int, float)):
+        return "< 0.001" if value < 0.001 else f"{value:.3f}"
+    if isinstance(value, list) and is_interval(value):
+        shown = [format_value(v) for v in value]
+        return f"{shown[0]} [{shown[1]}, {shown[2]}]" if len(value) == 3 else \
+            f"[{shown[0]}, {shown[1]}]"
+    if isinstance(value, list):
+        return ", ".join(format_value(v) for v in value) or "–"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, list):
-        return ", ".join(map(str, value))
     if isinstance(value, float):
-        return f"{value:.2f}"
+        return f"{value:.3g}" if 0 < abs(value) < 0.005 else f"{value:.2f}"
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
+
+
+def is_interval(value: list[Any]) -> bool:
+    """[value, low, high] or [low, high] of numbers (the analysis's intervals)."""
+    return len(value) in (2, 3) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
 
 
 def write_summary(out_dir: Path, summary: list[dict[str, Any]]) -> Path:
@@ -137,8 +152,7 @@ def render_analysis(analysis: dict[str, Any]) -> str:
         if rows:
             lines = [f"### {title}", "", "| " + " | ".join(columns) + " |",
                      "|" + "---|" * len(columns)]
-            lines += ["| " + " | ".join(_p_value(row[c]) if c == "p_value"
-                                        else _cell(_shown(row.get(c))) for c in columns) + " |"
+            lines += ["| " + " | ".join(format_value(row.get(c), c) for c in columns) + " |"
                       for row in rows]
             sections.append("\n".join(lines))
 
@@ -160,16 +174,3 @@ def render_analysis(analysis: dict[str, Any]) -> str:
     table("Paired comparisons (truthfulness + relevance, a minus b)", analysis["paired"],
           ("dataset", "a", "b", "questions", "mean_difference", "interval", "p_value"))
     return "\n\n".join(sections)
-
-
-def _shown(value: Any) -> Any:
-    """[value, low, high] as `value [low, high]`; [low, high] as `[low, high]`."""
-    if isinstance(value, list) and len(value) == 3:
-        return f"{_cell(value[0])} [{_cell(value[1])}, {_cell(value[2])}]"
-    if isinstance(value, list) and len(value) == 2:
-        return f"[{_cell(value[0])}, {_cell(value[1])}]"
-    return value
-
-
-def _p_value(value: float) -> str:
-    return "< 0.001" if value < 0.001 else f"{value:.3f}"
