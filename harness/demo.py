@@ -43,7 +43,7 @@ def demo_commands(out: Path, questions: int, systems: list[str]) -> list[list[st
         ["build", "--dump", str(out / "example-wiki.xml"), "--cutoff", DEMO_CUTOFF,
          "--out", str(dataset), "--questions-from", "A_d"],
         ["run", "--dataset", str(dataset), "--systems", ",".join(systems), "--limit",
-         str(questions), "--out", str(run)],
+         str(questions), "--knowledge-cutoff", DEMO_CUTOFF, "--out", str(run)],
         ["report", str(run), "--html", str(out / "report.html")],
     ]
 
