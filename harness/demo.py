@@ -38,7 +38,7 @@ def write_example_dump(path: Path) -> Path:
 
 
 def demo_commands(out: Path, questions: int, systems: list[str]) -> list[list[str]]:
-    dataset, run = out / "dataset", out / "run"
+    dataset, run = out / "example", out / "run"  # the tables name the dataset by its directory
     return [
         ["build", "--dump", str(out / "example-wiki.xml"), "--cutoff", DEMO_CUTOFF,
          "--out", str(dataset), "--questions-from", "A_d"],

@@ -28,7 +28,7 @@ def test_the_demo_runs_the_whole_workflow(tmp_path, monkeypatch, capsys):
     out = tmp_path / "demo"
     pages = list(DumpSource(out / "example-wiki.xml").pages(set()))
     assert sorted(p.title for p in pages) == sorted(r["title"] for r in examples)
-    funnel = json.loads((out / "dataset" / "manifest.json").read_text())["funnel"]
+    funnel = json.loads((out / "example" / "manifest.json").read_text())["funnel"]
     assert funnel["n_r"] == len(examples) and funnel["n_d"] == len(after)
     assert 0 < len(after) < len(examples)
     samples = read_samples(out / "run" / "samples.jsonl")
