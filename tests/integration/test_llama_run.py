@@ -13,6 +13,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -54,6 +55,19 @@ def server_answers(base_url: str) -> bool:
         return False
 
 
+def server_processes(port: int) -> list[int]:
+    """Pids of llama.cpp servers started for `port` (from /proc, Linux)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue  # the process ended while we looked
+        if b"llama_cpp.server" in args and str(port).encode() in args:
+            found.append(int(cmdline.parent.name))
+    return found
+
+
 def test_killed_run_resumes_without_redoing_finished_pairs(tmp_path):
     out = tmp_path / "run"
     samples = out / "samples.jsonl"
@@ -64,10 +78,13 @@ def test_killed_run_resumes_without_redoing_finished_pairs(tmp_path):
     first.wait()
     before = {(r["question_id"], r["system"]): r for r in read_samples(samples)}
     local_url = json.loads((out / "manifest.json").read_text())["llm"]["resolved_base_urls"]["answer"]
+    port = urlsplit(local_url).port
     deadline = time.monotonic() + 15
-    while server_answers(local_url) and time.monotonic() < deadline:
+    while (server_answers(local_url) or server_processes(port)) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not server_answers(local_url), "embedded server outlived its killed parent"
+    # gone, not just deaf: a server that stops listening but finishes its queue burns the cores
+    assert not server_processes(port), "embedded server process outlived its killed parent"
 
     resumed = subprocess.run(freshrag_run(out), env=clean_env(), cwd=tmp_path,
                              capture_output=True, text=True, timeout=1200)

@@ -15,8 +15,11 @@ pytestmark = pytest.mark.integration
 
 
 def test_serve_answers_forced_tool_calls_and_stops_on_ctrl_c():
+    # As from a terminal: a test run started in the background of a non-interactive shell
+    # inherits SIGINT ignored, and Python then never turns Ctrl-C into KeyboardInterrupt.
     process = subprocess.Popen([sys.executable, "-m", "harness", "serve"], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True)
+                               stderr=subprocess.DEVNULL, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         line = process.stdout.readline()
         base_url = re.search(r"(http://127\.0\.0\.1:\d+/v1)", line).group(1)
@@ -30,7 +33,11 @@ def test_serve_answers_forced_tool_calls_and_stops_on_ctrl_c():
         assert reply.usage.prompt_tokens > 0
     finally:
         process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=30) == 130
+        try:
+            assert process.wait(timeout=30) == 130
+        finally:
+            if process.poll() is None:  # never leave a server running behind a failed test
+                process.kill()
     time.sleep(0.5)
     with pytest.raises(openai.APIConnectionError):
         openai.OpenAI(base_url=base_url, api_key="none", max_retries=0, timeout=3).models.list()
