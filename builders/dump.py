@@ -58,7 +58,8 @@ class DumpSource:
             try:
                 root = ElementIterator.from_file(stream)
                 if root.tag != "mediawiki":
-                    raise AssertionError(root.tag)
+                    raise DumpError(f"{self.path}: not a MediaWiki export (root element "
+                                    f"<{root.tag}>, expected <mediawiki>)")
                 dump = mwxml.Dump.from_element(root)
                 base = dump.site_info.base
                 for page in dump:
@@ -68,7 +69,7 @@ class DumpSource:
                         yield _page(page, base)
                     last_title = page.title
                     # mwxml empties each page's element but the root keeps them all: drop them,
-                    # or memory grows with the dump (~100 bytes a page, gigabytes for Wikipedia)
+                    # or memory grows with the dump (~90 bytes a page, gigabytes for Wikipedia)
                     root.element.clear()
             except (ParseError, mwxml.errors.MalformedXML, AssertionError, EOFError,
                     OSError) as err:
@@ -81,9 +82,7 @@ class DumpSource:
             where = f"at line {position[0]}, column {position[1]} ({where})"
         after = (f"the last complete page was {last_title!r}; pages up to it are kept"
                  if last_title else "before its first complete page")
-        reason = str(err).split("\n")[0][:200] or type(err).__name__
-        if isinstance(err, AssertionError):
-            reason = "not a MediaWiki export (<mediawiki> root expected)"
+        reason = str(err).split("\n")[0][:200] or "malformed export XML"  # mwxml's asserts
         return f"{self.path}: dump broken {where}; {after} ({type(err).__name__}: {reason})"
 
 
