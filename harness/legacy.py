@@ -91,7 +91,8 @@ def _sample_row(row: Any, index: int, path: Path, dataset: str, system: str) -> 
                              "output": tokens["n_output_tokens"], "estimated": False}},
         "grade": _grade(row, where),
         "calls": [],
-        "details": {"decision": None, "retrieved": [{"title": t} for t in titles],
+        # no titles (a retrieval flagged without its context) is unknown, not a miss
+        "details": {"decision": None, "retrieved": [{"title": t} for t in titles] or None,
                     "legacy": {"retrieved_flag": row.get("retrieved"), "url": row.get("url"),
                                "date": row.get("date")}},
         "latency_s": None, "error": None, "finished_at": now(),
