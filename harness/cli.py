@@ -1,5 +1,6 @@
-"""The `freshrag` command: `build`, `run`, `index`, `report`, `import-legacy`, `demo` and
-`serve`. The only place that wires registries.
+"""The `freshrag` command: build, run, index, report, import-legacy, demo and serve.
+
+The only place that wires registries.
 
 Every option has its help text here; the work is done by the runner, the report and the plots.
 """
