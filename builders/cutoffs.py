@@ -7,9 +7,10 @@ overridden by a `[cutoffs]` table in `freshrag.toml` (`"my-model" = "2024-06-30"
 
 from __future__ import annotations
 
-import tomllib
 from datetime import date, datetime, timezone
 from pathlib import Path
+
+from harness.config import config_table
 
 # Dates as the providers document them; a month-only cutoff is given as that month's last day.
 KNOWN_CUTOFFS = {
@@ -39,14 +40,9 @@ def parse_cutoff(text: str, where: str = "--cutoff") -> date:
 def cutoff_table(config_file: Path | None) -> dict[str, str]:
     """The built-in table with the config file's `[cutoffs]` on top."""
     table = dict(KNOWN_CUTOFFS)
-    if config_file is not None and config_file.is_file():
-        try:
-            extra = tomllib.loads(config_file.read_text(encoding="utf-8")).get("cutoffs", {})
-        except tomllib.TOMLDecodeError as err:
-            raise CutoffError(f"{config_file}: {err}") from None
-        for model, value in extra.items():
-            parse_cutoff(str(value), f"{config_file}: [cutoffs] {model}")
-            table[model] = str(value)
+    for model, value in config_table(config_file, "cutoffs").items():
+        parse_cutoff(str(value), f"{config_file}: [cutoffs] {model}")
+        table[model] = str(value)
     return table
 
 

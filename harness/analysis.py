@@ -19,7 +19,7 @@ import random
 from typing import Any, Callable, Sequence
 
 from harness.prices import role_models, row_cost
-from harness.report import answer_tokens, group_rows, is_scored
+from harness.report import answer_tokens, group_rows, is_scored, mean
 
 LOW_SCORE = 8  # truthfulness + relevance below this (of 10) is a poor answer
 BOOTSTRAP_SAMPLES = 2000
@@ -57,9 +57,9 @@ def retrieval_quality(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         table.append({
             "dataset": dataset, "system": system, "retrieved": len(ranked),
             "k": max(len(titles) for titles, _ in ranked),
-            "hit@1": _mean([rank == 1 for rank in ranks]),
-            "hit@k": _mean([rank is not None for rank in ranks]),
-            "mrr": _mean([1 / rank if rank else 0.0 for rank in ranks]),
+            "hit@1": mean([rank == 1 for rank in ranks]),
+            "hit@k": mean([rank is not None for rank in ranks]),
+            "mrr": mean([1 / rank if rank else 0.0 for rank in ranks]),
         })
     return table
 
@@ -133,8 +133,8 @@ def _by_question(group: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def _router_scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
     tokens = [answer_tokens(row) for row in rows]
-    return {"truthfulness": _mean([row["grade"]["truthfulness"] for row in rows]),
-            "relevance": _mean([row["grade"]["relevance"] for row in rows]),
+    return {"truthfulness": mean([row["grade"]["truthfulness"] for row in rows]),
+            "relevance": mean([row["grade"]["relevance"] for row in rows]),
             "input_tokens": sum(t[0] for t in tokens), "output_tokens": sum(t[1] for t in tokens),
             "retrievals": sum(row["retrievals"] for row in rows)}
 
@@ -166,7 +166,7 @@ def quality_and_cost(rows: list[dict[str, Any]],
                            for role, model in role_models(row).items()
                            if role != "judge" and model not in prices})
         scores = [total_score(row) for row in group if is_scored(row)]
-        table.append({"dataset": dataset, "system": system, "score": _mean(scores),
+        table.append({"dataset": dataset, "system": system, "score": mean(scores),
                       "input_tokens": sum(answer_tokens(row)[0] for row in group),
                       "cost_usd": None if None in costs else round(sum(costs), 6),
                       "unpriced_models": unpriced})
@@ -214,7 +214,7 @@ def intervals(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]
             for name, values in (("truthfulness", [g["truthfulness"] for g in scored]),
                                  ("relevance", [g["relevance"] for g in scored]),
                                  ("score", [g["truthfulness"] + g["relevance"] for g in scored])):
-                entry[name] = [_mean(values), *bootstrap_interval(values, _mean_of, seed=seed)]
+                entry[name] = [mean(values), *bootstrap_interval(values, _mean_of, seed=seed)]
         for index, name in ((0, "input_tokens"), (1, "output_tokens")):
             values = [t[index] for t in tokens]
             entry[name] = [sum(values), *bootstrap_interval(values, sum, seed=seed)]
@@ -241,7 +241,7 @@ def paired_comparisons(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[s
                 continue
             diffs.sort()  # set order is arbitrary: fix it so that the seed fixes the result
             table.append({"dataset": dataset, "a": a, "b": b, "questions": len(diffs),
-                          "mean_difference": _mean(diffs),
+                          "mean_difference": mean(diffs),
                           "interval": list(bootstrap_interval(diffs, _mean_of, seed=seed)),
                           "p_value": _paired_p_value(diffs, seed)})
     return table
@@ -261,10 +261,6 @@ def _paired_p_value(diffs: list[float], seed: int, samples: int = BOOTSTRAP_SAMP
 
 def _mean_of(values: Sequence[float]) -> float:
     return sum(values) / len(values)
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return round(sum(values) / len(values), 4) if values else None
 
 
 def analyse(rows: list[dict[str, Any]], prices: dict[str, tuple[float, float]] | None = None,

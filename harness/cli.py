@@ -13,7 +13,6 @@ import json
 import signal
 import sys
 import time
-import tomllib
 from datetime import date
 from pathlib import Path
 from typing import Iterator
@@ -26,7 +25,8 @@ from builders.stages import (STAGES, STYLES, BuildConfig, BuildError, check_sett
                              titles_path, update_manifest)
 from harness import analysis, judge, plots, report
 from harness.cache import ResponseCache
-from harness.config import DEFAULT_CONFIG_FILE, ConfigError, LLMSettings, load_settings
+from harness.config import (DEFAULT_CONFIG_FILE, ConfigError, LLMSettings, config_table,
+                            load_settings)
 from harness.dataset import (Dataset, DatasetError, example_dir, load_articles, load_dataset,
                              load_dataset_dir)
 from harness.demo import DEMO_QUESTIONS, run_demo
@@ -115,23 +115,14 @@ def cmd_build(args: argparse.Namespace) -> int:
 def _page_source(args: argparse.Namespace, config_file: Path | None) -> DumpSource | MediaWikiSource:
     if args.dump:
         return DumpSource(args.dump)
-    user_agent = args.user_agent or _build_section(config_file).get("user_agent", DEFAULT_USER_AGENT)
+    user_agent = (args.user_agent
+                  or config_table(config_file, "build").get("user_agent", DEFAULT_USER_AGENT))
     return MediaWikiSource(args.wiki_api or WIKIPEDIA_API, user_agent=user_agent,
                            concurrency=args.concurrency, max_lag=args.max_lag)
 
 
 def _default_config() -> Path | None:
     return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None
-
-
-def _build_section(config_file: Path | None) -> dict:
-    """The `[build]` table of freshrag.toml (e.g. `user_agent = "me (me@example.org)"`)."""
-    if config_file is None or not config_file.is_file():
-        return {}
-    try:
-        return tomllib.loads(config_file.read_text(encoding="utf-8")).get("build", {})
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{config_file}: {err}") from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:

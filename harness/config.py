@@ -105,6 +105,20 @@ def load_settings(config_file: Path | None = None,
         raise ConfigError(f"{path}: timeout_s and max_attempts must be numbers ({err})") from err
 
 
+def config_table(config_file: Path | None, name: str) -> dict[str, Any]:
+    """The `[name]` table of a config file (`[cutoffs]`, `[prices]`, `[build]`); empty if there is
+    no file or no such table."""
+    if config_file is None or not config_file.is_file():
+        return {}
+    try:
+        table = tomllib.loads(config_file.read_text(encoding="utf-8")).get(name, {})
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{config_file}: not valid TOML: {err}") from None
+    if not isinstance(table, dict):
+        raise ConfigError(f"{config_file}: [{name}] must be a table")
+    return table
+
+
 def _read_toml(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

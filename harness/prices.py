@@ -14,11 +14,10 @@ A model with no price is reported as unpriced, never as free.
 from __future__ import annotations
 
 import math
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from harness.config import LOCAL_MODEL, ConfigError
+from harness.config import LOCAL_MODEL, ConfigError, config_table
 
 KNOWN_PRICES: dict[str, tuple[float, float]] = {
     "gpt-4-0613": (30.0, 60.0),  # the paper's model
@@ -33,13 +32,7 @@ KNOWN_PRICES: dict[str, tuple[float, float]] = {
 def price_table(config_file: Path | None) -> dict[str, tuple[float, float]]:
     """The built-in table with the config file's `[prices]` on top."""
     table = dict(KNOWN_PRICES)
-    if config_file is None or not config_file.is_file():
-        return table
-    try:
-        extra = tomllib.loads(config_file.read_text(encoding="utf-8")).get("prices", {})
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{config_file}: {err}") from None
-    for model, entry in extra.items():
+    for model, entry in config_table(config_file, "prices").items():
         where = f"{config_file}: [prices] {model!r}"
         if not isinstance(entry, dict) or set(entry) != {"input", "output"}:
             raise ConfigError(f"{where}: expected {{ input = USD per 1M, output = USD per 1M }}")

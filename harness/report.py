@@ -14,7 +14,7 @@ import io
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from harness.results import SAMPLES, ResultsError, read_manifest, read_samples
 
@@ -65,8 +65,8 @@ def _summary_row(dataset: str, system: str, rows: list[dict[str, Any]]) -> dict[
     return {
         "dataset": dataset, "system": system, "n": len(rows), "scored": len(scored),
         "unscored": len(rows) - len(scored),
-        "truthfulness": _mean([g["truthfulness"] for g in scored]),
-        "relevance": _mean([g["relevance"] for g in scored]),
+        "truthfulness": mean([g["truthfulness"] for g in scored]),
+        "relevance": mean([g["relevance"] for g in scored]),
         "input_tokens": sum(t[0] for t in tokens), "output_tokens": sum(t[1] for t in tokens),
         "retrievals": sum(row["retrievals"] for row in rows),
         "no_decision": sum((row.get("details") or {}).get("decision") == "none" for row in rows),
@@ -82,7 +82,8 @@ def unscored_reasons(rows: list[dict[str, Any]]) -> Counter:
     return reasons
 
 
-def _mean(values: list[float]) -> float | None:
+def mean(values: Sequence[float]) -> float | None:
+    """The mean as the tables show it (4 decimals), None for no values."""
     return round(sum(values) / len(values), 4) if values else None
 
 

@@ -24,6 +24,13 @@ class ToolReply:
     arguments: str
 
 
+def use_endpoint(monkeypatch, base_url: str, api_key: str, model: str = "fake-model") -> None:
+    """Every role (embeddings too) on one endpoint, as a user's environment would set it."""
+    monkeypatch.setenv("FRESHRAG_BASE_URL", base_url)
+    monkeypatch.setenv("FRESHRAG_API_KEY", api_key)
+    monkeypatch.setenv("FRESHRAG_MODEL", model)
+
+
 class ScriptedLLM:
     def __init__(self, script: list[Any], usage: Usage = Usage(10, 5)):
         self.script = list(script)

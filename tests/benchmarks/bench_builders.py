@@ -35,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from harness.results import read_jsonl  # noqa: E402
 from tests.wikidump import article_pages, write_dump  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "wikirag-2024"
@@ -116,11 +117,11 @@ def bench_mediawiki(pages: int = 200) -> dict:
 
 
 def bench_recency(limit: int, seed: int = 0) -> dict:
-    labels = {row["title"]: row["mostly_post_cutoff"] for row in read(DATA / "recency-labels-A_d.jsonl")}
+    labels = {row["title"]: row["mostly_post_cutoff"] for row in read_jsonl(DATA / "recency-labels-A_d.jsonl")}
     titles = sorted(labels)
     if limit:
         titles = sorted(random.Random(seed).sample(titles, min(limit, len(titles))))
-    articles = {row["title"]: row for row in read(DATA / "articles.jsonl")}
+    articles = {row["title"]: row for row in read_jsonl(DATA / "articles.jsonl")}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "dataset"
         out.mkdir()
@@ -134,7 +135,7 @@ def bench_recency(limit: int, seed: int = 0) -> dict:
                         CUTOFF, "--stage", "A_f", "--no-cache"], cwd=ROOT, check=True,
                        stdout=subprocess.DEVNULL)
         seconds = time.perf_counter() - start
-        verdicts = {row["title"]: row for row in read(out / "recency.jsonl")}
+        verdicts = {row["title"]: row for row in read_jsonl(out / "recency.jsonl")}
     model = next(iter(verdicts.values()))["model"] if verdicts else None
     known = [t for t in titles if isinstance(verdicts[t]["verdict"], bool)]
     pairs = [(verdicts[t]["verdict"], labels[t]) for t in known]
@@ -155,11 +156,6 @@ def cohen_kappa(pairs: list[tuple[bool, bool]]) -> float | None:
     yes_a, yes_b = sum(a for a, _ in pairs) / n, sum(b for _, b in pairs) / n
     expected = yes_a * yes_b + (1 - yes_a) * (1 - yes_b)
     return round((observed - expected) / (1 - expected), 4) if expected < 1 else None
-
-
-def read(path: Path) -> list[dict]:
-    with path.open(encoding="utf-8") as lines:
-        return [json.loads(line) for line in lines if line.strip()]
 
 
 def write_jsonl(path: Path, rows) -> None:

@@ -11,6 +11,7 @@ from builders.cutoffs import created_after
 from harness.cli import main
 from harness.results import read_jsonl, read_samples
 from tests.fake_openai_server import FakeOpenAIServer
+from tests.fakes import use_endpoint
 from tests.wikidump import article_pages, redirect_page, write_dump
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "wikirag-2024"
@@ -22,9 +23,7 @@ SECRET = "sk-build-secret-do-not-write"
 @pytest.fixture
 def fake(monkeypatch):
     with FakeOpenAIServer() as server:
-        monkeypatch.setenv("FRESHRAG_BASE_URL", server.base_url)
-        monkeypatch.setenv("FRESHRAG_API_KEY", SECRET)
-        monkeypatch.setenv("FRESHRAG_MODEL", "fake-model")
+        use_endpoint(monkeypatch, server.base_url, SECRET)
         yield server
 
 

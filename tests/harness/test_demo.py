@@ -13,6 +13,7 @@ from harness.demo import DEMO_CUTOFF
 from harness.results import read_jsonl, read_samples
 from systems import SYSTEMS
 from tests.fake_openai_server import FakeOpenAIServer
+from tests.fakes import use_endpoint
 
 
 def test_the_demo_runs_the_whole_workflow(tmp_path, monkeypatch, capsys):
@@ -20,9 +21,7 @@ def test_the_demo_runs_the_whole_workflow(tmp_path, monkeypatch, capsys):
     after = [r["title"] for r in examples
              if created_after(r["created"], date.fromisoformat(DEMO_CUTOFF))]
     with FakeOpenAIServer() as server:
-        monkeypatch.setenv("FRESHRAG_BASE_URL", server.base_url)
-        monkeypatch.setenv("FRESHRAG_MODEL", "fake-model")
-        monkeypatch.setenv("FRESHRAG_API_KEY", "sk-demo-not-written")
+        use_endpoint(monkeypatch, server.base_url, "sk-demo-not-written")
         monkeypatch.chdir(tmp_path)
         assert main(["demo", "--out", str(tmp_path / "demo"), "--questions", "3"]) == 0
     out = tmp_path / "demo"

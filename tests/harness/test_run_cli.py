@@ -13,7 +13,7 @@ import pytest
 from harness.cli import main
 from harness.results import read_samples
 from tests.fake_openai_server import FakeOpenAIServer
-from tests.fakes import is_call_of
+from tests.fakes import is_call_of, use_endpoint
 
 SECRET = "sk-test-secret-do-not-write"
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,9 +32,7 @@ def write_dataset(directory: Path, n: int = 3) -> tuple[Path, Path]:
 @pytest.fixture
 def fake(monkeypatch):
     with FakeOpenAIServer() as server:
-        monkeypatch.setenv("FRESHRAG_BASE_URL", server.base_url)
-        monkeypatch.setenv("FRESHRAG_API_KEY", SECRET)
-        monkeypatch.setenv("FRESHRAG_MODEL", "fake-model")
+        use_endpoint(monkeypatch, server.base_url, SECRET)
         yield server
 
 

@@ -9,6 +9,7 @@ from harness.cli import main
 from harness.local_server import free_port
 from harness.results import read_samples
 from tests.fake_openai_server import FakeOpenAIServer, default_reply
+from tests.fakes import use_endpoint
 from tests.harness.test_run_cli import SECRET, write_dataset
 
 RETRIEVING = ("naive", "boolean", "advanced", "hyde", "dated-boolean")
@@ -27,9 +28,7 @@ def decide(request):
 @pytest.fixture
 def fake(monkeypatch):
     with FakeOpenAIServer(reply=decide) as server:
-        monkeypatch.setenv("FRESHRAG_BASE_URL", server.base_url)  # every role, embeddings too
-        monkeypatch.setenv("FRESHRAG_API_KEY", SECRET)
-        monkeypatch.setenv("FRESHRAG_MODEL", "fake-model")
+        use_endpoint(monkeypatch, server.base_url, SECRET)  # every role, embeddings too
         yield server
 
 
