@@ -150,19 +150,7 @@ def _analysis(analysis: dict[str, Any]) -> str:
         content = (_table(f"analysis-{key}", rows, columns) if rows
                    else f"<p class=\"muted\" id=\"analysis-{key}\">nothing to show</p>")
         parts.append(f"<h3>{_e(heading)}</h3>\n{content}")
-    for key, rows in _other_tables(analysis):
-        columns = list(dict.fromkeys(column for row in rows for column in row))
-        parts.append(f"<h3>{_e(key)}</h3>\n{_table(f'analysis-{key}', rows, columns)}")
     return "\n".join(parts)
-
-
-def _other_tables(analysis: dict[str, Any]) -> list[tuple[str, list[Row]]]:
-    """Tables analyse() returns beyond ANALYSIS_TABLES (e.g. one added later), shown with their
-    own keys as columns rather than silently left out of the page."""
-    known = {key for key, _, _ in ANALYSIS_TABLES}
-    return [(key, value) for key, value in analysis.items()
-            if key not in known and isinstance(value, list) and value
-            and all(isinstance(row, dict) for row in value)]
 
 
 def _figures(figures: Sequence[Path]) -> str:

@@ -32,7 +32,7 @@ EVIL_TITLE = '<img src="http://evil.example/x.png">'
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 DATA_URI = "data:image/png;base64,"
 ANALYSIS_IDS = ("analysis-intervals", "analysis-retrieval", "analysis-attribution",
-                "analysis-decisions", "analysis-paired")
+                "analysis-decisions", "analysis-cost", "analysis-paired")
 CHROMIUM_TIMEOUT_S = 120
 # Appended to a copy of the page for the browser test only (the report itself has no script):
 # once every image has loaded or failed, write what the browser decoded into the DOM.
