@@ -35,10 +35,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tests import WIKIRAG  # noqa: E402
 from harness.results import read_jsonl  # noqa: E402
 from tests.wikidump import article_pages, write_dump  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "wikirag-2024"
+DATA = WIKIRAG
 CUTOFF = "2021-09-30"  # GPT-4-0613's, the labels' model
 
 READ_DUMP = """

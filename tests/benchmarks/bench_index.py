@@ -36,11 +36,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tests import WIKIRAG  # noqa: E402
 from harness.dataset import load_articles  # noqa: E402
 from systems.embeddings import LocalMiniLM  # noqa: E402
 from systems.index import IndexConfig, chunk_articles, open_index  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "wikirag-2024"
+DATA = WIKIRAG
 SETS = {"A_f": ("questions-A_f.jsonl", 0.918), "A_r": ("questions-A_r300.jsonl", 0.940)}
 REFERENCE_SAMPLE = 512
 

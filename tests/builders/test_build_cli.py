@@ -13,8 +13,9 @@ from harness.results import read_jsonl, read_samples
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import use_endpoint
 from tests.wikidump import article_pages, redirect_page, write_dump
+from tests import WIKIRAG
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "wikirag-2024"
+DATA = WIKIRAG
 N = 40
 CUTOFF = "2021-09-30"
 SECRET = "sk-build-secret-do-not-write"

@@ -9,12 +9,13 @@ from pathlib import Path
 import mwparserfromhell
 import pytest
 
+from tests import WIKIRAG
 from builders.dump import DumpError, DumpSource, plain_text
 from builders.pages import DISAMBIGUATION, REDIRECT
 from tests.wikidump import (STAND_IN_CREATED, DumpPage, Revision, article_pages, redirect_page,
                             write_dump)
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "wikirag-2024"
+DATA = WIKIRAG
 N = 12
 
 

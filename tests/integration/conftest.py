@@ -13,8 +13,9 @@ from typing import Iterator
 import pytest
 
 from tests.integration.mediawiki import SeededMediaWiki, seeded_wiki
+from tests import WIKIRAG
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "wikirag-2024"
+DATA = WIKIRAG
 
 
 @pytest.fixture(scope="session")

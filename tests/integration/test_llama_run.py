@@ -18,10 +18,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from harness.results import read_samples
+from tests import WIKIRAG
 
 pytestmark = pytest.mark.integration
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "wikirag-2024"
+DATA = WIKIRAG
 ROOT = Path(__file__).resolve().parents[2]
 QUESTIONS = 5
 
