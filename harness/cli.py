@@ -205,7 +205,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"serving SmolLM2-135M-Instruct at {server.base_url} (Ctrl-C stops it)\n"
               f"point freshrag at it with: export FRESHRAG_BASE_URL={server.base_url}", flush=True)
         server.process.wait()
-    return 0
+    raise LocalServerError(server.death())  # Ctrl-C ends serve by KeyboardInterrupt, not here
 
 
 @contextlib.contextmanager
@@ -215,10 +215,10 @@ def _llm_client(settings: LLMSettings, cache_path: Path | None, seed: int | None
     cache = ResponseCache(cache_path) if cache_path else None
     needs_local = any(settings.role(role).is_local for role in roles)
     with contextlib.ExitStack() as stack:
-        local_url = stack.enter_context(LocalServer()).base_url if needs_local else None
+        local = stack.enter_context(LocalServer()) if needs_local else None
         if cache:
             stack.callback(cache.close)
-        yield LLMClient(settings, cache, local_base_url=local_url, seed=seed)
+        yield LLMClient(settings, cache, local=local, seed=seed)
 
 
 def _index_config(args: argparse.Namespace, results_dir: Path) -> IndexConfig:

@@ -13,7 +13,7 @@ import re
 import threading
 import time
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Protocol
 
 import openai
 from tenacity import (Retrying, retry_if_exception, stop_after_attempt,
@@ -43,6 +43,21 @@ class EndpointUnreachable(EndpointError):
     """The endpoint could not be reached at all after the retries: no pair can succeed."""
 
 
+class LocalServerDied(EndpointUnreachable):
+    """The embedded llama.cpp server is gone; the message says how it died and where its log is."""
+
+
+class LocalEndpoint(Protocol):
+    """The embedded server as the client sees it (harness.local_server.LocalServer)."""
+
+    base_url: str
+    model_id: str  # the model file's hash and the runtime's version, for the cache key
+
+    def death(self) -> str | None:
+        """Why the server is gone, or None while it runs."""
+        ...
+
+
 def is_transient(err: BaseException) -> bool:
     """Errors worth another attempt: rate limits, timeouts, connection errors and 5xx."""
     if isinstance(err, (openai.RateLimitError, openai.APIConnectionError)):
@@ -60,11 +75,11 @@ class LLMClient:
     """Chat completions for every role, cached, retried and accounted."""
 
     def __init__(self, settings: LLMSettings, cache: ResponseCache | None = None,
-                 local_base_url: str | None = None, backoff_s: float = 1.0,
+                 local: LocalEndpoint | None = None, backoff_s: float = 1.0,
                  seed: int | None = None):
         self.settings = settings
         self.cache = cache
-        self.local_base_url = local_base_url
+        self.local = local
         self.backoff_s = backoff_s
         self.seed = seed
         self._clients: dict[str, openai.OpenAI] = {}
@@ -74,9 +89,9 @@ class LLMClient:
         cfg = self.settings.role(role)
         if not cfg.is_local:
             return cfg.base_url
-        if self.local_base_url is None:
+        if self.local is None:
             raise EndpointError(f"role {role!r} uses the embedded local server, which is not running")
-        return self.local_base_url
+        return self.local.base_url
 
     def chat(self, role: str, messages: list[dict[str, Any]], *,
              tools: list[dict[str, Any]] | None = None, tool_choice: str | None = None,
@@ -91,8 +106,7 @@ class LLMClient:
             request["max_tokens"] = max_tokens
         if self.seed is not None:
             request["seed"] = self.seed
-        # cfg.base_url, not the resolved URL: the embedded server's port changes between runs.
-        key = cache_key({"base_url": cfg.base_url, "attempt": attempt, **request})
+        key = cache_key({"base_url": self._cache_endpoint(cfg), "attempt": attempt, **request})
         cached = self.cache.get(key) if self.cache else None
         if cached is not None:
             return _response(role, cfg.model, messages, cached, cache_hit=True)
@@ -101,16 +115,26 @@ class LLMClient:
             self.cache.put(key, value)
         return _response(role, cfg.model, messages, value, cache_hit=False)
 
+    def _cache_endpoint(self, cfg: RoleConfig) -> str:
+        """The endpoint as the cache knows it: the configured base URL, or for the embedded
+        server its model file's hash and runtime version (its port changes between runs, and a
+        new model file or llama.cpp build must not replay the old one's replies)."""
+        if cfg.is_local and self.local is not None:
+            return f"{cfg.base_url}:{self.local.model_id}"
+        return cfg.base_url
+
     def _call(self, role: str, cfg: RoleConfig, request: dict[str, Any]) -> dict[str, Any]:
         client = self._client(role, cfg)
         started = time.monotonic()
         attempts = 0
         try:
-            for attempt in self._retrying():
+            for attempt in self._retrying(cfg):
                 with attempt:
                     attempts = attempt.retry_state.attempt_number
                     completion = client.chat.completions.create(**request)
         except openai.APIConnectionError as err:
+            if cfg.is_local and self.local is not None and self.local.death():
+                raise LocalServerDied(self.local.death()) from None
             kind = EndpointError if isinstance(err, openai.APITimeoutError) else EndpointUnreachable
             raise kind(self._describe(role, err, attempts)) from None
         except openai.BadRequestError as err:
@@ -127,7 +151,7 @@ class LLMClient:
         client = self._client(role, cfg)
         attempts = 0
         try:
-            for attempt in self._retrying():
+            for attempt in self._retrying(cfg):
                 with attempt:
                     attempts = attempt.retry_state.attempt_number
                     result = client.embeddings.create(model=cfg.model, input=texts)
@@ -141,10 +165,15 @@ class LLMClient:
                                 f"embeddings for {len(texts)} texts")
         return vectors
 
-    def _retrying(self) -> Retrying:
+    def _retrying(self, cfg: RoleConfig) -> Retrying:
+        def worth_retrying(err: BaseException) -> bool:
+            # a dead embedded server will not come back: say so at once, not after six attempts
+            server_died = cfg.is_local and self.local is not None and self.local.death()
+            return is_transient(err) and not server_died
+
         return Retrying(stop=stop_after_attempt(self.settings.max_attempts),
                         wait=wait_random_exponential(multiplier=self.backoff_s, max=60),
-                        retry=retry_if_exception(is_transient), reraise=True)
+                        retry=retry_if_exception(worth_retrying), reraise=True)
 
     def _client(self, role: str, cfg: RoleConfig) -> openai.OpenAI:
         base_url = self.base_url(role)
