@@ -108,3 +108,24 @@ def test_killed_run_resumes_without_redoing_finished_pairs(tmp_path):
             assert grade["truthfulness"] is None and grade["raw"]
         if row["system"] == "oracle":
             assert row["gold_title"] in row["calls"][0]["messages"][0]["content"]
+
+
+def test_a_server_killed_by_hand_mid_run_is_named_and_finished_pairs_are_kept(tmp_path):
+    out = tmp_path / "run"
+    samples = out / "samples.jsonl"
+    run = subprocess.Popen(freshrag_run(out), env=clean_env(), cwd=tmp_path,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_rows(samples, 1, run, timeout_s=600)
+        local_url = json.loads((out / "manifest.json").read_text())["llm"]["resolved_base_urls"]["answer"]
+        (server,) = server_processes(urlsplit(local_url).port)
+        os.kill(server, signal.SIGKILL)
+        _, stderr = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 2, stderr[-2000:]
+    assert "embedded llama.cpp server" in stderr and "killed by signal 9 (SIGKILL)" in stderr
+    assert "freshrag-llama-" in stderr and ".log" in stderr  # where its log is
+    assert "Traceback" not in stderr
+    assert read_samples(samples), "finished pairs were lost"
