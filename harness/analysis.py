@@ -20,10 +20,9 @@ from typing import Any, Callable, Sequence
 
 from harness.prices import role_models, row_cost
 from harness.report import answer_tokens, group_rows, is_scored, mean
+from harness.stats import BOOTSTRAP_SAMPLES, CONFIDENCE, bootstrap_interval
 
 LOW_SCORE = 8  # truthfulness + relevance below this (of 10) is a poor answer
-BOOTSTRAP_SAMPLES = 2000
-CONFIDENCE = 0.95
 GOLD_CONTEXT_SYSTEMS = {"oracle"}  # answer with the gold article itself: a low score is generation
 ATTRIBUTIONS = ("fine", "retrieval_miss", "generation", "knowledge_gap", "unscored")
 
@@ -187,19 +186,6 @@ def _on_front(entry: dict[str, Any], table: list[dict[str, Any]], axis: str) -> 
 
 
 # --------------------------------------------------------------------------- uncertainty
-
-
-def bootstrap_interval(values: Sequence[float], statistic: Callable[[Sequence[float]], float],
-                       samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval (95%) of `statistic` over `values`."""
-    rng = random.Random(seed)
-    n = len(values)
-    if n == 0:
-        raise ValueError("bootstrap of no values")
-    stats = sorted(statistic(rng.choices(values, k=n)) for _ in range(samples))
-    tail = (1 - CONFIDENCE) / 2
-    return (round(stats[int(tail * samples)], 4),
-            round(stats[min(samples - 1, int((1 - tail) * samples))], 4))
 
 
 def intervals(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]:

@@ -1,0 +1,157 @@
+"""Probes of the judge: before its grades are trusted, can it tell right from wrong?
+
+From the run's own dataset, with no other model, k seeded questions each get three answers:
+
+- *grounded*: the gold article's sentences that share the most words with the question;
+- *wrong*: sentences chosen the same way from the article that shares the fewest words with the
+  gold one (another topic), so it is fluent text that does not answer;
+- *abstaining*: "I don't know."
+
+The judge grades each against the gold article as it grades a run. A judge that works gives the
+grounded answer a higher truthfulness than the wrong one, and the abstaining answer a lower
+relevance than the grounded one (the paper's instruction: relevance 1 for "I don't know").
+Discrimination per field is the share of probes ordered correctly, ties counted half, with a
+bootstrap interval; below the threshold the judge's scores are reported as not informative.
+The probes are judge calls like any other: cached, and counted apart from the run's tokens.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from harness import judge
+from harness.concurrency import map_with_progress
+from harness.stats import bootstrap_interval
+from harness.types import LLM, Article, Grade, Question, Usage, sum_usage_by_role
+
+PROBES = 12
+THRESHOLD = 0.7
+ABSTAIN = "I don't know."
+SENTENCES = 2  # sentences per made-up answer
+KINDS = ("grounded", "wrong", "abstaining")
+# field -> (the answer that should be graded higher, the one that should be graded lower)
+ORDERINGS = {"truthfulness": ("grounded", "wrong"), "relevance": ("grounded", "abstaining")}
+_STOPWORDS = frozenset("""a an and are as at be by did does for from had has have he her his how in
+into is it its of on or she that the their them they this to was were what when where which who
+whom whose why with would""".split())
+_WORD = re.compile(r"[a-z0-9]+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1}
+
+
+def sentences(article: Article) -> list[str]:
+    """The article's prose sentences, headings (`== Heading ==`) left out."""
+    parts = (s.strip() for s in _SENTENCE_END.split(article.content))
+    return [s for s in parts if s and not s.startswith("=")]
+
+
+def closest_sentences(question: str, article: Article, n: int = SENTENCES) -> str:
+    """The n sentences sharing the most words with the question, in the article's order."""
+    asked = words(question)
+    found = sentences(article)
+    ranked = sorted(range(len(found)), key=lambda i: (-len(asked & words(found[i])), i))
+    return " ".join(found[i] for i in sorted(ranked[:n]))
+
+
+def most_distant_article(gold: Article, articles: dict[str, Article],
+                         rng: random.Random) -> Article:
+    """The article sharing the smallest share of words with the gold one (ties: seeded), among
+    those with enough sentences to make an answer."""
+    gold_words = words(gold.full_text())
+    candidates = [a for a in articles.values()
+                  if a.title != gold.title and len(sentences(a)) >= SENTENCES]
+    if not candidates:
+        raise ValueError("judge probes need a second article with at least two sentences")
+    rng.shuffle(candidates)
+
+    def overlap(article: Article) -> float:
+        other = words(article.full_text())
+        return len(gold_words & other) / (len(gold_words | other) or 1)
+
+    return min(candidates, key=overlap)
+
+
+@dataclass(frozen=True)
+class Probe:
+    question: Question
+    kind: str
+    answer: str
+
+
+def make_probes(questions: list[Question], articles: dict[str, Article], k: int = PROBES,
+                seed: int = 0) -> list[Probe]:
+    """Three probes (grounded, wrong, abstaining) for each of k seeded questions."""
+    rng = random.Random(seed)
+    chosen = rng.sample(questions, min(k, len(questions)))
+    probes = []
+    for question in chosen:
+        gold = articles[question.gold_title]
+        other = most_distant_article(gold, articles, rng)
+        probes += [Probe(question, "grounded", closest_sentences(question.text, gold)),
+                   Probe(question, "wrong", closest_sentences(question.text, other)),
+                   Probe(question, "abstaining", ABSTAIN)]
+    return probes
+
+
+def probe_judge(llm: LLM, questions: list[Question], articles: dict[str, Article],
+                k: int = PROBES, seed: int = 0, threshold: float = THRESHOLD,
+                concurrency: int = 4) -> dict[str, Any]:
+    """Grade the probes with the judge role; the verdict, its cost, and every probe's grade."""
+    started = time.monotonic()
+    probes = make_probes(questions, articles, k, seed)
+
+    def grade(probe: Probe) -> tuple[Probe, Grade, list]:
+        verdict, calls = judge.grade(llm, probe.question, probe.answer,
+                                     articles[probe.question.gold_title])
+        return probe, verdict, calls
+
+    graded = map_with_progress(grade, probes, concurrency, desc="judge probes", unit="probe")
+    grades = {(p.question.id, p.kind): g for p, g, _ in graded}
+    calls = [call for _, _, made in graded for call in made]
+    usage = sum_usage_by_role(calls).get("judge", Usage())
+    fields = {name: discrimination(grades, *ORDERINGS[name], name, seed)
+              for name in ORDERINGS}
+    return {
+        "k": len(probes) // len(KINDS), "seed": seed, "threshold": threshold,
+        "fields": fields, "informative": informative(fields, threshold),
+        "unscored": sum(not g.scored for g in grades.values()),
+        "calls": len(calls), "cache_hits": sum(c.cache_hit for c in calls),
+        "usage": asdict(usage), "seconds": round(time.monotonic() - started, 2),
+        "probes": [{"question_id": p.question.id, "kind": p.kind, "answer": p.answer,
+                    "grade": asdict(g)} for p, g, _ in sorted(graded, key=_probe_order)],
+    }
+
+
+def discrimination(grades: dict[tuple[str, str], Grade], higher: str, lower: str, field: str,
+                   seed: int = 0) -> dict[str, Any]:
+    """Share of questions where `higher` got the better `field` grade (ties half), over the
+    questions where both were scored; with a 95% bootstrap interval."""
+    outcomes = []
+    for question_id in sorted({qid for qid, _ in grades}):
+        a, b = grades[question_id, higher], grades[question_id, lower]
+        if a.scored and b.scored:
+            x, y = getattr(a, field), getattr(b, field)
+            outcomes.append(1.0 if x > y else 0.5 if x == y else 0.0)
+    if not outcomes:
+        return {"discrimination": None, "interval": None, "pairs": 0}
+    share = round(sum(outcomes) / len(outcomes), 4)
+    low, high = bootstrap_interval(outcomes, lambda v: sum(v) / len(v), seed=seed)
+    return {"discrimination": share, "interval": [low, high], "pairs": len(outcomes),
+            "compared": f"{higher} > {lower}"}
+
+
+def informative(fields: dict[str, dict[str, Any]], threshold: float) -> bool:
+    """Every field discriminates at least at the threshold (a field nobody scored does not)."""
+    return all(f["discrimination"] is not None and f["discrimination"] >= threshold
+               for f in fields.values())
+
+
+def _probe_order(item: tuple[Probe, Grade, list]) -> tuple[str, int]:
+    return item[0].question.id, KINDS.index(item[0].kind)

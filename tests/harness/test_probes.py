@@ -1,0 +1,115 @@
+"""Judge probes: made-up answers from the dataset itself, and the verdict on the judge."""
+
+import json
+import random
+
+import pytest
+
+from harness.config import LLMSettings, RoleConfig
+from harness.dataset import example_dir, load_dataset_dir
+from harness.llm import LLMClient
+from harness.probes import (ABSTAIN, closest_sentences, discrimination, make_probes,
+                            most_distant_article, probe_judge, sentences, words)
+from harness.types import Article, Grade
+from tests.fake_openai_server import FakeOpenAIServer
+
+EXAMPLE = load_dataset_dir(example_dir())
+
+
+def judge_client(server) -> LLMClient:
+    roles = {"judge": RoleConfig(model="fake-judge", base_url=server.base_url)}
+    return LLMClient(LLMSettings(roles=roles, timeout_s=5, max_attempts=2), backoff_s=0.01)
+
+
+def grade_call(truthfulness: int, relevance: int) -> dict:
+    arguments = json.dumps({"truthfulness": truthfulness, "relevance": relevance})
+    return {"tool_call": {"name": "submit_grade", "arguments": arguments}}
+
+
+def discerning_judge(request: dict) -> dict:
+    """Grades as a working judge would: an answer found in the article is true, "I don't know"
+    is irrelevant, anything else is false."""
+    user = request["messages"][-1]["content"]
+    answer = user.split("Chatbot's answer: ", 1)[1].split("\n\nWikipedia article:", 1)[0]
+    article = user.split("Wikipedia article:\n", 1)[1]
+    if answer == ABSTAIN:
+        return grade_call(3, 1)
+    return grade_call(5, 5) if answer.split(". ")[0] in article else grade_call(1, 4)
+
+
+def test_a_working_judge_passes_the_probes():
+    with FakeOpenAIServer(reply=discerning_judge) as server:
+        verdict = probe_judge(judge_client(server), EXAMPLE.questions, EXAMPLE.articles, k=6)
+        assert server.calls == 18  # three probes a question
+    assert verdict["informative"] is True
+    assert verdict["fields"]["truthfulness"]["discrimination"] == 1.0
+    assert verdict["fields"]["relevance"]["discrimination"] == 1.0
+    assert verdict["calls"] == 18 and verdict["usage"]["input"] > 0 and verdict["unscored"] == 0
+
+
+def test_a_constant_judge_fails_the_probes():
+    with FakeOpenAIServer(reply=lambda request: grade_call(4, 4)) as server:
+        verdict = probe_judge(judge_client(server), EXAMPLE.questions, EXAMPLE.articles, k=6)
+    assert verdict["informative"] is False
+    for field in ("truthfulness", "relevance"):
+        assert verdict["fields"][field]["discrimination"] == 0.5  # every pair a tie
+        low, high = verdict["fields"][field]["interval"]
+        assert low == high == 0.5
+
+
+def test_a_judge_that_scores_nothing_is_not_informative():
+    with FakeOpenAIServer(reply=lambda request: {"content": "Looks fine to me."}) as server:
+        verdict = probe_judge(judge_client(server), EXAMPLE.questions, EXAMPLE.articles, k=3)
+    assert verdict["informative"] is False and verdict["unscored"] == 9
+    assert verdict["fields"]["truthfulness"] == {"discrimination": None, "interval": None,
+                                                 "pairs": 0}
+
+
+def test_probes_are_seeded_and_made_from_the_dataset():
+    probes = make_probes(EXAMPLE.questions, EXAMPLE.articles, k=5, seed=3)
+    assert probes == make_probes(EXAMPLE.questions, EXAMPLE.articles, k=5, seed=3)
+    assert probes != make_probes(EXAMPLE.questions, EXAMPLE.articles, k=5, seed=4)
+    assert [p.kind for p in probes] == ["grounded", "wrong", "abstaining"] * 5
+    for grounded, wrong, abstaining in zip(probes[::3], probes[1::3], probes[2::3]):
+        gold = EXAMPLE.articles[grounded.question.gold_title]
+        assert grounded.answer.split(". ")[0] in gold.content
+        assert wrong.answer.split(". ")[0] not in gold.content
+        assert abstaining.answer == ABSTAIN
+
+
+def test_the_grounded_answer_is_the_sentences_closest_to_the_question():
+    article = Article("Bridge", "The bridge opened in 2024. It has nine spans.\n\n== History ==\n"
+                                "Cats sleep a lot. The spans are made of steel.")
+    assert sentences(article) == ["The bridge opened in 2024.", "It has nine spans.",
+                                  "Cats sleep a lot.", "The spans are made of steel."]
+    assert closest_sentences("How many spans, and of what, does it have?", article) == \
+        "It has nine spans. The spans are made of steel."
+
+
+def test_the_wrong_answer_comes_from_the_article_sharing_fewest_words():
+    gold = Article("Bridge", "The river bridge has nine spans. The bridge crosses the river.")
+    near = Article("Ferry", "The river ferry crossed before the bridge. It had two decks.")
+    far = Article("Cats", "Cats sleep sixteen hours. Kittens purr loudly.")
+    articles = {a.title: a for a in (gold, near, far)}
+    assert most_distant_article(gold, articles, random.Random(0)) == far
+    assert "bridge" in words(gold.content) and "the" not in words(gold.content)
+
+
+@pytest.mark.parametrize("pairs, expected", [
+    pytest.param([(5, 1)] * 4, 1.0, id="all-ordered"),
+    pytest.param([(1, 5)] * 4, 0.0, id="all-reversed"),
+    pytest.param([(3, 3), (5, 1)], 0.75, id="tie-counts-half"),
+])
+def test_discrimination_counts_ties_half(pairs, expected):
+    grades = {}
+    for i, (good, bad) in enumerate(pairs):
+        grades[f"q{i}", "grounded"] = Grade(good, 3)
+        grades[f"q{i}", "wrong"] = Grade(bad, 3)
+    result = discrimination(grades, "grounded", "wrong", "truthfulness")
+    assert result["discrimination"] == expected and result["pairs"] == len(pairs)
+
+
+def test_an_unscored_probe_is_left_out_of_its_pair():
+    grades = {("q1", "grounded"): Grade(5, 5), ("q1", "wrong"): Grade(None, None, "no call"),
+              ("q2", "grounded"): Grade(5, 5), ("q2", "wrong"): Grade(1, 5)}
+    assert discrimination(grades, "grounded", "wrong", "truthfulness")["pairs"] == 1
