@@ -23,7 +23,7 @@ from builders.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSourc
 from builders.stages import (STAGES, STYLES, BuildConfig, BuildError, check_settings,
                              classify_recency, filter_created, generate_questions, sample_articles,
                              titles_path, update_manifest)
-from harness import analysis, judge, plots, report
+from harness import analysis, judge, plots, probes, report
 from harness.cache import ResponseCache
 from harness.config import (DEFAULT_CONFIG_FILE, ConfigError, LLMSettings, config_table,
                             load_settings)
@@ -200,6 +200,25 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(args.out, args.questions, list(SYSTEMS), main)
 
 
+def cmd_probe_judge(args: argparse.Namespace) -> int:
+    dataset = _dataset(args)
+    settings = load_settings(args.config)
+    cache = None if args.no_cache else Path("results") / CACHE_FILE
+    with _llm_client(settings, cache, args.seed, roles=("judge",)) as llm:
+        probe = probes.probe_judge(llm, dataset.questions, dataset.articles, k=args.probe_k,
+                                   seed=args.probe_seed, threshold=args.probe_threshold,
+                                   concurrency=args.concurrency)
+    for name, field in probe["fields"].items():
+        print(f"{name}: {report.format_value(field['discrimination'])} "
+              f"{report.format_value(field['interval'])} over {field['pairs']} probe pairs "
+              f"({field.get('compared', '')})")
+    print(f"cost: {probe['calls']} judge calls ({probe['cache_hits']} from the cache), "
+          f"{probe['usage']['input']:,} input and {probe['usage']['output']:,} output tokens, "
+          f"{probe['seconds']} s")
+    print("\n".join(probes.verdict_lines(probe)))
+    return 0 if probe["informative"] else 1
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     with LocalServer(port=args.port) as server:
         print(f"serving SmolLM2-135M-Instruct at {server.base_url} (Ctrl-C stops it)\n"
@@ -262,6 +281,33 @@ def _iso_date(text: str) -> str:
         raise argparse.ArgumentTypeError(f"expected a date as YYYY-MM-DD, got {text!r}") from None
 
 
+def _add_dataset_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", type=Path, help="directory with questions.jsonl and articles.jsonl "
+                   "(default: the example dataset shipped with freshrag)")
+    p.add_argument("--questions", type=Path, help="questions JSON Lines file (title, question)")
+    p.add_argument("--articles", type=Path, help="articles JSON Lines file (title, content)")
+
+
+def _add_probe_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--probe-k", dest="probe_k", type=_positive, default=probes.PROBES,
+                   help="questions whose probes the judge grades (default: %(default)s)")
+    p.add_argument("--probe-seed", type=int, default=0,
+                   help="seed of the probes' questions (default: %(default)s)")
+    p.add_argument("--probe-threshold", dest="probe_threshold", type=_share, default=probes.THRESHOLD,
+                   help="discrimination below which the judge's scores are reported as not "
+                        "informative (default: %(default)s; 0.5 is chance)")
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r}")
+    return value
+
+
 def _add_index_options(p: argparse.ArgumentParser) -> None:
     defaults = IndexConfig()
     p.add_argument("--qdrant-url", help="Qdrant server URL (default: embedded Qdrant on disk)")
@@ -312,10 +358,7 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_build)
 
     p = sub.add_parser("run", help="answer, judge and account every (question, system) pair")
-    p.add_argument("--dataset", type=Path, help="directory with questions.jsonl and articles.jsonl "
-                   "(default: the example dataset shipped with freshrag)")
-    p.add_argument("--questions", type=Path, help="questions JSON Lines file (title, question)")
-    p.add_argument("--articles", type=Path, help="articles JSON Lines file (title, content)")
+    _add_dataset_options(p)
     p.add_argument("--systems", default="baseline,oracle,naive,advanced",
                    help=f"comma-separated systems, from: {', '.join(SYSTEMS)} (default: %(default)s)")
     p.add_argument("--out", type=Path, help="run directory (default: results/DATASET_NAME); "
@@ -373,6 +416,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--questions", type=_positive, default=DEMO_QUESTIONS,
                    help="questions run through every system (default: %(default)s)")
     p.set_defaults(handler=cmd_demo)
+
+    p = sub.add_parser("probe-judge", help="check that the judge tells right from wrong: grade "
+                       "answers made from the dataset (grounded, wrong, abstaining); exit 1 if not")
+    _add_dataset_options(p)
+    _add_probe_options(p)
+    p.add_argument("--concurrency", type=_positive, default=4,
+                   help="probes graded at once (default: %(default)s)")
+    p.add_argument("--seed", type=int, help="seed sent with every LLM request")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
+    p.add_argument("--config", type=Path, help="TOML file with role endpoints (default: ./freshrag.toml)")
+    p.set_defaults(handler=cmd_probe_judge)
 
     p = sub.add_parser("serve", help="run the embedded llama.cpp server in the foreground")
     p.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")

@@ -155,3 +155,29 @@ def informative(fields: dict[str, dict[str, Any]], threshold: float) -> bool:
 
 def _probe_order(item: tuple[Probe, Grade, list]) -> tuple[str, int]:
     return item[0].question.id, KINDS.index(item[0].kind)
+
+
+def verdict_lines(probe: dict[str, Any] | None) -> list[str]:
+    """What every output says about the judge: its probe discrimination, and a warning when it
+    is below the threshold or the probes were off."""
+    if probe is None or probe.get("skipped"):
+        return ["WARNING: judge probes were off (--no-probe): nothing checked that the judge's "
+                "scores tell right from wrong."]
+    shown = ", ".join(f"{name} {_share(field)}" for name, field in probe["fields"].items())
+    if probe["informative"]:
+        return [f"judge probes: discrimination {shown} over {probe['k']} questions "
+                f"(threshold {probe['threshold']}; 0.5 is chance): the judge tells right from wrong."]
+    return [f"WARNING: the judge's scores are not informative: probe discrimination {shown} over "
+            f"{probe['k']} questions, below the threshold {probe['threshold']} (0.5 is chance).",
+            JUDGE_HINT]
+
+
+JUDGE_HINT = ("Point the judge role at a stronger model: FRESHRAG_JUDGE_BASE_URL, "
+              "FRESHRAG_JUDGE_MODEL and FRESHRAG_JUDGE_API_KEY, or [roles.judge] in freshrag.toml.")
+
+
+def _share(field: dict[str, Any]) -> str:
+    if field["discrimination"] is None:
+        return "– (no probe scored)"
+    low, high = field["interval"]
+    return f"{field['discrimination']:.2f} [{low:.2f}, {high:.2f}]"

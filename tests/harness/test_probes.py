@@ -5,13 +5,16 @@ import random
 
 import pytest
 
+from harness.cli import main
 from harness.config import LLMSettings, RoleConfig
 from harness.dataset import example_dir, load_dataset_dir
 from harness.llm import LLMClient
 from harness.probes import (ABSTAIN, closest_sentences, discrimination, make_probes,
-                            most_distant_article, probe_judge, sentences, words)
+                            most_distant_article, probe_judge, sentences, verdict_lines,
+                            words)
 from harness.types import Article, Grade
 from tests.fake_openai_server import FakeOpenAIServer
+from tests.fakes import use_endpoint
 
 EXAMPLE = load_dataset_dir(example_dir())
 
@@ -113,3 +116,33 @@ def test_an_unscored_probe_is_left_out_of_its_pair():
     grades = {("q1", "grounded"): Grade(5, 5), ("q1", "wrong"): Grade(None, None, "no call"),
               ("q2", "grounded"): Grade(5, 5), ("q2", "wrong"): Grade(1, 5)}
     assert discrimination(grades, "grounded", "wrong", "truthfulness")["pairs"] == 1
+
+
+def test_the_verdict_warns_below_the_threshold_and_when_probes_were_off():
+    fields = {"truthfulness": {"discrimination": 0.5, "interval": [0.5, 0.5], "pairs": 6},
+              "relevance": {"discrimination": 0.92, "interval": [0.75, 1.0], "pairs": 6}}
+    failing = verdict_lines({"k": 6, "threshold": 0.7, "fields": fields, "informative": False})
+    assert failing[0].startswith("WARNING: the judge's scores are not informative")
+    assert "truthfulness 0.50 [0.50, 0.50]" in failing[0] and "FRESHRAG_JUDGE_MODEL" in failing[1]
+    passing = verdict_lines({"k": 6, "threshold": 0.7, "fields": fields, "informative": True})
+    assert len(passing) == 1 and "WARNING" not in passing[0]
+    assert "--no-probe" in verdict_lines({"skipped": True})[0]
+
+
+@pytest.mark.parametrize("reply, status, said", [
+    pytest.param(discerning_judge, 0, "the judge tells right from wrong", id="working-judge"),
+    pytest.param(lambda request: grade_call(1, 4), 1, "WARNING: the judge's scores are not "
+                 "informative", id="constant-judge"),
+])
+def test_probe_judge_command_exits_by_the_verdict(monkeypatch, tmp_path, capsys, reply, status,
+                                                   said):
+    monkeypatch.chdir(tmp_path)
+    with FakeOpenAIServer(reply=reply) as server:
+        use_endpoint(monkeypatch, server.base_url, "sk-probe-key")
+        assert main(["probe-judge", "--probe-k", "4"]) == status
+        assert server.calls == 12
+        out = capsys.readouterr().out
+        assert said in out and "cost: 12 judge calls (0 from the cache)" in out
+        assert main(["probe-judge", "--probe-k", "4"]) == status
+        assert server.calls == 12  # the second time, every grade comes from the cache
+    assert "sk-probe-key" not in out
