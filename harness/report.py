@@ -63,7 +63,10 @@ def run_notes(run_dirs: list[Path], rows: list[dict[str, Any]]) -> list[str]:
     """A line for each run directory that has no rows, or only failed ones (what an unreachable
     endpoint leaves behind)."""
     notes = []
-    for run_dir in dict.fromkeys(str(d) for d in run_dirs):
+    read: dict[Path, str] = {}  # one name per directory, the first given, as in load_runs
+    for given in run_dirs:
+        read.setdefault(given.resolve(), str(given))
+    for run_dir in read.values():
         mine = [row for row in rows if row.get(RUN) == run_dir]
         failed = [row for row in mine if row["status"] == "failed"]
         if not mine:

@@ -70,8 +70,11 @@ def test_runs_that_differ_in_one_setting_are_never_pooled(tmp_path, change, run_
 
 def test_the_same_directory_named_twice_is_read_once(tmp_path):
     one = write_run(tmp_path / "one", rows_of("naive"))
-    [row] = report.summarise(report.load_runs([one, tmp_path / "." / "one"]))
+    named = [one, tmp_path / "." / "one"]
+    rows = report.load_runs(named)
+    [row] = report.summarise(rows)
     assert row["n"] == len(SCORES)
+    assert report.run_notes(named, rows) == []  # the second name is not a run with no rows
 
 
 def released(n, tag):
