@@ -116,12 +116,13 @@ def decisions_and_notes(rows: list[dict[str, Any]], baseline: str = "baseline",
     table, judged = [], set()
     for base, rag in [(b, n) for b in groups if b.system == baseline
                       for n in groups if n.system == naive and comparable(b, n)]:
-        needed = _needed(_by_question(groups[base]), _by_question(groups[rag]))
+        by_base, by_rag = _by_question(groups[base]), _by_question(groups[rag])
+        needed = _needed(by_base, by_rag)
         if not needed:
             continue
         against = ({} if (names[base], names[rag]) == (baseline, naive)
                    else {"against": f"{names[base]} vs {names[rag]}"})
-        routed = [_by_question(groups[rag if needed[q] else base])[q] for q in needed]
+        routed = [by_rag[q] if needed[q] else by_base[q] for q in needed]
         table.append({"dataset": base.dataset, "system": "oracle-router",
                       "models": {**base.model_map, **rag.model_map}, **against,
                       "questions": len(needed), "needed": sum(needed.values()),
