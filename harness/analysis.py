@@ -11,6 +11,12 @@
   price table, harness/prices.py), with the Pareto front marked.
 - Uncertainty: percentile-bootstrap 95% intervals for means and token totals, and paired
   bootstrap tests between systems on the same questions.
+
+Every table is per run identity (harness/identity.py), and compares only like with like: the
+paired tests, the decision analysis and the Pareto front pair identities of the same dataset and
+judge model that agree on the model of every role both used; what could not be compared is said
+in `notes`. Token totals and dollars are those of the answered (ok) pairs, as in the summary;
+failed pairs' tokens are counted apart there (harness/report.py).
 """
 
 from __future__ import annotations
@@ -18,8 +24,10 @@ from __future__ import annotations
 import random
 from typing import Any, Callable, Sequence
 
-from harness.prices import role_models, row_cost
-from harness.report import answer_tokens, group_rows, is_scored, mean
+from harness.identity import (Identity, comparable, group_rows, labels, mixed_notes,
+                              models_label, role_models)
+from harness.prices import row_cost
+from harness.report import answer_tokens, is_scored, mean, spent
 from harness.stats import BOOTSTRAP_SAMPLES, CONFIDENCE, bootstrap_interval
 
 LOW_SCORE = 8  # truthfulness + relevance below this (of 10) is a poor answer
@@ -45,16 +53,16 @@ def retrieved_titles(row: dict[str, Any]) -> list[str] | None:
 
 
 def retrieval_quality(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (dataset, system) that retrieved at all: hit@1, hit@k and MRR over its retrievals."""
+    """Per run identity that retrieved at all: hit@1, hit@k and MRR over its retrievals."""
     table = []
-    for (dataset, system), group in group_rows(rows).items():
+    for key, group in group_rows(rows).items():
         ranked = [(titles, row["gold_title"]) for row in group
                   if (titles := retrieved_titles(row)) is not None]
         if not ranked:
             continue
         ranks = [titles.index(gold) + 1 if gold in titles else None for titles, gold in ranked]
         table.append({
-            "dataset": dataset, "system": system, "retrieved": len(ranked),
+            **key.fields(), "retrieved": len(ranked),
             "k": max(len(titles) for titles, _ in ranked),
             "hit@1": mean([rank == 1 for rank in ranks]),
             "hit@k": mean([rank is not None for rank in ranks]),
@@ -80,11 +88,11 @@ def attribution(row: dict[str, Any], low: float = LOW_SCORE) -> str:
 
 def attributions(rows: list[dict[str, Any]], low: float = LOW_SCORE) -> list[dict[str, Any]]:
     table = []
-    for (dataset, system), group in group_rows(rows).items():
+    for key, group in group_rows(rows).items():
         counts = {name: 0 for name in ATTRIBUTIONS}
         for row in group:
             counts[attribution(row, low)] += 1
-        table.append({"dataset": dataset, "system": system, **counts})
+        table.append({**key.fields(), **counts})
     return table
 
 
@@ -93,28 +101,69 @@ def attributions(rows: list[dict[str, Any]], low: float = LOW_SCORE) -> list[dic
 
 def decision_quality(rows: list[dict[str, Any]], baseline: str = "baseline",
                      naive: str = "naive") -> list[dict[str, Any]]:
-    """Per dataset with both a `baseline` and a `naive` run: the oracle router, then every other
-    system that decides (its rows record a decision) judged against "needed"."""
-    by_system = group_rows(rows)
-    table = []
-    for dataset in dict.fromkeys(d for d, _ in by_system):
-        base = _by_question(by_system.get((dataset, baseline), []))
-        rag = _by_question(by_system.get((dataset, naive), []))
-        needed = {q: total_score(rag[q]) > total_score(base[q]) for q in base.keys() & rag.keys()
-                  if total_score(base[q]) is not None and total_score(rag[q]) is not None}
+    """The table of `decisions_and_notes`."""
+    return decisions_and_notes(rows, baseline, naive)[0]
+
+
+def decisions_and_notes(rows: list[dict[str, Any]], baseline: str = "baseline",
+                        naive: str = "naive") -> tuple[list[dict[str, Any]], list[str]]:
+    """For each `baseline` and `naive` run of one dataset that are comparable (same judge and
+    answering models): the oracle router, then every comparable system that decides (its rows
+    record a decision) judged against "needed". Notes say what could not be judged, and why."""
+    groups = group_rows(rows)
+    names = labels(groups)
+    table, judged = [], set()
+    for base, rag in [(b, n) for b in groups if b.system == baseline
+                      for n in groups if n.system == naive and comparable(b, n)]:
+        by_base, by_rag = _by_question(groups[base]), _by_question(groups[rag])
+        needed = _needed(by_base, by_rag)
         if not needed:
             continue
-        routed = [rag[q] if needed[q] else base[q] for q in needed]
-        table.append({"dataset": dataset, "system": "oracle-router", "questions": len(needed),
-                      "needed": sum(needed.values()), **_router_scores(routed)})
-        for (d, system), group in by_system.items():
-            if d != dataset or system in (baseline, naive) or not _decides(group):
+        against = ({} if (names[base], names[rag]) == (baseline, naive)
+                   else {"against": f"{names[base]} vs {names[rag]}"})
+        routed = [by_rag[q] if needed[q] else by_base[q] for q in needed]
+        table.append({"dataset": base.dataset, "system": "oracle-router",
+                      "models": {**base.model_map, **rag.model_map}, **against,
+                      "questions": len(needed), "needed": sum(needed.values()),
+                      **_router_scores(routed)})
+        for key, group in groups.items():
+            if key.system in (baseline, naive) or not _decides(group) \
+                    or not (comparable(key, base) and comparable(key, rag)):
                 continue
+            judged.add(key)
             answers = _by_question(group)
             asked = [answers[q] for q in needed if q in answers and is_scored(answers[q])]
-            table.append({"dataset": dataset, "system": system,
-                          **_confusion(answers, needed), **_router_scores(asked)})
-    return table
+            table.append({**key.fields(), **against, **_confusion(answers, needed),
+                          **_router_scores(asked)})
+    return table, _decision_notes(groups, names, judged, baseline, naive)
+
+
+def _needed(base: dict[str, dict[str, Any]], rag: dict[str, dict[str, Any]]) -> dict[str, bool]:
+    """Per question both scored: did naive score above the baseline (retrieval was needed)?"""
+    return {q: total_score(rag[q]) > total_score(base[q]) for q in _shared(base, rag)
+            if total_score(base[q]) is not None and total_score(rag[q]) is not None}
+
+
+def _decision_notes(groups: dict[Identity, list[dict[str, Any]]], names: dict[Identity, str],
+                    judged: set[Identity], baseline: str, naive: str) -> list[str]:
+    notes = []
+    for dataset in dict.fromkeys(key.dataset for key in groups):
+        mine = [key for key in groups if key.dataset == dataset]
+        bases = [k for k in mine if k.system == baseline]
+        rags = [k for k in mine if k.system == naive]
+        if bases and rags and not any(comparable(b, n) for b in bases for n in rags):
+            notes.append(f"{dataset}: no decision analysis: {baseline} and {naive} differ in "
+                         f"models ({baseline} [{models_label(bases[0].model_map)}] vs {naive} "
+                         f"[{models_label(rags[0].model_map)}])")
+        for key in mine:
+            if key.system in (baseline, naive) or key in judged or not _decides(groups[key]):
+                continue
+            why = (f"no {baseline} and {naive} run with the same models and scored answers to "
+                   f"the same questions" if bases and rags else
+                   f"it needs a {baseline} and a {naive} run on the same questions")
+            notes.append(f"{dataset} / {names[key]} ({models_label(key.model_map)}): decisions "
+                         f"not judged: {why}")
+    return notes
 
 
 def _decides(group: list[dict[str, Any]]) -> bool:
@@ -128,6 +177,13 @@ def _decides(group: list[dict[str, Any]]) -> bool:
 
 def _by_question(group: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {row["question_id"]: row for row in group}
+
+
+def _shared(first: dict[str, dict[str, Any]], second: dict[str, dict[str, Any]]) -> list[str]:
+    """Question ids both groups answered with the same question text, sorted (imported runs
+    number questions by position, so one id may name two questions in two imports)."""
+    return sorted(q for q in first.keys() & second.keys()
+                  if first[q].get("question") == second[q].get("question"))
 
 
 def _router_scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -155,20 +211,21 @@ def _confusion(rows: dict[str, dict[str, Any]], needed: dict[str, bool]) -> dict
 
 def quality_and_cost(rows: list[dict[str, Any]],
                      prices: dict[str, tuple[float, float]]) -> list[dict[str, Any]]:
-    """Per (dataset, system): mean truthfulness + relevance, input tokens and dollars, and whether
-    the system is on the Pareto front of its dataset (no other system scores at least as well
-    for no more tokens / dollars, and better in one)."""
+    """Per run identity: mean truthfulness + relevance, input tokens and dollars of the answered
+    pairs (failed ones are counted in `failed`; their tokens are in the summary), and whether it
+    is on the Pareto front of its dataset and judge (no other scores at least as well for no
+    more tokens / dollars, and better in one)."""
     table = []
-    for (dataset, system), group in group_rows(rows).items():
-        costs = [row_cost(row, prices) for row in group]
-        unpriced = sorted({model for row, cost in zip(group, costs) if cost is None
+    for key, group in group_rows(rows).items():
+        answered = [row for row in group if row["status"] == "ok"]
+        costs = [row_cost(row, prices) for row in answered]
+        unpriced = sorted({model for row, cost in zip(answered, costs) if cost is None
                            for role, model in role_models(row).items()
-                           if role != "judge" and model not in prices})
+                           if role != "judge" and role in row["usage"] and model not in prices})
         scores = [total_score(row) for row in group if is_scored(row)]
-        table.append({"dataset": dataset, "system": system, "score": mean(scores),
-                      "input_tokens": sum(answer_tokens(row)[0] for row in group),
+        table.append({**key.fields(), "score": mean(scores), "input_tokens": spent(group)[0],
                       "cost_usd": None if None in costs else round(sum(costs), 6),
-                      "unpriced_models": unpriced})
+                      "failed": len(group) - len(answered), "unpriced_models": unpriced})
     for axis in ("input_tokens", "cost_usd"):
         for entry in table:
             entry[f"pareto_{axis}"] = _on_front(entry, table, axis)
@@ -178,24 +235,30 @@ def quality_and_cost(rows: list[dict[str, Any]],
 def _on_front(entry: dict[str, Any], table: list[dict[str, Any]], axis: str) -> bool | None:
     if entry["score"] is None or entry[axis] is None:
         return None
-    rivals = [other for other in table if other is not entry and other["dataset"] == entry["dataset"]
-              and other["score"] is not None and other[axis] is not None]
+    rivals = [other for other in table if other is not entry and other["score"] is not None
+              and other[axis] is not None and same_front(other, entry)]
     return not any(other[axis] <= entry[axis] and other["score"] >= entry["score"]
                    and (other[axis] < entry[axis] or other["score"] > entry["score"])
                    for other in rivals)
+
+
+def same_front(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two cost-table entries compete on one Pareto front: same dataset, same judge."""
+    return a["dataset"] == b["dataset"] and a["models"].get("judge") == b["models"].get("judge")
 
 
 # --------------------------------------------------------------------------- uncertainty
 
 
 def intervals(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]:
-    """Per (dataset, system): 95% intervals of mean truthfulness, relevance and their sum (over
-    scored answers) and of total input and output tokens (over all answers)."""
+    """Per run identity: 95% intervals of mean truthfulness, relevance and their sum (over
+    scored answers) and of total input and output tokens (over answered pairs, as the summary
+    counts them; None when none was answered)."""
     table = []
-    for (dataset, system), group in group_rows(rows).items():
+    for key, group in group_rows(rows).items():
         scored = [row["grade"] for row in group if is_scored(row)]
-        tokens = [answer_tokens(row) for row in group]
-        entry: dict[str, Any] = {"dataset": dataset, "system": system}
+        tokens = [answer_tokens(row) for row in group if row["status"] == "ok"]
+        entry: dict[str, Any] = key.fields()
         if scored:
             for name, values in (("truthfulness", [g["truthfulness"] for g in scored]),
                                  ("relevance", [g["relevance"] for g in scored]),
@@ -203,34 +266,51 @@ def intervals(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]
                 entry[name] = [mean(values), *bootstrap_interval(values, _mean_of, seed=seed)]
         for index, name in ((0, "input_tokens"), (1, "output_tokens")):
             values = [t[index] for t in tokens]
-            entry[name] = [sum(values), *bootstrap_interval(values, sum, seed=seed)]
+            entry[name] = [sum(values), *bootstrap_interval(values, sum, seed=seed)] \
+                if values else None
         table.append(entry)
     return table
 
 
 def paired_comparisons(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]:
-    """Every pair of systems on the same dataset: mean difference in truthfulness + relevance over
-    the questions both scored, its 95% paired-bootstrap interval, and a two-sided p-value (how
-    often the resampled difference falls on the other side of zero, doubled)."""
-    by_system = group_rows(rows)
+    """Every two run identities of one dataset judged by one model (scores of two judges are not
+    on one scale): mean difference in truthfulness + relevance over the questions both scored,
+    its 95% paired-bootstrap interval, and a two-sided p-value (how often the resampled
+    difference falls on the other side of zero, doubled). `a` and `b` are the identities'
+    labels (harness/identity.py), `a_models` and `b_models` their models."""
+    groups = group_rows(rows)
+    names = labels(groups)
+    keys = list(groups)
     table = []
-    keys = list(by_system)
-    for i, (dataset, a) in enumerate(keys):
-        for other_dataset, b in keys[i + 1:]:
-            if other_dataset != dataset:
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            if (a.dataset, a.judge) != (b.dataset, b.judge):
                 continue
-            first, second = _by_question(by_system[dataset, a]), _by_question(by_system[dataset, b])
-            diffs = [total_score(first[q]) - total_score(second[q])
-                     for q in first.keys() & second.keys()
+            first, second = _by_question(groups[a]), _by_question(groups[b])
+            diffs = [total_score(first[q]) - total_score(second[q]) for q in _shared(first, second)
                      if total_score(first[q]) is not None and total_score(second[q]) is not None]
             if len(diffs) < 2:
                 continue
-            diffs.sort()  # set order is arbitrary: fix it so that the seed fixes the result
-            table.append({"dataset": dataset, "a": a, "b": b, "questions": len(diffs),
-                          "mean_difference": mean(diffs),
+            diffs.sort()  # so that the seed alone fixes the result, whatever the question ids
+            table.append({"dataset": a.dataset, "a": names[a], "b": names[b],
+                          "questions": len(diffs), "mean_difference": mean(diffs),
                           "interval": list(bootstrap_interval(diffs, _mean_of, seed=seed)),
-                          "p_value": _paired_p_value(diffs, seed)})
+                          "p_value": _paired_p_value(diffs, seed),
+                          "a_models": a.model_map, "b_models": b.model_map})
     return table
+
+
+def judge_notes(keys: list[Identity]) -> list[str]:
+    """Per dataset scored by more than one judge model: a line saying their rows are not
+    compared with each other."""
+    notes = []
+    for dataset in dict.fromkeys(key.dataset for key in keys):
+        judges = list(dict.fromkeys(k.judge for k in keys if k.dataset == dataset))
+        if len(judges) > 1:
+            shown = ", ".join("none recorded" if j is None else j for j in judges)
+            notes.append(f"{dataset}: scored by more than one judge ({shown}); rows of "
+                         f"different judges are not compared (paired tests, Pareto front)")
+    return notes
 
 
 def _paired_p_value(diffs: list[float], seed: int, samples: int = BOOTSTRAP_SAMPLES) -> float:
@@ -251,9 +331,12 @@ def _mean_of(values: Sequence[float]) -> float:
 
 def analyse(rows: list[dict[str, Any]], prices: dict[str, tuple[float, float]] | None = None,
             seed: int = 0) -> dict[str, Any]:
-    """Everything above, as written to analysis.json."""
+    """Everything above, as written to analysis.json; `notes` says what was not compared."""
+    decisions, decision_notes = decisions_and_notes(rows)
+    keys = list(group_rows(rows))
     return {"retrieval": retrieval_quality(rows), "attribution": attributions(rows),
             "cost": quality_and_cost(rows, prices or {}),
-            "decisions": decision_quality(rows), "intervals": intervals(rows, seed),
+            "decisions": decisions, "intervals": intervals(rows, seed),
             "paired": paired_comparisons(rows, seed), "low_score": LOW_SCORE,
-            "bootstrap_samples": BOOTSTRAP_SAMPLES, "confidence": CONFIDENCE}
+            "bootstrap_samples": BOOTSTRAP_SAMPLES, "confidence": CONFIDENCE,
+            "notes": mixed_notes(keys) + judge_notes(keys) + decision_notes}

@@ -175,6 +175,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     details = analysis.analyse(rows, price_table(args.config or _default_config()))
     (out / ANALYSIS).write_text(json.dumps(details, indent=2) + "\n", encoding="utf-8")
     figures = plots.write_figures(rows, out, details["cost"])
+    notes = report.run_notes(args.run_dirs, rows)
+    for note in notes:  # stderr when stdout carries JSON or CSV, so that output stays parseable
+        print(note, file=sys.stdout if args.format == "markdown" else sys.stderr)
     print(report.render(summary, args.format))
     if args.format == "markdown":
         _print_unscored(rows)
@@ -182,7 +185,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"\nsummary.json, {ANALYSIS} and {len(figures)} figures written to {out}/")
     if args.html:
         page = write_html(rows, summary, details, figures, args.html,
-                          sources=[str(run_dir) for run_dir in args.run_dirs])
+                          sources=[str(run_dir) for run_dir in args.run_dirs], notes=notes)
         # stderr when stdout carries JSON or CSV, so that output stays parseable
         print(f"HTML report written to {page}",
               file=sys.stdout if args.format == "markdown" else sys.stderr)

@@ -4,12 +4,16 @@ One file that can be mailed, attached to an issue or opened from an archive year
 depends on nothing: CSS inline, figures inlined as base64 `data:image/png` URIs, no JavaScript
 (question details fold with `<details>`, which works without scripts). Sections, in order:
 
-- the summary table (`report.summarise`, the paper's Tables II–III),
-- the analysis tables (`analysis.analyse`), intervals shown as `value [low, high]`,
+- notes on the runs (one with no rows, or with failed rows only), if any,
+- the summary table (`report.summarise`, the paper's Tables II–III), one row per run identity
+  (harness/identity.py) with its models, and its run directory when two rows need it,
+- the analysis tables (`analysis.analyse`), intervals shown as `value [low, high]`, then the
+  analysis's notes (what was not compared, and why),
 - every figure `plots.write_figures` returned, captioned with its file name,
-- one folded entry per (dataset, question): the question, its gold title, and per system the
-  answer, retrieved titles, scores (or why unscored / failed), tokens, retrievals and the judge's
-  raw output.
+- one folded entry per (dataset, question): the question, its gold title, and per run identity
+  (headed by its label, e.g. `naive [answer: gpt-4o-mini]` when two runs of naive differ) the
+  answer, retrieved titles, scores (or why unscored / failed), tokens, retrievals and the
+  judge's raw output.
 
 Answers, titles and judge output are model or dataset text: every piece of text goes through
 `html.escape`, so an answer containing markup shows as text and never runs.
@@ -22,29 +26,21 @@ import html
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from harness.report import COLUMNS, answer_tokens, format_value, is_interval, is_scored
+from harness.identity import group_rows, labels
+from harness.report import (ANALYSIS_TABLES as PRINTED_TABLES, COLUMNS, answer_tokens,
+                            columns_for, format_value, is_interval, is_scored)
 
 Row = dict[str, Any]
 
-# (key in analysis.analyse(), title, columns): the markdown report's tables, plus the decision
-# confusion matrix, which has room here.
-ANALYSIS_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("intervals", "Means and token totals with 95% bootstrap intervals",
-     ("dataset", "system", "truthfulness", "relevance", "score", "input_tokens", "output_tokens")),
-    ("retrieval", "Retrieval: gold article among the retrieved chunks",
-     ("dataset", "system", "retrieved", "k", "hit@1", "hit@k", "mrr")),
-    ("attribution", "Failure attribution (low: truthfulness + relevance < {low_score})",
-     ("dataset", "system", "fine", "retrieval_miss", "generation", "knowledge_gap", "unscored")),
-    ("decisions", "Retrieval decisions against need (needed: baseline scored below naive)",
-     ("dataset", "system", "questions", "needed", "retrieved", "true_positive", "false_positive",
-      "false_negative", "true_negative", "precision", "recall", "truthfulness", "relevance",
-      "input_tokens", "output_tokens", "retrievals")),
-    ("cost", "Quality against cost (score: mean truthfulness + relevance; judge excluded)",
-     ("dataset", "system", "score", "input_tokens", "cost_usd", "pareto_input_tokens",
-      "pareto_cost_usd", "unpriced_models")),
-    ("paired", "Paired comparisons (truthfulness + relevance, a minus b)",
-     ("dataset", "a", "b", "questions", "mean_difference", "interval", "p_value")),
-)
+DECISION_COLUMNS = (
+    "dataset", "system", "questions", "needed", "retrieved", "true_positive", "false_positive",
+    "false_negative", "true_negative", "precision", "recall", "truthfulness", "relevance",
+    "input_tokens", "output_tokens", "retrievals", "models")
+# The printed report's tables (harness/report.py), with the decision confusion matrix, which
+# has room here.
+ANALYSIS_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple(
+    (key, title, DECISION_COLUMNS if key == "decisions" else columns)
+    for key, title, columns in PRINTED_TABLES)
 
 CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px;
@@ -73,28 +69,35 @@ details.question > summary { cursor: pointer; }
 
 
 def write_html(rows: list[Row], summary: list[Row], analysis: dict[str, Any],
-               figures: Sequence[Path], path: Path, sources: Sequence[str] = ()) -> Path:
+               figures: Sequence[Path], path: Path, sources: Sequence[str] = (),
+               notes: Sequence[str] = ()) -> Path:
     """Write the report to `path` (parents created) and return it. `sources` (the run
-    directories) are named under the title so a saved page says where it came from."""
+    directories) are named under the title so a saved page says where it came from; `notes`
+    (e.g. a run with no rows) are listed below them."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(rows, summary, analysis, figures, sources), encoding="utf-8")
+    path.write_text(render_html(rows, summary, analysis, figures, sources, notes),
+                    encoding="utf-8")
     return path
 
 
 def render_html(rows: list[Row], summary: list[Row], analysis: dict[str, Any],
-                figures: Sequence[Path], sources: Sequence[str] = ()) -> str:
+                figures: Sequence[Path], sources: Sequence[str] = (),
+                notes: Sequence[str] = ()) -> str:
     """The page as a string; see the module docstring for its sections."""
     questions = questions_of(rows)
+    names = row_labels(rows)
     body = [
         "<h1>freshrag report</h1>",
         f"<p class=\"meta\">{_e(', '.join(sources))}</p>" if sources else "",
+        _notes("run-notes", notes),
         "<nav><a href=\"#summary\">Summary</a><a href=\"#analysis\">Analysis</a>"
         "<a href=\"#figures\">Figures</a><a href=\"#questions\">Questions</a></nav>",
-        _section("summary", "Summary", _table("summary-table", summary, COLUMNS)),
+        _section("summary", "Summary",
+                 _table("summary-table", summary, columns_for(COLUMNS, summary))),
         _section("analysis", "Analysis", _analysis(analysis)),
         _section("figures", f"Figures ({len(figures)})", _figures(figures)),
         _section("questions", f"Questions ({len(questions)})",
-                 "\n".join(_question(key, group) for key, group in questions.items())),
+                 "\n".join(_question(key, group, names) for key, group in questions.items())),
     ]
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
@@ -142,15 +145,25 @@ def _table(table_id: str, rows: Iterable[Row], columns: Sequence[str]) -> str:
 
 def _analysis(analysis: dict[str, Any]) -> str:
     """Every analysis table that has rows; an empty one (e.g. no decisions without a baseline and
-    a naive run) says so rather than vanishing, so a reader knows it was looked for."""
+    a naive run) says so rather than vanishing, so a reader knows it was looked for. The notes
+    (what was not compared, and why) follow."""
     parts = []
     for key, title, columns in ANALYSIS_TABLES:
         heading = title.format(low_score=analysis.get("low_score", "?"))
         rows = analysis.get(key) or []
-        content = (_table(f"analysis-{key}", rows, columns) if rows
+        content = (_table(f"analysis-{key}", rows, columns_for(columns, rows)) if rows
                    else f"<p class=\"muted\" id=\"analysis-{key}\">nothing to show</p>")
         parts.append(f"<h3>{_e(heading)}</h3>\n{content}")
+    if analysis.get("notes"):
+        parts.append("<h3>Notes</h3>\n" + _notes("analysis-notes", analysis["notes"]))
     return "\n".join(parts)
+
+
+def _notes(ident: str, notes: Sequence[str]) -> str:
+    if not notes:
+        return ""
+    return (f"<ul class=\"notes\" id=\"{ident}\">"
+            + "".join(f"<li>{_e(note)}</li>" for note in notes) + "</ul>")
 
 
 def _figures(figures: Sequence[Path]) -> str:
@@ -175,18 +188,26 @@ def questions_of(rows: list[Row]) -> dict[tuple[str, str], list[Row]]:
     return groups
 
 
-def _question(key: tuple[str, str], rows: list[Row]) -> str:
+def row_labels(rows: list[Row]) -> dict[int, str]:
+    """id(row) -> the label of its run identity (harness/identity.py): the system's name, plus
+    what tells it from another run of that system when the report holds several."""
+    groups = group_rows(rows)
+    names = labels(groups)
+    return {id(row): names[key] for key, group in groups.items() for row in group}
+
+
+def _question(key: tuple[str, str], rows: list[Row], names: dict[int, str]) -> str:
     """One folded entry: the summary line carries each system's score so the folded list can be
     skimmed; the answers are inside."""
     dataset, question_id = key
     first = rows[0]
-    scores = " · ".join(f"{row['system']} {_short_score(row)}" for row in rows)
+    scores = " · ".join(f"{names[id(row)]} {_short_score(row)}" for row in rows)
     return (f"<details class=\"question\" id=\"q-{_e(dataset)}-{_e(question_id)}\">\n"
             f"<summary><b>{_e(dataset)} / {_e(question_id)}</b> {_e(first.get('question'))}"
             f"<span class=\"scores\">{_e(scores)}</span></summary>\n"
             f"<p><b>Question:</b> {_e(first.get('question'))}<br>"
             f"<b>Gold title:</b> {_e(first.get('gold_title'))}</p>\n"
-            + "\n".join(_answer(row) for row in rows) + "\n</details>")
+            + "\n".join(_answer(row, names[id(row)]) for row in rows) + "\n</details>")
 
 
 def _short_score(row: Row) -> str:
@@ -207,7 +228,7 @@ def _verdict(row: Row) -> tuple[str, str]:
     return "scored", f"truthfulness {grade['truthfulness']} · relevance {grade['relevance']}"
 
 
-def _answer(row: Row) -> str:
+def _answer(row: Row, label: str) -> str:
     """One system's answer with everything needed to see why it scored as it did."""
     kind, verdict = _verdict(row)
     tokens_in, tokens_out = answer_tokens(row)
@@ -220,7 +241,7 @@ def _answer(row: Row) -> str:
     text = (f"<div class=\"text\">{_e(answer)}</div>" if answer is not None
             else "<div class=\"text muted\">(no answer)</div>")
     return (f"<div class=\"answer {kind}\" data-system=\"{_e(row['system'])}\">\n"
-            f"<h4>{_e(row['system'])}</h4>\n<p class=\"meta\">{_e(' · '.join(meta))}</p>\n"
+            f"<h4>{_e(label)}</h4>\n<p class=\"meta\">{_e(' · '.join(meta))}</p>\n"
             f"{text}\n{_retrieved(row)}\n{_judge(row)}\n</div>")
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import LOCAL_MODEL, ConfigError, config_table
+from harness.identity import role_models
 
 KNOWN_PRICES: dict[str, tuple[float, float]] = {
     "gpt-4-0613": (30.0, 60.0),  # the paper's model
@@ -42,13 +43,6 @@ def price_table(config_file: Path | None) -> dict[str, tuple[float, float]]:
             raise ConfigError(f"{where}: prices must be numbers >= 0, got {values}")
         table[model] = (float(values[0]), float(values[1]))
     return table
-
-
-def role_models(row: dict[str, Any]) -> dict[str, str]:
-    """Which model played each role in a samples row: from its calls, or the `models` field of
-    imported rows, which have no calls."""
-    models = {call["role"]: call["model"] for call in row.get("calls") or [] if call.get("model")}
-    return {**(row.get("models") or {}), **models}
 
 
 def row_cost(row: dict[str, Any], prices: dict[str, tuple[float, float]]) -> float | None:

@@ -1,10 +1,21 @@
 """Tables in the shape of the paper's Tables II and III, recomputed from samples.jsonl.
 
-One row per (dataset, system): n, scored, unscored, mean truthfulness and relevance over the
-scored answers, input and output tokens, retrievals, and how many answers an adaptive system gave
-with no usable retrieval decision (`no_decision`: no tool call or unparseable arguments). Tokens are those the system spent answering
-(every role but the judge), as in the paper; the judge's cost is in the token chart by role.
-Unscored answers (failed pairs included) are counted, never averaged in.
+One row per run identity (harness/identity.py: dataset, system, the model of every role, and the
+run directory, which is shown only when two rows would otherwise look alike), with:
+
+- `n`, `scored`, `unscored` (failed pairs included);
+- mean `truthfulness` and `relevance` over the scored answers;
+- `input_tokens`, `output_tokens`: what the answered (ok) pairs spent, every role but the judge,
+  as in the paper (the judge's cost is in the token chart by role);
+- `retrievals`, and `no_decision`: answers an adaptive system gave with no usable retrieval
+  decision (no tool call or unparseable arguments);
+- `failed` (pairs that ended in an error), and `failed_input_tokens`, `failed_output_tokens`:
+  what they spent before failing (every role but the judge), counted apart so that the answered
+  pairs' figures are never inflated by failures;
+- `models`: role -> model (shown as `answer, decision: m1; judge: m2`), and `run` when needed.
+
+Unscored answers are counted, never averaged in. A run directory with no rows, or with failed
+rows only, is named in a note (`run_notes`) rather than left to look like a crash.
 """
 
 from __future__ import annotations
@@ -16,24 +27,54 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
+from harness.identity import group_rows, labels, models_label
 from harness.results import SAMPLES, ResultsError, read_manifest, read_samples
 
 SUMMARY = "summary.json"
 COLUMNS = ("dataset", "system", "n", "scored", "unscored", "truthfulness", "relevance",
-           "input_tokens", "output_tokens", "retrievals", "no_decision")
+           "input_tokens", "output_tokens", "retrievals", "no_decision", "failed",
+           "failed_input_tokens", "failed_output_tokens", "models")
+RUN = "run"  # the column added when two rows differ only by their run directory
 
 
 def load_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
-    """All rows of the given run directories (a directory without samples is an error)."""
-    rows = []
+    """All rows of the given run directories (a directory without samples is an error), each
+    marked with its `run` (the directory as given; one named twice is read once) and, if it
+    retrieved, the run's embedding model in `models` (see harness/identity.py)."""
+    rows, seen = [], set()
     for run_dir in run_dirs:
         if not (run_dir / SAMPLES).exists():
             raise ResultsError(f"{run_dir}: no {SAMPLES}; is this a run directory?")
+        if run_dir.resolve() in seen:
+            continue
+        seen.add(run_dir.resolve())
         manifest = read_manifest(run_dir) or {}
         name = manifest.get("dataset", {}).get("name")
+        embedder = (manifest.get("index") or {}).get("embedding_model")
         for row in read_samples(run_dir / SAMPLES):
-            rows.append({**row, "dataset": row.get("dataset") or name})
+            row = {**row, "dataset": row.get("dataset") or name, RUN: str(run_dir)}
+            if embedder and row.get("retrievals"):
+                row["models"] = {"embeddings": embedder, **(row.get("models") or {})}
+            rows.append(row)
     return rows
+
+
+def run_notes(run_dirs: list[Path], rows: list[dict[str, Any]]) -> list[str]:
+    """A line for each run directory that has no rows, or only failed ones (what an unreachable
+    endpoint leaves behind)."""
+    notes = []
+    read: dict[Path, str] = {}  # one name per directory, the first given, as in load_runs
+    for given in run_dirs:
+        read.setdefault(given.resolve(), str(given))
+    for run_dir in read.values():
+        mine = [row for row in rows if row.get(RUN) == run_dir]
+        failed = [row for row in mine if row["status"] == "failed"]
+        if not mine:
+            notes.append(f"{run_dir}: no rows ({SAMPLES} is empty): nothing to report")
+        elif len(failed) == len(mine):
+            notes.append(f"{run_dir}: all {len(mine)} pairs failed (first error: "
+                         f"{(failed[0].get('error') or 'none recorded')[:200]})")
+    return notes
 
 
 def is_scored(row: dict[str, Any]) -> bool:
@@ -41,45 +82,58 @@ def is_scored(row: dict[str, Any]) -> bool:
 
 
 def answer_tokens(row: dict[str, Any]) -> tuple[int, int]:
-    """Tokens the system spent (all roles but the judge)."""
-    used = [u for role, u in row["usage"].items() if role != "judge"]
+    """Tokens the system spent on this row (all roles but the judge)."""
+    used = [u for role, u in (row.get("usage") or {}).items() if role != "judge"]
     return sum(u["input"] for u in used), sum(u["output"] for u in used)
 
 
-def group_rows(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """Rows by (dataset, system), in order of first appearance."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for row in rows:
-        groups.setdefault((row["dataset"], row["system"]), []).append(row)
-    return groups
+def spent(rows: list[dict[str, Any]], status: str = "ok") -> tuple[int, int]:
+    """Input and output tokens (judge excluded) of the rows with this status: "ok" rows are what
+    the tables call tokens, "failed" rows are counted apart."""
+    tokens = [answer_tokens(row) for row in rows if row["status"] == status]
+    return sum(t[0] for t in tokens), sum(t[1] for t in tokens)
 
 
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [_summary_row(dataset, system, group)
-            for (dataset, system), group in group_rows(rows).items()]
+    return [_summary_row(key.fields(), group) for key, group in group_rows(rows).items()]
 
 
-def _summary_row(dataset: str, system: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _summary_row(identity: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
     scored = [row["grade"] for row in rows if is_scored(row)]
-    tokens = [answer_tokens(row) for row in rows]
+    (ok_in, ok_out), (failed_in, failed_out) = spent(rows), spent(rows, "failed")
     return {
-        "dataset": dataset, "system": system, "n": len(rows), "scored": len(scored),
-        "unscored": len(rows) - len(scored),
+        "dataset": identity["dataset"], "system": identity["system"], "n": len(rows),
+        "scored": len(scored), "unscored": len(rows) - len(scored),
         "truthfulness": mean([g["truthfulness"] for g in scored]),
         "relevance": mean([g["relevance"] for g in scored]),
-        "input_tokens": sum(t[0] for t in tokens), "output_tokens": sum(t[1] for t in tokens),
+        "input_tokens": ok_in, "output_tokens": ok_out,
         "retrievals": sum(row["retrievals"] for row in rows),
         "no_decision": sum((row.get("details") or {}).get("decision") == "none" for row in rows),
+        "failed": sum(row["status"] == "failed" for row in rows),
+        "failed_input_tokens": failed_in, "failed_output_tokens": failed_out,
+        **{k: v for k, v in identity.items() if k not in ("dataset", "system")},
     }
 
 
 def unscored_reasons(rows: list[dict[str, Any]]) -> Counter:
-    reasons = Counter()
-    for row in rows:
-        if not is_scored(row):
-            reason = row["error"] if row["status"] == "failed" else row["grade"]["unscored_reason"]
-            reasons[(row["system"], ("failed: " if row["status"] == "failed" else "") + reason)] += 1
+    """(label, reason) -> count, the label naming the run identity (harness/identity.py)."""
+    reasons: Counter = Counter()
+    groups = group_rows(rows)
+    names = labels(groups)
+    for key, group in groups.items():
+        for row in group:
+            if not is_scored(row):
+                failed = row["status"] == "failed"
+                reason = row["error"] if failed else row["grade"]["unscored_reason"]
+                reasons[(names[key], ("failed: " if failed else "") + reason)] += 1
     return reasons
+
+
+def columns_for(columns: Sequence[str], rows: list[dict[str, Any]]) -> tuple[str, ...]:
+    """The columns of a table, with `run` (and, in the decision table, `against`: the reference
+    runs) when its rows carry them, i.e. when they are needed to tell rows apart."""
+    optional = (RUN, "against")
+    return tuple(columns) + tuple(c for c in optional if any(c in row for row in rows))
 
 
 def mean(values: Sequence[float]) -> float | None:
@@ -88,33 +142,37 @@ def mean(values: Sequence[float]) -> float | None:
 
 
 def render(summary: list[dict[str, Any]], fmt: str) -> str:
+    columns = columns_for(COLUMNS, summary)
     if fmt == "json":
         return json.dumps({"rows": summary}, indent=2)
     if fmt == "csv":
         out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+        writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(summary)
+        writer.writerows({k: models_label(v) if isinstance(v, dict) else v for k, v in row.items()}
+                         for row in summary)
         return out.getvalue()
     if fmt == "markdown":
-        return _markdown(summary)
+        return markdown_table(summary, columns)
     raise ValueError(f"unknown format {fmt!r}; choose markdown, json or csv")
 
 
-def _markdown(summary: list[dict[str, Any]]) -> str:
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    for row in summary:
-        cells = [format_value(row[col], col) for col in COLUMNS]
-        lines.append("| " + " | ".join(cells) + " |")
+def markdown_table(rows: list[dict[str, Any]], columns: Sequence[str]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(format_value(row.get(c), c) for c in columns) + " |"
+              for row in rows]
     return "\n".join(lines)
 
 
 def format_value(value: Any, column: str = "") -> str:
     """A table cell, as every report shows it: `–` for missing, 2 decimals (3 significant digits
     for small amounts such as dollars), thousands separators, `value [low, high]` for intervals,
-    p-values below 0.001 as `< 0.001`, yes/no for flags."""
+    p-values below 0.001 as `< 0.001`, yes/no for flags, role -> model maps as
+    `answer, decision: m1; judge: m2`."""
     if value is None:
         return "–"
+    if isinstance(value, dict):
+        return models_label(value)
     if column == "p_value" and isinstance(value, (int, float)):
         return "< 0.001" if value < 0.001 else f"{value:.3f}"
     if isinstance(value, list) and is_interval(value):
@@ -145,33 +203,38 @@ def write_summary(out_dir: Path, summary: list[dict[str, Any]]) -> Path:
     return path
 
 
+# (key in analysis.analyse(), title, columns): the tables of the printed report, in order;
+# `run` and `against` are added where the rows carry them (see columns_for)
+ANALYSIS_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("intervals", "Means and token totals with 95% bootstrap intervals (tokens: answered pairs)",
+     ("dataset", "system", "truthfulness", "relevance", "score", "input_tokens", "output_tokens",
+      "models")),
+    ("retrieval", "Retrieval: gold article among the retrieved chunks",
+     ("dataset", "system", "retrieved", "k", "hit@1", "hit@k", "mrr", "models")),
+    ("attribution", "Failure attribution (low: truthfulness + relevance < {low_score})",
+     ("dataset", "system", "fine", "retrieval_miss", "generation", "knowledge_gap", "unscored",
+      "models")),
+    ("decisions", "Retrieval decisions against need (needed: baseline scored below naive)",
+     ("dataset", "system", "questions", "needed", "retrieved", "precision", "recall",
+      "truthfulness", "relevance", "input_tokens", "output_tokens", "retrievals", "models")),
+    ("cost", "Quality against cost (score: mean truthfulness + relevance; answered pairs; "
+             "judge excluded)",
+     ("dataset", "system", "score", "input_tokens", "cost_usd", "pareto_input_tokens",
+      "pareto_cost_usd", "unpriced_models", "failed", "models")),
+    ("paired", "Paired comparisons (truthfulness + relevance, a minus b; same judge only)",
+     ("dataset", "a", "b", "questions", "mean_difference", "interval", "p_value")),
+)
+
+
 def render_analysis(analysis: dict[str, Any]) -> str:
-    """The analysis (harness/analysis.py) as markdown sections."""
+    """The analysis (harness/analysis.py) as markdown sections, then its notes (what could not
+    be compared, and why)."""
     sections = []
-
-    def table(title: str, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> None:
+    for key, title, columns in ANALYSIS_TABLES:
+        rows = analysis.get(key) or []
         if rows:
-            lines = [f"### {title}", "", "| " + " | ".join(columns) + " |",
-                     "|" + "---|" * len(columns)]
-            lines += ["| " + " | ".join(format_value(row.get(c), c) for c in columns) + " |"
-                      for row in rows]
-            sections.append("\n".join(lines))
-
-    table("Means and token totals with 95% bootstrap intervals", analysis["intervals"],
-          ("dataset", "system", "truthfulness", "relevance", "score", "input_tokens",
-           "output_tokens"))
-    table("Retrieval: gold article among the retrieved chunks", analysis["retrieval"],
-          ("dataset", "system", "retrieved", "k", "hit@1", "hit@k", "mrr"))
-    table(f"Failure attribution (low: truthfulness + relevance < {analysis['low_score']})",
-          analysis["attribution"], ("dataset", "system", "fine", "retrieval_miss", "generation",
-                                    "knowledge_gap", "unscored"))
-    table("Retrieval decisions against need (needed: baseline scored below naive)",
-          analysis["decisions"], ("dataset", "system", "questions", "needed", "retrieved",
-                                  "precision", "recall", "truthfulness", "relevance",
-                                  "input_tokens", "output_tokens", "retrievals"))
-    table("Quality against cost (score: mean truthfulness + relevance; judge excluded)",
-          analysis.get("cost", []), ("dataset", "system", "score", "input_tokens", "cost_usd",
-                                     "pareto_input_tokens", "pareto_cost_usd", "unpriced_models"))
-    table("Paired comparisons (truthfulness + relevance, a minus b)", analysis["paired"],
-          ("dataset", "a", "b", "questions", "mean_difference", "interval", "p_value"))
+            heading = title.format(low_score=analysis.get("low_score", "?"))
+            sections.append(f"### {heading}\n\n" + markdown_table(rows, columns_for(columns, rows)))
+    if analysis.get("notes"):
+        sections.append("### Notes\n\n" + "\n".join(f"- {note}" for note in analysis["notes"]))
     return "\n\n".join(sections)

@@ -31,7 +31,8 @@ def test_means_are_over_scored_answers_and_unscored_are_counted():
 
 def test_tokens_are_what_the_system_spent_not_the_judge():
     naive = next(r for r in report.summarise(ROWS) if r["system"] == "naive")
-    assert (naive["input_tokens"], naive["output_tokens"]) == (400, 40)
+    assert (naive["input_tokens"], naive["output_tokens"]) == (300, 30)  # the 3 answered pairs
+    assert (naive["failed_input_tokens"], naive["failed_output_tokens"]) == (100, 10)
 
 
 def test_answers_without_a_usable_decision_are_counted():
@@ -56,6 +57,6 @@ def test_formats_carry_the_same_rows():
     csv_lines = report.render(summary, "csv").splitlines()
     assert csv_lines[0].split(",") == list(report.COLUMNS) and len(csv_lines) == 4
     markdown = report.render(summary, "markdown").splitlines()
-    assert markdown[2].startswith("| A_f | naive | 4 | 2 | 2 | 4.00 | 3.00 | 400 | 40 | 3 | 0 |")
+    assert markdown[2].startswith("| A_f | naive | 4 | 2 | 2 | 4.00 | 3.00 | 300 | 30 | 3 | 0 | 1 |")
     with pytest.raises(ValueError, match="unknown format"):
         report.render(summary, "xml")

@@ -1,0 +1,137 @@
+"""What tells one report row from another: the identity of a run (issue 12, item 1).
+
+Every table, figure and comparison of a report is made per *identity*: dataset, system, the
+model that played each role, and the run directory. The rule:
+
+- Rows are taken per (run directory, dataset, system): two run directories are never pooled,
+  even with identical settings (two runs of one configuration are two samples, and pooling them
+  would give each question twice).
+- The models come from the rows themselves: each call records its role and model
+  (`calls[*].role`, `calls[*].model`); imported rows, which have no calls, name theirs in
+  `models` (harness/legacy.py); `report.load_runs` adds the run's embedding model (manifest
+  `index.embedding_model`) as role `embeddings` to rows that retrieved. A role that played more
+  than one model in one directory (a run resumed with other settings) shows them all, joined by
+  " + ", and the analysis notes it.
+- The run directory is shown (a `run` field in every row of every table) only when it is needed,
+  i.e. when two rows of the report have the same dataset, system and models. A report on one
+  run directory never shows it.
+- Short labels name an identity in figures and paired comparisons: the system, followed in
+  brackets by what tells it from the other rows of its dataset and system (the roles whose
+  models differ, and the run directory when one has the same models), e.g.
+  `naive [answer: gpt-4o-mini]`. A system that ran once is labelled by its name alone.
+- Like with like (`comparable`): the same dataset and judge model, and the same model in every
+  other role both used. Paired comparisons, the decision analysis and the Pareto front compare
+  only such identities; scores from two judges are not on one scale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable
+
+Row = dict[str, Any]
+ROLE_ORDER = ("answer", "decision", "judge", "embeddings")
+MIXED = " + "  # between the models one role played in one run directory
+
+
+@dataclass(frozen=True)
+class Identity:
+    """One row of a report. `models` is ((role, model), ...) in ROLE_ORDER; `run` is the run
+    directory, set only when the report needs it to tell rows apart."""
+
+    dataset: str
+    system: str
+    models: tuple[tuple[str, str], ...]
+    run: str | None = None
+    mixed: tuple[str, ...] = field(default=(), compare=False)  # roles with several models
+
+    @property
+    def model_map(self) -> dict[str, str]:
+        return dict(self.models)
+
+    @property
+    def judge(self) -> str | None:
+        return self.model_map.get("judge")
+
+    def fields(self) -> dict[str, Any]:
+        """What every table row says about its identity."""
+        return {"dataset": self.dataset, "system": self.system, "models": self.model_map,
+                **({"run": self.run} if self.run is not None else {})}
+
+
+def role_models(row: Row) -> dict[str, str]:
+    """Which model played each role in a samples row: from its calls, or the `models` field of
+    imported rows, which have no calls."""
+    models = {call["role"]: call["model"] for call in row.get("calls") or [] if call.get("model")}
+    return {**(row.get("models") or {}), **models}
+
+
+def group_rows(rows: list[Row]) -> dict[Identity, list[Row]]:
+    """Rows by identity, in order of first appearance (see the module docstring for the rule)."""
+    buckets: dict[tuple[Any, Any, Any], list[Row]] = {}
+    for row in rows:
+        buckets.setdefault((row["dataset"], row["system"], row.get("run")), []).append(row)
+    keys = [_identity(dataset, system, run, group)
+            for (dataset, system, run), group in buckets.items()]
+    if len({(k.dataset, k.system, k.models) for k in keys}) == len(keys):
+        keys = [replace(k, run=None) for k in keys]  # the run directory tells nothing apart
+    return dict(zip(keys, buckets.values()))
+
+
+def _identity(dataset: str, system: str, run: str | None, rows: list[Row]) -> Identity:
+    seen: dict[str, set[str]] = {}
+    for row in rows:
+        for role, model in role_models(row).items():
+            seen.setdefault(role, set()).add(str(model))
+    roles = ordered_roles(seen)
+    return Identity(dataset, system, tuple((r, MIXED.join(sorted(seen[r]))) for r in roles), run,
+                    tuple(r for r in roles if len(seen[r]) > 1))
+
+
+def ordered_roles(roles: Iterable[str]) -> list[str]:
+    """ROLE_ORDER first, any other role after them alphabetically."""
+    roles = set(roles)
+    return [r for r in ROLE_ORDER if r in roles] + sorted(roles - set(ROLE_ORDER))
+
+
+def models_label(models: dict[str, Any]) -> str:
+    """`answer, decision: m1; judge: m2` (roles sharing a model named together); `–` for none."""
+    by_model: dict[Any, list[str]] = {}
+    for role in ordered_roles(models):
+        by_model.setdefault(models[role], []).append(role)
+    return "; ".join(f"{', '.join(roles)}: {'–' if model is None else model}"
+                     for model, roles in by_model.items()) or "–"
+
+
+def labels(keys: Iterable[Identity]) -> dict[Identity, str]:
+    """A short, unique name for each identity (see the module docstring)."""
+    keys = list(keys)
+    named = {}
+    for key in keys:
+        siblings = [k for k in keys
+                    if k != key and (k.dataset, k.system) == (key.dataset, key.system)]
+        mine = key.model_map
+        roles = ordered_roles({r for k in [key, *siblings] for r in k.model_map})
+        differing = {r: mine.get(r) for r in roles
+                     if any(k.model_map.get(r) != mine.get(r) for k in siblings)}
+        parts = [models_label(differing)] if differing else []
+        if key.run is not None and any(k.models == key.models for k in siblings):
+            parts.append(f"run: {key.run}")
+        named[key] = f"{key.system} [{'; '.join(parts)}]" if parts else key.system
+    return named
+
+
+def comparable(a: Identity, b: Identity) -> bool:
+    """Like with like: same dataset and judge, and the same model in every other shared role."""
+    first, second = a.model_map, b.model_map
+    return a.dataset == b.dataset and a.judge == b.judge and all(
+        first[role] == second[role] for role in first.keys() & second.keys())
+
+
+def mixed_notes(keys: Iterable[Identity]) -> list[str]:
+    """One line per identity whose run directory mixes models in a role."""
+    keys = list(keys)
+    names = labels(keys)
+    return [f"{k.dataset} / {names[k]}: {role} played by "
+            f"{k.model_map[role].replace(MIXED, ' and ')} in one run directory (resumed with "
+            f"other settings); reported as one row" for k in keys for role in k.mixed]
