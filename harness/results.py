@@ -7,9 +7,12 @@ needed to recompute any table later:
 - `status`: "ok", or "failed" (an LLM error; `error` says why; failed pairs are retried on resume)
 - `answer`: the system's answer text (null when failed)
 - `retrievals`: how many times the system retrieved
-- `usage`: per role (answer, decision, judge, ...) `{"input", "output", "estimated"}`
+- `usage`: per role (answer, decision, judge, ...) `{"input", "output", "estimated"}`, summed
+  over `calls`
 - `grade`: `{"truthfulness", "relevance", "unscored_reason", "raw"}` (scores null when unscored)
-- `calls`: every LLM call, with the messages sent, tool arguments, usage, latency and cache hit
+- `calls`: every LLM call the pair made (the system's, then the judge's), with the messages sent,
+  tool arguments, usage, latency and cache hit. A failed row holds the calls that succeeded
+  before the failure, so that the tokens spent on failed pairs are counted too
 - `details`: what the strategy reports about itself (decision, retrieved chunks, cuts)
 - `latency_s`: wall time of the pair, `error`, `finished_at`
 
@@ -47,9 +50,9 @@ def now() -> str:
 
 
 def sample_row(dataset: str, question: Question, system: str, answer: SystemAnswer | None,
-               grade: Grade | None, judge_calls: list[LLMResponse], latency_s: float,
+               grade: Grade | None, calls: list[LLMResponse], latency_s: float,
                error: str | None = None) -> dict[str, Any]:
-    calls = (answer.calls if answer else []) + judge_calls
+    """One row; `calls` are all the pair's calls, the judge's included."""
     return {
         "dataset": dataset, "question_id": question.id, "question": question.text,
         "gold_title": question.gold_title, "system": system,

