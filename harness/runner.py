@@ -1,9 +1,10 @@
 """The runner: every (question, system) pair answered, judged and appended to samples.jsonl.
 
 Pairs already finished in the run directory are skipped, so re-running the same command resumes;
-failed pairs are tried again. One process at a time writes a run directory. An LLM error on one
-pair becomes a `failed` row, with the calls made before it, and the run goes on; an endpoint
-that cannot be reached at all stops the run, keeping what finished.
+failed pairs are tried again. A resume may add systems and questions but not change what decides
+the answers (harness/rundir.py says what that is), and one process at a time writes a run
+directory. An LLM error on one pair becomes a `failed` row, with the calls made before it, and
+the run goes on; an endpoint that cannot be reached at all stops the run, keeping what finished.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from harness.report import answer_tokens
 from harness.concurrency import map_with_progress
 from harness.results import (SAMPLES, JsonlWriter, ResultsError, now, read_manifest,
                              read_samples, sample_row, write_manifest)
-from harness.rundir import check_kind, locked
+from harness.rundir import check_kind, check_same_run, locked
 from harness.types import LLM, LLMResponse, Question, Retriever, System, SystemContext
 
 Factories = dict[str, Callable[[SystemContext], System]]
@@ -55,7 +56,7 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
         prompts: dict[str, str], retriever: Retriever | None = None) -> list[dict[str, Any]]:
     """Run every unfinished pair, holding the run directory; return all its rows."""
     with locked(config.out):
-        manifest = _start_manifest(dataset, config, llm, prompts, retriever)
+        manifest = _start_manifest(dataset, config, llm, factories, prompts, retriever)
         recorder = CallRecorder(llm)
         context = SystemContext(llm=recorder, articles=dataset.articles, retriever=retriever,
                                 today=config.today, knowledge_cutoff=config.knowledge_cutoff,
@@ -81,6 +82,17 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
         manifest["finished_at"] = now()
         write_manifest(config.out, manifest)
         return read_samples(config.out / SAMPLES)
+
+
+def check_resume(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
+                 prompts: dict[str, str], index: dict[str, Any] | None) -> None:
+    """Refuse at once what `run` would refuse (another kind of directory, another dataset, other
+    settings), so that a caller can ask before it starts a server or builds an index. `llm` need
+    not be started; `index` is the retrieval settings (rundir.INDEX_SETTINGS) if a system
+    retrieves."""
+    previous = read_manifest(config.out)
+    if previous is not None:
+        _checked_manifest(dataset, config, llm, factories, prompts, index, previous)
 
 
 class CallRecorder:
@@ -143,38 +155,60 @@ class _RunningTotals:
             f", {self.failed} failed" if self.failed else "")
 
 
-def _start_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient,
+def _start_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
                     prompts: dict[str, str], retriever: Retriever | None) -> dict[str, Any]:
-    hashes = dataset.file_hashes()
     previous = read_manifest(config.out)
+    manifest = _checked_manifest(dataset, config, llm, factories, prompts,
+                                 retriever.record() if retriever else None, previous)
+    write_manifest(config.out, manifest)
+    return manifest
+
+
+def _checked_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
+                      prompts: dict[str, str], index: dict[str, Any] | None,
+                      previous: dict[str, Any] | None) -> dict[str, Any]:
+    """The manifest this run would write, after refusing a directory it must not write."""
     check_kind(config.out, previous, "run")
-    if previous and previous["dataset"]["sha256"] != hashes:
+    date_systems = {name for name, factory in factories.items()
+                    if getattr(factory, "uses_date", False)}
+    manifest = _manifest(dataset, config, llm, prompts, index, previous or {}, date_systems)
+    if previous and previous["dataset"]["sha256"] != manifest["dataset"]["sha256"]:
         raise ResultsError(f"{config.out}: holds a run on different dataset files "
                            f"({previous['dataset']['files']}); choose another --out")
-    systems = list(dict.fromkeys((previous or {}).get("systems", []) + list(config.systems)))
-    manifest = {
+    if previous:
+        check_same_run(config.out, previous, manifest, date_systems)
+    return manifest
+
+
+def _manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, prompts: dict[str, str],
+              index: dict[str, Any] | None, previous: dict[str, Any],
+              date_systems: set[str]) -> dict[str, Any]:
+    # The date a dated system stated stays recorded while the systems run now state none.
+    dated_now = bool(date_systems & set(config.systems))
+    dated_before = bool(date_systems & set(previous.get("systems", [])))
+    dates = ({"today": config.today, "knowledge_cutoff": config.knowledge_cutoff}
+             if dated_now or not dated_before else
+             {name: previous["config"].get(name) for name in ("today", "knowledge_cutoff")})
+    return {
         "kind": "run",
         "name": config.out.name,
         "dataset": {"name": dataset.name, "files": {k: str(p) for k, p in dataset.files.items()},
-                    "sha256": hashes, "questions": len(dataset.questions)},
-        "systems": systems,
+                    "sha256": dataset.file_hashes(), "questions": len(dataset.questions)},
+        "systems": list(dict.fromkeys(previous.get("systems", []) + list(config.systems))),
         "config": {"limit": config.limit, "concurrency": config.concurrency,
-                   "cache": config.use_cache, "seed": llm.seed, "today": config.today,
-                   "knowledge_cutoff": config.knowledge_cutoff,
+                   "cache": config.use_cache, "seed": llm.seed, **dates,
                    "context_tokens": config.context_tokens},
         "llm": {**llm.settings.record(),
                 "resolved_base_urls": {role: _safe_base_url(llm, role) for role in llm.settings.roles}},
-        "index": retriever.record() if retriever else None,
+        "index": index or previous.get("index"),  # kept while the systems run now retrieve nothing
         "prompts_sha256": {name: hashlib.sha256(text.encode()).hexdigest()
                            for name, text in prompts.items()},
         "versions": {"python": platform.python_version(), **_package_versions()},
         "git_commit": _git_commit(),
-        "started_at": (previous or {}).get("started_at", now()),
-        "resumed_at": (previous or {}).get("resumed_at", []) + ([now()] if previous else []),
+        "started_at": previous.get("started_at", now()),
+        "resumed_at": previous.get("resumed_at", []) + ([now()] if previous else []),
         "finished_at": None,
     }
-    write_manifest(config.out, manifest)
-    return manifest
 
 
 def _safe_base_url(llm: LLMClient, role: str) -> str | None:
