@@ -87,12 +87,15 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
 def check_resume(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
                  prompts: dict[str, str], index: dict[str, Any] | None) -> None:
     """Refuse at once what `run` would refuse (another kind of directory, another dataset, other
-    settings), so that a caller can ask before it starts a server or builds an index. `llm` need
-    not be started; `index` is the retrieval settings (rundir.INDEX_SETTINGS) if a system
-    retrieves."""
+    settings, another writer), so that a caller can ask before it starts a server or builds an
+    index. `llm` need not be started; `index` is the retrieval settings
+    (rundir.INDEX_SETTINGS) if a system retrieves."""
     previous = read_manifest(config.out)
     if previous is not None:
         _checked_manifest(dataset, config, llm, factories, prompts, index, previous)
+    if config.out.exists():
+        with locked(config.out):  # only a probe: `run` takes the lock for the run
+            pass
 
 
 class CallRecorder:

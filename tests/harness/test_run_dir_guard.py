@@ -229,15 +229,16 @@ def holder(tmp_path):
     process.wait()
 
 
-@pytest.mark.parametrize("command", ["run", "import-legacy"])
+@pytest.mark.parametrize("command", ["baseline", "naive", "import-legacy"])
 def test_a_second_writer_is_refused_naming_the_first_ones_pid(tmp_path, fake, holder, capsys,
                                                               command):
     started = time.monotonic()
-    code = run(tmp_path) if command == "run" else import_into(tmp_path, tmp_path / "run")
+    code = (import_into(tmp_path, tmp_path / "run") if command == "import-legacy" else
+            run(tmp_path, command))
     assert code == 2 and time.monotonic() - started < 10  # refused at once, not after waiting
     err = capsys.readouterr().err
     assert f"in use by another freshrag process (pid {holder.pid})" in err
-    assert fake.calls == 0
+    assert fake.calls == 0 and fake.embedding_calls == 0  # not even the index was built
     assert not (tmp_path / "run" / "samples.jsonl").exists()
     assert not (tmp_path / "run" / "manifest.json").exists()
 
