@@ -36,13 +36,13 @@ from harness.prices import price_table
 from harness.llm import EndpointError, LLMClient
 from harness.local_server import LocalServer, LocalServerError
 from harness.results import ResultsError
-from harness.runner import RunConfig, run
+from harness.rundir import INDEX_SETTINGS, RUN_ROLES
+from harness.runner import RunConfig, check_resume, run
 from systems import SYSTEMS, uses_index
 from systems.embeddings import embedder_for
 from systems.index import DEFAULT_DIRECTORY, IndexConfig, RetrievalError, open_index
 from systems.prompts import PROMPTS
 
-RUN_ROLES = ("answer", "decision", "judge")  # the roles a run may call
 CACHE_FILE = ".llm-cache.sqlite"
 ANALYSIS = "analysis.json"  # retrieval quality, attribution, decisions, intervals, paired tests
 INDEX_DIR = ".index"  # embedded Qdrant storage beside the run directories, shared by them
@@ -137,14 +137,17 @@ def cmd_run(args: argparse.Namespace) -> int:
                        today=args.today, knowledge_cutoff=args.knowledge_cutoff,
                        context_tokens=args.context_tokens)
     settings = load_settings(args.config)
+    prompts = {**PROMPTS, "judge": judge.JUDGE_PROMPT, "judge_tool": json.dumps(judge.GRADE_TOOL)}
+    index = _index_config(args, out.parent) if any(uses_index(name) for name in systems) else None
+    # Refused before a server starts or an index is built; `run` checks again, holding the lock.
+    check_resume(dataset, config, LLMClient(settings, seed=args.seed), SYSTEMS, prompts,
+                 index and {name: getattr(index, name) for name in INDEX_SETTINGS})
     with _llm_client(settings, None if args.no_cache else out.parent / CACHE_FILE,
                      args.seed) as llm, contextlib.ExitStack() as stack:
         retriever = None
-        if any(uses_index(name) for name in systems):
-            retriever = open_index(dataset.articles, _index_config(args, out.parent),
-                                   embedder_for(llm))
+        if index:
+            retriever = open_index(dataset.articles, index, embedder_for(llm))
             stack.callback(retriever.close)
-        prompts = {**PROMPTS, "judge": judge.JUDGE_PROMPT, "judge_tool": json.dumps(judge.GRADE_TOOL)}
         rows = run(dataset, config, llm, SYSTEMS, prompts, retriever)
     summary = report.summarise(rows)
     report.write_summary(out, summary)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.results import SAMPLES, JsonlWriter, now, read_manifest, read_samples, write_manifest
+from harness.rundir import check_kind, locked
 
 PAPER_MODEL = "gpt-4-0613"  # every role of the paper's runs
 REQUIRED = ("title", "question", "answer", "n_input_tokens", "n_output_tokens")
@@ -115,15 +116,29 @@ def _grade(row: dict[str, Any], where: str) -> dict[str, Any] | None:
 def import_legacy(path: Path, dataset: str, system: str, out: Path,
                   model: str = PAPER_MODEL) -> int:
     """Write `out/samples.jsonl` and `out/manifest.json` from a released run; return the rows.
-    Importing the same file again replaces this system's rows, never duplicates them."""
+    Importing the same file again replaces this system's rows, never duplicates them. `out` is
+    held for the import, and refused if it holds anything but imports (harness/rundir.py)."""
     rows = sample_rows(load_pickle(path), path, dataset, system, model)
-    out.mkdir(parents=True, exist_ok=True)
-    samples = out / SAMPLES
+    with locked(out):
+        manifest = read_manifest(out)
+        check_kind(out, manifest, "import")
+        _replace_rows(out / SAMPLES, rows, dataset, system)
+        manifest = manifest or {"kind": "import", "created_at": now(),
+                                "dataset": {"name": dataset}, "imports": {}}
+        manifest["kind"] = "import"  # imports written before `kind` gain it
+        manifest["imports"][f"{dataset}/{system}"] = {
+            "legacy_pickle": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "rows": len(rows), "imported_at": now()}
+        write_manifest(out, manifest)
+    return len(rows)
+
+
+def _replace_rows(samples: Path, rows: list[dict[str, Any]], dataset: str, system: str) -> None:
     kept = []
     if samples.exists():
         kept = [r for r in read_samples(samples)
                 if (r["dataset"], r["system"]) != (dataset, system)]
-    partial = out / (SAMPLES + ".partial")
+    partial = samples.with_name(SAMPLES + ".partial")
     partial.unlink(missing_ok=True)
     writer = JsonlWriter(partial)
     try:
@@ -132,10 +147,3 @@ def import_legacy(path: Path, dataset: str, system: str, out: Path,
     finally:
         writer.close()
     partial.replace(samples)
-    manifest = read_manifest(out) or {"created_at": now(), "dataset": {"name": dataset},
-                                      "imports": {}}
-    manifest["imports"][f"{dataset}/{system}"] = {
-        "legacy_pickle": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-        "rows": len(rows), "imported_at": now()}
-    write_manifest(out, manifest)
-    return len(rows)

@@ -7,15 +7,20 @@ needed to recompute any table later:
 - `status`: "ok", or "failed" (an LLM error; `error` says why; failed pairs are retried on resume)
 - `answer`: the system's answer text (null when failed)
 - `retrievals`: how many times the system retrieved
-- `usage`: per role (answer, decision, judge, ...) `{"input", "output", "estimated"}`
+- `usage`: per role (answer, decision, judge, ...) `{"input", "output", "estimated"}`, summed
+  over `calls`
 - `grade`: `{"truthfulness", "relevance", "unscored_reason", "raw"}` (scores null when unscored)
-- `calls`: every LLM call, with the messages sent, tool arguments, usage, latency and cache hit
+- `calls`: every LLM call the pair made (the system's, then the judge's), with the messages sent,
+  tool arguments, usage, latency and cache hit. A failed row holds the calls that succeeded
+  before the failure, so that the tokens spent on failed pairs are counted too
 - `details`: what the strategy reports about itself (decision, retrieved chunks, cuts)
 - `latency_s`: wall time of the pair, `error`, `finished_at`
 
 Rows are appended as whole lines to a file opened for appending. A process killed mid-write can
-leave a torn last line: reading ignores it and the next writer cuts it off, so the pair it
-belonged to is simply run again.
+leave a last line without its newline. If that line is a whole row (valid JSON: no proper prefix
+of a JSON object is one), reading keeps it and the next writer gives it its newline; if it is
+torn, reading ignores it and the next writer cuts it off, so the pair it belonged to is simply
+run again. The repair reads back from the end only as far as the last newline.
 """
 
 from __future__ import annotations
@@ -27,12 +32,13 @@ import threading
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from harness.types import Grade, LLMResponse, Question, SystemAnswer, sum_usage_by_role
 
 SAMPLES = "samples.jsonl"
 MANIFEST = "manifest.json"
+TAIL_BLOCK = 1 << 16  # bytes read at a time when looking back for the last newline
 
 
 class ResultsError(ValueError):
@@ -44,9 +50,9 @@ def now() -> str:
 
 
 def sample_row(dataset: str, question: Question, system: str, answer: SystemAnswer | None,
-               grade: Grade | None, judge_calls: list[LLMResponse], latency_s: float,
+               grade: Grade | None, calls: list[LLMResponse], latency_s: float,
                error: str | None = None) -> dict[str, Any]:
-    calls = (answer.calls if answer else []) + judge_calls
+    """One row; `calls` are all the pair's calls, the judge's included."""
     return {
         "dataset": dataset, "question_id": question.id, "question": question.text,
         "gold_title": question.gold_title, "system": system,
@@ -65,13 +71,14 @@ class JsonlWriter:
     """Appends rows to a JSON Lines file (samples.jsonl, the builders' stage files), safe across
     threads.
 
-    A row torn by a kill mid-write is cut off when the writer opens the file, so that the next
-    row starts on a line of its own instead of being glued to the fragment.
+    A last line left without its newline by a kill is repaired when the writer opens the file
+    (see the module docstring), so that the next row starts on a line of its own instead of
+    being glued to it.
     """
 
     def __init__(self, path: Path):
         self.path = path
-        _drop_torn_tail(path)
+        _repair_tail(path)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._lock = threading.Lock()
 
@@ -85,32 +92,65 @@ class JsonlWriter:
         os.close(self._fd)
 
 
-def _drop_torn_tail(path: Path) -> None:
-    if not path.exists() or path.stat().st_size == 0:
+def _repair_tail(path: Path) -> None:
+    """End the file with a newline: after a whole last row, or where a torn one began."""
+    if not path.exists():
         return
     with open(path, "rb+") as handle:
-        handle.seek(-1, os.SEEK_END)
-        if handle.read(1) != b"\n":
-            handle.seek(0)
-            handle.truncate(handle.read().rfind(b"\n") + 1)
+        end = handle.seek(0, os.SEEK_END)
+        start = _last_line_start(handle, end)
+        if start == end:
+            return
+        handle.seek(start)
+        if _is_row(handle.read(end - start)):
+            handle.seek(end)
+            handle.write(b"\n")
+        else:
+            handle.truncate(start)
+
+
+def _last_line_start(handle: BinaryIO, end: int) -> int:
+    """Where the file's last line starts (`end` if the file is empty or ends with a newline),
+    reading backwards from `end` in blocks."""
+    position = end
+    while position > 0:
+        step = min(TAIL_BLOCK, position)
+        handle.seek(position - step)
+        block = handle.read(step)
+        if position == end and block.endswith(b"\n"):
+            return end
+        newline = block.rfind(b"\n")
+        if newline >= 0:
+            return position - step + newline + 1
+        position -= step
+    return 0
+
+
+def _is_row(line: bytes) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:  # JSONDecodeError, or a multi-byte character cut in two
+        return False
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Every row of a file JsonlWriter wrote, in file order; a torn last line is ignored."""
+    """Every row of a file JsonlWriter wrote, in file order, read line by line; a torn last line
+    is ignored."""
     if not path.exists():
         return []
-    lines = path.read_text(encoding="utf-8").split("\n")
     rows = []
-    for line_no, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as err:
-            if line_no == len(lines):  # no newline after it: torn by a kill mid-write
-                print(f"{path}:{line_no}: ignoring an unfinished last row", file=sys.stderr)
+    with open(path, "rb") as handle:  # binary: lines end at b"\n" alone, as written
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
                 continue
-            raise ResultsError(f"{path}:{line_no}: not valid JSON: {err.msg}") from None
+            try:
+                rows.append(json.loads(line))
+            except ValueError as err:
+                if not line.endswith(b"\n"):  # the last line, torn by a kill mid-write
+                    print(f"{path}:{line_no}: ignoring an unfinished last row", file=sys.stderr)
+                    continue
+                reason = getattr(err, "msg", None) or getattr(err, "reason", str(err))
+                raise ResultsError(f"{path}:{line_no}: not valid JSON: {reason}") from None
     return rows
 
 

