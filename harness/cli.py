@@ -31,6 +31,7 @@ from harness.dataset import (Dataset, DatasetError, example_dir, load_articles, 
                              load_dataset_dir)
 from harness.demo import DEMO_QUESTIONS, run_demo
 from harness.html_report import write_html
+from harness.judge_check import judge_checks
 from harness.legacy import PAPER_MODEL, LegacyError, import_legacy
 from harness.prices import price_table
 from harness.llm import EndpointError, LLMClient
@@ -135,7 +136,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = RunConfig(out=out, systems=systems, limit=args.limit,
                        concurrency=args.concurrency, use_cache=not args.no_cache,
                        today=args.today, knowledge_cutoff=args.knowledge_cutoff,
-                       context_tokens=args.context_tokens)
+                       context_tokens=args.context_tokens,
+                       probe=None if args.no_probe else probes.ProbeSettings(
+                           args.probe_k, args.probe_seed, args.probe_threshold))
     settings = load_settings(args.config)
     prompts = {**PROMPTS, "judge": judge.JUDGE_PROMPT, "judge_tool": json.dumps(judge.GRADE_TOOL)}
     index = _index_config(args, out.parent) if any(uses_index(name) for name in systems) else None
@@ -153,6 +156,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     report.write_summary(out, summary)
     print(report.render(summary, "markdown"))
     _print_unscored(rows)
+    print("\n" + "\n".join(judge_checks([out], rows)["lines"]))
     print(f"\nrun written to {out}/ (samples.jsonl, manifest.json, summary.json)")
     return 1 if any(row["status"] == "failed" for row in rows) else 0
 
@@ -176,12 +180,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = args.out or (args.run_dirs[0] if len(args.run_dirs) == 1 else Path("results") / "report")
     report.write_summary(out, summary)
     details = analysis.analyse(rows, price_table(args.config or _default_config()))
+    details["judge"] = judge_checks(args.run_dirs, rows)
     (out / ANALYSIS).write_text(json.dumps(details, indent=2) + "\n", encoding="utf-8")
     figures = plots.write_figures(rows, out, details["cost"])
     notes = report.run_notes(args.run_dirs, rows)
-    for note in notes:  # stderr when stdout carries JSON or CSV, so that output stays parseable
-        print(note, file=sys.stdout if args.format == "markdown" else sys.stderr)
-    print(report.render(summary, args.format))
+    # the judge's verdict first, then the notes; on stderr when stdout carries JSON or CSV
+    for line in details["judge"]["lines"] + notes:
+        print(line, file=sys.stdout if args.format == "markdown" else sys.stderr)
+    print(report.render(summary, args.format, judge=details["judge"]))
     if args.format == "markdown":
         _print_unscored(rows)
         print("\n" + report.render_analysis(details))
@@ -383,6 +389,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--context-tokens", type=_positive, default=8192,
                    help="the answering model's context window; retrieved text is cut to fit "
                         "(default: %(default)s)")
+    p.add_argument("--no-probe", action="store_true", help="do not probe the judge before "
+                   "grading (the report then says that nothing checked the judge)")
+    _add_probe_options(p)
     _add_index_options(p)
     p.set_defaults(handler=cmd_run)
 

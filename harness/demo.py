@@ -21,6 +21,8 @@ from typing import Callable
 
 from builders.export import DumpPage, Revision, write_dump
 from harness.dataset import example_dir
+from harness.probes import verdict_lines
+from harness.results import read_manifest
 
 DEMO_CUTOFF = "2025-12-31"  # after the older example articles, before the invented 2026 events
 # The example corpus' present, after its last invented event: dated-boolean states it, and a
@@ -63,4 +65,5 @@ def run_demo(out: Path, questions: int, systems: list[str],
         if status != 0:
             return status
     print(f"\nthe demo's report: {out / 'report.html'}  (tables also in {out / 'run'}/)")
+    print("\n".join(verdict_lines(read_manifest(out / "run").get("judge_probe"))))
     return 0

@@ -65,6 +65,8 @@ details.question > summary { cursor: pointer; }
              padding: 0.4em; margin: 0.3em 0; font: 13px/1.4 ui-monospace, monospace; }
 .meta { color: #444; } .gold { font-weight: bold; background: #e6f2e6; }
 .muted { color: #888; }
+.judge { border: 1px solid #ccc; padding: 0.4em 1em; margin: 1em 0; }
+.judge.warning { border: 2px solid #c44e52; background: #fdf0f0; }
 """
 
 
@@ -89,6 +91,7 @@ def render_html(rows: list[Row], summary: list[Row], analysis: dict[str, Any],
     body = [
         "<h1>freshrag report</h1>",
         f"<p class=\"meta\">{_e(', '.join(sources))}</p>" if sources else "",
+        _judge_verdict(analysis.get("judge")),
         _notes("run-notes", notes),
         "<nav><a href=\"#summary\">Summary</a><a href=\"#analysis\">Analysis</a>"
         "<a href=\"#figures\">Figures</a><a href=\"#questions\">Questions</a></nav>",
@@ -157,6 +160,16 @@ def _analysis(analysis: dict[str, Any]) -> str:
     if analysis.get("notes"):
         parts.append("<h3>Notes</h3>\n" + _notes("analysis-notes", analysis["notes"]))
     return "\n".join(parts)
+
+
+def _judge_verdict(checks: dict[str, Any] | None) -> str:
+    """The judge's verdict (harness/judge_check.py) at the top of the page, framed in red when
+    its grades are not to be trusted."""
+    if not checks:
+        return ""
+    kind = "judge" if checks["informative"] else "judge warning"
+    return (f"<div class=\"{kind}\" id=\"judge\"><strong>Judge</strong><ul>"
+            + "".join(f"<li>{_e(line)}</li>" for line in checks["lines"]) + "</ul></div>")
 
 
 def _notes(ident: str, notes: Sequence[str]) -> str:

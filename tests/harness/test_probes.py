@@ -14,7 +14,7 @@ from harness.probes import (ABSTAIN, closest_sentences, discrimination, make_pro
                             words)
 from harness.types import Article, Grade
 from tests.fake_openai_server import FakeOpenAIServer
-from tests.fakes import use_endpoint
+from tests.fakes import discerning_judge, grade_call, use_endpoint
 
 EXAMPLE = load_dataset_dir(example_dir())
 
@@ -22,22 +22,6 @@ EXAMPLE = load_dataset_dir(example_dir())
 def judge_client(server) -> LLMClient:
     roles = {"judge": RoleConfig(model="fake-judge", base_url=server.base_url)}
     return LLMClient(LLMSettings(roles=roles, timeout_s=5, max_attempts=2), backoff_s=0.01)
-
-
-def grade_call(truthfulness: int, relevance: int) -> dict:
-    arguments = json.dumps({"truthfulness": truthfulness, "relevance": relevance})
-    return {"tool_call": {"name": "submit_grade", "arguments": arguments}}
-
-
-def discerning_judge(request: dict) -> dict:
-    """Grades as a working judge would: an answer found in the article is true, "I don't know"
-    is irrelevant, anything else is false."""
-    user = request["messages"][-1]["content"]
-    answer = user.split("Chatbot's answer: ", 1)[1].split("\n\nWikipedia article:", 1)[0]
-    article = user.split("Wikipedia article:\n", 1)[1]
-    if answer == ABSTAIN:
-        return grade_call(3, 1)
-    return grade_call(5, 5) if answer.split(". ")[0] in article else grade_call(1, 4)
 
 
 def test_a_working_judge_passes_the_probes():
