@@ -43,6 +43,7 @@ STYLES = ("creative", "recent")
 RECENCY_FUNCTION = RECENCY_TOOL["function"]["name"]
 UNKNOWN = "unknown"
 CONTEXT_CUTS = 2  # an article too long for the builder's context is halved at most this often
+QUESTION_TRIES = 3  # an empty question is asked again, as a new attempt, up to this many times
 
 
 class BuildError(ValueError):
@@ -273,7 +274,10 @@ def parse_verdict(response: LLMResponse) -> tuple[bool | str, str | None]:
 
 def generate_questions(llm: LLMClient, config: BuildConfig) -> int:
     """`questions_per_article` questions for each article of `questions_from`; returns how many
-    exist. Sample i of an article is its own cache entry, so resuming never repeats a call."""
+    exist. Sample i of an article is its own cache entry (attempt i), so resuming never repeats
+    a call. An empty reply is asked again at once as a new attempt (i + k * questions_per_article,
+    which no other sample uses), `QUESTION_TRIES` times in all; the client does not cache empty
+    replies, so a question still missing is asked again when the build resumes."""
     out = config.out
     titles = read_titles(out, config.questions_from)
     articles = _articles(out)
@@ -283,15 +287,20 @@ def generate_questions(llm: LLMClient, config: BuildConfig) -> int:
             if _question_id(config, position, i) not in done]
     writer = JsonlWriter(out / QUESTIONS)
     cutoff = config.cutoff.isoformat()
+    per_article = config.questions_per_article
 
     def ask(item: tuple[int, str, int]) -> bool:
         position, title, i = item
         article = articles[title]
-        response, _ = chat_on_article(
-            llm, article["content"],
-            lambda text: dict(messages=question_messages(title, text, config.style, cutoff),
-                              temperature=1.0, max_tokens=QUESTION_MAX_TOKENS, attempt=i))
-        question = clean_question(response.text or "") if response else ""
+        for attempt in range(i, i + QUESTION_TRIES * per_article, per_article):
+            response, _ = chat_on_article(
+                llm, article["content"],
+                lambda text: dict(messages=question_messages(title, text, config.style, cutoff),
+                                  temperature=1.0, max_tokens=QUESTION_MAX_TOKENS,
+                                  attempt=attempt))
+            question = clean_question(response.text or "") if response else ""
+            if question or response is None:
+                break
         if not question:
             return False  # counted in the manifest as missing; a resume asks again
         writer.write({"id": _question_id(config, position, i), "title": title,

@@ -5,10 +5,17 @@ Ollama, llama.cpp). This is where usage is normalised into `Usage` (from the API
 counted with tiktoken and flagged estimated), where the response cache is consulted, and where
 transient failures (rate limits, timeouts, connection errors, 5xx) are retried with bounded
 exponential backoff and jitter. Nothing else is retried.
+
+Only usable replies are cached: some text, or a tool call whose arguments are a JSON object. An
+empty reply, or a tool call whose arguments do not parse, is returned to the caller (which
+decides what it means: a missing question, an unscored grade, decision `none`) but never stored,
+so that a resumed run or build asks again instead of replaying it. Attempt n of a request is sent
+with seed + n, so that a retry on a seeded endpoint samples afresh rather than repeating itself.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -90,14 +97,14 @@ class LLMClient:
         if max_tokens is not None:
             request["max_tokens"] = max_tokens
         if self.seed is not None:
-            request["seed"] = self.seed
+            request["seed"] = self.seed + attempt  # a retry is a fresh sample on seeded endpoints
         # cfg.base_url, not the resolved URL: the embedded server's port changes between runs.
         key = cache_key({"base_url": cfg.base_url, "attempt": attempt, **request})
         cached = self.cache.get(key) if self.cache else None
         if cached is not None:
             return _response(role, cfg.model, messages, cached, cache_hit=True)
         value = self._call(role, cfg, request)
-        if self.cache:
+        if self.cache and is_usable(value):
             self.cache.put(key, value)
         return _response(role, cfg.model, messages, value, cache_hit=False)
 
@@ -166,6 +173,20 @@ def _tool_choice(choice: str | None) -> Any:
     if choice in (None, "auto", "none", "required"):
         return choice or "auto"
     return {"type": "function", "function": {"name": choice}}
+
+
+def is_usable(value: dict[str, Any]) -> bool:
+    """Whether a reply is worth caching: some text, or a tool call whose arguments are a JSON
+    object. The client knows no schema, so a call with the wrong fields counts as usable here and
+    is left to the caller's strict parser, which retries with another `attempt` (another key)."""
+    if (value["text"] or "").strip():
+        return True
+    if value["tool_name"] is None:
+        return False
+    try:
+        return isinstance(json.loads(value["tool_arguments"] or ""), dict)
+    except json.JSONDecodeError:
+        return False
 
 
 def _completion_value(completion: Any, request: dict[str, Any], latency_s: float) -> dict[str, Any]:

@@ -76,7 +76,8 @@ class LLM(Protocol):
              temperature: float = 0.0, max_tokens: int | None = None,
              attempt: int = 0) -> LLMResponse:
         """One chat completion. `tool_choice` is None, "auto" or the name of a function to force.
-        `attempt` > 0 asks for a fresh call that a cached earlier attempt cannot answer."""
+        `attempt` > 0 asks for a fresh call that a cached earlier attempt cannot answer (sent
+        with seed + attempt when a seed is set). Empty or unparseable replies are never cached."""
         ...
 
 

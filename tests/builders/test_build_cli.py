@@ -110,3 +110,29 @@ def test_a_cutoff_that_is_not_a_date_says_so(tmp_path, dump, option, message, ca
     args = ["build", "--dump", str(dump), "--out", str(tmp_path / "d"), *option]
     assert main(args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_resumed_build_asks_again_for_the_questions_that_came_back_empty(tmp_path, dump,
+                                                                          monkeypatch):
+    from tests.fake_openai_server import default_reply
+
+    empty = {"on": True}
+
+    def reply(request):
+        if request.get("tools"):
+            return default_reply(request)  # the recency verdict: "mostly after the cutoff"
+        return {"content": ""} if empty["on"] else {"content": "What did the article say?"}
+
+    with FakeOpenAIServer(reply=reply) as server:
+        use_endpoint(monkeypatch, server.base_url, SECRET)
+        assert build(tmp_path, dump) == 0
+        out = tmp_path / "dataset"
+        a_f = (out / "A_f.txt").read_text().splitlines()
+        assert a_f and not list(read_jsonl(out / "questions.jsonl"))
+        empty["on"] = False
+        asked = server.calls
+        assert build(tmp_path, dump) == 0
+        assert server.calls - asked == len(a_f)  # each missing question asked of the model again
+    questions = list(read_jsonl(out / "questions.jsonl"))
+    assert sorted(q["title"] for q in questions) == sorted(a_f)
+    assert json.loads((out / "manifest.json").read_text())["funnel"]["questions"] == len(a_f)

@@ -219,7 +219,8 @@ def test_questions_are_tied_to_their_articles_and_readable_by_the_runner(tmp_pat
 
 def test_an_empty_question_is_left_out_and_asked_again_on_resume(tmp_path):
     cfg = built_to_a_d(tmp_path, titles=("One", "Two"), concurrency=1, questions_from="A_d")
-    assert generate_questions(ScriptedLLM(["What is One?", "  "]), cfg) == 1
+    empty = ScriptedLLM(["What is One?", "  ", "", "\n"])  # Two: empty at every try
+    assert generate_questions(empty, cfg) == 1 and not empty.script
     retry = ScriptedLLM(["What is Two?"])
     assert generate_questions(retry, cfg) == 2
     assert retry.requests[0]["messages"][1]["content"].startswith("Title: Two")
@@ -247,3 +248,15 @@ def test_a_dataset_refuses_other_settings_on_resume(tmp_path):
 ])
 def test_clean_question(text, question):
     assert clean_question(text) == question
+
+
+def test_an_empty_question_is_asked_again_with_another_attempt_at_once(tmp_path):
+    cfg = built_to_a_d(tmp_path, titles=("One",), concurrency=1, questions_from="A_d",
+                       questions_per_article=2)
+    llm = ScriptedLLM(["", "What is One?", "Why is One?"])
+    assert generate_questions(llm, cfg) == 2
+    # sample 0 came back empty: asked again as a new attempt, which no other sample uses
+    assert [r["attempt"] for r in llm.requests] == [0, 2, 1]
+    rows = read_jsonl(cfg.out / QUESTIONS)
+    assert [(r["id"], r["question"]) for r in rows] == [("A_d-00000-0", "What is One?"),
+                                                         ("A_d-00000-1", "Why is One?")]
