@@ -62,9 +62,11 @@ class BuildConfig:
     seed: int = 0
 
     def settings(self) -> dict[str, Any]:
-        """What a dataset directory is tied to: resuming with other values is refused."""
-        return {"cutoff": self.cutoff.isoformat(), "questions_per_article":
-                self.questions_per_article, "style": self.style,
+        """What a dataset directory is tied to: resuming with other values is refused. `n` and
+        `seed` decide the sample (and the seed every builder call), so they belong here too;
+        `concurrency` only decides how fast."""
+        return {"cutoff": self.cutoff.isoformat(), "n": self.n, "seed": self.seed,
+                "questions_per_article": self.questions_per_article, "style": self.style,
                 "questions_from": self.questions_from}
 
 

@@ -136,3 +136,16 @@ def test_a_resumed_build_asks_again_for_the_questions_that_came_back_empty(tmp_p
     questions = list(read_jsonl(out / "questions.jsonl"))
     assert sorted(q["title"] for q in questions) == sorted(a_f)
     assert json.loads((out / "manifest.json").read_text())["funnel"]["questions"] == len(a_f)
+
+
+@pytest.mark.parametrize("option, named", [
+    (["--n", "30"], "n 20 (now 30)"),
+    (["--n", "20", "--seed", "3"], "seed 0 (now 3)"),
+])
+def test_building_again_with_another_n_or_seed_is_refused_naming_both_values(
+        tmp_path, dump, fake, capsys, option, named):
+    assert build(tmp_path, dump, "--n", "20", "--stage", "A_r") == 0
+    sampled = (tmp_path / "dataset" / "A_r.txt").read_text()
+    assert build(tmp_path, dump, *option) == 2
+    assert named in capsys.readouterr().err
+    assert (tmp_path / "dataset" / "A_r.txt").read_text() == sampled and fake.calls == 0

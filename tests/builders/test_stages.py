@@ -260,3 +260,16 @@ def test_an_empty_question_is_asked_again_with_another_attempt_at_once(tmp_path)
     rows = read_jsonl(cfg.out / QUESTIONS)
     assert [(r["id"], r["question"]) for r in rows] == [("A_d-00000-0", "What is One?"),
                                                          ("A_d-00000-1", "Why is One?")]
+
+
+@pytest.mark.parametrize("change, message", [
+    pytest.param({"n": 5}, r"n 4 \(now 5\)", id="n"),
+    pytest.param({"n": None}, r"n 4 \(now None\)", id="n-dropped"),
+    pytest.param({"seed": 1}, r"seed 0 \(now 1\)", id="seed"),
+])
+def test_a_dataset_refuses_another_sample_size_or_seed_on_resume(tmp_path, change, message):
+    cfg = built_to_a_d(tmp_path)
+    update_manifest(cfg, "scripted source", "--cutoff", None, "A_d")
+    with pytest.raises(BuildError, match=message):
+        check_settings(BuildConfig(**{**cfg.__dict__, **change}))
+    check_settings(BuildConfig(**{**cfg.__dict__, "concurrency": 9}))  # how fast is not what
