@@ -19,8 +19,8 @@ import json
 import re
 import threading
 import time
-from dataclasses import asdict
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
 
 import openai
 from tenacity import (Retrying, retry_if_exception, stop_after_attempt,
@@ -29,7 +29,7 @@ from tenacity import (Retrying, retry_if_exception, stop_after_attempt,
 from harness.cache import ResponseCache, cache_key
 from harness.config import LLMSettings, RoleConfig
 from harness.tokens import estimate_usage
-from harness.types import LLMResponse, Usage
+from harness.types import LLM, LLMResponse, Usage
 
 
 class EndpointError(RuntimeError):
@@ -44,6 +44,47 @@ class ContextTooLong(EndpointError):
 # How OpenAI, llama.cpp, vLLM and others word a context overflow in their 400 replies.
 _CONTEXT_OVERFLOW = re.compile(r"context.length|maximum context|context window|too many tokens|"
                                r"exceeds the context", re.IGNORECASE)
+
+
+CONTEXT_CUTS = 2  # a text too long for a model's window is halved at most this often
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A reply about a text that was cut, if it had to be, to fit the model's window."""
+
+    response: LLMResponse
+    chars: int     # characters of the text in the request that was answered
+    halvings: int  # how often the text was halved first (0: sent whole)
+
+    @property
+    def cut(self) -> dict[str, int] | None:
+        """What a row records about the cut (None when the text went whole)."""
+        return {"chars": self.chars, "halvings": self.halvings} if self.halvings else None
+
+
+def chat_fitting(llm: LLM, role: str, text: str, request: Callable[[str], dict[str, Any]],
+                 halved: int = 0) -> Fitted:
+    """`llm.chat(role, **request(text))`, with `text` halved until the model's window holds it.
+
+    The one rule for fitting an article into a prompt (the builder's classifier and questions,
+    the judge, the oracle). The paper hands over 15,000 characters, about 4,000 tokens of English
+    for GPT-4; other tokenizers and scripts need many more (SmolLM2 counts 8,350 for some
+    articles against its 8,192), and no local count knows every endpoint's tokenizer. So the
+    endpoint decides: on a context overflow the text is halved, `CONTEXT_CUTS` times at most in
+    all (`halved`: how often a caller's text was halved already, by an earlier call about it).
+    Raises ContextTooLong, saying how far the text was cut, if even that is too long.
+    """
+    keep = len(text)
+    for halvings in range(halved, CONTEXT_CUTS + 1):
+        try:
+            return Fitted(llm.chat(role, **request(text[:keep])), keep, halvings)
+        except ContextTooLong as err:
+            last = err
+            if halvings < CONTEXT_CUTS:
+                keep //= 2
+    raise ContextTooLong(f"too long for the {role} model's context even cut to {keep:,} of "
+                         f"{len(text):,} characters ({last})")
 
 
 class EndpointUnreachable(EndpointError):

@@ -8,7 +8,8 @@ needed to recompute any table later:
 - `answer`: the system's answer text (null when failed)
 - `retrievals`: how many times the system retrieved
 - `usage`: per role (answer, decision, judge, ...) `{"input", "output", "estimated"}`
-- `grade`: `{"truthfulness", "relevance", "unscored_reason", "raw"}` (scores null when unscored)
+- `grade`: `{"truthfulness", "relevance", "unscored_reason", "raw", "context_cut"}` (scores null
+  when unscored; `context_cut` `{"chars", "halvings"}` when the article was halved to fit)
 - `calls`: every LLM call, with the messages sent, tool arguments, usage, latency and cache hit
 - `details`: what the strategy reports about itself (decision, retrieved chunks, cuts)
 - `latency_s`: wall time of the pair, `error`, `finished_at`

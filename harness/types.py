@@ -108,6 +108,8 @@ class Grade:
     relevance: int | None
     unscored_reason: str | None = None
     raw: list[str | None] = field(default_factory=list)  # tool arguments of every judge attempt
+    # {"chars", "halvings"} when the article was halved to fit the judge's window, else None
+    context_cut: dict[str, int] | None = None
 
     @property
     def scored(self) -> bool:

@@ -273,3 +273,15 @@ def test_a_dataset_refuses_another_sample_size_or_seed_on_resume(tmp_path, chang
     with pytest.raises(BuildError, match=message):
         check_settings(BuildConfig(**{**cfg.__dict__, **change}))
     check_settings(BuildConfig(**{**cfg.__dict__, "concurrency": 9}))  # how fast is not what
+
+
+def test_a_question_asked_again_sends_the_article_as_far_as_the_first_try_cut_it(tmp_path):
+    cfg = config(tmp_path, n=1, concurrency=1, questions_from="A_d")
+    sample_articles(ScriptedSource([page("Huge", content="word " * 10_000)]), cfg)
+    filter_created(cfg)
+    too_long = ContextTooLong("maximum context length is 8192 tokens")
+    llm = ScriptedLLM([too_long, "", "Why is Huge so long?"])
+    assert generate_questions(llm, cfg) == 1
+    sent = [len(request["messages"][1]["content"]) for request in llm.requests]
+    prefix = len("Title: Huge\n\n")
+    assert sent == [ARTICLE_CHARS, prefix + ARTICLE_CHARS // 2, prefix + ARTICLE_CHARS // 2]
