@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-ARTICLE_CHARS = 15_000  # title + text handed to the classifier, as in the paper
+from harness.types import ARTICLE_CHARS  # title + text handed to the classifier, as in the paper
 RECENCY_MAX_TOKENS = 128
 QUESTION_MAX_TOKENS = 200
 

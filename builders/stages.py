@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from tqdm import tqdm
 
@@ -32,7 +32,7 @@ from builders.pages import Page, PageSource, classify
 from builders.prompts import (ARTICLE_CHARS, PROMPTS, QUESTION_MAX_TOKENS, RECENCY_MAX_TOKENS,
                               RECENCY_TOOL, question_messages, recency_messages)
 from harness.concurrency import map_with_progress
-from harness.llm import ContextTooLong, LLMClient
+from harness.llm import ContextTooLong, LLMClient, chat_fitting
 from harness.results import JsonlWriter, now, read_jsonl, read_manifest, write_manifest
 from harness.types import LLMResponse
 
@@ -42,7 +42,7 @@ SAMPLE, ARTICLES, RECENCY, QUESTIONS = "sample.jsonl", "articles.jsonl", "recenc
 STYLES = ("creative", "recent")
 RECENCY_FUNCTION = RECENCY_TOOL["function"]["name"]
 UNKNOWN = "unknown"
-CONTEXT_CUTS = 2  # an article too long for the builder's context is halved at most this often
+QUESTION_TRIES = 3  # an empty question is asked again, as a new attempt, up to this many times
 
 
 class BuildError(ValueError):
@@ -61,9 +61,11 @@ class BuildConfig:
     seed: int = 0
 
     def settings(self) -> dict[str, Any]:
-        """What a dataset directory is tied to: resuming with other values is refused."""
-        return {"cutoff": self.cutoff.isoformat(), "questions_per_article":
-                self.questions_per_article, "style": self.style,
+        """What a dataset directory is tied to: resuming with other values is refused. `n` and
+        `seed` decide the sample (and the seed every builder call), so they belong here too;
+        `concurrency` only decides how fast."""
+        return {"cutoff": self.cutoff.isoformat(), "n": self.n, "seed": self.seed,
+                "questions_per_article": self.questions_per_article, "style": self.style,
                 "questions_from": self.questions_from}
 
 
@@ -207,21 +209,22 @@ def classify_recency(llm: LLMClient, config: BuildConfig) -> list[str]:
     cutoff = config.cutoff.isoformat()
 
     def judge(title: str) -> dict[str, Any]:
-        response, kept = chat_on_article(
-            llm, articles[title]["content"],
-            lambda text: dict(messages=recency_messages(title, text, cutoff), tools=[RECENCY_TOOL],
-                              tool_choice=RECENCY_FUNCTION, temperature=0.0,
-                              max_tokens=RECENCY_MAX_TOKENS))
-        if response is None:
-            row = {"title": title, "verdict": UNKNOWN, "reason": "article too long for the "
-                   "builder model's context even cut to a quarter", "raw": None, "model": None,
-                   "usage": None}
-            writer.write(row)
-            return row
-        verdict, reason = parse_verdict(response)
-        row = {"title": title, "verdict": verdict, "reason": reason,
-               "raw": response.tool_arguments if response.tool_name else response.text,
-               "model": response.model, "usage": _usage(response), "content_chars": kept}
+        try:
+            fitted = chat_fitting(llm, "builder", articles[title]["content"][:ARTICLE_CHARS],
+                                  lambda text: dict(messages=recency_messages(title, text, cutoff),
+                                                    tools=[RECENCY_TOOL], temperature=0.0,
+                                                    tool_choice=RECENCY_FUNCTION,
+                                                    max_tokens=RECENCY_MAX_TOKENS))
+        except ContextTooLong as err:
+            row = {"title": title, "verdict": UNKNOWN, "reason": f"article {err}", "raw": None,
+                   "model": None, "usage": None}
+        else:
+            response = fitted.response
+            verdict, reason = parse_verdict(response)
+            row = {"title": title, "verdict": verdict, "reason": reason,
+                   "raw": response.tool_arguments if response.tool_name else response.text,
+                   "model": response.model, "usage": _usage(response),
+                   "content_chars": fitted.chars}
         writer.write(row)
         return row
 
@@ -234,24 +237,6 @@ def classify_recency(llm: LLMClient, config: BuildConfig) -> list[str]:
     a_f = [title for title in a_d if done[title]["verdict"] is True]
     write_titles(out, "A_f", a_f)
     return a_f
-
-
-def chat_on_article(llm: LLMClient, content: str,
-                    request: Callable[[str], dict[str, Any]]) -> tuple[LLMResponse | None, int]:
-    """A builder call about an article, its text cut until the model's context holds it.
-
-    The paper hands over 15,000 characters, about 4,000 tokens of English for GPT-4; other
-    tokenizers and scripts need many more (SmolLM2 counts 8,350 for some articles), and no local
-    count knows every endpoint's tokenizer. So the endpoint decides: on a context overflow the
-    text is halved, twice at most. Returns the response (None if even a quarter is too long) and
-    the characters of content last sent."""
-    keep = min(len(content), ARTICLE_CHARS)
-    for _ in range(CONTEXT_CUTS + 1):
-        try:
-            return llm.chat("builder", **request(content[:keep])), keep
-        except ContextTooLong:
-            keep //= 2
-    return None, keep * 2
 
 
 def parse_verdict(response: LLMResponse) -> tuple[bool | str, str | None]:
@@ -273,7 +258,10 @@ def parse_verdict(response: LLMResponse) -> tuple[bool | str, str | None]:
 
 def generate_questions(llm: LLMClient, config: BuildConfig) -> int:
     """`questions_per_article` questions for each article of `questions_from`; returns how many
-    exist. Sample i of an article is its own cache entry, so resuming never repeats a call."""
+    exist. Sample i of an article is its own cache entry (attempt i), so resuming never repeats
+    a call. An empty reply is asked again at once as a new attempt (i + k * questions_per_article,
+    which no other sample uses), `QUESTION_TRIES` times in all; the client does not cache empty
+    replies, so a question still missing is asked again when the build resumes."""
     out = config.out
     titles = read_titles(out, config.questions_from)
     articles = _articles(out)
@@ -283,15 +271,24 @@ def generate_questions(llm: LLMClient, config: BuildConfig) -> int:
             if _question_id(config, position, i) not in done]
     writer = JsonlWriter(out / QUESTIONS)
     cutoff = config.cutoff.isoformat()
+    per_article = config.questions_per_article
 
     def ask(item: tuple[int, str, int]) -> bool:
         position, title, i = item
         article = articles[title]
-        response, _ = chat_on_article(
-            llm, article["content"],
-            lambda text: dict(messages=question_messages(title, text, config.style, cutoff),
-                              temperature=1.0, max_tokens=QUESTION_MAX_TOKENS, attempt=i))
-        question = clean_question(response.text or "") if response else ""
+        content, fitted, question = article["content"][:ARTICLE_CHARS], None, ""
+        for attempt in range(i, i + QUESTION_TRIES * per_article, per_article):
+            try:  # a try again sends the article as far as the first had to cut it
+                fitted = chat_fitting(llm, "builder", content, lambda text: dict(
+                    messages=question_messages(title, text, config.style, cutoff),
+                    temperature=1.0, max_tokens=QUESTION_MAX_TOKENS, attempt=attempt),
+                    halved=fitted.halvings if fitted else 0)
+            except ContextTooLong:
+                break
+            content, response = content[:fitted.chars], fitted.response
+            question = clean_question(response.text or "")
+            if question:
+                break
         if not question:
             return False  # counted in the manifest as missing; a resume asks again
         writer.write({"id": _question_id(config, position, i), "title": title,

@@ -1,9 +1,11 @@
 """The LLM judge of section III.B: truthfulness and relevance, 1 to 5, through a forced call.
 
 The judge alone sees the gold article (`Article.prompt_text`: title + text, cut to 15,000
-characters). Its reply is
-parsed strictly: anything but two integers in 1..5 earns one more attempt, then the grade is
-unscored with the reason and the raw arguments kept. An unscored answer is never given a score.
+characters), halved to fit the judge model's window if need be (`chat_fitting`, the one rule for
+that; the grade records the cut). Its reply is parsed strictly: anything but two integers in
+1..5 earns one more attempt, then the grade is unscored with the reason and the raw arguments
+kept. An article still too long after the halvings leaves the grade unscored with that reason.
+An unscored answer is never given a score.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 import math
 from typing import Any
 
+from harness.llm import ContextTooLong, chat_fitting
 from harness.types import LLM, Article, Grade, LLMResponse, Question
 
 ATTEMPTS = 2
@@ -53,29 +56,37 @@ class GradeParseError(ValueError):
     """Why a judge reply is not a grade."""
 
 
-def judge_messages(question: Question, answer: str, article: Article) -> list[dict[str, Any]]:
+def judge_messages(question: Question, answer: str, article_text: str) -> list[dict[str, Any]]:
     user = (f"Query: {question.text}\n\nChatbot's answer: {answer}\n\n"
-            f"Wikipedia article:\n{article.prompt_text()}")
+            f"Wikipedia article:\n{article_text}")
     return [{"role": "system", "content": JUDGE_PROMPT}, {"role": "user", "content": user}]
 
 
 def grade(llm: LLM, question: Question, answer: str,
           article: Article) -> tuple[Grade, list[LLMResponse]]:
     """Score one answer; returns the grade and the judge calls made (for token accounting)."""
-    messages = judge_messages(question, answer, article)
+    text, fitted = article.prompt_text(), None
     calls, raws, reasons = [], [], []
     for attempt in range(ATTEMPTS):
-        response = llm.chat("judge", messages, tools=[GRADE_TOOL], tool_choice="submit_grade",
-                            temperature=0.0, max_tokens=JUDGE_MAX_TOKENS, attempt=attempt)
-        calls.append(response)
-        raws.append(response.tool_arguments)
+        try:  # a retry sends the article as far as the first attempt had to cut it
+            fitted = chat_fitting(llm, "judge", text, lambda cut: dict(
+                messages=judge_messages(question, answer, cut), tools=[GRADE_TOOL],
+                tool_choice="submit_grade", temperature=0.0, max_tokens=JUDGE_MAX_TOKENS,
+                attempt=attempt), halved=fitted.halvings if fitted else 0)
+        except ContextTooLong as err:
+            reasons.append(f"article {err}")
+            break
+        text = text[:fitted.chars]
+        calls.append(fitted.response)
+        raws.append(fitted.response.tool_arguments)
         try:
-            truthfulness, relevance = parse_grade(response)
+            truthfulness, relevance = parse_grade(fitted.response)
         except GradeParseError as err:
             reasons.append(str(err))
             continue
-        return Grade(truthfulness, relevance, raw=raws), calls
-    return Grade(None, None, unscored_reason="; ".join(reasons), raw=raws), calls
+        return Grade(truthfulness, relevance, raw=raws, context_cut=fitted.cut), calls
+    return Grade(None, None, unscored_reason="; ".join(reasons), raw=raws,
+                 context_cut=fitted.cut if fitted else None), calls
 
 
 def parse_grade(response: LLMResponse) -> tuple[int, int]:

@@ -5,15 +5,22 @@ Ollama, llama.cpp). This is where usage is normalised into `Usage` (from the API
 counted with tiktoken and flagged estimated), where the response cache is consulted, and where
 transient failures (rate limits, timeouts, connection errors, 5xx) are retried with bounded
 exponential backoff and jitter. Nothing else is retried.
+
+Only usable replies are cached: some text, or a tool call whose arguments are a JSON object. An
+empty reply, or a tool call whose arguments do not parse, is returned to the caller (which
+decides what it means: a missing question, an unscored grade, decision `none`) but never stored,
+so that a resumed run or build asks again instead of replaying it. Attempt n of a request is sent
+with seed + n, so that a retry on a seeded endpoint samples afresh rather than repeating itself.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
-from dataclasses import asdict
-from typing import Any, Protocol
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Protocol
 
 import openai
 from tenacity import (Retrying, retry_if_exception, stop_after_attempt,
@@ -22,7 +29,7 @@ from tenacity import (Retrying, retry_if_exception, stop_after_attempt,
 from harness.cache import ResponseCache, cache_key
 from harness.config import LLMSettings, RoleConfig
 from harness.tokens import estimate_usage
-from harness.types import LLMResponse, Usage
+from harness.types import LLM, LLMResponse, Usage
 
 
 class EndpointError(RuntimeError):
@@ -37,6 +44,47 @@ class ContextTooLong(EndpointError):
 # How OpenAI, llama.cpp, vLLM and others word a context overflow in their 400 replies.
 _CONTEXT_OVERFLOW = re.compile(r"context.length|maximum context|context window|too many tokens|"
                                r"exceeds the context", re.IGNORECASE)
+
+
+CONTEXT_CUTS = 2  # a text too long for a model's window is halved at most this often
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A reply about a text that was cut, if it had to be, to fit the model's window."""
+
+    response: LLMResponse
+    chars: int     # characters of the text in the request that was answered
+    halvings: int  # how often the text was halved first (0: sent whole)
+
+    @property
+    def cut(self) -> dict[str, int] | None:
+        """What a row records about the cut (None when the text went whole)."""
+        return {"chars": self.chars, "halvings": self.halvings} if self.halvings else None
+
+
+def chat_fitting(llm: LLM, role: str, text: str, request: Callable[[str], dict[str, Any]],
+                 halved: int = 0) -> Fitted:
+    """`llm.chat(role, **request(text))`, with `text` halved until the model's window holds it.
+
+    The one rule for fitting an article into a prompt (the builder's classifier and questions,
+    the judge, the oracle). The paper hands over 15,000 characters, about 4,000 tokens of English
+    for GPT-4; other tokenizers and scripts need many more (SmolLM2 counts 8,350 for some
+    articles against its 8,192), and no local count knows every endpoint's tokenizer. So the
+    endpoint decides: on a context overflow the text is halved, `CONTEXT_CUTS` times at most in
+    all (`halved`: how often a caller's text was halved already, by an earlier call about it).
+    Raises ContextTooLong, saying how far the text was cut, if even that is too long.
+    """
+    keep = len(text)
+    for halvings in range(halved, CONTEXT_CUTS + 1):
+        try:
+            return Fitted(llm.chat(role, **request(text[:keep])), keep, halvings)
+        except ContextTooLong as err:
+            last = err
+            if halvings < CONTEXT_CUTS:
+                keep //= 2
+    raise ContextTooLong(f"too long for the {role} model's context even cut to {keep:,} of "
+                         f"{len(text):,} characters ({last})")
 
 
 class EndpointUnreachable(EndpointError):
@@ -105,13 +153,13 @@ class LLMClient:
         if max_tokens is not None:
             request["max_tokens"] = max_tokens
         if self.seed is not None:
-            request["seed"] = self.seed
+            request["seed"] = self.seed + attempt  # a retry is a fresh sample on seeded endpoints
         key = cache_key({"base_url": self._cache_endpoint(cfg), "attempt": attempt, **request})
         cached = self.cache.get(key) if self.cache else None
         if cached is not None:
             return _response(role, cfg.model, messages, cached, cache_hit=True)
         value = self._call(role, cfg, request)
-        if self.cache:
+        if self.cache and is_usable(value):
             self.cache.put(key, value)
         return _response(role, cfg.model, messages, value, cache_hit=False)
 
@@ -195,6 +243,20 @@ def _tool_choice(choice: str | None) -> Any:
     if choice in (None, "auto", "none", "required"):
         return choice or "auto"
     return {"type": "function", "function": {"name": choice}}
+
+
+def is_usable(value: dict[str, Any]) -> bool:
+    """Whether a reply is worth caching: some text, or a tool call whose arguments are a JSON
+    object. The client knows no schema, so a call with the wrong fields counts as usable here and
+    is left to the caller's strict parser, which retries with another `attempt` (another key)."""
+    if (value["text"] or "").strip():
+        return True
+    if value["tool_name"] is None:
+        return False
+    try:
+        return isinstance(json.loads(value["tool_arguments"] or ""), dict)
+    except json.JSONDecodeError:
+        return False
 
 
 def _completion_value(completion: Any, request: dict[str, Any], latency_s: float) -> dict[str, Any]:

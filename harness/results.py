@@ -9,7 +9,8 @@ needed to recompute any table later:
 - `retrievals`: how many times the system retrieved
 - `usage`: per role (answer, decision, judge, ...) `{"input", "output", "estimated"}`, summed
   over `calls`
-- `grade`: `{"truthfulness", "relevance", "unscored_reason", "raw"}` (scores null when unscored)
+- `grade`: `{"truthfulness", "relevance", "unscored_reason", "raw", "context_cut"}` (scores null
+  when unscored; `context_cut` `{"chars", "halvings"}` when the article was halved to fit)
 - `calls`: every LLM call the pair made (the system's, then the judge's), with the messages sent,
   tool arguments, usage, latency and cache hit. A failed row holds the calls that succeeded
   before the failure, so that the tokens spent on failed pairs are counted too

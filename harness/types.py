@@ -76,7 +76,8 @@ class LLM(Protocol):
              temperature: float = 0.0, max_tokens: int | None = None,
              attempt: int = 0) -> LLMResponse:
         """One chat completion. `tool_choice` is None, "auto" or the name of a function to force.
-        `attempt` > 0 asks for a fresh call that a cached earlier attempt cannot answer."""
+        `attempt` > 0 asks for a fresh call that a cached earlier attempt cannot answer (sent
+        with seed + attempt when a seed is set). Empty or unparseable replies are never cached."""
         ...
 
 
@@ -107,6 +108,8 @@ class Grade:
     relevance: int | None
     unscored_reason: str | None = None
     raw: list[str | None] = field(default_factory=list)  # tool arguments of every judge attempt
+    # {"chars", "halvings"} when the article was halved to fit the judge's window, else None
+    context_cut: dict[str, int] | None = None
 
     @property
     def scored(self) -> bool:

@@ -40,15 +40,16 @@ class LocalMiniLM:
         self._lock = threading.Lock()
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        vectors = self.model().encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                      show_progress_bar=False, convert_to_numpy=True)
-        return vectors.tolist()
-
-    def model(self):
+        # One encode at a time: the model's fast tokenizer is not safe to share between threads
+        # (it raises "Already borrowed": huggingface/tokenizers#537, sentence-transformers#794),
+        # and torch already spreads one encode over the cores.
         with self._lock:
             if self._model is None:
                 self._model = self._load()
-            return self._model
+            vectors = self._model.encode(texts, batch_size=self.batch_size,
+                                         normalize_embeddings=True, show_progress_bar=False,
+                                         convert_to_numpy=True)
+        return vectors.tolist()
 
     def _load(self):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are in the package; never the hub

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Protocol
@@ -75,7 +74,16 @@ def index_key(articles: Iterable[Article], config: IndexConfig, embedder_name: s
 
 
 class VectorIndex:
-    """Top-k chunk search over one collection; safe to share between threads."""
+    """Top-k chunk search over one collection; safe to share between threads, without a lock of
+    its own, so that retrievals overlap (8 at once against a remote embeddings endpoint).
+
+    Embedders lock what is not thread-safe themselves (the local model); the endpoint embedder
+    shares one thread-safe openai client. A Qdrant server is reached over HTTP. Embedded Qdrant
+    answers a query from numpy arrays and payload dicts held in memory (qdrant_client.local:
+    no SQLite on the read path, whose connection is what fails across threads,
+    qdrant/qdrant-client#367); the index only reads once it is built, so queries may run at
+    once. tests/systems/test_index.py checks that concurrent queries equal serial ones.
+    """
 
     def __init__(self, client: QdrantClient, collection: str, embedder: Embedder,
                  config: IndexConfig, chunks: int):
@@ -85,13 +93,11 @@ class VectorIndex:
         self.config = config
         self.chunks = chunks
         self.dimension = client.get_collection(collection).config.params.vectors.size
-        self._lock = threading.Lock()  # embedded Qdrant and torch models are not thread-safe
 
     def retrieve(self, query: str) -> list[RetrievedChunk]:
-        with self._lock:
-            [vector] = _embed(self.embedder, [query], self.dimension)
-            hits = self.client.query_points(self.collection, query=vector, limit=self.config.top_k,
-                                            with_payload=True).points
+        [vector] = _embed(self.embedder, [query], self.dimension)
+        hits = self.client.query_points(self.collection, query=vector, limit=self.config.top_k,
+                                        with_payload=True).points
         return [RetrievedChunk(hit.payload["title"], hit.payload["chunk"], hit.payload["text"],
                                hit.score) for hit in hits]
 

@@ -1,10 +1,14 @@
 """Oracle (section IV, "A_f GT"): the gold article is handed to the answerer.
 
 The upper bound for any retrieval strategy: what the model scores when retrieval is perfect.
+The article is the paper's 15,000 characters (`article_cut` when longer), halved to fit the
+answering model's window if need be (`chat_fitting`, the rule the judge and the builder use;
+`context_cut` records it). An article still too long after the halvings fails the pair.
 """
 
 from __future__ import annotations
 
+from harness.llm import ContextTooLong, chat_fitting
 from harness.types import ARTICLE_CHARS, Question, SystemAnswer, SystemContext
 from systems.prompts import ANSWER_MAX_TOKENS, ARTICLE_PROMPT, answer_messages
 
@@ -16,8 +20,12 @@ class Oracle:
 
     def answer(self, question: Question) -> SystemAnswer:
         article = self.articles[question.gold_title]
-        prompt = ARTICLE_PROMPT.format(article=article.prompt_text())
-        response = self.llm.chat("answer", answer_messages(question, prompt),
-                                 max_tokens=ANSWER_MAX_TOKENS)
+        try:
+            fitted = chat_fitting(self.llm, "answer", article.prompt_text(), lambda text: dict(
+                messages=answer_messages(question, ARTICLE_PROMPT.format(article=text)),
+                max_tokens=ANSWER_MAX_TOKENS))
+        except ContextTooLong as err:
+            raise ContextTooLong(f"gold article {article.title!r} {err}") from None
         cut = len(article.full_text()) > ARTICLE_CHARS
-        return SystemAnswer(text=response.text or "", calls=[response], details={"article_cut": cut})
+        return SystemAnswer(text=fitted.response.text or "", calls=[fitted.response],
+                            details={"article_cut": cut, "context_cut": fitted.cut})

@@ -3,7 +3,7 @@
 Standard library only. Answers ``POST /v1/chat/completions`` (and ``POST
 /chat/completions``) with responses shaped closely enough like the real API for
 the official ``openai`` Python SDK to parse them, and ``POST /v1/embeddings`` with
-bag-of-words vectors of ``embedding_dim`` dimensions, with:
+bag-of-words vectors of ``embedding_dim`` dimensions (after ``embedding_delay`` seconds), with:
 
 * a fixed per-call latency (``delay``),
 * scripted replies (``reply`` callable; ``{"error": {"status", "message"}}`` refuses the call)
@@ -301,9 +301,11 @@ class FakeOpenAIServer:
         faults: FaultPlan | None = None,
         report_usage: bool = True,
         embedding_dim: int = 64,
+        embedding_delay: float = 0.0,
     ) -> None:
         self.reply = reply
         self.embedding_dim = embedding_dim
+        self.embedding_delay = float(embedding_delay)
         self.embedding_calls: int = 0
         self.delay = float(delay)
         self.faults = faults or FaultPlan()
@@ -452,6 +454,9 @@ class FakeOpenAIServer:
         texts = request["input"] if isinstance(request["input"], list) else [request["input"]]
         with self._lock:
             self.embedding_calls += 1
+        if self.embedding_delay > 0 and self._stopping.wait(self.embedding_delay):
+            handler.close_connection = True  # shutting down
+            return
         data = []
         for i, text in enumerate(texts):
             vector = bag_of_words_vector(str(text), self.embedding_dim)

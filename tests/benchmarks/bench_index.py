@@ -1,6 +1,6 @@
 """Benchmark of the retrieval index (freshrag issue 3) on the paper's 1,101-article corpus.
 
-    python tests/benchmarks/bench_index.py [--quick]
+    python tests/benchmarks/bench_index.py [--quick] [--only local|concurrency]
 
 Prints ONE JSON object on stdout (progress goes to stderr) and never fails because a target is
 missed: every target is reported with a boolean "met". With the default embedder (the `embeddings`
@@ -15,7 +15,12 @@ temporary directory, it measures:
    (ada-002 over 12,792 articles: 91.8% A_f, 94.0% A_r);
 4. reference: the same model as sentence-transformers runs it by default (fp32, batches of 32)
    on a sample of chunks, so that the gain of the index's settings (int8, batches of 8 over
-   length-sorted chunks) is measured in the same run.
+   length-sorted chunks) is measured in the same run;
+5. concurrency (freshrag issue 12): retrievals per second with a remote embeddings endpoint (the
+   fake OpenAI-compatible server, answering /v1/embeddings after `--embed-latency` seconds) over
+   embedded Qdrant, for every A_f and A_r question at concurrency 1 and 8; once as the index
+   retrieves now (no lock of its own), once with one lock around each whole retrieval, as the
+   index held until issue 12 (embedding and search serialised), in the same run.
 
 `--quick` indexes only the articles of the first 40 questions of each set (a smoke check).
 """
@@ -30,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -37,9 +43,13 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests import WIKIRAG  # noqa: E402
+from harness.concurrency import map_with_progress  # noqa: E402
+from harness.config import load_settings  # noqa: E402
 from harness.dataset import load_articles  # noqa: E402
-from systems.embeddings import LocalMiniLM  # noqa: E402
+from harness.llm import LLMClient  # noqa: E402
+from systems.embeddings import EndpointEmbedder, LocalMiniLM  # noqa: E402
 from systems.index import IndexConfig, chunk_articles, open_index  # noqa: E402
+from tests.fake_openai_server import FakeOpenAIServer  # noqa: E402
 
 DATA = WIKIRAG
 SETS = {"A_f": ("questions-A_f.jsonl", 0.918), "A_r": ("questions-A_r300.jsonl", 0.940)}
@@ -95,36 +105,64 @@ def reference_runtime(texts: list[str]) -> dict:
             "chunks": len(texts), "chunks_per_s": round(len(texts) / seconds, 1)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a small corpus, for a smoke check")
-    args = parser.parse_args()
-    limit = 40 if args.quick else None
-    articles = load_articles(DATA / "articles.jsonl")
-    if args.quick:
-        wanted = {q["title"] for name in SETS for q in questions(name)[:limit]}
-        articles = {title: a for title, a in articles.items() if title in wanted}
-    with tempfile.TemporaryDirectory() as tmp:
-        articles_file = Path(tmp) / "articles.jsonl"
-        articles_file.write_text("".join(json.dumps({"title": a.title, "content": a.content}) + "\n"
-                                         for a in articles.values()), encoding="utf-8")
-        config = IndexConfig(directory=Path(tmp) / "index")
-        log(f"building the index of {len(articles)} articles")
-        started = time.monotonic()
-        embedder = LocalMiniLM()
-        index = open_index(articles, config, embedder)
-        build_s = time.monotonic() - started
-        chunks = index.record()["chunks"]
-        quality = {name: retrieval_quality(index, name, limit) for name in SETS}
-        index.close()
-        log("second start")
-        restart_s = second_start(articles_file, config.directory)
+def retrieval_concurrency(articles: dict, queries: list[str], latency: float,
+                          directory: Path) -> dict:
+    """Retrievals/s through a remote embeddings endpoint, now and with one lock around each."""
+    with FakeOpenAIServer(embedding_delay=latency) as server:
+        settings = load_settings(env={"FRESHRAG_EMBEDDINGS_BASE_URL": server.base_url,
+                                      "FRESHRAG_EMBEDDINGS_MODEL": "fake-bag-of-words"})
+        log(f"indexing {len(articles)} articles through the fake embeddings endpoint")
+        index = open_index(articles, IndexConfig(directory=directory),
+                           EndpointEmbedder(LLMClient(settings)), progress=False)
+        lock = threading.Lock()
+
+        def serialised(query: str) -> list:
+            with lock:  # the index until issue 12: embedding and search under one lock
+                return index.retrieve(query)
+
+        results: dict = {"embed_latency_s": latency, "queries": len(queries),
+                         "chunks": index.record()["chunks"]}
+        try:
+            for name, retrieve in (("one_lock_before", serialised), ("now", index.retrieve)):
+                for concurrency in (1, 8):
+                    started = time.perf_counter()
+                    map_with_progress(retrieve, queries, concurrency, unit="query",
+                                      desc=f"{name} x{concurrency}")
+                    seconds = time.perf_counter() - started
+                    results[f"{name}_c{concurrency}"] = {
+                        "seconds": round(seconds, 2),
+                        "queries_per_s": round(len(queries) / seconds, 1)}
+        finally:
+            index.close()
+    rate = {key: value["queries_per_s"] for key, value in results.items()
+            if isinstance(value, dict)}
+    results["speedup_c8_now_over_before"] = round(rate["now_c8"] / rate["one_lock_before_c8"], 2)
+    results["speedup_c8_over_c1_now"] = round(rate["now_c8"] / rate["now_c1"], 2)
+    results["speedup_c8_over_c1_before"] = round(rate["one_lock_before_c8"]
+                                                 / rate["one_lock_before_c1"], 2)
+    return results
+
+
+def bench_local(articles: dict, limit: int | None, tmp: Path) -> dict:
+    """Items 1-4: the default local embedder's build, second start, retrieval, reference."""
+    articles_file = tmp / "articles.jsonl"
+    articles_file.write_text("".join(json.dumps({"title": a.title, "content": a.content}) + "\n"
+                                     for a in articles.values()), encoding="utf-8")
+    config = IndexConfig(directory=tmp / "index")
+    log(f"building the index of {len(articles)} articles")
+    started = time.monotonic()
+    embedder = LocalMiniLM()
+    index = open_index(articles, config, embedder)
+    build_s = time.monotonic() - started
+    chunks = index.record()["chunks"]
+    quality = {name: retrieval_quality(index, name, limit) for name in SETS}
+    index.close()
+    log("second start")
+    restart_s = second_start(articles_file, config.directory)
     log("reference runtime")
     sample = [c.text for c in chunk_articles(articles.values(), 1024, 48)][::7][:REFERENCE_SAMPLE]
     reference = reference_runtime(sample)
-    print(json.dumps({
-        "command": "python tests/benchmarks/bench_index.py" + (" --quick" if args.quick else ""),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+    return {
         "corpus": {"articles": len(articles), "chunks": chunks, "chunk_size": 1024, "overlap": 48},
         "build": {"seconds": round(build_s, 1), "chunks_per_s": round(chunks / build_s, 1),
                   "runtime": embedder.runtime, "target_s": 180, "met": build_s <= 180},
@@ -132,7 +170,33 @@ def main() -> None:
         "retrieval": quality,
         "reference_runtime": {**reference,
                               "projected_build_s": round(chunks / reference["chunks_per_s"], 1)},
-    }, indent=2))
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a small corpus, for a smoke check")
+    parser.add_argument("--only", choices=("local", "concurrency"),
+                        help="only items 1-4 (the local embedder) or only item 5")
+    parser.add_argument("--embed-latency", type=float, default=0.05,
+                        help="seconds the fake embeddings endpoint takes per call (item 5)")
+    args = parser.parse_args()
+    limit = 40 if args.quick else None
+    articles = load_articles(DATA / "articles.jsonl")
+    if args.quick:
+        wanted = {q["title"] for name in SETS for q in questions(name)[:limit]}
+        articles = {title: a for title, a in articles.items() if title in wanted}
+    command = " ".join(["python tests/benchmarks/bench_index.py", *sys.argv[1:]])
+    report = {"command": command,
+              "machine": {"cpus": os.cpu_count(), "python": platform.python_version()}}
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.only != "concurrency":
+            report.update(bench_local(articles, limit, Path(tmp)))
+        if args.only != "local":
+            queries = [q["question"] for name in SETS for q in questions(name)[:limit]]
+            report["concurrency"] = retrieval_concurrency(articles, queries, args.embed_latency,
+                                                          Path(tmp) / "remote-index")
+    print(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":

@@ -110,3 +110,42 @@ def test_a_cutoff_that_is_not_a_date_says_so(tmp_path, dump, option, message, ca
     args = ["build", "--dump", str(dump), "--out", str(tmp_path / "d"), *option]
     assert main(args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_resumed_build_asks_again_for_the_questions_that_came_back_empty(tmp_path, dump,
+                                                                          monkeypatch):
+    from tests.fake_openai_server import default_reply
+
+    empty = {"on": True}
+
+    def reply(request):
+        if request.get("tools"):
+            return default_reply(request)  # the recency verdict: "mostly after the cutoff"
+        return {"content": ""} if empty["on"] else {"content": "What did the article say?"}
+
+    with FakeOpenAIServer(reply=reply) as server:
+        use_endpoint(monkeypatch, server.base_url, SECRET)
+        assert build(tmp_path, dump) == 0
+        out = tmp_path / "dataset"
+        a_f = (out / "A_f.txt").read_text().splitlines()
+        assert a_f and not list(read_jsonl(out / "questions.jsonl"))
+        empty["on"] = False
+        asked = server.calls
+        assert build(tmp_path, dump) == 0
+        assert server.calls - asked == len(a_f)  # each missing question asked of the model again
+    questions = list(read_jsonl(out / "questions.jsonl"))
+    assert sorted(q["title"] for q in questions) == sorted(a_f)
+    assert json.loads((out / "manifest.json").read_text())["funnel"]["questions"] == len(a_f)
+
+
+@pytest.mark.parametrize("option, named", [
+    (["--n", "30"], "n 20 (now 30)"),
+    (["--n", "20", "--seed", "3"], "seed 0 (now 3)"),
+])
+def test_building_again_with_another_n_or_seed_is_refused_naming_both_values(
+        tmp_path, dump, fake, capsys, option, named):
+    assert build(tmp_path, dump, "--n", "20", "--stage", "A_r") == 0
+    sampled = (tmp_path / "dataset" / "A_r.txt").read_text()
+    assert build(tmp_path, dump, *option) == 2
+    assert named in capsys.readouterr().err
+    assert (tmp_path / "dataset" / "A_r.txt").read_text() == sampled and fake.calls == 0

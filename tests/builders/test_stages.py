@@ -219,7 +219,8 @@ def test_questions_are_tied_to_their_articles_and_readable_by_the_runner(tmp_pat
 
 def test_an_empty_question_is_left_out_and_asked_again_on_resume(tmp_path):
     cfg = built_to_a_d(tmp_path, titles=("One", "Two"), concurrency=1, questions_from="A_d")
-    assert generate_questions(ScriptedLLM(["What is One?", "  "]), cfg) == 1
+    empty = ScriptedLLM(["What is One?", "  ", "", "\n"])  # Two: empty at every try
+    assert generate_questions(empty, cfg) == 1 and not empty.script
     retry = ScriptedLLM(["What is Two?"])
     assert generate_questions(retry, cfg) == 2
     assert retry.requests[0]["messages"][1]["content"].startswith("Title: Two")
@@ -247,3 +248,40 @@ def test_a_dataset_refuses_other_settings_on_resume(tmp_path):
 ])
 def test_clean_question(text, question):
     assert clean_question(text) == question
+
+
+def test_an_empty_question_is_asked_again_with_another_attempt_at_once(tmp_path):
+    cfg = built_to_a_d(tmp_path, titles=("One",), concurrency=1, questions_from="A_d",
+                       questions_per_article=2)
+    llm = ScriptedLLM(["", "What is One?", "Why is One?"])
+    assert generate_questions(llm, cfg) == 2
+    # sample 0 came back empty: asked again as a new attempt, which no other sample uses
+    assert [r["attempt"] for r in llm.requests] == [0, 2, 1]
+    rows = read_jsonl(cfg.out / QUESTIONS)
+    assert [(r["id"], r["question"]) for r in rows] == [("A_d-00000-0", "What is One?"),
+                                                         ("A_d-00000-1", "Why is One?")]
+
+
+@pytest.mark.parametrize("change, message", [
+    pytest.param({"n": 5}, r"n 4 \(now 5\)", id="n"),
+    pytest.param({"n": None}, r"n 4 \(now None\)", id="n-dropped"),
+    pytest.param({"seed": 1}, r"seed 0 \(now 1\)", id="seed"),
+])
+def test_a_dataset_refuses_another_sample_size_or_seed_on_resume(tmp_path, change, message):
+    cfg = built_to_a_d(tmp_path)
+    update_manifest(cfg, "scripted source", "--cutoff", None, "A_d")
+    with pytest.raises(BuildError, match=message):
+        check_settings(BuildConfig(**{**cfg.__dict__, **change}))
+    check_settings(BuildConfig(**{**cfg.__dict__, "concurrency": 9}))  # how fast is not what
+
+
+def test_a_question_asked_again_sends_the_article_as_far_as_the_first_try_cut_it(tmp_path):
+    cfg = config(tmp_path, n=1, concurrency=1, questions_from="A_d")
+    sample_articles(ScriptedSource([page("Huge", content="word " * 10_000)]), cfg)
+    filter_created(cfg)
+    too_long = ContextTooLong("maximum context length is 8192 tokens")
+    llm = ScriptedLLM([too_long, "", "Why is Huge so long?"])
+    assert generate_questions(llm, cfg) == 1
+    sent = [len(request["messages"][1]["content"]) for request in llm.requests]
+    prefix = len("Title: Huge\n\n")
+    assert sent == [ARTICLE_CHARS, prefix + ARTICLE_CHARS // 2, prefix + ARTICLE_CHARS // 2]

@@ -111,3 +111,58 @@ def test_unreachable_endpoint_fails_after_retries_naming_the_url():
         client(url, max_attempts=2).chat("answer", MESSAGES)
     assert url in str(err.value) and "after 2 attempt(s)" in str(err.value)
     assert SECRET not in str(err.value)
+
+
+def replies_then(first, then="nine"):
+    """A reply callable: `first` for the first call, then a plain text reply."""
+    calls = []
+
+    def reply(request):
+        calls.append(request)
+        return first if len(calls) == 1 else {"content": then}
+    return reply
+
+
+@pytest.mark.parametrize("first", [
+    pytest.param({"content": ""}, id="empty-text"),
+    pytest.param({"content": " \n "}, id="blank-text"),
+    pytest.param({"content": None}, id="no-text-no-call"),
+    pytest.param({"tool_call": {"name": "decide", "arguments": '{"retrieve": tr'}},
+                 id="tool-call-invalid-json"),
+    pytest.param({"tool_call": {"name": "decide", "arguments": '[true]'}},
+                 id="tool-call-arguments-not-an-object"),
+])
+def test_an_unusable_reply_is_not_cached_so_the_same_request_asks_again(tmp_path, first):
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with FakeOpenAIServer(reply=replies_then(first)) as server:
+        llm = client(server.base_url, cache)
+        unusable = llm.chat("answer", MESSAGES)
+        usable = llm.chat("answer", MESSAGES)
+        again = llm.chat("answer", MESSAGES)
+        assert server.calls == 2  # the unusable reply was not replayed; the usable one is
+    assert not unusable.cache_hit and not usable.cache_hit and again.cache_hit
+    assert usable.text == again.text == "nine"
+
+
+@pytest.mark.parametrize("first", [
+    pytest.param({"content": "a"}, id="text"),
+    pytest.param({"tool_call": {"name": "decide", "arguments": '{"retrieve": false}'}},
+                 id="tool-call"),
+])
+def test_a_usable_reply_is_cached(tmp_path, first):
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with FakeOpenAIServer(reply=replies_then(first)) as server:
+        llm = client(server.base_url, cache)
+        replies = [llm.chat("answer", MESSAGES) for _ in range(2)]
+        assert server.calls == 1 and replies[1].cache_hit
+
+
+def test_a_later_attempt_is_sent_with_another_seed_so_a_seeded_endpoint_samples_afresh():
+    with FakeOpenAIServer() as server:
+        llm = client(server.base_url)
+        llm.seed = 7
+        for attempt in (0, 1, 2):
+            llm.chat("answer", MESSAGES, attempt=attempt)
+        llm.seed = None
+        llm.chat("answer", MESSAGES, attempt=1)
+    assert [request.get("seed") for request in server.requests] == [7, 8, 9, None]

@@ -1,13 +1,18 @@
 """The retrieval index on embedded Qdrant (real), with a bag-of-words embedder standing in for
 MiniLM, and the embeddings role against the fake OpenAI-compatible server."""
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy
 import pytest
 
 from harness.config import load_settings
 from harness.llm import LLMClient
 from harness.local_server import free_port
 from harness.types import Article
-from systems.embeddings import EndpointEmbedder
+from systems.embeddings import EndpointEmbedder, LocalMiniLM
 from systems.index import IndexConfig, RetrievalError, chunk_articles, open_index
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import BagOfWordsEmbedder
@@ -119,3 +124,70 @@ def test_a_qdrant_server_that_is_down_is_named_by_its_url(tmp_path):
 def test_a_corpus_without_text_is_refused(tmp_path):
     with pytest.raises(RetrievalError, match="no text to index"):
         open_index({}, config(tmp_path), BagOfWordsEmbedder(), progress=False)
+
+
+class MeetingEmbedder(BagOfWordsEmbedder):
+    """Each embed waits (up to 5 s) until another thread is embedding too: only retrievals that
+    can embed at the same time get through."""
+
+    def __init__(self, parties):
+        super().__init__()
+        self.barrier = threading.Barrier(parties, timeout=5)
+
+    def embed(self, texts):
+        self.barrier.wait()
+        return super().embed(texts)
+
+
+def test_retrievals_embed_and_search_at_the_same_time(tmp_path):
+    open_index(ARTICLES, config(tmp_path), BagOfWordsEmbedder(), progress=False).close()
+    index = open_index(ARTICLES, config(tmp_path), MeetingEmbedder(parties=4), progress=False)
+    queries = ["eleven stations", "comet at dawn", "granite arches", "coal country"]
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            hits = list(pool.map(index.retrieve, queries))  # a lock would break the barrier
+    finally:
+        index.close()
+    assert [h[0].title for h in hits] == ["Ostrava Line", "Kettering Comet", "Velmora Bridge",
+                                          "Ostrava Line"]
+
+
+def test_concurrent_searches_of_embedded_qdrant_return_what_serial_ones_do(tmp_path):
+    index = open_index(ARTICLES, config(tmp_path, chunk_size=300, chunk_overlap=20),
+                       BagOfWordsEmbedder(), progress=False)
+    queries = [f"{word} {i}" for i in range(25)
+               for word in ("railway", "comet shepherds", "bridge granite", "coal dawn")]
+    try:
+        serial = [index.retrieve(q) for q in queries]
+        with ThreadPoolExecutor(8) as pool:
+            concurrent = list(pool.map(index.retrieve, queries))
+    finally:
+        index.close()
+    assert concurrent == serial
+
+
+class OverlapModel:
+    """Stands in for the SentenceTransformer: records how many encodes ran at once."""
+
+    def __init__(self):
+        self.running = self.most = 0
+        self.lock = threading.Lock()
+
+    def encode(self, texts, **_):
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        time.sleep(0.02)
+        with self.lock:
+            self.running -= 1
+        return numpy.zeros((len(texts), 4))
+
+
+def test_the_local_model_encodes_one_batch_at_a_time():
+    # HF fast tokenizers raise "Already borrowed" when one tokenizer is used from two threads
+    # (huggingface/tokenizers#537, sentence-transformers#794): the local model keeps a lock.
+    model = LocalMiniLM()
+    model._model = OverlapModel()
+    with ThreadPoolExecutor(8) as pool:
+        vectors = list(pool.map(model.embed, [["a query"]] * 16))
+    assert model._model.most == 1 and vectors == [[[0.0] * 4]] * 16

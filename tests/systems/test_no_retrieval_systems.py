@@ -27,5 +27,5 @@ def test_oracle_gets_the_gold_article_cut_to_15000_characters():
     system_prompt = request["messages"][0]["content"]
     assert ARTICLES["Velmora"].prompt_text() in system_prompt
     assert ARTICLES["Velmora"].full_text() not in system_prompt  # longer than the cut
-    assert answer.details == {"article_cut": True} and answer.retrievals == 0
+    assert answer.details == {"article_cut": True, "context_cut": None} and answer.retrievals == 0
     assert request["messages"][-1]["content"] == QUESTION.text
