@@ -8,7 +8,7 @@ import pytest
 from harness import judge
 from harness.dataset import Dataset
 from harness.llm import ContextTooLong, chat_fitting
-from harness.runner import answer_and_grade
+from harness.runner import CallRecorder, answer_and_grade
 from harness.types import Article, Question, SystemContext
 from systems import SYSTEMS
 from tests.fakes import ScriptedLLM, ToolReply
@@ -78,8 +78,9 @@ def test_the_judge_retries_a_bad_reply_on_the_text_that_fitted():
 def test_an_article_the_judge_cannot_take_is_unscored_with_the_reason_not_a_failed_pair():
     llm = ScriptedLLM(["Nine.", TOO_LONG, TOO_LONG, TOO_LONG])
     dataset = Dataset("d", [QUESTION], {"Velmora": ARTICLE}, {})
-    system = SYSTEMS["baseline"](SystemContext(llm=llm, articles=dataset.articles))
-    row = answer_and_grade(dataset, QUESTION, "baseline", system, llm)
+    recorder = CallRecorder(llm)  # as in a run: every call of the pair is recorded
+    system = SYSTEMS["baseline"](SystemContext(llm=recorder, articles=dataset.articles))
+    row = answer_and_grade(dataset, QUESTION, "baseline", system, recorder)
     assert row["status"] == "ok" and row["answer"] == "Nine."
     assert row["grade"]["truthfulness"] is None
     assert "too long for the judge model's context" in row["grade"]["unscored_reason"]
@@ -90,8 +91,9 @@ def test_an_article_the_judge_cannot_take_is_unscored_with_the_reason_not_a_fail
 def test_the_grade_in_a_row_says_how_far_the_judge_article_was_cut():
     llm = ScriptedLLM(["Nine.", TOO_LONG, TOO_LONG, GRADE])
     dataset = Dataset("d", [QUESTION], {"Velmora": ARTICLE}, {})
-    system = SYSTEMS["baseline"](SystemContext(llm=llm, articles=dataset.articles))
-    row = answer_and_grade(dataset, QUESTION, "baseline", system, llm)
+    recorder = CallRecorder(llm)  # as in a run: every call of the pair is recorded
+    system = SYSTEMS["baseline"](SystemContext(llm=recorder, articles=dataset.articles))
+    row = answer_and_grade(dataset, QUESTION, "baseline", system, recorder)
     assert row["grade"]["context_cut"] == {"chars": len(FULL) // 4, "halvings": 2}
 
 
@@ -109,7 +111,8 @@ def test_the_oracle_halves_the_gold_article_to_fit_and_records_the_cut():
 def test_a_gold_article_the_oracle_cannot_fit_fails_the_pair_naming_it():
     llm = ScriptedLLM([TOO_LONG] * 3)
     dataset = Dataset("d", [QUESTION], {"Velmora": ARTICLE}, {})
-    system = SYSTEMS["oracle"](SystemContext(llm=llm, articles=dataset.articles))
-    row = answer_and_grade(dataset, QUESTION, "oracle", system, llm)
+    recorder = CallRecorder(llm)  # as in a run: every call of the pair is recorded
+    system = SYSTEMS["oracle"](SystemContext(llm=recorder, articles=dataset.articles))
+    row = answer_and_grade(dataset, QUESTION, "oracle", system, recorder)
     assert row["status"] == "failed" and row["grade"] is None
     assert "gold article 'Velmora' too long for the answer model's context" in row["error"]
