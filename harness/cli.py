@@ -1,4 +1,4 @@
-"""The `freshrag` command: build, run, index, report, import-legacy, demo and serve.
+"""The `freshrag` command: build, run, index, report, agreement, import-legacy, demo and serve.
 
 The only place that wires registries.
 
@@ -23,7 +23,7 @@ from builders.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSourc
 from builders.stages import (STAGES, STYLES, BuildConfig, BuildError, check_settings,
                              classify_recency, filter_created, generate_questions, sample_articles,
                              titles_path, update_manifest)
-from harness import analysis, judge, plots, probes, report
+from harness import agreement, analysis, judge, plots, probes, report
 from harness.cache import ResponseCache
 from harness.config import (DEFAULT_CONFIG_FILE, ConfigError, LLMSettings, config_table,
                             load_settings)
@@ -198,6 +198,17 @@ def cmd_report(args: argparse.Namespace) -> int:
         # stderr when stdout carries JSON or CSV, so that output stays parseable
         print(f"HTML report written to {page}",
               file=sys.stdout if args.format == "markdown" else sys.stderr)
+    return 0
+
+
+def cmd_agreement(args: argparse.Namespace) -> int:
+    document = agreement.compare_runs(args.run_a, args.run_b, args.top)
+    path = agreement.write_agreement(args.out or agreement.default_out(args.run_a, args.run_b),
+                                     document)
+    markdown = args.format == "markdown"
+    print(agreement.render(document) if markdown else json.dumps(document, indent=2))
+    # stderr when stdout carries JSON, so that output stays parseable
+    print(f"\n{path} written", file=sys.stdout if markdown else sys.stderr)
     return 0
 
 
@@ -413,6 +424,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--config", type=Path, help="TOML file whose [prices] table adds or overrides "
                    "model prices for the cost analysis (default: ./freshrag.toml)")
     p.set_defaults(handler=cmd_report)
+
+    p = sub.add_parser("agreement", help="how alike two judges (or two repeats of one) grade the "
+                       "same answers: agreement, weighted kappa, Spearman, confusion matrices")
+    p.add_argument("run_a", type=Path, metavar="RUN_A", help="run directory A (rows of the matrix)")
+    p.add_argument("run_b", type=Path, metavar="RUN_B", help="run directory B (columns; "
+                   "differences are B - A)")
+    p.add_argument("--format", choices=("markdown", "json"), default="markdown",
+                   help="what is printed (default: %(default)s)")
+    p.add_argument("--out", type=Path, help=f"where {agreement.AGREEMENT} goes "
+                   "(default: results/agreement-A-vs-B, A and B the directories' names)")
+    p.add_argument("--top", type=_positive, default=agreement.TOP,
+                   help="pairs that disagree most, listed per field (default: %(default)s)")
+    p.set_defaults(handler=cmd_agreement)
 
     p = sub.add_parser("import-legacy", help="import a run file released with the paper (a "
                        "pickled list of dicts) into a run directory")
