@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import pickle
 from pathlib import Path
 from typing import Any
 
-from harness.results import SAMPLES, JsonlWriter, now, read_manifest, read_samples, write_manifest
+from harness.results import (SAMPLES, JsonlWriter, now, read_manifest, read_samples,
+                             sample_problem, write_manifest)
+from harness.textfile import lone_surrogate
 
 PAPER_MODEL = "gpt-4-0613"  # every role of the paper's runs
 REQUIRED = ("title", "question", "answer", "n_input_tokens", "n_output_tokens")
@@ -44,11 +47,16 @@ class _PlainUnpickler(pickle.Unpickler):
 
 def load_pickle(path: Path) -> Any:
     try:
-        return _PlainUnpickler(io.BytesIO(path.read_bytes())).load()
+        data = path.read_bytes()
     except FileNotFoundError:
         raise LegacyError(f"{path}: no such file") from None
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError) as err:
-        raise LegacyError(f"{path}: not a plain pickle of a released run ({err})") from None
+    except OSError as err:
+        raise LegacyError(f"{path}: cannot read: {err.strerror}") from None
+    try:
+        return _PlainUnpickler(io.BytesIO(data)).load()
+    except Exception as err:  # any bytes reach the unpickler: it fails in many ways, all "not a run"
+        raise LegacyError(f"{path}: not a plain pickle of a released run "
+                          f"({type(err).__name__}: {str(err)[:200]})") from None
 
 
 def retrieved_titles(context: Any) -> list[str]:
@@ -66,8 +74,24 @@ def sample_rows(rows: Any, path: Path, dataset: str, system: str,
     calls; `models` says which model answered, for the cost analysis."""
     if not isinstance(rows, list):
         raise LegacyError(f"{path}: expected a list of dicts, found {type(rows).__name__}")
-    return [{**_sample_row(row, index, path, dataset, system), "models": {"answer": model}}
-            for index, row in enumerate(rows)]
+    return [_checked({**_sample_row(row, index, path, dataset, system), "models": {"answer": model}},
+                     f"{path}: row {index}") for index, row in enumerate(rows)]
+
+
+def _checked(row: dict[str, Any], where: str) -> dict[str, Any]:
+    """The row, if `freshrag report` can read it back once written: JSON text, valid Unicode, the
+    fields of a samples.jsonl row."""
+    try:
+        json.dumps(row, allow_nan=False)
+    except RecursionError:
+        raise LegacyError(f"{where}: nested too deeply to be written as JSON") from None
+    except (TypeError, ValueError) as err:
+        raise LegacyError(f"{where}: holds a value that cannot be written as JSON ({err})") from None
+    problem = sample_problem(row) or (lone_surrogate(row) is not None and
+                                      "holds text with a lone surrogate, which is not Unicode")
+    if problem:
+        raise LegacyError(f"{where}: {problem}")
+    return row
 
 
 def _sample_row(row: Any, index: int, path: Path, dataset: str, system: str) -> dict[str, Any]:
@@ -77,11 +101,17 @@ def _sample_row(row: Any, index: int, path: Path, dataset: str, system: str) -> 
     missing = [field for field in REQUIRED if field not in row]
     if missing:
         raise LegacyError(f"{where}: missing {', '.join(missing)}")
+    for field in ("title", "question", "answer"):
+        if not isinstance(row[field], str):
+            raise LegacyError(f"{where}: {field} is {row[field]!r:.80}, not text")
     tokens = {field: row[field] for field in ("n_input_tokens", "n_output_tokens")}
     for field, value in tokens.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise LegacyError(f"{where}: {field} is {value!r}, not a count")
-    titles = retrieved_titles(row.get("context"))
+    try:
+        titles = retrieved_titles(row.get("context"))
+    except RecursionError:
+        raise LegacyError(f"{where}: context nested too deeply") from None
     retrieved = bool(row.get("retrieved")) or bool(titles)
     return {
         "dataset": dataset, "question_id": f"{dataset}/legacy-{index:05d}",
@@ -117,12 +147,15 @@ def import_legacy(path: Path, dataset: str, system: str, out: Path,
     """Write `out/samples.jsonl` and `out/manifest.json` from a released run; return the rows.
     Importing the same file again replaces this system's rows, never duplicates them."""
     rows = sample_rows(load_pickle(path), path, dataset, system, model)
-    out.mkdir(parents=True, exist_ok=True)
+    # everything already in `out` is read (and refused if unreadable) before anything is written
+    manifest = read_manifest(out) or {"created_at": now(), "dataset": {"name": dataset},
+                                      "imports": {}}
+    imports = manifest.setdefault("imports", {})
+    if not isinstance(imports, dict):
+        raise LegacyError(f"{out / 'manifest.json'}: 'imports' must be an object, got {imports!r:.80}")
     samples = out / SAMPLES
-    kept = []
-    if samples.exists():
-        kept = [r for r in read_samples(samples)
-                if (r["dataset"], r["system"]) != (dataset, system)]
+    kept = [r for r in read_samples(samples) if (r.get("dataset"), r["system"]) != (dataset, system)]
+    out.mkdir(parents=True, exist_ok=True)
     partial = out / (SAMPLES + ".partial")
     partial.unlink(missing_ok=True)
     writer = JsonlWriter(partial)
@@ -132,9 +165,7 @@ def import_legacy(path: Path, dataset: str, system: str, out: Path,
     finally:
         writer.close()
     partial.replace(samples)
-    manifest = read_manifest(out) or {"created_at": now(), "dataset": {"name": dataset},
-                                      "imports": {}}
-    manifest["imports"][f"{dataset}/{system}"] = {
+    imports[f"{dataset}/{system}"] = {
         "legacy_pickle": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
         "rows": len(rows), "imported_at": now()}
     write_manifest(out, manifest)
