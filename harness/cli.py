@@ -38,7 +38,7 @@ from harness.legacy import PAPER_MODEL, LegacyError, import_legacy
 from harness.prices import price_table
 from harness.llm import EndpointError, LLMClient
 from harness.local_server import LocalServer, LocalServerError
-from harness.results import SAMPLES, ResultsError, read_manifest, read_samples, run_manifest_problem
+from harness.results import ResultsError, check_resumable
 from harness.runner import RunConfig, run
 from systems import SYSTEMS, uses_index
 from systems.embeddings import embedder_for
@@ -143,7 +143,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown system(s) {unknown}; valid systems: {', '.join(SYSTEMS)}")
     dataset = _dataset(args)
     out = args.out or Path("results") / dataset.name
-    _check_run_dir(out)
+    check_resumable(out)  # before the runner rewrites its manifest
     config = RunConfig(out=out, systems=systems, limit=args.limit,
                        concurrency=args.concurrency, use_cache=not args.no_cache,
                        today=args.today, knowledge_cutoff=args.knowledge_cutoff,
@@ -279,16 +279,6 @@ def _check_options(args: argparse.Namespace) -> None:
     if size is not None and overlap is not None and overlap >= size:
         raise UsageError(f"--chunk-overlap must be less than --chunk-size ({size:,}), "
                          f"got {overlap:,}")
-
-
-def _check_run_dir(out: Path) -> None:
-    """Refuse a run directory the runner could not resume before anything in it is rewritten:
-    a manifest of a newer format or another kind of directory, a samples.jsonl it cannot read."""
-    manifest = read_manifest(out) if out.is_dir() else None
-    problem = manifest is not None and run_manifest_problem(manifest)
-    if problem:
-        raise ResultsError(f"{out / 'manifest.json'}: {problem}; choose another --out")
-    read_samples(out / SAMPLES)
 
 
 def _describe_os_error(err: OSError) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import pickle
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,10 @@ from harness.textfile import lone_surrogate
 PAPER_MODEL = "gpt-4-0613"  # every role of the paper's runs
 REQUIRED = ("title", "question", "answer", "n_input_tokens", "n_output_tokens")
 CHUNK_MARK = "Title: "
-# Sets and frozensets are rebuilt through their class in pickle protocols 0-3; nothing else is.
-ALLOWED_CLASSES = {("builtins", "set"), ("builtins", "frozenset")}
+# Sets and frozensets are rebuilt through their class in pickle protocols 0-3 (named __builtin__
+# in protocols 0-2, for Python 2); nothing else is.
+ALLOWED_CLASSES = {(module, name) for module in ("builtins", "__builtin__")
+                   for name in ("set", "frozenset")}
 
 
 class LegacyError(ValueError):
@@ -82,16 +85,32 @@ def _checked(row: dict[str, Any], where: str) -> dict[str, Any]:
     """The row, if `freshrag report` can read it back once written: JSON text, valid Unicode, the
     fields of a samples.jsonl row."""
     try:
-        json.dumps(row, allow_nan=False)
+        field = _unwritable(row)
     except RecursionError:
         raise LegacyError(f"{where}: nested too deeply to be written as JSON") from None
-    except (TypeError, ValueError) as err:
-        raise LegacyError(f"{where}: holds a value that cannot be written as JSON ({err})") from None
+    if field:
+        raise LegacyError(f"{where}: {field} cannot be written as JSON (bytes, a set, NaN or "
+                          f"infinity?)")
     problem = sample_problem(row) or (lone_surrogate(row) is not None and
                                       "holds text with a lone surrogate, which is not Unicode")
     if problem:
         raise LegacyError(f"{where}: {problem}")
     return row
+
+
+def _unwritable(value: Any, path: str = "") -> str | None:
+    """The dotted path of the first field that JSON cannot hold, or None."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _unwritable(item, f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+        return None
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return path or "the row"
+    return None
 
 
 def _sample_row(row: Any, index: int, path: Path, dataset: str, system: str) -> dict[str, Any]:
@@ -136,8 +155,8 @@ def _grade(row: dict[str, Any], where: str) -> dict[str, Any] | None:
     scores = {}
     for field in ("truthfulness", "relevance"):
         value = row.get(field)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise LegacyError(f"{where}: {field} is {value!r}, not a score")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise LegacyError(f"{where}: {field} is {value!r:.80}, not a score")
         scores[field] = value
     return {**scores, "unscored_reason": None, "raw": []}
 

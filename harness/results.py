@@ -179,8 +179,17 @@ def read_manifest(run_dir: Path) -> dict[str, Any] | None:
     return manifest
 
 
-def run_manifest_problem(manifest: dict[str, Any]) -> str | None:
-    """What keeps the runner from resuming under this manifest (read_manifest's), or None."""
+def check_resumable(run_dir: Path) -> None:
+    """Refuse a run directory the runner could not resume, before anything in it is rewritten: a
+    manifest of a newer format or of another kind of directory, a samples.jsonl it cannot read."""
+    manifest = read_manifest(run_dir) if run_dir.is_dir() else None
+    problem = manifest is not None and _run_manifest_problem(manifest)
+    if problem:
+        raise ResultsError(f"{run_dir / MANIFEST}: {problem}; choose another --out")
+    read_samples(run_dir / SAMPLES)
+
+
+def _run_manifest_problem(manifest: dict[str, Any]) -> str | None:
     dataset = manifest.get("dataset") or {}
     if not isinstance(dataset.get("sha256"), dict) or not isinstance(dataset.get("files"), dict):
         return "not the manifest of a freshrag run (no dataset.sha256 and dataset.files)"
