@@ -7,9 +7,10 @@ history (`pages-meta-history`); in a current-only dump (`pages-articles`) the on
 has a parent, the creation date is unknown, and `created` is None. The wikitext becomes plain text
 with `mwparserfromhell`, section headings kept as `== Heading ==` like the API source's.
 
-A dump that breaks off (a cut download, a corrupt block) stops with a `DumpError` naming the file,
-the position in the uncompressed XML and the last complete page, after every complete page before
-it has been yielded, so the stage keeps them.
+A dump that breaks off (a cut download, a corrupt block), or holds a page mwxml cannot read (a bad
+timestamp, id or namespace, no title), stops with a `DumpError` naming the file, the position in
+the uncompressed XML and the last complete page, after every complete page before it has been
+yielded, so the stage keeps them.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ class DumpSource:
                 dump = mwxml.Dump.from_element(root)
                 base = dump.site_info.base
                 for page in dump:
+                    if not isinstance(page.title, str) or not page.title:
+                        raise ValueError("a <page> without a <title>")
                     if page.namespace != 0 or page.title in seen:
                         _skip(page)
                     else:
@@ -74,8 +77,13 @@ class DumpSource:
             except (ParseError, mwxml.errors.MalformedXML, AssertionError, EOFError,
                     OSError) as err:
                 raise DumpError(self._broken_at(err, stream.offset, last_title)) from None
+            except (ValueError, TypeError, AttributeError, KeyError) as err:
+                # well-formed XML with a value mwxml cannot read: a timestamp, an id, a namespace
+                raise DumpError(self._broken_at(err, stream.offset, last_title,
+                                                "malformed page")) from None
 
-    def _broken_at(self, err: Exception, offset: int, last_title: str | None) -> str:
+    def _broken_at(self, err: Exception, offset: int, last_title: str | None,
+                   what: str = "dump broken") -> str:
         where = f"after {offset:,} bytes of uncompressed XML"
         position = getattr(err, "position", None)
         if position:
@@ -83,7 +91,9 @@ class DumpSource:
         after = (f"the last complete page was {last_title!r}; pages up to it are kept"
                  if last_title else "before its first complete page")
         reason = str(err).split("\n")[0][:200] or "malformed export XML"  # mwxml's asserts
-        return f"{self.path}: dump broken {where}; {after} ({type(err).__name__}: {reason})"
+        if isinstance(err, (AttributeError, TypeError)) and "NoneType" in reason:
+            reason = f"a required element of a <page> or <revision> is missing or empty ({reason})"
+        return f"{self.path}: {what} {where}; {after} ({type(err).__name__}: {reason})"
 
 
 def _page(page: Any, base: str | None) -> Page:

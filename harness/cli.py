@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import signal
+import sqlite3
 import sys
 import time
 from datetime import date
@@ -24,6 +26,7 @@ from builders.stages import (STAGES, STYLES, BuildConfig, BuildError, check_sett
                              classify_recency, filter_created, generate_questions, sample_articles,
                              titles_path, update_manifest)
 from harness import agreement, analysis, judge, plots, probes, report
+from harness.options import MAX_SEED, header, iso_date, name, out_dir, share, url, whole
 from harness.cache import ResponseCache
 from harness.config import (DEFAULT_CONFIG_FILE, ConfigError, LLMSettings, config_table,
                             load_settings)
@@ -36,7 +39,7 @@ from harness.legacy import PAPER_MODEL, LegacyError, import_legacy
 from harness.prices import price_table
 from harness.llm import EndpointError, LLMClient
 from harness.local_server import LocalServer, LocalServerError
-from harness.results import ResultsError
+from harness.results import ResultsError, check_resumable
 from harness.rundir import INDEX_SETTINGS, RUN_ROLES
 from harness.runner import RunConfig, check_resume, run
 from systems import SYSTEMS, uses_index
@@ -48,6 +51,10 @@ CACHE_FILE = ".llm-cache.sqlite"
 ANALYSIS = "analysis.json"  # retrieval quality, attribution, decisions, intervals, paired tests
 INDEX_DIR = ".index"  # embedded Qdrant storage beside the run directories, shared by them
 PAPER_CUTOFF = "2021-09-30"  # GPT-4-0613's knowledge cutoff, the model of the paper's datasets
+# Ranges of the numeric options, stated in their messages.
+MAX_CONCURRENCY = 256  # threads; endpoints rate-limit far below this
+MAX_QUESTIONS = 1_000_000_000
+MAX_CHUNK = 10_000_000  # characters
 
 
 class UsageError(Exception):
@@ -62,9 +69,13 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)  # so the local server is stopped on kill too
     try:
+        _check_options(args)
         return args.handler(args)
     except USER_ERRORS as err:
         print(f"freshrag: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a read-only directory, a full disk: named, what was written is kept
+        print(f"freshrag: error: {_describe_os_error(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("freshrag: interrupted; finished pairs are kept, run the same command to resume",
@@ -133,6 +144,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown system(s) {unknown}; valid systems: {', '.join(SYSTEMS)}")
     dataset = _dataset(args)
     out = args.out or Path("results") / dataset.name
+    check_resumable(out)  # before the runner rewrites its manifest
     config = RunConfig(out=out, systems=systems, limit=args.limit,
                        concurrency=args.concurrency, use_cache=not args.no_cache,
                        today=args.today, knowledge_cutoff=args.knowledge_cutoff,
@@ -175,11 +187,12 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    prices = price_table(args.config or _default_config())  # refused before anything is written
     rows = report.load_runs(args.run_dirs)
     summary = report.summarise(rows)
     out = args.out or (args.run_dirs[0] if len(args.run_dirs) == 1 else Path("results") / "report")
     report.write_summary(out, summary)
-    details = analysis.analyse(rows, price_table(args.config or _default_config()))
+    details = analysis.analyse(rows, prices)
     details["judge"] = judge_checks(args.run_dirs, rows)
     (out / ANALYSIS).write_text(json.dumps(details, indent=2) + "\n", encoding="utf-8")
     figures = plots.write_figures(rows, out, details["cost"])
@@ -254,7 +267,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def _llm_client(settings: LLMSettings, cache_path: Path | None, seed: int | None,
                 roles: tuple[str, ...] = RUN_ROLES) -> Iterator[LLMClient]:
     """The client, with the embedded server running if any of `roles` needs it."""
-    cache = ResponseCache(cache_path) if cache_path else None
+    try:
+        cache = ResponseCache(cache_path) if cache_path else None
+    except sqlite3.Error as err:
+        raise UsageError(f"{cache_path}: cannot open the response cache ({err}); give --no-cache "
+                         f"or run where that directory is writable") from None
     needs_local = any(settings.role(role).is_local for role in roles)
     with contextlib.ExitStack() as stack:
         local = stack.enter_context(LocalServer()) if needs_local else None
@@ -279,6 +296,25 @@ def _dataset(args: argparse.Namespace) -> Dataset:
     return load_dataset_dir(args.dataset or example_dir())
 
 
+def _check_options(args: argparse.Namespace) -> None:
+    """Rules between options, which argparse checks one at a time."""
+    size, overlap = getattr(args, "chunk_size", None), getattr(args, "chunk_overlap", None)
+    if size is not None and overlap is not None and overlap >= size:
+        raise UsageError(f"--chunk-overlap must be less than --chunk-size ({size:,}), "
+                         f"got {overlap:,}")
+
+
+def _describe_os_error(err: OSError) -> str:
+    where = f"{err.filename}: " if err.filename else ""
+    message = f"{where}{err.strerror or err}"
+    if err.errno == errno.ENOSPC:
+        message += ("; what was written before is kept: free some space and run the same command "
+                    "again, which resumes")
+    elif err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        message += "; choose a directory you can write to"
+    return message
+
+
 def _print_unscored(rows: list[dict]) -> None:
     reasons = report.unscored_reasons(rows)
     if reasons:
@@ -291,19 +327,6 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
-    return int(text)
-
-
-def _iso_date(text: str) -> str:
-    try:
-        return date.fromisoformat(text).isoformat()
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a date as YYYY-MM-DD, got {text!r}") from None
-
-
 def _add_dataset_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", type=Path, help="directory with questions.jsonl and articles.jsonl "
                    "(default: the example dataset shipped with freshrag)")
@@ -312,35 +335,25 @@ def _add_dataset_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_probe_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--probe-k", dest="probe_k", type=_positive, default=probes.PROBES,
+    p.add_argument("--probe-k", dest="probe_k", type=whole(1, 1_000_000), default=probes.PROBES,
                    help="questions whose probes the judge grades (default: %(default)s)")
-    p.add_argument("--probe-seed", type=int, default=0,
+    p.add_argument("--probe-seed", type=whole(0, MAX_SEED), default=0,
                    help="seed of the probes' questions (default: %(default)s)")
-    p.add_argument("--probe-threshold", dest="probe_threshold", type=_share, default=probes.THRESHOLD,
+    p.add_argument("--probe-threshold", dest="probe_threshold", type=share, default=probes.THRESHOLD,
                    help="discrimination below which the judge's scores are reported as not "
                         "informative (default: %(default)s; 0.5 is chance)")
 
 
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r}")
-    return value
-
-
 def _add_index_options(p: argparse.ArgumentParser) -> None:
     defaults = IndexConfig()
-    p.add_argument("--qdrant-url", help="Qdrant server URL (default: embedded Qdrant on disk)")
+    p.add_argument("--qdrant-url", type=url, help="Qdrant server URL (default: embedded Qdrant on disk)")
     p.add_argument("--index-dir", type=Path, help="embedded Qdrant's directory "
                    f"(default: {INDEX_DIR} beside the run directories, e.g. {DEFAULT_DIRECTORY})")
-    p.add_argument("--chunk-size", type=_positive, default=defaults.chunk_size,
+    p.add_argument("--chunk-size", type=whole(1, MAX_CHUNK), default=defaults.chunk_size,
                    help="characters per chunk (default: %(default)s)")
-    p.add_argument("--chunk-overlap", type=int, default=defaults.chunk_overlap,
+    p.add_argument("--chunk-overlap", type=whole(0, MAX_CHUNK - 1), default=defaults.chunk_overlap,
                    help="characters shared by neighbouring chunks (default: %(default)s)")
-    p.add_argument("--top-k", type=_positive, default=defaults.top_k,
+    p.add_argument("--top-k", type=whole(1, 1000), default=defaults.top_k,
                    help="chunks retrieved per query (default: %(default)s)")
 
 
@@ -350,31 +363,31 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("build", help="build a dataset of post-cutoff Wikipedia articles and "
                        "questions (section III.A)")
-    p.add_argument("--out", type=Path, required=True,
+    p.add_argument("--out", type=out_dir, required=True,
                    help="dataset directory; building into it again resumes")
-    p.add_argument("--n", type=_positive, help="articles in the random sample A_r (required for a "
+    p.add_argument("--n", type=whole(1, 100_000_000), help="articles in the random sample A_r (required for a "
                    "wiki; with --dump, a seeded random sample of the dump, else all of it)")
     p.add_argument("--cutoff", help="knowledge cutoff YYYY-MM-DD: A_d holds articles created after it")
-    p.add_argument("--model", help="take the cutoff of this model from the table (built-in, "
+    p.add_argument("--model", type=name, help="take the cutoff of this model from the table (built-in, "
                    "extended by [cutoffs] in freshrag.toml), e.g. gpt-4-0613")
-    p.add_argument("--wiki-api", help=f"MediaWiki api.php to sample (default: {WIKIPEDIA_API})")
+    p.add_argument("--wiki-api", type=url, help=f"MediaWiki api.php to sample (default: {WIKIPEDIA_API})")
     p.add_argument("--dump", type=Path, help="MediaWiki XML dump (.xml, .xml.bz2, .xml.gz) "
                    "instead of a wiki; a history dump gives creation dates")
-    p.add_argument("--user-agent", help="User-Agent naming you and a contact, as Wikimedia asks "
+    p.add_argument("--user-agent", type=header, help="User-Agent naming you and a contact, as Wikimedia asks "
                    "(default: [build] user_agent in freshrag.toml, else a generic freshrag one)")
-    p.add_argument("--max-lag", type=_positive, default=5,
+    p.add_argument("--max-lag", type=whole(1, 3600), default=5,
                    help="maxlag sent to the wiki, in seconds (default: %(default)s)")
-    p.add_argument("--concurrency", type=_positive, default=4,
+    p.add_argument("--concurrency", type=whole(1, MAX_CONCURRENCY), default=4,
                    help="pages fetched, and LLM calls made, at once (default: %(default)s)")
     p.add_argument("--stage", choices=STAGES, help="run only this stage (the earlier ones must "
                    "have finished); default: every stage not finished yet")
-    p.add_argument("--questions-per-article", type=_positive, default=1,
+    p.add_argument("--questions-per-article", type=whole(1, 100), default=1,
                    help="questions written per article (default: %(default)s)")
     p.add_argument("--style", choices=STYLES, default="creative", help="question prompt: "
                    "creative (the paper's) or recent (about facts after the cutoff; harder)")
     p.add_argument("--questions-from", choices=STAGES[:3], default="A_f",
                    help="the stage whose articles get questions (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the dump's random sample and of "
+    p.add_argument("--seed", type=whole(0, MAX_SEED), default=0, help="seed of the dump's random sample and of "
                    "every LLM request (default: %(default)s)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
     p.add_argument("--config", type=Path, help="TOML file with role endpoints (default: ./freshrag.toml)")
@@ -384,20 +397,20 @@ def _parser() -> argparse.ArgumentParser:
     _add_dataset_options(p)
     p.add_argument("--systems", default="baseline,oracle,naive,advanced",
                    help=f"comma-separated systems, from: {', '.join(SYSTEMS)} (default: %(default)s)")
-    p.add_argument("--out", type=Path, help="run directory (default: results/DATASET_NAME); "
+    p.add_argument("--out", type=out_dir, help="run directory (default: results/DATASET_NAME); "
                    "running again into it resumes")
-    p.add_argument("--limit", type=_positive, help="only the first N questions")
-    p.add_argument("--concurrency", type=_positive, default=8,
+    p.add_argument("--limit", type=whole(1, MAX_QUESTIONS), help="only the first N questions")
+    p.add_argument("--concurrency", type=whole(1, MAX_CONCURRENCY), default=8,
                    help="pairs in flight at once; 1 runs serially (default: %(default)s)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
-    p.add_argument("--seed", type=int, help="seed sent with every LLM request")
+    p.add_argument("--seed", type=whole(0, MAX_SEED), help="seed sent with every LLM request")
     p.add_argument("--config", type=Path, help="TOML file with role endpoints (default: ./freshrag.toml)")
-    p.add_argument("--knowledge-cutoff", type=_iso_date, default=PAPER_CUTOFF,
+    p.add_argument("--knowledge-cutoff", type=iso_date, default=PAPER_CUTOFF,
                    help="the answering model's knowledge cutoff, stated by dated-boolean "
                         "(default: %(default)s, GPT-4-0613's)")
-    p.add_argument("--today", type=_iso_date, default=date.today().isoformat(),
+    p.add_argument("--today", type=iso_date, default=date.today().isoformat(),
                    help="today's date as dated-boolean states it (default: today)")
-    p.add_argument("--context-tokens", type=_positive, default=8192,
+    p.add_argument("--context-tokens", type=whole(1, 10_000_000), default=8192,
                    help="the answering model's context window; retrieved text is cut to fit "
                         "(default: %(default)s)")
     p.add_argument("--no-probe", action="store_true", help="do not probe the judge before "
@@ -417,7 +430,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
     p.add_argument("--format", choices=("markdown", "json", "csv"), default="markdown",
                    help="table format printed (default: %(default)s)")
-    p.add_argument("--out", type=Path, help="where summary.json and the PNGs go "
+    p.add_argument("--out", type=out_dir, help="where summary.json and the PNGs go "
                    "(default: the run directory, or results/report for several)")
     p.add_argument("--html", type=Path, metavar="PATH", help="also write the whole report (tables, "
                    "figures, every answer) as one self-contained HTML file")
@@ -434,25 +447,25 @@ def _parser() -> argparse.ArgumentParser:
                    help="what is printed (default: %(default)s)")
     p.add_argument("--out", type=Path, help=f"where {agreement.AGREEMENT} goes "
                    "(default: results/agreement-A-vs-B, A and B the directories' names)")
-    p.add_argument("--top", type=_positive, default=agreement.TOP,
+    p.add_argument("--top", type=whole(1, 10_000), default=agreement.TOP,
                    help="pairs that disagree most, listed per field (default: %(default)s)")
     p.set_defaults(handler=cmd_agreement)
 
     p = sub.add_parser("import-legacy", help="import a run file released with the paper (a "
                        "pickled list of dicts) into a run directory")
     p.add_argument("pickle", type=Path, metavar="PICKLE")
-    p.add_argument("--dataset", required=True, help="dataset name for the tables, e.g. A_f")
-    p.add_argument("--system", required=True, help="system name for the tables, e.g. naive")
-    p.add_argument("--out", type=Path, required=True, help="run directory to write (or add to)")
-    p.add_argument("--model", default=PAPER_MODEL, help="the model that answered, for the cost "
+    p.add_argument("--dataset", type=name, required=True, help="dataset name for the tables, e.g. A_f")
+    p.add_argument("--system", type=name, required=True, help="system name for the tables, e.g. naive")
+    p.add_argument("--out", type=out_dir, required=True, help="run directory to write (or add to)")
+    p.add_argument("--model", type=name, default=PAPER_MODEL, help="the model that answered, for the cost "
                    "analysis (default: %(default)s, the paper's)")
     p.set_defaults(handler=cmd_import_legacy)
 
     p = sub.add_parser("demo", help="the whole workflow offline on the example corpus: build "
                        "from a dump, index, every system, judge, report")
-    p.add_argument("--out", type=Path, default=Path("results") / "demo",
+    p.add_argument("--out", type=out_dir, default=Path("results") / "demo",
                    help="where the dataset, the run and report.html go (default: %(default)s)")
-    p.add_argument("--questions", type=_positive, default=DEMO_QUESTIONS,
+    p.add_argument("--questions", type=whole(1, MAX_QUESTIONS), default=DEMO_QUESTIONS,
                    help="questions run through every system (default: %(default)s)")
     p.set_defaults(handler=cmd_demo)
 
@@ -460,14 +473,14 @@ def _parser() -> argparse.ArgumentParser:
                        "answers made from the dataset (grounded, wrong, abstaining); exit 1 if not")
     _add_dataset_options(p)
     _add_probe_options(p)
-    p.add_argument("--concurrency", type=_positive, default=4,
+    p.add_argument("--concurrency", type=whole(1, MAX_CONCURRENCY), default=4,
                    help="probes graded at once (default: %(default)s)")
-    p.add_argument("--seed", type=int, help="seed sent with every LLM request")
+    p.add_argument("--seed", type=whole(0, MAX_SEED), help="seed sent with every LLM request")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
     p.add_argument("--config", type=Path, help="TOML file with role endpoints (default: ./freshrag.toml)")
     p.set_defaults(handler=cmd_probe_judge)
 
     p = sub.add_parser("serve", help="run the embedded llama.cpp server in the foreground")
-    p.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--port", type=whole(1, 65_535), help="port on 127.0.0.1 (default: a free one)")
     p.set_defaults(handler=cmd_serve)
     return parser

@@ -3,7 +3,8 @@
 A dataset is `questions.jsonl` (`title`, `question`, optional `id`) beside `articles.jsonl`
 (`title`, `content`, optional `url`, `created`): the format of the paper's released sets and of
 what the builders write. Every problem is reported as `file:line: what is wrong`, so that a run
-never spends tokens on a dataset it would later choke on.
+never spends tokens on a dataset it would later choke on. Files are UTF-8 (a byte-order mark
+allowed; harness/textfile.py) and streamed line by line.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from harness.textfile import lines, lone_surrogate
 from harness.types import Article, Question
 
 
@@ -45,6 +47,9 @@ def load_dataset(questions_path: Path, articles_path: Path, name: str | None = N
 
 
 def load_dataset_dir(directory: Path) -> Dataset:
+    if not directory.is_dir():
+        raise DatasetError(f"{directory}: " + ("not a directory" if directory.exists()
+                                               else "no such dataset directory"))
     for needed in ("questions.jsonl", "articles.jsonl"):
         if not (directory / needed).is_file():
             raise DatasetError(f"{directory}: no {needed} in the dataset directory")
@@ -59,6 +64,10 @@ def load_articles(path: Path) -> dict[str, Article]:
         content = _text_field(row, "content", path, line_no)
         if title in articles:
             raise DatasetError(f"{path}:{line_no}: duplicate article title {title!r}")
+        for name in ("url", "created"):
+            if not isinstance(row.get(name), (str, type(None))):
+                raise DatasetError(f"{path}:{line_no}: field {name!r} must be a string or null, "
+                                   f"got {row[name]!r}")
         articles[title] = Article(title, content, row.get("url"), row.get("created"))
     if not articles:
         raise DatasetError(f"{path}: no articles")
@@ -72,7 +81,7 @@ def load_questions(path: Path, articles: dict[str, Article]) -> list[Question]:
         text = _text_field(row, "question", path, line_no)
         if title not in articles:
             raise DatasetError(f"{path}:{line_no}: title {title!r} has no article in the articles file")
-        qid = str(row.get("id") or f"q{line_no:05d}")
+        qid = _question_id(row, path, line_no)
         if qid in seen_ids:
             raise DatasetError(f"{path}:{line_no}: duplicate question id {qid!r}")
         seen_ids.add(qid)
@@ -91,21 +100,34 @@ def sha256_file(path: Path) -> str:
 
 
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        handle = open(path, encoding="utf-8")
-    except OSError as err:
-        raise DatasetError(f"{path}: cannot open: {err.strerror}") from None
-    with handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DatasetError(f"{path}:{line_no}: not valid JSON: {err.msg}") from None
-            if not isinstance(row, dict):
-                raise DatasetError(f"{path}:{line_no}: expected a JSON object")
-            yield line_no, row
+    for line_no, line in lines(path, DatasetError):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DatasetError(f"{path}:{line_no}: not valid JSON: {err.msg} "
+                               f"(column {err.colno})") from None
+        except RecursionError:
+            raise DatasetError(f"{path}:{line_no}: JSON nested too deeply") from None
+        if not isinstance(row, dict):
+            raise DatasetError(f"{path}:{line_no}: expected a JSON object, "
+                               f"got {type(row).__name__}")
+        if "\\u" in line and (bad := lone_surrogate(row)) is not None:
+            raise DatasetError(f"{path}:{line_no}: {bad!r} holds a lone surrogate escape "
+                               f"(\\ud800-\\udfff alone), which is not Unicode text")
+        yield line_no, row
+
+
+def _question_id(row: dict[str, Any], path: Path, line_no: int) -> str:
+    """The row's `id` (a non-empty string or a whole number), else one made of the line number."""
+    value = row.get("id")
+    if value is None:
+        return f"q{line_no:05d}"
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
+        raise DatasetError(f"{path}:{line_no}: field 'id' must be a non-empty string or a whole "
+                           f"number, got {value!r}")
+    return str(value)
 
 
 def _text_field(row: dict[str, Any], name: str, path: Path, line_no: int) -> str:

@@ -14,18 +14,20 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
+import math
 import pickle
 from pathlib import Path
 from typing import Any
 
-from harness.results import SAMPLES, JsonlWriter, now, read_manifest, read_samples, write_manifest
-from harness.rundir import check_kind, locked
 
 PAPER_MODEL = "gpt-4-0613"  # every role of the paper's runs
 REQUIRED = ("title", "question", "answer", "n_input_tokens", "n_output_tokens")
 CHUNK_MARK = "Title: "
-# Sets and frozensets are rebuilt through their class in pickle protocols 0-3; nothing else is.
-ALLOWED_CLASSES = {("builtins", "set"), ("builtins", "frozenset")}
+# Sets and frozensets are rebuilt through their class in pickle protocols 0-3 (named __builtin__
+# in protocols 0-2, for Python 2); nothing else is.
+ALLOWED_CLASSES = {(module, name) for module in ("builtins", "__builtin__")
+                   for name in ("set", "frozenset")}
 
 
 class LegacyError(ValueError):
@@ -45,11 +47,16 @@ class _PlainUnpickler(pickle.Unpickler):
 
 def load_pickle(path: Path) -> Any:
     try:
-        return _PlainUnpickler(io.BytesIO(path.read_bytes())).load()
+        data = path.read_bytes()
     except FileNotFoundError:
         raise LegacyError(f"{path}: no such file") from None
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError) as err:
-        raise LegacyError(f"{path}: not a plain pickle of a released run ({err})") from None
+    except OSError as err:
+        raise LegacyError(f"{path}: cannot read: {err.strerror}") from None
+    try:
+        return _PlainUnpickler(io.BytesIO(data)).load()
+    except Exception as err:  # any bytes reach the unpickler: it fails in many ways, all "not a run"
+        raise LegacyError(f"{path}: not a plain pickle of a released run "
+                          f"({type(err).__name__}: {str(err)[:200]})") from None
 
 
 def retrieved_titles(context: Any) -> list[str]:
@@ -67,8 +74,40 @@ def sample_rows(rows: Any, path: Path, dataset: str, system: str,
     calls; `models` says which model answered, for the cost analysis."""
     if not isinstance(rows, list):
         raise LegacyError(f"{path}: expected a list of dicts, found {type(rows).__name__}")
-    return [{**_sample_row(row, index, path, dataset, system), "models": {"answer": model}}
-            for index, row in enumerate(rows)]
+    return [_checked({**_sample_row(row, index, path, dataset, system), "models": {"answer": model}},
+                     f"{path}: row {index}") for index, row in enumerate(rows)]
+
+
+def _checked(row: dict[str, Any], where: str) -> dict[str, Any]:
+    """The row, if `freshrag report` can read it back once written: JSON text, valid Unicode, the
+    fields of a samples.jsonl row."""
+    try:
+        field = _unwritable(row)
+    except RecursionError:
+        raise LegacyError(f"{where}: nested too deeply to be written as JSON") from None
+    if field:
+        raise LegacyError(f"{where}: {field} cannot be written as JSON (bytes, a set, NaN or "
+                          f"infinity?)")
+    problem = sample_problem(row) or (lone_surrogate(row) is not None and
+                                      "holds text with a lone surrogate, which is not Unicode")
+    if problem:
+        raise LegacyError(f"{where}: {problem}")
+    return row
+
+
+def _unwritable(value: Any, path: str = "") -> str | None:
+    """The dotted path of the first field that JSON cannot hold, or None."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _unwritable(item, f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+        return None
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return path or "the row"
+    return None
 
 
 def _sample_row(row: Any, index: int, path: Path, dataset: str, system: str) -> dict[str, Any]:
@@ -78,11 +117,17 @@ def _sample_row(row: Any, index: int, path: Path, dataset: str, system: str) -> 
     missing = [field for field in REQUIRED if field not in row]
     if missing:
         raise LegacyError(f"{where}: missing {', '.join(missing)}")
+    for field in ("title", "question", "answer"):
+        if not isinstance(row[field], str):
+            raise LegacyError(f"{where}: {field} is {row[field]!r:.80}, not text")
     tokens = {field: row[field] for field in ("n_input_tokens", "n_output_tokens")}
     for field, value in tokens.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise LegacyError(f"{where}: {field} is {value!r}, not a count")
-    titles = retrieved_titles(row.get("context"))
+    try:
+        titles = retrieved_titles(row.get("context"))
+    except RecursionError:
+        raise LegacyError(f"{where}: context nested too deeply") from None
     retrieved = bool(row.get("retrieved")) or bool(titles)
     return {
         "dataset": dataset, "question_id": f"{dataset}/legacy-{index:05d}",
@@ -107,8 +152,8 @@ def _grade(row: dict[str, Any], where: str) -> dict[str, Any] | None:
     scores = {}
     for field in ("truthfulness", "relevance"):
         value = row.get(field)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise LegacyError(f"{where}: {field} is {value!r}, not a score")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise LegacyError(f"{where}: {field} is {value!r:.80}, not a score")
         scores[field] = value
     return {**scores, "unscored_reason": None, "raw": []}
 
@@ -120,13 +165,17 @@ def import_legacy(path: Path, dataset: str, system: str, out: Path,
     held for the import, and refused if it holds anything but imports (harness/rundir.py)."""
     rows = sample_rows(load_pickle(path), path, dataset, system, model)
     with locked(out):
+        # everything already in `out` is read (and refused if unreadable) before anything is written
         manifest = read_manifest(out)
         check_kind(out, manifest, "import")
-        _replace_rows(out / SAMPLES, rows, dataset, system)
-        manifest = manifest or {"kind": "import", "created_at": now(),
-                                "dataset": {"name": dataset}, "imports": {}}
+        manifest = manifest or {"created_at": now(), "dataset": {"name": dataset}, "imports": {}}
         manifest["kind"] = "import"  # imports written before `kind` gain it
-        manifest["imports"][f"{dataset}/{system}"] = {
+        imports = manifest.setdefault("imports", {})
+        if not isinstance(imports, dict):
+            raise LegacyError(f"{out / 'manifest.json'}: 'imports' must be an object, "
+                              f"got {imports!r:.80}")
+        _replace_rows(out / SAMPLES, rows, dataset, system)
+        imports[f"{dataset}/{system}"] = {
             "legacy_pickle": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
             "rows": len(rows), "imported_at": now()}
         write_manifest(out, manifest)
@@ -134,10 +183,7 @@ def import_legacy(path: Path, dataset: str, system: str, out: Path,
 
 
 def _replace_rows(samples: Path, rows: list[dict[str, Any]], dataset: str, system: str) -> None:
-    kept = []
-    if samples.exists():
-        kept = [r for r in read_samples(samples)
-                if (r["dataset"], r["system"]) != (dataset, system)]
+    kept = [r for r in read_samples(samples) if (r.get("dataset"), r["system"]) != (dataset, system)]
     partial = samples.with_name(SAMPLES + ".partial")
     partial.unlink(missing_ok=True)
     writer = JsonlWriter(partial)
@@ -147,3 +193,7 @@ def _replace_rows(samples: Path, rows: list[dict[str, Any]], dataset: str, syste
     finally:
         writer.close()
     partial.replace(samples)
+from harness.results import (SAMPLES, JsonlWriter, now, read_manifest, read_samples,
+                             sample_problem, write_manifest)
+from harness.rundir import check_kind, locked
+from harness.textfile import lone_surrogate

@@ -27,19 +27,24 @@ run again. The repair reads back from the end only as far as the last newline.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import threading
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable
 
+from harness.textfile import lines, lone_surrogate, read_text
 from harness.types import Grade, LLMResponse, Question, SystemAnswer, sum_usage_by_role
 
 SAMPLES = "samples.jsonl"
 MANIFEST = "manifest.json"
 TAIL_BLOCK = 1 << 16  # bytes read at a time when looking back for the last newline
+# The manifest's layout; a manifest of a higher version comes from a newer freshrag and is refused.
+# Manifests written before the field existed are version 1.
+FORMAT_VERSION = 1
 
 
 class ResultsError(ValueError):
@@ -86,8 +91,11 @@ class JsonlWriter:
     def write(self, row: dict[str, Any]) -> None:
         data = memoryview((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
         with self._lock:
-            while data:  # os.write may write less than asked (a full disk, a signal)
-                data = data[os.write(self._fd, data):]
+            try:
+                while data:  # os.write may write less than asked (a full disk, a signal)
+                    data = data[os.write(self._fd, data):]
+            except OSError as err:  # name the file: os.write's own error does not
+                raise OSError(err.errno, err.strerror, str(self.path)) from None
 
     def close(self) -> None:
         os.close(self._fd)
@@ -134,31 +142,45 @@ def _is_row(line: bytes) -> bool:
         return False
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Every row of a file JsonlWriter wrote, in file order, read line by line; a torn last line
-    is ignored."""
+def read_jsonl(path: Path, check: Callable[[dict[str, Any]], str | None] | None = None
+               ) -> list[dict[str, Any]]:
+    """Every row of a file JsonlWriter wrote, in file order, streamed line by line; a torn last
+    line is ignored. `check` says what is wrong with a row (None if nothing): the reader stops
+    at that line."""
     if not path.exists():
         return []
     rows = []
-    with open(path, "rb") as handle:  # binary: lines end at b"\n" alone, as written
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
+    for line_no, line in lines(path, ResultsError, keep_breaks=True):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            if not line.endswith("\n"):  # the last line, torn by a kill mid-write
+                print(f"{path}:{line_no}: ignoring an unfinished last row", file=sys.stderr)
                 continue
-            try:
-                rows.append(json.loads(line))
-            except ValueError as err:
-                if not line.endswith(b"\n"):  # the last line, torn by a kill mid-write
-                    print(f"{path}:{line_no}: ignoring an unfinished last row", file=sys.stderr)
-                    continue
-                reason = getattr(err, "msg", None) or getattr(err, "reason", str(err))
-                raise ResultsError(f"{path}:{line_no}: not valid JSON: {reason}") from None
+            raise ResultsError(f"{path}:{line_no}: not valid JSON: {err.msg}") from None
+        except RecursionError:
+            raise ResultsError(f"{path}:{line_no}: JSON nested too deeply") from None
+        problem = _row_problem(row, line) or (check and check(row))
+        if problem:
+            raise ResultsError(f"{path}:{line_no}: {problem}")
+        rows.append(row)
     return rows
+
+
+def _row_problem(row: Any, line: str) -> str | None:
+    if not isinstance(row, dict):
+        return f"expected a JSON object, got {type(row).__name__}"
+    if "\\u" in line and (bad := lone_surrogate(row)) is not None:
+        return f"{bad!r} holds a lone surrogate escape, which is not Unicode text"
+    return None
 
 
 def read_samples(path: Path) -> list[dict[str, Any]]:
     """Every row, the last one per (question, system) winning, in file order."""
     latest: dict[tuple[str, str], dict[str, Any]] = {}
-    for row in read_jsonl(path):
+    for row in read_jsonl(path, sample_problem):
         latest.pop((row["question_id"], row["system"]), None)
         latest[row["question_id"], row["system"]] = row
     return list(latest.values())
@@ -166,15 +188,137 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
 
 def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
     tmp = run_dir / (MANIFEST + ".tmp")
+    manifest = {**manifest, "format_version": FORMAT_VERSION}
     tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, run_dir / MANIFEST)  # atomic: a kill never leaves half a manifest
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any] | None:
+    """The manifest of a run or dataset directory (None if it has none); one of a newer format,
+    or not a JSON object, is refused."""
     path = run_dir / MANIFEST
     if not path.exists():
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        manifest = json.loads(read_text(path, ResultsError))
     except json.JSONDecodeError as err:
-        raise ResultsError(f"{path}: not valid JSON: {err.msg}") from None
+        raise ResultsError(f"{path}: not valid JSON: {err.msg} (line {err.lineno})") from None
+    except RecursionError:
+        raise ResultsError(f"{path}: JSON nested too deeply") from None
+    if not isinstance(manifest, dict):
+        raise ResultsError(f"{path}: expected a JSON object, got {type(manifest).__name__}")
+    version = manifest.get("format_version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ResultsError(f"{path}: format_version must be a whole number >= 1, got {version!r}")
+    if version > FORMAT_VERSION:
+        raise ResultsError(f"{path}: written by a newer freshrag (format_version {version}; this "
+                           f"one reads up to {FORMAT_VERSION}): upgrade freshrag to use it")
+    if not isinstance(manifest.get("dataset", {}), dict):
+        raise ResultsError(f"{path}: 'dataset' must be a JSON object")
+    return manifest
+
+
+def check_resumable(run_dir: Path) -> None:
+    """Refuse a run directory the runner could not resume, before anything in it is rewritten: a
+    manifest of a newer format or of another kind of directory, a samples.jsonl it cannot read."""
+    manifest = read_manifest(run_dir) if run_dir.is_dir() else None
+    problem = manifest is not None and _run_manifest_problem(manifest)
+    if problem:
+        raise ResultsError(f"{run_dir / MANIFEST}: {problem}; choose another --out")
+    read_samples(run_dir / SAMPLES)
+
+
+def _run_manifest_problem(manifest: dict[str, Any]) -> str | None:
+    dataset = manifest.get("dataset") or {}
+    if not isinstance(dataset.get("sha256"), dict) or not isinstance(dataset.get("files"), dict):
+        return "not the manifest of a freshrag run (no dataset.sha256 and dataset.files)"
+    for key in ("systems", "resumed_at"):
+        if not isinstance(manifest.get(key, []), list):
+            return f"{key!r} must be a list, got {manifest[key]!r:.80}"
+    return None
+
+
+# --------------------------------------------------------------------------- the rows' shape
+
+_NONE = type(None)
+_NUMBER = (int, float)
+# Every field sample_row writes, with the JSON types a reader may meet there; the readers index
+# the REQUIRED ones directly, and only look at the others if present (rows made by hand and older
+# rows may lack them).
+REQUIRED = ("question_id", "gold_title", "system", "status", "retrievals", "usage", "grade")
+SAMPLE_FIELDS: dict[str, tuple[type, ...]] = {
+    "dataset": (str, _NONE), "question_id": (str,), "question": (str,), "gold_title": (str,),
+    "system": (str,), "status": (str,), "answer": (str, _NONE), "retrievals": (int,),
+    "usage": (dict,), "grade": (dict, _NONE), "calls": (list,), "details": (dict, _NONE),
+    "latency_s": (*_NUMBER, _NONE), "error": (str, _NONE), "finished_at": (str, _NONE),
+}
+
+
+def sample_problem(row: dict[str, Any]) -> str | None:
+    """What is wrong with a samples.jsonl row for the readers (report, analysis, resume), or
+    None: every field present with its type, usage as counts, grades as finite numbers."""
+    missing = [name for name in REQUIRED if name not in row]
+    if row.get("status") == "failed" and "error" not in row:
+        missing.append("error")  # the reason a failed pair is reported with
+    if missing:
+        return f"field(s) {missing} missing"
+    for name, types in SAMPLE_FIELDS.items():
+        if name in row and not _is(row[name], types):
+            return f"field {name!r} must be {_names(types)}, got {row[name]!r:.80}"
+    if row["status"] not in ("ok", "failed"):
+        return f"field 'status' must be 'ok' or 'failed', got {row['status']!r:.80}"
+    if row["retrievals"] < 0:
+        return f"field 'retrievals' must be a count, got {row['retrievals']}"
+    return (_usage_problem(row["usage"]) or _grade_problem(row["grade"])
+            or _details_problem(row.get("details"), row.get("calls") or [], row.get("models")))
+
+
+def _usage_problem(usage: dict[str, Any]) -> str | None:
+    for role, counts in usage.items():
+        if not isinstance(counts, dict) or not all(
+                _is(counts.get(k), (int,)) and counts[k] >= 0 for k in ("input", "output")):
+            return f"usage of {role!r} must be {{\"input\": count, \"output\": count}}, got {counts!r:.80}"
+    return None
+
+
+def _grade_problem(grade: dict[str, Any] | None) -> str | None:
+    if grade is None:
+        return None
+    reason = grade.get("unscored_reason")
+    if not _is(reason, (str, _NONE)) or not _is(grade.get("raw", []), (list,)):
+        return f"grade must hold unscored_reason (text or null) and raw (a list), got {grade!r:.80}"
+    for name in ("truthfulness", "relevance"):
+        value = grade.get(name)
+        scored = _is(value, _NUMBER) and math.isfinite(value)
+        if not scored and (reason is None or value is not None):
+            return f"grade {name!r} must be a finite number (or null when unscored), got {value!r:.80}"
+    return None
+
+
+def _details_problem(details: dict[str, Any] | None, calls: list[Any],
+                     models: Any) -> str | None:
+    details = details or {}
+    retrieved = details.get("retrieved")
+    if retrieved is not None and not (isinstance(retrieved, list) and all(
+            isinstance(chunk, dict) and isinstance(chunk.get("title"), str) for chunk in retrieved)):
+        return f"details.retrieved must be null or a list of {{\"title\": text}}, got {retrieved!r:.80}"
+    if not _is(details.get("decision"), (str, _NONE)):
+        return f"details.decision must be text or null, got {details['decision']!r:.80}"
+    if not all(isinstance(call, dict) and isinstance(call.get("role"), str)
+               and _is(call.get("model"), (str, _NONE)) for call in calls):
+        return "calls must be a list of objects with a role (and model) as text"
+    if models is not None and not (isinstance(models, dict)
+                                   and all(isinstance(m, str) for m in models.values())):
+        return f"field 'models' must map roles to model names, got {models!r:.80}"
+    return None
+
+
+def _is(value: Any, types: tuple[type, ...]) -> bool:
+    """isinstance, where a JSON true/false is not a number."""
+    return isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+
+
+def _names(types: tuple[type, ...]) -> str:
+    words = {str: "text", int: "a whole number", float: "a number", dict: "an object",
+             list: "a list", _NONE: "null"}
+    return " or ".join(dict.fromkeys(words[t] for t in types))

@@ -37,7 +37,7 @@ def test_keys_never_reach_the_record(monkeypatch):
     pytest.param("[roles.answer]\nmodle = 'x'\n", "[roles.answer]: unknown field(s) ['modle']", id="typo-field"),
     pytest.param("[roles.answer]\nmodel = 3\n", "must be strings", id="not-string"),
     pytest.param("[roles.answer\n", "not valid TOML", id="bad-toml"),
-    pytest.param("timeout_s = 'soon'\n", "must be numbers", id="bad-timeout"),
+    pytest.param("timeout_s = 'soon'\n", "timeout_s must be a positive number of seconds", id="bad-timeout"),
 ])
 def test_bad_config_names_the_file_and_section(tmp_path, text, message):
     config = tmp_path / "bad.toml"

@@ -1,0 +1,195 @@
+"""Command-line options: every numeric option of every command at 0, negative, huge and not a
+number; dates, shares, URLs, names, output directories. Each bad value ends in exit status 2 with
+`argument --OPTION:` and the rule, before anything runs; each value inside the rule is parsed."""
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.cli import _parser
+from harness.options import share
+from tests.fuzz.support import (assert_no_calls, assert_refused, budget, invoke, scratch,
+                                snapshot, write_dataset)
+from tests.fuzz.urls import BAD_URLS, GOOD_URLS
+
+# The least each command needs besides the option under test (argparse stops before using them).
+BASE = {"build": ["--out", "o", "--cutoff", "2020-01-01"], "run": [], "index": ["--articles", "a"],
+        "report": ["d"], "import-legacy": ["p.pkl", "--dataset", "A", "--system", "s", "--out", "o"],
+        "demo": [], "probe-judge": [], "serve": []}
+
+
+def commands() -> dict[str, argparse.ArgumentParser]:
+    parser = _parser()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(sub.choices)
+
+
+def options(accepts) -> list[tuple[str, argparse.Action]]:
+    return [(name, action) for name, command in commands().items() for action in command._actions
+            if action.option_strings and accepts(action)]
+
+
+WHOLE = options(lambda action: hasattr(action.type, "low"))
+TEXT = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=12)
+
+
+def test_every_numeric_option_has_a_stated_range():
+    assert len(WHOLE) >= 20
+    for command, action in options(lambda a: True):
+        numeric_default = (isinstance(action.default, (int, float))
+                           and not isinstance(action.default, bool))
+        assert action.type not in (int, float), (command, action.option_strings)
+        if numeric_default or action.type in (int, float):
+            assert hasattr(action.type, "low") or action.type is share, (command, action.dest)
+
+
+def not_whole(low: int, high: int):
+    return st.one_of(
+        st.integers(max_value=low - 1).map(str),                  # 0, negative
+        st.integers(min_value=high + 1, max_value=10**60).map(str),  # huge
+        st.floats().map(repr),                                    # 1.5, 1e+20, nan, inf
+        TEXT.filter(lambda t: not re.fullmatch(r"\s*[+-]?[0-9]+\s*", t)),
+        st.sampled_from(["", " ", "٣", "²", "1_000", "0x10", "1,000", "五"]))
+
+
+@st.composite
+def whole_option_and_bad_value(draw):
+    command, action = draw(st.sampled_from(WHOLE))
+    return command, action.option_strings[0], action.type, draw(not_whole(action.type.low,
+                                                                          action.type.high))
+
+
+@settings(max_examples=budget(300))
+@given(case=whole_option_and_bad_value())
+def test_a_numeric_option_out_of_its_range_is_refused_with_the_range(case):
+    command, option, kind, value = case
+    with scratch() as (tmp, _):
+        result = invoke(command, *BASE[command], f"{option}={value}")
+        assert snapshot(tmp) == {}
+    assert_refused(result, f"argument {option}: expected a whole number from "
+                           f"{kind.low:,} to {kind.high:,}")
+
+
+@st.composite
+def whole_option_and_good_value(draw):
+    command, action = draw(st.sampled_from(WHOLE))
+    return command, action, draw(st.integers(action.type.low, action.type.high))
+
+
+@settings(max_examples=budget(60))
+@given(case=whole_option_and_good_value(), pad=st.sampled_from(["", " ", "+"]))
+def test_a_numeric_option_inside_its_range_is_parsed(case, pad):
+    command, action, value = case
+    args = _parser().parse_args([command, *BASE[command], f"{action.option_strings[0]}={pad}{value}"])
+    assert getattr(args, action.dest) == value
+
+
+BAD_DATES = st.one_of(
+    TEXT.filter(lambda t: not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", t)),
+    st.dates().map(lambda d: d.strftime("%Y%m%d")), st.dates().map(lambda d: d.strftime("%d.%m.%Y")),
+    st.tuples(st.integers(1000, 9999), st.integers(13, 99), st.integers(1, 28)).map(
+        lambda p: f"{p[0]}-{p[1]:02d}-{p[2]:02d}"),
+    st.sampled_from(["2021-02-30", "2023-02-29", "2021-04-31", "0000-01-01", "2021-1-1"]))
+
+
+@settings(max_examples=budget(60))
+@given(option=st.sampled_from(["--today", "--knowledge-cutoff"]), value=BAD_DATES)
+def test_a_date_that_is_not_yyyy_mm_dd_is_refused(option, value):
+    with scratch():
+        result = invoke("run", f"{option}={value}")
+    assert_refused(result, f"argument {option}: expected a date as YYYY-MM-DD")
+
+
+@settings(max_examples=budget(20))
+@given(option=st.sampled_from(["--today", "--knowledge-cutoff"]), day=st.dates())
+def test_a_real_date_is_parsed(option, day):
+    args = _parser().parse_args(["run", f"{option}={day.isoformat()}"])
+    assert getattr(args, option[2:].replace("-", "_")) == day.isoformat()
+
+
+@settings(max_examples=budget(40))
+@given(value=st.one_of(st.floats().filter(lambda v: not 0 <= v <= 1).map(repr),
+                       TEXT.filter(lambda t: not re.fullmatch(r"\s*[0-9.e+-]+\s*", t)),
+                       st.sampled_from(["nan", "inf", "-0.5", "1.0001", ""])))
+def test_a_share_outside_0_to_1_is_refused(value):
+    with scratch():
+        result = invoke("probe-judge", f"--probe-threshold={value}")
+    assert_refused(result, "argument --probe-threshold: expected a share between 0 and 1")
+
+
+URL_OPTIONS = [("build", "--wiki-api"), ("run", "--qdrant-url"), ("index", "--qdrant-url")]
+
+
+@settings(max_examples=budget(60))
+@given(where=st.sampled_from(URL_OPTIONS), url=BAD_URLS)
+def test_a_bad_url_option_is_refused(where, url):
+    command, option = where
+    with scratch() as (tmp, _):
+        result = invoke(command, *BASE[command], f"{option}={url}")
+        assert snapshot(tmp) == {}
+    assert_refused(result, f"argument {option}:", "is not a URL")
+
+
+@settings(max_examples=budget(20))
+@given(url=GOOD_URLS)
+def test_a_good_url_option_is_parsed(url):
+    assert _parser().parse_args(["run", f"--qdrant-url={url}"]).qdrant_url == url
+
+
+NAME_OPTIONS = [("import-legacy", "--dataset"), ("import-legacy", "--system"),
+                ("import-legacy", "--model"), ("build", "--model"), ("build", "--user-agent")]
+BAD_NAMES = st.one_of(st.text(" \t\n", max_size=3), TEXT.map(lambda t: f" x{t}"),
+                      TEXT.map(lambda t: f"x{t}\t"), TEXT.map(lambda t: f"x\x1b{t}"))
+
+
+@settings(max_examples=budget(60))
+@given(where=st.sampled_from(NAME_OPTIONS), value=BAD_NAMES)
+def test_an_empty_or_padded_name_is_refused(where, value):
+    command, option = where
+    argv = [command, *BASE[command], f"{option}={value}"]
+    with scratch() as (tmp, _):
+        result = invoke(*argv)
+        assert snapshot(tmp) == {}
+    assert_refused(result, f"argument {option}:")
+
+
+@pytest.mark.parametrize("command", ["build", "run", "report", "import-legacy", "demo"])
+def test_an_output_directory_that_is_a_file_is_refused(command):
+    with scratch() as (tmp, _):
+        Path("taken").write_text("keep me")
+        result = invoke(command, *BASE[command], "--out=taken")
+        assert Path("taken").read_text() == "keep me"
+    assert_refused(result, "argument --out:", "'taken' exists and is not a directory")
+
+
+@settings(max_examples=budget(30))
+@given(size=st.integers(1, 5000), extra=st.integers(0, 5000), command=st.sampled_from(["run", "index"]))
+def test_an_overlap_not_below_the_chunk_size_is_refused_before_any_call(server, size, extra, command):
+    with scratch(server) as (tmp, _):
+        questions, articles = write_dataset(tmp / "data")
+        argv = (["run", "--questions", questions, "--articles", articles, "--out", tmp / "run",
+                 "--systems", "naive"] if command == "run" else ["index", "--articles", articles])
+        result = invoke(*argv, f"--chunk-size={size}", f"--chunk-overlap={size + extra}")
+        assert_refused(result, f"--chunk-overlap must be less than --chunk-size ({size:,}), "
+                               f"got {size + extra:,}")
+        assert_no_calls(server)
+        assert not (tmp / "run").exists() and not (tmp / "results").exists()
+
+
+@settings(max_examples=budget(20))
+@given(names=st.lists(TEXT.filter(lambda t: "," not in t and t.strip()), min_size=1, max_size=3))
+def test_an_unknown_system_is_refused_listing_the_systems(server, names):
+    from systems import SYSTEMS
+
+    if all(name.strip() in SYSTEMS for name in names):
+        return
+    with scratch(server) as (tmp, _):
+        questions, articles = write_dataset(tmp / "data")
+        result = invoke("run", "--questions", questions, "--articles", articles,
+                        "--out", tmp / "run", f"--systems={','.join(names)}")
+        assert_refused(result, "unknown system(s)", "valid systems: " + ", ".join(SYSTEMS))
+        assert_no_calls(server)
