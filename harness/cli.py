@@ -39,7 +39,7 @@ from harness.legacy import PAPER_MODEL, LegacyError, import_legacy
 from harness.prices import price_table
 from harness.llm import EndpointError, LLMClient
 from harness.local_server import LocalServer, LocalServerError
-from harness.results import ResultsError, check_resumable
+from harness.results import ResultsError
 from harness.rundir import INDEX_SETTINGS, RUN_ROLES
 from harness.runner import RunConfig, check_resume, run
 from systems import SYSTEMS, uses_index
@@ -144,7 +144,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown system(s) {unknown}; valid systems: {', '.join(SYSTEMS)}")
     dataset = _dataset(args)
     out = args.out or Path("results") / dataset.name
-    check_resumable(out)  # before the runner rewrites its manifest
     config = RunConfig(out=out, systems=systems, limit=args.limit,
                        concurrency=args.concurrency, use_cache=not args.no_cache,
                        today=args.today, knowledge_cutoff=args.knowledge_cutoff,

@@ -63,7 +63,7 @@ def locked(run_dir: Path) -> Iterator[None]:
 def kind(manifest: dict[str, Any]) -> str:
     """"run", "import", "dataset", or "unknown"; manifests written before `kind` by content."""
     if "kind" in manifest:
-        return manifest["kind"]
+        return manifest["kind"] if isinstance(manifest["kind"], str) else "unknown"
     if "imports" in manifest:
         return "import"
     if "stages" in manifest:

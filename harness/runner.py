@@ -26,8 +26,8 @@ from harness.dataset import Dataset
 from harness.llm import EndpointError, EndpointUnreachable, LLMClient
 from harness.report import answer_tokens
 from harness.concurrency import map_with_progress
-from harness.results import (SAMPLES, JsonlWriter, ResultsError, now, read_manifest,
-                             read_samples, sample_row, write_manifest)
+from harness.results import (SAMPLES, JsonlWriter, ResultsError, check_resumable, now,
+                             read_manifest, read_samples, sample_row, write_manifest)
 from harness.rundir import check_kind, check_same_run, locked
 from harness.probes import ProbeSettings
 from harness.types import LLM, LLMResponse, Question, Retriever, System, SystemContext
@@ -117,6 +117,8 @@ def check_resume(dataset: Dataset, config: RunConfig, llm: LLMClient, factories:
     index. `llm` need not be started; `index` is the retrieval settings
     (rundir.INDEX_SETTINGS) if a system retrieves."""
     previous = read_manifest(config.out)
+    check_kind(config.out, previous, "run")
+    check_resumable(config.out)  # a manifest and rows the runner can read
     if previous is not None:
         _checked_manifest(dataset, config, llm, factories, prompts, index, previous)
     if config.out.exists():

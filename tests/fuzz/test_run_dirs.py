@@ -47,11 +47,13 @@ def every_command_refuses(base: Path, server, *names) -> None:
     legacy.write_bytes(pickle.dumps([LEGACY_ROW]))
     for argv in (["report", run_dir, "--out", base / "report"],
                  ["run", "--questions", base / "data" / "questions.jsonl", "--articles",
-                  base / "data" / "articles.jsonl", "--out", run_dir, "--systems", SYSTEMS],
-                 ["import-legacy", legacy, "--dataset", "A_f", "--system", "naive",
-                  "--out", run_dir]):
+                  base / "data" / "articles.jsonl", "--out", run_dir, "--systems", SYSTEMS]):
         assert_refused(invoke(*argv), *names)
         assert snapshot(run_dir) == before, argv[0]
+    # import-legacy refuses a run's directory for what it is, before reading its rows
+    assert_refused(invoke("import-legacy", legacy, "--dataset", "A_f", "--system", "naive",
+                          "--out", run_dir), str(run_dir))
+    assert snapshot(run_dir) == before, "import-legacy"
     assert not (base / "report").exists()
     assert_no_calls(server)
 
@@ -207,7 +209,7 @@ def test_a_run_into_a_directory_of_imported_rows_is_refused(server, finished, tm
         before = snapshot(tmp / "imported")
         result = invoke("run", "--questions", base / "data" / "questions.jsonl", "--articles",
                         base / "data" / "articles.jsonl", "--out", tmp / "imported")
-        assert_refused(result, tmp / "imported" / "manifest.json", "not the manifest of a freshrag run")
+        assert_refused(result, tmp / "imported", "holds runs imported by `freshrag import-legacy`")
         assert snapshot(tmp / "imported") == before
         assert_no_calls(server)
 
