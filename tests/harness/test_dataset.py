@@ -63,7 +63,8 @@ def test_shipped_example_dataset_loads_every_line():
     """The example ships inside the package and loads whole: every question and article of its
     files, in order (read here with json, not through the loader)."""
     directory = example_dir()
-    lines = {name: [json.loads(line) for line in (directory / f"{name}.jsonl").read_text().splitlines()
+    lines = {name: [json.loads(line) for line in
+                    (directory / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
                     if line.strip()] for name in ("questions", "articles")}
     dataset = load_dataset_dir(directory)
     assert dataset.name == "example"
