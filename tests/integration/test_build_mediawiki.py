@@ -60,14 +60,14 @@ class ScriptedBuilder:
 
 
 @pytest.fixture
-def fake_builder(monkeypatch):
+def fake_builder(monkeypatch) -> ScriptedBuilder:
+    """The builder role on the fake server, answering from a ScriptedBuilder (yielded)."""
     script = ScriptedBuilder()
     with FakeOpenAIServer(reply=script) as server:
         monkeypatch.setenv("FRESHRAG_BUILDER_BASE_URL", server.base_url)
         monkeypatch.setenv("FRESHRAG_BUILDER_API_KEY", "sk-not-written")
         monkeypatch.setenv("FRESHRAG_BUILDER_MODEL", "scripted-builder")
-        server.script = script
-        yield server
+        yield script
 
 
 def expected_discard(wiki: SeededMediaWiki, title: str) -> str:
@@ -110,7 +110,7 @@ def test_build_from_the_wiki(mediawiki: SeededMediaWiki, fake_builder, tmp_path,
     assert funnel["discarded_d"] == {"created_before_cutoff": len(a_r) - len(a_d)}
 
     # A_f: the scripted verdicts, asked once per A_d article, the garbled ones counted as unknown
-    given = fake_builder.script.verdicts
+    given = fake_builder.verdicts
     assert sorted(given) == sorted(a_d) and all(len(v) == 1 for v in given.values())
     given = {title: verdicts[0] for title, verdicts in given.items()}
     recorded = {row["title"]: row for row in read_jsonl(out / "recency.jsonl")}
