@@ -11,20 +11,41 @@ def test_serial_runs_in_the_calling_thread():
     assert threads == [threading.get_ident()] * 5
 
 
-def test_in_flight_work_never_exceeds_the_bound():
-    lock, state = threading.Lock(), {"now": 0, "peak": 0}
+class InFlight:
+    """Counts calls in flight and the peak. With `together`, each call waits at a barrier of that
+    many parties, so that exactly that many are in flight at once whatever the scheduling (a
+    pool with fewer workers breaks the barrier instead of hanging); then it stays a moment, so
+    that a pool with more workers would start further calls meanwhile."""
 
-    def work(i):
-        with lock:
-            state["now"] += 1
-            state["peak"] = max(state["peak"], state["now"])
+    def __init__(self, together: int | None = None):
+        self.lock, self.now, self.peak = threading.Lock(), 0, 0
+        self.barrier = threading.Barrier(together, timeout=10) if together else None
+
+    def __call__(self, item):
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        if self.barrier:
+            self.barrier.wait()
         time.sleep(0.02)
-        with lock:
-            state["now"] -= 1
-        return i
+        with self.lock:
+            self.now -= 1
+        return item
 
-    assert sorted(map_with_progress(work, range(40), concurrency=4)) == list(range(40))
-    assert state["peak"] == 4
+
+@pytest.mark.parametrize("concurrency", [2, 4])
+def test_exactly_the_bound_is_in_flight(concurrency):
+    work = InFlight(together=concurrency)
+    items = range(concurrency * 5)
+    assert sorted(map_with_progress(work, items, concurrency=concurrency)) == list(items)
+    assert work.peak == concurrency
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_in_flight_work_never_exceeds_the_bound(concurrency):
+    work = InFlight()
+    assert sorted(map_with_progress(work, range(30), concurrency=concurrency)) == list(range(30))
+    assert 1 <= work.peak <= concurrency
 
 
 def test_first_error_stops_pending_work():

@@ -1,3 +1,4 @@
+import hashlib
 import json
 
 import pytest
@@ -27,6 +28,9 @@ def write_lines(path, rows):
                  id="duplicate-article"),
     pytest.param(["[1, 2]"], [ARTICLE], "questions.jsonl:1: expected a JSON object", id="not-object"),
     pytest.param([], [ARTICLE], "questions.jsonl: no questions", id="no-questions"),
+    pytest.param([QUESTION], [], "articles.jsonl: no articles", id="no-articles"),
+    pytest.param([QUESTION, "", "{not json"], [ARTICLE], "questions.jsonl:3: not valid JSON",
+                 id="blank-lines-still-count"),
     pytest.param([{**QUESTION, "id": "a"}, {**QUESTION, "id": "a"}], [ARTICLE],
                  "questions.jsonl:2: duplicate question id 'a'", id="duplicate-id"),
 ])
@@ -51,10 +55,21 @@ def test_questions_get_line_ids_and_keep_their_gold_title(tmp_path):
     assert dataset.name == "A_x"
     assert [q.id for q in dataset.questions] == ["q00001", "mine"]
     assert dataset.questions[0].gold_title == "Velmora"
-    assert set(dataset.file_hashes()) == {"questions", "articles"}
+    assert dataset.file_hashes() == {"questions": hashlib.sha256(q.read_bytes()).hexdigest(),
+                                     "articles": hashlib.sha256(a.read_bytes()).hexdigest()}
 
 
-def test_shipped_example_dataset_loads():
-    dataset = load_dataset_dir(example_dir())
+def test_shipped_example_dataset_loads_every_line():
+    """The example ships inside the package and loads whole: every question and article of its
+    files, in order (read here with json, not through the loader)."""
+    directory = example_dir()
+    lines = {name: [json.loads(line) for line in
+                    (directory / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
+                    if line.strip()] for name in ("questions", "articles")}
+    dataset = load_dataset_dir(directory)
+    assert dataset.name == "example"
+    assert [(q.text, q.gold_title) for q in dataset.questions] == [
+        (row["question"], row["title"]) for row in lines["questions"]]
+    assert [(a.title, a.content) for a in dataset.articles.values()] == [
+        (row["title"], row["content"]) for row in lines["articles"]]
     assert len(dataset.questions) >= 40
-    assert all(q.gold_title in dataset.articles for q in dataset.questions)

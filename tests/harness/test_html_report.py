@@ -281,7 +281,7 @@ def test_chromium_renders_the_page(report, tmp_path):
     assert code == 0, f"chromium exited {code}:\n{stderr[-2000:]}"
     dom = parse(stdout)
     assert dom.find_all("body")[0].attrs.get("data-probed") == "yes", (
-        f"the load event never ran ({elapsed:.1f}s):\n{result.stdout[:500]}")
+        f"the load event never ran ({elapsed:.1f}s):\n{stdout[:500]}")
 
     check_page(dom, report)
     assert [s.attrs.get("id") for s in dom.find_all("script")] == ["probe"]

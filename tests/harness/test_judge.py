@@ -59,23 +59,23 @@ def test_second_attempt_can_rescue_the_grade():
     assert sum((c.usage for c in calls), Usage()) == Usage(20, 10)
 
 
-def test_judge_call_is_forced_at_temperature_zero_with_the_article_cut():
+def test_judge_call_is_forced_deterministic_bounded_and_sees_the_article_cut():
+    """One forced submit_grade call at temperature 0, bounded in output tokens, whose prompt holds
+    the question, the answer and the gold article cut at the paper's 15,000 characters."""
     llm = ScriptedLLM([grade_call('{"truthfulness": 4, "relevance": 5}')])
     judge.grade(llm, QUESTION, "Ada Quill.", ARTICLE)
-    request = llm.requests[0]
-    assert request["role"] == "judge"
-    assert request["tool_choice"] == "submit_grade" and request["temperature"] == 0.0
+    [request] = llm.requests
+    assert request["role"] == "judge" and request["temperature"] == 0.0
+    assert 0 < request["max_tokens"] <= 512
+    [tool] = request["tools"]
+    assert request["tool_choice"] == tool["function"]["name"] == "submit_grade"
+    schema = tool["function"]["parameters"]
+    assert set(schema["required"]) == {"truthfulness", "relevance"}
+    for field in ("truthfulness", "relevance"):
+        assert schema["properties"][field]["type"] == "integer"
+        assert schema["properties"][field]["enum"] == [1, 2, 3, 4, 5]
+    assert "does not know" in request["messages"][0]["content"]
     user = request["messages"][1]["content"]
     assert QUESTION.text in user and "Ada Quill." in user
-    assert ARTICLE.prompt_text() in user
-    assert len(ARTICLE.prompt_text()) == 15_000
-    assert "does not know" in request["messages"][0]["content"]
-
-
-def test_the_judge_call_is_forced_deterministic_and_bounded():
-    llm = ScriptedLLM([grade_call('{"truthfulness": 4, "relevance": 5}')])
-    grade, _ = judge.grade(llm, QUESTION, "Ada Quill.", ARTICLE)
-    [request] = llm.requests
-    assert (grade.truthfulness, grade.relevance) == (4, 5)
-    assert request["role"] == "judge" and request["tool_choice"] == "submit_grade"
-    assert request["temperature"] == 0.0 and request["max_tokens"] == judge.JUDGE_MAX_TOKENS
+    article = f"{ARTICLE.title}\n\n{ARTICLE.content}"  # 46,009 characters
+    assert article[:15_000] in user and article[:15_001] not in user

@@ -1,13 +1,14 @@
 """`freshrag import-legacy` on pickles written in the format of the paper's released runs, then
-`freshrag report` on them: the paper's Tables II and III come back (means are plain means over the
-rows, token sums exact, retrievals counted from the chunks in `context`), and a pickle that would
-run code is refused."""
+`freshrag report` on them. The released pickles are not in the repository, so the table values
+are checked on rows made here: a few by hand with their means and sums worked out as arithmetic
+in the test, and many at random against sums the test keeps while making them. A pickle that
+would run code is refused; every command's exit code is checked."""
 
 import json
 import pickle
 import random
 from datetime import datetime
-from pathlib import Path
+from fractions import Fraction
 
 import pytest
 
@@ -15,111 +16,128 @@ from harness.cli import main
 from harness.legacy import LegacyError, load_pickle, retrieved_titles
 from harness.results import read_samples
 
-# The paper's Tables II (A_r, 300 questions) and III (A_f, 256): truthfulness, relevance, input
-# and output tokens in thousands, retrievals.
-TABLES = {
-    ("A_r", "baseline"): (300, 3.59, 3.90, 14, 61, 0),
-    ("A_r", "naive"): (300, 4.80, 4.80, 262, 34, 300),
-    ("A_r", "advanced"): (300, 4.49, 4.67, 224, 78, 138),
-    ("A_f", "baseline"): (256, 2.49, 2.42, 12, 33, 0),
-    ("A_f", "naive"): (256, 4.71, 4.66, 224, 24, 256),
-    ("A_f", "advanced"): (256, 4.56, 4.59, 260, 57, 214),
-}
+
+def row(i, truthfulness=None, relevance=None, n_in=100, n_out=10, retrieved=False, context=""):
+    """One row as the released files hold it; no scores means an unscored file's row."""
+    made = {"title": f"Article {i}", "content": "text", "date": "2023-05-01",
+            "url": f"https://en.wikipedia.org/wiki/A{i}", "question": f"Question {i}?",
+            "answer": f"Answer {i}", "n_input_tokens": n_in, "n_output_tokens": n_out,
+            "retrieved": retrieved, "context": context}
+    if truthfulness is not None:
+        made.update(truthfulness=truthfulness, relevance=relevance)
+    return made
 
 
-def scores(n, mean, rng):
-    """n scores in 1..5 whose sum is the nearest integer to n * mean, some of them floats."""
-    total = round(n * mean)
-    values = [total // n] * n
-    for i in rng.sample(range(n), total - sum(values)):
-        values[i] += 1
-    return [float(v) if i % 7 == 0 else v for i, v in enumerate(values)]
+def chunks(*titles):
+    return "\n\n".join(f"Title: {title}\nSome retrieved text." for title in titles)
 
 
-def split(total, n, rng):
-    """n non-negative counts summing to total."""
-    cuts = sorted(rng.randint(0, total) for _ in range(n - 1))
-    return [b - a for a, b in zip([0, *cuts], [*cuts, total])]
+def import_rows(tmp_path, rows, dataset, system, out, protocol=pickle.DEFAULT_PROTOCOL):
+    path = tmp_path / f"{dataset}-{system}.pkl"
+    path.write_bytes(pickle.dumps(rows, protocol=protocol))
+    assert main(["import-legacy", str(path), "--dataset", dataset, "--system", system,
+                 "--out", str(out)]) == 0
+    return path
 
 
-def released_rows(dataset, system, rng):
-    n, truth, rel, k_in, k_out, retrievals = TABLES[(dataset, system)]
-    retrieving = set(rng.sample(range(n), retrievals))
-    rows = []
-    for i, t, r, n_in, n_out in zip(range(n), scores(n, truth, rng), scores(n, rel, rng),
-                                    split(k_in * 1000, n, rng), split(k_out * 1000, n, rng)):
-        title = f"Article {i}"
-        context = "" if i not in retrieving else "\n\n".join(
-            f"Title: {title if j == 0 else f'Other {i}-{j}'}\nSome retrieved text." for j in range(5))
-        rows.append({"title": title, "content": "text", "url": f"https://en.wikipedia.org/wiki/A{i}",
-                     "date": "2023-05-01", "question": f"Question {i}?", "answer": f"Answer {i}",
-                     "n_input_tokens": n_in, "n_output_tokens": n_out,
-                     # as released: naive runs say False though every answer retrieved
-                     "retrieved": system == "advanced" and i in retrieving,
-                     "context": context, "truthfulness": t, "relevance": r})
-    return rows
-
-
-def test_the_released_runs_reproduce_tables_ii_and_iii(tmp_path, capsys):
-    rng = random.Random(7)
-    written = {}
-    for dataset, system in TABLES:
-        rows = released_rows(dataset, system, rng)
-        written[(dataset, system)] = rows
-        path = tmp_path / f"{dataset}-{system}.pkl"
-        path.write_bytes(pickle.dumps(rows))
-        assert main(["import-legacy", str(path), "--dataset", dataset, "--system", system,
-                     "--out", str(tmp_path / "runs")]) == 0
+def report_rows(run_dir, capsys):
     capsys.readouterr()
-    assert main(["report", str(tmp_path / "runs"), "--format", "json"]) == 0
-    table = {(r["dataset"], r["system"]): r for r in json.loads(capsys.readouterr().out)["rows"]}
-    assert set(table) == set(TABLES)
-    for key, (n, truth, rel, k_in, k_out, retrievals) in TABLES.items():
-        rows, got = written[key], table[key]
-        assert got["n"] == got["scored"] == n
-        assert got["truthfulness"] == pytest.approx(sum(r["truthfulness"] for r in rows) / n, abs=1e-4)
-        assert got["relevance"] == pytest.approx(sum(r["relevance"] for r in rows) / n, abs=1e-4)
-        assert (round(got["truthfulness"], 2), round(got["relevance"], 2)) == (truth, rel)
-        assert got["input_tokens"] == sum(r["n_input_tokens"] for r in rows)
-        assert got["output_tokens"] == sum(r["n_output_tokens"] for r in rows)
-        assert (round(got["input_tokens"] / 1000), round(got["output_tokens"] / 1000)) == (k_in, k_out)
-        assert got["retrievals"] == retrievals == sum(bool(r["context"]) for r in rows)
+    assert main(["report", str(run_dir), "--format", "json"]) == 0
+    return {(r["dataset"], r["system"]): r for r in json.loads(capsys.readouterr().out)["rows"]}
+
+
+# As released: the naive runs say retrieved=False though every answer retrieved; a retrieval is
+# counted where the context holds chunks, or where the flag says so (advanced, row 1).
+NAIVE = [row(0, 5, 4, 1200, 30, context=chunks("Velmora", "Ostrava Line")),
+         row(1, 4.0, 5, 800, 20, context=chunks("Velmora")),
+         row(2, 2, 1, 1000, 25),
+         row(3, 5, 5, 1500, 45, context=[chunks("Kestrel Dam"), chunks("Velmora")])]
+ADVANCED = [row(0, 5, 5, 2000, 60, retrieved=True, context=chunks("Velmora")),
+            row(1, 3, 4, 2500, 80, retrieved=True),
+            row(2, 4, 4, 900, 40)]
+
+
+def test_table_values_are_plain_means_and_sums_of_the_rows(tmp_path, capsys):
+    import_rows(tmp_path, NAIVE, "A_f", "naive", tmp_path / "runs")
+    import_rows(tmp_path, ADVANCED, "A_f", "advanced", tmp_path / "runs")
+    table = report_rows(tmp_path / "runs", capsys)
+    assert set(table) == {("A_f", "naive"), ("A_f", "advanced")}
+    naive, advanced = table[("A_f", "naive")], table[("A_f", "advanced")]
+    assert (naive["n"], naive["scored"], naive["unscored"]) == (4, 4, 0)
+    assert naive["truthfulness"] == pytest.approx((5 + 4 + 2 + 5) / 4)  # 4.0
+    assert naive["relevance"] == pytest.approx((4 + 5 + 1 + 5) / 4)  # 3.75
+    assert naive["input_tokens"] == 1200 + 800 + 1000 + 1500
+    assert naive["output_tokens"] == 30 + 20 + 25 + 45
+    assert naive["retrievals"] == 3  # rows 0, 1 and 3 hold chunks; row 2 none
+    assert (advanced["n"], advanced["scored"]) == (3, 3)
+    assert advanced["truthfulness"] == pytest.approx((5 + 3 + 4) / 3)  # 4.0
+    assert advanced["relevance"] == pytest.approx((5 + 4 + 4) / 3, abs=1e-4)  # 4.3333
+    assert advanced["input_tokens"] == 2000 + 2500 + 900
+    assert advanced["output_tokens"] == 60 + 80 + 40
+    assert advanced["retrievals"] == 2  # flagged, with and without chunks
+
+
+def random_run(n, rng):
+    """n rows with scores and token counts drawn freely (aimed at no table), and the sums and
+    retrieving rows as they were drawn."""
+    rows, kept = [], {"truthfulness": Fraction(0), "relevance": Fraction(0), "input": 0,
+                      "output": 0, "retrieving": 0}
+    for i in range(n):
+        t, r = rng.randint(1, 5), rng.choice([1, 2, 3, 4, 5, 1.0, 5.0])
+        n_in, n_out = rng.randint(0, 5000), rng.randint(0, 400)
+        kind = rng.choice(["chunks", "flag", "none"])
+        rows.append(row(i, t, r, n_in, n_out, retrieved=kind == "flag",
+                        context=chunks(f"Hit {i}") if kind == "chunks" else ""))
+        kept["truthfulness"] += Fraction(t)
+        kept["relevance"] += Fraction(r)
+        kept["input"] += n_in
+        kept["output"] += n_out
+        kept["retrieving"] += kind != "none"
+    return rows, kept
+
+
+@pytest.mark.parametrize("seed, n", [pytest.param(1, 1, id="one-row"), pytest.param(2, 37, id="37"),
+                                     pytest.param(3, 300, id="300")])
+def test_random_runs_report_the_sums_kept_while_making_them(tmp_path, capsys, seed, n):
+    rows, kept = random_run(n, random.Random(seed))
+    import_rows(tmp_path, rows, "A_r", "naive", tmp_path / "run")
+    got = report_rows(tmp_path / "run", capsys)[("A_r", "naive")]
+    assert got["n"] == got["scored"] == n
+    assert got["truthfulness"] == pytest.approx(float(kept["truthfulness"] / n), abs=1e-4)
+    assert got["relevance"] == pytest.approx(float(kept["relevance"] / n), abs=1e-4)
+    assert (got["input_tokens"], got["output_tokens"]) == (kept["input"], kept["output"])
+    assert got["retrievals"] == kept["retrieving"]
 
 
 def test_retrieved_titles_come_from_the_chunk_headers(tmp_path):
-    rows = released_rows("A_f", "naive", random.Random(1))[:3]
-    path = tmp_path / "naive.pkl"
-    path.write_bytes(pickle.dumps(rows, protocol=2))  # sets and old protocols load too
-    assert main(["import-legacy", str(path), "--dataset", "A_f", "--system", "naive",
-                 "--out", str(tmp_path / "run")]) == 0
+    rows = [row(0, 5, 5, context=chunks("Velmora", "Ostrava Line")),
+            row(1, 5, 5, context=[chunks("Kestrel Dam"),
+                                  "Title: Marrow\nIts sign reads Title: Deed, mid-line"]),
+            row(2, 5, 5, retrieved=True),  # flagged, but no chunks to name: unknown, not a miss
+            row(3, 5, 5)]
+    import_rows(tmp_path, rows, "A_f", "naive", tmp_path / "run", protocol=2)  # old protocols too
     imported = read_samples(tmp_path / "run" / "samples.jsonl")
-    assert [[c["title"] for c in s["details"]["retrieved"]] for s in imported] == [
-        [line[len("Title: "):] for line in r["context"].splitlines() if line.startswith("Title: ")]
-        for r in rows]
+    assert [s["details"]["retrieved"] for s in imported] == [
+        [{"title": "Velmora"}, {"title": "Ostrava Line"}],
+        [{"title": "Kestrel Dam"}, {"title": "Marrow"}], None, None]
+    assert [s["retrievals"] for s in imported] == [1, 1, 1, 0]
     assert retrieved_titles(["Title: A\ntext", "Title: B\nmore"]) == ["A", "B"]
 
 
-def test_importing_again_replaces_never_duplicates(tmp_path):
-    path = tmp_path / "run.pkl"
-    path.write_bytes(pickle.dumps(released_rows("A_r", "baseline", random.Random(2))))
-    for _ in range(2):
-        assert main(["import-legacy", str(path), "--dataset", "A_r", "--system", "baseline",
-                     "--out", str(tmp_path / "run")]) == 0
-    assert len(read_samples(tmp_path / "run" / "samples.jsonl")) == 300
+def test_importing_again_replaces_never_duplicates(tmp_path, capsys):
+    import_rows(tmp_path, NAIVE, "A_f", "naive", tmp_path / "run")
+    import_rows(tmp_path, ADVANCED, "A_f", "advanced", tmp_path / "run")
+    import_rows(tmp_path, NAIVE[:2], "A_f", "naive", tmp_path / "run")
+    systems = [s["system"] for s in read_samples(tmp_path / "run" / "samples.jsonl")]
+    assert sorted(systems) == ["advanced"] * 3 + ["naive"] * 2
+    table = report_rows(tmp_path / "run", capsys)
+    assert table[("A_f", "naive")]["input_tokens"] == 1200 + 800
 
 
 def test_unscored_files_are_counted_not_averaged(tmp_path, capsys):
-    rows = released_rows("A_r", "baseline", random.Random(3))[:10]
-    for row in rows:
-        del row["truthfulness"], row["relevance"]
-    path = tmp_path / "unscored.pkl"
-    path.write_bytes(pickle.dumps(rows))
-    main(["import-legacy", str(path), "--dataset", "A_r", "--system", "baseline",
-          "--out", str(tmp_path / "run")])
-    capsys.readouterr()
-    main(["report", str(tmp_path / "run"), "--format", "json"])
-    (row,) = json.loads(capsys.readouterr().out)["rows"]
-    assert (row["n"], row["scored"], row["unscored"], row["truthfulness"]) == (10, 0, 10, None)
+    import_rows(tmp_path, [row(i) for i in range(10)], "A_r", "baseline", tmp_path / "run")
+    (got,) = report_rows(tmp_path / "run", capsys).values()
+    assert (got["n"], got["scored"], got["unscored"], got["truthfulness"]) == (10, 0, 10, None)
 
 
 class Exploit:

@@ -11,6 +11,7 @@ import hashlib
 import json
 import threading
 import urllib.request
+from collections import Counter
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -18,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from builders.mediawiki import MediaWikiSource
-from builders.pages import VANISHED
+from builders.pages import DISAMBIGUATION, REDIRECT, TOO_SHORT, VANISHED
 from builders.stages import SAMPLE, BuildConfig, sample_articles
 from harness.cli import main
 from harness.results import read_jsonl
@@ -35,25 +36,50 @@ def moment(timestamp: str) -> datetime:
     return datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
 
 
-def scripted_verdict(request: dict) -> dict:
-    """report_recency answered true, false or with garbage, by a hash of the article's text;
-    any other request (a question) gets a question naming the article's first words."""
-    user = next(m["content"] for m in reversed(request["messages"]) if m["role"] == "user")
-    if request.get("tool_choice"):
-        kind = int(hashlib.sha256(user.encode()).hexdigest(), 16) % 3
-        arguments = {0: '{"mostly_after_cutoff": true}', 1: '{"mostly_after_cutoff": false}',
-                     2: '{"mostly_after_cutoff": "perhaps"'}[kind]
-        return {"tool_call": {"name": "report_recency", "arguments": arguments}}
-    return {"content": f"What is said about {user.splitlines()[0][7:60]}?"}
+VERDICTS = {0: '{"mostly_after_cutoff": true}', 1: '{"mostly_after_cutoff": false}',
+            2: '{"mostly_after_cutoff": "perhaps"'}  # the last one garbled
+MEANING = {0: True, 1: False, 2: "unknown"}  # what the builder must make of each
+
+
+class ScriptedBuilder:
+    """report_recency answered true, false or with garbage, by a hash of the article's text,
+    each verdict remembered by title (the user message starts `Title: ...`); any other request
+    (a question) gets a question naming the article's first 53 characters of title."""
+
+    def __init__(self):
+        self.verdicts: dict[str, list[bool | str]] = {}
+
+    def __call__(self, request: dict) -> dict:
+        user = next(m["content"] for m in reversed(request["messages"]) if m["role"] == "user")
+        title = user.splitlines()[0][len("Title: "):]
+        if request.get("tool_choice"):
+            kind = int(hashlib.sha256(user.encode()).hexdigest(), 16) % 3
+            self.verdicts.setdefault(title, []).append(MEANING[kind])
+            return {"tool_call": {"name": "report_recency", "arguments": VERDICTS[kind]}}
+        return {"content": f"What is said about {title[:53]}?"}
 
 
 @pytest.fixture
-def fake_builder(monkeypatch):
-    with FakeOpenAIServer(reply=scripted_verdict) as server:
+def fake_builder(monkeypatch) -> ScriptedBuilder:
+    """The builder role on the fake server, answering from a ScriptedBuilder (yielded)."""
+    script = ScriptedBuilder()
+    with FakeOpenAIServer(reply=script) as server:
         monkeypatch.setenv("FRESHRAG_BUILDER_BASE_URL", server.base_url)
         monkeypatch.setenv("FRESHRAG_BUILDER_API_KEY", "sk-not-written")
         monkeypatch.setenv("FRESHRAG_BUILDER_MODEL", "scripted-builder")
-        yield server
+        yield script
+
+
+def expected_discard(wiki: SeededMediaWiki, title: str) -> str:
+    """Why the fixture's page `title` cannot be in A_r."""
+    if title in wiki.redirects:
+        return REDIRECT
+    if title in wiki.disambiguations:
+        return DISAMBIGUATION
+    # The released articles all hold more than 1,000 characters; the wiki's plain-text extract
+    # of one can come out a little shorter than the text imported.
+    assert len(wiki.articles[title].revisions[-1].text) < 1100, title
+    return TOO_SHORT
 
 
 def test_build_from_the_wiki(mediawiki: SeededMediaWiki, fake_builder, tmp_path, capsys):
@@ -71,21 +97,31 @@ def test_build_from_the_wiki(mediawiki: SeededMediaWiki, fake_builder, tmp_path,
     assert len(a_r) == 80 == funnel["n_r"] and set(a_r) == set(articles)
     assert set(a_r) <= set(mediawiki.articles)
     assert all(len(row["content"]) > 1000 for row in articles.values())
-    assert funnel["sampled"] == funnel["n_r"] + sum(funnel["discarded_r"].values())
+    discarded = [row["title"] for row in read_jsonl(out / SAMPLE) if row["discard"]]
+    assert funnel["discarded_r"] == dict(Counter(expected_discard(mediawiki, t) for t in discarded))
+    assert funnel["sampled"] == 80 + len(discarded)
 
     # A_d: exactly the sampled articles whose first revision in the wiki is after the cutoff day
     created = {title: mediawiki.articles[title].revisions[0].timestamp for title in a_r}
     assert all(moment(articles[t]["created"]) == moment(created[t]) for t in a_r)
     assert set(a_d) == {t for t in a_r if moment(created[t]) >= END_OF_CUTOFF_DAY}
     assert 0 < len(a_d) < len(a_r)  # the sample holds both kinds
-    assert funnel["n_r"] == funnel["n_d"] + sum(funnel["discarded_d"].values())
+    assert funnel["n_d"] == len(a_d)
+    assert funnel["discarded_d"] == {"created_before_cutoff": len(a_r) - len(a_d)}
 
-    # A_f: the scripted verdicts, the garbled ones counted as unknown
-    verdicts = {row["title"]: row["verdict"] for row in read_jsonl(out / "recency.jsonl")}
-    assert set(verdicts) == set(a_d)
-    assert a_f == [t for t in a_d if verdicts[t] is True]
-    unknown = sum(v == "unknown" for v in verdicts.values())
-    assert unknown > 0 and funnel["discarded_f"].get("unknown_verdict", 0) == unknown
+    # A_f: the scripted verdicts, asked once per A_d article, the garbled ones counted as unknown
+    given = fake_builder.verdicts
+    assert sorted(given) == sorted(a_d) and all(len(v) == 1 for v in given.values())
+    given = {title: verdicts[0] for title, verdicts in given.items()}
+    recorded = {row["title"]: row for row in read_jsonl(out / "recency.jsonl")}
+    assert {t: row["verdict"] for t, row in recorded.items()} == given
+    assert all((row["reason"] is None) == (row["verdict"] != "unknown")
+               for row in recorded.values())
+    assert a_f == [t for t in a_d if given[t] is True]
+    assert set(given.values()) == {True, False, "unknown"}  # the sample holds every kind
+    assert funnel["discarded_f"] == {
+        "not_mostly_after_cutoff": sum(v is False for v in given.values()),
+        "unknown_verdict": sum(v == "unknown" for v in given.values())}
     assert funnel["n_d"] == funnel["n_f"] + sum(funnel["discarded_f"].values())
 
     # content is the wiki's latest revision; questions are tied to their articles
@@ -96,7 +132,8 @@ def test_build_from_the_wiki(mediawiki: SeededMediaWiki, fake_builder, tmp_path,
     assert sorted(q["title"] for q in questions) == sorted(a_f) and funnel["questions"] == len(a_f)
     for question in questions:
         assert question["revision_id"] == articles[question["title"]]["revision_id"]
-        assert question["title"][:20] in question["question"]
+        assert question["question"] == f"What is said about {question['title'][:53]}?"
+        assert question["generator"] == "scripted-builder"
     assert manifest["source"] == mediawiki.api_url
     assert "sk-not-written" not in (out / "manifest.json").read_text()
 
@@ -124,10 +161,22 @@ def test_an_unreachable_wiki_is_named(tmp_path, capsys):
     assert url in capsys.readouterr().err
 
 
+def said_mostly_after(raw: str | None) -> bool | None:
+    """The verdict a recorded reply gives: `mostly_after_cutoff` if it is true or false."""
+    try:
+        arguments = json.loads(raw) if raw is not None else None
+    except json.JSONDecodeError:
+        return None
+    value = arguments.get("mostly_after_cutoff") if isinstance(arguments, dict) else None
+    return value if isinstance(value, bool) else None
+
+
 def test_build_with_the_real_local_model(mediawiki, tmp_path, monkeypatch):
     """The default builder: SmolLM2-135M on the embedded llama.cpp server. It is too small to
-    judge recency well; what is checked is that every verdict is recorded (true, false or unknown,
-    never a crash) and that its questions come out tied to their articles."""
+    judge recency well, so no verdict is expected of it. What is checked: A_r and A_d are what
+    the wiki determines, every verdict is the one its recorded reply gives (unknown only with a
+    reason, for a reply that gives none), A_f and the funnel follow from the verdicts, and the
+    questions come out tied to their articles."""
     for role in ("BUILDER_", ""):
         for key in ("BASE_URL", "MODEL", "API_KEY"):
             monkeypatch.delenv(f"FRESHRAG_{role}{key}", raising=False)
@@ -135,15 +184,38 @@ def test_build_with_the_real_local_model(mediawiki, tmp_path, monkeypatch):
     out = tmp_path / "dataset"
     assert main(["build", "--wiki-api", mediawiki.api_url, "--n", "12", "--cutoff", CUTOFF,
                  "--out", str(out), "--questions-from", "A_d", "--concurrency", "2"]) == 0
-    a_d = (out / "A_d.txt").read_text().splitlines()
-    verdicts = list(read_jsonl(out / "recency.jsonl"))
-    assert sorted(v["title"] for v in verdicts) == sorted(a_d)
-    assert all(v["verdict"] in (True, False, "unknown") for v in verdicts)
-    questions = list(read_jsonl(out / "questions.jsonl"))
-    assert sorted(q["title"] for q in questions) == sorted(a_d)
-    assert all(q["question"].strip() and q["generator"] for q in questions)
     manifest = json.loads((out / "manifest.json").read_text())
+    funnel = manifest["funnel"]
     assert manifest["models"]["builder"]["base_url"] == "local"
+    a_r = (out / "A_r.txt").read_text().splitlines()
+    a_d = (out / "A_d.txt").read_text().splitlines()
+    a_f = (out / "A_f.txt").read_text().splitlines()
+    assert len(a_r) == 12 == funnel["n_r"] and set(a_r) <= set(mediawiki.articles)
+    created = {t: moment(mediawiki.articles[t].revisions[0].timestamp) for t in a_r}
+    assert set(a_d) == {t for t in a_r if created[t] >= END_OF_CUTOFF_DAY}
+
+    verdicts = {row["title"]: row for row in read_jsonl(out / "recency.jsonl")}
+    assert sorted(verdicts) == sorted(a_d)
+    for title, row in verdicts.items():
+        said = said_mostly_after(row["raw"])
+        if row["verdict"] in (True, False):
+            assert said is row["verdict"] and row["reason"] is None, row
+        else:
+            assert row["verdict"] == "unknown" and row["reason"], row
+            assert said is None or row["reason"].startswith("no report_recency call"), row
+    assert a_f == [t for t in a_d if verdicts[t]["verdict"] is True]
+    gone = [row["verdict"] for t, row in verdicts.items() if t not in a_f]
+    assert funnel["discarded_f"] == dict(Counter(
+        "unknown_verdict" if verdict == "unknown" else "not_mostly_after_cutoff"
+        for verdict in gone))
+    assert funnel["n_f"] == len(a_f)
+
+    articles = {row["title"]: row for row in read_jsonl(out / "articles.jsonl")}
+    questions = list(read_jsonl(out / "questions.jsonl"))
+    assert sorted(q["title"] for q in questions) == sorted(a_d) and funnel["questions"] == len(a_d)
+    for question in questions:
+        assert question["question"].strip() and question["generator"], question
+        assert question["revision_id"] == articles[question["title"]]["revision_id"]
 
 
 class RecordingProxy:

@@ -119,9 +119,16 @@ def test_advanced_answers_first_then_asks_whether_more_information_helps(verdict
 def test_hyde_retrieves_with_a_hypothetical_passage():
     passage = "The Velmora bridge is a bridge with nine spans over the river."
     answer, [write, reply], queries = run_system("hyde", [passage, "Nine."])
-    assert write["role"] == "answer" and "hypothetical" not in write["messages"][0]["content"]
+    # The passage is written from the question alone, asked for in the style of the corpus...
+    assert write["role"] == "answer" and write["tools"] is None
+    assert [m["role"] for m in write["messages"]] == ["system", "user"]
+    assert "Wikipedia article" in write["messages"][0]["content"]
+    assert write["messages"][1]["content"] == QUESTION.text and not extracts_in(write)
+    # ...serves only as the search query, and the answer sees the extracts, never the passage.
     assert queries == [f"{QUESTION.text}\n{passage}"]
-    assert extracts_in(reply) and answer.text == "Nine." and answer.retrievals == 1
+    assert extracts_in(reply) and all(passage not in m["content"] for m in reply["messages"])
+    assert reply["messages"][-1]["content"] == QUESTION.text
+    assert answer.text == "Nine." and answer.retrievals == 1
     assert answer.details["hypothetical"] == passage
     assert answer.usage_by_role() == {"answer": USAGE + USAGE}
 
