@@ -40,4 +40,9 @@ def test_the_demo_runs_the_whole_workflow(tmp_path, monkeypatch, capsys):
                for s in dated)
     html = (out / "report.html").read_text()
     assert "sk-demo-not-written" not in html and all(name in html for name in SYSTEMS)
-    assert str(out / "report.html") in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert str(out / "report.html") in said
+    # the fake's judge gives every answer the same grade: the closing lines say so
+    assert said.rstrip().splitlines()[-2].startswith(
+        "WARNING: the judge's scores are not informative: probe discrimination truthfulness 0.50")
+    assert "WARNING: the judge" in html.replace("&#x27;", "'")

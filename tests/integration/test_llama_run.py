@@ -30,7 +30,8 @@ QUESTIONS = 5
 def freshrag_run(out: Path) -> list[str]:
     return [sys.executable, "-m", "harness", "run", "--questions", str(DATA / "questions-A_f.jsonl"),
             "--articles", str(DATA / "articles.jsonl"), "--limit", str(QUESTIONS), "--out", str(out),
-            "--systems", "baseline,oracle", "--concurrency", "1", "--seed", "7"]
+            "--systems", "baseline,oracle", "--concurrency", "1", "--seed", "7",
+            "--no-probe"]  # the judge probes have their own test (test_probe_judge.py)
 
 
 def clean_env() -> dict[str, str]:

@@ -1,0 +1,36 @@
+"""Judge probes on the embedded model (SmolLM2-135M as judge) over the example corpus: the
+probes are graded, the verdict matches the discrimination it reports, the cost is counted, and a
+second pass comes from the cache."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def probe(tmp_path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FRESHRAG_", "OPENAI_"))}
+    return subprocess.run([sys.executable, "-m", "harness", "probe-judge", "--probe-k", "4"],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=1200)
+
+
+def test_the_embedded_judge_is_probed_and_its_verdict_follows_its_discrimination(tmp_path):
+    first = probe(tmp_path)
+    assert first.returncode in (0, 1), first.stderr[-2000:]
+    shares = {field: float(value) for field, value in
+              re.findall(r"^(truthfulness|relevance): ([0-9.]+) ", first.stdout, re.MULTILINE)}
+    assert set(shares) == {"truthfulness", "relevance"}, first.stdout
+    informative = all(share >= 0.7 for share in shares.values())
+    assert first.returncode == (0 if informative else 1)
+    assert ("WARNING: the judge's scores are not informative" in first.stdout) != informative
+    calls = re.search(r"cost: (\d+) judge calls \((\d+) from the cache\), ([\d,]+) input",
+                      first.stdout)
+    assert calls and int(calls[1]) >= 12 and int(calls[2]) == 0  # 3 probes a question, 4 questions
+    assert int(calls[3].replace(",", "")) > 0
+    again = probe(tmp_path)
+    assert f"cost: {calls[1]} judge calls ({calls[1]} from the cache)" in again.stdout
+    assert again.returncode == first.returncode
