@@ -5,6 +5,7 @@ chosen by (README, design notes).
 
 Prints JSON: of 5 requests each, how many gave a tool call when forced (the judge's
 `submit_grade`) and with `tool_choice: auto` (a boolean `retrieve`, as the boolean agent asks),
+both at temperature 0.7 and five seeds,
 and output tokens per second for 8 requests of 64 tokens at concurrency 1 and 4.
 """
 
@@ -32,6 +33,7 @@ def tool_calls(client: openai.OpenAI, forced: bool) -> int:
         if forced:
             reply = client.chat.completions.create(
                 model="m", messages=GRADE_ME, tools=[GRADE_TOOL], max_tokens=128, seed=i,
+                temperature=0.7,
                 tool_choice={"type": "function", "function": {"name": "submit_grade"}})
         else:
             question = f"Who won the 2026 Hessary Robotics Challenge? ({i})"
