@@ -50,9 +50,10 @@ def degenerate_fields(rows: list[dict[str, Any]],
     of the scored answers of every row (the smallest of those rows' shares). A judge that gives
     every baseline answer 2 and every naive answer 5 still tells the rows apart: not degenerate."""
     found = {}
+    groups = list(group_rows(rows).values())
     for field in FIELDS:
         counts = []
-        for group in group_rows(rows).values():
+        for group in groups:
             values = [row["grade"][field] for row in group
                       if row["status"] == "ok" and row.get("grade")
                       and row["grade"].get(field) is not None]

@@ -61,20 +61,27 @@ def closest_sentences(question: str, article: Article, n: int = SENTENCES) -> st
     return " ".join(found[i] for i in sorted(ranked[:n]))
 
 
-def most_distant_article(gold: Article, articles: dict[str, Article],
-                         rng: random.Random) -> Article:
-    """The article sharing the smallest share of words with the gold one (ties: seeded)."""
-    gold_words = words(gold.full_text())
-    candidates = [a for a in articles.values() if a.title != gold.title and sentences(a)]
+def vocabularies(articles: dict[str, Article]) -> dict[str, set[str]]:
+    """Title -> the words of each article that has a sentence to make an answer from."""
+    return {a.title: words(a.full_text()) for a in articles.values() if sentences(a)}
+
+
+def most_distant_article(gold: Article, articles: dict[str, Article], rng: random.Random,
+                         vocabulary: dict[str, set[str]] | None = None) -> Article:
+    """The article sharing the smallest share of words with the gold one (ties: seeded).
+    `vocabulary` (from `vocabularies`) saves reading every article again for each question."""
+    vocabulary = vocabularies(articles) if vocabulary is None else vocabulary
+    gold_words = vocabulary.get(gold.title) or words(gold.full_text())
+    candidates = [title for title in vocabulary if title != gold.title]
     if not candidates:
         raise ProbeError("judge probes need a second article to make a wrong answer from")
     rng.shuffle(candidates)
 
-    def overlap(article: Article) -> float:
-        other = words(article.full_text())
+    def overlap(title: str) -> float:
+        other = vocabulary[title]
         return len(gold_words & other) / (len(gold_words | other) or 1)
 
-    return min(candidates, key=overlap)
+    return articles[min(candidates, key=overlap)]
 
 
 @dataclass(frozen=True)
@@ -101,10 +108,11 @@ def make_probes(questions: list[Question], articles: dict[str, Article], k: int 
     """Three probes (grounded, wrong, abstaining) for each of k seeded questions."""
     rng = random.Random(seed)
     chosen = rng.sample(questions, min(k, len(questions)))
+    vocabulary = vocabularies(articles)
     probes = []
     for question in chosen:
         gold = articles[question.gold_title]
-        other = most_distant_article(gold, articles, rng)
+        other = most_distant_article(gold, articles, rng, vocabulary)
         probes += [Probe(question, "grounded", closest_sentences(question.text, gold)),
                    Probe(question, "wrong", closest_sentences(question.text, other)),
                    Probe(question, "abstaining", ABSTAIN)]
