@@ -61,9 +61,8 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
         prompts: dict[str, str], retriever: Retriever | None = None) -> list[dict[str, Any]]:
     """Run every unfinished pair, holding the run directory; return all its rows."""
     with locked(config.out):
-        probed = (read_manifest(config.out) or {}).get("judge_probe")
         manifest = _start_manifest(dataset, config, llm, factories, prompts, retriever)
-        manifest["judge_probe"] = _probe_judge(dataset, config, llm, probed)
+        manifest["judge_probe"] = _probe_judge(dataset, config, llm, manifest["judge_probe"])
         write_manifest(config.out, manifest)
         recorder = CallRecorder(llm)
         context = SystemContext(llm=recorder, articles=dataset.articles, retriever=retriever,
@@ -191,6 +190,7 @@ def _start_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, factori
     previous = read_manifest(config.out)
     manifest = _checked_manifest(dataset, config, llm, factories, prompts,
                                  retriever.record() if retriever else None, previous)
+    manifest["judge_probe"] = (previous or {}).get("judge_probe")  # kept until probed again
     write_manifest(config.out, manifest)
     return manifest
 
