@@ -25,7 +25,8 @@ from builders.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSourc
 from builders.stages import (STAGES, BuildConfig, BuildError, check_settings,
                              classify_recency, filter_created, generate_questions, sample_articles,
                              titles_path, update_manifest)
-from harness import agreement, analysis, judge, plots, probes, report
+from harness.reporting import analysis, plots, report
+from harness.scoring import agreement, judge, probes
 from harness.cli_parser import INDEX_DIR, build_parser
 from harness.cache import ResponseCache
 from harness.config import (DEFAULT_CONFIG_FILE, ConfigError, LLMSettings, config_table,
@@ -33,10 +34,10 @@ from harness.config import (DEFAULT_CONFIG_FILE, ConfigError, LLMSettings, confi
 from harness.dataset import (Dataset, DatasetError, example_dir, load_articles, load_dataset,
                              load_dataset_dir)
 from harness.demo import run_demo
-from harness.html_report import write_html
-from harness.judge_check import judge_checks
+from harness.reporting.html_report import write_html
+from harness.reporting.judge_check import judge_checks
 from harness.legacy import LegacyError, import_legacy
-from harness.prices import price_table
+from harness.reporting.prices import price_table
 from harness.llm import EndpointError, LLMClient
 from harness.local_server import LocalServer, LocalServerError
 from harness.results import ResultsError

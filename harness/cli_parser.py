@@ -10,7 +10,7 @@ from typing import Callable
 
 from builders.mediawiki import WIKIPEDIA_API
 from builders.stages import STAGES, STYLES
-from harness import agreement, probes
+from harness.scoring import agreement, probes
 from harness.demo import DEMO_QUESTIONS
 from harness.legacy import PAPER_MODEL
 from harness.options import MAX_SEED, header, iso_date, name, out_dir, share, url, whole

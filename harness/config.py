@@ -41,7 +41,7 @@ DEFAULT_CONFIG_FILE = Path("freshrag.toml")
 MAX_TIMEOUT_S = 86_400  # a day: beyond it the HTTP client's clock overflows on some platforms
 MAX_ATTEMPTS = 100
 # The top level of freshrag.toml; [cutoffs] and [prices] are checked by builders/cutoffs.py and
-# harness/prices.py, which read them.
+# harness/reporting/prices.py, which read them.
 TOP_LEVEL = ("timeout_s", "max_attempts", "roles", "cutoffs", "prices", "build")
 TABLES = ("roles", "cutoffs", "prices", "build")
 BUILD_KEYS = ("user_agent",)

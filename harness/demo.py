@@ -21,7 +21,7 @@ from typing import Callable
 
 from builders.export import DumpPage, Revision, write_dump
 from harness.dataset import example_dir
-from harness.probes import verdict_lines
+from harness.scoring.probes import verdict_lines
 from harness.results import read_manifest
 
 DEMO_CUTOFF = "2025-12-31"  # after the older example articles, before the invented 2026 events

@@ -322,3 +322,9 @@ def _names(types: tuple[type, ...]) -> str:
     words = {str: "text", int: "a whole number", float: "a number", dict: "an object",
              list: "a list", _NONE: "null"}
     return " or ".join(dict.fromkeys(words[t] for t in types))
+
+
+def answer_tokens(row: dict[str, Any]) -> tuple[int, int]:
+    """Tokens the system spent on this row (all roles but the judge)."""
+    used = [u for role, u in (row.get("usage") or {}).items() if role != "judge"]
+    return sum(u["input"] for u in used), sum(u["output"] for u in used)

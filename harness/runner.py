@@ -21,15 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from harness import judge, probes
+from harness.concurrency import map_with_progress
 from harness.dataset import Dataset
 from harness.llm import EndpointError, EndpointUnreachable, LLMClient
-from harness.report import answer_tokens
-from harness.concurrency import map_with_progress
-from harness.results import (SAMPLES, JsonlWriter, ResultsError, check_resumable, now,
-                             read_manifest, read_samples, sample_row, write_manifest)
+from harness.results import (SAMPLES, JsonlWriter, ResultsError, answer_tokens, check_resumable,
+                             now, read_manifest, read_samples, sample_row, write_manifest)
 from harness.rundir import check_kind, check_same_run, locked
-from harness.probes import ProbeSettings
+from harness.scoring import judge, probes
+from harness.scoring.probes import ProbeSettings
 from harness.types import LLM, LLMResponse, Question, Retriever, System, SystemContext
 
 Factories = dict[str, Callable[[SystemContext], System]]

@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from harness import probes
-from harness.judge import JUDGE_PROMPT
+from harness.scoring import probes
+from harness.scoring.judge import JUDGE_PROMPT
 from harness.types import LLMResponse, RetrievedChunk, Usage
 from systems.prompts import ANSWER_PROMPT
 from tests.fake_openai_server import bag_of_words_vector

@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from harness.agreement import (average_ranks, field_agreement, pair_runs, quadratic_kappa,
+from harness.scoring.agreement import (average_ranks, field_agreement, pair_runs, quadratic_kappa,
                                spearman)
 from harness.cli import main
 from harness.results import SAMPLES, read_samples

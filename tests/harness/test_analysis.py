@@ -5,7 +5,7 @@ import statistics
 
 import pytest
 
-from harness import analysis
+from harness.reporting import analysis
 from harness.cli import main
 from harness.results import JsonlWriter
 

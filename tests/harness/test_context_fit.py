@@ -5,7 +5,7 @@ unscored grade (judge) or a failed pair (oracle), with the reason."""
 
 import pytest
 
-from harness import judge
+from harness.scoring import judge
 from harness.dataset import Dataset
 from harness.llm import ContextTooLong, chat_fitting
 from harness.runner import CallRecorder, answer_and_grade

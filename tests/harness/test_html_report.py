@@ -23,7 +23,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from harness import plots
+from harness.reporting import plots
 from harness.cli import main
 from harness.results import SAMPLES, JsonlWriter
 

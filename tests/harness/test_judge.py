@@ -1,6 +1,6 @@
 import pytest
 
-from harness import judge
+from harness.scoring import judge
 from harness.types import Article, Question, Usage
 from tests.fakes import ScriptedLLM, ToolReply
 

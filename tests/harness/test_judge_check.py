@@ -7,8 +7,8 @@ import json
 import pytest
 
 from harness.cli import main
-from harness.judge_check import degenerate_fields
-from harness.probes import ABSTAIN
+from harness.reporting.judge_check import degenerate_fields
+from harness.scoring.probes import ABSTAIN
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import discerning_judge, use_endpoint
 from tests.harness.runs import sample

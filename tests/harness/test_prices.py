@@ -2,10 +2,10 @@
 
 import pytest
 
-from harness.analysis import quality_and_cost
+from harness.reporting.analysis import quality_and_cost
 from harness.cli import main
 from harness.config import ConfigError
-from harness.prices import KNOWN_PRICES, price_table, row_cost
+from harness.reporting.prices import KNOWN_PRICES, price_table, row_cost
 from harness.results import JsonlWriter
 
 

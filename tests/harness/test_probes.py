@@ -9,7 +9,7 @@ from harness.cli import main
 from harness.config import LLMSettings, RoleConfig
 from harness.dataset import example_dir, load_dataset_dir
 from harness.llm import LLMClient
-from harness.probes import (ABSTAIN, closest_sentences, discrimination, make_probes,
+from harness.scoring.probes import (ABSTAIN, closest_sentences, discrimination, make_probes,
                             most_distant_article, probe_judge, sentences, verdict_lines,
                             words)
 from harness.types import Article, Grade

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from harness import analysis, plots, report
+from harness.reporting import analysis, plots, report
 from harness.cli import main
 from harness.results import SAMPLES
 from tests.harness.runs import sample, write_run

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import judge
+from harness.scoring import judge
 from harness.cli import main
 from harness.results import read_samples
 from tests.fake_openai_server import FakeOpenAIServer

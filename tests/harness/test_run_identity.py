@@ -9,7 +9,7 @@ import pickle
 
 import pytest
 
-from harness import analysis, identity, report
+from harness.reporting import analysis, identity, report
 from harness.cli import main
 from harness.legacy import import_legacy
 from tests.harness.runs import sample, write_run

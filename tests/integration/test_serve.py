@@ -9,7 +9,7 @@ import time
 import openai
 import pytest
 
-from harness.judge import GRADE_TOOL
+from harness.scoring.judge import GRADE_TOOL
 
 pytestmark = pytest.mark.integration
 

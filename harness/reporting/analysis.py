@@ -8,26 +8,26 @@
   relevance). Confusion matrix, precision and recall per adaptive system, and the oracle router
   (retrieve exactly when needed), the upper bound of any adaptive system.
 - Quality against cost: mean truthfulness + relevance against input tokens and dollars (from the
-  price table, harness/prices.py), with the Pareto front marked.
+  price table, harness/reporting/prices.py), with the Pareto front marked.
 - Uncertainty: percentile-bootstrap 95% intervals for means and token totals, and paired
   bootstrap tests between systems on the same questions.
 
-Every table is per run identity (harness/identity.py), and compares only like with like: the
+Every table is per run identity (harness/reporting/identity.py), and compares only like with like: the
 paired tests, the decision analysis and the Pareto front pair identities of the same dataset and
 judge model that agree on the model of every role both used; what could not be compared is said
 in `notes`. Token totals and dollars are those of the answered (ok) pairs, as in the summary;
-failed pairs' tokens are counted apart there (harness/report.py).
+failed pairs' tokens are counted apart there (harness/reporting/report.py).
 """
 
 from __future__ import annotations
 
 import random
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
-from harness.identity import (Identity, comparable, group_rows, labels, mixed_notes,
+from harness.reporting.identity import (Identity, comparable, group_rows, labels, mixed_notes,
                               models_label, role_models)
-from harness.prices import row_cost
-from harness.report import answer_tokens, is_scored, mean, spent
+from harness.reporting.prices import row_cost
+from harness.reporting.report import answer_tokens, is_scored, mean, spent
 from harness.stats import BOOTSTRAP_SAMPLES, CONFIDENCE, bootstrap_interval
 
 LOW_SCORE = 8  # truthfulness + relevance below this (of 10) is a poor answer
@@ -277,7 +277,7 @@ def paired_comparisons(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[s
     on one scale): mean difference in truthfulness + relevance over the questions both scored,
     its 95% paired-bootstrap interval, and a two-sided p-value (how often the resampled
     difference falls on the other side of zero, doubled). `a` and `b` are the identities'
-    labels (harness/identity.py), `a_models` and `b_models` their models."""
+    labels (harness/reporting/identity.py), `a_models` and `b_models` their models."""
     groups = group_rows(rows)
     names = labels(groups)
     keys = list(groups)

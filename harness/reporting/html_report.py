@@ -6,7 +6,7 @@ depends on nothing: CSS inline, figures inlined as base64 `data:image/png` URIs,
 
 - notes on the runs (one with no rows, or with failed rows only), if any,
 - the summary table (`report.summarise`, the paper's Tables II–III), one row per run identity
-  (harness/identity.py) with its models, and its run directory when two rows need it,
+  (harness/reporting/identity.py) with its models, and its run directory when two rows need it,
 - the analysis tables (`analysis.analyse`), intervals shown as `value [low, high]`, then the
   analysis's notes (what was not compared, and why),
 - every figure `plots.write_figures` returned, captioned with its file name,
@@ -26,8 +26,8 @@ import html
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from harness.identity import group_rows, labels
-from harness.report import (ANALYSIS_TABLES as PRINTED_TABLES, COLUMNS, answer_tokens,
+from harness.reporting.identity import group_rows, labels
+from harness.reporting.report import (ANALYSIS_TABLES as PRINTED_TABLES, COLUMNS, answer_tokens,
                             columns_for, format_value, is_interval, is_scored)
 
 Row = dict[str, Any]
@@ -36,7 +36,7 @@ DECISION_COLUMNS = (
     "dataset", "system", "questions", "needed", "retrieved", "true_positive", "false_positive",
     "false_negative", "true_negative", "precision", "recall", "truthfulness", "relevance",
     "input_tokens", "output_tokens", "retrievals", "models")
-# The printed report's tables (harness/report.py), with the decision confusion matrix, which
+# The printed report's tables (harness/reporting/report.py), with the decision confusion matrix, which
 # has room here.
 ANALYSIS_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple(
     (key, title, DECISION_COLUMNS if key == "decisions" else columns)
@@ -163,7 +163,7 @@ def _analysis(analysis: dict[str, Any]) -> str:
 
 
 def _judge_verdict(checks: dict[str, Any] | None) -> str:
-    """The judge's verdict (harness/judge_check.py) at the top of the page, framed in red when
+    """The judge's verdict (harness/reporting/judge_check.py) at the top of the page, framed in red when
     its grades are not to be trusted."""
     if not checks:
         return ""
@@ -202,7 +202,7 @@ def questions_of(rows: list[Row]) -> dict[tuple[str, str], list[Row]]:
 
 
 def row_labels(rows: list[Row]) -> dict[int, str]:
-    """id(row) -> the label of its run identity (harness/identity.py): the system's name, plus
+    """id(row) -> the label of its run identity (harness/reporting/identity.py): the system's name, plus
     what tells it from another run of that system when the report holds several."""
     groups = group_rows(rows)
     names = labels(groups)

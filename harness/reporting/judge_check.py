@@ -2,7 +2,7 @@
 
 Two checks, both from what the run directories hold:
 
-- the judge probes each run recorded in its manifest (harness/probes.py): the discrimination per
+- the judge probes each run recorded in its manifest (harness/scoring/probes.py): the discrimination per
   field, a warning below the threshold, and a warning when the probes were off (`--no-probe`);
 - degenerate grades: a field is degenerate when one value is given to at least 90% of the scored
   answers of every row of the report, so that no comparison between rows can carry information.
@@ -14,8 +14,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from harness.identity import group_rows
-from harness.probes import JUDGE_HINT, verdict_lines
+from harness.reporting.identity import group_rows
+from harness.scoring.probes import JUDGE_HINT, verdict_lines
 from harness.results import read_manifest
 
 DEGENERATE_SHARE = 0.9

@@ -2,7 +2,7 @@
 
 The Pareto plot sets mean truthfulness + relevance against input tokens and against dollars.
 Histograms show truthfulness + relevance per scored answer, bins 2..10, with the mean marked;
-one PNG per run identity (harness/identity.py: dataset, system, models, run) and one figure with
+one PNG per run identity (harness/reporting/identity.py: dataset, system, models, run) and one figure with
 every identity side by side. The token chart stacks input and output tokens by role for each
 identity, judge included, with what failed pairs spent as a segment of its own.
 
@@ -27,8 +27,8 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no screen
 import matplotlib.pyplot as plt  # noqa: E402
 
-from harness.identity import Identity, group_rows, labels  # noqa: E402
-from harness.report import is_scored  # noqa: E402
+from harness.reporting.identity import Identity, group_rows, labels  # noqa: E402
+from harness.reporting.report import is_scored  # noqa: E402
 
 BINS = list(range(2, 11))
 Groups = dict[Identity, list[dict[str, Any]]]

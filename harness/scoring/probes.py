@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness import judge
+from harness.scoring import judge
 from harness.concurrency import map_with_progress
 from harness.llm import EndpointError, EndpointUnreachable
 from harness.stats import bootstrap_interval

@@ -1,6 +1,6 @@
 """Tables in the shape of the paper's Tables II and III, recomputed from samples.jsonl.
 
-One row per run identity (harness/identity.py: dataset, system, the model of every role, and the
+One row per run identity (harness/reporting/identity.py: dataset, system, the model of every role, and the
 run directory, which is shown only when two rows would otherwise look alike), with:
 
 - `n`, `scored`, `unscored` (failed pairs included);
@@ -27,8 +27,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.identity import group_rows, labels, models_label
-from harness.results import SAMPLES, ResultsError, read_manifest, read_samples
+from harness.reporting.identity import group_rows, labels, models_label
+from harness.results import SAMPLES, ResultsError, answer_tokens, read_manifest, read_samples
 
 SUMMARY = "summary.json"
 COLUMNS = ("dataset", "system", "n", "scored", "unscored", "truthfulness", "relevance",
@@ -40,7 +40,7 @@ RUN = "run"  # the column added when two rows differ only by their run directory
 def load_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
     """All rows of the given run directories (a directory without samples is an error), each
     marked with its `run` (the directory as given; one named twice is read once) and, if it
-    retrieved, the run's embedding model in `models` (see harness/identity.py)."""
+    retrieved, the run's embedding model in `models` (see harness/reporting/identity.py)."""
     rows, seen = [], set()
     for run_dir in run_dirs:
         if not (run_dir / SAMPLES).exists():
@@ -81,12 +81,6 @@ def is_scored(row: dict[str, Any]) -> bool:
     return row["status"] == "ok" and row["grade"] is not None and row["grade"]["unscored_reason"] is None
 
 
-def answer_tokens(row: dict[str, Any]) -> tuple[int, int]:
-    """Tokens the system spent on this row (all roles but the judge)."""
-    used = [u for role, u in (row.get("usage") or {}).items() if role != "judge"]
-    return sum(u["input"] for u in used), sum(u["output"] for u in used)
-
-
 def spent(rows: list[dict[str, Any]], status: str = "ok") -> tuple[int, int]:
     """Input and output tokens (judge excluded) of the rows with this status: "ok" rows are what
     the tables call tokens, "failed" rows are counted apart."""
@@ -116,7 +110,7 @@ def _summary_row(identity: dict[str, Any], rows: list[dict[str, Any]]) -> dict[s
 
 
 def unscored_reasons(rows: list[dict[str, Any]]) -> Counter:
-    """(label, reason) -> count, the label naming the run identity (harness/identity.py)."""
+    """(label, reason) -> count, the label naming the run identity (harness/reporting/identity.py)."""
     reasons: Counter = Counter()
     groups = group_rows(rows)
     names = labels(groups)
@@ -142,7 +136,7 @@ def mean(values: Sequence[float]) -> float | None:
 
 
 def render(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None = None) -> str:
-    """The summary table; as JSON with the judge's checks (harness/judge_check.py) if given."""
+    """The summary table; as JSON with the judge's checks (harness/reporting/judge_check.py) if given."""
     columns = columns_for(COLUMNS, summary)
     if fmt == "json":
         return json.dumps({"rows": summary, **({"judge": judge} if judge else {})}, indent=2)
@@ -228,7 +222,7 @@ ANALYSIS_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 
 
 def render_analysis(analysis: dict[str, Any]) -> str:
-    """The analysis (harness/analysis.py) as markdown sections, then its notes (what could not
+    """The analysis (harness/reporting/analysis.py) as markdown sections, then its notes (what could not
     be compared, and why)."""
     sections = []
     for key, title, columns in ANALYSIS_TABLES:

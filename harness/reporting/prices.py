@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import LOCAL_MODEL, ConfigError, config_table
-from harness.identity import role_models
+from harness.reporting.identity import role_models
 
 KNOWN_PRICES: dict[str, tuple[float, float]] = {
     "gpt-4-0613": (30.0, 60.0),  # the paper's model

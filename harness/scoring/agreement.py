@@ -24,9 +24,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.identity import role_models
-from harness.judge import FIELDS, SCALE
-from harness.report import is_scored, load_runs, markdown_table
+from harness.reporting.identity import role_models
+from harness.scoring.judge import FIELDS, SCALE
+from harness.reporting.report import is_scored, load_runs, markdown_table
 from harness.results import ResultsError
 
 AGREEMENT = "agreement.json"
