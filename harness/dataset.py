@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from harness.textfile import lines, lone_surrogate
-from harness.types import Article, Question
+from harness.types import KINDS, LABELS, QUESTION_FIELDS, Article, Question
 
 
 class DatasetError(ValueError):
@@ -85,7 +85,7 @@ def load_questions(path: Path, articles: dict[str, Article]) -> list[Question]:
         if qid in seen_ids:
             raise DatasetError(f"{path}:{line_no}: duplicate question id {qid!r}")
         seen_ids.add(qid)
-        questions.append(Question(qid, text, title))
+        questions.append(Question(qid, text, title, **_question_fields(row, path, line_no)))
     if not questions:
         raise DatasetError(f"{path}: no questions")
     return questions
@@ -128,6 +128,23 @@ def _question_id(row: dict[str, Any], path: Path, line_no: int) -> str:
         raise DatasetError(f"{path}:{line_no}: field 'id' must be a non-empty string or a whole "
                            f"number, got {value!r}")
     return str(value)
+
+
+def _question_fields(row: dict[str, Any], path: Path, line_no: int) -> dict[str, Any]:
+    """The optional fields of a question (types.QUESTION_FIELDS), each checked: absent or null is
+    None, a value of the wrong type or outside its vocabulary names the file, line and field."""
+    fields = {name: row.get(name) for name in QUESTION_FIELDS}
+    for name, value in fields.items():
+        wanted = bool if name == "need" else str
+        if value is not None and not isinstance(value, wanted):
+            raise DatasetError(f"{path}:{line_no}: field {name!r} must be "
+                               f"{'true, false' if wanted is bool else 'a string'} or null, "
+                               f"got {value!r}")
+    for name, allowed in (("label", LABELS + ("unknown",)), ("kind", KINDS)):
+        if fields[name] is not None and fields[name] not in allowed:
+            raise DatasetError(f"{path}:{line_no}: field {name!r} is {fields[name]!r}; "
+                               f"it must be one of {', '.join(allowed)}")
+    return fields
 
 
 def _text_field(row: dict[str, Any], name: str, path: Path, line_no: int) -> str:

@@ -61,7 +61,7 @@ def sample_row(dataset: str, question: Question, system: str, answer: SystemAnsw
     """One row; `calls` are all the pair's calls, the judge's included."""
     return {
         "dataset": dataset, "question_id": question.id, "question": question.text,
-        "gold_title": question.gold_title, "system": system,
+        "gold_title": question.gold_title, **question.fields(), "system": system,
         "status": "failed" if error else "ok",
         "answer": answer.text if answer else None,
         "retrievals": answer.retrievals if answer else 0,

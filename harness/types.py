@@ -12,6 +12,12 @@ from typing import Any, Protocol
 
 ROLES = ("answer", "decision", "judge", "builder", "embeddings")
 ARTICLE_CHARS = 15_000  # the paper cuts articles to 15,000 characters wherever they enter a prompt
+# Question labels by how the gold article answers (METHODS.md, "Question labels"); a labeller whose
+# reply could not be parsed gives "unknown".
+LABELS = ("fact_single", "summary", "reasoning", "unanswerable")
+# Traffic kinds (METHODS.md, "Retrieval need and deciders"): fresh questions about post-cutoff
+# articles, control questions about articles the model saw, general queries needing no document.
+KINDS = ("fresh", "control", "general")
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,22 @@ class Question:
     id: str
     text: str
     gold_title: str
+    # What a question set may say about each question, None where it says nothing. Reports break
+    # their tables down by these; a row carries them (results.sample_row).
+    label: str | None = None             # one of LABELS, or "unknown"
+    information_need: str | None = None  # the information need it was generated for
+    kind: str | None = None              # one of KINDS
+    need: bool | None = None             # retrieval needed, known by construction
+    reference: str | None = None         # a reference answer: a statement, an SQL result
+    group: str | None = None             # semantic group: the questions sharing one meaning
+    criterion: str | None = None         # the wording criterion this text form was written under
+
+    def fields(self) -> dict[str, Any]:
+        """The optional fields above, as a row carries them."""
+        return {name: getattr(self, name) for name in QUESTION_FIELDS}
+
+
+QUESTION_FIELDS = ("label", "information_need", "kind", "need", "reference", "group", "criterion")
 
 
 @dataclass(frozen=True)

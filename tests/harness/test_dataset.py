@@ -28,6 +28,15 @@ def write_lines(path, rows):
                  id="duplicate-article"),
     pytest.param(["[1, 2]"], [ARTICLE], "questions.jsonl:1: expected a JSON object", id="not-object"),
     pytest.param([], [ARTICLE], "questions.jsonl: no questions", id="no-questions"),
+    pytest.param([QUESTION | {"label": "lookup"}], [ARTICLE],
+                 "questions.jsonl:1: field 'label' is 'lookup'; it must be one of fact_single",
+                 id="unknown-label"),
+    pytest.param([QUESTION | {"kind": "fresh"}, QUESTION | {"need": "yes"}], [ARTICLE],
+                 "questions.jsonl:2: field 'need' must be true, false or null, got 'yes'",
+                 id="need-not-bool"),
+    pytest.param([QUESTION | {"reference": 42}], [ARTICLE],
+                 "questions.jsonl:1: field 'reference' must be a string or null, got 42",
+                 id="reference-not-string"),
     pytest.param([QUESTION], [], "articles.jsonl: no articles", id="no-articles"),
     pytest.param([QUESTION, "", "{not json"], [ARTICLE], "questions.jsonl:3: not valid JSON",
                  id="blank-lines-still-count"),
@@ -73,3 +82,16 @@ def test_shipped_example_dataset_loads_every_line():
     assert [(a.title, a.content) for a in dataset.articles.values()] == [
         (row["title"], row["content"]) for row in lines["articles"]]
     assert len(dataset.questions) >= 40
+
+
+def test_optional_question_fields_reach_the_question_and_its_row(tmp_path):
+    from harness.results import sample_row
+    extra = {"label": "summary", "information_need": "costs", "kind": "fresh", "need": True,
+             "reference": "Nine spans.", "group": "g1", "criterion": "short"}
+    q = write_lines(tmp_path / "questions.jsonl", [QUESTION | extra, QUESTION])
+    a = write_lines(tmp_path / "articles.jsonl", [ARTICLE])
+    first, plain = load_dataset(q, a).questions
+    assert first.fields() == extra
+    assert set(plain.fields().values()) == {None}
+    row = sample_row("d", first, "naive", None, None, [], 0.0, error="x")
+    assert {name: row[name] for name in extra} == extra
