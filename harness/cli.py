@@ -1,4 +1,4 @@
-"""The `freshrag` command: build, run, index, report, agreement, import-legacy, demo,
+"""The `freshrag` command: build, run, index, report, score, agreement, import-legacy, demo,
 probe-judge and serve.
 
 The only place that wires registries. Each subcommand is one function here; its options, with
@@ -17,7 +17,7 @@ import sqlite3
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from builders.cutoffs import CutoffError, resolve_cutoff
 from builders.dump import DumpError, DumpSource
@@ -26,7 +26,9 @@ from builders.stages import (STAGES, BuildConfig, BuildError, check_settings,
                              classify_recency, filter_created, generate_questions, sample_articles,
                              titles_path, update_manifest)
 from harness.reporting import analysis, plots, report
-from harness.scoring import agreement, judge, probes
+from harness.scoring import SCORERS, agreement, judge, probes, scorepass
+from harness.scoring.scorepass import score_inputs, scorer_names, scorer_roles
+from harness.reporting import scorers as scorer_report
 from harness.cli_parser import INDEX_DIR, build_parser
 from harness.cache import ResponseCache
 from harness.config import (DEFAULT_CONFIG_FILE, ConfigError, LLMSettings, config_table,
@@ -41,7 +43,8 @@ from harness.reporting.prices import price_table
 from harness.llm import EndpointError, LLMClient
 from harness.local_server import LocalServer, LocalServerError
 from harness.results import ResultsError
-from harness.rundir import INDEX_SETTINGS, RUN_ROLES
+from harness.rundir import INDEX_SETTINGS, RUN_ROLES, locked
+from harness.types import Article
 from harness.runner import RunConfig, check_resume, run
 from systems import SYSTEMS, uses_index
 from systems.embeddings import embedder_for
@@ -56,7 +59,7 @@ class UsageError(Exception):
     """Options that do not fit together or name nothing known."""
 
 
-USER_ERRORS = (UsageError, ConfigError, DatasetError, ResultsError, EndpointError, LocalServerError,
+USER_ERRORS = (UsageError, scorepass.ScoreError, ConfigError, DatasetError, ResultsError, EndpointError, LocalServerError,
                RetrievalError, CutoffError, SourceError, DumpError, BuildError, LegacyError)
 
 
@@ -137,9 +140,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     unknown = [name for name in systems if name not in SYSTEMS]
     if unknown or not systems:
         raise UsageError(f"unknown system(s) {unknown}; valid systems: {', '.join(SYSTEMS)}")
+    scorers = scorer_names(args.scorers)
     dataset = _dataset(args)
     out = args.out or Path("results") / dataset.name
-    config = RunConfig(out=out, systems=systems, limit=args.limit,
+    config = RunConfig(out=out, systems=systems, limit=args.limit, scorers=scorers,
                        concurrency=args.concurrency, use_cache=not args.no_cache,
                        today=args.today, knowledge_cutoff=args.knowledge_cutoff,
                        context_tokens=args.context_tokens,
@@ -151,13 +155,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     # Refused before a server starts or an index is built; `run` checks again, holding the lock.
     check_resume(dataset, config, LLMClient(settings, seed=args.seed), SYSTEMS, prompts,
                  index and {name: getattr(index, name) for name in INDEX_SETTINGS})
-    with _llm_client(settings, None if args.no_cache else out.parent / CACHE_FILE,
-                     args.seed) as llm, contextlib.ExitStack() as stack:
+    with _llm_client(settings, None if args.no_cache else out.parent / CACHE_FILE, args.seed,
+                     roles=RUN_ROLES + scorer_roles(scorers)) as llm, \
+            contextlib.ExitStack() as stack:
         retriever = None
         if index:
             retriever = open_index(dataset.articles, index, embedder_for(llm))
             stack.callback(retriever.close)
-        rows = run(dataset, config, llm, SYSTEMS, prompts, retriever)
+        embed = _embed_for(llm, scorers, retriever)
+        rows = run(dataset, config, llm, SYSTEMS, prompts, retriever, embed)
     summary = report.summarise(rows)
     report.write_summary(out, summary)
     print(report.render(summary, "markdown"))
@@ -186,10 +192,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     summary = report.summarise(rows)
     out = args.out or (args.run_dirs[0] if len(args.run_dirs) == 1 else Path("results") / "report")
     report.write_summary(out, summary)
-    details = analysis.analyse(rows, prices)
+    details = analysis.analyse(rows, prices, correct_at=args.correct_at)
     details["judge"] = judge_checks(args.run_dirs, rows)
     (out / ANALYSIS).write_text(json.dumps(details, indent=2) + "\n", encoding="utf-8")
     figures = plots.write_figures(rows, out, details["cost"])
+    figures += scorer_report.write_histograms(rows, out)
     notes = report.run_notes(args.run_dirs, rows)
     # the judge's verdict first, then the notes; on stderr when stdout carries JSON or CSV
     for line in details["judge"]["lines"] + notes:
@@ -198,6 +205,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.format == "markdown":
         _print_unscored(rows)
         print("\n" + report.render_analysis(details))
+        if scored := scorer_report.render(details):
+            print("\n" + scored)
         print(f"\nsummary.json, {ANALYSIS} and {len(figures)} figures written to {out}/")
     if args.html:
         page = write_html(rows, summary, details, figures, args.html,
@@ -208,8 +217,43 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_score(args: argparse.Namespace) -> int:
+    names = scorer_names(args.scorers)
+    rows, articles = score_inputs(args.run_dir, _score_articles(args))
+    problem = scorepass.missing_inputs(rows, names, articles)
+    if problem:
+        raise UsageError(f"{args.run_dir}: {problem}")
+    settings = load_settings(args.config)
+    cache = None if args.no_cache else args.run_dir.parent / CACHE_FILE
+    with locked(args.run_dir), _llm_client(settings, cache, args.seed,
+                                           roles=scorer_roles(names)) as llm:
+        counts = scorepass.score_rows(args.run_dir, rows,
+                                      scorepass.make_scorers(names, _embed_for(llm, names)),
+                                      llm, articles, args.repeats, args.concurrency)
+    print(scorer_report.render_pass(counts, args.run_dir))
+    if args.repeats > 1:
+        print("\n" + scorer_report.render_spread(args.run_dir))
+    return 0
+
+
+def _score_articles(args: argparse.Namespace) -> dict[str, Article] | None:
+    """The gold articles named on the command line, or None (the run's own, if it has them)."""
+    if args.dataset or args.questions:
+        return _dataset(args).articles
+    return load_articles(args.articles) if args.articles else None
+
+
+def _embed_for(llm: LLMClient, scorers: tuple[str, ...],
+               retriever: object | None = None) -> Callable[[list[str]], list[list[float]]] | None:
+    """The embeddings role's function, if a scorer needs it (the retrieval index's own model)."""
+    if not any("embeddings" in SCORERS[name].needs for name in scorers):
+        return None
+    return (getattr(retriever, "embedder", None) or embedder_for(llm)).embed
+
+
 def cmd_agreement(args: argparse.Namespace) -> int:
-    document = agreement.compare_runs(args.run_a, args.run_b, args.top)
+    document = agreement.compare_runs(args.run_a, args.run_b, args.top,
+                                      repeats=(args.repeat_a, args.repeat_b))
     path = agreement.write_agreement(args.out or agreement.default_out(args.run_a, args.run_b),
                                      document)
     markdown = args.format == "markdown"
@@ -322,7 +366,7 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 
 COMMANDS = {"build": cmd_build, "run": cmd_run, "index": cmd_index, "report": cmd_report,
-            "agreement": cmd_agreement, "import-legacy": cmd_import_legacy, "demo": cmd_demo,
+            "score": cmd_score, "agreement": cmd_agreement, "import-legacy": cmd_import_legacy, "demo": cmd_demo,
             "probe-judge": cmd_probe_judge, "serve": cmd_serve}
 
 

@@ -10,7 +10,8 @@ from typing import Callable
 
 from builders.mediawiki import WIKIPEDIA_API
 from builders.stages import STAGES, STYLES
-from harness.scoring import agreement, probes
+from harness.scoring import SCORERS, agreement, probes
+from harness.reporting.scorers import CORRECT_AT
 from harness.demo import DEMO_QUESTIONS
 from harness.legacy import PAPER_MODEL
 from harness.options import MAX_SEED, header, iso_date, name, out_dir, share, url, whole
@@ -115,9 +116,29 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
                         "(default: %(default)s)")
     p.add_argument("--no-probe", action="store_true", help="do not probe the judge before "
                    "grading (the report then says that nothing checked the judge)")
+    p.add_argument("--scorers", default="judge", help="comma-separated scorers, from: "
+                   f"{', '.join(SCORERS)}; the judge grades every pair, the others score the "
+                   "answers into scores.jsonl after the pairs (default: %(default)s)")
     _add_probe_options(p)
     _add_index_options(p)
     p.set_defaults(handler=handlers["run"])
+
+    p = sub.add_parser("score", help="add scorers to a finished (or imported) run without "
+                       "answering again; resumable")
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    p.add_argument("--scorers", required=True,
+                   help=f"comma-separated scorers, from: {', '.join(SCORERS)}")
+    p.add_argument("--repeats", type=whole(1, 100), default=1, help="ask each scorer this many "
+                   "times per answer, each repeat with its own seeds and cache entries (the "
+                   "judge's spread; default: %(default)s)")
+    _add_dataset_options(p)
+    p.add_argument("--concurrency", type=whole(1, MAX_CONCURRENCY), default=8,
+                   help="scores asked at once; 1 runs serially (default: %(default)s)")
+    p.add_argument("--seed", type=whole(0, MAX_SEED), default=0, help="seed sent with every "
+                   "request; repeat k of the judge sends seed + 2k (default: %(default)s)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
+    p.add_argument("--config", type=Path, help="TOML file with role endpoints (default: ./freshrag.toml)")
+    p.set_defaults(handler=handlers["score"])
 
     p = sub.add_parser("index", help="build the retrieval index ahead of a run (or check it)")
     p.add_argument("--articles", type=Path, required=True,
@@ -136,6 +157,9 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
                    "figures, every answer) as one self-contained HTML file")
     p.add_argument("--config", type=Path, help="TOML file whose [prices] table adds or overrides "
                    "model prices for the cost analysis (default: ./freshrag.toml)")
+    p.add_argument("--correct-at", type=whole(1, 5), default=CORRECT_AT, help="CRAG outcome: an "
+                   "answer that did not abstain is correct when the judge's truthfulness is at "
+                   "least this, else incorrect (default: %(default)s)")
     p.set_defaults(handler=handlers["report"])
 
     p = sub.add_parser("agreement", help="how alike two judges (or two repeats of one) grade the "
@@ -149,6 +173,10 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
                    "(default: results/agreement-A-vs-B, A and B the directories' names)")
     p.add_argument("--top", type=whole(1, 10_000), default=agreement.TOP,
                    help="pairs that disagree most, listed per field (default: %(default)s)")
+    for side in ("a", "b"):
+        p.add_argument(f"--repeat-{side}", type=whole(0, 99), metavar="K", help=f"compare the "
+                       f"grades of `freshrag score --scorers judge` repeat K in RUN_{side.upper()}'s "
+                       "scores.jsonl instead of its run's own grades")
     p.set_defaults(handler=handlers["agreement"])
 
     p = sub.add_parser("import-legacy", help="import a run file released with the paper (a "

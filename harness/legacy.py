@@ -139,10 +139,17 @@ def _sample_row(row: Any, index: int, path: Path, dataset: str, system: str) -> 
         "calls": [],
         # no titles (a retrieval flagged without its context) is unknown, not a miss
         "details": {"decision": None, "retrieved": [{"title": t} for t in titles] or None,
+                    # the retrieved text itself, for the scorers that read it (faithfulness,
+                    # context relevance: harness/scoring/scorepass.py)
+                    "context": _context_text(row.get("context")) if titles else None,
                     "legacy": {"retrieved_flag": row.get("retrieved"), "url": row.get("url"),
                                "date": row.get("date")}},
         "latency_s": None, "error": None, "finished_at": now(),
     }
+
+
+def _context_text(context: Any) -> str:
+    return "\n\n".join(map(str, context)) if isinstance(context, (list, tuple)) else str(context)
 
 
 def _grade(row: dict[str, Any], where: str) -> dict[str, Any] | None:

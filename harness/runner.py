@@ -28,7 +28,9 @@ from harness.results import (SAMPLES, JsonlWriter, ResultsError, answer_tokens, 
                              now, read_manifest, read_samples, sample_row, write_manifest)
 from harness.rundir import check_kind, check_same_run, locked
 from harness.scoring import judge, probes
+from harness.scoring.base import Embed
 from harness.scoring.probes import ProbeSettings
+from harness.scoring.scorepass import make_scorers, score_rows
 from harness.types import LLM, LLMResponse, Question, Retriever, System, SystemContext
 
 Factories = dict[str, Callable[[SystemContext], System]]
@@ -54,11 +56,16 @@ class RunConfig:
         "help": "the answering model's context window; retrieved text is cut to fit"})
     probe: ProbeSettings | None = field(default=ProbeSettings(), metadata={
         "help": "how the judge is probed before grading; None: not probed (--no-probe)"})
+    scorers: tuple[str, ...] = field(default=("judge",), metadata={
+        "help": "scorers of harness.scoring; the judge grades every row, the others go to "
+                "scores.jsonl after the pairs"})
 
 
 def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
-        prompts: dict[str, str], retriever: Retriever | None = None) -> list[dict[str, Any]]:
-    """Run every unfinished pair, holding the run directory; return all its rows."""
+        prompts: dict[str, str], retriever: Retriever | None = None,
+        embed: Embed | None = None) -> list[dict[str, Any]]:
+    """Run every unfinished pair, then the scorers beyond the judge (`embed`: the embeddings
+    role, for answer-relevance), holding the run directory; return all its rows."""
     with locked(config.out):
         manifest = _start_manifest(dataset, config, llm, factories, prompts, retriever)
         manifest["judge_probe"] = _probe_judge(dataset, config, llm, manifest["judge_probe"])
@@ -85,6 +92,10 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
                               postfix=_RunningTotals())
         finally:
             writer.close()
+        extra = make_scorers([name for name in config.scorers if name != "judge"], embed)
+        if extra:  # the judge graded each pair above; the others score the finished rows
+            score_rows(config.out, read_samples(config.out / SAMPLES), extra, llm,
+                       dataset.articles, concurrency=config.concurrency)
         manifest["finished_at"] = now()
         write_manifest(config.out, manifest)
         return read_samples(config.out / SAMPLES)

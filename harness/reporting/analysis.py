@@ -3,6 +3,9 @@
 - Retrieval quality: gold-article hit@1, hit@k and MRR from the retrieved chunks' titles.
 - Failure attribution: per answer, retrieval missed the gold article / gold retrieved but the
   answer still scored low (generation) / no retrieval and a low score (knowledge gap) / fine.
+  Where the answer has scores beyond the judge (harness/reporting/scorers.py), they decide
+  first: a context of which no sentence was needed is a retrieval miss, an answer its context
+  does not support (faithfulness below 0.5) a generation failure.
 - Decision quality of adaptive systems against a `baseline` and a `naive` run on the same
   questions: retrieval is *needed* where the baseline scored below naive (truthfulness +
   relevance). Confusion matrix, precision and recall per adaptive system, and the oracle router
@@ -28,6 +31,8 @@ from harness.reporting.identity import (Identity, comparable, group_rows, labels
                               models_label, role_models)
 from harness.reporting.prices import row_cost
 from harness.reporting.report import answer_tokens, is_scored, mean, spent
+from harness.reporting.scorers import CORRECT_AT, scorer_attribution
+from harness.reporting.scorers import analyse as scorer_tables
 from harness.stats import BOOTSTRAP_SAMPLES, CONFIDENCE, bootstrap_interval
 
 LOW_SCORE = 8  # truthfulness + relevance below this (of 10) is a poor answer
@@ -81,6 +86,9 @@ def attribution(row: dict[str, Any], low: float = LOW_SCORE) -> str:
     if score >= low:
         return "fine"
     titles = retrieved_titles(row)
+    by_scores = scorer_attribution(row)  # faithfulness, context relevance where scored
+    if by_scores:
+        return by_scores
     if titles is not None:
         return "generation" if row["gold_title"] in titles else "retrieval_miss"
     return "generation" if row["system"] in GOLD_CONTEXT_SYSTEMS else "knowledge_gap"
@@ -330,8 +338,9 @@ def _mean_of(values: Sequence[float]) -> float:
 
 
 def analyse(rows: list[dict[str, Any]], prices: dict[str, tuple[float, float]] | None = None,
-            seed: int = 0) -> dict[str, Any]:
-    """Everything above, as written to analysis.json; `notes` says what was not compared."""
+            seed: int = 0, correct_at: int = CORRECT_AT) -> dict[str, Any]:
+    """Everything above and the scorers' tables (harness/reporting/scorers.py, `correct_at` its
+    CRAG threshold), as written to analysis.json; `notes` says what was not compared."""
     decisions, decision_notes = decisions_and_notes(rows)
     keys = list(group_rows(rows))
     return {"retrieval": retrieval_quality(rows), "attribution": attributions(rows),
@@ -339,4 +348,5 @@ def analyse(rows: list[dict[str, Any]], prices: dict[str, tuple[float, float]] |
             "decisions": decisions, "intervals": intervals(rows, seed),
             "paired": paired_comparisons(rows, seed), "low_score": LOW_SCORE,
             "bootstrap_samples": BOOTSTRAP_SAMPLES, "confidence": CONFIDENCE,
-            "notes": mixed_notes(keys) + judge_notes(keys) + decision_notes}
+            "notes": mixed_notes(keys) + judge_notes(keys) + decision_notes,
+            **scorer_tables(rows, correct_at)}

@@ -9,6 +9,7 @@ depends on nothing: CSS inline, figures inlined as base64 `data:image/png` URIs,
   (harness/reporting/identity.py) with its models, and its run directory when two rows need it,
 - the analysis tables (`analysis.analyse`), intervals shown as `value [low, high]`, then the
   analysis's notes (what was not compared, and why),
+- the scorers beyond the judge (harness/reporting/scorers.py), when a run has any,
 - every figure `plots.write_figures` returned, captioned with its file name,
 - one folded entry per (dataset, question): the question, its gold title, and per run identity
   (headed by its label, e.g. `naive [answer: gpt-4o-mini]` when two runs of naive differ) the
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from harness.reporting.identity import group_rows, labels
+from harness.reporting.scorers import SCORER_TABLES
 from harness.reporting.report import (ANALYSIS_TABLES as PRINTED_TABLES, COLUMNS, answer_tokens,
                             columns_for, format_value, is_interval, is_scored)
 
@@ -98,6 +100,7 @@ def render_html(rows: list[Row], summary: list[Row], analysis: dict[str, Any],
         _section("summary", "Summary",
                  _table("summary-table", summary, columns_for(COLUMNS, summary))),
         _section("analysis", "Analysis", _analysis(analysis)),
+        _section("scorers", "Scorers", _scorers(analysis)) if _scorers(analysis) else "",
         _section("figures", f"Figures ({len(figures)})", _figures(figures)),
         _section("questions", f"Questions ({len(questions)})",
                  "\n".join(_question(key, group, names) for key, group in questions.items())),
@@ -160,6 +163,14 @@ def _analysis(analysis: dict[str, Any]) -> str:
     if analysis.get("notes"):
         parts.append("<h3>Notes</h3>\n" + _notes("analysis-notes", analysis["notes"]))
     return "\n".join(parts)
+
+
+def _scorers(analysis: dict[str, Any]) -> str:
+    """The tables of harness/reporting/scorers.py that have rows (none: no section)."""
+    return "\n".join(
+        f"<h3>{_e(title.format(correct_at=analysis.get('correct_at')))}</h3>\n"
+        + _table(f"scorers-{key}", analysis[key], columns_for(columns, analysis[key]))
+        for key, title, columns in SCORER_TABLES if analysis.get(key))
 
 
 def _judge_verdict(checks: dict[str, Any] | None) -> str:
@@ -250,6 +261,9 @@ def _answer(row: Row, label: str) -> str:
             f"retrievals {row.get('retrievals', 0)}"]
     if decision is not None:
         meta.append(f"decision {decision}")
+    meta += [f"{name} " + (", ".join(f"{m} {format_value(v)}" for m, v in score["metrics"].items())
+                           if score["status"] == "scored" else score["status"].replace("_", " "))
+             for name, score in (row.get("scores") or {}).items()]
     answer = row.get("answer")
     text = (f"<div class=\"text\">{_e(answer)}</div>" if answer is not None
             else "<div class=\"text muted\">(no answer)</div>")

@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 from harness.reporting.identity import group_rows, labels, models_label
 from harness.results import SAMPLES, ResultsError, answer_tokens, read_manifest, read_samples
+from harness.scoring.store import answer_scores, scores_of
 
 SUMMARY = "summary.json"
 COLUMNS = ("dataset", "system", "n", "scored", "unscored", "truthfulness", "relevance",
@@ -39,8 +40,9 @@ RUN = "run"  # the column added when two rows differ only by their run directory
 
 def load_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
     """All rows of the given run directories (a directory without samples is an error), each
-    marked with its `run` (the directory as given; one named twice is read once) and, if it
-    retrieved, the run's embedding model in `models` (see harness/reporting/identity.py)."""
+    marked with its `run` (the directory as given; one named twice is read once), its `scores`
+    from scores.jsonl (scorer -> repeat 0, for this answer) and, if it retrieved, the run's
+    embedding model in `models` (see harness/reporting/identity.py)."""
     rows, seen = [], set()
     for run_dir in run_dirs:
         if not (run_dir / SAMPLES).exists():
@@ -51,8 +53,10 @@ def load_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
         manifest = read_manifest(run_dir) or {}
         name = manifest.get("dataset", {}).get("name")
         embedder = (manifest.get("index") or {}).get("embedding_model")
+        scores = answer_scores(run_dir)  # scorers beyond the run's judge (harness/scoring/store.py)
         for row in read_samples(run_dir / SAMPLES):
             row = {**row, "dataset": row.get("dataset") or name, RUN: str(run_dir)}
+            row["scores"] = scores_of(scores, row)
             if embedder and row.get("retrievals"):
                 row["models"] = {"embeddings": embedder, **(row.get("models") or {})}
             rows.append(row)

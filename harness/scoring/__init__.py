@@ -1,7 +1,28 @@
 """Scoring: everything that grades an answer the systems gave.
 
-One file per scorer (the judge of the paper's section 3.3 first), the judge's probes
+One file per scorer, registered in `SCORERS` below as systems/ registers strategies: the judge of
+the paper's section III.B (judge.py) and the scorers of METHODS.md's "Reference-free metrics" and
+"Claims and abstention" (faithfulness.py, answer_relevance.py, context_relevance.py, claims.py,
+abstention.py; what they share in base.py and statements.py). scorepass.py runs chosen scorers
+over a run's rows into scores.jsonl (store.py), resumably. Beside them: the judge's probes
 (probes.py, checked before a run trusts the judge) and the agreement between two gradings
-(agreement.py). A scorer depends only on core types and the LLM client, as a strategy in
-systems/ does; the runner asks this package for scorers and never imports harness.reporting.
+(agreement.py). A scorer depends only on core types and the LLM client, as a strategy in systems/
+does; the runner asks this package for scorers and never imports harness.reporting.
 """
+
+from harness.scoring.abstention import Abstention
+from harness.scoring.answer_relevance import AnswerRelevance
+from harness.scoring.claims import Claims
+from harness.scoring.context_relevance import ContextRelevance
+from harness.scoring.faithfulness import Faithfulness
+from harness.scoring.judge import Judge
+
+# name -> factory; answer-relevance is given the embeddings role's function by its caller
+SCORERS = {
+    "judge": Judge,
+    "faithfulness": Faithfulness,
+    "answer-relevance": AnswerRelevance,
+    "context-relevance": ContextRelevance,
+    "claims": Claims,
+    "abstention": Abstention,
+}

@@ -28,6 +28,7 @@ from harness.reporting.identity import role_models
 from harness.scoring.judge import FIELDS, SCALE
 from harness.reporting.report import is_scored, load_runs, markdown_table
 from harness.results import ResultsError
+from harness.scoring.store import answer_sha256, read_scores
 
 AGREEMENT = "agreement.json"
 TOP = 5  # disagreements listed per field unless --top says otherwise
@@ -174,13 +175,17 @@ def _on_scale(value: Any) -> bool:
 # ------------------------------------------------------------------ the comparison
 
 
-def compare_runs(run_a: Path, run_b: Path, top: int = TOP) -> dict[str, Any]:
+def compare_runs(run_a: Path, run_b: Path, top: int = TOP,
+                 repeats: tuple[int | None, int | None] = (None, None)) -> dict[str, Any]:
     """agreement.json: both runs and their judges, the pair counts, every field's figures with
     its confusion matrix and `top` disagreements, per (dataset, system) when there are several,
-    and notes. No pair to compare is an AgreementError naming both directories."""
-    if run_a.resolve() == run_b.resolve():
+    and notes. No pair to compare is an AgreementError naming both directories. `repeats`: per
+    side, a repeat of `freshrag score --scorers judge` whose grades replace the run's own."""
+    if run_a.resolve() == run_b.resolve() and repeats[0] == repeats[1]:
         raise AgreementError(f"{run_a} and {run_b} are one directory: nothing to compare")
-    rows_a, rows_b = load_runs([run_a]), load_runs([run_b])
+    rows_a, rows_b = (load_runs([run]) if repeat is None else with_repeat(load_runs([run]), run,
+                                                                         repeat)
+                      for run, repeat in ((run_a, repeats[0]), (run_b, repeats[1])))
     pairs, counts = pair_runs(rows_a, rows_b)
     if not pairs:
         raise AgreementError(f"{run_a} and {run_b}: no answer scored in both to compare "
@@ -190,11 +195,34 @@ def compare_runs(run_a: Path, run_b: Path, top: int = TOP) -> dict[str, Any]:
         a, b = [p["a"][field] for p in pairs], [p["b"][field] for p in pairs]
         fields[field] = {**field_agreement(a, b),
                          "disagreements": disagreements(pairs, field, top)}
-    document = {"a": str(run_a), "b": str(run_b),
+    document = {"a": _side(run_a, repeats[0]), "b": _side(run_b, repeats[1]),
                 "judges": {"a": _judge(rows_a), "b": _judge(rows_b)},
                 "pairs": counts, "fields": fields, "systems": per_system(pairs)}
     document["notes"] = notes(document)
     return document
+
+
+def with_repeat(rows: list[Row], run_dir: Path, repeat: int) -> list[Row]:
+    """The rows with the grade (and the calls) of the judge's repeat `repeat` in the run's
+    scores.jsonl; a row without one for its answer is unscored, saying so."""
+    judged = {(s.get("dataset"), s["question_id"], s["system"]): s for s in read_scores(run_dir)
+              if s["scorer"] == "judge" and s["repeat"] == repeat}
+    replaced = []
+    for row in rows:
+        score = judged.get(_key(row))
+        if score is None or score.get("answer_sha256") != answer_sha256(row.get("answer")):
+            grade = {f: None for f in FIELDS} | {
+                "unscored_reason": f"no judge repeat {repeat} of this answer", "raw": []}
+        else:
+            grade = {f: score["metrics"].get(f) for f in FIELDS} | {
+                "unscored_reason": None if score["status"] == "scored" else
+                (score.get("reason") or score["status"]), "raw": score.get("raw", [])}
+        replaced.append({**row, "grade": grade, "calls": (score or {}).get("calls", [])})
+    return replaced
+
+
+def _side(run_dir: Path, repeat: int | None) -> str:
+    return str(run_dir) if repeat is None else f"{run_dir} (judge repeat {repeat})"
 
 
 def disagreements(pairs: list[dict[str, Any]], field: str, top: int) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ import math
 from typing import Any
 
 from harness.llm import ContextTooLong, chat_fitting
+from harness.scoring.base import ScoreInput, ScoreResult, unscored
 from harness.types import LLM, Article, Grade, LLMResponse, Question
 
 ATTEMPTS = 2
@@ -62,9 +63,11 @@ def judge_messages(question: Question, answer: str, article_text: str) -> list[d
     return [{"role": "system", "content": JUDGE_PROMPT}, {"role": "user", "content": user}]
 
 
-def grade(llm: LLM, question: Question, answer: str,
-          article: Article) -> tuple[Grade, list[LLMResponse]]:
-    """Score one answer; returns the grade and the judge calls made (for token accounting)."""
+def grade(llm: LLM, question: Question, answer: str, article: Article,
+          first_attempt: int = 0) -> tuple[Grade, list[LLMResponse]]:
+    """Score one answer; returns the grade and the judge calls made (for token accounting).
+    `first_attempt` > 0 asks afresh (a repeat of `freshrag score --repeats`): attempts are
+    cached, and sent with seed + attempt, apart from the first grading's."""
     text, fitted = article.prompt_text(), None
     calls, raws, reasons = [], [], []
     for attempt in range(ATTEMPTS):
@@ -72,7 +75,7 @@ def grade(llm: LLM, question: Question, answer: str,
             fitted = chat_fitting(llm, "judge", text, lambda cut: dict(
                 messages=judge_messages(question, answer, cut), tools=[GRADE_TOOL],
                 tool_choice="submit_grade", temperature=0.0, max_tokens=JUDGE_MAX_TOKENS,
-                attempt=attempt), halved=fitted.halvings if fitted else 0)
+                attempt=first_attempt + attempt), halved=fitted.halvings if fitted else 0)
         except ContextTooLong as err:
             reasons.append(f"article {err}")
             break
@@ -114,3 +117,22 @@ def _rating(arguments: dict[str, Any], name: str) -> int:
     if not 1 <= value <= 5:
         raise GradeParseError(f"{name} out of range 1..5: {value!r}")
     return int(value)
+
+
+class Judge:
+    """The judge as a scorer (harness/scoring/__init__.py): what `freshrag score --scorers judge`
+    asks, repeat k from attempt k * ATTEMPTS on, so that every repeat is its own cache entry and
+    seed. A run's own grading stays in samples.jsonl (`grade`)."""
+
+    name = "judge"
+    role = "judge"
+    needs = ("article",)
+    metrics = FIELDS
+
+    def score(self, llm: LLM, item: ScoreInput) -> ScoreResult:
+        verdict, _ = grade(llm, item.question, item.answer, item.article,
+                           first_attempt=item.repeat * ATTEMPTS)
+        if not verdict.scored:
+            return unscored(verdict.unscored_reason, context_cut=verdict.context_cut)
+        return ScoreResult("scored", {name: getattr(verdict, name) for name in FIELDS},
+                           {"context_cut": verdict.context_cut})

@@ -1,0 +1,255 @@
+"""The scorers beyond the judge in reports (METHODS.md, "Reference-free metrics", "Claims and
+abstention", "Judge agreement"), from the `scores` that report.load_runs attaches to each row
+(scores.jsonl, repeat 0) and, for the judge's spread, every repeat in scores.jsonl:
+
+- `scorers`: per run identity and metric, the answers, how many were scored, unscored (failed
+  included) and not applicable, the mean with its 95% bootstrap interval (harness/stats.py),
+  and the scorer's tokens per scored answer: never mixed with the system's or the judge's.
+- `scorer_correlations`: Spearman's rank correlation between every two metrics (the run's judge
+  included) over the answers both scored, per dataset.
+- `crag`: the CRAG outcome of each answer from the abstention verdict and the judge's
+  truthfulness: abstained; else correct when truthfulness >= `correct_at` (default 4 of 5),
+  else incorrect; for a question labelled `unanswerable`, abstaining is correct and answering is
+  incorrect. Per identity: accuracy, abstention rate, hallucination rate (incorrect share) and
+  score = accuracy - hallucination, over the answers with both verdicts (the rest: `unknown`).
+- `judge_spread`: with `freshrag score --repeats N`, per identity the answers graded at least
+  twice, the mean range (max - min) of each field over the repeats and the share of answers
+  whose repeats differ.
+
+Figures: one histogram per metric, the identities side by side (`scores-METRIC.png`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from harness.reporting.identity import group_rows, labels
+from harness.reporting.plots import _save, plt
+from harness.reporting.report import RUN, is_scored, markdown_table, mean
+from harness.scoring.agreement import spearman
+from harness.scoring.judge import FIELDS
+from harness.scoring.store import read_scores
+from harness.stats import bootstrap_interval
+
+CORRECT_AT = 4  # judge truthfulness (1..5) at or above which an answer that did not abstain is correct
+FAITHFUL_AT = 0.5  # faithfulness below this: the answer did not keep to its context (attribution)
+MIN_CORRELATED = 3  # answers needed before a Spearman correlation is shown
+Row = dict[str, Any]
+
+# (key in analyse(), title, columns), printed after the analysis tables and in the HTML page
+SCORER_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("scorers", "Scorers beyond the judge: mean with 95% bootstrap interval; tokens per scored "
+                "answer", ("dataset", "system", "scorer", "metric", "answers", "scored",
+                           "unscored", "not_applicable", "mean", "input_tokens",
+                           "output_tokens", "models")),
+    ("scorer_correlations", "Spearman correlation between scorers over the same answers",
+     ("dataset", "a", "b", "answers", "spearman")),
+    ("crag", "CRAG outcomes (correct: judge truthfulness >= {correct_at}; unanswerable questions: "
+             "abstaining is correct)",
+     ("dataset", "system", "answers", "correct", "abstained", "incorrect", "unknown",
+      "accuracy", "abstention_rate", "hallucination_rate", "score", "models")),
+    ("judge_spread", "The judge asked again (freshrag score --repeats): spread per answer",
+     ("dataset", "system", "answers", "repeats", "range_truthfulness", "range_relevance",
+      "differ", "models")),
+)
+
+
+def metric_values(row: Row) -> dict[str, float]:
+    """Every metric this answer has: `scorer.metric` from its scores, `run-judge.FIELD` from the
+    run's own grade."""
+    values = {f"{name}.{metric}": value for name, score in (row.get("scores") or {}).items()
+              if score["status"] == "scored" for metric, value in score["metrics"].items()}
+    if is_scored(row):
+        values.update({f"run-judge.{f}": row["grade"][f] for f in FIELDS})
+    return values
+
+
+def analyse(rows: list[Row], correct_at: int = CORRECT_AT) -> dict[str, Any]:
+    """The tables above, for analysis.json; empty lists where no row has scores."""
+    return {"scorers": scorer_means(rows), "scorer_correlations": correlations(rows),
+            "crag": crag(rows, correct_at), "judge_spread": judge_spread(rows),
+            "correct_at": correct_at}
+
+
+def scorer_means(rows: list[Row], seed: int = 0) -> list[Row]:
+    table = []
+    for key, group in group_rows(rows).items():
+        answered = [row for row in group if row["status"] == "ok"]
+        names = sorted({name for row in answered for name in row.get("scores") or {}})
+        for name in names:
+            scores = [row["scores"][name] for row in answered if name in row["scores"]]
+            statuses = [score["status"] for score in scores]
+            usage = [list(score["usage"].values()) for score in scores
+                     if score["status"] == "scored"]
+            for metric in sorted({m for s in scores for m in s["metrics"]}):
+                values = [s["metrics"][metric] for s in scores if metric in s["metrics"]]
+                table.append({
+                    **key.fields(), "scorer": name, "metric": metric, "answers": len(answered),
+                    "scored": len(values), "unscored": statuses.count("unscored")
+                    + statuses.count("failed"), "not_applicable": statuses.count("not_applicable"),
+                    "mean": [mean(values), *bootstrap_interval(values, _mean, seed=seed)]
+                    if values else None,
+                    **{f"{side}_tokens": mean([sum(u[side] for u in used) for used in usage])
+                       for side in ("input", "output")}})
+    return table
+
+
+def correlations(rows: list[Row]) -> list[Row]:
+    by_dataset: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for row in rows:
+        by_dataset[row.get("dataset")].append(metric_values(row))
+    table = []
+    for dataset, answers in by_dataset.items():
+        metrics = sorted({m for values in answers for m in values})
+        for i, a in enumerate(metrics):
+            for b in metrics[i + 1:]:
+                both = [(v[a], v[b]) for v in answers if a in v and b in v]
+                if len(both) >= MIN_CORRELATED and not a.split(".")[0] == b.split(".")[0]:
+                    table.append({"dataset": dataset, "a": a, "b": b, "answers": len(both),
+                                  "spearman": spearman(*zip(*both))})
+    return table
+
+
+def outcome(row: Row, correct_at: int = CORRECT_AT) -> str:
+    """correct / abstained / incorrect / unknown (no abstention verdict, or no judge grade)."""
+    verdict = (row.get("scores") or {}).get("abstention") or {}
+    if verdict.get("status") != "scored":
+        return "unknown"
+    unanswerable = row.get("label") == "unanswerable"
+    if verdict["metrics"]["abstained"]:
+        return "correct" if unanswerable else "abstained"
+    if unanswerable:
+        return "incorrect"
+    if not is_scored(row):
+        return "unknown"
+    return "correct" if row["grade"]["truthfulness"] >= correct_at else "incorrect"
+
+
+def crag(rows: list[Row], correct_at: int = CORRECT_AT) -> list[Row]:
+    table = []
+    for key, group in group_rows(rows).items():
+        outcomes = [outcome(row, correct_at) for row in group if row["status"] == "ok"]
+        if all(o == "unknown" for o in outcomes):
+            continue  # no abstention scores for this identity
+        counts = {name: outcomes.count(name)
+                  for name in ("correct", "abstained", "incorrect", "unknown")}
+        known = len(outcomes) - counts["unknown"]
+        rate = (lambda n: round(n / known, 4)) if known else (lambda n: None)
+        table.append({**key.fields(), "answers": len(outcomes), **counts,
+                      "accuracy": rate(counts["correct"]),
+                      "abstention_rate": rate(counts["abstained"]),
+                      "hallucination_rate": rate(counts["incorrect"]),
+                      "score": rate(counts["correct"] - counts["incorrect"])})
+    return table
+
+
+def repeat_grades(run_dir: Path) -> dict[tuple[Any, str, str], list[tuple[int, int]]]:
+    """The judge's scored repeats per (dataset, question_id, system), in repeat order."""
+    grades: dict[tuple[Any, str, str], list[tuple[int, tuple[int, int]]]] = defaultdict(list)
+    for score in read_scores(run_dir):
+        if score["scorer"] == "judge" and score["status"] == "scored":
+            grades[score.get("dataset"), score["question_id"], score["system"]].append(
+                (score["repeat"], tuple(score["metrics"][f] for f in FIELDS)))
+    return {k: [g for _, g in sorted(v)] for k, v in grades.items()}
+
+
+def judge_spread(rows: list[Row]) -> list[Row]:
+    by_run = {run: repeat_grades(Path(run)) for run in {row[RUN] for row in rows if RUN in row}}
+    table = []
+    for key, group in group_rows(rows).items():
+        spreads = [_ranges(grades) for row in group
+                   if len(grades := by_run.get(row.get(RUN), {}).get(
+                       (row.get("dataset"), row["question_id"], row["system"]), [])) > 1]
+        if spreads:
+            table.append({**key.fields(), "answers": len(spreads),
+                          "repeats": max(s["repeats"] for s in spreads),
+                          **{f"range_{f}": mean([s[f] for s in spreads]) for f in FIELDS},
+                          "differ": mean([any(s[f] for f in FIELDS) for s in spreads])})
+    return table
+
+
+def _ranges(grades: list[tuple[int, int]]) -> dict[str, Any]:
+    return {"repeats": len(grades), **{f: max(g[i] for g in grades) - min(g[i] for g in grades)
+                                       for i, f in enumerate(FIELDS)}}
+
+
+def scorer_attribution(row: Row) -> str | None:
+    """Why a low-scored answer that retrieved failed, by its scores, or None (not scored so):
+    no sentence of the context was needed (context relevance 0) is a retrieval miss; an answer
+    its context does not support (faithfulness below FAITHFUL_AT) is a generation failure."""
+    values = metric_values(row)
+    if values.get("context-relevance.context_relevance") == 0:
+        return "retrieval_miss"
+    if values.get("faithfulness.faithfulness", 1.0) < FAITHFUL_AT:
+        return "generation"
+    return None
+
+
+def render(details: dict[str, Any]) -> str:
+    """The scorer tables that have rows, as markdown sections."""
+    sections = []
+    for key, title, columns in SCORER_TABLES:
+        rows = details.get(key) or []
+        if rows:
+            columns = columns + ((RUN,) if any(RUN in row for row in rows) else ())
+            sections.append(f"### {title.format(correct_at=details.get('correct_at'))}\n\n"
+                            + markdown_table(rows, columns))
+    return "\n\n".join(sections)
+
+
+def write_histograms(rows: list[Row], out_dir: Path) -> list[Path]:
+    """One figure per metric: its values per identity, side by side, 10 bins over 0..1 (the
+    judge's fields over 1..5)."""
+    groups = group_rows(rows)
+    names = labels(groups)
+    per_metric: dict[str, dict[str, list[float]]] = defaultdict(dict)
+    for key, group in groups.items():
+        for row in group:
+            for metric, value in metric_values(row).items():
+                if not metric.startswith("run-judge."):
+                    per_metric[metric].setdefault(names[key], []).append(value)
+    paths = []
+    for metric, by_label in sorted(per_metric.items()):
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        judged = metric.split(".")[1] in FIELDS
+        ax.hist(list(by_label.values()), bins=[0.5 + i for i in range(6)] if judged else
+                [i / 10 for i in range(11)], label=list(by_label), alpha=0.8)
+        ax.set_title(metric)
+        ax.set_xlabel("grade" if judged else "score (0..1)")
+        ax.set_ylabel("answers")
+        ax.legend(fontsize=7)
+        paths.append(_save(fig, out_dir / f"scores-{metric.replace('.', '-')}.png"))
+    return paths
+
+
+def render_pass(counts: dict[str, Any], run_dir: Path) -> str:
+    lines = [f"{run_dir}: {counts['scored_now']} scores asked now, {counts['skipped']} finished "
+             f"before (kept)"]
+    for name, by in counts["by_scorer"].items():
+        shown = ", ".join(f"{n} {status}" for status, n in sorted(by.items())) or "nothing new"
+        lines.append(f"  {name}: {shown}")
+    lines.append(f"scores written to {run_dir}/scores.jsonl; see them with: freshrag report "
+                 f"{run_dir}")
+    return "\n".join(lines)
+
+
+def render_spread(run_dir: Path, top: int = 10) -> str:
+    """Each answer's judge grades over the repeats, the widest spread first (`top` shown)."""
+    grades = repeat_grades(run_dir)
+    spread = sorted(((k, g, _ranges(g)) for k, g in grades.items() if len(g) > 1),
+                    key=lambda item: -(item[2]["truthfulness"] + item[2]["relevance"]))
+    if not spread:
+        return "judge spread: no answer has two scored repeats"
+    differ = sum(1 for _, _, r in spread if r["truthfulness"] or r["relevance"])
+    table = [{"question_id": k[1], "system": k[2],
+              "grades (truthfulness, relevance)": " ".join(f"{t}/{r}" for t, r in g),
+              "range_truthfulness": r["truthfulness"], "range_relevance": r["relevance"]}
+             for k, g, r in spread[:top]]
+    return (f"judge spread over repeats: {differ} of {len(spread)} answers graded differently "
+            f"at least once; widest first:\n\n" + markdown_table(table, list(table[0])))
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)

@@ -1,0 +1,189 @@
+"""A score pass: the chosen scorers over a run's answered rows, into `scores.jsonl` (store.py).
+
+`freshrag score RUN_DIR --scorers ...` runs one on a finished run (or an imported one) without
+answering again; `freshrag run --scorers ...` runs one after its pairs. Every (row, scorer,
+repeat) finished before (scored, unscored or not applicable, for the same answer text) is
+skipped, so a pass killed mid-way resumes where it stopped; calls finished before the kill come
+from the response cache. An endpoint error on one score is a `failed` score row, tried again on
+resume; an endpoint that cannot be reached stops the pass, keeping what finished.
+
+What a scorer sees of a row (`score_input`): the question and its optional fields, the answer,
+the gold article, the run's judge grade, and the retrieved context: `details.context` where an
+import kept it, else the extracts of the row's last `answer` call, which systems/rag.py sends
+after the first blank line of the system message (RAG_PROMPT), when the row retrieved.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from harness.concurrency import map_with_progress
+from harness.dataset import load_articles
+from harness.llm import ContextTooLong, EndpointError, EndpointUnreachable
+from harness.results import SAMPLES, JsonlWriter, ResultsError, read_manifest, read_samples
+from harness.rundir import kind
+from harness.scoring import SCORERS
+from harness.scoring.base import Embed, Scorer, ScoreInput, ScoreResult, unscored
+from harness.scoring.store import FINISHED, SCORES, answer_sha256, key, read_scores, score_row
+from harness.types import LLM, QUESTION_FIELDS, Article, LLMResponse, Question
+
+Item = tuple[dict[str, Any], str, int]  # (samples row, scorer name, repeat)
+SCORED_KINDS = ("run", "import")  # directories whose answers may be scored
+
+
+class ScoreError(ResultsError):
+    """A score pass that cannot start: unknown scorer, a directory without answers, a missing
+    input (the gold articles of an import). The message names the option or file."""
+
+
+def scorer_names(text: str) -> tuple[str, ...]:
+    """`--scorers judge,faithfulness`: known names, in order, each once."""
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    unknown = [name for name in names if name not in SCORERS]
+    if unknown or not names:
+        raise ScoreError(f"--scorers: unknown scorer(s) {unknown}; valid scorers: "
+                         f"{', '.join(SCORERS)}")
+    return names
+
+
+def scorer_roles(names: Iterable[str]) -> tuple[str, ...]:
+    """The LLM roles the named scorers call (the embedded server starts if one is local)."""
+    return tuple(dict.fromkeys(SCORERS[name].role for name in names))
+
+
+def score_inputs(run_dir: Path, articles: dict[str, Article] | None
+                 ) -> tuple[list[dict[str, Any]], dict[str, Article]]:
+    """A directory's rows (each with its dataset's name) and the gold articles: `articles` if
+    given, else those of the run's dataset files. An import keeps no articles: none then."""
+    manifest = read_manifest(run_dir)
+    if manifest is None or not (run_dir / SAMPLES).exists():
+        raise ScoreError(f"{run_dir}: no {SAMPLES} and manifest.json; is this a run directory?")
+    if kind(manifest) not in SCORED_KINDS:
+        raise ScoreError(f"{run_dir}: holds no answers to score (a {kind(manifest)} directory)")
+    name = (manifest.get("dataset") or {}).get("name")
+    rows = [{**row, "dataset": row.get("dataset") or name}
+            for row in read_samples(run_dir / SAMPLES)]
+    files = (manifest.get("dataset") or {}).get("files") or {}
+    if articles is None and kind(manifest) == "run" and files.get("articles"):
+        articles = load_articles(Path(files["articles"]))
+    return rows, articles or {}
+
+
+def missing_inputs(rows: list[dict[str, Any]], names: Iterable[str],
+                   articles: dict[str, Article]) -> str | None:
+    """What the named scorers need that is not there (gold articles), or None."""
+    needing = [name for name in names if "article" in SCORERS[name].needs]
+    titles = sorted({row["gold_title"] for row in rows if row["status"] == "ok"} - set(articles))
+    if needing and titles:
+        return (f"{', '.join(needing)} need(s) the gold articles, and {len(titles)} are not at "
+                f"hand (e.g. {titles[0]!r}); give them with --articles FILE or --dataset DIR")
+    return None
+
+
+def make_scorers(names: Iterable[str], embed: Embed | None = None) -> dict[str, Scorer]:
+    """The named scorers of harness.scoring.SCORERS, those that need embeddings given `embed`."""
+    made = {}
+    for name in names:
+        scorer = SCORERS[name]()
+        if "embeddings" in scorer.needs:
+            scorer.embed = embed
+        made[name] = scorer
+    return made
+
+
+def retrieved_context(row: dict[str, Any]) -> str | None:
+    """The text the answer was given from retrieval, or None if the row retrieved nothing."""
+    details = row.get("details") or {}
+    if isinstance(details.get("context"), str) and details["context"].strip():
+        return details["context"]
+    if not row.get("retrievals"):
+        return None
+    answers = [call for call in row.get("calls") or [] if call.get("role") == "answer"]
+    system = next((m.get("content") for m in (answers[-1].get("messages") or [])
+                   if m.get("role") == "system"), None) if answers else None
+    if not isinstance(system, str) or "\n\n" not in system:
+        return None
+    return system.split("\n\n", 1)[1].strip() or None
+
+
+def score_input(row: dict[str, Any], articles: dict[str, Article], repeat: int) -> ScoreInput:
+    question = Question(id=row["question_id"], text=row.get("question") or "",
+                        gold_title=row["gold_title"],
+                        **{name: row.get(name) for name in QUESTION_FIELDS})
+    return ScoreInput(question=question, answer=row.get("answer") or "",
+                      context=retrieved_context(row), article=articles.get(row["gold_title"]),
+                      grade=row.get("grade"), repeat=repeat)
+
+
+def pending(run_dir: Path, rows: list[dict[str, Any]], names: Iterable[str],
+            repeats: int) -> list[Item]:
+    """The (row, scorer, repeat) not finished yet for the row's current answer."""
+    done = {key(s): s["answer_sha256"] for s in read_scores(run_dir) if s["status"] in FINISHED}
+    items = []
+    for row in rows:
+        if row["status"] != "ok" or row.get("answer") is None:
+            continue  # a failed pair has no answer to score
+        for name in names:
+            for repeat in range(repeats):
+                k = (row.get("dataset"), row["question_id"], row["system"], name, repeat)
+                if done.get(k) != answer_sha256(row["answer"]):
+                    items.append((row, name, repeat))
+    return items
+
+
+def score_rows(run_dir: Path, rows: list[dict[str, Any]], scorers: dict[str, Scorer], llm: LLM,
+               articles: dict[str, Article], repeats: int = 1,
+               concurrency: int = 8) -> dict[str, Any]:
+    """Score what is pending; the caller holds the run directory (harness/rundir.py). Returns
+    counts: items done now, skipped as finished before, and per scorer by status."""
+    items = pending(run_dir, rows, scorers, repeats)
+    writer = JsonlWriter(run_dir / SCORES)
+
+    def one(item: Item) -> dict[str, Any]:
+        row, name, repeat = item
+        written = _score_one(row, scorers[name], name, llm, articles, repeat)
+        writer.write(written)
+        return written
+
+    try:
+        done = map_with_progress(one, items, concurrency, desc=f"{run_dir.name} scores",
+                                 unit="score")
+    finally:
+        writer.close()
+    total = sum(row["status"] == "ok" and row.get("answer") is not None for row in rows)
+    counts: dict[str, dict[str, int]] = {name: {} for name in scorers}
+    for written in done:
+        by = counts[written["scorer"]]
+        by[written["status"]] = by.get(written["status"], 0) + 1
+    return {"scored_now": len(done), "skipped": total * len(scorers) * repeats - len(items),
+            "by_scorer": counts}
+
+
+def _score_one(row: dict[str, Any], scorer: Scorer, name: str, llm: LLM,
+               articles: dict[str, Article], repeat: int) -> dict[str, Any]:
+    recorder = _Recorder(llm)
+    started = time.monotonic()
+    try:
+        result = scorer.score(recorder, score_input(row, articles, repeat))
+    except EndpointUnreachable:
+        raise
+    except ContextTooLong as err:  # will not fit next time either: finished, unscored
+        result = unscored(f"too long for the {scorer.role} model: {err}")
+    except EndpointError as err:
+        result = ScoreResult("failed", reason=str(err))
+    return score_row(row, name, repeat, result, recorder.calls, time.monotonic() - started)
+
+
+class _Recorder:
+    """The LLM as one score sees it: every call kept, for its row's usage and raw replies."""
+
+    def __init__(self, llm: LLM):
+        self.llm = llm
+        self.calls: list[LLMResponse] = []
+
+    def chat(self, role: str, messages: list[dict[str, Any]], **options: Any) -> LLMResponse:
+        response = self.llm.chat(role, messages, **options)
+        self.calls.append(response)
+        return response
