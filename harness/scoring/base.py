@@ -20,7 +20,7 @@ from harness.types import LLM, Article, LLMResponse, Question
 
 SCORER_ROLE = "scorer"  # one role for every scorer beyond the judge (harness.types.ROLES)
 STATUSES = ("scored", "unscored", "not_applicable", "failed")
-LIST_MAX_TOKENS = 768  # a list of short statements or questions; bounds a padding local model
+LIST_MAX_TOKENS = 512  # a list of short statements or questions; bounds a padding local model
 FLAG_MAX_TOKENS = 128  # one boolean or a few indices
 
 Embed = Callable[[list[str]], list[list[float]]]
