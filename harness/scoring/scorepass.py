@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from harness.concurrency import map_with_progress
-from harness.dataset import load_articles
+from harness.dataset import DatasetError, load_articles
 from harness.llm import ContextTooLong, EndpointError, EndpointUnreachable
 from harness.results import SAMPLES, JsonlWriter, ResultsError, read_manifest, read_samples
 from harness.rundir import kind
@@ -67,7 +67,11 @@ def score_inputs(run_dir: Path, articles: dict[str, Article] | None
             for row in read_samples(run_dir / SAMPLES)]
     files = (manifest.get("dataset") or {}).get("files") or {}
     if articles is None and kind(manifest) == "run" and files.get("articles"):
-        articles = load_articles(Path(files["articles"]))
+        try:
+            articles = load_articles(Path(files["articles"]))
+        except DatasetError as err:  # a relative path recorded from another directory
+            raise ScoreError(f"{run_dir}: cannot read the run's articles ({err}); give them "
+                             f"with --articles FILE or --dataset DIR") from None
     return rows, articles or {}
 
 
