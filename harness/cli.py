@@ -231,7 +231,7 @@ def cmd_score(args: argparse.Namespace) -> int:
                                       scorepass.make_scorers(names, _embed_for(llm, names)),
                                       llm, articles, args.repeats, args.concurrency)
     print(scorer_report.render_pass(counts, args.run_dir))
-    if args.repeats > 1:
+    if args.repeats > 1 and "judge" in names:
         print("\n" + scorer_report.render_spread(args.run_dir))
     return 0
 

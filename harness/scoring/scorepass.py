@@ -1,4 +1,6 @@
-"""A score pass: the chosen scorers over a run's answered rows, into `scores.jsonl` (store.py).
+"""A score pass: the chosen scorers (METHODS.md, "Reference-free metrics", "Claims and
+abstention"; the judge's repeats for "Judge agreement") over a run's answered rows, into
+`scores.jsonl` (store.py).
 
 `freshrag score RUN_DIR --scorers ...` runs one on a finished run (or an imported one) without
 answering again; `freshrag run --scorers ...` runs one after its pairs. Every (row, scorer,

@@ -1,6 +1,8 @@
-"""Where scores beyond the run's own judge grade live: `RUN_DIR/scores.jsonl`, one row per
-(dataset, question_id, system, scorer, repeat), appended as each finishes (the JsonlWriter of
-harness/results.py, so a kill leaves whole rows), the last row of a key winning on reading:
+"""Where the scores of METHODS.md's "Reference-free metrics", "Claims and abstention" and the
+judge's repeats ("Judge agreement") live, beside the run's own judge grade in samples.jsonl:
+`RUN_DIR/scores.jsonl`, one row per (dataset, question_id, system, scorer, repeat), appended as
+each finishes (the JsonlWriter of harness/results.py, so a kill leaves whole rows), the last row
+of a key winning on reading:
 
 - `dataset`, `question_id`, `system`: the samples.jsonl row scored; `answer_sha256`: of the
   answer text scored, so that a re-answered pair is scored again rather than matched to a score

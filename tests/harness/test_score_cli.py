@@ -175,3 +175,38 @@ def test_an_import_needs_its_articles_for_the_judge(tmp_path, fake, capsys):
     assert "give them with --articles FILE" in capsys.readouterr().err
     assert main(["score", str(out), "--scorers", "abstention"]) == 0  # needs no article
     assert read_jsonl(out / SCORES)[0]["status"] == "scored"
+
+
+def test_sigkill_mid_pass_then_resume_asks_no_finished_call_again(tmp_path, fake):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from tests.harness.test_run_cli import ROOT
+
+    run = make_run(tmp_path)
+    fake.delay = 0.1
+    fake.requests.clear()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "harness", "score", str(run), "--scorers",
+               "faithfulness,claims,abstention", "--concurrency", "2"]
+    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    scores = run / SCORES
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not scores.exists()
+                                           or len(scores.read_text().splitlines()) < 4):
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    finished = len(read_scores(run))
+    assert 4 <= finished < 12
+    first = [json.dumps(r, sort_keys=True) for r in fake.requests]
+    fake.requests.clear()
+    resumed = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    again = [json.dumps(r, sort_keys=True) for r in fake.requests]
+    # only the calls in flight at the kill (at most one per worker) are asked twice
+    assert len(set(first) & set(again)) <= 2
+    assert len(read_scores(run)) == 12 and len(scores.read_text().splitlines()) == 12
