@@ -59,7 +59,7 @@ class UsageError(Exception):
     """Options that do not fit together or name nothing known."""
 
 
-USER_ERRORS = (UsageError, scorepass.ScoreError, ConfigError, DatasetError, ResultsError, EndpointError, LocalServerError,
+USER_ERRORS = (UsageError, ConfigError, DatasetError, ResultsError, EndpointError, LocalServerError,
                RetrievalError, CutoffError, SourceError, DumpError, BuildError, LegacyError)
 
 
