@@ -277,7 +277,8 @@ def _llm_client(settings: LLMSettings, cache_path: Path | None, seed: int | None
 def _index_config(args: argparse.Namespace, results_dir: Path) -> IndexConfig:
     return IndexConfig(directory=args.index_dir or results_dir / INDEX_DIR,
                        qdrant_url=args.qdrant_url, chunk_size=args.chunk_size,
-                       chunk_overlap=args.chunk_overlap, top_k=args.top_k)
+                       chunk_overlap=args.chunk_overlap, top_k=args.top_k,
+                       text_weight=args.text_weight)
 
 
 def _dataset(args: argparse.Namespace) -> Dataset:

@@ -53,6 +53,9 @@ def _add_index_options(p: argparse.ArgumentParser) -> None:
                    help="characters shared by neighbouring chunks (default: %(default)s)")
     p.add_argument("--top-k", type=whole(1, 1000), default=defaults.top_k,
                    help="chunks retrieved per query (default: %(default)s)")
+    p.add_argument("--text-weight", type=share, default=defaults.text_weight,
+                   help="weight of the lexical (BM25) side in retrieval: 0 dense only, 1 lexical "
+                        "only, between: both fused (default: %(default)s)")
 
 
 def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],

@@ -27,7 +27,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.reporting.identity import group_rows, labels, models_label
+from harness.reporting.identity import group_rows, labels, models_label, retriever_model
 from harness.results import SAMPLES, ResultsError, answer_tokens, read_manifest, read_samples
 
 SUMMARY = "summary.json"
@@ -50,7 +50,7 @@ def load_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
         seen.add(run_dir.resolve())
         manifest = read_manifest(run_dir) or {}
         name = manifest.get("dataset", {}).get("name")
-        embedder = (manifest.get("index") or {}).get("embedding_model")
+        embedder = retriever_model(manifest.get("index"))
         for row in read_samples(run_dir / SAMPLES):
             row = {**row, "dataset": row.get("dataset") or name, RUN: str(run_dir)}
             if embedder and row.get("retrievals"):
