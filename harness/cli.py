@@ -1,5 +1,5 @@
-"""The `freshrag` command: build, run, index, report, agreement, import-legacy, demo,
-probe-judge and serve.
+"""The `freshrag` command: build, run, index, scan-retrieval, report, agreement, import-legacy,
+demo, probe-judge and serve.
 
 The only place that wires registries. Each subcommand is one function here; its options, with
 their help texts, are in harness/cli_parser.py; the work is done by the runner, the report and
@@ -46,6 +46,7 @@ from harness.runner import RunConfig, check_resume, run
 from systems import SYSTEMS, uses_index
 from systems.embeddings import embedder_for
 from systems.index import IndexConfig, RetrievalError, open_index
+from systems import retrieval_scan
 from systems.prompts import PROMPTS
 
 CACHE_FILE = ".llm-cache.sqlite"
@@ -177,6 +178,27 @@ def cmd_index(args: argparse.Namespace) -> int:
                           "seconds": round(time.monotonic() - started, 1)}, indent=2))
     finally:
         index.close()
+    return 0
+
+
+def cmd_scan_retrieval(args: argparse.Namespace) -> int:
+    dataset = _dataset(args)
+    index = open_index(dataset.articles, IndexConfig(
+        directory=args.index_dir or Path("results") / INDEX_DIR, qdrant_url=args.qdrant_url,
+        chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, top_k=args.k),
+        embedder_for(LLMClient(load_settings(args.config))))
+    try:
+        result = retrieval_scan.scan(index, dataset.questions[:args.limit], args.weights,
+                                     args.k, args.by)
+    finally:
+        index.close()
+    out = args.out or Path("results") / f"scan-retrieval-{dataset.name}"
+    out.mkdir(parents=True, exist_ok=True)
+    document = json.dumps({"dataset": dataset.name, **result}, indent=2) + "\n"
+    (out / retrieval_scan.SCAN_FILE).write_text(document, encoding="utf-8")
+    print(retrieval_scan.render(result))
+    print(f"\n{result['questions']:,} questions, {result['index']['chunks']:,} chunks, "
+          f"{result['seconds']} s; {out / retrieval_scan.SCAN_FILE} written")
     return 0
 
 
@@ -324,7 +346,8 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 COMMANDS = {"build": cmd_build, "run": cmd_run, "index": cmd_index, "report": cmd_report,
             "agreement": cmd_agreement, "import-legacy": cmd_import_legacy, "demo": cmd_demo,
-            "probe-judge": cmd_probe_judge, "serve": cmd_serve}
+            "probe-judge": cmd_probe_judge, "serve": cmd_serve,
+            "scan-retrieval": cmd_scan_retrieval}
 
 
 def _parser() -> argparse.ArgumentParser:
