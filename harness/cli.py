@@ -25,7 +25,7 @@ from builders.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSourc
 from builders.stages import (STAGES, BuildConfig, BuildError, check_settings,
                              classify_recency, filter_created, generate_questions, sample_articles,
                              titles_path, update_manifest)
-from harness.reporting import analysis, plots, report
+from harness.reporting import analysis, breakdown, plots, report
 from harness.scoring import agreement, judge, probes
 from harness.cli_parser import INDEX_DIR, build_parser
 from harness.cache import ResponseCache
@@ -207,23 +207,35 @@ def cmd_report(args: argparse.Namespace) -> int:
     rows = report.load_runs(args.run_dirs)
     summary = report.summarise(rows)
     out = args.out or (args.run_dirs[0] if len(args.run_dirs) == 1 else Path("results") / "report")
-    report.write_summary(out, summary)
     details = analysis.analyse(rows, prices)
     details["judge"] = judge_checks(args.run_dirs, rows)
+    breakdowns = {field: breakdown.breakdown(rows, field, prices) for field in args.by or ()}
+    by_field = breakdown.summary_tables(breakdowns)
+    report.write_summary(out, summary, by_field)
+    if breakdowns:
+        details["breakdowns"] = breakdowns
     (out / ANALYSIS).write_text(json.dumps(details, indent=2) + "\n", encoding="utf-8")
     figures = plots.write_figures(rows, out, details["cost"])
+    for field in breakdowns:
+        figures += plots.histograms_by_field(rows, field, out)
     notes = report.run_notes(args.run_dirs, rows)
     # the judge's verdict first, then the notes; on stderr when stdout carries JSON or CSV
     for line in details["judge"]["lines"] + notes:
         print(line, file=sys.stdout if args.format == "markdown" else sys.stderr)
-    print(report.render(summary, args.format, judge=details["judge"]))
+    print(report.render(summary, args.format, judge=details["judge"], breakdowns=by_field))
     if args.format == "markdown":
         _print_unscored(rows)
         print("\n" + report.render_analysis(details))
+        for document in breakdowns.values():
+            print("\n" + breakdown.render(document))
+    elif args.format == "csv" and breakdowns:
+        print(f"the tables by {', '.join(breakdowns)} are in {out / report.SUMMARY} and "
+              f"{out / ANALYSIS} (CSV holds the summary)", file=sys.stderr)
         print(f"\nsummary.json, {ANALYSIS} and {len(figures)} figures written to {out}/")
     if args.html:
         page = write_html(rows, summary, details, figures, args.html,
-                          sources=[str(run_dir) for run_dir in args.run_dirs], notes=notes)
+                          sources=[str(run_dir) for run_dir in args.run_dirs], notes=notes,
+                          breakdowns=breakdowns)
         # stderr when stdout carries JSON or CSV, so that output stays parseable
         print(f"HTML report written to {page}",
               file=sys.stdout if args.format == "markdown" else sys.stderr)

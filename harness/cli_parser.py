@@ -164,6 +164,9 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
                    "(default: the run directory, or results/report for several)")
     p.add_argument("--html", type=Path, metavar="PATH", help="also write the whole report (tables, "
                    "figures, every answer) as one self-contained HTML file")
+    p.add_argument("--by", action="append", choices=FIELDS, metavar="FIELD",
+                   help="also break every table down by this question field (one of: "
+                        f"{', '.join(FIELDS)}); may be given more than once")
     p.add_argument("--config", type=Path, help="TOML file whose [prices] table adds or overrides "
                    "model prices for the cost analysis (default: ./freshrag.toml)")
     p.set_defaults(handler=handlers["report"])
