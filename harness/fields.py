@@ -28,7 +28,8 @@ def value_name(value: Any) -> str:
     return str(value)
 
 
-def grouped(items: Iterable[T], field: str, value_of: Callable[[T, str], Any]) -> dict[str, list[T]]:
+def grouped(items: Iterable[T], field: str,
+            value_of: Callable[[T, str], Any]) -> dict[str, list[T]]:
     """Items by the name of their value of `field`: known values in their defined order (the
     labels as METHODS.md lists them), others alphabetically, `unlabelled` last."""
     groups: dict[str, list[T]] = {}

@@ -7,10 +7,10 @@ chunk's dense vector its point holds a BM25 sparse vector (systems/lexical.py), 
 can be dense (`text_weight` 0, the default), lexical (1), or a fusion of both (METHODS.md,
 "Question labels": the hybrid text weight).
 
-An index is keyed by (corpus hash, chunker settings, embedding model, lexical scheme) and lives in the collection
-named after that key, so a later run on the same corpus opens it in seconds instead of embedding
-again. Chunk ids are their position in the chunk list, which the key fixes: a build that was
-interrupted resumes by embedding only the chunks its collection lacks.
+An index is keyed by (corpus hash, chunker settings, embedding model, lexical scheme) and lives
+in the collection named after that key, so a later run on the same corpus opens it in seconds
+instead of embedding again. Chunk ids are their position in the chunk list, which the key fixes:
+a build that was interrupted resumes by embedding only the chunks its collection lacks.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ import html
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from harness.fields import value_name
 from harness.reporting import breakdown
 from harness.reporting.analysis import LOW_SCORE
 from harness.reporting.identity import group_rows, labels
@@ -248,7 +249,8 @@ def _question(key: tuple[str, str], rows: list[Row], names: dict[int, str]) -> s
             f"<span class=\"scores\">{_e(scores)}</span></summary>\n"
             f"<p><b>Question:</b> {_e(first.get('question'))}<br>"
             f"<b>Gold title:</b> {_e(first.get('gold_title'))}"
-            + "".join(f"<br><b>{_e(name)}:</b> {_e(first[name])}" for name in QUESTION_FIELDS
+            + "".join(f"<br><b>{_e(name)}:</b> {_e(value_name(first[name]))}"
+                      for name in QUESTION_FIELDS
                       if first.get(name) is not None) + "</p>\n"
             + "\n".join(_answer(row, names[id(row)]) for row in rows) + "\n</details>")
 

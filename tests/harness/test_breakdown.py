@@ -172,7 +172,7 @@ def check_breakdown_page(dom) -> None:
             assert re.fullmatch(r"[\d.,]+ \[[\d.,]+, [\d.,]+\]", cells[3]), cells
     assert dom.by_id("by-information_need-retrieval").tag == "table"
     entry = dom.find_all("details", "question")[0].text()
-    assert "label: fact_single" in entry and "need: True" in entry
+    assert "label: fact_single" in entry and "need: yes" in entry
 
 
 def test_the_page_has_a_section_per_field(reported):

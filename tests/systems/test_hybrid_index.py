@@ -126,3 +126,29 @@ def test_a_collection_without_the_lexical_side_is_refused_by_name(tmp_path):
 ])
 def test_the_retriever_named_in_reports_carries_the_weight(index, expected):
     assert retriever_model(index) == expected
+
+
+def test_a_run_at_a_text_weight_records_it_and_reports_it_apart(tmp_path, monkeypatch, capsys):
+    """`freshrag run --text-weight` end to end on the fake server: the manifest records the
+    weight, and a report of two runs at two weights shows two retrievers, never one row."""
+    from harness.cli import main
+    from harness.reporting import report
+    from tests.fake_openai_server import FakeOpenAIServer
+    from tests.fakes import use_endpoint
+    from tests.harness.test_run_cli import SECRET, write_dataset
+
+    q, a = write_dataset(tmp_path, n=3)
+    with FakeOpenAIServer() as server:
+        use_endpoint(monkeypatch, server.base_url, SECRET)
+        for weight in ("0", "0.5"):
+            assert main(["run", "--questions", str(q), "--articles", str(a), "--systems", "naive",
+                         "--out", str(tmp_path / f"w{weight}"), "--no-probe",
+                         "--index-dir", str(tmp_path / "index"), "--text-weight", weight]) == 0
+    manifests = [json.loads((tmp_path / f"w{w}" / "manifest.json").read_text())
+                 for w in ("0", "0.5")]
+    assert [m["index"]["text_weight"] for m in manifests] == [0.0, 0.5]
+    assert manifests[0]["index"]["collection"] == manifests[1]["index"]["collection"]  # one index
+    rows = report.load_runs([tmp_path / "w0", tmp_path / "w0.5"])
+    assert [r["models"]["embeddings"] for r in report.summarise(rows)] == [
+        "fake-model", "fake-model (text weight 0.5)"]
+    assert all(r["status"] == "ok" and r["retrievals"] == 1 for r in rows)
