@@ -1,5 +1,5 @@
-"""The `freshrag` command: build, run, index, report, score, agreement, import-legacy, demo,
-probe-judge and serve.
+"""The `freshrag` command: build, run, index, scan-retrieval, report, score, agreement,
+import-legacy, demo, probe-judge and serve.
 
 The only place that wires registries. Each subcommand is one function here; its options, with
 their help texts, are in harness/cli_parser.py; the work is done by the runner, the report and
@@ -25,7 +25,7 @@ from builders.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSourc
 from builders.stages import (STAGES, BuildConfig, BuildError, check_settings,
                              classify_recency, filter_created, generate_questions, sample_articles,
                              titles_path, update_manifest)
-from harness.reporting import analysis, plots, report
+from harness.reporting import analysis, breakdown, plots, report
 from harness.scoring import SCORERS, agreement, judge, probes, scorepass
 from harness.scoring.scorepass import score_inputs, scorer_names, scorer_roles
 from harness.reporting import scorers as scorer_report
@@ -49,6 +49,7 @@ from harness.runner import RunConfig, check_resume, run
 from systems import SYSTEMS, uses_index
 from systems.embeddings import embedder_for
 from systems.index import IndexConfig, RetrievalError, open_index
+from systems import retrieval_scan
 from systems.prompts import PROMPTS
 
 CACHE_FILE = ".llm-cache.sqlite"
@@ -186,31 +187,64 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_scan_retrieval(args: argparse.Namespace) -> int:
+    dataset = _dataset(args)
+    index = open_index(dataset.articles, IndexConfig(
+        directory=args.index_dir or Path("results") / INDEX_DIR, qdrant_url=args.qdrant_url,
+        chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, top_k=args.k),
+        embedder_for(LLMClient(load_settings(args.config))))
+    try:
+        result = retrieval_scan.scan(index, dataset.questions[:args.limit], args.weights,
+                                     args.k, args.by)
+    finally:
+        index.close()
+    out = args.out or Path("results") / f"scan-retrieval-{dataset.name}"
+    out.mkdir(parents=True, exist_ok=True)
+    document = json.dumps({"dataset": dataset.name, **result}, indent=2) + "\n"
+    (out / retrieval_scan.SCAN_FILE).write_text(document, encoding="utf-8")
+    print(retrieval_scan.render(result))
+    print(f"\n{result['questions']:,} questions, {result['index']['chunks']:,} chunks, "
+          f"{result['seconds']} s; {out / retrieval_scan.SCAN_FILE} written")
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     prices = price_table(args.config or _default_config())  # refused before anything is written
     rows = report.load_runs(args.run_dirs)
     summary = report.summarise(rows)
     out = args.out or (args.run_dirs[0] if len(args.run_dirs) == 1 else Path("results") / "report")
-    report.write_summary(out, summary)
     details = analysis.analyse(rows, prices, correct_at=args.correct_at)
     details["judge"] = judge_checks(args.run_dirs, rows)
+    breakdowns = {field: breakdown.breakdown(rows, field, prices) for field in args.by or ()}
+    by_field = breakdown.summary_tables(breakdowns)
+    report.write_summary(out, summary, by_field)
+    if breakdowns:
+        details["breakdowns"] = breakdowns
     (out / ANALYSIS).write_text(json.dumps(details, indent=2) + "\n", encoding="utf-8")
     figures = plots.write_figures(rows, out, details["cost"])
     figures += scorer_report.write_histograms(rows, out)
+    for field in breakdowns:
+        figures += plots.histograms_by_field(rows, field, out)
     notes = report.run_notes(args.run_dirs, rows)
     # the judge's verdict first, then the notes; on stderr when stdout carries JSON or CSV
     for line in details["judge"]["lines"] + notes:
         print(line, file=sys.stdout if args.format == "markdown" else sys.stderr)
-    print(report.render(summary, args.format, judge=details["judge"]))
+    print(report.render(summary, args.format, judge=details["judge"], breakdowns=by_field))
     if args.format == "markdown":
         _print_unscored(rows)
         print("\n" + report.render_analysis(details))
         if scored := scorer_report.render(details):
             print("\n" + scored)
+        for document in breakdowns.values():
+            print("\n" + breakdown.render(document))
         print(f"\nsummary.json, {ANALYSIS} and {len(figures)} figures written to {out}/")
+    elif args.format == "csv" and breakdowns:
+        print(f"the tables by {', '.join(breakdowns)} are in {out / report.SUMMARY} and "
+              f"{out / ANALYSIS} (CSV holds the summary)", file=sys.stderr)
     if args.html:
         page = write_html(rows, summary, details, figures, args.html,
-                          sources=[str(run_dir) for run_dir in args.run_dirs], notes=notes)
+                          sources=[str(run_dir) for run_dir in args.run_dirs], notes=notes,
+                          breakdowns=breakdowns)
         # stderr when stdout carries JSON or CSV, so that output stays parseable
         print(f"HTML report written to {page}",
               file=sys.stdout if args.format == "markdown" else sys.stderr)
@@ -321,7 +355,8 @@ def _llm_client(settings: LLMSettings, cache_path: Path | None, seed: int | None
 def _index_config(args: argparse.Namespace, results_dir: Path) -> IndexConfig:
     return IndexConfig(directory=args.index_dir or results_dir / INDEX_DIR,
                        qdrant_url=args.qdrant_url, chunk_size=args.chunk_size,
-                       chunk_overlap=args.chunk_overlap, top_k=args.top_k)
+                       chunk_overlap=args.chunk_overlap, top_k=args.top_k,
+                       text_weight=args.text_weight)
 
 
 def _dataset(args: argparse.Namespace) -> Dataset:
@@ -367,7 +402,8 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 COMMANDS = {"build": cmd_build, "run": cmd_run, "index": cmd_index, "report": cmd_report,
             "score": cmd_score, "agreement": cmd_agreement, "import-legacy": cmd_import_legacy, "demo": cmd_demo,
-            "probe-judge": cmd_probe_judge, "serve": cmd_serve}
+            "probe-judge": cmd_probe_judge, "serve": cmd_serve,
+            "scan-retrieval": cmd_scan_retrieval}
 
 
 def _parser() -> argparse.ArgumentParser:

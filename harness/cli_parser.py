@@ -14,7 +14,9 @@ from harness.scoring import SCORERS, agreement, probes
 from harness.reporting.scorers import CORRECT_AT
 from harness.demo import DEMO_QUESTIONS
 from harness.legacy import PAPER_MODEL
-from harness.options import MAX_SEED, header, iso_date, name, out_dir, share, url, whole
+from harness.fields import FIELDS
+from harness.options import (MAX_SEED, header, iso_date, name, out_dir, share, shares, url,
+                             whole)
 from systems import SYSTEMS
 from systems.index import DEFAULT_DIRECTORY, IndexConfig
 
@@ -43,7 +45,8 @@ def _add_probe_options(p: argparse.ArgumentParser) -> None:
                         "informative (default: %(default)s; 0.5 is chance)")
 
 
-def _add_index_options(p: argparse.ArgumentParser) -> None:
+def _add_index_options(p: argparse.ArgumentParser, query: bool = True) -> None:
+    """Where the index is and how it chunks; with `query`, how a run retrieves from it."""
     defaults = IndexConfig()
     p.add_argument("--qdrant-url", type=url, help="Qdrant server URL (default: embedded Qdrant on disk)")
     p.add_argument("--index-dir", type=Path, help="embedded Qdrant's directory "
@@ -52,8 +55,13 @@ def _add_index_options(p: argparse.ArgumentParser) -> None:
                    help="characters per chunk (default: %(default)s)")
     p.add_argument("--chunk-overlap", type=whole(0, MAX_CHUNK - 1), default=defaults.chunk_overlap,
                    help="characters shared by neighbouring chunks (default: %(default)s)")
+    if not query:
+        return
     p.add_argument("--top-k", type=whole(1, 1000), default=defaults.top_k,
                    help="chunks retrieved per query (default: %(default)s)")
+    p.add_argument("--text-weight", type=share, default=defaults.text_weight,
+                   help="weight of the lexical (BM25) side in retrieval: 0 dense only, 1 lexical "
+                        "only, between: both fused (default: %(default)s)")
 
 
 def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
@@ -147,6 +155,28 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
     _add_index_options(p)
     p.set_defaults(handler=handlers["index"])
 
+    p = sub.add_parser("scan-retrieval", help="recall@k of the index per question label and "
+                       "overall for several text weights, and the best weight of each; no LLM "
+                       "calls")
+    p.add_argument("dataset", type=Path, nargs="?", metavar="DATASET",
+                   help="directory with questions.jsonl and articles.jsonl")
+    p.add_argument("--questions", type=Path, help="questions JSON Lines file, instead of DATASET")
+    p.add_argument("--articles", type=Path, help="articles JSON Lines file, instead of DATASET")
+    p.add_argument("--weights", type=shares, default=(0.0, 0.05, 0.1, 0.2, 0.5, 1.0),
+                   help="text weights to try, comma-separated, 0 dense only to 1 lexical only "
+                        "(default: 0,0.05,0.1,0.2,0.5,1)")
+    p.add_argument("--k", type=whole(1, 1000), default=5,
+                   help="chunks retrieved per question (default: %(default)s)")
+    p.add_argument("--by", choices=FIELDS, default="label",
+                   help="question field whose groups get a row each (default: %(default)s)")
+    p.add_argument("--limit", type=whole(1, MAX_QUESTIONS), help="only the first N questions")
+    p.add_argument("--out", type=out_dir, help="where scan-retrieval.json goes "
+                   "(default: results/scan-retrieval-DATASET_NAME)")
+    p.add_argument("--config", type=Path, help="TOML file with role endpoints; the embeddings "
+                   "role embeds the questions (default: ./freshrag.toml)")
+    _add_index_options(p, query=False)
+    p.set_defaults(handler=handlers["scan-retrieval"])
+
     p = sub.add_parser("report", help="tables and figures from one or more run directories")
     p.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
     p.add_argument("--format", choices=("markdown", "json", "csv"), default="markdown",
@@ -155,6 +185,9 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
                    "(default: the run directory, or results/report for several)")
     p.add_argument("--html", type=Path, metavar="PATH", help="also write the whole report (tables, "
                    "figures, every answer) as one self-contained HTML file")
+    p.add_argument("--by", action="append", choices=FIELDS, metavar="FIELD",
+                   help="also break every table down by this question field (one of: "
+                        f"{', '.join(FIELDS)}); may be given more than once")
     p.add_argument("--config", type=Path, help="TOML file whose [prices] table adds or overrides "
                    "model prices for the cost analysis (default: ./freshrag.toml)")
     p.add_argument("--correct-at", type=whole(1, 5), default=CORRECT_AT, help="CRAG outcome: an "

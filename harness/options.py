@@ -46,6 +46,14 @@ def share(text: str) -> float:
     return value
 
 
+def shares(text: str) -> tuple[float, ...]:
+    """Distinct numbers from 0 to 1, comma-separated (the text weights a scan tries)."""
+    values = tuple(share(part) for part in text.split(","))
+    if len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"expected distinct values, got {text!r:.80}")
+    return values
+
+
 def iso_date(text: str) -> str:
     """A calendar date written YYYY-MM-DD."""
     try:

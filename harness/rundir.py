@@ -26,12 +26,13 @@ from harness.results import MANIFEST, ResultsError
 
 LOCK = ".lock"
 RUN_ROLES = ("answer", "decision", "judge")  # the roles a run calls
-INDEX_SETTINGS = ("chunk_size", "chunk_overlap", "top_k")  # how retrieval finds chunks
+INDEX_SETTINGS = ("chunk_size", "chunk_overlap", "top_k", "text_weight")  # how chunks are found
 DATE_SETTINGS = ("today", "knowledge_cutoff")  # stated only by systems with `uses_date`
 # The option that sets an identity setting, for the way out of a refusal.
 OPTIONS = {"seed": "--seed", "context_tokens": "--context-tokens", "today": "--today",
            "knowledge_cutoff": "--knowledge-cutoff", "top_k": "--top-k",
-           "chunk_size": "--chunk-size", "chunk_overlap": "--chunk-overlap"}
+           "chunk_size": "--chunk-size", "chunk_overlap": "--chunk-overlap",
+           "text_weight": "--text-weight"}
 KINDS = {"run": "a run of `freshrag run`", "import": "runs imported by `freshrag import-legacy`",
          "dataset": "a dataset built by `freshrag build`"}
 
@@ -92,8 +93,8 @@ def identity(manifest: dict[str, Any], date_systems: Iterable[str]) -> dict[str,
     for role in RUN_ROLES + (("embeddings",) if index else ()):
         settings.update(_pick(roles.get(role, {}), ("model", "base_url"), f"{role}."))
     settings.update(_pick(config, ("seed", "context_tokens")))
-    if index:
-        settings.update(_pick(index, INDEX_SETTINGS))
+    if index:  # a run from before the lexical side retrieved densely: text weight 0
+        settings.update(_pick({"text_weight": 0.0, **index}, INDEX_SETTINGS))
     if set(manifest["systems"]) & set(date_systems):
         settings.update(_pick(config, DATE_SETTINGS))
     settings.update(_pick(manifest.get("prompts_sha256", {}), manifest.get("prompts_sha256", {}),

@@ -2,12 +2,15 @@
 
 Every corpus article is split with `RecursiveCharacterTextSplitter` (1,024 characters, overlap 48,
 as in the paper), its title prepended to every chunk, embedded, and stored in Qdrant with cosine
-distance: embedded Qdrant on disk by default, a Qdrant server when a URL is given.
+distance: embedded Qdrant on disk by default, a Qdrant server when a URL is given. Beside each
+chunk's dense vector its point holds a BM25 sparse vector (systems/lexical.py), so that a query
+can be dense (`text_weight` 0, the default), lexical (1), or a fusion of both (METHODS.md,
+"Question labels": the hybrid text weight).
 
-An index is keyed by (corpus hash, chunker settings, embedding model) and lives in the collection
-named after that key, so a later run on the same corpus opens it in seconds instead of embedding
-again. Chunk ids are their position in the chunk list, which the key fixes: a build that was
-interrupted resumes by embedding only the chunks its collection lacks.
+An index is keyed by (corpus hash, chunker settings, embedding model, lexical scheme) and lives
+in the collection named after that key, so a later run on the same corpus opens it in seconds
+instead of embedding again. Chunk ids are their position in the chunk list, which the key fixes:
+a build that was interrupted resumes by embedding only the chunks its collection lacks.
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ from qdrant_client import QdrantClient, models
 from tqdm import tqdm
 
 from harness.types import Article, RetrievedChunk
+from systems import lexical
 
 DEFAULT_DIRECTORY = Path("results") / ".index"
+LEXICAL = "bm25"  # the sparse vector's name; the dense one is the collection's unnamed vector
 
 
 class RetrievalError(RuntimeError):
@@ -48,6 +53,7 @@ class IndexConfig:
     chunk_size: int = 1024
     chunk_overlap: int = 48
     top_k: int = 5
+    text_weight: float = 0.0  # 0 dense only, 1 lexical only, between: fused (systems/lexical.py)
     batch_size: int = 256  # chunks embedded and upserted per step
 
 
@@ -69,8 +75,26 @@ def index_key(articles: Iterable[Article], config: IndexConfig, embedder_name: s
     digest = hashlib.sha256()
     for article in articles:
         digest.update(json.dumps([article.title, article.content]).encode())
-    digest.update(json.dumps([config.chunk_size, config.chunk_overlap, embedder_name]).encode())
+    digest.update(json.dumps([config.chunk_size, config.chunk_overlap, embedder_name,
+                              lexical.SCHEME]).encode())
     return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """One query's best chunks on each side, (point id, score) best first, and their payloads."""
+
+    dense: list[lexical.Hit]
+    lexical: list[lexical.Hit]
+    payloads: dict[int, dict[str, Any]]
+
+    def top(self, weight: float, k: int) -> list[RetrievedChunk]:
+        return [_chunk(self.payloads[point], score)
+                for point, score in lexical.fuse(self.dense, self.lexical, weight, k)]
+
+
+def _chunk(payload: dict[str, Any], score: float) -> RetrievedChunk:
+    return RetrievedChunk(payload["title"], payload["chunk"], payload["text"], score)
 
 
 class VectorIndex:
@@ -95,18 +119,47 @@ class VectorIndex:
         self.dimension = client.get_collection(collection).config.params.vectors.size
 
     def retrieve(self, query: str) -> list[RetrievedChunk]:
-        [vector] = _embed(self.embedder, [query], self.dimension)
-        hits = self.client.query_points(self.collection, query=vector, limit=self.config.top_k,
-                                        with_payload=True).points
-        return [RetrievedChunk(hit.payload["title"], hit.payload["chunk"], hit.payload["text"],
-                               hit.score) for hit in hits]
+        """The top-k chunks at the configured text weight, best first. Their `score` is the
+        cosine similarity (weight 0), the BM25 score (weight 1), or the fused score."""
+        weight, k = self.config.text_weight, self.config.top_k
+        if weight == 0:  # dense only: the query the index made before it had a lexical side
+            [vector] = _embed(self.embedder, [query], self.dimension)
+            hits = self.client.query_points(self.collection, query=vector, limit=k,
+                                            with_payload=True).points
+            return [_chunk(hit.payload, hit.score) for hit in hits]
+        [found] = self.candidates([query], depth=max(lexical.DEPTH, k), dense=weight < 1)
+        return found.top(weight, k)
+
+    def candidates(self, queries: list[str], depth: int, dense: bool = True) -> list[Candidates]:
+        """Per query, the best `depth` chunks of each side (dense ones only if `dense`), from
+        which `Candidates.top` fuses any weight: one search per side however many weights."""
+        vectors = _embed(self.embedder, queries, self.dimension) if dense else [None] * len(queries)
+        requests = []
+        for query, vector in zip(queries, vectors):
+            terms = lexical.query_vector(query)
+            if vector is not None:
+                requests.append(models.QueryRequest(query=vector, limit=depth, with_payload=True))
+            requests.append(models.QueryRequest(
+                query=models.SparseVector(indices=terms.indices, values=terms.values),
+                using=LEXICAL, limit=depth, with_payload=True))
+        answers = iter(self.client.query_batch_points(self.collection, requests=requests))
+        found = []
+        for vector in vectors:
+            sides = [next(answers).points for _ in range(2 if vector is not None else 1)]
+            payloads = {int(hit.id): hit.payload for side in sides for hit in side}
+            hits = [[(int(hit.id), hit.score) for hit in side] for side in sides]
+            found.append(Candidates(hits[0] if vector is not None else [], hits[-1], payloads))
+        return found
 
     def record(self) -> dict[str, Any]:
         store = self.config.qdrant_url or str(self.config.directory)
         return {"collection": self.collection, "chunks": self.chunks, "store": store,
                 "embedding_model": self.embedder.name, "dimension": self.dimension,
                 "chunk_size": self.config.chunk_size, "chunk_overlap": self.config.chunk_overlap,
-                "top_k": self.config.top_k}
+                "top_k": self.config.top_k, "text_weight": self.config.text_weight,
+                "lexical": lexical.SCHEME,
+                **({"fusion_depth": max(lexical.DEPTH, self.config.top_k)}
+                   if 0 < self.config.text_weight < 1 else {})}
 
     def close(self) -> None:
         self.client.close()
@@ -122,6 +175,8 @@ def open_index(articles: dict[str, Article], config: IndexConfig, embedder: Embe
     client = connect(config)
     try:
         missing = _missing_ids(client, collection, len(chunks))
+        if len(missing) < len(chunks):
+            _check_lexical_side(client, collection, config)
         if missing:
             _embed_and_store(client, collection, chunks, missing, embedder, config, progress)
     except BaseException:
@@ -147,6 +202,17 @@ def connect(config: IndexConfig) -> QdrantClient:
         raise RetrievalError(f"embedded Qdrant at {config.directory}: {err}") from None
 
 
+def _check_lexical_side(client: QdrantClient, collection: str, config: IndexConfig) -> None:
+    """Refuse a collection without the sparse vectors (none of ours lacks them: their key names
+    the lexical scheme, so an index built before it is rebuilt under a new name, not reopened)."""
+    sparse = client.get_collection(collection).config.params.sparse_vectors or {}
+    if LEXICAL not in sparse:
+        store = config.qdrant_url or config.directory
+        raise RetrievalError(f"collection {collection} in {store} has no lexical ({LEXICAL}) "
+                             f"vectors, which hybrid retrieval needs; delete it, or give another "
+                             f"--index-dir, and the index is built again with them")
+
+
 def _missing_ids(client: QdrantClient, collection: str, total: int) -> list[int]:
     if not client.collection_exists(collection):
         return list(range(total))
@@ -167,6 +233,8 @@ def _embed_and_store(client: QdrantClient, collection: str, chunks: list[Chunk],
                      progress: bool) -> None:
     # Chunks of similar length share a batch, so that little of each batch is padding.
     missing = sorted(missing, key=lambda i: len(chunks[i].text))
+    # over every chunk, not the missing ones: a resumed build weighs terms as a whole one does
+    average = lexical.mean_length(chunk.text for chunk in chunks)
     dimension = (client.get_collection(collection).config.params.vectors.size
                  if client.collection_exists(collection) else None)
     with tqdm(total=len(chunks), initial=len(chunks) - len(missing), unit="chunk",
@@ -176,13 +244,24 @@ def _embed_and_store(client: QdrantClient, collection: str, chunks: list[Chunk],
             vectors = _embed(embedder, [chunks[i].text for i in ids], dimension)
             if dimension is None:
                 dimension = len(vectors[0])
-                client.create_collection(collection, vectors_config=models.VectorParams(
-                    size=dimension, distance=models.Distance.COSINE))
-            client.upsert(collection, points=[
-                models.PointStruct(id=i, vector=vector, payload={
-                    "title": chunks[i].title, "chunk": chunks[i].index, "text": chunks[i].text})
-                for i, vector in zip(ids, vectors)])
+                client.create_collection(
+                    collection,
+                    vectors_config=models.VectorParams(size=dimension,
+                                                       distance=models.Distance.COSINE),
+                    # Qdrant multiplies in the IDF from the collection (systems/lexical.py)
+                    sparse_vectors_config={LEXICAL: models.SparseVectorParams(
+                        modifier=models.Modifier.IDF)})
+            client.upsert(collection, points=[_point(i, chunks[i], vector, average)
+                                              for i, vector in zip(ids, vectors)])
             bar.update(len(ids))
+
+
+def _point(i: int, chunk: Chunk, vector: list[float], average: float) -> models.PointStruct:
+    terms = lexical.document_vector(chunk.text, average)
+    return models.PointStruct(
+        id=i, vector={"": vector, LEXICAL: models.SparseVector(indices=terms.indices,
+                                                                values=terms.values)},
+        payload={"title": chunk.title, "chunk": chunk.index, "text": chunk.text})
 
 
 def _embed(embedder: Embedder, texts: list[str], dimension: int | None) -> list[list[float]]:

@@ -57,8 +57,15 @@ def retrieved_titles(row: dict[str, Any]) -> list[str] | None:
 # --------------------------------------------------------------------------- retrieval quality
 
 
-def retrieval_quality(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per run identity that retrieved at all: hit@1, hit@k and MRR over its retrievals."""
+def retrieval_quality(rows: list[dict[str, Any]], with_intervals: bool = False,
+                      seed: int = 0) -> list[dict[str, Any]]:
+    """Per run identity that retrieved at all: hit@1, hit@k and MRR over its retrievals; each
+    as [value, low, high] with its 95% bootstrap interval if `with_intervals`."""
+    def shown(values: list[float]) -> Any:
+        if not with_intervals:
+            return mean(values)
+        return [mean(values), *bootstrap_interval(values, _mean_of, seed=seed)]
+
     table = []
     for key, group in group_rows(rows).items():
         ranked = [(titles, row["gold_title"]) for row in group
@@ -69,9 +76,9 @@ def retrieval_quality(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         table.append({
             **key.fields(), "retrieved": len(ranked),
             "k": max(len(titles) for titles, _ in ranked),
-            "hit@1": mean([rank == 1 for rank in ranks]),
-            "hit@k": mean([rank is not None for rank in ranks]),
-            "mrr": mean([1 / rank if rank else 0.0 for rank in ranks]),
+            "hit@1": shown([float(rank == 1) for rank in ranks]),
+            "hit@k": shown([float(rank is not None) for rank in ranks]),
+            "mrr": shown([1 / rank if rank else 0.0 for rank in ranks]),
         })
     return table
 

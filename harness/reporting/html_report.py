@@ -10,6 +10,8 @@ depends on nothing: CSS inline, figures inlined as base64 `data:image/png` URIs,
 - the analysis tables (`analysis.analyse`), intervals shown as `value [low, high]`, then the
   analysis's notes (what was not compared, and why),
 - the scorers beyond the judge (harness/reporting/scorers.py), when a run has any,
+- with `--by FIELD`, every table again broken down by that question field
+  (harness/reporting/breakdown.py), one section per field (`by-label`, ...),
 - every figure `plots.write_figures` returned, captioned with its file name,
 - one folded entry per (dataset, question): the question, its gold title, and per run identity
   (headed by its label, e.g. `naive [answer: gpt-4o-mini]` when two runs of naive differ) the
@@ -27,8 +29,12 @@ import html
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from harness.fields import value_name
+from harness.reporting import breakdown
+from harness.reporting.analysis import LOW_SCORE
 from harness.reporting.identity import group_rows, labels
 from harness.reporting.scorers import SCORER_TABLES
+from harness.types import QUESTION_FIELDS
 from harness.reporting.report import (ANALYSIS_TABLES as PRINTED_TABLES, COLUMNS, answer_tokens,
                             columns_for, format_value, is_interval, is_scored)
 
@@ -74,33 +80,39 @@ details.question > summary { cursor: pointer; }
 
 def write_html(rows: list[Row], summary: list[Row], analysis: dict[str, Any],
                figures: Sequence[Path], path: Path, sources: Sequence[str] = (),
-               notes: Sequence[str] = ()) -> Path:
+               notes: Sequence[str] = (), breakdowns: dict[str, dict[str, Any]] | None = None
+               ) -> Path:
     """Write the report to `path` (parents created) and return it. `sources` (the run
     directories) are named under the title so a saved page says where it came from; `notes`
     (e.g. a run with no rows) are listed below them."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(rows, summary, analysis, figures, sources, notes),
+    path.write_text(render_html(rows, summary, analysis, figures, sources, notes, breakdowns),
                     encoding="utf-8")
     return path
 
 
 def render_html(rows: list[Row], summary: list[Row], analysis: dict[str, Any],
                 figures: Sequence[Path], sources: Sequence[str] = (),
-                notes: Sequence[str] = ()) -> str:
+                notes: Sequence[str] = (),
+                breakdowns: dict[str, dict[str, Any]] | None = None) -> str:
     """The page as a string; see the module docstring for its sections."""
     questions = questions_of(rows)
     names = row_labels(rows)
+    fields = list(breakdowns or {})
     body = [
         "<h1>freshrag report</h1>",
         f"<p class=\"meta\">{_e(', '.join(sources))}</p>" if sources else "",
         _judge_verdict(analysis.get("judge")),
         _notes("run-notes", notes),
         "<nav><a href=\"#summary\">Summary</a><a href=\"#analysis\">Analysis</a>"
-        "<a href=\"#figures\">Figures</a><a href=\"#questions\">Questions</a></nav>",
+        + "".join(f"<a href=\"#by-{_e(f)}\">By {_e(f)}</a>" for f in fields)
+        + "<a href=\"#figures\">Figures</a><a href=\"#questions\">Questions</a></nav>",
         _section("summary", "Summary",
                  _table("summary-table", summary, columns_for(COLUMNS, summary))),
         _section("analysis", "Analysis", _analysis(analysis)),
         _section("scorers", "Scorers", scored) if (scored := _scorers(analysis)) else "",
+        *(_section(f"by-{field}", f"By {field}", _breakdown(breakdowns[field]))
+          for field in fields),
         _section("figures", f"Figures ({len(figures)})", _figures(figures)),
         _section("questions", f"Questions ({len(questions)})",
                  "\n".join(_question(key, group, names) for key, group in questions.items())),
@@ -173,6 +185,23 @@ def _scorers(analysis: dict[str, Any]) -> str:
         for key, title, columns in SCORER_TABLES if analysis.get(key))
 
 
+def _breakdown(document: dict[str, Any]) -> str:
+    """One question field's tables (harness/reporting/breakdown.py): its groups, then each
+    table with the field's value as its first column, then its notes."""
+    field = document["field"]
+    parts = [f"<p class=\"meta\">{_e(value)}: {n:,} questions</p>"
+             for value, n in document["groups"].items()]
+    for key, title, columns in breakdown.TABLES:
+        entries = document["tables"].get(key) or []
+        if entries:
+            heading = title.format(low_score=LOW_SCORE)
+            parts.append(f"<h3>{_e(heading)}, by {_e(field)}</h3>\n" + _table(
+                f"by-{field}-{key}", entries, columns_for((field, *columns), entries)))
+    if document["notes"]:
+        parts.append(_notes(f"by-{field}-notes", document["notes"]))
+    return "\n".join(parts)
+
+
 def _judge_verdict(checks: dict[str, Any] | None) -> str:
     """The judge's verdict (harness/reporting/judge_check.py) at the top of the page, framed in red when
     its grades are not to be trusted."""
@@ -230,7 +259,10 @@ def _question(key: tuple[str, str], rows: list[Row], names: dict[int, str]) -> s
             f"<summary><b>{_e(dataset)} / {_e(question_id)}</b> {_e(first.get('question'))}"
             f"<span class=\"scores\">{_e(scores)}</span></summary>\n"
             f"<p><b>Question:</b> {_e(first.get('question'))}<br>"
-            f"<b>Gold title:</b> {_e(first.get('gold_title'))}</p>\n"
+            f"<b>Gold title:</b> {_e(first.get('gold_title'))}"
+            + "".join(f"<br><b>{_e(name)}:</b> {_e(value_name(first[name]))}"
+                      for name in QUESTION_FIELDS
+                      if first.get(name) is not None) + "</p>\n"
             + "\n".join(_answer(row, names[id(row)]) for row in rows) + "\n</details>")
 
 

@@ -9,7 +9,9 @@ model that played each role, and the run directory. The rule:
 - The models come from the rows themselves: each call records its role and model
   (`calls[*].role`, `calls[*].model`); imported rows, which have no calls, name theirs in
   `models` (harness/legacy.py); `report.load_runs` adds the run's embedding model (manifest
-  `index.embedding_model`) as role `embeddings` to rows that retrieved. A role that played more
+  `index.embedding_model`) as role `embeddings` to rows that retrieved, with the text weight
+  when the lexical side took part (`retriever_model`), so that runs at two weights are two rows
+  and are never compared as one retriever. A role that played more
   than one model in one directory (a run resumed with other settings) shows them all, joined by
   " + ", and the analysis notes it.
 - The run directory is shown (a `run` field in every row of every table) only when it is needed,
@@ -57,6 +59,15 @@ class Identity:
         """What every table row says about its identity."""
         return {"dataset": self.dataset, "system": self.system, "models": self.model_map,
                 **({"run": self.run} if self.run is not None else {})}
+
+
+def retriever_model(index: dict[str, Any] | None) -> str | None:
+    """The `embeddings` model of a run's index record, e.g. `all-MiniLM-L6-v2-int8` (dense, as
+    every run before the lexical side) or `all-MiniLM-L6-v2-int8 (text weight 0.2)`."""
+    if not index or not index.get("embedding_model"):
+        return None
+    weight = index.get("text_weight") or 0
+    return index["embedding_model"] + (f" (text weight {weight:g})" if weight else "")
 
 
 def role_models(row: Row) -> dict[str, str]:

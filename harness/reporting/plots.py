@@ -4,7 +4,9 @@ The Pareto plot sets mean truthfulness + relevance against input tokens and agai
 Histograms show truthfulness + relevance per scored answer, bins 2..10, with the mean marked;
 one PNG per run identity (harness/reporting/identity.py: dataset, system, models, run) and one figure with
 every identity side by side. The token chart stacks input and output tokens by role for each
-identity, judge included, with what failed pairs spent as a segment of its own.
+identity, judge included, with what failed pairs spent as a segment of its own. With a report's
+`--by FIELD` (harness/reporting/breakdown.py), each identity's histogram is drawn again once per
+value of the field, side by side (`hist-by-FIELD-DATASET-LABEL.png`).
 
 Titles and labels name an identity by its short label (`naive [answer: gpt-4o-mini]` when two
 runs of `naive` differ). A histogram is `hist-DATASET-LABEL.png` (both slugged); when two
@@ -27,6 +29,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no screen
 import matplotlib.pyplot as plt  # noqa: E402
 
+from harness.fields import grouped  # noqa: E402
 from harness.reporting.identity import Identity, group_rows, labels  # noqa: E402
 from harness.reporting.report import is_scored  # noqa: E402
 
@@ -57,6 +60,26 @@ def write_figures(rows: list[dict[str, Any]], out_dir: Path,
     paths.append(_token_chart(groups, names, out_dir / "tokens-by-role.png"))
     if cost:
         paths.append(_pareto(cost, names, out_dir / "pareto.png"))
+    return paths
+
+
+def histograms_by_field(rows: list[dict[str, Any]], field: str, out_dir: Path) -> list[Path]:
+    """Per run identity, its histogram for each value of `field` (questions without one:
+    `unlabelled`) side by side; none when no row carries the field."""
+    if not any(row.get(field) is not None for row in rows):
+        return []
+    groups = group_rows(rows)
+    names = labels(groups)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for key, name in figure_names(groups, names).items():
+        parts = grouped(groups[key], field, lambda row, f: row.get(f))
+        fig, axes = plt.subplots(1, len(parts), figsize=(3.6 * len(parts), 3.4), sharey=True,
+                                 squeeze=False)
+        for ax, (value, part) in zip(axes[0], parts.items()):
+            _histogram(ax, combined_scores(part), f"{field}: {_wrap(value)}", len(part))
+        fig.suptitle(f"{key.dataset} / {names[key]}", fontsize=10)
+        paths.append(_save(fig, out_dir / name.replace("hist-", f"hist-by-{slug(field)}-", 1)))
     return paths
 
 

@@ -27,7 +27,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.reporting.identity import group_rows, labels, models_label
+from harness.reporting.identity import group_rows, labels, models_label, retriever_model
 from harness.results import SAMPLES, ResultsError, answer_tokens, read_manifest, read_samples
 from harness.scoring.store import answer_scores, scores_of
 
@@ -52,7 +52,7 @@ def load_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
         seen.add(run_dir.resolve())
         manifest = read_manifest(run_dir) or {}
         name = manifest.get("dataset", {}).get("name")
-        embedder = (manifest.get("index") or {}).get("embedding_model")
+        embedder = retriever_model(manifest.get("index"))
         scores = answer_scores(run_dir)  # scorers beyond the run's judge (harness/scoring/store.py)
         for row in read_samples(run_dir / SAMPLES):
             row = {**row, "dataset": row.get("dataset") or name, RUN: str(run_dir)}
@@ -139,11 +139,14 @@ def mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
 
-def render(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None = None) -> str:
-    """The summary table; as JSON with the judge's checks (harness/reporting/judge_check.py) if given."""
+def render(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None = None,
+           breakdowns: dict[str, list[dict[str, Any]]] | None = None) -> str:
+    """The summary table; as JSON with the judge's checks (harness/reporting/judge_check.py) and
+    the summary broken down by question fields (harness/reporting/breakdown.py) if given."""
     columns = columns_for(COLUMNS, summary)
     if fmt == "json":
-        return json.dumps({"rows": summary, **({"judge": judge} if judge else {})}, indent=2)
+        return json.dumps({"rows": summary, **({"judge": judge} if judge else {}),
+                           **({"breakdowns": breakdowns} if breakdowns else {})}, indent=2)
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
@@ -195,10 +198,11 @@ def is_interval(value: list[Any]) -> bool:
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
 
 
-def write_summary(out_dir: Path, summary: list[dict[str, Any]]) -> Path:
+def write_summary(out_dir: Path, summary: list[dict[str, Any]],
+                  breakdowns: dict[str, list[dict[str, Any]]] | None = None) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / SUMMARY
-    path.write_text(render(summary, "json") + "\n", encoding="utf-8")
+    path.write_text(render(summary, "json", breakdowns=breakdowns) + "\n", encoding="utf-8")
     return path
 
 

@@ -20,7 +20,8 @@ from tests.fuzz.urls import BAD_URLS, GOOD_URLS
 BASE = {"build": ["--out", "o", "--cutoff", "2020-01-01"], "run": [], "index": ["--articles", "a"],
         "report": ["d"], "import-legacy": ["p.pkl", "--dataset", "A", "--system", "s", "--out", "o"],
         "demo": [], "probe-judge": [], "serve": [], "agreement": ["a", "b"],
-        "score": ["d", "--scorers", "judge"]}
+        "score": ["d", "--scorers", "judge"],
+        "scan-retrieval": []}
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:
@@ -113,13 +114,20 @@ def test_a_real_date_is_parsed(option, day):
 
 
 @settings(max_examples=budget(40))
-@given(value=st.one_of(st.floats().filter(lambda v: not 0 <= v <= 1).map(repr),
-                       TEXT.filter(lambda t: not re.fullmatch(r"\s*[0-9.e+-]+\s*", t)),
-                       st.sampled_from(["nan", "inf", "-0.5", "1.0001", ""])))
-def test_a_share_outside_0_to_1_is_refused(value):
+@given(where=st.sampled_from([("probe-judge", "--probe-threshold"), ("run", "--text-weight"),
+                              ("index", "--text-weight"), ("scan-retrieval", "--weights")]),
+       value=st.one_of(st.floats().filter(lambda v: not 0 <= v <= 1).map(repr),
+                       TEXT.filter(lambda t: not re.fullmatch(r"\s*[0-9.e+-]+\s*", t)
+                                   and "," not in t),
+                       st.sampled_from(["nan", "inf", "-0.5", "1.0001", ""])),
+       good=st.lists(st.sampled_from(["0", "0.05", "1"]), max_size=2, unique=True))
+def test_a_share_outside_0_to_1_is_refused(where, value, good):
+    command, option = where
+    if option == "--weights":  # a list: one bad item among good ones is enough
+        value = ",".join([*good, value])
     with scratch():
-        result = invoke("probe-judge", f"--probe-threshold={value}")
-    assert_refused(result, "argument --probe-threshold: expected a share between 0 and 1")
+        result = invoke(command, *BASE[command], f"{option}={value}")
+    assert_refused(result, f"argument {option}: expected a share between 0 and 1")
 
 
 URL_OPTIONS = [("build", "--wiki-api"), ("run", "--qdrant-url"), ("index", "--qdrant-url")]
@@ -158,7 +166,8 @@ def test_an_empty_or_padded_name_is_refused(where, value):
     assert_refused(result, f"argument {option}:")
 
 
-@pytest.mark.parametrize("command", ["build", "run", "report", "import-legacy", "demo"])
+@pytest.mark.parametrize("command", ["build", "run", "report", "import-legacy", "demo",
+                                     "scan-retrieval"])
 def test_an_output_directory_that_is_a_file_is_refused(command):
     with scratch() as (tmp, _):
         Path("taken").write_text("keep me")

@@ -58,6 +58,9 @@ CHANGED = [
                  id="chunk-size"),
     pytest.param("naive", [], ["--chunk-overlap", "10"], {}, "chunk_overlap: was 48, now 10",
                  id="chunk-overlap"),
+    pytest.param("naive", [], ["--text-weight", "0.5"], {},
+                 "text_weight: was 0.0, now 0.5 (resume with --text-weight 0.0)",
+                 id="text-weight"),
     pytest.param("naive", [], [], {"FRESHRAG_EMBEDDINGS_MODEL": "other-embedder"},
                  "embeddings.model: was fake-model, now other-embedder", id="embedding-model"),
     pytest.param("dated-boolean", ["--today", "2030-01-01"], ["--today", "2030-01-02"], {},
@@ -250,3 +253,11 @@ def test_the_lock_is_released_when_a_run_ends(tmp_path, fake):
     for directory in (tmp_path / "run", tmp_path / "imported"):
         with locked(directory):  # would be refused if the command had kept it
             pass
+
+
+def test_a_run_from_before_the_lexical_side_counts_as_text_weight_0():
+    from harness.rundir import identity
+    old = {"config": {}, "llm": {"roles": {}}, "systems": ["naive"],
+           "index": {"chunk_size": 1024, "chunk_overlap": 48, "top_k": 5}}
+    now = {**old, "index": {**old["index"], "text_weight": 0.2}}
+    assert identity(old, ())["text_weight"] == 0.0 and identity(now, ())["text_weight"] == 0.2

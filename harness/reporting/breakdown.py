@@ -1,0 +1,72 @@
+"""Every table of `freshrag report` broken down by a question field: `--by label`,
+`--by information_need`, or any other field a question set gives (harness/fields.py: `kind`,
+`need`, `group`, `criterion`) (METHODS.md, "Question labels": recall and scores differ by label;
+"Information needs": which needs are hardest to serve).
+
+The rows of each value's questions (those without a value form the `unlabelled` group) go
+through the very functions of the whole report: the summary (`report.summarise`: scores,
+tokens, retrievals, decisions made, failures) and the analysis (`analysis.analyse`: means and
+token totals with 95% bootstrap intervals, failure attribution, decisions against need, quality
+against cost, paired comparisons), the retrieval table with a bootstrap interval on hit@1,
+hit@k and MRR as well. Each row of each table starts with the field's value; everything else,
+identities and like-with-like rules included, is the whole report's. A field no row carries
+gives a note and no tables.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.fields import grouped
+from harness.reporting import analysis, report
+
+Row = dict[str, Any]
+# (key, title, columns) of the broken-down tables, in the order the report prints them
+TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("summary", "Scores, tokens and failures", report.COLUMNS),
+    *((key, title, ("dataset", "system", "retrieved", "k", "hit@1", "hit@k", "mrr", "models"))
+      if key == "retrieval" else (key, title, columns)
+      for key, title, columns in report.ANALYSIS_TABLES),
+)
+
+
+def breakdown(rows: list[Row], field: str, prices: dict[str, tuple[float, float]] | None = None,
+              seed: int = 0) -> dict[str, Any]:
+    """`{"field", "groups": {value: questions}, "tables": {key: rows}, "notes"}` (module
+    docstring); every table row carries `field` first."""
+    document: dict[str, Any] = {"field": field, "groups": {},
+                                "tables": {key: [] for key, _, _ in TABLES}, "notes": []}
+    if not any(row.get(field) is not None for row in rows):
+        document["notes"].append(f"no question of these runs carries `{field}`: "
+                                 f"nothing to break down")
+        return document
+    for value, subset in grouped(rows, field, lambda row, name: row.get(name)).items():
+        document["groups"][value] = len({(r["dataset"], r["question_id"]) for r in subset})
+        details = analysis.analyse(subset, prices, seed)
+        details["retrieval"] = analysis.retrieval_quality(subset, with_intervals=True, seed=seed)
+        details["summary"] = report.summarise(subset)
+        for key, _, _ in TABLES:
+            document["tables"][key] += [{field: value, **entry} for entry in details[key]]
+        document["notes"] += [f"{field} {value}: {note}" for note in details["notes"]]
+    return document
+
+
+def render(document: dict[str, Any]) -> str:
+    """The breakdown as markdown: its groups, then every table that has rows, then its notes."""
+    field = document["field"]
+    groups = ", ".join(f"{value} ({n:,} questions)" for value, n in document["groups"].items())
+    sections = [f"## By {field}" + (f": {groups}" if groups else "")]
+    for key, title, columns in TABLES:
+        entries = document["tables"].get(key) or []
+        if entries:
+            heading = title.format(low_score=analysis.LOW_SCORE)
+            sections.append(f"### {heading}, by {field}\n\n" + report.markdown_table(
+                entries, report.columns_for((field, *columns), entries)))
+    if document["notes"]:
+        sections.append("### Notes\n\n" + "\n".join(f"- {note}" for note in document["notes"]))
+    return "\n\n".join(sections)
+
+
+def summary_tables(breakdowns: dict[str, dict[str, Any]]) -> dict[str, list[Row]]:
+    """What summary.json keeps of each breakdown: its summary table."""
+    return {field: document["tables"]["summary"] for field, document in breakdowns.items()}
