@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-ROLES = ("answer", "decision", "judge", "builder", "embeddings")
+ROLES = ("answer", "decision", "judge", "builder", "embeddings", "labeller")
 ARTICLE_CHARS = 15_000  # the paper cuts articles to 15,000 characters wherever they enter a prompt
 # Question labels by how the gold article answers (METHODS.md, "Question labels"); a labeller whose
 # reply could not be parsed gives "unknown".
