@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no screen
 import matplotlib.pyplot as plt  # noqa: E402
+from sklearn.exceptions import UndefinedMetricWarning  # noqa: E402
 from sklearn.metrics import cohen_kappa_score, confusion_matrix  # noqa: E402
 
 from harness.types import LABELS  # noqa: E402
@@ -45,7 +47,10 @@ def agreement(reference: list[str], labeller: list[str]) -> dict[str, Any]:
     known = [(ref, got) for ref, got in pairs if got in LABELS]
     kappa = None
     if known:
-        value = cohen_kappa_score([r for r, _ in known], [g for _, g in known], labels=list(LABELS))
+        with warnings.catch_warnings():  # undefined is reported as such below, not warned about
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            value = cohen_kappa_score([r for r, _ in known], [g for _, g in known],
+                                      labels=list(LABELS))
         kappa = None if math.isnan(value) else round(float(value), 4)
     columns = [*LABELS, UNKNOWN]
     matrix = confusion_matrix([r for r, _ in pairs], [g for _, g in pairs],
