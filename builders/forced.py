@@ -83,7 +83,10 @@ def arguments(response: LLMResponse, name: str) -> dict[str, Any]:
     if response.tool_name != name or response.tool_arguments is None:
         raise ReplyError(f"no {name} call (reply text: {(response.text or '')[:200]!r})")
     try:
-        value = json.loads(response.tool_arguments)
+        # strict=False: a raw line break inside a string is the one slip grammar-constrained
+        # servers let through (llama.cpp's JSON grammar allows any character but `"` and `\`);
+        # the schema checks below stay strict, and text fields are re-spaced
+        value = json.loads(response.tool_arguments, strict=False)
     except json.JSONDecodeError as err:
         raise ReplyError(f"invalid JSON in arguments: {err.msg} (column {err.colno})") from None
     if not isinstance(value, dict):
@@ -92,23 +95,28 @@ def arguments(response: LLMResponse, name: str) -> dict[str, Any]:
 
 
 def text_field(values: dict[str, Any], name: str, max_chars: int = 2_000) -> str:
-    """A non-empty string field, stripped."""
+    """A string field holding words, its whitespace runs made single spaces."""
     value = values.get(name)
-    if not isinstance(value, str) or not value.strip():
-        raise ReplyError(f"{name} is {value!r}, not a non-empty string")
+    if not isinstance(value, str) or not is_text(value):
+        raise ReplyError(f"{name} is {str(value)[:200]!r}, not text with a letter in it")
     if len(value) > max_chars:
         raise ReplyError(f"{name} is {len(value):,} characters long (at most {max_chars:,})")
-    return value.strip()
+    return " ".join(value.split())
 
 
 def text_list(values: dict[str, Any], name: str) -> list[str]:
-    """A non-empty list of non-empty strings, stripped, duplicates dropped."""
+    """A non-empty list of strings; each re-spaced, those without a letter and repeats dropped."""
     items = values.get(name)
     if not isinstance(items, list) or not items:
         raise ReplyError(f"{name} is {str(items)[:200]!r}, not a non-empty list")
     if not all(isinstance(item, str) for item in items):
         raise ReplyError(f"{name} holds something other than strings: {str(items)[:200]!r}")
-    kept = list(dict.fromkeys(item.strip() for item in items if item.strip()))
+    kept = list(dict.fromkeys(" ".join(item.split()) for item in items if is_text(item)))
     if not kept:
-        raise ReplyError(f"{name} holds only empty strings")
+        raise ReplyError(f"{name} holds no text with a letter in it: {str(items)[:200]!r}")
     return kept
+
+
+def is_text(value: str) -> bool:
+    """Whether a string has a letter: `"]"` or `" "` is no statement or question."""
+    return any(char.isalpha() for char in value)

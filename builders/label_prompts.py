@@ -12,7 +12,7 @@ from typing import Any
 from harness.types import LABELS
 
 SUMMARIES = CONCLUSIONS = 3  # merged and derived statements asked per article
-MAX_FACTS = 10
+MAX_FACTS = 6
 CRITERIA = ("stand_alone", "specificity", "question_grounding", "answer_grounding")
 SCALE = [1, 2, 3, 4, 5]
 
@@ -80,19 +80,24 @@ def _tool(name: str, description: str, properties: dict[str, Any]) -> dict[str, 
         "parameters": {"type": "object", "properties": properties, "required": list(properties)}}}
 
 
+# Length bounds reach the grammar of constrained servers (llama.cpp): a small model cannot run
+# one string on until max_tokens cuts the JSON short.
+SENTENCE = {"type": "string", "minLength": 8, "maxLength": 240}
+
+
 def _statements(max_items: int) -> dict[str, Any]:
-    return {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": max_items,
+    return {"type": "array", "items": SENTENCE, "minItems": 1, "maxItems": max_items,
             "description": "one sentence each"}
 
 
 THEME_TOOL = _tool("report_theme", "Report what the article is mainly about.",
-                   {"theme": {"type": "string", "description": "one sentence"}})
+                   {"theme": SENTENCE | {"description": "one sentence"}})
 FACTS_TOOL = _tool("report_statements", "Report the statements.",
                    {"statements": _statements(MAX_FACTS)})
 DERIVED_TOOL = _tool("report_statements", "Report the statements.",
                      {"statements": _statements(max(SUMMARIES, CONCLUSIONS))})
 QUESTION_TOOL = _tool("write_question", "Submit the question.",
-                      {"question": {"type": "string", "description": "the question"}})
+                      {"question": SENTENCE | {"description": "the question"}})
 # enum as well as the bounds: grammar-constrained servers (llama.cpp) honour enum only
 CRITIQUE_TOOL = _tool("rate_question", "Submit the four ratings of the question.", {
     name: {"type": "integer", "minimum": 1, "maximum": 5, "enum": SCALE} for name in CRITERIA})

@@ -35,7 +35,7 @@ STATEMENTS_FILE = "statements.jsonl"
 # the statement list a question of each label is written from (none: unanswerable)
 KINDS = {"fact_single": "facts", "summary": "summaries", "reasoning": "conclusions",
          "unanswerable": None}
-MAX_TOKENS = {"theme": 96, "facts": 512, "summaries": 320, "conclusions": 320}
+MAX_TOKENS = {"theme": 80, "facts": 448, "summaries": 256, "conclusions": 256}
 MAX_QUESTIONS = 1_000_000
 
 
