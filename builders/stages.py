@@ -363,8 +363,8 @@ def funnel(out: Path, min_critique: tuple[tuple[str, int], ...] = ()) -> dict[st
     if (out / QUESTIONS).exists():
         questions = read_jsonl(out / QUESTIONS)
         result["questions"] = len(questions)
-        if any(row.get("label") for row in questions):
-            result["labels"] = dict(Counter(row.get("label") or "none" for row in questions))
+        labels = Counter(row.get("label") or "none" for row in questions)
+        result.update({"labels": dict(labels)} if set(labels) - {"none"} else {})
     return result
 
 
@@ -378,13 +378,12 @@ def update_manifest(config: BuildConfig, source: str | None, cutoff_source: str 
         manifest["source"] = source
     if cutoff_source is not None:
         manifest["cutoff_source"] = cutoff_source
-    if llm is not None:
-        manifest.setdefault("models", {})["builder"] = llm.settings.role("builder").record()
+    for role in ("builder", "labeller") if llm is not None else ():
+        if role == "builder" or stage == "labels":
+            manifest.setdefault("models", {})[role] = llm.settings.role(role).record()
     manifest["prompts"] = PROMPTS | LABEL_PROMPTS
     if config.style == "statements":  # a filter, not a setting: changing it rebuilds, no call
         manifest["min_critique"] = dict(config.min_critique)
-    if llm is not None and stage == "labels":
-        manifest["models"]["labeller"] = llm.settings.role("labeller").record()
     manifest["stages"][stage] = {"finished_at": now()}
     manifest["funnel"] = funnel(config.out, config.min_critique)
     write_manifest(config.out, manifest)
