@@ -153,10 +153,13 @@ def statements_funnel(out: Path, thresholds: tuple[tuple[str, int], ...]) -> dic
     written = kept + dropped (by reason); statement steps that failed, per step."""
     candidates = read_jsonl(out / CANDIDATES_FILE)
     written = [row for row in candidates if row["status"] == "ok"]
-    steps = Counter(kind for record in read_jsonl(out / STATEMENTS_FILE)
-                    for kind, step in record["steps"].items() if step["reason"])
-    return {"statement_articles": len(read_jsonl(out / STATEMENTS_FILE)),
-            "statement_steps_failed": dict(steps),
+    records = read_jsonl(out / STATEMENTS_FILE)
+    steps = [(kind, step) for record in records for kind, step in record["steps"].items()
+             if step["reason"]]  # asked and unusable, or not asked (no facts to build on)
+    return {"statement_articles": len(records),
+            "statement_steps_failed": dict(Counter(kind for kind, step in steps if step["raw"])),
+            "statement_steps_not_asked": dict(Counter(kind for kind, step in steps
+                                                      if not step["raw"])),
             "candidates": len(candidates), "written": len(written),
             "not_written": dict(Counter(row["failure"] for row in candidates
                                         if row["status"] != "ok")),

@@ -191,3 +191,21 @@ def test_bad_hand_labels_are_refused_before_any_call(tmp_path, monkeypatch, caps
         assert fake.calls == 0
     assert message in capsys.readouterr().err
     assert (dataset / "questions.jsonl").read_text() == before
+
+
+def facts_that_never_parse(request):
+    if (request.get("tool_choice") or {}).get("function", {}).get("name") == "report_statements":
+        return tool("report_statements", '{"statements": ["]"]}')
+    return scripted(request)
+
+
+def test_an_article_without_facts_counts_its_steps_and_its_questions_in_the_funnel(
+        tmp_path, dump, monkeypatch):
+    with FakeOpenAIServer(reply=facts_that_never_parse) as fake:
+        use_endpoint(monkeypatch, fake.base_url, "sk-x")
+        assert build(tmp_path, dump) == 0
+    funnel = json.loads((tmp_path / "d" / "manifest.json").read_text())["funnel"]
+    articles = funnel["statement_articles"]
+    assert funnel["statement_steps_failed"] == {"facts": articles}
+    assert funnel["statement_steps_not_asked"] == {"summaries": articles, "conclusions": articles}
+    assert funnel["not_written"] == {"no_statements": 4} and funnel["questions"] == 1
