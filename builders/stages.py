@@ -8,7 +8,9 @@
    (a forced boolean call, temperature 0); an unparseable verdict is `unknown`, excluded and
    counted. One line of `recency.jsonl` per verdict.
 4. Questions about the chosen stage's articles (default A_f), temperature 1, one line of
-   `questions.jsonl` each, tied to the article's title and revision.
+   `questions.jsonl` each, tied to the article's title and revision. The `statements` style
+   (label-targeted, with critiques) is builders/statement_questions.py.
+5. Labels (with `--label`, and always for the `statements` style): builders/labels.py.
 
 A stage's title list (`A_r.txt`, `A_d.txt`, `A_f.txt`) is written when the stage has finished;
 `manifest.json` holds the funnel, recomputed from the files, so that it always adds up.
@@ -28,6 +30,10 @@ from typing import Any, Iterable
 from tqdm import tqdm
 
 from builders.cutoffs import created_after
+from builders.label_prompts import PROMPTS as LABEL_PROMPTS
+from builders.statement_questions import (CANDIDATES_FILE, build_statement_questions,
+                                          statements_funnel)
+from builders.statements import LabelSpec
 from builders.pages import Page, PageSource, classify
 from builders.prompts import (ARTICLE_CHARS, PROMPTS, QUESTION_MAX_TOKENS, RECENCY_MAX_TOKENS,
                               RECENCY_TOOL, question_messages, recency_messages)
@@ -36,10 +42,10 @@ from harness.llm import ContextTooLong, LLMClient, chat_fitting
 from harness.results import JsonlWriter, now, read_jsonl, read_manifest, write_manifest
 from harness.types import LLMResponse
 
-STAGES = ("A_r", "A_d", "A_f", "questions")
+STAGES = ("A_r", "A_d", "A_f", "questions", "labels")
 SAMPLE, ARTICLES, RECENCY, QUESTIONS = "sample.jsonl", "articles.jsonl", "recency.jsonl", \
     "questions.jsonl"
-STYLES = ("creative", "recent")
+STYLES = ("creative", "recent", "statements")
 RECENCY_FUNCTION = RECENCY_TOOL["function"]["name"]
 UNKNOWN = "unknown"
 QUESTION_TRIES = 3  # an empty question is asked again, as a new attempt, up to this many times
@@ -59,6 +65,8 @@ class BuildConfig:
     questions_from: str = "A_f"
     concurrency: int = 4
     seed: int = 0
+    labels: LabelSpec | None = None  # the statements style's requested labels
+    min_critique: tuple[tuple[str, int], ...] = ()  # statements style: (criterion, minimum)
 
     def settings(self) -> dict[str, Any]:
         """What a dataset directory is tied to: resuming with other values is refused. `n` and
@@ -66,7 +74,8 @@ class BuildConfig:
         `concurrency` only decides how fast."""
         return {"cutoff": self.cutoff.isoformat(), "n": self.n, "seed": self.seed,
                 "questions_per_article": self.questions_per_article, "style": self.style,
-                "questions_from": self.questions_from}
+                "questions_from": self.questions_from,
+                "labels": self.labels.text() if self.labels else None}
 
 
 def titles_path(out: Path, stage: str) -> Path:
@@ -265,6 +274,8 @@ def generate_questions(llm: LLMClient, config: BuildConfig) -> int:
     out = config.out
     titles = read_titles(out, config.questions_from)
     articles = _articles(out)
+    if config.style == "statements":
+        return build_statement_questions(llm, out, titles, articles, config)
     done = {row["id"] for row in read_jsonl(out / QUESTIONS)}
     todo = [(position, title, i) for position, title in enumerate(titles)
             for i in range(config.questions_per_article)
@@ -323,8 +334,9 @@ def _question_id(config: BuildConfig, position: int, i: int) -> str:
 # --------------------------------------------------------------------------- manifest
 
 
-def funnel(out: Path) -> dict[str, Any]:
-    """How many articles each stage kept and why the others went, from the files on disk."""
+def funnel(out: Path, min_critique: tuple[tuple[str, int], ...] = ()) -> dict[str, Any]:
+    """How many articles each stage kept and why the others went, from the files on disk; for
+    the statements style, how many questions were written, failed or dropped, by reason."""
     samples = read_jsonl(out / SAMPLE)
     result: dict[str, Any] = {
         "sampled": len(samples),
@@ -346,8 +358,13 @@ def funnel(out: Path) -> dict[str, Any]:
         result["discarded_f"] = dict(Counter(
             "unknown_verdict" if verdict == UNKNOWN else "not_mostly_after_cutoff"
             for verdict in gone))
+    if (out / CANDIDATES_FILE).exists():
+        result.update(statements_funnel(out, min_critique))
     if (out / QUESTIONS).exists():
-        result["questions"] = len(read_jsonl(out / QUESTIONS))
+        questions = read_jsonl(out / QUESTIONS)
+        result["questions"] = len(questions)
+        labels = Counter(row.get("label") or "none" for row in questions)
+        result.update({"labels": dict(labels)} if set(labels) - {"none"} else {})
     return result
 
 
@@ -361,11 +378,14 @@ def update_manifest(config: BuildConfig, source: str | None, cutoff_source: str 
         manifest["source"] = source
     if cutoff_source is not None:
         manifest["cutoff_source"] = cutoff_source
-    if llm is not None:
-        manifest.setdefault("models", {})["builder"] = llm.settings.role("builder").record()
-    manifest["prompts"] = PROMPTS
+    for role in ("builder", "labeller") if llm is not None else ():
+        if role == "builder" or stage == "labels":
+            manifest.setdefault("models", {})[role] = llm.settings.role(role).record()
+    manifest["prompts"] = PROMPTS | LABEL_PROMPTS
+    if config.style == "statements":  # a filter, not a setting: changing it rebuilds, no call
+        manifest["min_critique"] = dict(config.min_critique)
     manifest["stages"][stage] = {"finished_at": now()}
-    manifest["funnel"] = funnel(config.out)
+    manifest["funnel"] = funnel(config.out, config.min_critique)
     write_manifest(config.out, manifest)
     return manifest
 

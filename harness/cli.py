@@ -1,5 +1,5 @@
-"""The `freshrag` command: build, run, index, scan-retrieval, report, score, agreement,
-import-legacy, demo, probe-judge and serve.
+"""The `freshrag` command: build, label, run, index, scan-retrieval, report, score,
+agreement, import-legacy, demo, probe-judge and serve.
 
 The only place that wires registries. Each subcommand is one function here; its options, with
 their help texts, are in harness/cli_parser.py; the work is done by the runner, the report and
@@ -21,7 +21,11 @@ from typing import Callable, Iterator
 
 from builders.cutoffs import CutoffError, resolve_cutoff
 from builders.dump import DumpError, DumpSource
+from builders.label_report import label_report, render, write_report
+from builders.labels import (LABELS_FILE, check_no_foreign_labels, label_dataset,
+                             read_hand_labels)
 from builders.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSource, SourceError
+from builders.statements import parse_label_spec
 from builders.stages import (STAGES, BuildConfig, BuildError, check_settings,
                              classify_recency, filter_created, generate_questions, sample_articles,
                              titles_path, update_manifest)
@@ -42,9 +46,9 @@ from harness.legacy import LegacyError, import_legacy
 from harness.reporting.prices import price_table
 from harness.llm import EndpointError, LLMClient
 from harness.local_server import LocalServer, LocalServerError
-from harness.results import ResultsError
+from harness.results import ResultsError, read_jsonl
 from harness.rundir import INDEX_SETTINGS, RUN_ROLES, locked
-from harness.types import Article
+from harness.types import LABELS, Article
 from harness.runner import RunConfig, check_resume, run
 from systems import SYSTEMS, uses_index
 from systems.embeddings import embedder_for
@@ -90,9 +94,13 @@ def cmd_build(args: argparse.Namespace) -> int:
     config = BuildConfig(out=args.out, cutoff=cutoff, n=args.n,
                          questions_per_article=args.questions_per_article, style=args.style,
                          questions_from=args.questions_from, concurrency=args.concurrency,
-                         seed=args.seed)
+                         seed=args.seed, labels=_label_spec(args), min_critique=args.min_critique)
     check_settings(config)
-    stages = STAGES[STAGES.index(args.stage):STAGES.index(args.stage) + 1] if args.stage else STAGES
+    labelling = args.label or args.style == "statements"
+    if args.stage == "labels" and not labelling:
+        raise UsageError("--stage labels needs --label (or --style statements)")
+    stages = STAGES[STAGES.index(args.stage):STAGES.index(args.stage) + 1] if args.stage else \
+        STAGES if labelling else STAGES[:-1]
     sampled = titles_path(args.out, "A_r").exists()
     if "A_r" in stages and not sampled and args.n is None and not args.dump:
         raise UsageError("--n is required when sampling a wiki (how many articles A_r should hold)")
@@ -102,9 +110,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         for stage in stages:
             source = None
-            if stage in ("A_f", "questions") and llm is None:
-                llm = stack.enter_context(_llm_client(settings, cache, args.seed,
-                                                      roles=("builder",)))
+            if stage in ("A_f", "questions", "labels") and llm is None:
+                llm = stack.enter_context(_llm_client(
+                    settings, cache, args.seed,
+                    roles=("builder", "labeller") if labelling else ("builder",)))
             if stage == "A_r":
                 source = None if sampled else _page_source(args, config_file)
                 done = f"{len(sample_articles(source, config))} articles"
@@ -112,6 +121,9 @@ def cmd_build(args: argparse.Namespace) -> int:
                 done = f"{len(filter_created(config))} articles"
             elif stage == "A_f":
                 done = f"{len(classify_recency(llm, config))} articles"
+            elif stage == "labels":  # a critique threshold may have dropped every question
+                done = _label_and_report(llm, args.out, args.concurrency, None) \
+                    if read_jsonl(args.out / "questions.jsonl") else "no questions to label"
             else:
                 done = f"{generate_questions(llm, config)} questions"
             update_manifest(config, source and source.description, cutoff_source, llm, stage)
@@ -121,6 +133,36 @@ def cmd_build(args: argparse.Namespace) -> int:
     print(f"dataset written to {args.out}/ (articles.jsonl, questions.jsonl, manifest.json); "
           f"run it with: freshrag run --dataset {args.out}")
     return 0
+
+
+def _label_spec(args: argparse.Namespace):
+    """The statements style's labels (equal shares unless --labels); refused with another style."""
+    if args.style != "statements":
+        if args.labels or args.min_critique:
+            raise UsageError("--labels and --min-critique go with --style statements")
+        return None
+    return args.labels or parse_label_spec(",".join(f"{label}=0.25" for label in LABELS))
+
+
+def cmd_label(args: argparse.Namespace) -> int:
+    dataset = load_dataset_dir(args.dataset)  # every input checked before a server starts
+    hand = read_hand_labels(args.hand_labels, {q.id for q in dataset.questions}) \
+        if args.hand_labels else None
+    check_no_foreign_labels(dataset.files["questions"], args.dataset / LABELS_FILE)
+    cache = None if args.no_cache else args.dataset.parent / CACHE_FILE
+    with _llm_client(load_settings(args.config), cache, args.seed, roles=("labeller",)) as llm:
+        print(f"labels: {_label_and_report(llm, args.dataset, args.concurrency, hand)}")
+    return 0
+
+
+def _label_and_report(llm: LLMClient, directory: Path, concurrency: int,
+                      hand: dict[str, str] | None) -> str:
+    """Label the dataset, print the composition (and agreements), write the report files."""
+    rows = label_dataset(llm, directory, concurrency)
+    details = label_report(rows, hand)
+    paths = write_report(directory, details)
+    print(render(details), flush=True)
+    return f"{len(rows)} questions labelled ({', '.join(path.name for path in paths)} written)"
 
 
 def _page_source(args: argparse.Namespace, config_file: Path | None) -> DumpSource | MediaWikiSource:
@@ -400,7 +442,7 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-COMMANDS = {"build": cmd_build, "run": cmd_run, "index": cmd_index, "report": cmd_report,
+COMMANDS = {"build": cmd_build, "label": cmd_label, "run": cmd_run, "index": cmd_index, "report": cmd_report,
             "score": cmd_score, "agreement": cmd_agreement, "import-legacy": cmd_import_legacy, "demo": cmd_demo,
             "probe-judge": cmd_probe_judge, "serve": cmd_serve,
             "scan-retrieval": cmd_scan_retrieval}

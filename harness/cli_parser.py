@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Callable
 
 from builders.mediawiki import WIKIPEDIA_API
+from builders.critiques import parse_thresholds
 from builders.stages import STAGES, STYLES
 from harness.scoring import SCORERS, agreement, probes
 from harness.reporting.scorers import CORRECT_AT
+from builders.statements import parse_label_spec
 from harness.demo import DEMO_QUESTIONS
 from harness.legacy import PAPER_MODEL
 from harness.fields import FIELDS
@@ -93,7 +95,17 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
     p.add_argument("--questions-per-article", type=whole(1, 100), default=1,
                    help="questions written per article (default: %(default)s)")
     p.add_argument("--style", choices=STYLES, default="creative", help="question prompt: "
-                   "creative (the paper's) or recent (about facts after the cutoff; harder)")
+                   "creative (the paper's), recent (about facts after the cutoff; harder) or "
+                   "statements (label-targeted from extracted statements, critiqued, labelled)")
+    p.add_argument("--labels", type=parse_label_spec, help="statements style: questions per "
+                   "label over the set, as counts (fact_single=4,summary=4,reasoning=4,"
+                   "unanswerable=2) or shares (fact_single=0.5,summary=0.5) of --questions-per-"
+                   "article x articles (default: equal shares of the four labels)")
+    p.add_argument("--min-critique", type=parse_thresholds, default=(), help="statements style: "
+                   "drop questions rated below N (1-5) on any critique criterion, or per "
+                   "criterion: stand_alone=4,specificity=3,question_grounding=3,answer_grounding=3")
+    p.add_argument("--label", action="store_true", help="label every question with the labeller "
+                   "role (always done for the statements style)")
     p.add_argument("--questions-from", choices=STAGES[:3], default="A_f",
                    help="the stage whose articles get questions (default: %(default)s)")
     p.add_argument("--seed", type=whole(0, MAX_SEED), default=0, help="seed of the dump's random sample and of "
@@ -101,6 +113,21 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
     p.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
     p.add_argument("--config", type=Path, help="TOML file with role endpoints (default: ./freshrag.toml)")
     p.set_defaults(handler=handlers["build"])
+
+    p = sub.add_parser("label", help="label a dataset's questions fact_single, summary, reasoning "
+                       "or unanswerable (the labeller role); composition table and chart, and "
+                       "agreement with hand labels")
+    p.add_argument("dataset", type=Path, metavar="DATASET",
+                   help="dataset directory (questions.jsonl, articles.jsonl); labels are written "
+                        "into its questions.jsonl, their records into labels.jsonl")
+    p.add_argument("--hand-labels", type=Path, metavar="FILE", help="JSON Lines of {id, label}: "
+                   "report Cohen's kappa and the confusion matrix of the labeller against them")
+    p.add_argument("--concurrency", type=whole(1, MAX_CONCURRENCY), default=4,
+                   help="questions labelled at once (default: %(default)s)")
+    p.add_argument("--seed", type=whole(0, MAX_SEED), help="seed sent with every LLM request")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
+    p.add_argument("--config", type=Path, help="TOML file with role endpoints (default: ./freshrag.toml)")
+    p.set_defaults(handler=handlers["label"])
 
     p = sub.add_parser("run", help="answer, judge and account every (question, system) pair")
     _add_dataset_options(p)

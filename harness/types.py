@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-# `scorer`: every scorer beyond the judge (harness/scoring/), counted apart from the judge's tokens
-ROLES = ("answer", "decision", "judge", "builder", "embeddings", "scorer")
+# `labeller`: labels questions (builders/labels.py); `scorer`: every scorer beyond the judge
+# (harness/scoring/), counted apart from the judge's tokens
+ROLES = ("answer", "decision", "judge", "builder", "labeller", "embeddings", "scorer")
 ARTICLE_CHARS = 15_000  # the paper cuts articles to 15,000 characters wherever they enter a prompt
 # Question labels by how the gold article answers (METHODS.md, "Question labels"); a labeller whose
 # reply could not be parsed gives "unknown".

@@ -1,0 +1,61 @@
+"""The strict parsing every labelled-question step shares (builders/forced.py)."""
+
+import pytest
+
+from builders.forced import ReplyError, arguments, text_field, text_list
+from harness.types import LLMResponse, Usage
+
+
+def response(arguments_text, name="f", text=None):
+    return LLMResponse("builder", "m", text, name if arguments_text is not None else None,
+                       arguments_text, Usage(), 0.0, False, [])
+
+
+@pytest.mark.parametrize("raw, value", [
+    pytest.param('{"a": "x"}', {"a": "x"}, id="object"),
+    pytest.param('{"a": "line\nbreak"}', {"a": "line\nbreak"}, id="raw-line-break-in-a-string"),
+    pytest.param('{"a": ', None, id="torn"),
+    pytest.param('["a"]', None, id="array"),
+    pytest.param(None, None, id="no-call"),
+])
+def test_arguments(raw, value):
+    if value is None:
+        with pytest.raises(ReplyError):
+            arguments(response(raw), "f")
+    else:
+        assert arguments(response(raw), "f") == value
+
+
+def test_a_call_of_another_function_is_refused():
+    with pytest.raises(ReplyError, match="no f call"):
+        arguments(response('{"a": 1}', name="g"), "f")
+
+
+@pytest.mark.parametrize("value, parsed", [
+    pytest.param("  Who won\n the  race? ", "Who won the race?", id="re-spaced"),
+    pytest.param("]\n", None, id="no-letter"),
+    pytest.param("", None, id="empty"),
+    pytest.param(7, None, id="number"),
+    pytest.param("x" * 2001, None, id="too-long"),
+])
+def test_text_field(value, parsed):
+    if parsed is None:
+        with pytest.raises(ReplyError):
+            text_field({"q": value}, "q")
+    else:
+        assert text_field({"q": value}, "q") == parsed
+
+
+@pytest.mark.parametrize("items, parsed", [
+    pytest.param(["A b.", " A  b. ", "]", "C."], ["A b.", "C."], id="junk-and-repeats-dropped"),
+    pytest.param(["]\n{", " "], None, id="only-junk"),
+    pytest.param([], None, id="empty"),
+    pytest.param("A.", None, id="not-a-list"),
+    pytest.param(["A.", 3], None, id="not-strings"),
+])
+def test_text_list(items, parsed):
+    if parsed is None:
+        with pytest.raises(ReplyError):
+            text_list({"s": items}, "s")
+    else:
+        assert text_list({"s": items}, "s") == parsed
