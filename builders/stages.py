@@ -28,6 +28,9 @@ from typing import Any, Iterable
 from tqdm import tqdm
 
 from builders.cutoffs import created_after
+from builders.needs import NEEDS_FILE, NeedsPlan, generate_need_questions, needs_digest, \
+    needs_funnel
+from builders.needs import PROMPTS as NEED_PROMPTS
 from builders.pages import Page, PageSource, classify
 from builders.prompts import (ARTICLE_CHARS, PROMPTS, QUESTION_MAX_TOKENS, RECENCY_MAX_TOKENS,
                               RECENCY_TOOL, question_messages, recency_messages)
@@ -59,6 +62,8 @@ class BuildConfig:
     questions_from: str = "A_f"
     concurrency: int = 4
     seed: int = 0
+    needs: tuple[str, ...] = ()  # --needs: questions per information need (builders/needs.py)
+    per_need: int | None = None
 
     def settings(self) -> dict[str, Any]:
         """What a dataset directory is tied to: resuming with other values is refused. `n` and
@@ -66,7 +71,9 @@ class BuildConfig:
         `concurrency` only decides how fast."""
         return {"cutoff": self.cutoff.isoformat(), "n": self.n, "seed": self.seed,
                 "questions_per_article": self.questions_per_article, "style": self.style,
-                "questions_from": self.questions_from}
+                "questions_from": self.questions_from,
+                "needs": needs_digest(self.needs) if self.needs else None,
+                "per_need": self.per_need}
 
 
 def titles_path(out: Path, stage: str) -> Path:
@@ -264,6 +271,9 @@ def generate_questions(llm: LLMClient, config: BuildConfig) -> int:
     replies, so a question still missing is asked again when the build resumes."""
     out = config.out
     titles = read_titles(out, config.questions_from)
+    if config.needs:
+        return generate_need_questions(llm, out, config.questions_from, titles, NeedsPlan(
+            config.needs, config.per_need, config.seed), config.concurrency)
     articles = _articles(out)
     done = {row["id"] for row in read_jsonl(out / QUESTIONS)}
     todo = [(position, title, i) for position, title in enumerate(titles)
@@ -348,6 +358,8 @@ def funnel(out: Path) -> dict[str, Any]:
             for verdict in gone))
     if (out / QUESTIONS).exists():
         result["questions"] = len(read_jsonl(out / QUESTIONS))
+    if (out / NEEDS_FILE).exists():
+        result["needs"] = needs_funnel(out)
     return result
 
 
@@ -363,7 +375,7 @@ def update_manifest(config: BuildConfig, source: str | None, cutoff_source: str 
         manifest["cutoff_source"] = cutoff_source
     if llm is not None:
         manifest.setdefault("models", {})["builder"] = llm.settings.role("builder").record()
-    manifest["prompts"] = PROMPTS
+    manifest["prompts"] = {**PROMPTS, **(NEED_PROMPTS if config.needs else {})}
     manifest["stages"][stage] = {"finished_at": now()}
     manifest["funnel"] = funnel(config.out)
     write_manifest(config.out, manifest)

@@ -1,5 +1,5 @@
 """The `freshrag` command: build, run, index, report, agreement, import-legacy, demo,
-probe-judge and serve.
+probe-judge, needs and serve.
 
 The only place that wires registries. Each subcommand is one function here; its options, with
 their help texts, are in harness/cli_parser.py; the work is done by the runner, the report and
@@ -21,6 +21,8 @@ from typing import Iterator
 
 from builders.cutoffs import CutoffError, resolve_cutoff
 from builders.dump import DumpError, DumpSource
+from builders import needlog
+from builders.needs import NeedsError, read_needs
 from builders.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSource, SourceError
 from builders.stages import (STAGES, BuildConfig, BuildError, check_settings,
                              classify_recency, filter_created, generate_questions, sample_articles,
@@ -57,7 +59,8 @@ class UsageError(Exception):
 
 
 USER_ERRORS = (UsageError, ConfigError, DatasetError, ResultsError, EndpointError, LocalServerError,
-               RetrievalError, CutoffError, SourceError, DumpError, BuildError, LegacyError)
+               RetrievalError, CutoffError, SourceError, DumpError, BuildError, LegacyError,
+               NeedsError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,10 +86,13 @@ def cmd_build(args: argparse.Namespace) -> int:
     cutoff, cutoff_source = resolve_cutoff(args.cutoff, args.model, config_file)
     if args.dump and args.wiki_api:
         raise UsageError("give either --dump or --wiki-api, not both")
+    if args.per_need and not args.needs:
+        raise UsageError("--per-need caps the questions of --needs; give --needs too")
     config = BuildConfig(out=args.out, cutoff=cutoff, n=args.n,
                          questions_per_article=args.questions_per_article, style=args.style,
                          questions_from=args.questions_from, concurrency=args.concurrency,
-                         seed=args.seed)
+                         seed=args.seed, needs=read_needs(args.needs) if args.needs else (),
+                         per_need=args.per_need)
     check_settings(config)
     stages = STAGES[STAGES.index(args.stage):STAGES.index(args.stage) + 1] if args.stage else STAGES
     sampled = titles_path(args.out, "A_r").exists()
@@ -249,6 +255,23 @@ def cmd_probe_judge(args: argparse.Namespace) -> int:
     return 0 if probe["informative"] else 1
 
 
+def cmd_needs(args: argparse.Namespace) -> int:
+    if args.out.is_dir():
+        raise UsageError(f"--out {args.out} is a directory; give the needs file to write")
+    queries = needlog.read_queries(args.queries)  # refused before a model loads
+    config = needlog.NeedLogConfig(args.distance_threshold, args.min_size, args.examples,
+                                   args.max_queries, args.seed, args.concurrency)
+    cache = None if args.no_cache else Path("results") / CACHE_FILE
+    with _llm_client(load_settings(args.config), cache, args.seed, roles=("builder",)) as llm:
+        document = needlog.derive_needs(queries, llm, embedder_for(llm).embed, config)
+    document["queries_file"] = str(args.queries)
+    paths = needlog.write_needs(document, args.out)
+    print(needlog.render(document))
+    print(f"\n{', '.join(map(str, paths))} written; build questions for these needs with: "
+          f"freshrag build ... --needs {paths[0]}")
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     with LocalServer(port=args.port) as server:
         print(f"serving SmolLM2-135M-Instruct at {server.base_url} (Ctrl-C stops it)\n"
@@ -323,7 +346,7 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 COMMANDS = {"build": cmd_build, "run": cmd_run, "index": cmd_index, "report": cmd_report,
             "agreement": cmd_agreement, "import-legacy": cmd_import_legacy, "demo": cmd_demo,
-            "probe-judge": cmd_probe_judge, "serve": cmd_serve}
+            "probe-judge": cmd_probe_judge, "needs": cmd_needs, "serve": cmd_serve}
 
 
 def _parser() -> argparse.ArgumentParser:
