@@ -34,6 +34,9 @@ from builders.label_prompts import PROMPTS as LABEL_PROMPTS
 from builders.statement_questions import (CANDIDATES_FILE, build_statement_questions,
                                           statements_funnel)
 from builders.statements import LabelSpec
+from builders.needs import NEEDS_FILE, NeedsPlan, generate_need_questions, needs_digest, \
+    needs_funnel
+from builders.needs import PROMPTS as NEED_PROMPTS
 from builders.pages import Page, PageSource, classify
 from builders.prompts import (ARTICLE_CHARS, PROMPTS, QUESTION_MAX_TOKENS, RECENCY_MAX_TOKENS,
                               RECENCY_TOOL, question_messages, recency_messages)
@@ -67,6 +70,8 @@ class BuildConfig:
     seed: int = 0
     labels: LabelSpec | None = None  # the statements style's requested labels
     min_critique: tuple[tuple[str, int], ...] = ()  # statements style: (criterion, minimum)
+    needs: tuple[str, ...] = ()  # --needs: questions per information need (builders/needs.py)
+    per_need: int | None = None
 
     def settings(self) -> dict[str, Any]:
         """What a dataset directory is tied to: resuming with other values is refused. `n` and
@@ -75,7 +80,9 @@ class BuildConfig:
         return {"cutoff": self.cutoff.isoformat(), "n": self.n, "seed": self.seed,
                 "questions_per_article": self.questions_per_article, "style": self.style,
                 "questions_from": self.questions_from,
-                "labels": self.labels.text() if self.labels else None}
+                "labels": self.labels.text() if self.labels else None,
+                "needs": needs_digest(self.needs) if self.needs else None,
+                "per_need": self.per_need}
 
 
 def titles_path(out: Path, stage: str) -> Path:
@@ -273,6 +280,9 @@ def generate_questions(llm: LLMClient, config: BuildConfig) -> int:
     replies, so a question still missing is asked again when the build resumes."""
     out = config.out
     titles = read_titles(out, config.questions_from)
+    if config.needs:
+        return generate_need_questions(llm, out, config.questions_from, titles, NeedsPlan(
+            config.needs, config.per_need, config.seed), config.concurrency)
     articles = _articles(out)
     if config.style == "statements":
         return build_statement_questions(llm, out, titles, articles, config)
@@ -365,6 +375,8 @@ def funnel(out: Path, min_critique: tuple[tuple[str, int], ...] = ()) -> dict[st
         result["questions"] = len(questions)
         labels = Counter(row.get("label") or "none" for row in questions)
         result.update({"labels": dict(labels)} if set(labels) - {"none"} else {})
+    if (out / NEEDS_FILE).exists():
+        result["needs"] = needs_funnel(out)
     return result
 
 
@@ -381,7 +393,7 @@ def update_manifest(config: BuildConfig, source: str | None, cutoff_source: str 
     for role in ("builder", "labeller") if llm is not None else ():
         if role == "builder" or stage == "labels":
             manifest.setdefault("models", {})[role] = llm.settings.role(role).record()
-    manifest["prompts"] = PROMPTS | LABEL_PROMPTS
+    manifest["prompts"] = PROMPTS | LABEL_PROMPTS | (NEED_PROMPTS if config.needs else {})
     if config.style == "statements":  # a filter, not a setting: changing it rebuilds, no call
         manifest["min_critique"] = dict(config.min_critique)
     manifest["stages"][stage] = {"finished_at": now()}

@@ -1,4 +1,4 @@
-"""The `freshrag` command: build, label, run, index, scan-retrieval, report, score,
+"""The `freshrag` command: build, label, needs, run, index, scan-retrieval, report, score,
 agreement, import-legacy, demo, probe-judge and serve.
 
 The only place that wires registries. Each subcommand is one function here; its options, with
@@ -21,6 +21,8 @@ from typing import Callable, Iterator
 
 from builders.cutoffs import CutoffError, resolve_cutoff
 from builders.dump import DumpError, DumpSource
+from builders import needlog
+from builders.needs import NeedsError, read_needs
 from builders.label_report import label_report, render, write_report
 from builders.labels import (LABELS_FILE, check_no_foreign_labels, label_dataset,
                              read_hand_labels)
@@ -65,7 +67,8 @@ class UsageError(Exception):
 
 
 USER_ERRORS = (UsageError, ConfigError, DatasetError, ResultsError, EndpointError, LocalServerError,
-               RetrievalError, CutoffError, SourceError, DumpError, BuildError, LegacyError)
+               RetrievalError, CutoffError, SourceError, DumpError, BuildError, LegacyError,
+               NeedsError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,10 +94,17 @@ def cmd_build(args: argparse.Namespace) -> int:
     cutoff, cutoff_source = resolve_cutoff(args.cutoff, args.model, config_file)
     if args.dump and args.wiki_api:
         raise UsageError("give either --dump or --wiki-api, not both")
+    if args.per_need and not args.needs:
+        raise UsageError("--per-need caps the questions of --needs; give --needs too")
+    if args.needs and args.style != "creative":
+        raise UsageError(f"--needs writes its own questions (one per need and chunk); it does not "
+                         f"combine with --style {args.style}")
     config = BuildConfig(out=args.out, cutoff=cutoff, n=args.n,
                          questions_per_article=args.questions_per_article, style=args.style,
                          questions_from=args.questions_from, concurrency=args.concurrency,
-                         seed=args.seed, labels=_label_spec(args), min_critique=args.min_critique)
+                         seed=args.seed, labels=_label_spec(args), min_critique=args.min_critique,
+                         needs=read_needs(args.needs) if args.needs else (),
+                         per_need=args.per_need)
     check_settings(config)
     labelling = args.label or args.style == "statements"
     if args.stage == "labels" and not labelling:
@@ -369,6 +379,23 @@ def cmd_probe_judge(args: argparse.Namespace) -> int:
     return 0 if probe["informative"] else 1
 
 
+def cmd_needs(args: argparse.Namespace) -> int:
+    if args.out.is_dir():
+        raise UsageError(f"--out {args.out} is a directory; give the needs file to write")
+    queries = needlog.read_queries(args.queries)  # refused before a model loads
+    config = needlog.NeedLogConfig(args.distance_threshold, args.min_size, args.examples,
+                                   args.max_queries, args.seed, args.concurrency)
+    cache = None if args.no_cache else Path("results") / CACHE_FILE
+    with _llm_client(load_settings(args.config), cache, args.seed, roles=("builder",)) as llm:
+        document = needlog.derive_needs(queries, llm, embedder_for(llm).embed, config)
+    document["queries_file"] = str(args.queries)
+    paths = needlog.write_needs(document, args.out)
+    print(needlog.render(document))
+    print(f"\n{', '.join(map(str, paths))} written; build questions for these needs with: "
+          f"freshrag build ... --needs {paths[0]}")
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     with LocalServer(port=args.port) as server:
         print(f"serving SmolLM2-135M-Instruct at {server.base_url} (Ctrl-C stops it)\n"
@@ -442,7 +469,7 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-COMMANDS = {"build": cmd_build, "label": cmd_label, "run": cmd_run, "index": cmd_index, "report": cmd_report,
+COMMANDS = {"build": cmd_build, "label": cmd_label, "needs": cmd_needs, "run": cmd_run, "index": cmd_index, "report": cmd_report,
             "score": cmd_score, "agreement": cmd_agreement, "import-legacy": cmd_import_legacy, "demo": cmd_demo,
             "probe-judge": cmd_probe_judge, "serve": cmd_serve,
             "scan-retrieval": cmd_scan_retrieval}

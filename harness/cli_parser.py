@@ -16,6 +16,7 @@ from harness.reporting.scorers import CORRECT_AT
 from builders.statements import parse_label_spec
 from harness.demo import DEMO_QUESTIONS
 from harness.legacy import PAPER_MODEL
+from builders.needlog import NeedLogConfig
 from harness.fields import FIELDS
 from harness.options import (MAX_SEED, header, iso_date, name, out_dir, share, shares, url,
                              whole)
@@ -108,6 +109,11 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
                    "role (always done for the statements style)")
     p.add_argument("--questions-from", choices=STAGES[:3], default="A_f",
                    help="the stage whose articles get questions (default: %(default)s)")
+    p.add_argument("--needs", type=Path, metavar="FILE", help="generate the questions for these "
+                   "information needs (UTF-8, one description a line; see freshrag needs): for each "
+                   "chunk and need, a question or BLANK")
+    p.add_argument("--per-need", type=whole(1, MAX_QUESTIONS), metavar="N", help="with --needs: "
+                   "ask at most N chunks per need, a seeded sample (default: every chunk)")
     p.add_argument("--seed", type=whole(0, MAX_SEED), default=0, help="seed of the dump's random sample and of "
                    "every LLM request (default: %(default)s)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
@@ -268,7 +274,39 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
     p.add_argument("--config", type=Path, help="TOML file with role endpoints (default: ./freshrag.toml)")
     p.set_defaults(handler=handlers["probe-judge"])
 
+    _add_needs_parser(sub, handlers["needs"])
+
     p = sub.add_parser("serve", help="run the embedded llama.cpp server in the foreground")
     p.add_argument("--port", type=whole(1, 65_535), help="port on 127.0.0.1 (default: a free one)")
     p.set_defaults(handler=handlers["serve"])
     return parser
+
+
+def _add_needs_parser(sub: argparse._SubParsersAction, handler: Callable) -> None:
+    defaults = NeedLogConfig()
+    p = sub.add_parser("needs", help="derive information needs from a log of user queries: "
+                       "embed, cluster, describe each cluster in one sentence")
+    p.add_argument("--queries", type=Path, required=True, metavar="LOG",
+                   help="JSON Lines log of user queries, a 'query' field a line")
+    p.add_argument("--out", type=Path, default=Path("needs.txt"), help="the needs file to write "
+                   "(one need a line, for build --needs); its .json and .md go beside it "
+                   "(default: %(default)s)")
+    p.add_argument("--distance-threshold", type=share, default=defaults.distance_threshold,
+                   help="cosine distance beyond which clusters are not merged: lower gives more, "
+                        "narrower needs (default: %(default)s)")
+    p.add_argument("--min-size", type=whole(1, MAX_QUESTIONS), default=defaults.min_size,
+                   help="queries a cluster needs to be a need; smaller ones are counted apart "
+                        "(default: %(default)s)")
+    p.add_argument("--examples", type=whole(1, 100), default=defaults.examples,
+                   help="representative queries per need, shown to the model and in the table "
+                        "(default: %(default)s)")
+    p.add_argument("--max-queries", type=whole(2, 100_000), default=defaults.max_queries,
+                   help="distinct queries clustered; a larger log is sampled (seeded by --seed), "
+                        "as clustering holds n² distances (default: %(default)s)")
+    p.add_argument("--concurrency", type=whole(1, MAX_CONCURRENCY), default=defaults.concurrency,
+                   help="descriptions asked at once (default: %(default)s)")
+    p.add_argument("--seed", type=whole(0, MAX_SEED), default=0,
+                   help="seed of the sample and of every LLM request (default: %(default)s)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
+    p.add_argument("--config", type=Path, help="TOML file with role endpoints (default: ./freshrag.toml)")
+    p.set_defaults(handler=handler)

@@ -21,7 +21,8 @@ BASE = {"build": ["--out", "o", "--cutoff", "2020-01-01"], "run": [], "index": [
         "report": ["d"], "import-legacy": ["p.pkl", "--dataset", "A", "--system", "s", "--out", "o"],
         "demo": [], "probe-judge": [], "serve": [], "agreement": ["a", "b"],
         "score": ["d", "--scorers", "judge"],
-        "scan-retrieval": []}
+        "scan-retrieval": [],
+        "needs": ["--queries", "q.jsonl"]}
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:
