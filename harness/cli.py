@@ -146,7 +146,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                        probe=None if args.no_probe else probes.ProbeSettings(
                            args.probe_k, args.probe_seed, args.probe_threshold))
     settings = load_settings(args.config)
-    prompts = {**PROMPTS, "judge": judge.JUDGE_PROMPT, "judge_tool": json.dumps(judge.GRADE_TOOL)}
+    prompts = {**PROMPTS, "judge": judge.JUDGE_PROMPT, "judge_tool": json.dumps(judge.GRADE_TOOL),
+               "judge_general": judge.GENERAL_JUDGE_PROMPT}
     index = _index_config(args, out.parent) if any(uses_index(name) for name in systems) else None
     # Refused before a server starts or an index is built; `run` checks again, holding the lock.
     check_resume(dataset, config, LLMClient(settings, seed=args.seed), SYSTEMS, prompts,

@@ -56,8 +56,8 @@ def retrieval_quality(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per run identity that retrieved at all: hit@1, hit@k and MRR over its retrievals."""
     table = []
     for key, group in group_rows(rows).items():
-        ranked = [(titles, row["gold_title"]) for row in group
-                  if (titles := retrieved_titles(row)) is not None]
+        ranked = [(titles, row["gold_title"]) for row in group  # general queries have no gold
+                  if (titles := retrieved_titles(row)) is not None and row["gold_title"]]
         if not ranked:
             continue
         ranks = [titles.index(gold) + 1 if gold in titles else None for titles, gold in ranked]
@@ -80,6 +80,8 @@ def attribution(row: dict[str, Any], low: float = LOW_SCORE) -> str:
         return "unscored"
     if score >= low:
         return "fine"
+    if row["gold_title"] is None:  # a general query: no document to miss, the answer failed
+        return "generation"
     titles = retrieved_titles(row)
     if titles is not None:
         return "generation" if row["gold_title"] in titles else "retrieval_miss"
