@@ -36,7 +36,10 @@ from harness.llm import ContextTooLong, LLMClient, chat_fitting
 from harness.results import JsonlWriter, now, read_jsonl, read_manifest, write_manifest
 from harness.types import LLMResponse
 
-STAGES = ("A_r", "A_d", "A_f", "questions")
+STAGES = ("A_r", "A_d", "A_f", "questions", "traffic")  # traffic: builders/traffic.py
+# The traffic kind and retrieval need, by construction, of questions about each stage's articles
+# (METHODS.md, "Retrieval need and deciders"); other stages' questions carry neither.
+STAGE_KINDS = {"A_f": {"kind": "fresh", "need": True}, "control": {"kind": "control", "need": False}}
 SAMPLE, ARTICLES, RECENCY, QUESTIONS = "sample.jsonl", "articles.jsonl", "recency.jsonl", \
     "questions.jsonl"
 STYLES = ("creative", "recent")
@@ -59,6 +62,9 @@ class BuildConfig:
     questions_from: str = "A_f"
     concurrency: int = 4
     seed: int = 0
+    control: int = 0  # control questions about A_r articles created well before the cutoff
+    general: int = 0  # general queries from the shipped list (builders/traffic.py)
+    control_margin_days: int = 365  # "well before": created at least this long before the cutoff
 
     def settings(self) -> dict[str, Any]:
         """What a dataset directory is tied to: resuming with other values is refused. `n` and
@@ -66,7 +72,8 @@ class BuildConfig:
         `concurrency` only decides how fast."""
         return {"cutoff": self.cutoff.isoformat(), "n": self.n, "seed": self.seed,
                 "questions_per_article": self.questions_per_article, "style": self.style,
-                "questions_from": self.questions_from}
+                "questions_from": self.questions_from, "control": self.control,
+                "general": self.general, "control_margin_days": self.control_margin_days}
 
 
 def titles_path(out: Path, stage: str) -> Path:
@@ -294,7 +301,9 @@ def generate_questions(llm: LLMClient, config: BuildConfig) -> int:
         writer.write({"id": _question_id(config, position, i), "title": title,
                       "question": question, "revision_id": article.get("revision_id"),
                       "generator": response.model, "style": config.style,
-                      "stage": config.questions_from, "usage": _usage(response)})
+                      "stage": config.questions_from, "cutoff": cutoff,
+                      "created": article.get("created"),
+                      **STAGE_KINDS.get(config.questions_from, {}), "usage": _usage(response)})
         return True
 
     try:

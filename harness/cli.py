@@ -1,4 +1,4 @@
-"""The `freshrag` command: build, run, index, report, agreement, import-legacy, demo,
+"""The `freshrag` command: build, mix, run, index, report, agreement, import-legacy, demo,
 probe-judge and serve.
 
 The only place that wires registries. Each subcommand is one function here; its options, with
@@ -21,10 +21,12 @@ from typing import Iterator
 
 from builders.cutoffs import CutoffError, resolve_cutoff
 from builders.dump import DumpError, DumpSource
+from builders.mix import MixError, write_mix
 from builders.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSource, SourceError
 from builders.stages import (STAGES, BuildConfig, BuildError, check_settings,
                              classify_recency, filter_created, generate_questions, sample_articles,
                              titles_path, update_manifest)
+from builders.traffic import add_traffic
 from harness.reporting import analysis, plots, report
 from harness.scoring import agreement, judge, probes
 from harness.cli_parser import INDEX_DIR, build_parser
@@ -57,7 +59,8 @@ class UsageError(Exception):
 
 
 USER_ERRORS = (UsageError, ConfigError, DatasetError, ResultsError, EndpointError, LocalServerError,
-               RetrievalError, CutoffError, SourceError, DumpError, BuildError, LegacyError)
+               RetrievalError, CutoffError, SourceError, DumpError, BuildError, LegacyError,
+               MixError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,7 +89,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     config = BuildConfig(out=args.out, cutoff=cutoff, n=args.n,
                          questions_per_article=args.questions_per_article, style=args.style,
                          questions_from=args.questions_from, concurrency=args.concurrency,
-                         seed=args.seed)
+                         seed=args.seed, control=args.control, general=args.general,
+                         control_margin_days=args.control_margin)
     check_settings(config)
     stages = STAGES[STAGES.index(args.stage):STAGES.index(args.stage) + 1] if args.stage else STAGES
     sampled = titles_path(args.out, "A_r").exists()
@@ -98,7 +102,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         for stage in stages:
             source = None
-            if stage in ("A_f", "questions") and llm is None:
+            if (stage in ("A_f", "questions") or stage == "traffic" and config.control) \
+                    and llm is None:
                 llm = stack.enter_context(_llm_client(settings, cache, args.seed,
                                                       roles=("builder",)))
             if stage == "A_r":
@@ -108,8 +113,10 @@ def cmd_build(args: argparse.Namespace) -> int:
                 done = f"{len(filter_created(config))} articles"
             elif stage == "A_f":
                 done = f"{len(classify_recency(llm, config))} articles"
-            else:
+            elif stage == "questions":
                 done = f"{generate_questions(llm, config)} questions"
+            else:
+                done = add_traffic(llm, config) or "no control or general questions asked for"
             update_manifest(config, source and source.description, cutoff_source, llm, stage)
             print(f"{stage}: {done}", flush=True)
     manifest = json.loads((args.out / "manifest.json").read_text(encoding="utf-8"))
@@ -318,13 +325,19 @@ def _print_unscored(rows: list[dict]) -> None:
             print(f"  {system}: {reason[:300]} × {count}")
 
 
+def cmd_mix(args: argparse.Namespace) -> int:
+    shares = {"fresh": args.fresh, "control": args.control, "general": args.general}
+    print(write_mix(args.dataset, shares, args.n, args.seed, args.out))
+    return 0
+
+
 def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
 COMMANDS = {"build": cmd_build, "run": cmd_run, "index": cmd_index, "report": cmd_report,
             "agreement": cmd_agreement, "import-legacy": cmd_import_legacy, "demo": cmd_demo,
-            "probe-judge": cmd_probe_judge, "serve": cmd_serve}
+            "probe-judge": cmd_probe_judge, "serve": cmd_serve, "mix": cmd_mix}
 
 
 def _parser() -> argparse.ArgumentParser:
