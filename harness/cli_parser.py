@@ -14,7 +14,8 @@ from builders.stages import STAGES, STYLES
 from harness.scoring import agreement, probes
 from harness.demo import DEMO_QUESTIONS
 from harness.legacy import PAPER_MODEL
-from harness.options import MAX_SEED, header, iso_date, name, out_dir, share, url, whole
+from harness.options import (MAX_SEED, header, iso_date, mix_shares, name, out_dir, share, url,
+                             whole)
 from systems import SYSTEMS
 from systems.index import DEFAULT_DIRECTORY, IndexConfig
 
@@ -160,6 +161,10 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
                    "figures, every answer) as one self-contained HTML file")
     p.add_argument("--config", type=Path, help="TOML file whose [prices] table adds or overrides "
                    "model prices for the cost analysis (default: ./freshrag.toml)")
+    p.add_argument("--mix", type=mix_shares, action="append", metavar="F:C:G",
+                   help="also estimate every system at this traffic composition (shares of "
+                        "fresh, control and general questions), recombined from the runs' rows "
+                        "without a call; repeatable")
     p.set_defaults(handler=handlers["report"])
 
     p = sub.add_parser("agreement", help="how alike two judges (or two repeats of one) grade the "
