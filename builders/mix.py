@@ -89,7 +89,8 @@ def write_mix(dataset_dir: Path, shares: dict[str, float], n: int, seed: int, ou
     (out / MIX).write_text(json.dumps({**record, "created_at": now()}, indent=2) + "\n",
                            encoding="utf-8")
     shown = ", ".join(f"{counts[k]} {k}" for k in counts)
-    return f"{out}: {sum(counts.values())} questions ({shown}); run it with: freshrag run --dataset {out}"
+    return (f"{out}: {sum(counts.values())} questions ({shown}); "
+            f"run it with: freshrag run --dataset {out}")
 
 
 def _raw_rows(path: Path) -> dict[str, dict[str, Any]]:

@@ -85,7 +85,12 @@ def metrics(pairs: list[tuple[bool, bool]], seed: int = 0, intervals: bool = Tru
     tp = sum(r and n for r, n in pairs)
     fp = sum(r and not n for r, n in pairs)
     fn = sum(n and not r for r, n in pairs)
-    shown = (lambda k, n: wilson(k, n)) if intervals else (lambda k, n: round(k / n, 4) if n else None)
+
+    def shown(k: int, n: int) -> list[float] | float | None:
+        if intervals:
+            return wilson(k, n)
+        return round(k / n, 4) if n else None
+
     f1 = _f1(pairs)
     if intervals and f1 is not None:
         low, high = bootstrap_interval(pairs, lambda s: _f1(s) or 0.0, seed=seed)

@@ -219,7 +219,7 @@ def _question(key: tuple[str, str], rows: list[Row], names: dict[int, str]) -> s
             f"<summary><b>{_e(dataset)} / {_e(question_id)}</b> {_e(first.get('question'))}"
             f"<span class=\"scores\">{_e(scores)}</span></summary>\n"
             f"<p><b>Question:</b> {_e(first.get('question'))}<br>"
-            f"<b>Gold title:</b> {_e(first.get('gold_title'))}</p>\n"
+            f"<b>Gold title:</b> {_e(first.get('gold_title') or 'none (a general query)')}</p>\n"
             + "\n".join(_answer(row, names[id(row)]) for row in rows) + "\n</details>")
 
 

@@ -34,7 +34,8 @@ def write(analysis: dict[str, Any], out_dir: Path) -> list[Path]:
 
 
 def _savings(curves: list[dict[str, Any]], dataset: str, path: Path) -> Path:
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    rows = (len(curves) + 1) // 2  # legend lines below the panels, two names a line
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2 + 0.22 * rows))
     for curve in curves:
         style = "--" if curve["reference"] else "-"
         for ax, field in zip(axes, ("score", "tokens_per_question")):
@@ -53,9 +54,14 @@ def _savings(curves: list[dict[str, Any]], dataset: str, path: Path) -> Path:
         ax.set_xlabel("share of fresh questions")
         ax.set_xlim(0, 1)
     axes[0].set_ylim(2, 10)
-    axes[1].legend(fontsize=7, loc="best")
-    fig.suptitle(f"{dataset}: quality and cost against traffic (95% bands)", fontsize=10)
-    return _save(fig, path)
+    fig.suptitle(f"{dataset}: quality and cost against traffic (95% bands; dashed: references)",
+                 fontsize=10)
+    handles, names = axes[1].get_legend_handles_labels()
+    fig.tight_layout(rect=(0, 0.22 * rows / (4.2 + 0.22 * rows) + 0.04, 1, 1))
+    fig.legend(handles, names, loc="lower center", ncol=2, fontsize=7, frameon=False)
+    fig.savefig(path, dpi=110)  # not _save: its tight_layout would pull the legend back in
+    plt.close(fig)
+    return path
 
 
 def _deciders(entries: list[dict[str, Any]], path: Path) -> Path:
