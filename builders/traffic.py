@@ -29,7 +29,7 @@ from builders.general_queries import GENERAL_QUERIES
 from builders.stages import (ARTICLES, QUESTIONS, BuildConfig, BuildError, generate_questions,
                              read_titles, titles_path, write_titles)
 from harness.llm import LLMClient
-from harness.results import JsonlWriter, read_jsonl, read_manifest, write_manifest
+from harness.results import JsonlWriter, now, read_jsonl, read_manifest, write_manifest
 
 CONTROL = "control"  # the title list of the control articles: control.txt
 
@@ -44,7 +44,7 @@ def add_traffic(llm: LLMClient | None, config: BuildConfig) -> str:
                                         style="creative"))
     general = add_general(config)
     counts = kind_counts(config.out)
-    manifest = read_manifest(config.out) or {}
+    manifest = read_manifest(config.out) or {"created_at": now(), "stages": {}}  # as stages.py
     manifest["traffic"] = {"counts": counts, "cutoff": config.cutoff.isoformat(),
                            "control_margin_days": config.control_margin_days,
                            "control_created_before": control_day(config).isoformat(),

@@ -33,7 +33,7 @@ ADAPTIVE = SYSTEMS[2:]
 CUTOFF = "2021-09-30"
 
 
-def harness(*args, cwd, timeout=600):
+def harness(*args, cwd, timeout=1800):  # minutes on a 2-core machine shared with other jobs
     done = subprocess.run([sys.executable, "-m", "harness", *args], env=clean_env(), cwd=cwd,
                           capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -42,12 +42,16 @@ def harness(*args, cwd, timeout=600):
 
 def released_dataset(directory):
     """Two released A_f questions as the fresh ones, over their gold articles and 10 A_r
-    articles (stand-in creation date, long before the cutoff), as a built dataset holds them."""
+    articles (stand-in creation date, long before the cutoff), as a built dataset holds them;
+    the shortest of each, so that the prompts about them stay short."""
     articles = [json.loads(line) for line in (DATA / "articles.jsonl").open(encoding="utf-8")]
-    fresh = [json.loads(line) for line, _ in
-             zip((DATA / "questions-A_f.jsonl").open(encoding="utf-8"), range(2))]
+    size = {a["title"]: len(a["content"]) for a in articles}
+    questions = [json.loads(line) for line in (DATA / "questions-A_f.jsonl").open(encoding="utf-8")]
+    # the shortest articles: every prompt about them (question writer, judge) is short, on 2 cores
+    fresh = sorted(questions, key=lambda q: size[q["title"]])[:2]
     gold = {q["title"] for q in fresh}
-    older = [a for a in articles if not a["created"] and len(a["content"]) > 1000][:10]
+    older = sorted((a for a in articles if not a["created"] and size[a["title"]] > 1000),
+                   key=lambda a: size[a["title"]])[:10]
     corpus = [a for a in articles if a["title"] in gold] + \
              [{**a, "created": STAND_IN_CREATED} for a in older]
     directory.mkdir()
@@ -59,7 +63,7 @@ def released_dataset(directory):
     return directory
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(2400)  # about 3 min idle; a busy shared machine takes many times that
 def test_mixed_traffic_through_every_decider_on_the_real_model(tmp_path):
     dataset = released_dataset(tmp_path / "dataset")
     harness("build", "--stage", "traffic", "--out", str(dataset), "--cutoff", CUTOFF,
