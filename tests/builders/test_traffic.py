@@ -146,3 +146,20 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_traffic_stage_alone_on_a_dataset_made_elsewhere(tmp_path, capsys):
+    """A directory holding questions and articles but no manifest (e.g. a released set):
+    `--stage traffic` adds general queries (no model needed) and starts the manifest."""
+    out = tmp_path / "released"
+    out.mkdir()
+    (out / "articles.jsonl").write_text(json.dumps({"title": "T", "content": "x" * 1200}) + "\n")
+    (out / "questions.jsonl").write_text(json.dumps(
+        {"id": "A_f-00000-0", "title": "T", "question": "What?", "kind": "fresh", "need": True}) + "\n")
+    (out / "A_r.txt").write_text("T\n")
+    assert main(["build", "--stage", "traffic", "--out", str(out), "--cutoff", CUTOFF,
+                 "--general", "2"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert "traffic" in manifest["stages"] and manifest["traffic"]["counts"] == {
+        "fresh": 1, "general": 2}
+    assert "traffic: 1 fresh, 2 general" in capsys.readouterr().out
