@@ -8,7 +8,9 @@ It writes a run directory of synthetic rows (the shape the runner writes): QUEST
 a third of each kind, answered by baseline, naive, boolean, advanced, dated-boolean, confidence
 and self-check with seeded scores, decisions, probabilities and ratings; then times
 `harness.cli.main(["report", RUN, "--mix", ...])` in this process with the fake OpenAI-compatible
-server as every role's endpoint, and counts the server's calls. Prints ONE JSON object.
+server as every role's endpoint, and counts the server's calls; then the traffic analysis alone
+(decisions.analyse + savings.analyse). CPU seconds (this process) beside wall seconds, since the
+machines it runs on are shared. Prints ONE JSON object.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from harness.cli import main  # noqa: E402
+from harness.options import mix_shares  # noqa: E402
+from harness.reporting import decisions, savings  # noqa: E402
+from harness.reporting.report import load_runs  # noqa: E402
 from tests.fake_openai_server import FakeOpenAIServer  # noqa: E402
 from tests.harness.runs import sample, write_run  # noqa: E402
 
@@ -75,15 +80,22 @@ def main_bench() -> None:
         command = ["report", str(run), "--format", "json", "--html", str(Path(tmp) / "r.html")]
         for mix in mixes:
             command += ["--mix", mix]
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.process_time()
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             code = main(command)
-        wall = time.monotonic() - started
+        wall, cpu = time.monotonic() - started, time.process_time() - cpu
+        rows = load_runs([run])
+        alone = time.process_time()
+        decisions.analyse(rows)
+        savings.analyse(rows, {}, [mix_shares(m) for m in mixes])
+        alone = time.process_time() - alone
         analysis = json.loads((run / "analysis.json").read_text())
         print(json.dumps({
             "questions": args.questions, "systems": len(SYSTEMS),
             "rows": args.questions * len(SYSTEMS), "mixes": len(mixes), "exit": code,
-            "report_seconds": round(wall, 2), "llm_calls_during_report": server.calls,
+            "report_wall_seconds": round(wall, 2), "report_cpu_seconds": round(cpu, 2),
+            "traffic_analysis_cpu_seconds": round(alone, 2),
+            "llm_calls_during_report": server.calls,
             "tables": {key: len(analysis[key]) for key in
                        ("decisions_by_kind", "thresholds", "roc", "savings", "mixes")},
         }, indent=2))
