@@ -27,7 +27,7 @@ from builders.stages import (STAGES, BuildConfig, BuildError, check_settings,
                              classify_recency, filter_created, generate_questions, sample_articles,
                              titles_path, update_manifest)
 from builders.traffic import add_traffic
-from harness.reporting import analysis, decisions, plots, report, savings, traffic_plots
+from harness.reporting import analysis, plots, report, traffic_plots
 from harness.scoring import agreement, judge, probes
 from harness.cli_parser import INDEX_DIR, build_parser
 from harness.cache import ResponseCache
@@ -194,10 +194,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     summary = report.summarise(rows)
     out = args.out or (args.run_dirs[0] if len(args.run_dirs) == 1 else Path("results") / "report")
     report.write_summary(out, summary)
-    details = analysis.analyse(rows, prices)
-    traffic = {**decisions.analyse(rows), **savings.analyse(rows, prices, args.mix)}
-    details["notes"] += traffic.pop("decision_notes") + traffic.pop("savings_notes")
-    details.update(traffic)
+    details = analysis.analyse(rows, prices, mixes=args.mix)
     details["judge"] = judge_checks(args.run_dirs, rows)
     (out / ANALYSIS).write_text(json.dumps(details, indent=2) + "\n", encoding="utf-8")
     figures = plots.write_figures(rows, out, details["cost"]) + traffic_plots.write(details, out)

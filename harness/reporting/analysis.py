@@ -11,6 +11,9 @@
   price table, harness/reporting/prices.py), with the Pareto front marked.
 - Uncertainty: percentile-bootstrap 95% intervals for means and token totals, and paired
   bootstrap tests between systems on the same questions.
+- With questions that carry `kind` and `need`: decisions against need by construction, the
+  threshold sweep and ROC (harness/reporting/decisions.py), and the savings curve and mixes
+  (harness/reporting/savings.py), merged into the same result.
 
 Every table is per run identity (harness/reporting/identity.py), and compares only like with like: the
 paired tests, the decision analysis and the Pareto front pair identities of the same dataset and
@@ -332,13 +335,19 @@ def _mean_of(values: Sequence[float]) -> float:
 
 
 def analyse(rows: list[dict[str, Any]], prices: dict[str, tuple[float, float]] | None = None,
-            seed: int = 0) -> dict[str, Any]:
-    """Everything above, as written to analysis.json; `notes` says what was not compared."""
+            seed: int = 0, mixes: list[dict[str, float]] | None = None) -> dict[str, Any]:
+    """Everything above, as written to analysis.json; `notes` says what was not compared. With
+    it, decisions against need by construction and the savings curve (at `mixes` too)."""
+    # imported here: both build on this module's helpers
+    from harness.reporting import decisions as by_need, savings
+
     decisions, decision_notes = decisions_and_notes(rows)
     keys = list(group_rows(rows))
+    traffic = {**by_need.analyse(rows, seed), **savings.analyse(rows, prices, mixes, seed)}
     return {"retrieval": retrieval_quality(rows), "attribution": attributions(rows),
             "cost": quality_and_cost(rows, prices or {}),
             "decisions": decisions, "intervals": intervals(rows, seed),
             "paired": paired_comparisons(rows, seed), "low_score": LOW_SCORE,
             "bootstrap_samples": BOOTSTRAP_SAMPLES, "confidence": CONFIDENCE,
-            "notes": mixed_notes(keys) + judge_notes(keys) + decision_notes}
+            "notes": mixed_notes(keys) + judge_notes(keys) + decision_notes
+            + traffic.pop("decision_notes") + traffic.pop("savings_notes"), **traffic}
