@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.types import LLMResponse, Question, SystemAnswer, SystemContext
-from systems.prompts import (ANSWER_MAX_TOKENS, NEED_MAX_TOKENS, NEED_PROMPT, NEED_TOP_LOGPROBS,
-                             answer_messages)
+from systems.prompts import (ANSWER_MAX_TOKENS, NEED_MAX_TOKENS, NEED_PROMPT, NEED_QUESTION,
+                             NEED_TOP_LOGPROBS, answer_messages)
 from systems.rag import answer_with_chunks
 
 THRESHOLD = 0.5  # retrieve when P(yes) is at least this; the report sweeps the others
@@ -61,8 +61,10 @@ class Confidence:
 
     def answer(self, question: Question) -> SystemAnswer:
         llm = self.context.llm
-        asked = llm.chat("decision", answer_messages(question, NEED_PROMPT),
-                         max_tokens=NEED_MAX_TOKENS, top_logprobs=NEED_TOP_LOGPROBS)
+        messages = [{"role": "system", "content": NEED_PROMPT},
+                    {"role": "user", "content": NEED_QUESTION.format(question=question.text)}]
+        asked = llm.chat("decision", messages, max_tokens=NEED_MAX_TOKENS,
+                         top_logprobs=NEED_TOP_LOGPROBS)
         probability = retrieve_probability(asked)
         if probability.value is None:
             label = "none"

@@ -82,8 +82,12 @@ NEED_PROMPT = (
     "(for example recent events or facts you may not know), or whether you can answer it from "
     "your own knowledge. Reply with one word: yes if documents must be looked up, no otherwise."
 )
+# The question again, with the ask last: SmolLM2-135M put "yes"/"no" among its first token's
+# alternatives only when the ask followed the question (probed by hand on the embedded server).
+NEED_QUESTION = ("Question: {question}\n\nMust documents be looked up to answer this question "
+                 "well? Answer yes or no.")
 NEED_MAX_TOKENS = 2  # the first token carries the decision; a second shows what followed
-NEED_TOP_LOGPROBS = 10  # alternatives per token; "yes" and "no" are nearly always among them
+NEED_TOP_LOGPROBS = 20  # alternatives per token (the most OpenAI's API gives)
 
 # The `self-check` decider: after answering, the model rates its own answer (forced call, 1..5).
 SELF_CHECK_QUESTION = (
@@ -122,5 +126,5 @@ PROMPTS = {"answer": ANSWER_PROMPT, "article": ARTICLE_PROMPT, "rag": RAG_PROMPT
            "boolean": BOOLEAN_PROMPT,
            "retrieve_tool": json.dumps(RETRIEVE_TOOL), "more_information": MORE_INFORMATION_QUESTION,
            "more_information_tool": json.dumps(MORE_INFORMATION_TOOL), "dated": DATED_PROMPT,
-           "hyde": HYDE_PROMPT, "need": NEED_PROMPT, "self_check": SELF_CHECK_QUESTION,
+           "hyde": HYDE_PROMPT, "need": NEED_PROMPT, "need_question": NEED_QUESTION, "self_check": SELF_CHECK_QUESTION,
            "self_check_tool": json.dumps(SELF_CHECK_TOOL)}

@@ -61,6 +61,7 @@ def test_confidence_retrieves_at_or_above_the_threshold(top, decision, retrieval
     asked, answered = requests
     assert asked["role"] == "decision" and asked["top_logprobs"] == NEED_TOP_LOGPROBS
     assert asked["messages"][0]["content"] == NEED_PROMPT and asked["tools"] is None
+    assert asked["messages"][1]["content"].startswith(f"Question: {QUESTION.text}\n\n")
     assert answer.details["decision"] == decision and answer.retrievals == retrievals
     assert answer.details["p_retrieve"] == pytest.approx(top["yes"])
     assert answer.details["threshold"] == THRESHOLD and answer.details["p_unavailable"] is None
