@@ -45,7 +45,10 @@ from harness.llm import ContextTooLong, LLMClient, chat_fitting
 from harness.results import JsonlWriter, now, read_jsonl, read_manifest, write_manifest
 from harness.types import LLMResponse
 
-STAGES = ("A_r", "A_d", "A_f", "questions", "labels")
+STAGES = ("A_r", "A_d", "A_f", "questions", "labels", "traffic")  # traffic: builders/traffic.py
+# The traffic kind and retrieval need, by construction, of questions about each stage's articles
+# (METHODS.md, "Retrieval need and deciders"); other stages' questions carry neither.
+STAGE_KINDS = {"A_f": {"kind": "fresh", "need": True}, "control": {"kind": "control", "need": False}}
 SAMPLE, ARTICLES, RECENCY, QUESTIONS = "sample.jsonl", "articles.jsonl", "recency.jsonl", \
     "questions.jsonl"
 STYLES = ("creative", "recent", "statements")
@@ -72,6 +75,9 @@ class BuildConfig:
     min_critique: tuple[tuple[str, int], ...] = ()  # statements style: (criterion, minimum)
     needs: tuple[str, ...] = ()  # --needs: questions per information need (builders/needs.py)
     per_need: int | None = None
+    control: int = 0  # control questions about A_r articles created well before the cutoff
+    general: int = 0  # general queries from the shipped list (builders/traffic.py)
+    control_margin_days: int = 365  # "well before": created at least this long before the cutoff
 
     def settings(self) -> dict[str, Any]:
         """What a dataset directory is tied to: resuming with other values is refused. `n` and
@@ -82,7 +88,8 @@ class BuildConfig:
                 "questions_from": self.questions_from,
                 "labels": self.labels.text() if self.labels else None,
                 "needs": needs_digest(self.needs) if self.needs else None,
-                "per_need": self.per_need}
+                "per_need": self.per_need, "control": self.control,
+                "general": self.general, "control_margin_days": self.control_margin_days}
 
 
 def titles_path(out: Path, stage: str) -> Path:
@@ -315,7 +322,9 @@ def generate_questions(llm: LLMClient, config: BuildConfig) -> int:
         writer.write({"id": _question_id(config, position, i), "title": title,
                       "question": question, "revision_id": article.get("revision_id"),
                       "generator": response.model, "style": config.style,
-                      "stage": config.questions_from, "usage": _usage(response)})
+                      "stage": config.questions_from, "cutoff": cutoff,
+                      "created": article.get("created"),
+                      **STAGE_KINDS.get(config.questions_from, {}), "usage": _usage(response)})
         return True
 
     try:

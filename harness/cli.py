@@ -1,5 +1,5 @@
-"""The `freshrag` command: build, label, needs, run, index, scan-retrieval, report, score,
-agreement, import-legacy, demo, probe-judge and serve.
+"""The `freshrag` command: build, label, needs, mix, run, index, scan-retrieval, report,
+score, agreement, import-legacy, demo, probe-judge and serve.
 
 The only place that wires registries. Each subcommand is one function here; its options, with
 their help texts, are in harness/cli_parser.py; the work is done by the runner, the report and
@@ -26,15 +26,17 @@ from builders.needs import NeedsError, read_needs
 from builders.label_report import label_report, render, write_report
 from builders.labels import (LABELS_FILE, check_no_foreign_labels, label_dataset,
                              read_hand_labels)
+from builders.mix import MixError, write_mix
 from builders.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSource, SourceError
 from builders.statements import parse_label_spec
 from builders.stages import (STAGES, BuildConfig, BuildError, check_settings,
                              classify_recency, filter_created, generate_questions, sample_articles,
                              titles_path, update_manifest)
-from harness.reporting import analysis, breakdown, plots, report
+from harness.reporting import analysis, breakdown, plots, report, traffic_plots
 from harness.scoring import SCORERS, agreement, judge, probes, scorepass
 from harness.scoring.scorepass import score_inputs, scorer_names, scorer_roles
 from harness.reporting import scorers as scorer_report
+from builders.traffic import add_traffic
 from harness.cli_parser import INDEX_DIR, build_parser
 from harness.cache import ResponseCache
 from harness.config import (DEFAULT_CONFIG_FILE, ConfigError, LLMSettings, config_table,
@@ -68,7 +70,7 @@ class UsageError(Exception):
 
 USER_ERRORS = (UsageError, ConfigError, DatasetError, ResultsError, EndpointError, LocalServerError,
                RetrievalError, CutoffError, SourceError, DumpError, BuildError, LegacyError,
-               NeedsError)
+               NeedsError, MixError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,13 +106,14 @@ def cmd_build(args: argparse.Namespace) -> int:
                          questions_from=args.questions_from, concurrency=args.concurrency,
                          seed=args.seed, labels=_label_spec(args), min_critique=args.min_critique,
                          needs=read_needs(args.needs) if args.needs else (),
-                         per_need=args.per_need)
+                         per_need=args.per_need, control=args.control,
+                         general=args.general, control_margin_days=args.control_margin)
     check_settings(config)
     labelling = args.label or args.style == "statements"
     if args.stage == "labels" and not labelling:
         raise UsageError("--stage labels needs --label (or --style statements)")
     stages = STAGES[STAGES.index(args.stage):STAGES.index(args.stage) + 1] if args.stage else \
-        STAGES if labelling else STAGES[:-1]
+        tuple(stage for stage in STAGES if stage != "labels" or labelling)
     sampled = titles_path(args.out, "A_r").exists()
     if "A_r" in stages and not sampled and args.n is None and not args.dump:
         raise UsageError("--n is required when sampling a wiki (how many articles A_r should hold)")
@@ -120,7 +123,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         for stage in stages:
             source = None
-            if stage in ("A_f", "questions", "labels") and llm is None:
+            if (stage in ("A_f", "questions", "labels") or stage == "traffic" and config.control) \
+                    and llm is None:
                 llm = stack.enter_context(_llm_client(
                     settings, cache, args.seed,
                     roles=("builder", "labeller") if labelling else ("builder",)))
@@ -134,8 +138,10 @@ def cmd_build(args: argparse.Namespace) -> int:
             elif stage == "labels":  # a critique threshold may have dropped every question
                 done = _label_and_report(llm, args.out, args.concurrency, None) \
                     if read_jsonl(args.out / "questions.jsonl") else "no questions to label"
-            else:
+            elif stage == "questions":
                 done = f"{generate_questions(llm, config)} questions"
+            else:
+                done = add_traffic(llm, config) or "no control or general questions asked for"
             update_manifest(config, source and source.description, cutoff_source, llm, stage)
             print(f"{stage}: {done}", flush=True)
     manifest = json.loads((args.out / "manifest.json").read_text(encoding="utf-8"))
@@ -203,7 +209,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                        probe=None if args.no_probe else probes.ProbeSettings(
                            args.probe_k, args.probe_seed, args.probe_threshold))
     settings = load_settings(args.config)
-    prompts = {**PROMPTS, "judge": judge.JUDGE_PROMPT, "judge_tool": json.dumps(judge.GRADE_TOOL)}
+    prompts = {**PROMPTS, "judge": judge.JUDGE_PROMPT, "judge_tool": json.dumps(judge.GRADE_TOOL),
+               "judge_general": judge.GENERAL_JUDGE_PROMPT}
     index = _index_config(args, out.parent) if any(uses_index(name) for name in systems) else None
     # Refused before a server starts or an index is built; `run` checks again, holding the lock.
     check_resume(dataset, config, LLMClient(settings, seed=args.seed), SYSTEMS, prompts,
@@ -265,7 +272,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     rows = report.load_runs(args.run_dirs)
     summary = report.summarise(rows)
     out = args.out or (args.run_dirs[0] if len(args.run_dirs) == 1 else Path("results") / "report")
-    details = analysis.analyse(rows, prices, correct_at=args.correct_at)
+    details = analysis.analyse(rows, prices, correct_at=args.correct_at, mixes=args.mix)
     details["judge"] = judge_checks(args.run_dirs, rows)
     breakdowns = {field: breakdown.breakdown(rows, field, prices) for field in args.by or ()}
     by_field = breakdown.summary_tables(breakdowns)
@@ -273,7 +280,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if breakdowns:
         details["breakdowns"] = breakdowns
     (out / ANALYSIS).write_text(json.dumps(details, indent=2) + "\n", encoding="utf-8")
-    figures = plots.write_figures(rows, out, details["cost"])
+    figures = plots.write_figures(rows, out, details["cost"]) + traffic_plots.write(details, out)
     figures += scorer_report.write_histograms(rows, out)
     for field in breakdowns:
         figures += plots.histograms_by_field(rows, field, out)
@@ -465,6 +472,12 @@ def _print_unscored(rows: list[dict]) -> None:
             print(f"  {system}: {reason[:300]} × {count}")
 
 
+def cmd_mix(args: argparse.Namespace) -> int:
+    shares = {"fresh": args.fresh, "control": args.control, "general": args.general}
+    print(write_mix(args.dataset, shares, args.n, args.seed, args.out))
+    return 0
+
+
 def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
@@ -472,7 +485,7 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 COMMANDS = {"build": cmd_build, "label": cmd_label, "needs": cmd_needs, "run": cmd_run, "index": cmd_index, "report": cmd_report,
             "score": cmd_score, "agreement": cmd_agreement, "import-legacy": cmd_import_legacy, "demo": cmd_demo,
             "probe-judge": cmd_probe_judge, "serve": cmd_serve,
-            "scan-retrieval": cmd_scan_retrieval}
+            "scan-retrieval": cmd_scan_retrieval, "mix": cmd_mix}
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -8,6 +8,7 @@ from datetime import date
 from pathlib import Path
 from typing import Callable
 
+from builders.general_queries import GENERAL_QUERIES
 from builders.mediawiki import WIKIPEDIA_API
 from builders.critiques import parse_thresholds
 from builders.stages import STAGES, STYLES
@@ -18,7 +19,8 @@ from harness.demo import DEMO_QUESTIONS
 from harness.legacy import PAPER_MODEL
 from builders.needlog import NeedLogConfig
 from harness.fields import FIELDS
-from harness.options import (MAX_SEED, header, iso_date, name, out_dir, share, shares, url,
+from harness.options import (MAX_SEED, header, iso_date, mix_shares, name, out_dir, share, shares,
+                             url,
                              whole)
 from systems import SYSTEMS
 from systems.index import DEFAULT_DIRECTORY, IndexConfig
@@ -116,6 +118,15 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
                    "ask at most N chunks per need, a seeded sample (default: every chunk)")
     p.add_argument("--seed", type=whole(0, MAX_SEED), default=0, help="seed of the dump's random sample and of "
                    "every LLM request (default: %(default)s)")
+    p.add_argument("--control", type=whole(0, MAX_QUESTIONS), default=0, help="control questions "
+                   "(need no retrieval) about A_r articles created --control-margin days or more "
+                   "before the cutoff, in the traffic stage (default: %(default)s)")
+    p.add_argument("--control-margin", type=whole(0, 100_000), default=365, metavar="DAYS",
+                   help="how long before the cutoff a control article was created "
+                        "(default: %(default)s)")
+    p.add_argument("--general", type=whole(0, len(GENERAL_QUERIES)), default=0, help="general queries "
+                   "that need no document (greetings, arithmetic, definitions, writing requests), "
+                   "drawn from the shipped list in the traffic stage (default: %(default)s)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
     p.add_argument("--config", type=Path, help="TOML file with role endpoints (default: ./freshrag.toml)")
     p.set_defaults(handler=handlers["build"])
@@ -134,6 +145,19 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
     p.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
     p.add_argument("--config", type=Path, help="TOML file with role endpoints (default: ./freshrag.toml)")
     p.set_defaults(handler=handlers["label"])
+    p = sub.add_parser("mix", help="a question set of a chosen traffic composition (fresh, "
+                       "control, general) drawn from a dataset whose questions carry a kind")
+    p.add_argument("dataset", type=Path, metavar="DATASET",
+                   help="dataset directory (questions.jsonl with kinds, articles.jsonl)")
+    for kind in ("fresh", "control", "general"):
+        p.add_argument(f"--{kind}", type=share, default=0.0,
+                       help=f"share of {kind} questions, 0 to 1 (default: %(default)s); "
+                            f"the three shares add up to 1")
+    p.add_argument("--n", type=whole(1, MAX_QUESTIONS), required=True, help="questions in the mix")
+    p.add_argument("--seed", type=whole(0, MAX_SEED), default=0,
+                   help="seed of the draw; mixes of one seed are nested (default: %(default)s)")
+    p.add_argument("--out", type=out_dir, required=True, help="new directory for the mix")
+    p.set_defaults(handler=handlers["mix"])
 
     p = sub.add_parser("run", help="answer, judge and account every (question, system) pair")
     _add_dataset_options(p)
@@ -226,6 +250,10 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
     p.add_argument("--correct-at", type=whole(1, 5), default=CORRECT_AT, help="CRAG outcome: an "
                    "answer that did not abstain is correct when the judge's truthfulness is at "
                    "least this, else incorrect (default: %(default)s)")
+    p.add_argument("--mix", type=mix_shares, action="append", metavar="F:C:G",
+                   help="also estimate every system at this traffic composition (shares of "
+                        "fresh, control and general questions), recombined from the runs' rows "
+                        "without a call; repeatable")
     p.set_defaults(handler=handlers["report"])
 
     p = sub.add_parser("agreement", help="how alike two judges (or two repeats of one) grade the "

@@ -1,6 +1,7 @@
 """Question and article files (JSON Lines), read strictly before any LLM call.
 
-A dataset is `questions.jsonl` (`title`, `question`, optional `id`) beside `articles.jsonl`
+A dataset is `questions.jsonl` (`title`, `question`, optional `id` and the optional fields of
+`Question`; `title` is null exactly for a question of kind `general`) beside `articles.jsonl`
 (`title`, `content`, optional `url`, `created`): the format of the paper's released sets and of
 what the builders write. Every problem is reported as `file:line: what is wrong`, so that a run
 never spends tokens on a dataset it would later choke on. Files are UTF-8 (a byte-order mark
@@ -77,18 +78,34 @@ def load_articles(path: Path) -> dict[str, Article]:
 def load_questions(path: Path, articles: dict[str, Article]) -> list[Question]:
     questions, seen_ids = [], set()
     for line_no, row in _rows(path):
-        title = _text_field(row, "title", path, line_no)
+        fields = _question_fields(row, path, line_no)
+        title = _gold_title(row, fields["kind"], articles, path, line_no)
         text = _text_field(row, "question", path, line_no)
-        if title not in articles:
-            raise DatasetError(f"{path}:{line_no}: title {title!r} has no article in the articles file")
         qid = _question_id(row, path, line_no)
         if qid in seen_ids:
             raise DatasetError(f"{path}:{line_no}: duplicate question id {qid!r}")
         seen_ids.add(qid)
-        questions.append(Question(qid, text, title, **_question_fields(row, path, line_no)))
+        questions.append(Question(qid, text, title, **fields))
     if not questions:
         raise DatasetError(f"{path}: no questions")
     return questions
+
+
+def _gold_title(row: dict[str, Any], kind: str | None, articles: dict[str, Article],
+                path: Path, line_no: int) -> str | None:
+    """The gold article's title; null exactly for a general query, which no article answers."""
+    if kind == "general":
+        if row.get("title") is not None:
+            raise DatasetError(f"{path}:{line_no}: field 'title' must be null for kind 'general' "
+                               f"(a general query has no gold article), got {row['title']!r}")
+        return None
+    if row.get("title") is None:
+        raise DatasetError(f"{path}:{line_no}: field 'title' is missing (only a question of kind "
+                           f"'general' goes without a gold article)")
+    title = _text_field(row, "title", path, line_no)
+    if title not in articles:
+        raise DatasetError(f"{path}:{line_no}: title {title!r} has no article in the articles file")
+    return title
 
 
 def sha256_file(path: Path) -> str:

@@ -144,7 +144,7 @@ class LLMClient:
     def chat(self, role: str, messages: list[dict[str, Any]], *,
              tools: list[dict[str, Any]] | None = None, tool_choice: str | None = None,
              temperature: float = 0.0, max_tokens: int | None = None,
-             attempt: int = 0) -> LLMResponse:
+             attempt: int = 0, top_logprobs: int | None = None) -> LLMResponse:
         cfg = self.settings.role(role)
         request = {"model": cfg.model, "messages": messages, "temperature": temperature}
         if tools:
@@ -152,6 +152,8 @@ class LLMClient:
             request["tool_choice"] = _tool_choice(tool_choice)
         if max_tokens is not None:
             request["max_tokens"] = max_tokens
+        if top_logprobs is not None:  # only then: endpoints without logprobs may refuse the field
+            request["logprobs"], request["top_logprobs"] = True, top_logprobs
         if self.seed is not None:
             request["seed"] = self.seed + attempt  # a retry is a fresh sample on seeded endpoints
         key = cache_key({"base_url": self._cache_endpoint(cfg), "attempt": attempt, **request})
@@ -274,11 +276,24 @@ def _completion_value(completion: Any, request: dict[str, Any], latency_s: float
         usage = estimate_usage(request["messages"], request.get("tools"), message.content,
                                tool_arguments, request["model"])
     return {"text": message.content, "tool_name": tool_name, "tool_arguments": tool_arguments,
-            "usage": asdict(usage), "latency_s": latency_s}
+            "usage": asdict(usage), "latency_s": latency_s,
+            "logprobs": _logprobs(completion.choices[0]) if request.get("logprobs") else None}
+
+
+def _logprobs(choice: Any) -> list[dict[str, Any]] | None:
+    """The tokens' log-probabilities as the endpoint gave them, None if it gave none (an
+    endpoint that ignores the request field is recorded as such, never guessed)."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    return [{"token": item.token, "logprob": item.logprob,
+             "top": [{"token": top.token, "logprob": top.logprob}
+                     for top in (item.top_logprobs or [])]} for item in content]
 
 
 def _response(role: str, model: str, messages: list[dict[str, Any]], value: dict[str, Any],
               cache_hit: bool) -> LLMResponse:
     return LLMResponse(role=role, model=model, text=value["text"], tool_name=value["tool_name"],
                        tool_arguments=value["tool_arguments"], usage=Usage(**value["usage"]),
-                       latency_s=value["latency_s"], cache_hit=cache_hit, messages=messages)
+                       latency_s=value["latency_s"], cache_hit=cache_hit, messages=messages,
+                       logprobs=value.get("logprobs"))  # absent from replies cached before

@@ -54,6 +54,19 @@ def shares(text: str) -> tuple[float, ...]:
     return values
 
 
+def mix_shares(text: str) -> dict[str, float]:
+    """A traffic composition FRESH:CONTROL:GENERAL, three shares from 0 to 1 adding up to 1."""
+    parts = text.split(":")
+    try:
+        values = [float(part) for part in parts] if len(parts) == 3 else []
+    except ValueError:
+        values = []
+    if len(values) != 3 or not all(0 <= v <= 1 for v in values) or abs(sum(values) - 1) > 1e-6:
+        raise argparse.ArgumentTypeError(f"expected FRESH:CONTROL:GENERAL, three shares from 0 "
+                                         f"to 1 adding up to 1 (e.g. 0.1:0.6:0.3), got {text!r:.80}")
+    return dict(zip(("fresh", "control", "general"), values))
+
+
 def iso_date(text: str) -> str:
     """A calendar date written YYYY-MM-DD."""
     try:

@@ -247,7 +247,7 @@ _NUMBER = (int, float)
 # rows may lack them).
 REQUIRED = ("question_id", "gold_title", "system", "status", "retrievals", "usage", "grade")
 SAMPLE_FIELDS: dict[str, tuple[type, ...]] = {
-    "dataset": (str, _NONE), "question_id": (str,), "question": (str,), "gold_title": (str,),
+    "dataset": (str, _NONE), "question_id": (str,), "question": (str,), "gold_title": (str, _NONE),
     "system": (str,), "status": (str,), "answer": (str, _NONE), "retrievals": (int,),
     "usage": (dict,), "grade": (dict, _NONE), "calls": (list,), "details": (dict, _NONE),
     "latency_s": (*_NUMBER, _NONE), "error": (str, _NONE), "finished_at": (str, _NONE),

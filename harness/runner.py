@@ -170,7 +170,7 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
         try:
             answer = system.answer(question)
             grade, _ = judge.grade(llm, question, answer.text,
-                                   dataset.articles[question.gold_title])
+                                   dataset.articles.get(question.gold_title or ""))
         except EndpointUnreachable:
             raise
         except EndpointError as err:

@@ -45,7 +45,7 @@ class Question:
 
     id: str
     text: str
-    gold_title: str
+    gold_title: str | None  # None for a general query (kind "general"): no article answers it
     # What a question set may say about each question, None where it says nothing. Reports break
     # their tables down by these; a row carries them (results.sample_row).
     label: str | None = None             # one of LABELS, or "unknown"
@@ -90,6 +90,9 @@ class LLMResponse:
     latency_s: float
     cache_hit: bool
     messages: list[dict[str, Any]]
+    # Per generated token {"token", "logprob", "top": [{"token", "logprob"}]} when the call asked
+    # for log-probabilities (`top_logprobs`) and the endpoint gave them; None otherwise.
+    logprobs: list[dict[str, Any]] | None = None
 
 
 class LLM(Protocol):
@@ -98,10 +101,11 @@ class LLM(Protocol):
     def chat(self, role: str, messages: list[dict[str, Any]], *,
              tools: list[dict[str, Any]] | None = None, tool_choice: str | None = None,
              temperature: float = 0.0, max_tokens: int | None = None,
-             attempt: int = 0) -> LLMResponse:
+             attempt: int = 0, top_logprobs: int | None = None) -> LLMResponse:
         """One chat completion. `tool_choice` is None, "auto" or the name of a function to force.
         `attempt` > 0 asks for a fresh call that a cached earlier attempt cannot answer (sent
-        with seed + attempt when a seed is set). Empty or unparseable replies are never cached."""
+        with seed + attempt when a seed is set). Empty or unparseable replies are never cached.
+        `top_logprobs` asks for that many alternatives per token (`LLMResponse.logprobs`)."""
         ...
 
 

@@ -11,11 +11,13 @@ from typing import Callable
 from harness.types import System, SystemContext
 from systems.advanced import Advanced
 from systems.baseline import Baseline
+from systems.confidence import Confidence
 from systems.boolean import Boolean
 from systems.dated_boolean import DatedBoolean
 from systems.hyde import Hyde
 from systems.naive import Naive
 from systems.oracle import Oracle
+from systems.self_check import SelfCheck
 
 SYSTEMS: dict[str, Callable[[SystemContext], System]] = {
     "baseline": Baseline,
@@ -25,6 +27,8 @@ SYSTEMS: dict[str, Callable[[SystemContext], System]] = {
     "advanced": Advanced,
     "hyde": Hyde,
     "dated-boolean": DatedBoolean,
+    "confidence": Confidence,
+    "self-check": SelfCheck,
 }
 
 

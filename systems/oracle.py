@@ -3,7 +3,8 @@
 The upper bound for any retrieval strategy: what the model scores when retrieval is perfect.
 The article is the paper's 15,000 characters (`article_cut` when longer), halved to fit the
 answering model's window if need be (`chat_fitting`, the rule the judge and the builder use;
-`context_cut` records it). An article still too long after the halvings fails the pair.
+`context_cut` records it). An article still too long after the halvings fails the pair. A
+general query (no gold article) is answered as the baseline answers it, `gold_article: null`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ class Oracle:
         self.articles = context.articles
 
     def answer(self, question: Question) -> SystemAnswer:
+        if question.gold_title is None:  # a general query: no article to hand over
+            response = self.llm.chat("answer", answer_messages(question),
+                                     max_tokens=ANSWER_MAX_TOKENS)
+            return SystemAnswer(text=response.text or "", calls=[response],
+                                details={"gold_article": None})
         article = self.articles[question.gold_title]
         try:
             fitted = chat_fitting(self.llm, "answer", article.prompt_text(), lambda text: dict(

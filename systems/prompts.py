@@ -75,6 +75,41 @@ DATED_PROMPT = (
     "Otherwise answer the question directly, accurately and concisely."
 )
 
+# Beyond the paper (METHODS.md, "Retrieval need and deciders"): the `confidence` decider reads the
+# probability of "yes" from the first token's log-probabilities, so the reply must start with it.
+NEED_PROMPT = (
+    "You decide whether the user's question can be answered well only by looking up documents "
+    "(for example recent events or facts you may not know), or whether you can answer it from "
+    "your own knowledge. Reply with one word: yes if documents must be looked up, no otherwise."
+)
+# The question again, with the ask last: SmolLM2-135M put "yes"/"no" among its first token's
+# alternatives only when the ask followed the question (probed by hand on the embedded server).
+NEED_QUESTION = ("Question: {question}\n\nMust documents be looked up to answer this question "
+                 "well? Answer yes or no.")
+NEED_MAX_TOKENS = 2  # the first token carries the decision; a second shows what followed
+NEED_TOP_LOGPROBS = 20  # alternatives per token (the most OpenAI's API gives)
+
+# The `self-check` decider: after answering, the model rates its own answer (forced call, 1..5).
+SELF_CHECK_QUESTION = (
+    "How confident are you that your last answer is correct and complete? Rate it from 1 (a "
+    "guess) to 5 (certain) by calling the function rate_confidence."
+)
+SELF_CHECK_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "rate_confidence",
+        "description": "Rate your confidence in your last answer.",
+        "parameters": {
+            "type": "object",
+            # enum as well as the bounds: grammar-constrained servers (llama.cpp) honour enum only
+            "properties": {"confidence": {"type": "integer", "minimum": 1, "maximum": 5,
+                                          "enum": [1, 2, 3, 4, 5],
+                                          "description": "1 = a guess, 5 = certain"}},
+            "required": ["confidence"],
+        },
+    },
+}
+
 # Beyond the paper: HyDE retrieves with the embedding of a hypothetical answer.
 HYDE_PROMPT = (
     "Write a short passage in the style of a Wikipedia article that answers the user's question. "
@@ -91,4 +126,5 @@ PROMPTS = {"answer": ANSWER_PROMPT, "article": ARTICLE_PROMPT, "rag": RAG_PROMPT
            "boolean": BOOLEAN_PROMPT,
            "retrieve_tool": json.dumps(RETRIEVE_TOOL), "more_information": MORE_INFORMATION_QUESTION,
            "more_information_tool": json.dumps(MORE_INFORMATION_TOOL), "dated": DATED_PROMPT,
-           "hyde": HYDE_PROMPT}
+           "hyde": HYDE_PROMPT, "need": NEED_PROMPT, "need_question": NEED_QUESTION, "self_check": SELF_CHECK_QUESTION,
+           "self_check_tool": json.dumps(SELF_CHECK_TOOL)}

@@ -498,7 +498,10 @@ class FakeOpenAIServer:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": request.get("model") or "fake-model",
-            "choices": [{"index": 0, "finish_reason": finish_reason, "logprobs": None, "message": message}],
+            # a spec's "logprobs" is the OpenAI shape: [{"token", "logprob", "top_logprobs": [...]}]
+            "choices": [{"index": 0, "finish_reason": finish_reason,
+                         "logprobs": {"content": spec["logprobs"]} if spec.get("logprobs") else None,
+                         "message": message}],
         }
         if self.report_usage:
             usage = spec.get("usage") or {}

@@ -26,6 +26,15 @@ class ToolReply:
     arguments: str
 
 
+@dataclass(frozen=True)
+class LogprobReply:
+    """A text reply with per-token log-probabilities (LLMResponse.logprobs), or None: an
+    endpoint that gave none."""
+
+    text: str
+    logprobs: list[dict[str, Any]] | None
+
+
 def use_endpoint(monkeypatch, base_url: str, api_key: str, model: str = "fake-model") -> None:
     """Every role (embeddings too) on one endpoint, as a user's environment would set it."""
     monkeypatch.setenv("FRESHRAG_BASE_URL", base_url)
@@ -41,20 +50,24 @@ class ScriptedLLM:
 
     def chat(self, role: str, messages: list[dict[str, Any]], *, tools=None, tool_choice=None,
              temperature: float = 0.0, max_tokens: int | None = None,
-             attempt: int = 0) -> LLMResponse:
+             attempt: int = 0, top_logprobs: int | None = None) -> LLMResponse:
         self.requests.append({"role": role, "messages": messages, "tools": tools,
                               "tool_choice": tool_choice, "temperature": temperature,
-                              "max_tokens": max_tokens, "attempt": attempt})
+                              "max_tokens": max_tokens, "attempt": attempt,
+                              "top_logprobs": top_logprobs})
         if not self.script:
             raise AssertionError(f"unexpected extra {role} call")
         reply = self.script.pop(0)
         if isinstance(reply, Exception):
             raise reply
+        logprobs = reply.logprobs if isinstance(reply, LogprobReply) else None
+        if isinstance(reply, LogprobReply):
+            reply = reply.text
         text, name, arguments = (None, reply.name, reply.arguments) if isinstance(reply, ToolReply) \
             else (reply, None, None)
         return LLMResponse(role=role, model="scripted", text=text, tool_name=name,
                            tool_arguments=arguments, usage=self.usage, latency_s=0.0,
-                           cache_hit=False, messages=messages)
+                           cache_hit=False, messages=messages, logprobs=logprobs)
 
 
 class FakeRetriever:

@@ -14,6 +14,9 @@
   price table, harness/reporting/prices.py), with the Pareto front marked.
 - Uncertainty: percentile-bootstrap 95% intervals for means and token totals, and paired
   bootstrap tests between systems on the same questions.
+- With questions that carry `kind` and `need`: decisions against need by construction, the
+  threshold sweep and ROC (harness/reporting/decisions.py), and the savings curve and mixes
+  (harness/reporting/savings.py), merged into the same result.
 
 Every table is per run identity (harness/reporting/identity.py), and compares only like with like: the
 paired tests, the decision analysis and the Pareto front pair identities of the same dataset and
@@ -68,8 +71,8 @@ def retrieval_quality(rows: list[dict[str, Any]], with_intervals: bool = False,
 
     table = []
     for key, group in group_rows(rows).items():
-        ranked = [(titles, row["gold_title"]) for row in group
-                  if (titles := retrieved_titles(row)) is not None]
+        ranked = [(titles, row["gold_title"]) for row in group  # general queries have no gold
+                  if (titles := retrieved_titles(row)) is not None and row["gold_title"]]
         if not ranked:
             continue
         ranks = [titles.index(gold) + 1 if gold in titles else None for titles, gold in ranked]
@@ -92,6 +95,8 @@ def attribution(row: dict[str, Any], low: float = LOW_SCORE) -> str:
         return "unscored"
     if score >= low:
         return "fine"
+    if row["gold_title"] is None:  # a general query: no document to miss, the answer failed
+        return "generation"
     titles = retrieved_titles(row)
     by_scores = scorer_attribution(row)  # faithfulness, context relevance where scored
     if by_scores:
@@ -345,15 +350,23 @@ def _mean_of(values: Sequence[float]) -> float:
 
 
 def analyse(rows: list[dict[str, Any]], prices: dict[str, tuple[float, float]] | None = None,
-            seed: int = 0, correct_at: int = CORRECT_AT) -> dict[str, Any]:
+            seed: int = 0, correct_at: int = CORRECT_AT,
+            mixes: list[dict[str, float]] | None = None) -> dict[str, Any]:
     """Everything above and the scorers' tables (harness/reporting/scorers.py, `correct_at` its
-    CRAG threshold), as written to analysis.json; `notes` says what was not compared."""
+    CRAG threshold), as written to analysis.json; `notes` says what was not compared. With
+    questions that carry `kind` and `need`, decisions against need by construction and the
+    savings curve (at `mixes` too)."""
+    # imported here: both build on this module's helpers
+    from harness.reporting import decisions as by_need, savings
+
     decisions, decision_notes = decisions_and_notes(rows)
     keys = list(group_rows(rows))
+    traffic = {**by_need.analyse(rows, seed), **savings.analyse(rows, prices, mixes, seed)}
     return {"retrieval": retrieval_quality(rows), "attribution": attributions(rows),
             "cost": quality_and_cost(rows, prices or {}),
             "decisions": decisions, "intervals": intervals(rows, seed),
             "paired": paired_comparisons(rows, seed), "low_score": LOW_SCORE,
             "bootstrap_samples": BOOTSTRAP_SAMPLES, "confidence": CONFIDENCE,
-            "notes": mixed_notes(keys) + judge_notes(keys) + decision_notes,
-            **scorer_tables(rows, correct_at)}
+            "notes": mixed_notes(keys) + judge_notes(keys) + decision_notes
+            + traffic.pop("decision_notes") + traffic.pop("savings_notes"),
+            **traffic, **scorer_tables(rows, correct_at)}

@@ -259,7 +259,7 @@ def _question(key: tuple[str, str], rows: list[Row], names: dict[int, str]) -> s
             f"<summary><b>{_e(dataset)} / {_e(question_id)}</b> {_e(first.get('question'))}"
             f"<span class=\"scores\">{_e(scores)}</span></summary>\n"
             f"<p><b>Question:</b> {_e(first.get('question'))}<br>"
-            f"<b>Gold title:</b> {_e(first.get('gold_title'))}"
+            f"<b>Gold title:</b> {_e(first.get('gold_title') or 'none (a general query)')}"
             + "".join(f"<br><b>{_e(name)}:</b> {_e(value_name(first[name]))}"
                       for name in QUESTION_FIELDS
                       if first.get(name) is not None) + "</p>\n"

@@ -226,6 +226,25 @@ ANALYSIS_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
       "pareto_cost_usd", "unpriced_models", "failed", "models")),
     ("paired", "Paired comparisons (truthfulness + relevance, a minus b; same judge only)",
      ("dataset", "a", "b", "questions", "mean_difference", "interval", "p_value")),
+    # need by construction and the savings curve: harness/reporting/decisions.py and savings.py
+    ("decisions_by_kind", "Retrieval decisions against need by construction, per traffic kind "
+                          "(95% intervals)",
+     ("dataset", "system", "kind", "questions", "needed", "retrieved", "accuracy", "precision",
+      "recall", "f1", "models")),
+    ("thresholds", "Threshold sweep over the recorded decision scores (no new calls; estimated: "
+                   "naive's or baseline's answers to the same questions)",
+     ("dataset", "system", "rule", "threshold", "current", "questions", "retrieved", "accuracy",
+      "precision", "recall", "f1", "estimated_score", "estimated_tokens_per_question", "models")),
+    ("roc", "Deciders' scores against need: ROC and precision-recall (curves in deciders.png)",
+     ("dataset", "system", "questions", "unavailable", "needed", "auroc", "average_precision",
+      "models")),
+    ("savings", "Savings curve: per question, as the share of fresh questions grows (score: "
+                "truthfulness + relevance; tokens: every role but the judge; figure: savings-*.png)",
+     ("dataset", "system", "reference", "fresh_share", "score", "tokens_per_question",
+      "cost_per_question", "saving_vs_naive", "models")),
+    ("mixes", "Chosen traffic mixes (--mix), recombined from the runs' rows",
+     ("dataset", "system", "reference", "mix", "score", "tokens_per_question", "cost_per_question",
+      "saving_vs_naive", "models")),
 )
 
 

@@ -1,7 +1,8 @@
 """The LLM judge of section III.B: truthfulness and relevance, 1 to 5, through a forced call.
 
 The judge alone sees the gold article (`Article.prompt_text`: title + text, cut to 15,000
-characters), halved to fit the judge model's window if need be (`chat_fitting`, the one rule for
+characters; a general query has none and is graded against the judge's own knowledge), halved
+to fit the judge model's window if need be (`chat_fitting`, the one rule for
 that; the grade records the cut). Its reply is parsed strictly: anything but two integers in
 1..5 earns one more attempt, then the grade is unscored with the reason and the raw arguments
 kept. An article still too long after the halvings leaves the grade unscored with that reason.
@@ -32,6 +33,17 @@ JUDGE_PROMPT = (
     "does not know, its relevance is 1. Report both ratings by calling the function submit_grade."
 )
 
+# A general query (a greeting, arithmetic, a definition, a writing request) has no gold article:
+# the judge is told so and grades by its own knowledge, on the same scale and through the same call.
+GENERAL_JUDGE_PROMPT = (
+    "You evaluate the answer a chatbot gave to a user's query. The query needs no reference "
+    "document: it is a greeting, a calculation, a definition, a writing request or similar, so no "
+    "article is given. Rate the answer's truthfulness (is what it says correct?) and its "
+    "relevance (does it do what was asked?), each from 1 (worst) to 5 (best), using your own "
+    "knowledge. If the answer says that the chatbot does not know, its relevance is 1. Report both "
+    "ratings by calling the function submit_grade."
+)
+
 GRADE_TOOL = {
     "type": "function",
     "function": {
@@ -57,23 +69,29 @@ class GradeParseError(ValueError):
     """Why a judge reply is not a grade."""
 
 
-def judge_messages(question: Question, answer: str, article_text: str) -> list[dict[str, Any]]:
-    user = (f"Query: {question.text}\n\nChatbot's answer: {answer}\n\n"
-            f"Wikipedia article:\n{article_text}")
+def judge_messages(question: Question, answer: str,
+                   article_text: str | None) -> list[dict[str, Any]]:
+    """The judge's messages; `article_text` None for a general query, which has no article."""
+    user = f"Query: {question.text}\n\nChatbot's answer: {answer}"
+    if article_text is None:
+        return [{"role": "system", "content": GENERAL_JUDGE_PROMPT}, {"role": "user", "content": user}]
+    user += f"\n\nWikipedia article:\n{article_text}"
     return [{"role": "system", "content": JUDGE_PROMPT}, {"role": "user", "content": user}]
 
 
-def grade(llm: LLM, question: Question, answer: str, article: Article,
+def grade(llm: LLM, question: Question, answer: str, article: Article | None,
           first_attempt: int = 0) -> tuple[Grade, list[LLMResponse]]:
     """Score one answer; returns the grade and the judge calls made (for token accounting).
+    `article` None (a general query) grades with GENERAL_JUDGE_PROMPT, without an article.
     `first_attempt` > 0 asks afresh (a repeat of `freshrag score --repeats`): attempts are
     cached, and sent with seed + attempt, apart from the first grading's."""
-    text, fitted = article.prompt_text(), None
+    text, fitted = (article.prompt_text() if article else ""), None
     calls, raws, reasons = [], [], []
     for attempt in range(ATTEMPTS):
         try:  # a retry sends the article as far as the first attempt had to cut it
             fitted = chat_fitting(llm, "judge", text, lambda cut: dict(
-                messages=judge_messages(question, answer, cut), tools=[GRADE_TOOL],
+                messages=judge_messages(question, answer, cut if article else None),
+                tools=[GRADE_TOOL],
                 tool_choice="submit_grade", temperature=0.0, max_tokens=JUDGE_MAX_TOKENS,
                 attempt=first_attempt + attempt), halved=fitted.halvings if fitted else 0)
         except ContextTooLong as err:

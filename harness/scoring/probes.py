@@ -107,6 +107,7 @@ def make_probes(questions: list[Question], articles: dict[str, Article], k: int 
                 seed: int = 0) -> list[Probe]:
     """Three probes (grounded, wrong, abstaining) for each of k seeded questions."""
     rng = random.Random(seed)
+    questions = [q for q in questions if q.gold_title is not None]  # general queries have none
     chosen = rng.sample(questions, min(k, len(questions)))
     vocabulary = vocabularies(articles)
     probes = []

@@ -22,7 +22,8 @@ BASE = {"build": ["--out", "o", "--cutoff", "2020-01-01"], "run": [], "index": [
         "demo": [], "probe-judge": [], "serve": [], "agreement": ["a", "b"],
         "score": ["d", "--scorers", "judge"],
         "scan-retrieval": [],
-        "needs": ["--queries", "q.jsonl"]}
+        "needs": ["--queries", "q.jsonl"],
+        "mix": ["d", "--n", "1", "--out", "o"]}
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:

@@ -25,6 +25,7 @@ QUESTIONS = 3
 TOP_K = 5
 DECIDING = {"boolean": "retrieve_information", "dated-boolean": "retrieve_information",
             "advanced": "more_information"}  # system: the function its decision call is read from
+ANSWER_FIRST = ("advanced", "self-check")  # the first answer stands unless they retrieve
 
 
 def said(call: dict, function: str) -> str:
@@ -55,6 +56,14 @@ def check_system_calls(row: dict, calls: list[dict]) -> None:
         asked = calls[1] if system == "advanced" else calls[0]
         assert details["decision"] == said(asked, DECIDING[system]), (system, asked)
         assert details["decision_raw"] == (asked["tool_arguments"] or asked["text"])
+    if system == "confidence":  # retrieves at or above the threshold; no probability: none
+        p = details["p_retrieve"]
+        assert details["decision"] == ("none" if p is None else "retrieve"
+                                       if p >= details["threshold"] else "no-retrieve")
+    if system == "self-check":  # retrieves below the threshold; no usable rating: none
+        rating = details["confidence"]
+        assert details["decision"] == ("none" if rating is None else "retrieve"
+                                       if rating < details["threshold"] else "no-retrieve")
     retrieves = system in ("naive", "hyde") or details.get("decision") == "retrieve"
     assert row["retrievals"] == int(retrieves), system
     if retrieves:
@@ -63,12 +72,14 @@ def check_system_calls(row: dict, calls: list[dict]) -> None:
             assert extracts_reach(calls[-1], row), system
     else:
         assert "retrieved" not in details, system
-    if system in DECIDING and not retrieves:  # no extracts reached any call
+    if "decision" in details and not retrieves:  # no extracts reached any call
         assert all("Title: " not in c["messages"][0]["content"] for c in calls), system
     expected_roles = {
         "baseline": ["answer"], "oracle": ["answer"], "naive": ["answer"],
         "hyde": ["answer", "answer"],
         "advanced": ["decision", "decision"] + (["answer"] if retrieves else []),
+        "self-check": ["decision", "decision"] + (["answer"] if retrieves else []),
+        "confidence": ["decision", "answer"],
     }.get(system)
     if system in ("boolean", "dated-boolean"):
         answered_by_decision = details.get("answered_by") == "decision"
@@ -76,9 +87,9 @@ def check_system_calls(row: dict, calls: list[dict]) -> None:
         assert answered_by_decision == (details["decision"] == "none" and text_only), system
         expected_roles = ["decision"] + ([] if answered_by_decision else ["answer"])
     assert roles == expected_roles, (system, roles)
-    answering = calls[0] if system == "advanced" and not retrieves else calls[-1]
+    answering = calls[0] if system in ANSWER_FIRST and not retrieves else calls[-1]
     assert row["answer"] == (answering["text"] or ""), system
-    if system == "advanced":
+    if system in ANSWER_FIRST:
         assert details["first_answer"] == calls[0]["text"]
     if system == "hyde":
         assert details["hypothetical"] == calls[0]["text"]

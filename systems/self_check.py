@@ -1,0 +1,65 @@
+"""Self-check decider (METHODS.md, "Retrieval need and deciders": self-rated confidence decides
+as well as elaborate pipelines): the `decision` model answers first without retrieval, then rates
+its own answer from 1 to 5 through one forced call. Below `THRESHOLD` it retrieves and the answer
+role answers again with the chunks; otherwise the first answer stands.
+
+A rating that is not one whole number in 1..5 is decision `none` (raw reply kept) and the first
+answer stands, as the advanced agent does with an unusable decision. Every row records the
+rating, so the report sweeps the threshold over finished calls without a new one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness.types import LLMResponse, Question, SystemAnswer, SystemContext
+from systems.prompts import (ANSWER_MAX_TOKENS, DECISION_MAX_TOKENS, SELF_CHECK_QUESTION,
+                             SELF_CHECK_TOOL, answer_messages)
+from systems.rag import answer_with_chunks
+
+THRESHOLD = 4  # retrieve when the rating is below this (1..3); the report sweeps the others
+TOOL_NAME = SELF_CHECK_TOOL["function"]["name"]
+
+
+def parse_rating(response: LLMResponse) -> int | None:
+    """The rating 1..5 of a `rate_confidence` call, None for anything else."""
+    if response.tool_name != TOOL_NAME or response.tool_arguments is None:
+        return None
+    try:
+        arguments = json.loads(response.tool_arguments)
+    except json.JSONDecodeError:
+        return None
+    value = arguments.get("confidence") if isinstance(arguments, dict) else None
+    # bool is an int in Python; `true` is not a rating
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        return None
+    return int(value) if 1 <= value <= 5 else None
+
+
+class SelfCheck:
+    uses_index = True
+
+    def __init__(self, context: SystemContext):
+        self.context = context
+
+    def answer(self, question: Question) -> SystemAnswer:
+        llm = self.context.llm
+        messages = answer_messages(question)
+        first = llm.chat("decision", messages, max_tokens=ANSWER_MAX_TOKENS)
+        follow_up = messages + [{"role": "assistant", "content": first.text or ""},
+                                {"role": "user", "content": SELF_CHECK_QUESTION}]
+        rated = llm.chat("decision", follow_up, tools=[SELF_CHECK_TOOL], tool_choice=TOOL_NAME,
+                         max_tokens=DECISION_MAX_TOKENS)
+        rating = parse_rating(rated)
+        label = "none" if rating is None else ("retrieve" if rating < THRESHOLD else "no-retrieve")
+        details: dict[str, Any] = {"decision": label,
+                                   "decision_raw": rated.tool_arguments or rated.text,
+                                   "confidence": rating, "threshold": THRESHOLD,
+                                   "first_answer": first.text}
+        if label != "retrieve":
+            return SystemAnswer(first.text or "", [first, rated], details=details)
+        chunks = self.context.retriever.retrieve(question.text)
+        response, retrieved = answer_with_chunks(self.context, question, chunks)
+        return SystemAnswer(response.text or "", [first, rated, response], retrievals=1,
+                            details={**details, **retrieved})
