@@ -86,19 +86,23 @@ def latest_records(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def label_dataset(llm: LLM, directory: Path, concurrency: int) -> list[dict[str, Any]]:
-    """Label every question of a dataset directory and write the labels into its questions.jsonl.
-    Returns one row per question, in file order: id, label, requested_label (or None)."""
+    """Label every question of a dataset directory that has a gold article and write the labels
+    into its questions.jsonl. Returns one row per labelled question, in file order: id, label,
+    requested_label (or None)."""
     dataset = load_dataset_dir(directory)
     questions_path, path = dataset.files["questions"], directory / LABELS_FILE
     check_no_foreign_labels(questions_path, path)
+    # a general query (issue 15's traffic) has no gold article: a label says how an article
+    # answers, so it gets none
+    questions = [q for q in dataset.questions if q.gold_title is not None]
     records = label_questions(
-        llm, [Item(q.id, q.gold_title, q.text) for q in dataset.questions],
+        llm, [Item(q.id, q.gold_title, q.text) for q in questions],
         {title: article.content for title, article in dataset.articles.items()}, path,
         concurrency)
     write_labels(questions_path, {qid: record["label"] for qid, record in records.items()})
     requested = {qid: row.get("requested_label") for qid, row in question_rows(questions_path)}
     return [{"id": q.id, "label": records[q.id]["label"], "requested_label": requested[q.id]}
-            for q in dataset.questions]
+            for q in questions]
 
 
 def question_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:

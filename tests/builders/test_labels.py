@@ -164,3 +164,15 @@ def test_the_report_has_composition_agreements_table_and_chart(tmp_path):
     assert json.loads(json_path.read_text()) == report
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert composition([])["shares"]["summary"] is None
+
+
+def test_a_general_query_without_a_gold_article_is_not_labelled(tmp_path):
+    from builders.labels import label_dataset
+    write(tmp_path / "articles.jsonl", [json.dumps({"title": "T", "content": "c"})])
+    write(tmp_path / "questions.jsonl", [
+        json.dumps({"title": "T", "question": "Q1?", "kind": "fresh", "need": True}),
+        json.dumps({"title": None, "question": "Hello!", "kind": "general", "need": False})])
+    rows = label_dataset(ScriptedLLM([call('{"label": "summary"}')]), tmp_path, 1)
+    assert [row["label"] for row in rows] == ["summary"]
+    loaded = load_dataset(tmp_path / "questions.jsonl", tmp_path / "articles.jsonl").questions
+    assert [q.label for q in loaded] == ["summary", None]
