@@ -8,7 +8,11 @@
    (a forced boolean call, temperature 0); an unparseable verdict is `unknown`, excluded and
    counted. One line of `recency.jsonl` per verdict.
 4. Questions about the chosen stage's articles (default A_f), temperature 1, one line of
-   `questions.jsonl` each, tied to the article's title and revision.
+   `questions.jsonl` each, tied to the article's title and revision; with `--style grounded`,
+   text forms of SQL queries over the fact table instead (builders/grounded.py).
+
+Between A_r and A_d, stage `facts` reads the A_r articles' infoboxes into `facts.sqlite`
+(builders/facts.py); it makes no LLM call.
 
 A stage's title list (`A_r.txt`, `A_d.txt`, `A_f.txt`) is written when the stage has finished;
 `manifest.json` holds the funnel, recomputed from the files, so that it always adds up.
@@ -27,7 +31,9 @@ from typing import Any, Iterable
 
 from tqdm import tqdm
 
+from builders import grounded
 from builders.cutoffs import created_after
+from builders.facts import FACTS, WikitextSource, build_facts, fact_counts
 from builders.pages import Page, PageSource, classify
 from builders.prompts import (ARTICLE_CHARS, PROMPTS, QUESTION_MAX_TOKENS, RECENCY_MAX_TOKENS,
                               RECENCY_TOOL, question_messages, recency_messages)
@@ -36,10 +42,11 @@ from harness.llm import ContextTooLong, LLMClient, chat_fitting
 from harness.results import JsonlWriter, now, read_jsonl, read_manifest, write_manifest
 from harness.types import LLMResponse
 
-STAGES = ("A_r", "A_d", "A_f", "questions")
+STAGES = ("A_r", "facts", "A_d", "A_f", "questions")
+ARTICLE_STAGES = ("A_r", "A_d", "A_f")  # the stages that end in a title list
 SAMPLE, ARTICLES, RECENCY, QUESTIONS = "sample.jsonl", "articles.jsonl", "recency.jsonl", \
     "questions.jsonl"
-STYLES = ("creative", "recent")
+STYLES = ("creative", "recent", "grounded")
 RECENCY_FUNCTION = RECENCY_TOOL["function"]["name"]
 UNKNOWN = "unknown"
 QUESTION_TRIES = 3  # an empty question is asked again, as a new attempt, up to this many times
@@ -59,6 +66,10 @@ class BuildConfig:
     questions_from: str = "A_f"
     concurrency: int = 4
     seed: int = 0
+    # --style grounded: extra templates, the criteria of the text forms, groups at most
+    templates: Path | None = None
+    criteria: tuple[str, ...] = tuple(grounded.CRITERIA)
+    groups: int | None = None
 
     def settings(self) -> dict[str, Any]:
         """What a dataset directory is tied to: resuming with other values is refused. `n` and
@@ -66,7 +77,10 @@ class BuildConfig:
         `concurrency` only decides how fast."""
         return {"cutoff": self.cutoff.isoformat(), "n": self.n, "seed": self.seed,
                 "questions_per_article": self.questions_per_article, "style": self.style,
-                "questions_from": self.questions_from}
+                "questions_from": self.questions_from,
+                **({"templates": self.templates and str(self.templates),
+                    "criteria": list(self.criteria), "groups": self.groups}
+                   if self.style == "grounded" else {})}
 
 
 def titles_path(out: Path, stage: str) -> Path:
@@ -179,6 +193,21 @@ def _rewrite_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
         writer.close()
 
 
+# --------------------------------------------------------------------------- facts
+
+
+def extract_facts(source: WikitextSource | None, config: BuildConfig) -> dict[str, int]:
+    """The infobox fact table of the A_r articles (builders/facts.py); `source` may be None
+    when the stage has finished."""
+    if not (config.out / FACTS).exists():
+        if source is None:
+            raise BuildError(f"{config.out}: stage facts has not finished and no source was given")
+        a_r = set(read_titles(config.out, "A_r"))
+        build_facts(source, [row for row in read_jsonl(config.out / ARTICLES)
+                             if row["title"] in a_r], config.out)
+    return fact_counts(config.out) or {}
+
+
 # --------------------------------------------------------------------------- stage 2: A_d
 
 
@@ -264,6 +293,9 @@ def generate_questions(llm: LLMClient, config: BuildConfig) -> int:
     replies, so a question still missing is asked again when the build resumes."""
     out = config.out
     titles = read_titles(out, config.questions_from)
+    if config.style == "grounded":
+        queries = grounded.write_queries(out, titles, config.templates, config.groups, config.seed)
+        return grounded.write_forms(llm, out, queries, config.criteria, config.concurrency)
     articles = _articles(out)
     done = {row["id"] for row in read_jsonl(out / QUESTIONS)}
     todo = [(position, title, i) for position, title in enumerate(titles)
@@ -348,6 +380,9 @@ def funnel(out: Path) -> dict[str, Any]:
             for verdict in gone))
     if (out / QUESTIONS).exists():
         result["questions"] = len(read_jsonl(out / QUESTIONS))
+    for name, counts in (("facts", fact_counts(out)), ("grounded", grounded.grounded_counts(out))):
+        if counts is not None:
+            result[name] = counts
     return result
 
 

@@ -22,9 +22,10 @@ from typing import Iterator
 from builders.cutoffs import CutoffError, resolve_cutoff
 from builders.dump import DumpError, DumpSource
 from builders.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSource, SourceError
+from builders.facts import FACTS
 from builders.stages import (STAGES, BuildConfig, BuildError, check_settings,
-                             classify_recency, filter_created, generate_questions, sample_articles,
-                             titles_path, update_manifest)
+                             classify_recency, extract_facts, filter_created, generate_questions,
+                             sample_articles, titles_path, update_manifest)
 from harness.reporting import analysis, plots, report
 from harness.scoring import agreement, judge, probes
 from harness.cli_parser import INDEX_DIR, build_parser
@@ -86,7 +87,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     config = BuildConfig(out=args.out, cutoff=cutoff, n=args.n,
                          questions_per_article=args.questions_per_article, style=args.style,
                          questions_from=args.questions_from, concurrency=args.concurrency,
-                         seed=args.seed)
+                         seed=args.seed, templates=args.templates, criteria=args.criteria,
+                         groups=args.groups)
     check_settings(config)
     stages = STAGES[STAGES.index(args.stage):STAGES.index(args.stage) + 1] if args.stage else STAGES
     sampled = titles_path(args.out, "A_r").exists()
@@ -94,7 +96,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         raise UsageError("--n is required when sampling a wiki (how many articles A_r should hold)")
     settings = load_settings(args.config)
     cache = None if args.no_cache else args.out.parent / CACHE_FILE
-    llm = None
+    llm = sampler = None
     with contextlib.ExitStack() as stack:
         for stage in stages:
             source = None
@@ -102,8 +104,13 @@ def cmd_build(args: argparse.Namespace) -> int:
                 llm = stack.enter_context(_llm_client(settings, cache, args.seed,
                                                       roles=("builder",)))
             if stage == "A_r":
-                source = None if sampled else _page_source(args, config_file)
+                source = sampler = None if sampled else _page_source(args, config_file)
                 done = f"{len(sample_articles(source, config))} articles"
+            elif stage == "facts":
+                source = None if (args.out / FACTS).exists() else (
+                    sampler or _sampled_source(args, config_file))
+                done = ", ".join(f"{value} {key}" for key, value in
+                                 extract_facts(source, config).items())
             elif stage == "A_d":
                 done = f"{len(filter_created(config))} articles"
             elif stage == "A_f":
@@ -126,6 +133,23 @@ def _page_source(args: argparse.Namespace, config_file: Path | None) -> DumpSour
                   or config_table(config_file, "build").get("user_agent", DEFAULT_USER_AGENT))
     return MediaWikiSource(args.wiki_api or WIKIPEDIA_API, user_agent=user_agent,
                            concurrency=args.concurrency, max_lag=args.max_lag)
+
+
+def _sampled_source(args: argparse.Namespace,
+                    config_file: Path | None) -> DumpSource | MediaWikiSource:
+    """The source A_r was sampled from, for the facts stage of a resumed build: the one the
+    manifest names, which --dump or --wiki-api, if given, must be."""
+    recorded = (json.loads((args.out / "manifest.json").read_text(encoding="utf-8"))
+                .get("source") if (args.out / "manifest.json").exists() else None)
+    given = str(args.dump) if args.dump else args.wiki_api
+    if recorded and given and given != recorded:
+        raise UsageError(f"{args.out}: its articles were sampled from {recorded}, not {given}; "
+                         f"the facts stage reads the same source (give it, or neither option)")
+    if recorded and not given:
+        is_dump = recorded.endswith((".xml", ".xml.bz2", ".xml.gz"))
+        args = argparse.Namespace(**{**vars(args), "dump": Path(recorded) if is_dump else None,
+                                     "wiki_api": None if is_dump else recorded})
+    return _page_source(args, config_file)
 
 
 def _default_config() -> Path | None:

@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Callable
 
 from builders.mediawiki import WIKIPEDIA_API
-from builders.stages import STAGES, STYLES
+from builders.grounded import CRITERIA
+from builders.stages import ARTICLE_STAGES, STAGES, STYLES
 from harness.scoring import agreement, probes
 from harness.demo import DEMO_QUESTIONS
 from harness.legacy import PAPER_MODEL
-from harness.options import MAX_SEED, header, iso_date, name, out_dir, share, url, whole
+from harness.options import (MAX_SEED, choices, header, iso_date, name, out_dir, share, url,
+                             whole)
 from systems import SYSTEMS
 from systems.index import DEFAULT_DIRECTORY, IndexConfig
 
@@ -84,8 +86,16 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
     p.add_argument("--questions-per-article", type=whole(1, 100), default=1,
                    help="questions written per article (default: %(default)s)")
     p.add_argument("--style", choices=STYLES, default="creative", help="question prompt: "
-                   "creative (the paper's) or recent (about facts after the cutoff; harder)")
-    p.add_argument("--questions-from", choices=STAGES[:3], default="A_f",
+                   "creative (the paper's), recent (about facts after the cutoff; harder) or "
+                   "grounded (text forms of SQL queries over the articles' infobox facts)")
+    p.add_argument("--templates", type=Path, help="--style grounded: a TOML or JSON file of "
+                   "more SQL query templates (see builders/templates.py)")
+    p.add_argument("--criteria", type=choices(CRITERIA), default=tuple(CRITERIA),
+                   help="--style grounded: the wording criteria, one text form each per group "
+                        f"(default: {','.join(CRITERIA)})")
+    p.add_argument("--groups", type=whole(1, MAX_QUESTIONS), help="--style grounded: semantic "
+                   "groups at most, a seeded sample (default: every answerable query)")
+    p.add_argument("--questions-from", choices=ARTICLE_STAGES, default="A_f",
                    help="the stage whose articles get questions (default: %(default)s)")
     p.add_argument("--seed", type=whole(0, MAX_SEED), default=0, help="seed of the dump's random sample and of "
                    "every LLM request (default: %(default)s)")
