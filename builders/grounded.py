@@ -36,19 +36,19 @@ QUERIES, FAILED = "queries.jsonl", "forms-failed.jsonl"
 WRITE_QUESTION = WRITE_QUESTION_TOOL["function"]["name"]
 QUESTION_TRIES = 3
 FORM_MAX_TOKENS = 200
-# The linguistic criteria a text form is written under: (axis, instruction). The two values of an
-# axis are compared within groups by the report's paired test (harness/reporting/groups.py).
+# The instruction of each wording criterion. harness.types.WORDING_AXES pairs them by axis: the
+# report compares the two values of an axis within groups (harness/reporting/groups.py).
 CRITERIA = {
-    "short": ("length", "Make it as short as possible: at most eight words."),
-    "long": ("length", "Make it long: at least twenty words, with a clause of background about "
-                       "the subject before the actual question."),
-    "formal": ("style", "Use a formal register, as in an encyclopaedia or an official letter."),
-    "casual": ("style", "Use a casual, conversational register, as when asking a friend."),
-    "direct": ("directness", "Ask directly, starting with a question word (what, which, when, "
-                             "who, where, how)."),
-    "indirect": ("directness", "Ask indirectly, as a request such as 'I would like to know ...' "
-                               "or 'Tell me ...', not starting with a question word."),
+    "short": "Make it as short as possible: at most eight words.",
+    "long": "Make it long: at least twenty words, with a clause of background about the subject "
+            "before the actual question.",
+    "formal": "Use a formal register, as in an encyclopaedia or an official letter.",
+    "casual": "Use a casual, conversational register, as when asking a friend.",
+    "direct": "Ask directly, starting with a question word (what, which, when, who, where, how).",
+    "indirect": "Ask indirectly, as a request such as 'I would like to know ...' or "
+                "'Tell me ...', not starting with a question word.",
 }
+
 
 
 def write_queries(out: Path, stage_titles: list[str], templates_file: Path | None,
@@ -122,7 +122,7 @@ def write_forms(llm: LLMClient, out: Path, queries: list[Query], criteria: tuple
 
 
 def form_messages(query: Query, criterion: str) -> list[dict[str, str]]:
-    return [{"role": "system", "content": GROUNDED_PROMPT.format(instruction=CRITERIA[criterion][1])},
+    return [{"role": "system", "content": GROUNDED_PROMPT.format(instruction=CRITERIA[criterion])},
             {"role": "user", "content": f"Ask for: {query.text}\nSQL: {query.sql}\n"
                                         f"Parameters: {json.dumps(query.params)}"}]
 

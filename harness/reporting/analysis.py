@@ -24,6 +24,7 @@ from __future__ import annotations
 import random
 from typing import Any, Sequence
 
+from harness.reporting.groups import analyse_groups
 from harness.reporting.identity import (Identity, comparable, group_rows, labels, mixed_notes,
                               models_label, role_models)
 from harness.reporting.prices import row_cost
@@ -339,4 +340,5 @@ def analyse(rows: list[dict[str, Any]], prices: dict[str, tuple[float, float]] |
             "decisions": decisions, "intervals": intervals(rows, seed),
             "paired": paired_comparisons(rows, seed), "low_score": LOW_SCORE,
             "bootstrap_samples": BOOTSTRAP_SAMPLES, "confidence": CONFIDENCE,
-            "notes": mixed_notes(keys) + judge_notes(keys) + decision_notes}
+            "notes": mixed_notes(keys) + judge_notes(keys) + decision_notes,
+            **analyse_groups(rows, seed)}  # semantic groups: tables groups, wording; grounded

@@ -27,6 +27,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no screen
 import matplotlib.pyplot as plt  # noqa: E402
 
+from harness.reporting.groups import tag_figure  # noqa: E402
 from harness.reporting.identity import Identity, group_rows, labels  # noqa: E402
 from harness.reporting.report import is_scored  # noqa: E402
 
@@ -57,6 +58,8 @@ def write_figures(rows: list[dict[str, Any]], out_dir: Path,
     paths.append(_token_chart(groups, names, out_dir / "tokens-by-role.png"))
     if cost:
         paths.append(_pareto(cost, names, out_dir / "pareto.png"))
+    if (tags := tag_figure(rows, out_dir / "group-tags.png")) is not None:
+        paths.append(tags)
     return paths
 
 

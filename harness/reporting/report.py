@@ -218,6 +218,15 @@ ANALYSIS_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
       "pareto_cost_usd", "unpriced_models", "failed", "models")),
     ("paired", "Paired comparisons (truthfulness + relevance, a minus b; same judge only)",
      ("dataset", "a", "b", "questions", "mean_difference", "interval", "p_value")),
+    ("groups", "Semantic groups (grounded questions): tags, adequacy = 1 - gap/groups, refined "
+               "accuracy without gap groups, wrong forms of non-robust groups by cause",
+     ("dataset", "system", "groups", "robust", "non_robust", "gap", "unscored", "adequacy",
+      "accuracy", "refined_accuracy", "wrong_retriever", "wrong_language_model",
+      "wrong_no_retrieval", "models")),
+    ("wording", "Wording within groups: accuracy of a minus b, 95% paired-bootstrap interval, "
+                "exact McNemar p",
+     ("dataset", "system", "axis", "a", "b", "paired_groups", "accuracy_a", "accuracy_b",
+      "difference", "interval", "p_value")),
 )
 
 

@@ -5,8 +5,9 @@ normalised match of dates, numbers and words, the same normalisation the fact ta
 - Dates: "14 March 2026", "March 14, 2026", "2026-03-14" all become 2026-03-14; a reference that
   is a full date matches an answer holding that day in any of these forms; a bare year matches
   the year.
-- Numbers: thousands separators dropped ("4,812" is 4812); a reference holding a number matches an
-  answer holding the same number (units are not compared: "14.6 km" and "14.6 kilometres" agree).
+- Numbers: thousands separators dropped ("4,812" is 4812); a reference that is a quantity (numbers
+  and at most short unit words) matches an answer holding the same numbers (units are not
+  compared: "14.6 km" and "14.6 kilometres" agree). A name holding a number is text.
 - Text: case, accents, punctuation and articles ignored; every word of the reference must appear
   among the answer's words ("Cable-stayed bridge" matches "it is a cable stayed bridge").
 """
@@ -27,6 +28,7 @@ _MONTH_FIRST = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _NUMBER = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|(?<![\w.])-?\d+(?:\.\d+)?")
 _WORD = re.compile(r"[^\W_]+")
+UNIT_CHARS = 3  # words this short beside a number are units or marks: km, MW, ha, c., th
 STOP_WORDS = {"the", "a", "an", "of", "and", "in", "on", "at"}
 
 
@@ -85,12 +87,18 @@ def matches(answer: str | None, reference: str) -> bool:
     if day is not None:
         return day in dates_in(answer)
     numbers = numbers_in(reference)
-    if numbers:
+    if numbers and _is_quantity(reference):
         held = set(numbers_in(answer))
         return all(number in held for number in numbers)
     wanted = [word for word in words(reference) if word not in STOP_WORDS]
     present = set(words(answer))
     return bool(wanted) and all(word in present for word in wanted)
+
+
+def _is_quantity(value: str) -> bool:
+    """Numbers with at most short unit words ("14.6 km", "960 MW", "c. 1612", "11th"), rather
+    than a name that holds a number ("2026 Tarnholt Marathon")."""
+    return all(len(word) <= UNIT_CHARS for word in words(_NUMBER.sub(" ", value)))
 
 
 def _date(year: str, month: int | str, day: str) -> date | None:
