@@ -23,6 +23,7 @@ from builders.cutoffs import CutoffError, resolve_cutoff
 from builders.dump import DumpError, DumpSource
 from builders.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSource, SourceError
 from builders.facts import FACTS
+from builders.templates import TemplateError, load_templates
 from builders.stages import (STAGES, BuildConfig, BuildError, check_settings,
                              classify_recency, extract_facts, filter_created, generate_questions,
                              sample_articles, titles_path, update_manifest)
@@ -58,7 +59,8 @@ class UsageError(Exception):
 
 
 USER_ERRORS = (UsageError, ConfigError, DatasetError, ResultsError, EndpointError, LocalServerError,
-               RetrievalError, CutoffError, SourceError, DumpError, BuildError, LegacyError)
+               RetrievalError, CutoffError, SourceError, DumpError, BuildError, LegacyError,
+               TemplateError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,6 +92,8 @@ def cmd_build(args: argparse.Namespace) -> int:
                          seed=args.seed, templates=args.templates, criteria=args.criteria,
                          groups=args.groups)
     check_settings(config)
+    if args.templates:
+        load_templates(args.templates)  # a bad file is refused before any source or model
     stages = STAGES[STAGES.index(args.stage):STAGES.index(args.stage) + 1] if args.stage else STAGES
     sampled = titles_path(args.out, "A_r").exists()
     if "A_r" in stages and not sampled and args.n is None and not args.dump:
