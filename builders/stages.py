@@ -294,6 +294,9 @@ def generate_questions(llm: LLMClient, config: BuildConfig) -> int:
     out = config.out
     titles = read_titles(out, config.questions_from)
     if config.style == "grounded":
+        if not (out / FACTS).exists():
+            raise BuildError(f"{out}: stage facts has not finished; run it first "
+                             f"(freshrag build --stage facts ...)")
         queries = grounded.write_queries(out, titles, config.templates, config.groups, config.seed)
         return grounded.write_forms(llm, out, queries, config.criteria, config.concurrency)
     articles = _articles(out)
