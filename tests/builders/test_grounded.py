@@ -132,3 +132,15 @@ def test_grounded_build_run_and_report(tmp_path, scripted, capsys):
     assert (run / "group-tags.png").stat().st_size > 0
     page = (tmp_path / "report.html").read_text()
     assert "Semantic groups" in page and "group-tags.png" in page
+
+
+def test_grounded_questions_need_the_facts_stage(tmp_path, scripted, capsys):
+    dump = write_example_dump(tmp_path / "example.xml")
+    out = tmp_path / "dataset"
+    grounded = ["--style", "grounded", "--questions-from", "A_r"]
+    assert main(["build", "--dump", str(dump), "--cutoff", "2025-12-31", "--out", str(out),
+                 "--stage", "A_r", *grounded]) == 0
+    assert main(["build", "--cutoff", "2025-12-31", "--out", str(out), "--stage", "questions",
+                 *grounded]) == 2
+    assert f"{out}: stage facts has not finished" in capsys.readouterr().err
+    assert not (out / "questions.jsonl").exists() and scripted[1].calls == 0
