@@ -24,6 +24,8 @@ from typing import Any, Iterable, Iterator, Protocol
 import mwparserfromhell
 from mwparserfromhell.nodes import Comment, Tag, Template
 
+from builders.pages import BuildError
+from harness.results import read_jsonl
 from harness.scoring.reference import normalise
 
 FACTS = "facts.sqlite"
@@ -100,6 +102,17 @@ def _template_date(template: Template) -> str | None:
     if not numbers or not all(n.isdigit() for n in numbers):
         return None
     return "-".join([numbers[0].zfill(4), *(n.zfill(2) for n in numbers[1:])])
+
+
+def facts_stage(source: WikitextSource | None, out: Path, a_r: set[str]) -> dict[str, int]:
+    """The stage: the table of the A_r articles, unless written already (then `source` may be
+    None); returns the counts."""
+    if not (out / FACTS).exists():
+        if source is None:
+            raise BuildError(f"{out}: stage facts has not finished and no source was given")
+        build_facts(source, [row for row in read_jsonl(out / "articles.jsonl")
+                             if row["title"] in a_r], out)
+    return fact_counts(out) or {}
 
 
 def build_facts(source: WikitextSource, articles: list[dict[str, Any]], out: Path) -> Path:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from builders.facts import FACTS, closing_db
+from builders.pages import BuildError
 from builders.prompts import GROUNDED_PROMPT, WRITE_QUESTION_TOOL
 from builders.templates import KINDS, Query, builtin_templates, fill_templates, load_templates
 from harness.concurrency import map_with_progress
@@ -49,6 +50,16 @@ CRITERIA = {
                 "'Tell me ...', not starting with a question word.",
 }
 
+
+
+def grounded_questions(llm: LLMClient, config: Any, titles: list[str]) -> int:
+    """The questions stage with `--style grounded` (`config`: builders.stages.BuildConfig) for the
+    articles `titles`; returns how many text forms exist."""
+    if not (config.out / FACTS).exists():
+        raise BuildError(f"{config.out}: stage facts has not finished; run it first "
+                         f"(freshrag build --stage facts ...)")
+    queries = write_queries(config.out, titles, config.templates, config.groups, config.seed)
+    return write_forms(llm, config.out, queries, config.criteria, config.concurrency)
 
 
 def write_queries(out: Path, stage_titles: list[str], templates_file: Path | None,

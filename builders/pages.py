@@ -16,6 +16,10 @@ NO_CONTENT = "no_content"
 MIN_CHARS = 1000  # the paper keeps articles of more than 1,000 characters
 
 
+class BuildError(ValueError):
+    """A build that cannot go on as asked; the message says which file or option."""
+
+
 @dataclass(frozen=True)
 class Page:
     title: str

@@ -11,8 +11,7 @@
    `questions.jsonl` each, tied to the article's title and revision; with `--style grounded`,
    text forms of SQL queries over the fact table instead (builders/grounded.py).
 
-Between A_r and A_d, stage `facts` reads the A_r articles' infoboxes into `facts.sqlite`
-(builders/facts.py); it makes no LLM call.
+Stage `facts`, between A_r and A_d, reads their infoboxes into `facts.sqlite` (builders/facts.py).
 
 A stage's title list (`A_r.txt`, `A_d.txt`, `A_f.txt`) is written when the stage has finished;
 `manifest.json` holds the funnel, recomputed from the files, so that it always adds up.
@@ -33,8 +32,8 @@ from tqdm import tqdm
 
 from builders import grounded
 from builders.cutoffs import created_after
-from builders.facts import FACTS, WikitextSource, build_facts, fact_counts
-from builders.pages import Page, PageSource, classify
+from builders.facts import WikitextSource, fact_counts, facts_stage
+from builders.pages import BuildError, Page, PageSource, classify
 from builders.prompts import (ARTICLE_CHARS, PROMPTS, QUESTION_MAX_TOKENS, RECENCY_MAX_TOKENS,
                               RECENCY_TOOL, question_messages, recency_messages)
 from harness.concurrency import map_with_progress
@@ -50,10 +49,6 @@ STYLES = ("creative", "recent", "grounded")
 RECENCY_FUNCTION = RECENCY_TOOL["function"]["name"]
 UNKNOWN = "unknown"
 QUESTION_TRIES = 3  # an empty question is asked again, as a new attempt, up to this many times
-
-
-class BuildError(ValueError):
-    """A build that cannot go on as asked; the message says which file or option."""
 
 
 @dataclass(frozen=True)
@@ -193,19 +188,9 @@ def _rewrite_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
         writer.close()
 
 
-# --------------------------------------------------------------------------- facts
-
-
 def extract_facts(source: WikitextSource | None, config: BuildConfig) -> dict[str, int]:
-    """The infobox fact table of the A_r articles (builders/facts.py); `source` may be None
-    when the stage has finished."""
-    if not (config.out / FACTS).exists():
-        if source is None:
-            raise BuildError(f"{config.out}: stage facts has not finished and no source was given")
-        a_r = set(read_titles(config.out, "A_r"))
-        build_facts(source, [row for row in read_jsonl(config.out / ARTICLES)
-                             if row["title"] in a_r], config.out)
-    return fact_counts(config.out) or {}
+    """Stage `facts`: the A_r articles' infoboxes (builders/facts.py)."""
+    return facts_stage(source, config.out, set(read_titles(config.out, "A_r")))
 
 
 # --------------------------------------------------------------------------- stage 2: A_d
@@ -294,11 +279,7 @@ def generate_questions(llm: LLMClient, config: BuildConfig) -> int:
     out = config.out
     titles = read_titles(out, config.questions_from)
     if config.style == "grounded":
-        if not (out / FACTS).exists():
-            raise BuildError(f"{out}: stage facts has not finished; run it first "
-                             f"(freshrag build --stage facts ...)")
-        queries = grounded.write_queries(out, titles, config.templates, config.groups, config.seed)
-        return grounded.write_forms(llm, out, queries, config.criteria, config.concurrency)
+        return grounded.grounded_questions(llm, config, titles)
     articles = _articles(out)
     done = {row["id"] for row in read_jsonl(out / QUESTIONS)}
     todo = [(position, title, i) for position, title in enumerate(titles)
