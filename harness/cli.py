@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from builders.cutoffs import CutoffError, resolve_cutoff
-from builders.dump import DumpError, DumpSource
+from builders.dump import SUFFIXES as DUMP_SUFFIXES, DumpError, DumpSource
 from builders.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSource, SourceError
 from builders.facts import FACTS
 from builders.templates import TemplateError, load_templates
@@ -42,7 +42,7 @@ from harness.legacy import LegacyError, import_legacy
 from harness.reporting.prices import price_table
 from harness.llm import EndpointError, LLMClient
 from harness.local_server import LocalServer, LocalServerError
-from harness.results import ResultsError
+from harness.results import ResultsError, read_manifest
 from harness.rundir import INDEX_SETTINGS, RUN_ROLES
 from harness.runner import RunConfig, check_resume, run
 from systems import SYSTEMS, uses_index
@@ -143,14 +143,13 @@ def _sampled_source(args: argparse.Namespace,
                     config_file: Path | None) -> DumpSource | MediaWikiSource:
     """The source A_r was sampled from, for the facts stage of a resumed build: the one the
     manifest names, which --dump or --wiki-api, if given, must be."""
-    recorded = (json.loads((args.out / "manifest.json").read_text(encoding="utf-8"))
-                .get("source") if (args.out / "manifest.json").exists() else None)
+    recorded = (read_manifest(args.out) or {}).get("source")
     given = str(args.dump) if args.dump else args.wiki_api
     if recorded and given and given != recorded:
         raise UsageError(f"{args.out}: its articles were sampled from {recorded}, not {given}; "
                          f"the facts stage reads the same source (give it, or neither option)")
     if recorded and not given:
-        is_dump = recorded.endswith((".xml", ".xml.bz2", ".xml.gz"))
+        is_dump = recorded.endswith(DUMP_SUFFIXES)
         args = argparse.Namespace(**{**vars(args), "dump": Path(recorded) if is_dump else None,
                                      "wiki_api": None if is_dump else recorded})
     return _page_source(args, config_file)

@@ -1,6 +1,6 @@
 """Benchmark of the facts stage's cost through the MediaWiki API (freshrag issue 16).
 
-    python tests/benchmarks/bench_facts.py [--articles 1101]
+    python tests/benchmarks/bench_facts.py [--articles 200]
 
 Prints ONE JSON object on stdout (progress goes to stderr). Against the local MediaWiki (the test
 fixture: Debian's package, the paper's 1,101 articles imported), it counts the HTTP requests
@@ -66,7 +66,7 @@ def measure(name: str, work, articles: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--articles", type=int, default=1101)
+    parser.add_argument("--articles", type=int, default=200)
     args = parser.parse_args()
     report: dict = {}
     with tempfile.TemporaryDirectory() as tmp, \
