@@ -4,7 +4,7 @@
 
 Prints ONE JSON object on stdout (progress goes to stderr). Against the local MediaWiki (the test
 fixture: Debian's package, the paper's 1,101 articles imported), it counts the HTTP requests
-(every `requests` call, mwclient's and wikipedia-api's alike) and the seconds of:
+(mwclient's through requests, wikipedia-api's through httpx) and the seconds of:
 
 1. sampling: `MediaWikiSource.pages` for `--articles` pages (random titles, first revision and
    kind, TextExtracts text): the A_r stage's cost per article, for comparison;
@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import httpx
 import requests
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,24 +34,29 @@ from tests.integration.mediawiki import seeded_wiki  # noqa: E402
 
 
 class RequestCounter:
-    """Counts every HTTP request made through requests.Session while installed."""
+    """Counts every HTTP request sent while installed: through requests (mwclient) and httpx
+    (wikipedia-api)."""
+
+    PATCHED = ((requests.Session, "request"), (httpx.Client, "send"))
 
     def __init__(self):
         self.count = 0
-        self._original = requests.Session.request
+        self._originals = [getattr(owner, name) for owner, name in self.PATCHED]
 
     def __enter__(self) -> RequestCounter:
-        counter = self
-
-        def counted(session, *args, **kwargs):
-            counter.count += 1
-            return counter._original(session, *args, **kwargs)
-
-        requests.Session.request = counted
+        for (owner, name), original in zip(self.PATCHED, self._originals):
+            setattr(owner, name, self._counting(original))
         return self
 
+    def _counting(self, original):
+        def counted(client, *args, **kwargs):
+            self.count += 1
+            return original(client, *args, **kwargs)
+        return counted
+
     def __exit__(self, *exc: object) -> None:
-        requests.Session.request = self._original
+        for (owner, name), original in zip(self.PATCHED, self._originals):
+            setattr(owner, name, original)
 
 
 def measure(name: str, work, articles: int) -> dict:
