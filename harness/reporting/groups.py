@@ -188,7 +188,7 @@ def tag_figure(rows: list[Row], path: Path) -> Path | None:
     import matplotlib.pyplot as plt  # the Agg backend is chosen by harness/reporting/plots.py
 
     names = [f"{entry['dataset']} / {entry['label']}" for entry in table]
-    fig, ax = plt.subplots(figsize=(6.4, 0.6 * len(table) + 1.6))
+    fig, ax = plt.subplots(figsize=(7.5, 0.6 * len(table) + 1.6))
     left = [0] * len(table)
     colours = {"robust": "#4c9a5b", "non_robust": "#e0a43a", "gap": "#c0504d",
                "unscored": "#9a9a9a"}
@@ -197,9 +197,10 @@ def tag_figure(rows: list[Row], path: Path) -> Path | None:
         ax.barh(names, counts, left=left, color=colours[name], label=name.replace("_", "-"))
         left = [a + b for a, b in zip(left, counts)]
     ax.invert_yaxis()
-    ax.set_xlabel("semantic groups")
-    ax.set_title("Group tags per system (gap: every form wrong; robust: every form right)")
-    ax.legend(loc="lower right", fontsize="small")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_xlabel("semantic groups (gap: every form wrong; robust: every form right)")
+    ax.set_title("Semantic group tags per system")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
