@@ -14,6 +14,7 @@ end), which marks the stage finished.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sqlite3
@@ -154,17 +155,9 @@ def fact_counts(out: Path) -> dict[str, int] | None:
             "values": values, **({"requests": requests} if requests is not None else {})}
 
 
-class closing_db:
-    """A read-only connection to a finished table, closed at the end of the block."""
-
-    def __init__(self, path: Path):
-        self.db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-
-    def __enter__(self) -> sqlite3.Connection:
-        return self.db
-
-    def __exit__(self, *exc: object) -> None:
-        self.db.close()
+def closing_db(path: Path) -> contextlib.closing[sqlite3.Connection]:
+    """A read-only connection to a finished table, closed at the end of a `with` block."""
+    return contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True))
 
 
 def batches(items: list[Any], size: int) -> Iterable[list[Any]]:

@@ -28,8 +28,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from scipy.stats import binomtest
-
 from harness.reporting.identity import Identity, group_rows, labels
 from harness.reporting.report import is_scored
 from harness.scoring.reference import matches
@@ -163,6 +161,8 @@ def paired_test(axis: str, first: str, second: str, pairs: list[tuple[bool, bool
                 seed: int = 0) -> Row:
     """Accuracy of `first` minus that of `second` over paired groups: the difference, its 95%
     paired-bootstrap interval, and the exact McNemar p-value."""
+    from scipy.stats import binomtest  # here: scipy.stats takes a second to import
+
     diffs = [int(a) - int(b) for a, b in pairs]
     only_first, only_second = diffs.count(1), diffs.count(-1)
     discordant = only_first + only_second
