@@ -82,6 +82,17 @@ class DumpSource:
                 raise DumpError(self._broken_at(err, stream.offset, last_title,
                                                 "malformed page")) from None
 
+    def wikitexts(self, articles: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
+        """(title, wikitext) of the given articles' latest revisions: the dump read again, up to
+        the last of them (the facts stage, builders/facts.py)."""
+        wanted = {row["title"] for row in articles}
+        for page in self.pages(set()):
+            if page.title in wanted and page.wikitext is not None:
+                wanted.discard(page.title)
+                yield page.title, page.wikitext
+                if not wanted:
+                    return
+
     def _broken_at(self, err: Exception, offset: int, last_title: str | None,
                    what: str = "dump broken") -> str:
         where = f"after {offset:,} bytes of uncompressed XML"
@@ -114,7 +125,8 @@ def _page(page: Any, base: str | None) -> Page:
     if _is_disambiguation(wikicode):
         return Page(page.title, "", created, last.id, url, discard=DISAMBIGUATION)
     text = plain_text(wikicode)
-    return Page(page.title, text, created, last.id, url, discard=None if text else NO_CONTENT)
+    return Page(page.title, text, created, last.id, url, discard=None if text else NO_CONTENT,
+                wikitext=last.text)
 
 
 def plain_text(wikicode: Any) -> str:

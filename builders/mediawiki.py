@@ -19,11 +19,13 @@ import mwclient
 import requests
 import wikipediaapi
 
+from builders.facts import batches
 from builders.pages import DISAMBIGUATION, REDIRECT, VANISHED, Page
 
 WIKIPEDIA_API = "https://en.wikipedia.org/w/api.php"
 DEFAULT_USER_AGENT = "freshrag/0.1 (https://github.com/freshrag/freshrag; set --user-agent)"
 BATCH = 500  # random titles per request: the API's limit for ordinary clients
+CONTENT_BATCH = 50  # revisions whose content one request may ask for: the API's limit
 # A small wiki runs out of unseen titles: stop after this many random batches bring none new.
 EXHAUSTED_AFTER = 3
 # Templates that mark a disambiguation page where the Disambiguator extension (which sets the
@@ -56,6 +58,7 @@ class MediaWikiSource:
         self._wiki_args = dict(user_agent=user_agent, extra_api_params={"maxlag": max_lag},
                                max_retries=max_retries, retry_wait=2.0, timeout=timeout_s)
         self._local = threading.local()
+        self.content_requests = 0  # prop=revisions&rvprop=content requests made (the facts stage)
         self.site()  # fail now, naming the URL, if the wiki cannot be reached
 
     def pages(self, seen: set[str]) -> Iterator[Page]:
@@ -92,6 +95,32 @@ class MediaWikiSource:
         if text is None:
             return Page(title, "", created, revision_id, url, discard=VANISHED)
         return Page(title, text, created, revision_id, url)
+
+    def wikitexts(self, articles: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
+        """(title, wikitext) of the given articles.jsonl rows: the revision each was read at
+        (`revids`, 50 a request, one request at a time), or the latest for a row without one.
+        A request the API continues (a reply too large) is followed until complete."""
+        by_revision = [row for row in articles if row.get("revision_id")]
+        by_title = [row for row in articles if not row.get("revision_id")]
+        for batch in batches(by_revision, CONTENT_BATCH):
+            yield from self._contents(revids="|".join(str(row["revision_id"]) for row in batch))
+        for batch in batches(by_title, CONTENT_BATCH):
+            yield from self._contents(titles="|".join(row["title"] for row in batch))
+
+    def _contents(self, **which: str) -> Iterator[tuple[str, str]]:
+        params: dict[str, Any] = dict(prop="revisions", rvprop="ids|content", rvslots="main",
+                                      formatversion=2, **which)
+        while True:
+            self.content_requests += 1
+            result = self._api("query", **params)
+            for page in result.get("query", {}).get("pages", []):
+                for revision in page.get("revisions", []):
+                    content = revision.get("slots", {}).get("main", {}).get("content")
+                    if isinstance(content, str):
+                        yield page["title"], content
+            if "continue" not in result:
+                return
+            params.update(result["continue"])
 
     def site(self) -> mwclient.Site:
         """This thread's mwclient connection (a requests session is not shared across threads)."""

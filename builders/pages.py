@@ -3,7 +3,7 @@ date, or the reason it cannot be an article of the random sample."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Generator, Protocol
 
 # Why a sampled page is not in A_r; the manifest counts each.
@@ -16,6 +16,10 @@ NO_CONTENT = "no_content"
 MIN_CHARS = 1000  # the paper keeps articles of more than 1,000 characters
 
 
+class BuildError(ValueError):
+    """A build that cannot go on as asked; the message says which file or option."""
+
+
 @dataclass(frozen=True)
 class Page:
     title: str
@@ -24,6 +28,8 @@ class Page:
     revision_id: int | None  # the revision the content was taken from
     url: str | None = None
     discard: str | None = None  # one of the reasons above, or None for a page that is kept
+    # the revision's wikitext where the source read it anyway (a dump); not an articles.jsonl field
+    wikitext: str | None = field(default=None, repr=False)
 
     def article_row(self) -> dict[str, Any]:
         """The `articles.jsonl` row, the format `harness.dataset` reads."""

@@ -47,8 +47,30 @@ QUESTION_PROMPTS = {
     ),
 }
 
+# `--style grounded` (builders/grounded.py): one text form of a database query per call.
+GROUNDED_PROMPT = (
+    "You write one question that a person would ask to get exactly the answer of a database "
+    "query over facts from Wikipedia infoboxes. The user gives the query in plain words and as "
+    "SQL. The question must ask for that answer and nothing else, name the subject as given, and "
+    "never state the answer. {instruction} Call the function write_question with the question."
+)
+
+WRITE_QUESTION_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "write_question",
+        "description": "Submit the question that asks for the query's answer.",
+        "parameters": {
+            "type": "object",
+            "properties": {"question": {"type": "string", "description": "the question"}},
+            "required": ["question"],
+        },
+    },
+}
+
 PROMPTS = {"recency": RECENCY_PROMPT, "recency_tool": json.dumps(RECENCY_TOOL),
-           **{f"question_{style}": text for style, text in QUESTION_PROMPTS.items()}}
+           **{f"question_{style}": text for style, text in QUESTION_PROMPTS.items()},
+           "grounded": GROUNDED_PROMPT, "grounded_tool": json.dumps(WRITE_QUESTION_TOOL)}
 
 
 def article_text(title: str, content: str) -> str:

@@ -9,8 +9,14 @@
    counted. One line of `recency.jsonl` per verdict.
 4. Questions about the chosen stage's articles (default A_f), temperature 1, one line of
    `questions.jsonl` each, tied to the article's title and revision. The `statements` style
-   (label-targeted, with critiques) is builders/statement_questions.py.
+   (label-targeted, with critiques) is builders/statement_questions.py; with `--style
+   grounded`, text forms of SQL queries over the fact table (builders/grounded.py); with
+   `--needs`, questions per information need (builders/needs.py).
 5. Labels (with `--label`, and always for the `statements` style): builders/labels.py.
+6. Traffic (with `--control` / `--general`): control questions and general queries
+   (builders/traffic.py).
+
+Stage `facts`, between A_r and A_d, reads their infoboxes into `facts.sqlite` (builders/facts.py).
 
 A stage's title list (`A_r.txt`, `A_d.txt`, `A_f.txt`) is written when the stage has finished;
 `manifest.json` holds the funnel, recomputed from the files, so that it always adds up.
@@ -29,7 +35,9 @@ from typing import Any, Iterable
 
 from tqdm import tqdm
 
+from builders import grounded
 from builders.cutoffs import created_after
+from builders.facts import WikitextSource, fact_counts, facts_stage
 from builders.label_prompts import PROMPTS as LABEL_PROMPTS
 from builders.statement_questions import (CANDIDATES_FILE, build_statement_questions,
                                           statements_funnel)
@@ -37,7 +45,7 @@ from builders.statements import LabelSpec
 from builders.needs import NEEDS_FILE, NeedsPlan, generate_need_questions, needs_digest, \
     needs_funnel
 from builders.needs import PROMPTS as NEED_PROMPTS
-from builders.pages import Page, PageSource, classify
+from builders.pages import BuildError, Page, PageSource, classify
 from builders.prompts import (ARTICLE_CHARS, PROMPTS, QUESTION_MAX_TOKENS, RECENCY_MAX_TOKENS,
                               RECENCY_TOOL, question_messages, recency_messages)
 from harness.concurrency import map_with_progress
@@ -45,20 +53,17 @@ from harness.llm import ContextTooLong, LLMClient, chat_fitting
 from harness.results import JsonlWriter, now, read_jsonl, read_manifest, write_manifest
 from harness.types import LLMResponse
 
-STAGES = ("A_r", "A_d", "A_f", "questions", "labels", "traffic")  # traffic: builders/traffic.py
+STAGES = ("A_r", "facts", "A_d", "A_f", "questions", "labels", "traffic")  # traffic: builders/traffic.py
 # The traffic kind and retrieval need, by construction, of questions about each stage's articles
 # (METHODS.md, "Retrieval need and deciders"); other stages' questions carry neither.
 STAGE_KINDS = {"A_f": {"kind": "fresh", "need": True}, "control": {"kind": "control", "need": False}}
+ARTICLE_STAGES = ("A_r", "A_d", "A_f")  # the stages that end in a title list
 SAMPLE, ARTICLES, RECENCY, QUESTIONS = "sample.jsonl", "articles.jsonl", "recency.jsonl", \
     "questions.jsonl"
-STYLES = ("creative", "recent", "statements")
+STYLES = ("creative", "recent", "statements", "grounded")
 RECENCY_FUNCTION = RECENCY_TOOL["function"]["name"]
 UNKNOWN = "unknown"
 QUESTION_TRIES = 3  # an empty question is asked again, as a new attempt, up to this many times
-
-
-class BuildError(ValueError):
-    """A build that cannot go on as asked; the message says which file or option."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,10 @@ class BuildConfig:
     control: int = 0  # control questions about A_r articles created well before the cutoff
     general: int = 0  # general queries from the shipped list (builders/traffic.py)
     control_margin_days: int = 365  # "well before": created at least this long before the cutoff
+    # --style grounded: extra templates, the criteria of the text forms, groups at most
+    templates: Path | None = None
+    criteria: tuple[str, ...] = tuple(grounded.CRITERIA)
+    groups: int | None = None
 
     def settings(self) -> dict[str, Any]:
         """What a dataset directory is tied to: resuming with other values is refused. `n` and
@@ -89,7 +98,10 @@ class BuildConfig:
                 "labels": self.labels.text() if self.labels else None,
                 "needs": needs_digest(self.needs) if self.needs else None,
                 "per_need": self.per_need, "control": self.control,
-                "general": self.general, "control_margin_days": self.control_margin_days}
+                "general": self.general, "control_margin_days": self.control_margin_days,
+                **({"templates": self.templates and str(self.templates),
+                    "criteria": list(self.criteria), "groups": self.groups}
+                   if self.style == "grounded" else {})}
 
 
 def titles_path(out: Path, stage: str) -> Path:
@@ -202,6 +214,11 @@ def _rewrite_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
         writer.close()
 
 
+def extract_facts(source: WikitextSource | None, config: BuildConfig) -> dict[str, int]:
+    """Stage `facts`: the A_r articles' infoboxes (builders/facts.py)."""
+    return facts_stage(source, config.out, set(read_titles(config.out, "A_r")))
+
+
 # --------------------------------------------------------------------------- stage 2: A_d
 
 
@@ -290,6 +307,8 @@ def generate_questions(llm: LLMClient, config: BuildConfig) -> int:
     if config.needs:
         return generate_need_questions(llm, out, config.questions_from, titles, NeedsPlan(
             config.needs, config.per_need, config.seed), config.concurrency)
+    if config.style == "grounded":
+        return grounded.grounded_questions(llm, config, titles)
     articles = _articles(out)
     if config.style == "statements":
         return build_statement_questions(llm, out, titles, articles, config)
@@ -386,6 +405,9 @@ def funnel(out: Path, min_critique: tuple[tuple[str, int], ...] = ()) -> dict[st
         result.update({"labels": dict(labels)} if set(labels) - {"none"} else {})
     if (out / NEEDS_FILE).exists():
         result["needs"] = needs_funnel(out)
+    for name, counts in (("facts", fact_counts(out)), ("grounded", grounded.grounded_counts(out))):
+        if counts is not None:
+            result[name] = counts
     return result
 
 

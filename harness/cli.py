@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from builders.cutoffs import CutoffError, resolve_cutoff
-from builders.dump import DumpError, DumpSource
+from builders.dump import SUFFIXES as DUMP_SUFFIXES, DumpError, DumpSource
+from builders.facts import FACTS
+from builders.templates import TemplateError, load_templates
 from builders import needlog
 from builders.needs import NeedsError, read_needs
 from builders.label_report import label_report, render, write_report
@@ -30,8 +32,8 @@ from builders.mix import MixError, write_mix
 from builders.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSource, SourceError
 from builders.statements import parse_label_spec
 from builders.stages import (STAGES, BuildConfig, BuildError, check_settings,
-                             classify_recency, filter_created, generate_questions, sample_articles,
-                             titles_path, update_manifest)
+                             classify_recency, extract_facts, filter_created, generate_questions,
+                             sample_articles, titles_path, update_manifest)
 from harness.reporting import analysis, breakdown, plots, report, traffic_plots
 from harness.scoring import SCORERS, agreement, judge, probes, scorepass
 from harness.scoring.scorepass import score_inputs, scorer_names, scorer_roles
@@ -50,7 +52,7 @@ from harness.legacy import LegacyError, import_legacy
 from harness.reporting.prices import price_table
 from harness.llm import EndpointError, LLMClient
 from harness.local_server import LocalServer, LocalServerError
-from harness.results import ResultsError, read_jsonl
+from harness.results import ResultsError, read_jsonl, read_manifest
 from harness.rundir import INDEX_SETTINGS, RUN_ROLES, locked
 from harness.types import LABELS, Article
 from harness.runner import RunConfig, check_resume, run
@@ -70,7 +72,7 @@ class UsageError(Exception):
 
 USER_ERRORS = (UsageError, ConfigError, DatasetError, ResultsError, EndpointError, LocalServerError,
                RetrievalError, CutoffError, SourceError, DumpError, BuildError, LegacyError,
-               NeedsError, MixError)
+               NeedsError, MixError, TemplateError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,8 +109,11 @@ def cmd_build(args: argparse.Namespace) -> int:
                          seed=args.seed, labels=_label_spec(args), min_critique=args.min_critique,
                          needs=read_needs(args.needs) if args.needs else (),
                          per_need=args.per_need, control=args.control,
-                         general=args.general, control_margin_days=args.control_margin)
+                         general=args.general, control_margin_days=args.control_margin,
+                         templates=args.templates, criteria=args.criteria, groups=args.groups)
     check_settings(config)
+    if args.templates:
+        load_templates(args.templates)  # a bad file is refused before any source or model
     labelling = args.label or args.style == "statements"
     if args.stage == "labels" and not labelling:
         raise UsageError("--stage labels needs --label (or --style statements)")
@@ -119,7 +124,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         raise UsageError("--n is required when sampling a wiki (how many articles A_r should hold)")
     settings = load_settings(args.config)
     cache = None if args.no_cache else args.out.parent / CACHE_FILE
-    llm = None
+    llm = sampler = None
     with contextlib.ExitStack() as stack:
         for stage in stages:
             source = None
@@ -129,8 +134,13 @@ def cmd_build(args: argparse.Namespace) -> int:
                     settings, cache, args.seed,
                     roles=("builder", "labeller") if labelling else ("builder",)))
             if stage == "A_r":
-                source = None if sampled else _page_source(args, config_file)
+                source = sampler = None if sampled else _page_source(args, config_file)
                 done = f"{len(sample_articles(source, config))} articles"
+            elif stage == "facts":
+                source = None if (args.out / FACTS).exists() else (
+                    sampler or _sampled_source(args, config_file))
+                done = ", ".join(f"{value} {key}" for key, value in
+                                 extract_facts(source, config).items())
             elif stage == "A_d":
                 done = f"{len(filter_created(config))} articles"
             elif stage == "A_f":
@@ -188,6 +198,22 @@ def _page_source(args: argparse.Namespace, config_file: Path | None) -> DumpSour
                   or config_table(config_file, "build").get("user_agent", DEFAULT_USER_AGENT))
     return MediaWikiSource(args.wiki_api or WIKIPEDIA_API, user_agent=user_agent,
                            concurrency=args.concurrency, max_lag=args.max_lag)
+
+
+def _sampled_source(args: argparse.Namespace,
+                    config_file: Path | None) -> DumpSource | MediaWikiSource:
+    """The source A_r was sampled from, for the facts stage of a resumed build: the one the
+    manifest names, which --dump or --wiki-api, if given, must be."""
+    recorded = (read_manifest(args.out) or {}).get("source")
+    given = str(args.dump) if args.dump else args.wiki_api
+    if recorded and given and given != recorded:
+        raise UsageError(f"{args.out}: its articles were sampled from {recorded}, not {given}; "
+                         f"the facts stage reads the same source (give it, or neither option)")
+    if recorded and not given:
+        is_dump = recorded.endswith(DUMP_SUFFIXES)
+        args = argparse.Namespace(**{**vars(args), "dump": Path(recorded) if is_dump else None,
+                                     "wiki_api": None if is_dump else recorded})
+    return _page_source(args, config_file)
 
 
 def _default_config() -> Path | None:

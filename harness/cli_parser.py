@@ -11,7 +11,8 @@ from typing import Callable
 from builders.general_queries import GENERAL_QUERIES
 from builders.mediawiki import WIKIPEDIA_API
 from builders.critiques import parse_thresholds
-from builders.stages import STAGES, STYLES
+from builders.grounded import CRITERIA
+from builders.stages import ARTICLE_STAGES, STAGES, STYLES
 from harness.scoring import SCORERS, agreement, probes
 from harness.reporting.scorers import CORRECT_AT
 from builders.statements import parse_label_spec
@@ -19,8 +20,8 @@ from harness.demo import DEMO_QUESTIONS
 from harness.legacy import PAPER_MODEL
 from builders.needlog import NeedLogConfig
 from harness.fields import FIELDS
-from harness.options import (MAX_SEED, header, iso_date, mix_shares, name, out_dir, share, shares,
-                             url,
+from harness.options import (MAX_SEED, choices, header, iso_date, mix_shares, name, out_dir, share,
+                             shares, url,
                              whole)
 from systems import SYSTEMS
 from systems.index import DEFAULT_DIRECTORY, IndexConfig
@@ -99,7 +100,8 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
                    help="questions written per article (default: %(default)s)")
     p.add_argument("--style", choices=STYLES, default="creative", help="question prompt: "
                    "creative (the paper's), recent (about facts after the cutoff; harder) or "
-                   "statements (label-targeted from extracted statements, critiqued, labelled)")
+                   "statements (label-targeted from extracted statements, critiqued, labelled) or "
+                   "grounded (text forms of SQL queries over the articles' infobox facts)")
     p.add_argument("--labels", type=parse_label_spec, help="statements style: questions per "
                    "label over the set, as counts (fact_single=4,summary=4,reasoning=4,"
                    "unanswerable=2) or shares (fact_single=0.5,summary=0.5) of --questions-per-"
@@ -109,7 +111,14 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
                    "criterion: stand_alone=4,specificity=3,question_grounding=3,answer_grounding=3")
     p.add_argument("--label", action="store_true", help="label every question with the labeller "
                    "role (always done for the statements style)")
-    p.add_argument("--questions-from", choices=STAGES[:3], default="A_f",
+    p.add_argument("--templates", type=Path, help="--style grounded: a TOML or JSON file of "
+                   "more SQL query templates (see builders/templates.py)")
+    p.add_argument("--criteria", type=choices(CRITERIA), default=tuple(CRITERIA),
+                   help="--style grounded: the wording criteria, one text form each per group "
+                        f"(default: {','.join(CRITERIA)})")
+    p.add_argument("--groups", type=whole(1, MAX_QUESTIONS), help="--style grounded: semantic "
+                   "groups at most, a seeded sample (default: every answerable query)")
+    p.add_argument("--questions-from", choices=ARTICLE_STAGES, default="A_f",
                    help="the stage whose articles get questions (default: %(default)s)")
     p.add_argument("--needs", type=Path, metavar="FILE", help="generate the questions for these "
                    "information needs (UTF-8, one description a line; see freshrag needs): for each "

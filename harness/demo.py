@@ -31,13 +31,23 @@ DEMO_TODAY = "2026-12-01"
 DEMO_QUESTIONS = 6  # questions run through every system: keeps the demo within 15 min on 2 cores
 
 
-def write_example_dump(path: Path) -> Path:
-    """The example articles as a history dump: one revision each, at its `created` time."""
+def example_pages() -> list[DumpPage]:
+    """The example articles as wiki pages, one revision each at its `created` time; the articles
+    named in `infoboxes.json` start with their infobox, as Wikipedia's do (the facts stage reads
+    it; the plain text, which drops templates, is the article's content as before)."""
     with (example_dir() / "articles.jsonl").open(encoding="utf-8") as lines:
         rows = [json.loads(line) for line in lines if line.strip()]
-    pages = [DumpPage(page_id, row["title"],
-                      [Revision(2 * page_id, row["created"].replace("+00:00", "Z"), row["content"])])
-             for page_id, row in enumerate(rows, start=1)]
+    infoboxes = json.loads((example_dir() / "infoboxes.json").read_text(encoding="utf-8"))
+    return [DumpPage(page_id, row["title"],
+                     [Revision(2 * page_id, row["created"].replace("+00:00", "Z"),
+                               (infoboxes[row["title"]] + "\n" if row["title"] in infoboxes
+                                else "") + row["content"])])
+            for page_id, row in enumerate(rows, start=1)]
+
+
+def write_example_dump(path: Path) -> Path:
+    """The example articles as a history dump (`example_pages`)."""
+    pages = example_pages()
     path.parent.mkdir(parents=True, exist_ok=True)
     return write_dump(path, pages)
 

@@ -13,7 +13,7 @@ import math
 import re
 from datetime import date
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from harness.config import header_problem, url_problem
 
@@ -111,3 +111,19 @@ def out_dir(text: str) -> Path:
         raise argparse.ArgumentTypeError(f"{text!r:.200} exists and is not a directory"
                                          if text else "expected a directory, got ''")
     return path
+
+
+def choices(known: Iterable[str]) -> Callable[[str], tuple[str, ...]]:
+    """A comma-separated list of names, each one of `known`, none twice, at least one."""
+    allowed = tuple(known)
+
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(part.strip() for part in text.split(",") if part.strip())
+        unknown = [part for part in names if part not in allowed]
+        if not names or unknown or len(set(names)) != len(names):
+            raise argparse.ArgumentTypeError(
+                f"expected names from {', '.join(allowed)}, comma-separated, each once; "
+                f"got {text!r:.200}")
+        return names
+
+    return parse

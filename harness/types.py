@@ -20,6 +20,10 @@ LABELS = ("fact_single", "summary", "reasoning", "unanswerable")
 # Traffic kinds (METHODS.md, "Retrieval need and deciders"): fresh questions about post-cutoff
 # articles, control questions about articles the model saw, general queries needing no document.
 KINDS = ("fresh", "control", "general")
+# Wording criteria of grounded text forms (METHODS.md, "Grounded questions and robustness groups"):
+# per axis, the two values a paired test compares within semantic groups.
+WORDING_AXES = {"length": ("short", "long"), "style": ("formal", "casual"),
+                "directness": ("direct", "indirect")}
 
 
 @dataclass(frozen=True)

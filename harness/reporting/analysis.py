@@ -30,6 +30,7 @@ from __future__ import annotations
 import random
 from typing import Any, Sequence
 
+from harness.reporting.groups import analyse_groups
 from harness.reporting.identity import (Identity, comparable, group_rows, labels, mixed_notes,
                               models_label, role_models)
 from harness.reporting.prices import row_cost
@@ -369,4 +370,5 @@ def analyse(rows: list[dict[str, Any]], prices: dict[str, tuple[float, float]] |
             "bootstrap_samples": BOOTSTRAP_SAMPLES, "confidence": CONFIDENCE,
             "notes": mixed_notes(keys) + judge_notes(keys) + decision_notes
             + traffic.pop("decision_notes") + traffic.pop("savings_notes"),
-            **traffic, **scorer_tables(rows, correct_at)}
+            **traffic, **scorer_tables(rows, correct_at),
+            **analyse_groups(rows, seed)}  # semantic groups: tables groups, wording; grounded

@@ -30,6 +30,7 @@ matplotlib.use("Agg")  # files only, no screen
 import matplotlib.pyplot as plt  # noqa: E402
 
 from harness.fields import grouped  # noqa: E402
+from harness.reporting.groups import tag_figure  # noqa: E402
 from harness.reporting.identity import Identity, group_rows, labels  # noqa: E402
 from harness.reporting.report import is_scored  # noqa: E402
 
@@ -60,6 +61,8 @@ def write_figures(rows: list[dict[str, Any]], out_dir: Path,
     paths.append(_token_chart(groups, names, out_dir / "tokens-by-role.png"))
     if cost:
         paths.append(_pareto(cost, names, out_dir / "pareto.png"))
+    if (tags := tag_figure(rows, out_dir / "group-tags.png")) is not None:
+        paths.append(tags)
     return paths
 
 

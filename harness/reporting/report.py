@@ -245,6 +245,15 @@ ANALYSIS_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("mixes", "Chosen traffic mixes (--mix), recombined from the runs' rows",
      ("dataset", "system", "reference", "mix", "score", "tokens_per_question", "cost_per_question",
       "saving_vs_naive", "models")),
+    ("groups", "Semantic groups (grounded questions): tags, adequacy = 1 - gap/groups, refined "
+               "accuracy without gap groups, wrong forms of non-robust groups by cause",
+     ("dataset", "system", "groups", "robust", "non_robust", "gap", "unscored", "adequacy",
+      "accuracy", "refined_accuracy", "wrong_retriever", "wrong_language_model",
+      "wrong_no_retrieval", "models")),
+    ("wording", "Wording within groups: accuracy of a minus b, 95% paired-bootstrap interval, "
+                "exact McNemar p",
+     ("dataset", "system", "axis", "a", "b", "paired_groups", "accuracy_a", "accuracy_b",
+      "difference", "interval", "p_value")),
 )
 
 

@@ -265,9 +265,14 @@ def test_every_request_names_the_user_and_sends_maxlag(mediawiki, tmp_path):
         assert main(["build", "--wiki-api", f"{proxy.url}/api.php", "--n", "3", "--cutoff",
                      CUTOFF, "--out", str(tmp_path / "d"), "--stage", "A_r",
                      "--user-agent", agent, "--max-lag", "7"]) == 0
+        assert main(["build", "--n", "3", "--cutoff", CUTOFF, "--out", str(tmp_path / "d"),
+                     "--stage", "facts", "--user-agent", agent, "--max-lag", "7"]) == 0
     finally:
         proxy.server.shutdown()
     assert len(proxy.requests) >= 1 + 1 + 3 * 2  # siteinfo, random titles, per page: info + text
+    # the facts stage: the 3 revisions' wikitext in one request, through the same source
+    assert [params["revids"][0].count("|") for _, params in proxy.requests
+            if "content" in params.get("rvprop", [""])[0]] == [2]
     for user_agent, params in proxy.requests:
         assert user_agent.startswith(agent), user_agent
     # all but mwclient's own siteinfo request when it connects
