@@ -38,9 +38,11 @@ from harness.reporting.html_report import write_html
 from harness.reporting.judge_check import judge_checks
 from harness.legacy import LegacyError, import_legacy
 from harness.reporting.prices import price_table
+from harness import costs
+from harness.budget import BudgetExceeded
 from harness.llm import EndpointError, LLMClient
 from harness.local_server import LocalServer, LocalServerError
-from harness.results import ResultsError
+from harness.results import SAMPLES, ResultsError, read_samples
 from harness.rundir import INDEX_SETTINGS, RUN_ROLES
 from harness.runner import RunConfig, check_resume, run
 from systems import SYSTEMS, uses_index
@@ -144,26 +146,42 @@ def cmd_run(args: argparse.Namespace) -> int:
                        today=args.today, knowledge_cutoff=args.knowledge_cutoff,
                        context_tokens=args.context_tokens,
                        probe=None if args.no_probe else probes.ProbeSettings(
-                           args.probe_k, args.probe_seed, args.probe_threshold))
+                           args.probe_k, args.probe_seed, args.probe_threshold),
+                       batch_poll=args.batch_poll if args.batch else None)
     settings = load_settings(args.config)
     prompts = {**PROMPTS, "judge": judge.JUDGE_PROMPT, "judge_tool": json.dumps(judge.GRADE_TOOL)}
     index = _index_config(args, out.parent) if any(uses_index(name) for name in systems) else None
     # Refused before a server starts or an index is built; `run` checks again, holding the lock.
     check_resume(dataset, config, LLMClient(settings, seed=args.seed), SYSTEMS, prompts,
                  index and {name: getattr(index, name) for name in INDEX_SETTINGS})
-    with _llm_client(settings, None if args.no_cache else out.parent / CACHE_FILE,
-                     args.seed) as llm, contextlib.ExitStack() as stack:
+    cache = None if args.no_cache else out.parent / CACHE_FILE
+    if args.dry_run:
+        print(costs.dry_run(dataset, config, settings, cache, args.seed, index,
+                            price_table(args.config or _default_config()), SYSTEMS))
+        return 0
+    budget = args.max_cost and costs.budget(args, settings)  # refused before any call
+    with _llm_client(settings, cache, args.seed) as llm, contextlib.ExitStack() as stack:
+        llm.gate = budget or None
         retriever = None
         if index:
             retriever = open_index(dataset.articles, index, embedder_for(llm))
             stack.callback(retriever.close)
-        rows = run(dataset, config, llm, SYSTEMS, prompts, retriever)
+        try:
+            rows = run(dataset, config, llm, SYSTEMS, prompts, retriever)
+        except BudgetExceeded as err:
+            rows, capped = read_samples(out / SAMPLES), err
+        else:
+            capped = None
     summary = report.summarise(rows)
     report.write_summary(out, summary)
     print(report.render(summary, "markdown"))
     _print_unscored(rows)
     print("\n" + "\n".join(judge_checks([out], rows)["lines"]))
     print(f"\nrun written to {out}/ (samples.jsonl, manifest.json, summary.json)")
+    if capped:
+        print(f"\nCAPPED: {capped}; finished pairs are kept: run the same command without "
+              f"--max-cost (or with a higher one) to finish")
+        return 3
     return 1 if any(row["status"] == "failed" for row in rows) else 0
 
 

@@ -13,7 +13,8 @@ from builders.stages import STAGES, STYLES
 from harness.scoring import agreement, probes
 from harness.demo import DEMO_QUESTIONS
 from harness.legacy import PAPER_MODEL
-from harness.options import MAX_SEED, header, iso_date, name, out_dir, share, url, whole
+from harness.options import (MAX_SEED, dollars, header, iso_date, name, out_dir, seconds, share,
+                             url, whole)
 from systems import SYSTEMS
 from systems.index import DEFAULT_DIRECTORY, IndexConfig
 
@@ -53,6 +54,19 @@ def _add_index_options(p: argparse.ArgumentParser) -> None:
                    help="characters shared by neighbouring chunks (default: %(default)s)")
     p.add_argument("--top-k", type=whole(1, 1000), default=defaults.top_k,
                    help="chunks retrieved per query (default: %(default)s)")
+
+
+def _add_cost_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dry-run", action="store_true", help="print the calls, tokens and dollars "
+                   "per role and model this command would spend, and exit without calling")
+    p.add_argument("--max-cost", type=dollars, metavar="USD", help="stop making new calls once "
+                   "dollars spent plus the estimate of the calls in flight would pass USD; the "
+                   "run ends resumable (exit 3)")
+    p.add_argument("--batch", action="store_true", help="send the calls through the OpenAI Batch "
+                   "API first (half price, within 24 h), stage by stage; resumes polling if killed")
+    p.add_argument("--batch-poll", type=seconds, default=5.0, metavar="S",
+                   help="first wait between polls of a batch, growing 1.5x to 60 s "
+                        "(default: %(default)s)")
 
 
 def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
@@ -117,6 +131,7 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
                    "grading (the report then says that nothing checked the judge)")
     _add_probe_options(p)
     _add_index_options(p)
+    _add_cost_options(p)
     p.set_defaults(handler=handlers["run"])
 
     p = sub.add_parser("index", help="build the retrieval index ahead of a run (or check it)")
