@@ -90,6 +90,11 @@ def cmd_build(args: argparse.Namespace) -> int:
                          questions_from=args.questions_from, concurrency=args.concurrency,
                          seed=args.seed)
     check_settings(config)
+    if args.dry_run:
+        print(costs.dry_run_build(config, load_settings(args.config), None if args.no_cache else
+                                  args.out.parent / CACHE_FILE, args.seed,
+                                  price_table(config_file)))
+        return 0
     stages = STAGES[STAGES.index(args.stage):STAGES.index(args.stage) + 1] if args.stage else STAGES
     sampled = titles_path(args.out, "A_r").exists()
     if "A_r" in stages and not sampled and args.n is None and not args.dump:

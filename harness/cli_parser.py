@@ -105,6 +105,8 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
                    "every LLM request (default: %(default)s)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
     p.add_argument("--config", type=Path, help="TOML file with role endpoints (default: ./freshrag.toml)")
+    p.add_argument("--dry-run", action="store_true", help="print the builder calls, tokens and "
+                   "dollars stages A_f and questions would spend, and exit without calling")
     p.set_defaults(handler=handlers["build"])
 
     p = sub.add_parser("run", help="answer, judge and account every (question, system) pair")

@@ -50,3 +50,19 @@ def budget(args: argparse.Namespace, settings: LLMSettings) -> Budget:
     prices = price_table(args.config or _default_config())
     return Budget(args.max_cost, prices, settings, RUN_ROLES,
                   discount=BATCH_DISCOUNT if args.batch else 1.0)
+
+
+def dry_run_build(config: Any, settings: LLMSettings, cache_path: Path | None, seed: int | None,
+                  prices: dict[str, tuple[float, float]]) -> str:
+    """The estimate table of the builder calls `freshrag build` would still make."""
+    from builders.estimate import build_jobs  # the CLI wires builders; harness core does not
+    jobs = build_jobs(config)
+    cache = ResponseCache(cache_path) if cache_path and cache_path.exists() else None
+    local = local_stand_in() if settings.role("builder").is_local else None
+    try:
+        result = estimate(LLMClient(settings, cache, local=local, seed=seed), jobs, prices,
+                          concurrency=config.concurrency)
+    finally:
+        if cache:
+            cache.close()
+    return render(result).replace("pairs and judge probes", "articles")

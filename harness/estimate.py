@@ -116,18 +116,22 @@ class Line:
     cached: int = 0
     input: int = 0
     output: int = 0
-    jobs: set[str] = field(default_factory=set)
+    jobs: set[str] = field(default_factory=set)  # the pairs and probes that make these calls
 
 
 def tally(walked: list[Walked]) -> dict[tuple[str, str], Line]:
+    """Calls and tokens per (role, model). A request two jobs share (advanced's first answer is
+    baseline's answer) is sent once and then read from the cache: counted once."""
     lines: dict[tuple[str, str], Line] = defaultdict(Line)
+    sent: set[str] = set()
     for item in walked:
         for call in item.calls:
             line = lines[call.role, call.request["model"]]
             line.jobs.add(item.job.name)
-            if call.cached:
+            if call.cached or call.key in sent:
                 line.cached += 1
                 continue
+            sent.add(call.key)
             line.calls += 1
             line.input += call.value["usage"]["input"]
             line.output += call.value["usage"]["output"]
@@ -135,10 +139,12 @@ def tally(walked: list[Walked]) -> dict[tuple[str, str], Line]:
 
 
 def estimate(client: LLMClient, jobs: list, prices: dict[str, tuple[float, float]],
-             batch: bool = False, concurrency: int = 8) -> dict[str, Any]:
+             batch: bool = False, concurrency: int = 8,
+             observed: dict[tuple[str, str, str], float] | None = None) -> dict[str, Any]:
     """The estimate of `jobs` (harness.plan.pair_jobs + probe_jobs): per role and model, calls,
-    tokens and dollars in each scenario."""
-    observed = observed_outputs(client)
+    tokens and dollars in each scenario. `observed`: output lengths to assume instead of the
+    client's cache's (tests/benchmarks/bench_estimate.py)."""
+    observed = observed_outputs(client) if observed is None else observed
     scenarios = {name: tally(walk(jobs, Planner(client, MadeUpReply(name == "high", observed)),
                                   concurrency, desc=f"dry run ({name})"))
                  for name in SCENARIOS}

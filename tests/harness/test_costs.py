@@ -151,3 +151,21 @@ def test_budget_refuses_a_call_that_would_pass_the_cap(monkeypatch, cap, spent, 
         budget.settle(ticket, {"usage": {"input": 1000, "output": 10}})
         assert budget.in_flight == pytest.approx(in_flight)
         assert budget.spent == pytest.approx(spent + (1000 * 2.0 + 10 * 8.0) / 1e6)
+
+
+def test_build_dry_run_counts_the_builder_calls_and_makes_none(tmp_path, fake, capsys):
+    from tests.builders.test_build_cli import DATA, N, build
+    from tests.wikidump import article_pages, write_dump
+    wiki = write_dump(tmp_path / "wiki.xml.bz2", list(article_pages(DATA / "articles.jsonl", N)))
+    assert build(tmp_path, wiki, "--dry-run") == 2  # A_d not built: nothing to count yet
+    assert "build --stage A_r and --stage A_d first" in capsys.readouterr().err
+    assert build(tmp_path, wiki, "--stage", "A_r") == 0 and build(tmp_path, wiki, "--stage", "A_d") == 0
+    n_d = len((tmp_path / "dataset" / "A_d.txt").read_text().splitlines())
+    capsys.readouterr()
+    assert build(tmp_path, wiki, "--dry-run") == 0
+    builder = table(capsys.readouterr().out)["builder"]
+    # every A_d article classified; a question for none of them (all "before") or all of them
+    assert builder[1] == f"{n_d}–{2 * n_d}"
+    assert fake.calls == 0
+    assert build(tmp_path, wiki) == 0  # the fake says "after the cutoff" to every article
+    assert fake.calls == 2 * n_d
