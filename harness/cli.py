@@ -21,6 +21,7 @@ from typing import Iterator
 
 from builders.cutoffs import CutoffError, resolve_cutoff
 from builders.dump import DumpError, DumpSource
+from builders.split_dump import SplitDumpSource, expand
 from builders.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSource, SourceError
 from builders.stages import (STAGES, BuildConfig, BuildError, check_settings,
                              classify_recency, filter_created, generate_questions, sample_articles,
@@ -85,6 +86,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     cutoff, cutoff_source = resolve_cutoff(args.cutoff, args.model, config_file)
     if args.dump and args.wiki_api:
         raise UsageError("give either --dump or --wiki-api, not both")
+    if args.stub_dump and not args.dump:
+        raise UsageError("--stub-dump gives creation dates to the pages of a --dump: give both")
     config = BuildConfig(out=args.out, cutoff=cutoff, n=args.n,
                          questions_per_article=args.questions_per_article, style=args.style,
                          questions_from=args.questions_from, concurrency=args.concurrency,
@@ -126,9 +129,13 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _page_source(args: argparse.Namespace, config_file: Path | None) -> DumpSource | MediaWikiSource:
+def _page_source(args: argparse.Namespace, config_file: Path | None
+                 ) -> DumpSource | SplitDumpSource | MediaWikiSource:
     if args.dump:
-        return DumpSource(args.dump)
+        paths = expand(args.dump)
+        if len(paths) == 1 and not args.stub_dump:
+            return DumpSource(paths[0])
+        return SplitDumpSource(paths, args.out, expand(args.stub_dump or []), args.dump_processes)
     user_agent = (args.user_agent
                   or config_table(config_file, "build").get("user_agent", DEFAULT_USER_AGENT))
     return MediaWikiSource(args.wiki_api or WIKIPEDIA_API, user_agent=user_agent,

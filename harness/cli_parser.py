@@ -85,8 +85,14 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
     p.add_argument("--model", type=name, help="take the cutoff of this model from the table (built-in, "
                    "extended by [cutoffs] in freshrag.toml), e.g. gpt-4-0613")
     p.add_argument("--wiki-api", type=url, help=f"MediaWiki api.php to sample (default: {WIKIPEDIA_API})")
-    p.add_argument("--dump", type=Path, help="MediaWiki XML dump (.xml, .xml.bz2, .xml.gz) "
-                   "instead of a wiki; a history dump gives creation dates")
+    p.add_argument("--dump", nargs="+", metavar="FILE", help="MediaWiki XML dump (.xml, .xml.bz2, "
+                   ".xml.gz) instead of a wiki: one file, several (the split files of a dump), "
+                   "or a quoted glob; a history dump gives creation dates")
+    p.add_argument("--stub-dump", nargs="+", metavar="FILE", help="stub-meta-history dump files "
+                   "(or a quoted glob) whose first revisions give the creation dates of a "
+                   "pages-articles --dump")
+    p.add_argument("--dump-processes", type=whole(1, 256), default=2, help="processes reading "
+                   "the dump files at once (default: %(default)s)")
     p.add_argument("--user-agent", type=header, help="User-Agent naming you and a contact, as Wikimedia asks "
                    "(default: [build] user_agent in freshrag.toml, else a generic freshrag one)")
     p.add_argument("--max-lag", type=whole(1, 3600), default=5,
