@@ -41,6 +41,14 @@ FOLLOW_S = 0.05  # how often a spool that has not ended is read again
 
 
 def _peak_rss_mib() -> float:
+    """This process's own peak resident memory: Linux's VmHWM, which starts afresh at exec (a
+    spawned worker's `ru_maxrss` starts from its parent's at the fork), else `ru_maxrss`."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
