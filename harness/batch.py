@@ -35,6 +35,7 @@ from harness.results import JsonlWriter, read_jsonl
 
 BATCHES = "batches.jsonl"
 TRIES = 3  # batches a request is sent in before the live run takes it
+POLL_S = 5.0  # first wait between polls (--batch-poll)
 MAX_POLL_S = 60.0
 ENDPOINT = "/v1/chat/completions"
 TERMINAL = ("completed", "failed", "expired", "cancelled")

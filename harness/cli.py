@@ -39,7 +39,7 @@ from harness.reporting.html_report import write_html
 from harness.reporting.judge_check import judge_checks
 from harness.legacy import LegacyError, import_legacy
 from harness.reporting.prices import price_table
-from harness import costs
+from harness import batch, costs
 from harness.budget import BudgetExceeded
 from harness.llm import EndpointError, LLMClient
 from harness.local_server import LocalServer, LocalServerError
@@ -159,7 +159,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                        context_tokens=args.context_tokens,
                        probe=None if args.no_probe else probes.ProbeSettings(
                            args.probe_k, args.probe_seed, args.probe_threshold),
-                       batch_poll=args.batch_poll if args.batch else None)
+                       batch_poll=(args.batch_poll or batch.POLL_S) if args.batch else None)
     settings = load_settings(args.config)
     prompts = {**PROMPTS, "judge": judge.JUDGE_PROMPT, "judge_tool": json.dumps(judge.GRADE_TOOL)}
     index = _index_config(args, out.parent) if any(uses_index(name) for name in systems) else None

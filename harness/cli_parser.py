@@ -64,9 +64,9 @@ def _add_cost_options(p: argparse.ArgumentParser) -> None:
                    "run ends resumable (exit 3)")
     p.add_argument("--batch", action="store_true", help="send the calls through the OpenAI Batch "
                    "API first (half price, within 24 h), stage by stage; resumes polling if killed")
-    p.add_argument("--batch-poll", type=seconds, default=5.0, metavar="S",
+    p.add_argument("--batch-poll", type=seconds, metavar="S",
                    help="first wait between polls of a batch, growing 1.5x to 60 s "
-                        "(default: %(default)s)")
+                        "(default: 5)")
 
 
 def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],

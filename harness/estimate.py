@@ -87,7 +87,9 @@ class MadeUpReply:
             return _value(None, name, arguments, input_tokens, output)
         output = self.observed.get((role, model, "text"),
                                    request.get("max_tokens") or DEFAULT_OUTPUT)
-        text = " ".join(["word"] * max(int(output), 1))  # the judge reads an answer this long
+        # the judge reads an answer this long; the key in it keeps two systems' made-up answers
+        # (and so their judge calls) apart, as real answers are
+        text = " ".join([key[:8]] + ["word"] * max(int(output) - 1, 0))
         return _value(text, None, None, input_tokens, output)
 
 
