@@ -171,7 +171,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(costs.dry_run(dataset, config, settings, cache, args.seed, index,
                             price_table(args.config or _default_config()), SYSTEMS))
         return 0
-    budget = args.max_cost and costs.budget(args, settings)  # refused before any call
+    budget = args.max_cost and costs.budget(  # refused before any call if a price is missing
+        args.max_cost, args.batch, settings, price_table(args.config or _default_config()))
     with _llm_client(settings, cache, args.seed) as llm, contextlib.ExitStack() as stack:
         llm.gate = budget or None
         retriever = None

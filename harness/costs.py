@@ -4,7 +4,6 @@ from the run's options without starting a server or making a call. PAPER.md sect
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,6 @@ from harness.estimate import (BATCH_DISCOUNT, StandInRetriever, estimate, local_
                               run_jobs)
 from harness.llm import LLMClient
 from harness.results import SAMPLES, read_manifest, read_samples
-from harness.reporting.prices import price_table
 from harness.rundir import RUN_ROLES
 
 
@@ -44,12 +42,11 @@ def dry_run(dataset: Dataset, config: Any, settings: LLMSettings, cache_path: Pa
     return render(result)
 
 
-def budget(args: argparse.Namespace, settings: LLMSettings) -> Budget:
+def budget(max_cost: float, batch: bool, settings: LLMSettings,
+           prices: dict[str, tuple[float, float]]) -> Budget:
     """The --max-cost budget over the run's roles (batch prices under --batch)."""
-    from harness.cli import _default_config  # the CLI's rule for the default config file
-    prices = price_table(args.config or _default_config())
-    return Budget(args.max_cost, prices, settings, RUN_ROLES,
-                  discount=BATCH_DISCOUNT if args.batch else 1.0)
+    return Budget(max_cost, prices, settings, RUN_ROLES,
+                  discount=BATCH_DISCOUNT if batch else 1.0)
 
 
 def dry_run_build(config: Any, settings: LLMSettings, cache_path: Path | None, seed: int | None,
