@@ -251,10 +251,7 @@ def classify_recency(llm: LLMClient, config: BuildConfig) -> list[str]:
     def judge(title: str) -> dict[str, Any]:
         try:
             fitted = chat_fitting(llm, "builder", articles[title]["content"][:ARTICLE_CHARS],
-                                  lambda text: dict(messages=recency_messages(title, text, cutoff),
-                                                    tools=[RECENCY_TOOL], temperature=0.0,
-                                                    tool_choice=RECENCY_FUNCTION,
-                                                    max_tokens=RECENCY_MAX_TOKENS))
+                                  lambda text: recency_request(title, text, cutoff))
         except ContextTooLong as err:
             row = {"title": title, "verdict": UNKNOWN, "reason": f"article {err}", "raw": None,
                    "model": None, "usage": None}
@@ -277,6 +274,19 @@ def classify_recency(llm: LLMClient, config: BuildConfig) -> list[str]:
     a_f = [title for title in a_d if done[title]["verdict"] is True]
     write_titles(out, "A_f", a_f)
     return a_f
+
+
+def recency_request(title: str, text: str, cutoff: str) -> dict[str, Any]:
+    """The classifier's call about one article (also what `build --dry-run` counts)."""
+    return dict(messages=recency_messages(title, text, cutoff), tools=[RECENCY_TOOL],
+                temperature=0.0, tool_choice=RECENCY_FUNCTION, max_tokens=RECENCY_MAX_TOKENS)
+
+
+def question_request(title: str, text: str, style: str, cutoff: str,
+                     attempt: int) -> dict[str, Any]:
+    """The question writer's call (also what `build --dry-run` counts)."""
+    return dict(messages=question_messages(title, text, style, cutoff), temperature=1.0,
+                max_tokens=QUESTION_MAX_TOKENS, attempt=attempt)
 
 
 def parse_verdict(response: LLMResponse) -> tuple[bool | str, str | None]:
@@ -326,9 +336,8 @@ def generate_questions(llm: LLMClient, config: BuildConfig) -> int:
         content, fitted, question = article["content"][:ARTICLE_CHARS], None, ""
         for attempt in range(i, i + QUESTION_TRIES * per_article, per_article):
             try:  # a try again sends the article as far as the first had to cut it
-                fitted = chat_fitting(llm, "builder", content, lambda text: dict(
-                    messages=question_messages(title, text, config.style, cutoff),
-                    temperature=1.0, max_tokens=QUESTION_MAX_TOKENS, attempt=attempt),
+                fitted = chat_fitting(llm, "builder", content, lambda text: question_request(
+                    title, text, config.style, cutoff, attempt),
                     halved=fitted.halvings if fitted else 0)
             except ContextTooLong:
                 break

@@ -44,6 +44,12 @@ class ResponseCache:
             self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)",
                              (key, json.dumps(value, ensure_ascii=False)))
 
+    def values(self) -> list[dict[str, Any]]:
+        """Every stored reply (a dry run's observed output lengths come from them)."""
+        with self._lock:
+            rows = self._db.execute("SELECT value FROM responses").fetchall()
+        return [json.loads(row[0]) for row in rows]
+
     def close(self) -> None:
         with self._lock:
             self._db.close()

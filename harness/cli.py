@@ -21,6 +21,7 @@ from typing import Callable, Iterator
 
 from builders.cutoffs import CutoffError, resolve_cutoff
 from builders.dump import SUFFIXES as DUMP_SUFFIXES, DumpError, DumpSource
+from builders.split_dump import SplitDumpSource, expand
 from builders.facts import FACTS
 from builders.templates import TemplateError, load_templates
 from builders import needlog
@@ -50,9 +51,11 @@ from harness.reporting.html_report import write_html
 from harness.reporting.judge_check import judge_checks
 from harness.legacy import LegacyError, import_legacy
 from harness.reporting.prices import price_table
+from harness import batch, costs
+from harness.budget import BudgetExceeded
 from harness.llm import EndpointError, LLMClient
 from harness.local_server import LocalServer, LocalServerError
-from harness.results import ResultsError, read_jsonl, read_manifest
+from harness.results import SAMPLES, ResultsError, read_jsonl, read_manifest, read_samples
 from harness.rundir import INDEX_SETTINGS, RUN_ROLES, locked
 from harness.types import LABELS, Article
 from harness.runner import RunConfig, check_resume, run
@@ -103,6 +106,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.needs and args.style != "creative":
         raise UsageError(f"--needs writes its own questions (one per need and chunk); it does not "
                          f"combine with --style {args.style}")
+    if args.stub_dump and not args.dump:
+        raise UsageError("--stub-dump gives creation dates to the pages of a --dump: give both")
     config = BuildConfig(out=args.out, cutoff=cutoff, n=args.n,
                          questions_per_article=args.questions_per_article, style=args.style,
                          questions_from=args.questions_from, concurrency=args.concurrency,
@@ -114,6 +119,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     check_settings(config)
     if args.templates:
         load_templates(args.templates)  # a bad file is refused before any source or model
+    if args.dry_run:
+        print(costs.dry_run_build(config, load_settings(args.config), None if args.no_cache else
+                                  args.out.parent / CACHE_FILE, args.seed,
+                                  price_table(config_file)))
+        return 0
     labelling = args.label or args.style == "statements"
     if args.stage == "labels" and not labelling:
         raise UsageError("--stage labels needs --label (or --style statements)")
@@ -191,9 +201,13 @@ def _label_and_report(llm: LLMClient, directory: Path, concurrency: int,
     return f"{len(rows)} questions labelled ({', '.join(path.name for path in paths)} written)"
 
 
-def _page_source(args: argparse.Namespace, config_file: Path | None) -> DumpSource | MediaWikiSource:
+def _page_source(args: argparse.Namespace, config_file: Path | None
+                 ) -> DumpSource | SplitDumpSource | MediaWikiSource:
     if args.dump:
-        return DumpSource(args.dump)
+        paths = expand(args.dump)
+        if len(paths) == 1 and not args.stub_dump:
+            return DumpSource(paths[0])
+        return SplitDumpSource(paths, args.out, expand(args.stub_dump or []), args.dump_processes)
     user_agent = (args.user_agent
                   or config_table(config_file, "build").get("user_agent", DEFAULT_USER_AGENT))
     return MediaWikiSource(args.wiki_api or WIKIPEDIA_API, user_agent=user_agent,
@@ -233,7 +247,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                        today=args.today, knowledge_cutoff=args.knowledge_cutoff,
                        context_tokens=args.context_tokens,
                        probe=None if args.no_probe else probes.ProbeSettings(
-                           args.probe_k, args.probe_seed, args.probe_threshold))
+                           args.probe_k, args.probe_seed, args.probe_threshold),
+                       batch_poll=(args.batch_poll or batch.POLL_S) if args.batch else None)
     settings = load_settings(args.config)
     prompts = {**PROMPTS, "judge": judge.JUDGE_PROMPT, "judge_tool": json.dumps(judge.GRADE_TOOL),
                "judge_general": judge.GENERAL_JUDGE_PROMPT}
@@ -241,21 +256,37 @@ def cmd_run(args: argparse.Namespace) -> int:
     # Refused before a server starts or an index is built; `run` checks again, holding the lock.
     check_resume(dataset, config, LLMClient(settings, seed=args.seed), SYSTEMS, prompts,
                  index and {name: getattr(index, name) for name in INDEX_SETTINGS})
-    with _llm_client(settings, None if args.no_cache else out.parent / CACHE_FILE, args.seed,
-                     roles=RUN_ROLES + scorer_roles(scorers)) as llm, \
+    cache = None if args.no_cache else out.parent / CACHE_FILE
+    if args.dry_run:
+        print(costs.dry_run(dataset, config, settings, cache, args.seed, index,
+                            price_table(args.config or _default_config()), SYSTEMS))
+        return 0
+    budget = args.max_cost and costs.budget(  # refused before any call if a price is missing
+        args.max_cost, args.batch, settings, price_table(args.config or _default_config()))
+    with _llm_client(settings, cache, args.seed, roles=RUN_ROLES + scorer_roles(scorers)) as llm, \
             contextlib.ExitStack() as stack:
+        llm.gate = budget or None
         retriever = None
         if index:
             retriever = open_index(dataset.articles, index, embedder_for(llm))
             stack.callback(retriever.close)
         embed = _embed_for(llm, scorers, retriever)
-        rows = run(dataset, config, llm, SYSTEMS, prompts, retriever, embed)
+        try:
+            rows = run(dataset, config, llm, SYSTEMS, prompts, retriever, embed)
+        except BudgetExceeded as err:
+            rows, capped = read_samples(out / SAMPLES), err
+        else:
+            capped = None
     summary = report.summarise(rows)
     report.write_summary(out, summary)
     print(report.render(summary, "markdown"))
     _print_unscored(rows)
     print("\n" + "\n".join(judge_checks([out], rows)["lines"]))
     print(f"\nrun written to {out}/ (samples.jsonl, manifest.json, summary.json)")
+    if capped:
+        print(f"\nCAPPED: {capped}; finished pairs are kept: run the same command without "
+              f"--max-cost (or with a higher one) to finish")
+        return 3
     return 1 if any(row["status"] == "failed" for row in rows) else 0
 
 

@@ -20,9 +20,8 @@ from harness.demo import DEMO_QUESTIONS
 from harness.legacy import PAPER_MODEL
 from builders.needlog import NeedLogConfig
 from harness.fields import FIELDS
-from harness.options import (MAX_SEED, choices, header, iso_date, mix_shares, name, out_dir, share,
-                             shares, url,
-                             whole)
+from harness.options import (MAX_SEED, choices, dollars, header, iso_date, mix_shares, name,
+                             out_dir, seconds, share, shares, url, whole)
 from systems import SYSTEMS
 from systems.index import DEFAULT_DIRECTORY, IndexConfig
 
@@ -70,6 +69,19 @@ def _add_index_options(p: argparse.ArgumentParser, query: bool = True) -> None:
                         "only, between: both fused (default: %(default)s)")
 
 
+def _add_cost_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dry-run", action="store_true", help="print the calls, tokens and dollars "
+                   "per role and model this command would spend, and exit without calling")
+    p.add_argument("--max-cost", type=dollars, metavar="USD", help="stop making new calls once "
+                   "dollars spent plus the estimate of the calls in flight would pass USD; the "
+                   "run ends resumable (exit 3)")
+    p.add_argument("--batch", action="store_true", help="send the calls through the OpenAI Batch "
+                   "API first (half price, within 24 h), stage by stage; resumes polling if killed")
+    p.add_argument("--batch-poll", type=seconds, metavar="S",
+                   help="first wait between polls of a batch, growing 1.5x to 60 s "
+                        "(default: 5)")
+
+
 def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
                  description: str) -> argparse.ArgumentParser:
     """Every subcommand and option; `handlers` maps each subcommand to the function it runs."""
@@ -86,8 +98,14 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
     p.add_argument("--model", type=name, help="take the cutoff of this model from the table (built-in, "
                    "extended by [cutoffs] in freshrag.toml), e.g. gpt-4-0613")
     p.add_argument("--wiki-api", type=url, help=f"MediaWiki api.php to sample (default: {WIKIPEDIA_API})")
-    p.add_argument("--dump", type=Path, help="MediaWiki XML dump (.xml, .xml.bz2, .xml.gz) "
-                   "instead of a wiki; a history dump gives creation dates")
+    p.add_argument("--dump", nargs="+", metavar="FILE", help="MediaWiki XML dump (.xml, .xml.bz2, "
+                   ".xml.gz) instead of a wiki: one file, several (the split files of a dump), "
+                   "or a quoted glob; a history dump gives creation dates")
+    p.add_argument("--stub-dump", nargs="+", metavar="FILE", help="stub-meta-history dump files "
+                   "(or a quoted glob) whose first revisions give the creation dates of a "
+                   "pages-articles --dump")
+    p.add_argument("--dump-processes", type=whole(1, 256), default=2, help="processes reading "
+                   "the dump files at once (default: %(default)s)")
     p.add_argument("--user-agent", type=header, help="User-Agent naming you and a contact, as Wikimedia asks "
                    "(default: [build] user_agent in freshrag.toml, else a generic freshrag one)")
     p.add_argument("--max-lag", type=whole(1, 3600), default=5,
@@ -138,6 +156,8 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
                    "drawn from the shipped list in the traffic stage (default: %(default)s)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
     p.add_argument("--config", type=Path, help="TOML file with role endpoints (default: ./freshrag.toml)")
+    p.add_argument("--dry-run", action="store_true", help="print the builder calls, tokens and "
+                   "dollars stages A_f and questions would spend, and exit without calling")
     p.set_defaults(handler=handlers["build"])
 
     p = sub.add_parser("label", help="label a dataset's questions fact_single, summary, reasoning "
@@ -195,6 +215,7 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
                    "answers into scores.jsonl after the pairs (default: %(default)s)")
     _add_probe_options(p)
     _add_index_options(p)
+    _add_cost_options(p)
     p.set_defaults(handler=handlers["run"])
 
     p = sub.add_parser("score", help="add scorers to a finished (or imported) run without "

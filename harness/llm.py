@@ -106,6 +106,18 @@ class LocalEndpoint(Protocol):
         ...
 
 
+class CallGate(Protocol):
+    """Asked before every call that the cache cannot answer (harness.budget.Budget)."""
+
+    def reserve(self, role: str, request: dict[str, Any]) -> Any:
+        """A ticket for the call, or an exception that stops it being made."""
+        ...
+
+    def settle(self, ticket: Any, value: dict[str, Any] | None) -> None:
+        """The call ended: with its reply, or None when it failed."""
+        ...
+
+
 def is_transient(err: BaseException) -> bool:
     """Errors worth another attempt: rate limits, timeouts, connection errors and 5xx."""
     if isinstance(err, (openai.RateLimitError, openai.APIConnectionError)):
@@ -130,6 +142,7 @@ class LLMClient:
         self.local = local
         self.backoff_s = backoff_s
         self.seed = seed
+        self.gate: CallGate | None = None  # a budget that may refuse a call (harness/budget.py)
         self._clients: dict[str, openai.OpenAI] = {}
         self._lock = threading.Lock()
 
@@ -146,6 +159,29 @@ class LLMClient:
              temperature: float = 0.0, max_tokens: int | None = None,
              attempt: int = 0, top_logprobs: int | None = None) -> LLMResponse:
         cfg = self.settings.role(role)
+        request, key = self.prepare(role, messages, tools=tools, tool_choice=tool_choice,
+                                    temperature=temperature, max_tokens=max_tokens,
+                                    attempt=attempt, top_logprobs=top_logprobs)
+        cached = self.cache.get(key) if self.cache else None
+        if cached is not None:
+            return _response(role, cfg.model, messages, cached, cache_hit=True)
+        ticket = self.gate.reserve(role, request) if self.gate else None
+        value = None
+        try:
+            value = self._call(role, cfg, request)
+        finally:
+            if ticket is not None:
+                self.gate.settle(ticket, value)
+        self.store(key, role, value)
+        return _response(role, cfg.model, messages, value, cache_hit=False)
+
+    def prepare(self, role: str, messages: list[dict[str, Any]], *,
+                tools: list[dict[str, Any]] | None = None, tool_choice: str | None = None,
+                temperature: float = 0.0, max_tokens: int | None = None,
+                attempt: int = 0, top_logprobs: int | None = None) -> tuple[dict[str, Any], str]:
+        """The request body `chat` would send and its cache key: the one place a request is
+        built, so that a dry run and a batch send exactly what a live call would."""
+        cfg = self.settings.role(role)
         request = {"model": cfg.model, "messages": messages, "temperature": temperature}
         if tools:
             request["tools"] = tools
@@ -157,13 +193,16 @@ class LLMClient:
         if self.seed is not None:
             request["seed"] = self.seed + attempt  # a retry is a fresh sample on seeded endpoints
         key = cache_key({"base_url": self._cache_endpoint(cfg), "attempt": attempt, **request})
-        cached = self.cache.get(key) if self.cache else None
-        if cached is not None:
-            return _response(role, cfg.model, messages, cached, cache_hit=True)
-        value = self._call(role, cfg, request)
-        if self.cache and is_usable(value):
-            self.cache.put(key, value)
-        return _response(role, cfg.model, messages, value, cache_hit=False)
+        return request, key
+
+    def store(self, key: str, role: str, value: dict[str, Any]) -> bool:
+        """Cache a usable reply (with its role and model, whose mean output a dry run reads);
+        whether it was usable."""
+        if not is_usable(value):
+            return False
+        if self.cache:
+            self.cache.put(key, {**value, "role": role, "model": self.settings.role(role).model})
+        return True
 
     def _cache_endpoint(self, cfg: RoleConfig) -> str:
         """The endpoint as the cache knows it: the configured base URL, or for the embedded
@@ -192,7 +231,7 @@ class LLMClient:
             raise kind(self._describe(role, err, attempts)) from None
         except openai.OpenAIError as err:
             raise EndpointError(self._describe(role, err, attempts)) from None
-        return _completion_value(completion, request, time.monotonic() - started)
+        return completion_value(completion, request, time.monotonic() - started)
 
     def embed(self, role: str, texts: list[str]) -> list[list[float]]:
         """Embeddings of `texts` from the role's `/v1/embeddings` endpoint, in input order,
@@ -214,6 +253,22 @@ class LLMClient:
             raise EndpointError(f"{role} endpoint {self.base_url(role)} returned {len(vectors)} "
                                 f"embeddings for {len(texts)} texts")
         return vectors
+
+    def sdk_call(self, role: str, what: str, call: Callable[[openai.OpenAI], Any]) -> Any:
+        """`call(client)` on the role's openai client, retried as a chat call is (transient
+        errors only, bounded, with backoff); for the Batch API's files and batches."""
+        cfg = self.settings.role(role)
+        client = self._client(role, cfg)
+        attempts = 0
+        try:
+            for attempt in self._retrying(cfg):
+                with attempt:
+                    attempts = attempt.retry_state.attempt_number
+                    return call(client)
+        except openai.APIConnectionError as err:
+            raise EndpointUnreachable(self._describe(role, err, attempts) + f" ({what})") from None
+        except openai.OpenAIError as err:
+            raise EndpointError(self._describe(role, err, attempts) + f" ({what})") from None
 
     def _retrying(self, cfg: RoleConfig) -> Retrying:
         def worth_retrying(err: BaseException) -> bool:
@@ -261,7 +316,7 @@ def is_usable(value: dict[str, Any]) -> bool:
         return False
 
 
-def _completion_value(completion: Any, request: dict[str, Any], latency_s: float) -> dict[str, Any]:
+def completion_value(completion: Any, request: dict[str, Any], latency_s: float) -> dict[str, Any]:
     """The cacheable part of a completion, with usage normalised."""
     if not completion.choices:
         raise EndpointError(f"endpoint returned no choices for model {request['model']!r}")

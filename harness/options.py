@@ -127,3 +127,20 @@ def choices(known: Iterable[str]) -> Callable[[str], tuple[str, ...]]:
         return names
 
     return parse
+
+
+def _positive(what: str, high: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and 0 < value <= high):
+            raise argparse.ArgumentTypeError(f"expected {what} above 0 and at most {high:,g}, "
+                                             f"got {text!r:.80}")
+        return value
+    return parse
+
+
+dollars = _positive("US dollars", 1_000_000)  # --max-cost
+seconds = _positive("seconds", 3600)          # --batch-poll

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from harness import batch, plan
+from harness.budget import BudgetExceeded
 from harness.concurrency import map_with_progress
 from harness.dataset import Dataset
 from harness.llm import EndpointError, EndpointUnreachable, LLMClient
@@ -59,46 +61,65 @@ class RunConfig:
     scorers: tuple[str, ...] = field(default=("judge",), metadata={
         "help": "scorers of harness.scoring; the judge grades every row, the others go to "
                 "scores.jsonl after the pairs"})
+    batch_poll: float | None = field(default=None, metadata={
+        "help": "first wait between batch polls; None: every call live (no --batch)"})
 
 
 def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
         prompts: dict[str, str], retriever: Retriever | None = None,
         embed: Embed | None = None) -> list[dict[str, Any]]:
     """Run every unfinished pair, then the scorers beyond the judge (`embed`: the embeddings
-    role, for answer-relevance), holding the run directory; return all its rows."""
+    role, for answer-relevance), holding the run directory; return all its rows. With --batch
+    the pairs' calls go through the Batch API first (harness/batch.py fills the cache), then the
+    pairs run as usual from the cache. A budget (harness/budget.py) that refuses a call stops the
+    run, its manifest saying `capped`."""
     with locked(config.out):
         manifest = _start_manifest(dataset, config, llm, factories, prompts, retriever)
-        manifest["judge_probe"] = _probe_judge(dataset, config, llm, manifest["judge_probe"])
-        write_manifest(config.out, manifest)
         recorder = CallRecorder(llm)
         context = SystemContext(llm=recorder, articles=dataset.articles, retriever=retriever,
                                 today=config.today, knowledge_cutoff=config.knowledge_cutoff,
                                 context_tokens=config.context_tokens)
-        systems = {name: factories[name](context) for name in config.systems}
-        questions = dataset.questions[:config.limit]
         finished = {(row["question_id"], row["system"])
                     for row in read_samples(config.out / SAMPLES) if row["status"] == "ok"}
-        pairs = [(q, name) for q in questions for name in config.systems
+        pairs = [(q, name) for q in dataset.questions[:config.limit] for name in config.systems
                  if (q.id, name) not in finished]
-        writer = JsonlWriter(config.out / SAMPLES)
-
-        def run_pair(pair: tuple[Question, str]) -> dict[str, Any]:
-            row = answer_and_grade(dataset, pair[0], pair[1], systems[pair[1]], recorder)
-            writer.write(row)
-            return row
-
         try:
-            map_with_progress(run_pair, pairs, config.concurrency, desc=dataset.name,
-                              postfix=_RunningTotals())
-        finally:
-            writer.close()
-        extra = make_scorers([name for name in config.scorers if name != "judge"], embed)
-        if extra:  # the judge graded each pair above; the others score the finished rows
-            score_rows(config.out, read_samples(config.out / SAMPLES), extra, llm,
-                       dataset.articles, concurrency=config.concurrency)
+            if config.batch_poll is not None:
+                jobs = plan.probe_jobs(dataset, config.probe) + plan.pair_jobs(
+                    dataset, pairs, factories, context)
+                manifest["batch"] = batch.prefill(llm, config.out, jobs, config.batch_poll,
+                                                  config.concurrency)
+            manifest["judge_probe"] = _probe_judge(dataset, config, llm, manifest["judge_probe"])
+            write_manifest(config.out, manifest)
+            systems = {name: factories[name](context) for name in config.systems}
+            _answer_pairs(dataset, pairs, systems, recorder, config)
+            extra = make_scorers([name for name in config.scorers if name != "judge"], embed)
+            if extra:  # the judge graded each pair above; the others score the finished rows
+                score_rows(config.out, read_samples(config.out / SAMPLES), extra, llm,
+                           dataset.articles, concurrency=config.concurrency)
+        except BudgetExceeded:
+            manifest["capped"] = llm.gate.record()
+            write_manifest(config.out, manifest)
+            raise
         manifest["finished_at"] = now()
         write_manifest(config.out, manifest)
         return read_samples(config.out / SAMPLES)
+
+
+def _answer_pairs(dataset: Dataset, pairs: list[tuple[Question, str]], systems: dict[str, System],
+                  recorder: CallRecorder, config: RunConfig) -> None:
+    writer = JsonlWriter(config.out / SAMPLES)
+
+    def run_pair(pair: tuple[Question, str]) -> dict[str, Any]:
+        row = answer_and_grade(dataset, pair[0], pair[1], systems[pair[1]], recorder)
+        writer.write(row)
+        return row
+
+    try:
+        map_with_progress(run_pair, pairs, config.concurrency, desc=dataset.name,
+                          postfix=_RunningTotals())
+    finally:
+        writer.close()
 
 
 def _probe_judge(dataset: Dataset, config: RunConfig, llm: LLMClient,

@@ -272,8 +272,28 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(status, {"error": {"message": message, "type": err_type, "param": None, "code": None}})
 
     # -- verbs
+    def _batch_api(self, method: str, body: bytes) -> bool:
+        """/v1/files and /v1/batches, when the server has them (tests/fake_batches.py)."""
+        batches = self.server.fake.batches
+        answer = batches and batches.handle(self.server.fake, method, self.path.split("?", 1)[0],
+                                            body, self.headers.get("Content-Type", ""))
+        if not answer:
+            return False
+        status, payload = answer
+        if isinstance(payload, bytes):
+            self.send_response(status)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        else:
+            self._send_json(status, payload)
+        return True
+
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         body = self._read_body()
+        if self._batch_api("POST", body):
+            return
         path = self.path.split("?", 1)[0].rstrip("/")
         if path in _EMBEDDING_PATHS:
             self.server.fake._handle_embeddings(self, body)
@@ -284,6 +304,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.fake._handle_chat(self, body)
 
     def do_GET(self) -> None:  # noqa: N802
+        if self._batch_api("GET", b""):
+            return
         self._send_error(404, f"Unknown path: {self.path}", "invalid_request_error")
 
 
@@ -302,7 +324,9 @@ class FakeOpenAIServer:
         report_usage: bool = True,
         embedding_dim: int = 64,
         embedding_delay: float = 0.0,
+        batches: Any = None,
     ) -> None:
+        self.batches = batches  # a tests.fake_batches.FakeBatches serves /v1/files, /v1/batches
         self.reply = reply
         self.embedding_dim = embedding_dim
         self.embedding_delay = float(embedding_delay)
@@ -466,6 +490,10 @@ class FakeOpenAIServer:
         tokens = sum(len(str(text).split()) for text in texts)
         handler._send_json(200, {"object": "list", "data": data, "model": request.get("model"),
                                  "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+
+    def batch_reply(self, request: dict) -> dict:
+        """A batch line's response body: what a live call of the same request would get."""
+        return self._build_response(request, (self.reply or default_reply)(request))
 
     def _build_response(self, request: dict, spec: dict) -> dict:
         if not isinstance(spec, dict):

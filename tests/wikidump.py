@@ -60,3 +60,20 @@ def disambiguation_template(page_id: int, timestamp: str) -> DumpPage:
     text = "''This disambiguation page lists articles associated with the same title.''"
     return DumpPage(page_id, "Template:Disambiguation", [Revision(2 * page_id, timestamp, text)],
                     ns=10)
+
+
+def split_dumps(pages: list[DumpPage], directory: Path, files: int) -> tuple[list[Path], list[Path]]:
+    """A whole dump as Wikipedia splits it: `files` pages-articles files (each page's current
+    revision only, whose parent is an older one: no creation date) and as many stub-meta-history
+    files (every revision, no text). Pages are dealt out in id order, as Wikipedia's page ranges."""
+    directory.mkdir(parents=True, exist_ok=True)
+    size = -(-len(pages) // files)
+    articles, stubs = [], []
+    for i in range(files):
+        part = pages[i * size:(i + 1) * size]
+        current = [DumpPage(p.id, p.title, p.revisions[-1:], p.ns, p.redirect) for p in part]
+        stub = [DumpPage(p.id, p.title, [Revision(r.id, r.timestamp, "", r.parent_id)
+                                         for r in p.revisions], p.ns, p.redirect) for p in part]
+        articles.append(write_dump(directory / f"wiki-pages-articles{i + 1}.xml.bz2", current))
+        stubs.append(write_dump(directory / f"wiki-stub-meta-history{i + 1}.xml.gz", stub))
+    return articles, stubs

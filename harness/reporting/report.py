@@ -78,6 +78,11 @@ def run_notes(run_dirs: list[Path], rows: list[dict[str, Any]]) -> list[str]:
         elif len(failed) == len(mine):
             notes.append(f"{run_dir}: all {len(mine)} pairs failed (first error: "
                          f"{(failed[0].get('error') or 'none recorded')[:200]})")
+        capped = (read_manifest(Path(run_dir)) or {}).get("capped")
+        if capped:  # written by a run that --max-cost stopped (harness/budget.py)
+            notes.append(f"{run_dir}: CAPPED by --max-cost ${capped['max_cost']:,.4f} after "
+                         f"${capped['spent']:,.4f} spent: pairs are missing; run the same "
+                         f"command without --max-cost to finish")
     return notes
 
 

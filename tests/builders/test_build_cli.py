@@ -149,3 +149,28 @@ def test_building_again_with_another_n_or_seed_is_refused_naming_both_values(
     assert build(tmp_path, dump, *option) == 2
     assert named in capsys.readouterr().err
     assert (tmp_path / "dataset" / "A_r.txt").read_text() == sampled and fake.calls == 0
+
+
+def test_split_pages_articles_files_with_stub_dates_build_what_the_history_dump_builds(
+        tmp_path, dump, fake):
+    from tests.wikidump import split_dumps
+    pages = [*article_pages(DATA / "articles.jsonl", N),
+             redirect_page(900, "Moved page", released()[0]["title"], "2022-05-05T00:00:00Z")]
+    articles, stubs = split_dumps(pages, tmp_path / "split", files=3)
+    for stage in ("A_r", "A_d"):  # the stages that read the dump, no LLM call
+        assert build(tmp_path, dump, "--stage", stage) == 0
+    split_out = tmp_path / "split-dataset"
+    for stage in ("A_r", "A_d"):
+        assert main(["build", "--dump", str(tmp_path / "split" / "wiki-pages-articles*.xml.bz2"),
+                     "--stub-dump", *map(str, stubs), "--dump-processes", "2", "--cutoff",
+                     CUTOFF, "--out", str(split_out), "--stage", stage]) == 0
+    for name in ("articles.jsonl", "A_r.txt", "A_d.txt"):  # the same rows in the same order
+        assert (split_out / name).read_text() == (tmp_path / "dataset" / name).read_text(), name
+    assert not list((split_out / ".dump-spool").glob("*.jsonl"))
+    # without the stubs a pages-articles dump has no creation dates: nothing passes the filter
+    bare = tmp_path / "bare"
+    for stage in ("A_r", "A_d"):
+        assert main(["build", "--dump", *map(str, articles), "--cutoff", CUTOFF, "--out",
+                     str(bare), "--stage", stage]) == 0
+    assert (bare / "A_r.txt").read_text() == (split_out / "A_r.txt").read_text()
+    assert (bare / "A_d.txt").read_text() == ""

@@ -1,0 +1,54 @@
+"""`freshrag build --dry-run`: the builder calls that stages A_f (the recency classifier) and
+questions would still make, for `harness.estimate` to count and price without calling.
+
+An article's job classifies it (unless `recency.jsonl` has its verdict) and, when the verdict
+lets it into the question stage, writes its questions, with the requests the stages send
+(`stages.recency_request`, `stages.question_request`). Under the estimate's two scenarios the
+classifier says "before the cutoff" for every article (no questions from A_f) or "after" for
+every one: the range. A_r and A_d make no LLM call; until they are built there is nothing to
+count, and the dry run says to build them first (`--stage A_r`, `--stage A_d`). PAPER.md III.A.
+"""
+
+from __future__ import annotations
+
+from builders.prompts import ARTICLE_CHARS
+from builders.stages import (ARTICLES, QUESTIONS, RECENCY, BuildConfig, BuildError,
+                             _question_id, parse_verdict, question_request, read_titles,
+                             recency_request, titles_path)
+from harness.plan import Job, Planner
+from harness.results import read_jsonl
+
+
+def build_jobs(config: BuildConfig) -> list[Job]:
+    """A job per A_d article still to classify or to write questions about."""
+    out = config.out
+    if not titles_path(out, "A_d").exists():
+        raise BuildError(f"{out}: A_d is not built yet, so there is nothing to count: build "
+                         f"--stage A_r and --stage A_d first (they make no LLM call), then "
+                         f"--dry-run again")
+    articles = {row["title"]: row for row in read_jsonl(out / ARTICLES)}
+    verdicts = {row["title"]: row["verdict"] for row in read_jsonl(out / RECENCY)} \
+        if (out / RECENCY).exists() else {}
+    classified = titles_path(out, "A_f").exists()
+    source_known = config.questions_from != "A_f" or classified
+    sources = read_titles(out, config.questions_from) if source_known else read_titles(out, "A_d")
+    done = {row["id"] for row in read_jsonl(out / QUESTIONS)} if (out / QUESTIONS).exists() \
+        else set()
+    cutoff = config.cutoff.isoformat()
+
+    def job(position: int, title: str) -> Job:
+        content = articles[title]["content"][:ARTICLE_CHARS]
+
+        def run(planner: Planner) -> None:
+            if not classified and title not in verdicts:
+                verdict, _ = parse_verdict(planner.chat("builder", **recency_request(
+                    title, content, cutoff)))
+                if config.questions_from == "A_f" and verdict is not True:
+                    return
+            for i in range(config.questions_per_article):
+                if not source_known or _question_id(config, position, i) not in done:
+                    planner.chat("builder", **question_request(title, content, config.style,
+                                                               cutoff, i))
+        return Job(title, run)
+
+    return [job(position, title) for position, title in enumerate(sources)]

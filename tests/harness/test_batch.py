@@ -1,0 +1,100 @@
+"""`freshrag run --batch` against the fake server's Files and Batch APIs (tests/fake_batches.py):
+stage by stage, failed and expired lines sent again, a killed process resuming its polls."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.results import read_samples
+from tests.fake_batches import FakeBatches
+from tests.fake_openai_server import FakeOpenAIServer
+from tests.fakes import use_endpoint
+
+ROOT = Path(__file__).resolve().parents[2]
+SYSTEMS = "baseline,advanced"  # advanced: three calls in turn, the third only if it retrieves
+
+
+def write_dataset(directory: Path, n: int) -> list[str]:
+    articles = [{"title": f"Town {i}", "content": f"Town {i} has {i + 3} bridges and a mayor "
+                 f"named Ola {i}. It lies on the river Aa."} for i in range(n)]
+    questions = [{"title": f"Town {i}", "question": f"How many bridges does Town {i} have?"}
+                 for i in range(n)]
+    for name, rows in (("articles.jsonl", articles), ("questions.jsonl", questions)):
+        (directory / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return ["--dataset", str(directory), "--systems", SYSTEMS, "--out", str(directory / "run"),
+            "--batch", "--batch-poll", "0.05", "--no-probe"]
+
+
+def test_batch_run_advances_stage_by_stage_and_the_live_run_replays_it(tmp_path, monkeypatch):
+    fake = FakeBatches(polls=1)
+    with FakeOpenAIServer(batches=fake) as server:
+        use_endpoint(monkeypatch, server.base_url, "sk-x")
+        assert main(["run", *write_dataset(tmp_path, 4)]) == 0
+    rows = read_samples(tmp_path / "run" / "samples.jsonl")
+    assert len(rows) == 8 and all(r["status"] == "ok" and r["grade"]["truthfulness"] for r in rows)
+    assert server.calls == 0  # every chat call came from a batch, through the cache
+    assert all(c["cache_hit"] for r in rows for c in r["calls"])
+    # The fake answers forced calls with `true`, so advanced retrieves: answer, decide, answer
+    # with chunks, each waiting for the one before. Its first call is baseline's (the same
+    # request, one cache key), and the fake echoes the question, so both systems' answers, and
+    # their judge calls, are one request too: round 1 the shared answers, round 2 the judge
+    # and the decisions, round 3 the answers with chunks.
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["batch"]["rounds"] == 3
+    assert max(fake.submitted.values()) == 1
+    assert len(fake.submitted) == 4 + 4 * 2 + 4
+
+
+def test_failed_and_expired_lines_go_into_the_next_batch(tmp_path, monkeypatch):
+    fake = FakeBatches(failed=0.10, expired=0.05, polls=0, seed=3)
+    with FakeOpenAIServer(batches=fake) as server:
+        use_endpoint(monkeypatch, server.base_url, "sk-x")
+        assert main(["run", *write_dataset(tmp_path, 10)]) == 0
+    rows = read_samples(tmp_path / "run" / "samples.jsonl")
+    assert len(rows) == 20 and all(r["status"] == "ok" for r in rows)
+    log = [json.loads(line) for line in (tmp_path / "run" / "batches.jsonl").read_text().splitlines()]
+    collected = [e for e in log if e["event"] == "collected"]
+    assert sum(e["failed"] for e in collected) > 0 and sum(e["expired"] for e in collected) > 0
+    # a key sent again only after a batch failed or expired it, and never more than TRIES times
+    resent = sum(n - 1 for n in fake.submitted.values())
+    assert resent == sum(e["failed"] + e["expired"] for e in collected) - server.calls
+    assert max(fake.submitted.values()) <= 3
+
+
+def test_a_process_killed_mid_poll_resumes_polling_without_resubmitting(tmp_path):
+    fake = FakeBatches(failed=0.10, expired=0.05, polls=40, seed=1)
+    with FakeOpenAIServer(batches=fake) as server:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "FRESHRAG_BASE_URL": server.base_url,
+               "FRESHRAG_API_KEY": "sk-x", "FRESHRAG_MODEL": "fake-model"}
+        command = [sys.executable, "-m", "harness", "run", *write_dataset(tmp_path, 20)]
+        first = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while fake.retrieves < 3 and time.monotonic() < deadline:  # polling the first batch
+            time.sleep(0.05)
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        open_at_kill = set(fake.batches)  # round 1: one batch per role, none finished yet
+        assert open_at_kill and all(b["object"]["status"] == "in_progress"
+                                    for b in fake.batches.values())
+        fake.polls = 2
+        done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = read_samples(tmp_path / "run" / "samples.jsonl")
+    assert len(rows) == 40 and all(r["status"] == "ok" for r in rows)
+    log = [json.loads(line) for line in (tmp_path / "run" / "batches.jsonl").read_text().splitlines()]
+    collected = [e for e in log if e["event"] == "collected"]
+    assert open_at_kill <= {e["batch_id"] for e in collected}  # the resumed process polled them
+    assert sum(e["failed"] for e in collected) > 0 and sum(e["expired"] for e in collected) > 0
+    # no duplicate submission: a key went into another batch only after one failed or expired it
+    resent = sum(n - 1 for n in fake.submitted.values())
+    assert resent == sum(e["failed"] + e["expired"] for e in collected) - server.calls
+    assert fake.created == len(collected)

@@ -1,0 +1,46 @@
+"""`freshrag run --dry-run` on the embedded model: no server is started, and after a real run on
+SmolLM2 the dry run finds every call in the response cache (its cache keys, made without the
+server, name the same model file as the running server's)."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMAND = ["run", "--limit", "1", "--systems", "baseline", "--no-probe"]
+
+
+def freshrag(tmp_path: Path, *args: str, timeout: float) -> subprocess.CompletedProcess:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("FRESHRAG_")}
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=tmp_path, text=True,
+                          capture_output=True, timeout=timeout,
+                          env={**env, "PYTHONPATH": str(ROOT)})
+
+
+def answer_row(stdout: str) -> list[str]:
+    row = next(line for line in stdout.splitlines() if line.startswith("| answer |"))
+    return [cell.strip() for cell in row.strip("|").split("|")]
+
+
+@pytest.mark.integration
+def test_dry_run_starts_no_server_and_after_a_run_counts_its_calls_as_cached(tmp_path):
+    started = time.monotonic()
+    dry = freshrag(tmp_path, *COMMAND, "--out", "results/one", "--dry-run", timeout=120)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    assert "llama" not in dry.stderr.lower()  # the server would log its start
+    assert time.monotonic() - started < 60
+    before = answer_row(dry.stdout)
+    assert before[1] == "smollm2-135m-instruct" and (before[2], before[3]) == ("1", "0")
+    assert not (tmp_path / "results" / "one").exists()
+
+    done = freshrag(tmp_path, *COMMAND, "--out", "results/one", timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    again = freshrag(tmp_path, *COMMAND, "--out", "results/two", "--dry-run", timeout=120)
+    assert again.returncode == 0, again.stderr[-2000:]
+    after = answer_row(again.stdout)
+    assert (after[2], after[3]) == ("0", "1")  # calls to make, calls from the cache
