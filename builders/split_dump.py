@@ -109,6 +109,17 @@ class SplitDumpSource:
             f" (creation dates from {', '.join(str(p) for p in self.stubs)})" if self.stubs else "")
         self.workers: list[dict[str, Any]] = []  # each worker's file, pages, seconds, peak RSS
 
+    def wikitexts(self, articles: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
+        """(title, wikitext) of the given articles (the facts stage, builders/facts.py): each
+        split file read again in turn, until every article was found."""
+        wanted = {row["title"]: row for row in articles}
+        for path in self.paths:
+            for title, wikitext in DumpSource(path).wikitexts(list(wanted.values())):
+                del wanted[title]
+                yield title, wikitext
+            if not wanted:
+                return
+
     def pages(self, seen: set[str]) -> Iterator[Page]:
         self.spool.mkdir(parents=True, exist_ok=True)
         context = get_context("spawn")  # no inherited threads or open files in the workers

@@ -214,20 +214,26 @@ def _page_source(args: argparse.Namespace, config_file: Path | None
                            concurrency=args.concurrency, max_lag=args.max_lag)
 
 
-def _sampled_source(args: argparse.Namespace,
-                    config_file: Path | None) -> DumpSource | MediaWikiSource:
+def _sampled_source(args: argparse.Namespace, config_file: Path | None
+                    ) -> DumpSource | SplitDumpSource | MediaWikiSource:
     """The source A_r was sampled from, for the facts stage of a resumed build: the one the
     manifest names, which --dump or --wiki-api, if given, must be."""
     recorded = (read_manifest(args.out) or {}).get("source")
-    given = str(args.dump) if args.dump else args.wiki_api
-    if recorded and given and given != recorded:
-        raise UsageError(f"{args.out}: its articles were sampled from {recorded}, not {given}; "
-                         f"the facts stage reads the same source (give it, or neither option)")
+    given = _page_source(args, config_file) if args.dump or args.wiki_api else None
+    if recorded and given and given.description != recorded:
+        raise UsageError(f"{args.out}: its articles were sampled from {recorded}, not "
+                         f"{given.description}; the facts stage reads the same source (give it, "
+                         f"or neither option)")
     if recorded and not given:
-        is_dump = recorded.endswith(DUMP_SUFFIXES)
-        args = argparse.Namespace(**{**vars(args), "dump": Path(recorded) if is_dump else None,
-                                     "wiki_api": None if is_dump else recorded})
-    return _page_source(args, config_file)
+        if not recorded.endswith(DUMP_SUFFIXES):
+            return _page_source(argparse.Namespace(**{**vars(args), "wiki_api": recorded}),
+                                config_file)
+        if " (creation dates from " in recorded or ", " in recorded:
+            raise UsageError(f"{args.out}: its articles were sampled from the split dump "
+                             f"{recorded}; give the same --dump (and --stub-dump) for the facts "
+                             f"stage")
+        return DumpSource(Path(recorded))
+    return given or _page_source(args, config_file)
 
 
 def _default_config() -> Path | None:
