@@ -381,10 +381,13 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.run_dir}: {problem}")
     settings = load_settings(args.config)
     cache = None if args.no_cache else args.run_dir.parent / CACHE_FILE
-    with locked(args.run_dir), _llm_client(settings, cache, args.seed,
-                                           roles=scorer_roles(names)) as llm:
-        counts = scorepass.score_rows(args.run_dir, rows,
-                                      scorepass.make_scorers(names, _embed_for(llm, names)),
+    with locked(args.run_dir), contextlib.ExitStack() as stack:
+        llm = embed = None
+        if scorepass.pending(args.run_dir, rows, names, args.repeats):  # else no server starts
+            llm = stack.enter_context(_llm_client(settings, cache, args.seed,
+                                                  roles=scorer_roles(names)))
+            embed = _embed_for(llm, names)
+        counts = scorepass.score_rows(args.run_dir, rows, scorepass.make_scorers(names, embed),
                                       llm, articles, args.repeats, args.concurrency)
     print(scorer_report.render_pass(counts, args.run_dir))
     if args.repeats > 1 and "judge" in names:
