@@ -88,6 +88,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         raise UsageError("give either --dump or --wiki-api, not both")
     if args.per_need and not args.needs:
         raise UsageError("--per-need caps the questions of --needs; give --needs too")
+    if args.needs and (args.style != "creative" or args.questions_per_article != 1):
+        raise UsageError("--needs asks one question per need and chunk with its own prompt; "
+                         "it takes no --style or --questions-per-article")
     config = BuildConfig(out=args.out, cutoff=cutoff, n=args.n,
                          questions_per_article=args.questions_per_article, style=args.style,
                          questions_from=args.questions_from, concurrency=args.concurrency,
