@@ -103,9 +103,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         raise UsageError("give either --dump or --wiki-api, not both")
     if args.per_need and not args.needs:
         raise UsageError("--per-need caps the questions of --needs; give --needs too")
-    if args.needs and args.style != "creative":
-        raise UsageError(f"--needs writes its own questions (one per need and chunk); it does not "
-                         f"combine with --style {args.style}")
+    if args.needs and (args.style != "creative" or args.questions_per_article != 1):
+        raise UsageError("--needs asks one question per need and chunk with its own prompt; "
+                         "it takes no --style or --questions-per-article")
     if args.stub_dump and not args.dump:
         raise UsageError("--stub-dump gives creation dates to the pages of a --dump: give both")
     config = BuildConfig(out=args.out, cutoff=cutoff, n=args.n,

@@ -113,11 +113,15 @@ def test_a_build_resumed_with_other_needs_is_refused(tmp_path, fake, capsys):
 @pytest.mark.parametrize("args, message", [
     pytest.param(["--per-need", "2"], "--per-need caps the questions of --needs", id="cap-alone"),
     pytest.param(["--needs", "NEEDS"], "NEEDS:2: blank line", id="blank-line"),
+    pytest.param(["--needs", "OK", "--style", "recent"], "it takes no --style", id="with-style"),
+    pytest.param(["--needs", "OK", "--questions-per-article", "2"],
+                 "or --questions-per-article", id="with-questions-per-article"),
     pytest.param(["--needs", "missing.txt"], "missing.txt: cannot open", id="missing-file"),
 ])
 def test_bad_needs_options_are_refused_before_any_call(tmp_path, fake, capsys, args, message):
     (tmp_path / "NEEDS").write_text("Elections\n\nDisasters\n")
-    args = [str(tmp_path / a) if a in ("NEEDS", "missing.txt") else a for a in args]
+    (tmp_path / "OK").write_text("Elections\n")
+    args = [str(tmp_path / a) if a in ("NEEDS", "OK", "missing.txt") else a for a in args]
     assert build(tmp_path, *args) == 2
     assert message.replace("NEEDS", str(tmp_path / "NEEDS")).replace(
         "missing.txt", str(tmp_path / "missing.txt")) in capsys.readouterr().err
