@@ -120,6 +120,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.templates:
         load_templates(args.templates)  # a bad file is refused before any source or model
     if args.dry_run:
+        _check_build_estimable(args)
         print(costs.dry_run_build(config, load_settings(args.config), None if args.no_cache else
                                   args.out.parent / CACHE_FILE, args.seed,
                                   price_table(config_file)))
@@ -169,6 +170,19 @@ def cmd_build(args: argparse.Namespace) -> int:
     print(f"dataset written to {args.out}/ (articles.jsonl, questions.jsonl, manifest.json); "
           f"run it with: freshrag run --dataset {args.out}")
     return 0
+
+
+def _check_build_estimable(args: argparse.Namespace) -> None:
+    """A build dry run counts the recency classifier and the creative and recent question
+    prompts (builders/estimate.py); it refuses what it would leave out rather than under-count."""
+    extra = [name for name, given in (
+        (f"--style {args.style}", args.style not in ("creative", "recent")),
+        ("--needs", bool(args.needs)), ("--label", args.label),
+        ("--control", bool(args.control))) if given]
+    if extra:
+        raise UsageError(f"--dry-run estimates the recency classifier and the creative and recent "
+                         f"question styles only; it cannot count the calls of {', '.join(extra)} "
+                         f"yet: leave them out to estimate the rest")
 
 
 def _label_spec(args: argparse.Namespace):

@@ -169,3 +169,19 @@ def test_build_dry_run_counts_the_builder_calls_and_makes_none(tmp_path, fake, c
     assert fake.calls == 0
     assert build(tmp_path, wiki) == 0  # the fake says "after the cutoff" to every article
     assert fake.calls == 2 * n_d
+
+
+@pytest.mark.parametrize("extra", [
+    pytest.param(["--style", "statements"], id="statements"),
+    pytest.param(["--style", "grounded"], id="grounded"),
+    pytest.param(["--label"], id="label"),
+    pytest.param(["--control", "2"], id="control"),
+])
+def test_build_dry_run_refuses_the_stages_it_cannot_count(tmp_path, fake, capsys, extra):
+    from tests.builders.test_build_cli import DATA, N, build
+    from tests.wikidump import article_pages, write_dump
+    wiki = write_dump(tmp_path / "wiki.xml.bz2", list(article_pages(DATA / "articles.jsonl", N)))
+    assert build(tmp_path, wiki, "--dry-run", *extra) == 2
+    err = capsys.readouterr().err
+    assert "cannot count the calls of" in err and extra[0] in err
+    assert fake.calls == 0 and not (tmp_path / "dataset").exists()
