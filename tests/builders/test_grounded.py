@@ -116,8 +116,8 @@ def test_grounded_build_run_and_report(tmp_path, scripted, capsys):
     printed = capsys.readouterr().out
     assert "### Semantic groups" in printed and "### Wording within groups" in printed
     analysis = json.loads((run / "analysis.json").read_text())
-    # one entry per system (in the order the rows finished)
-    assert sorted(entry["system"] for entry in analysis["groups"]) == ["advanced", "boolean", "naive"]
+    assert sorted(entry["system"] for entry in analysis["groups"]) == \
+        ["advanced", "boolean", "naive"]  # in the order the rows finished
     for entry in analysis["groups"]:
         assert (entry["groups"], entry["non_robust"], entry["gap"]) == (GROUPS, GROUPS, 0)
         assert (entry["adequacy"], entry["accuracy"], entry["refined_accuracy"]) == (1.0, 0.5, 0.5)
