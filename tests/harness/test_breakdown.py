@@ -15,7 +15,7 @@ import pytest
 from harness.cli import main
 from harness.reporting import breakdown, report
 from harness.results import SAMPLES, JsonlWriter
-from tests.harness.test_html_report import chromium, dump_dom, parse, row, sample_rows
+from tests.harness.test_html_report import chromium, dump_dom, parse, sample_rows
 
 LABELS = {"q1": "fact_single", "q2": "fact_single", "q3": "summary"}  # q4 and A_r: none
 NEEDS = {"r1": "dates", "r2": "people"}
