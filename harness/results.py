@@ -265,6 +265,8 @@ def sample_problem(row: dict[str, Any]) -> str | None:
     for name, types in SAMPLE_FIELDS.items():
         if name in row and not _is(row[name], types):
             return f"field {name!r} must be {_names(types)}, got {row[name]!r:.80}"
+    if row["gold_title"] is None and row.get("kind") != "general":
+        return "field 'gold_title' is null, which only a general query (kind 'general') may be"
     if row["status"] not in ("ok", "failed"):
         return f"field 'status' must be 'ok' or 'failed', got {row['status']!r:.80}"
     if row["retrievals"] < 0:

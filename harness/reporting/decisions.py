@@ -208,11 +208,20 @@ def roc_curves(rows: list[Row], seed: int = 0) -> list[Row]:
 
 
 def auroc(scored: Sequence[tuple[float, bool]]) -> float:
-    """The probability that a needing question outranks a not-needing one (ties count half)."""
-    positives = [s for s, n in scored if n]
-    negatives = [s for s, n in scored if not n]
-    wins = sum((p > q) + 0.5 * (p == q) for p in positives for q in negatives)
-    return round(wins / (len(positives) * len(negatives)), 4)
+    """The probability that a needing question outranks a not-needing one (ties count half):
+    the Mann-Whitney statistic from average ranks, n log n rather than every pair (the
+    bootstrap computes it 2,000 times)."""
+    ordered = sorted(scored, key=lambda item: item[0])
+    positive_ranks, start = 0.0, 0
+    while start < len(ordered):
+        end = start
+        while end < len(ordered) and ordered[end][0] == ordered[start][0]:
+            end += 1
+        positive_ranks += (start + 1 + end) / 2 * sum(n for _, n in ordered[start:end])
+        start = end
+    positives = sum(n for _, n in scored)
+    negatives = len(scored) - positives
+    return round((positive_ranks - positives * (positives + 1) / 2) / (positives * negatives), 4)
 
 
 def _auroc_or_half(sample: Sequence[tuple[float, bool]]) -> float:

@@ -187,3 +187,16 @@ def test_no_curve_without_both_sides_of_the_traffic():
     assert result["savings"] == [] and result["savings_notes"] == [
         "A_f: no savings curve: it needs fresh questions and control or general ones (kinds "
         "held: 2 fresh)"]
+
+
+def test_auroc_from_ranks_equals_the_pairwise_definition():
+    import random
+    rng = random.Random(15)
+    for _ in range(200):
+        scored = [(rng.choice([0.1, 0.2, 0.5, 0.7, 0.9]), rng.random() < 0.4)
+                  for _ in range(rng.randint(2, 30))]
+        positives = [s for s, n in scored if n]
+        negatives = [s for s, n in scored if not n]
+        if positives and negatives:
+            pairwise = sum((p > q) + 0.5 * (p == q) for p in positives for q in negatives)
+            assert auroc(scored) == round(pairwise / (len(positives) * len(negatives)), 4)
