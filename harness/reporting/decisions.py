@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 from harness.reporting.analysis import _decides, total_score
 from harness.reporting.identity import Identity, comparable, group_rows, labels
 from harness.reporting.report import answer_tokens, is_scored
-from harness.stats import BOOTSTRAP_SAMPLES, bootstrap_interval
+from harness.stats import bootstrap_interval
 
 Row = dict[str, Any]
 KIND_ORDER = ("fresh", "control", "general", "all")
