@@ -108,3 +108,20 @@ def test_a_process_killed_mid_poll_resumes_polling_without_resubmitting(tmp_path
     assert sum(e["failed"] for e in collected) > 0 and sum(e["expired"] for e in collected) > 0
     assert_sent_again_only_after_a_failure(fake)  # none resubmitted by the resumed process
     assert fake.created == len(collected)
+
+
+@pytest.mark.parametrize("extra, environment, message", [
+    pytest.param(["--no-cache"], {"FRESHRAG_BASE_URL": "http://127.0.0.1:9/v1"},
+                 "drop --no-cache", id="no-cache"),
+    pytest.param([], {}, "the answer, decision, judge role(s) use the embedded server",
+                 id="embedded-server"),
+])
+def test_batch_refuses_what_cannot_work_before_any_call(tmp_path, monkeypatch, capsys, extra,
+                                                        environment, message):
+    for name in ("FRESHRAG_BASE_URL", "FRESHRAG_MODEL", "FRESHRAG_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert main(["run", *write_dataset(tmp_path, 2), *extra]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
