@@ -270,6 +270,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                            args.probe_k, args.probe_seed, args.probe_threshold),
                        batch_poll=(args.batch_poll or batch.POLL_S) if args.batch else None)
     settings = load_settings(args.config)
+    if args.batch and not args.dry_run:
+        _check_batch(args, settings)
     prompts = {**PROMPTS, "judge": judge.JUDGE_PROMPT, "judge_tool": json.dumps(judge.GRADE_TOOL),
                "judge_general": judge.GENERAL_JUDGE_PROMPT}
     index = _index_config(args, out.parent) if any(uses_index(name) for name in systems) else None
@@ -308,6 +310,18 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"--max-cost (or with a higher one) to finish")
         return 3
     return 1 if any(row["status"] == "failed" for row in rows) else 0
+
+
+def _check_batch(args: argparse.Namespace, settings: LLMSettings) -> None:
+    """--batch keeps its results in the response cache, on an endpoint with the Batch API."""
+    if args.no_cache:
+        raise UsageError("--batch hands its results to the run through the response cache: "
+                         "drop --no-cache")
+    local = [role for role in RUN_ROLES if settings.role(role).is_local]
+    if local:
+        raise UsageError(f"--batch needs an endpoint with the Batch API (/v1/files, /v1/batches), "
+                         f"such as OpenAI's; the {', '.join(local)} role(s) use the embedded "
+                         f"server, which has none")
 
 
 def cmd_index(args: argparse.Namespace) -> int:

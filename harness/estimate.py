@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.llm import LLMClient
-from harness.plan import Planner, Walked, walk
+from harness.plan import Planner, Walked, pair_jobs, probe_jobs, walk
 from harness.tokens import count_messages, count_text
-from harness.types import RetrievedChunk
+from harness.types import RetrievedChunk, SystemContext
 from systems.index import chunk_articles
 
 BATCH_DISCOUNT = 0.5  # the OpenAI Batch API bills half the list price
@@ -191,7 +191,7 @@ def render(result: dict[str, Any]) -> str:
     lines.append("")
     lines.append(f"dry run: {result['jobs']} pairs and judge probes walked, no call made"
                  + (" (prices with the batch discount)" if result["batch"] else "")
-                 + "; a range is every decision against retrieval – every decision for it.")
+                 + "; a range spans every decision against retrieval and every decision for it.")
     return "\n".join(lines)
 
 
@@ -219,8 +219,6 @@ def local_stand_in() -> _LocalModelId | None:
 def run_jobs(dataset: Any, config: Any, factories: dict[str, Any], retriever: Any,
              finished: set[tuple[str, str]], probed: bool) -> list:
     """The jobs `freshrag run` would do: unfinished pairs, and the probes unless done before."""
-    from harness.plan import pair_jobs, probe_jobs
-    from harness.types import SystemContext
     context = SystemContext(llm=None, articles=dataset.articles, retriever=retriever,
                             today=config.today, knowledge_cutoff=config.knowledge_cutoff,
                             context_tokens=config.context_tokens)

@@ -31,6 +31,7 @@ class FakeBatches:
         self.created = 0                   # batches created
         self.retrieves = 0                 # polls answered
         self.submitted: Counter = Counter()  # custom_id -> batches it was sent in
+        self.outcomes: dict[str, list[str]] = {}  # custom_id -> "ok" | "failed" | "expired", in order
         self._rng = random.Random(seed)
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -103,6 +104,9 @@ class FakeBatches:
         output, errors = [], []
         for line in batch["lines"]:
             draw = self._rng.random()
+            outcome = "expired" if draw < self.expired else \
+                "failed" if draw < self.expired + self.failed else "ok"
+            self.outcomes.setdefault(line["custom_id"], []).append(outcome)
             if draw < self.expired:
                 errors.append({"id": f"req_{next(self._ids)}", "custom_id": line["custom_id"],
                                "response": None, "error": {"code": "batch_expired",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.batch import TRIES
 from harness.cli import main
 from harness.results import read_samples
 from tests.fake_batches import FakeBatches
@@ -52,6 +53,16 @@ def test_batch_run_advances_stage_by_stage_and_the_live_run_replays_it(tmp_path,
     assert len(fake.submitted) == 4 + 4 * 2 + 4
 
 
+def assert_sent_again_only_after_a_failure(fake: FakeBatches) -> None:
+    """No duplicate submission: a request goes into another batch only after the one before
+    failed or expired it, and after TRIES failures it is left to the live run."""
+    assert set(fake.outcomes) == set(fake.submitted)
+    for key, outcomes in fake.outcomes.items():
+        assert len(outcomes) == fake.submitted[key]
+        assert all(o != "ok" for o in outcomes[:-1]), (key, outcomes)
+        assert outcomes[-1] == "ok" or len(outcomes) == TRIES, (key, outcomes)
+
+
 def test_failed_and_expired_lines_go_into_the_next_batch(tmp_path, monkeypatch):
     fake = FakeBatches(failed=0.10, expired=0.05, polls=0, seed=3)
     with FakeOpenAIServer(batches=fake) as server:
@@ -62,10 +73,11 @@ def test_failed_and_expired_lines_go_into_the_next_batch(tmp_path, monkeypatch):
     log = [json.loads(line) for line in (tmp_path / "run" / "batches.jsonl").read_text().splitlines()]
     collected = [e for e in log if e["event"] == "collected"]
     assert sum(e["failed"] for e in collected) > 0 and sum(e["expired"] for e in collected) > 0
-    # a key sent again only after a batch failed or expired it, and never more than TRIES times
-    resent = sum(n - 1 for n in fake.submitted.values())
-    assert resent == sum(e["failed"] + e["expired"] for e in collected) - server.calls
-    assert max(fake.submitted.values()) <= 3
+    assert_sent_again_only_after_a_failure(fake)
+    assert max(fake.submitted.values()) > 1
+    # what no batch answered was asked live, once
+    exhausted = [k for k, o in fake.outcomes.items() if o[-1] != "ok"]
+    assert server.calls >= len(exhausted)
 
 
 def test_a_process_killed_mid_poll_resumes_polling_without_resubmitting(tmp_path):
@@ -94,7 +106,22 @@ def test_a_process_killed_mid_poll_resumes_polling_without_resubmitting(tmp_path
     collected = [e for e in log if e["event"] == "collected"]
     assert open_at_kill <= {e["batch_id"] for e in collected}  # the resumed process polled them
     assert sum(e["failed"] for e in collected) > 0 and sum(e["expired"] for e in collected) > 0
-    # no duplicate submission: a key went into another batch only after one failed or expired it
-    resent = sum(n - 1 for n in fake.submitted.values())
-    assert resent == sum(e["failed"] + e["expired"] for e in collected) - server.calls
+    assert_sent_again_only_after_a_failure(fake)  # none resubmitted by the resumed process
     assert fake.created == len(collected)
+
+
+@pytest.mark.parametrize("extra, environment, message", [
+    pytest.param(["--no-cache"], {"FRESHRAG_BASE_URL": "http://127.0.0.1:9/v1"},
+                 "drop --no-cache", id="no-cache"),
+    pytest.param([], {}, "the answer, decision, judge role(s) use the embedded server",
+                 id="embedded-server"),
+])
+def test_batch_refuses_what_cannot_work_before_any_call(tmp_path, monkeypatch, capsys, extra,
+                                                        environment, message):
+    for name in ("FRESHRAG_BASE_URL", "FRESHRAG_MODEL", "FRESHRAG_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert main(["run", *write_dataset(tmp_path, 2), *extra]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
