@@ -19,7 +19,8 @@
 Stage `facts`, between A_r and A_d, reads their infoboxes into `facts.sqlite` (builders/facts.py).
 
 A stage's title list (`A_r.txt`, `A_d.txt`, `A_f.txt`) is written when the stage has finished;
-`manifest.json` holds the funnel, recomputed from the files, so that it always adds up.
+`manifest.json` holds the funnel, recomputed from the files so that it always adds up
+(builders/manifest.py).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 import random
-from collections import Counter
 from dataclasses import asdict, dataclass
 from datetime import date
 from pathlib import Path
@@ -37,20 +37,16 @@ from tqdm import tqdm
 
 from builders import grounded
 from builders.cutoffs import created_after
-from builders.facts import WikitextSource, fact_counts, facts_stage
-from builders.label_prompts import PROMPTS as LABEL_PROMPTS
-from builders.statement_questions import (CANDIDATES_FILE, build_statement_questions,
-                                          statements_funnel)
-from builders.statements import LabelSpec
-from builders.needs import NEEDS_FILE, NeedsPlan, generate_need_questions, needs_digest, \
-    needs_funnel
-from builders.needs import PROMPTS as NEED_PROMPTS
+from builders.facts import WikitextSource, facts_stage
+from builders.needs import NeedsPlan, generate_need_questions, needs_digest
 from builders.pages import BuildError, Page, PageSource, classify
-from builders.prompts import (ARTICLE_CHARS, PROMPTS, QUESTION_MAX_TOKENS, RECENCY_MAX_TOKENS,
+from builders.prompts import (ARTICLE_CHARS, QUESTION_MAX_TOKENS, RECENCY_MAX_TOKENS,
                               RECENCY_TOOL, question_messages, recency_messages)
+from builders.statement_questions import build_statement_questions
+from builders.statements import LabelSpec
 from harness.concurrency import map_with_progress
 from harness.llm import ContextTooLong, LLMClient, chat_fitting
-from harness.results import JsonlWriter, now, read_jsonl, read_manifest, write_manifest
+from harness.results import JsonlWriter, read_jsonl
 from harness.types import LLMResponse
 
 STAGES = ("A_r", "facts", "A_d", "A_f", "questions", "labels", "traffic")  # traffic: builders/traffic.py
@@ -376,83 +372,6 @@ def clean_question(text: str) -> str:
 
 def _question_id(config: BuildConfig, position: int, i: int) -> str:
     return f"{config.questions_from}-{position:05d}-{i}"
-
-
-# --------------------------------------------------------------------------- manifest
-
-
-def funnel(out: Path, min_critique: tuple[tuple[str, int], ...] = ()) -> dict[str, Any]:
-    """How many articles each stage kept and why the others went, from the files on disk; for
-    the statements style, how many questions were written, failed or dropped, by reason."""
-    samples = read_jsonl(out / SAMPLE)
-    result: dict[str, Any] = {
-        "sampled": len(samples),
-        "n_r": sum(row["discard"] is None for row in samples),
-        "discarded_r": dict(Counter(row["discard"] for row in samples if row["discard"])),
-    }
-    if titles_path(out, "A_d").exists():
-        a_d = set(read_titles(out, "A_d"))
-        articles = read_jsonl(out / ARTICLES)
-        result["n_d"] = len(a_d)
-        result["discarded_d"] = dict(Counter(
-            "created_unknown" if not row.get("created") else "created_before_cutoff"
-            for row in articles if row["title"] not in a_d))
-    if titles_path(out, "A_f").exists():
-        a_f = set(read_titles(out, "A_f"))
-        verdicts = {row["title"]: row["verdict"] for row in read_jsonl(out / RECENCY)}
-        gone = [verdicts[title] for title in read_titles(out, "A_d") if title not in a_f]
-        result["n_f"] = len(a_f)
-        result["discarded_f"] = dict(Counter(
-            "unknown_verdict" if verdict == UNKNOWN else "not_mostly_after_cutoff"
-            for verdict in gone))
-    if (out / CANDIDATES_FILE).exists():
-        result.update(statements_funnel(out, min_critique))
-    if (out / QUESTIONS).exists():
-        questions = read_jsonl(out / QUESTIONS)
-        result["questions"] = len(questions)
-        labels = Counter(row.get("label") or "none" for row in questions)
-        result.update({"labels": dict(labels)} if set(labels) - {"none"} else {})
-    if (out / NEEDS_FILE).exists():
-        result["needs"] = needs_funnel(out)
-    for name, counts in (("facts", fact_counts(out)), ("grounded", grounded.grounded_counts(out))):
-        if counts is not None:
-            result[name] = counts
-    return result
-
-
-def update_manifest(config: BuildConfig, source: str | None, cutoff_source: str | None,
-                    llm: LLMClient | None, stage: str) -> dict[str, Any]:
-    """Record a finished stage and the funnel; refuse to mix settings within one dataset."""
-    manifest = read_manifest(config.out) or {"created_at": now(), "stages": {}}
-    check_settings(config)
-    manifest["settings"] = config.settings()
-    if source is not None:
-        manifest["source"] = source
-    if cutoff_source is not None:
-        manifest["cutoff_source"] = cutoff_source
-    for role in ("builder", "labeller") if llm is not None else ():
-        if role == "builder" or stage == "labels":
-            manifest.setdefault("models", {})[role] = llm.settings.role(role).record()
-    manifest["prompts"] = PROMPTS | LABEL_PROMPTS | (NEED_PROMPTS if config.needs else {})
-    if config.style == "statements":  # a filter, not a setting: changing it rebuilds, no call
-        manifest["min_critique"] = dict(config.min_critique)
-    manifest["stages"][stage] = {"finished_at": now()}
-    manifest["funnel"] = funnel(config.out, config.min_critique)
-    write_manifest(config.out, manifest)
-    return manifest
-
-
-def check_settings(config: BuildConfig) -> None:
-    manifest = read_manifest(config.out) if config.out.exists() else None
-    earlier = (manifest or {}).get("settings")
-    if not earlier:
-        return
-    changed = {key: (earlier[key], value) for key, value in config.settings().items()
-               if key in earlier and earlier[key] != value}
-    if changed:
-        what = ", ".join(f"{key} {old!r} (now {new!r})" for key, (old, new) in changed.items())
-        raise BuildError(f"{config.out}: this dataset was built with {what}; build into another "
-                         f"--out, or remove the directory to start over")
 
 
 def _articles(out: Path) -> dict[str, dict[str, Any]]:

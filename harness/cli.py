@@ -1,7 +1,8 @@
 """The `freshrag` command: build, label, needs, mix, run, index, scan-retrieval, report,
 score, agreement, import-legacy, demo, probe-judge and serve.
 
-The only place that wires registries. Each subcommand is one function here; its options, with
+The only place that wires registries. Each subcommand is one function here, but those that make
+question sets (build, label, needs, mix), which are in harness/cli_build.py; their options, with
 their help texts, are in harness/cli_parser.py; the work is done by the runner, the report and
 the plots.
 """
@@ -13,65 +14,47 @@ import contextlib
 import errno
 import json
 import signal
-import sqlite3
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
-from builders.cutoffs import CutoffError, resolve_cutoff
-from builders.dump import SUFFIXES as DUMP_SUFFIXES, DumpError, DumpSource
-from builders.split_dump import SplitDumpSource, expand
-from builders.facts import FACTS
-from builders.templates import TemplateError, load_templates
-from builders import needlog
-from builders.needs import NeedsError, read_needs
-from builders.label_report import label_report, render, write_report
-from builders.labels import (LABELS_FILE, check_no_foreign_labels, label_dataset,
-                             read_hand_labels)
-from builders.mix import MixError, write_mix
-from builders.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSource, SourceError
-from builders.statements import parse_label_spec
-from builders.stages import (STAGES, BuildConfig, BuildError, check_settings,
-                             classify_recency, extract_facts, filter_created, generate_questions,
-                             sample_articles, titles_path, update_manifest)
-from harness.reporting import analysis, breakdown, plots, report, traffic_plots
-from harness.scoring import SCORERS, agreement, judge, probes, scorepass
-from harness.scoring.scorepass import score_inputs, scorer_names, scorer_roles
-from harness.reporting import scorers as scorer_report
-from builders.traffic import add_traffic
+from builders.cutoffs import CutoffError
+from builders.dump import DumpError
+from builders.mediawiki import SourceError
+from builders.mix import MixError
+from builders.needs import NeedsError
+from builders.stages import BuildError
+from builders.templates import TemplateError
+from harness import batch, costs
+from harness.budget import BudgetExceeded
+from harness.cli_build import cmd_build, cmd_label, cmd_mix, cmd_needs
+from harness.cli_common import CACHE_FILE, UsageError, default_config, llm_client
 from harness.cli_parser import INDEX_DIR, build_parser
-from harness.cache import ResponseCache
-from harness.config import (DEFAULT_CONFIG_FILE, ConfigError, LLMSettings, config_table,
-                            load_settings)
+from harness.config import ConfigError, LLMSettings, load_settings
 from harness.dataset import (Dataset, DatasetError, example_dir, load_articles, load_dataset,
                              load_dataset_dir)
 from harness.demo import run_demo
-from harness.reporting.html_report import write_html
-from harness.reporting.judge_check import judge_checks
 from harness.legacy import LegacyError, import_legacy
-from harness.reporting.prices import price_table
-from harness import batch, costs
-from harness.budget import BudgetExceeded
 from harness.llm import EndpointError, LLMClient
 from harness.local_server import LocalServer, LocalServerError
-from harness.results import SAMPLES, ResultsError, read_jsonl, read_manifest, read_samples
+from harness.reporting import analysis, breakdown, plots, report, traffic_plots
+from harness.reporting import scorers as scorer_report
+from harness.reporting.html_report import write_html
+from harness.reporting.judge_check import judge_checks
+from harness.reporting.prices import price_table
+from harness.results import SAMPLES, ResultsError, read_samples
 from harness.rundir import INDEX_SETTINGS, RUN_ROLES, locked
-from harness.types import LABELS, Article
 from harness.runner import RunConfig, check_resume, run
-from systems import SYSTEMS, uses_index
+from harness.scoring import SCORERS, agreement, judge, probes, scorepass
+from harness.scoring.scorepass import score_inputs, scorer_names, scorer_roles
+from harness.types import Article
+from systems import SYSTEMS, retrieval_scan, uses_index
 from systems.embeddings import embedder_for
 from systems.index import IndexConfig, RetrievalError, open_index
-from systems import retrieval_scan
 from systems.prompts import PROMPTS
 
-CACHE_FILE = ".llm-cache.sqlite"
 ANALYSIS = "analysis.json"  # retrieval quality, attribution, decisions, intervals, paired tests
-
-
-class UsageError(Exception):
-    """Options that do not fit together or name nothing known."""
-
 
 USER_ERRORS = (UsageError, ConfigError, DatasetError, ResultsError, EndpointError, LocalServerError,
                RetrievalError, CutoffError, SourceError, DumpError, BuildError, LegacyError,
@@ -94,164 +77,6 @@ def main(argv: list[str] | None = None) -> int:
         print("freshrag: interrupted; finished pairs are kept, run the same command to resume",
               file=sys.stderr)
         return 130
-
-
-def cmd_build(args: argparse.Namespace) -> int:
-    config_file = args.config or _default_config()
-    cutoff, cutoff_source = resolve_cutoff(args.cutoff, args.model, config_file)
-    if args.dump and args.wiki_api:
-        raise UsageError("give either --dump or --wiki-api, not both")
-    if args.per_need and not args.needs:
-        raise UsageError("--per-need caps the questions of --needs; give --needs too")
-    if args.needs and (args.style != "creative" or args.questions_per_article != 1):
-        raise UsageError("--needs asks one question per need and chunk with its own prompt; "
-                         "it takes no --style or --questions-per-article")
-    if args.stub_dump and not args.dump:
-        raise UsageError("--stub-dump gives creation dates to the pages of a --dump: give both")
-    config = BuildConfig(out=args.out, cutoff=cutoff, n=args.n,
-                         questions_per_article=args.questions_per_article, style=args.style,
-                         questions_from=args.questions_from, concurrency=args.concurrency,
-                         seed=args.seed, labels=_label_spec(args), min_critique=args.min_critique,
-                         needs=read_needs(args.needs) if args.needs else (),
-                         per_need=args.per_need, control=args.control,
-                         general=args.general, control_margin_days=args.control_margin,
-                         templates=args.templates, criteria=args.criteria, groups=args.groups)
-    check_settings(config)
-    if args.templates:
-        load_templates(args.templates)  # a bad file is refused before any source or model
-    if args.dry_run:
-        _check_build_estimable(args)
-        print(costs.dry_run_build(config, load_settings(args.config), None if args.no_cache else
-                                  args.out.parent / CACHE_FILE, args.seed,
-                                  price_table(config_file)))
-        return 0
-    labelling = args.label or args.style == "statements"
-    if args.stage == "labels" and not labelling:
-        raise UsageError("--stage labels needs --label (or --style statements)")
-    stages = STAGES[STAGES.index(args.stage):STAGES.index(args.stage) + 1] if args.stage else \
-        tuple(stage for stage in STAGES if stage != "labels" or labelling)
-    sampled = titles_path(args.out, "A_r").exists()
-    if "A_r" in stages and not sampled and args.n is None and not args.dump:
-        raise UsageError("--n is required when sampling a wiki (how many articles A_r should hold)")
-    settings = load_settings(args.config)
-    cache = None if args.no_cache else args.out.parent / CACHE_FILE
-    llm = sampler = None
-    with contextlib.ExitStack() as stack:
-        for stage in stages:
-            source = None
-            if (stage in ("A_f", "questions", "labels") or stage == "traffic" and config.control) \
-                    and llm is None:
-                llm = stack.enter_context(_llm_client(
-                    settings, cache, args.seed,
-                    roles=("builder", "labeller") if labelling else ("builder",)))
-            if stage == "A_r":
-                source = sampler = None if sampled else _page_source(args, config_file)
-                done = f"{len(sample_articles(source, config))} articles"
-            elif stage == "facts":
-                source = None if (args.out / FACTS).exists() else (
-                    sampler or _sampled_source(args, config_file))
-                done = ", ".join(f"{value} {key}" for key, value in
-                                 extract_facts(source, config).items())
-            elif stage == "A_d":
-                done = f"{len(filter_created(config))} articles"
-            elif stage == "A_f":
-                done = f"{len(classify_recency(llm, config))} articles"
-            elif stage == "labels":  # a critique threshold may have dropped every question
-                done = _label_and_report(llm, args.out, args.concurrency, None) \
-                    if read_jsonl(args.out / "questions.jsonl") else "no questions to label"
-            elif stage == "questions":
-                done = f"{generate_questions(llm, config)} questions"
-            else:
-                done = add_traffic(llm, config) or "no control or general questions asked for"
-            update_manifest(config, source and source.description, cutoff_source, llm, stage)
-            print(f"{stage}: {done}", flush=True)
-    manifest = json.loads((args.out / "manifest.json").read_text(encoding="utf-8"))
-    print(json.dumps(manifest["funnel"], indent=2))
-    print(f"dataset written to {args.out}/ (articles.jsonl, questions.jsonl, manifest.json); "
-          f"run it with: freshrag run --dataset {args.out}")
-    return 0
-
-
-def _check_build_estimable(args: argparse.Namespace) -> None:
-    """A build dry run counts the recency classifier and the creative and recent question
-    prompts (builders/estimate.py); it refuses what it would leave out rather than under-count."""
-    extra = [name for name, given in (
-        (f"--style {args.style}", args.style not in ("creative", "recent")),
-        ("--needs", bool(args.needs)), ("--label", args.label),
-        ("--control", bool(args.control))) if given]
-    if extra:
-        raise UsageError(f"--dry-run estimates the recency classifier and the creative and recent "
-                         f"question styles only; it cannot count the calls of {', '.join(extra)} "
-                         f"yet: leave them out to estimate the rest")
-
-
-def _label_spec(args: argparse.Namespace):
-    """The statements style's labels (equal shares unless --labels); refused with another style."""
-    if args.style != "statements":
-        if args.labels or args.min_critique:
-            raise UsageError("--labels and --min-critique go with --style statements")
-        return None
-    return args.labels or parse_label_spec(",".join(f"{label}=0.25" for label in LABELS))
-
-
-def cmd_label(args: argparse.Namespace) -> int:
-    dataset = load_dataset_dir(args.dataset)  # every input checked before a server starts
-    hand = read_hand_labels(args.hand_labels, {q.id for q in dataset.questions}) \
-        if args.hand_labels else None
-    check_no_foreign_labels(dataset.files["questions"], args.dataset / LABELS_FILE)
-    cache = None if args.no_cache else args.dataset.parent / CACHE_FILE
-    with _llm_client(load_settings(args.config), cache, args.seed, roles=("labeller",)) as llm:
-        print(f"labels: {_label_and_report(llm, args.dataset, args.concurrency, hand)}")
-    return 0
-
-
-def _label_and_report(llm: LLMClient, directory: Path, concurrency: int,
-                      hand: dict[str, str] | None) -> str:
-    """Label the dataset, print the composition (and agreements), write the report files."""
-    rows = label_dataset(llm, directory, concurrency)
-    details = label_report(rows, hand)
-    paths = write_report(directory, details)
-    print(render(details), flush=True)
-    return f"{len(rows)} questions labelled ({', '.join(path.name for path in paths)} written)"
-
-
-def _page_source(args: argparse.Namespace, config_file: Path | None
-                 ) -> DumpSource | SplitDumpSource | MediaWikiSource:
-    if args.dump:
-        paths = expand(args.dump)
-        if len(paths) == 1 and not args.stub_dump:
-            return DumpSource(paths[0])
-        return SplitDumpSource(paths, args.out, expand(args.stub_dump or []), args.dump_processes)
-    user_agent = (args.user_agent
-                  or config_table(config_file, "build").get("user_agent", DEFAULT_USER_AGENT))
-    return MediaWikiSource(args.wiki_api or WIKIPEDIA_API, user_agent=user_agent,
-                           concurrency=args.concurrency, max_lag=args.max_lag)
-
-
-def _sampled_source(args: argparse.Namespace, config_file: Path | None
-                    ) -> DumpSource | SplitDumpSource | MediaWikiSource:
-    """The source A_r was sampled from, for the facts stage of a resumed build: the one the
-    manifest names, which --dump or --wiki-api, if given, must be."""
-    recorded = (read_manifest(args.out) or {}).get("source")
-    given = _page_source(args, config_file) if args.dump or args.wiki_api else None
-    if recorded and given and given.description != recorded:
-        raise UsageError(f"{args.out}: its articles were sampled from {recorded}, not "
-                         f"{given.description}; the facts stage reads the same source (give it, "
-                         f"or neither option)")
-    if recorded and not given:
-        if not recorded.endswith(DUMP_SUFFIXES):
-            return _page_source(argparse.Namespace(**{**vars(args), "wiki_api": recorded}),
-                                config_file)
-        if " (creation dates from " in recorded or ", " in recorded:
-            raise UsageError(f"{args.out}: its articles were sampled from the split dump "
-                             f"{recorded}; give the same --dump (and --stub-dump) for the facts "
-                             f"stage")
-        return DumpSource(Path(recorded))
-    return given or _page_source(args, config_file)
-
-
-def _default_config() -> Path | None:
-    return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -281,11 +106,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     cache = None if args.no_cache else out.parent / CACHE_FILE
     if args.dry_run:
         print(costs.dry_run(dataset, config, settings, cache, args.seed, index,
-                            price_table(args.config or _default_config()), SYSTEMS))
+                            price_table(args.config or default_config()), SYSTEMS))
         return 0
     budget = args.max_cost and costs.budget(  # refused before any call if a price is missing
-        args.max_cost, args.batch, settings, price_table(args.config or _default_config()))
-    with _llm_client(settings, cache, args.seed, roles=RUN_ROLES + scorer_roles(scorers)) as llm, \
+        args.max_cost, args.batch, settings, price_table(args.config or default_config()))
+    with llm_client(settings, cache, args.seed, roles=RUN_ROLES + scorer_roles(scorers)) as llm, \
             contextlib.ExitStack() as stack:
         llm.gate = budget or None
         retriever = None
@@ -359,7 +184,7 @@ def cmd_scan_retrieval(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    prices = price_table(args.config or _default_config())  # refused before anything is written
+    prices = price_table(args.config or default_config())  # refused before anything is written
     rows = report.load_runs(args.run_dirs)
     summary = report.summarise(rows)
     out = args.out or (args.run_dirs[0] if len(args.run_dirs) == 1 else Path("results") / "report")
@@ -412,8 +237,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     with locked(args.run_dir), contextlib.ExitStack() as stack:
         llm = embed = None
         if scorepass.pending(args.run_dir, rows, names, args.repeats):  # else no server starts
-            llm = stack.enter_context(_llm_client(settings, cache, args.seed,
-                                                  roles=scorer_roles(names)))
+            llm = stack.enter_context(llm_client(settings, cache, args.seed,
+                                                 roles=scorer_roles(names)))
             embed = _embed_for(llm, names)
         counts = scorepass.score_rows(args.run_dir, rows, scorepass.make_scorers(names, embed),
                                       llm, articles, args.repeats, args.concurrency)
@@ -465,7 +290,7 @@ def cmd_probe_judge(args: argparse.Namespace) -> int:
     dataset = _dataset(args)
     settings = load_settings(args.config)
     cache = None if args.no_cache else Path("results") / CACHE_FILE
-    with _llm_client(settings, cache, args.seed, roles=("judge",)) as llm:
+    with llm_client(settings, cache, args.seed, roles=("judge",)) as llm:
         probe = probes.probe_judge(llm, dataset.questions, dataset.articles, k=args.probe_k,
                                    seed=args.probe_seed, threshold=args.probe_threshold,
                                    concurrency=args.concurrency)
@@ -480,46 +305,12 @@ def cmd_probe_judge(args: argparse.Namespace) -> int:
     return 0 if probe["informative"] else 1
 
 
-def cmd_needs(args: argparse.Namespace) -> int:
-    if args.out.is_dir():
-        raise UsageError(f"--out {args.out} is a directory; give the needs file to write")
-    queries = needlog.read_queries(args.queries)  # refused before a model loads
-    config = needlog.NeedLogConfig(args.distance_threshold, args.min_size, args.examples,
-                                   args.max_queries, args.seed, args.concurrency)
-    cache = None if args.no_cache else Path("results") / CACHE_FILE
-    with _llm_client(load_settings(args.config), cache, args.seed, roles=("builder",)) as llm:
-        document = needlog.derive_needs(queries, llm, embedder_for(llm).embed, config)
-    document["queries_file"] = str(args.queries)
-    paths = needlog.write_needs(document, args.out)
-    print(needlog.render(document))
-    print(f"\n{', '.join(map(str, paths))} written; build questions for these needs with: "
-          f"freshrag build ... --needs {paths[0]}")
-    return 0
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
     with LocalServer(port=args.port) as server:
         print(f"serving SmolLM2-135M-Instruct at {server.base_url} (Ctrl-C stops it)\n"
               f"point freshrag at it with: export FRESHRAG_BASE_URL={server.base_url}", flush=True)
         server.process.wait()
     raise LocalServerError(server.death())  # Ctrl-C ends serve by KeyboardInterrupt, not here
-
-
-@contextlib.contextmanager
-def _llm_client(settings: LLMSettings, cache_path: Path | None, seed: int | None,
-                roles: tuple[str, ...] = RUN_ROLES) -> Iterator[LLMClient]:
-    """The client, with the embedded server running if any of `roles` needs it."""
-    try:
-        cache = ResponseCache(cache_path) if cache_path else None
-    except sqlite3.Error as err:
-        raise UsageError(f"{cache_path}: cannot open the response cache ({err}); give --no-cache "
-                         f"or run where that directory is writable") from None
-    needs_local = any(settings.role(role).is_local for role in roles)
-    with contextlib.ExitStack() as stack:
-        local = stack.enter_context(LocalServer()) if needs_local else None
-        if cache:
-            stack.callback(cache.close)
-        yield LLMClient(settings, cache, local=local, seed=seed)
 
 
 def _index_config(args: argparse.Namespace, results_dir: Path) -> IndexConfig:
@@ -564,12 +355,6 @@ def _print_unscored(rows: list[dict]) -> None:
         print("\nunscored answers (system: reason × count):")
         for (system, reason), count in reasons.most_common():
             print(f"  {system}: {reason[:300]} × {count}")
-
-
-def cmd_mix(args: argparse.Namespace) -> int:
-    shares = {"fresh": args.fresh, "control": args.control, "general": args.general}
-    print(write_mix(args.dataset, shares, args.n, args.seed, args.out))
-    return 0
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:

@@ -9,10 +9,10 @@ import pytest
 
 from builders.pages import DISAMBIGUATION, REDIRECT, TOO_SHORT, VANISHED, Page
 from builders.prompts import ARTICLE_CHARS, QUESTION_PROMPTS
+from builders.manifest import check_settings, funnel, update_manifest
 from builders.stages import (ARTICLES, QUESTIONS, RECENCY, SAMPLE, BuildConfig, BuildError,
-                             check_settings, classify_recency, clean_question, filter_created,
-                             funnel, generate_questions, read_titles, sample_articles,
-                             update_manifest)
+                             classify_recency, clean_question, filter_created, generate_questions,
+                             read_titles, sample_articles)
 from harness.dataset import load_dataset_dir
 from harness.results import read_jsonl
 from harness.llm import ContextTooLong

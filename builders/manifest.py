@@ -1,0 +1,97 @@
+"""The dataset's manifest: the funnel of every stage (how many articles and questions each kept,
+and why the others went), recomputed from the files on disk so that it always adds up, and the
+settings a dataset is tied to (building into it with others is refused). PAPER.md section III.A.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from builders import grounded
+from builders.facts import fact_counts
+from builders.label_prompts import PROMPTS as LABEL_PROMPTS
+from builders.needs import NEEDS_FILE, needs_funnel
+from builders.needs import PROMPTS as NEED_PROMPTS
+from builders.pages import BuildError
+from builders.prompts import PROMPTS
+from builders.stages import (ARTICLES, QUESTIONS, RECENCY, SAMPLE, UNKNOWN, BuildConfig,
+                             read_titles, titles_path)
+from builders.statement_questions import CANDIDATES_FILE, statements_funnel
+from harness.llm import LLMClient
+from harness.results import now, read_jsonl, read_manifest, write_manifest
+
+
+def funnel(out: Path, min_critique: tuple[tuple[str, int], ...] = ()) -> dict[str, Any]:
+    """How many articles each stage kept and why the others went, from the files on disk; for
+    the statements style, how many questions were written, failed or dropped, by reason."""
+    samples = read_jsonl(out / SAMPLE)
+    result: dict[str, Any] = {
+        "sampled": len(samples),
+        "n_r": sum(row["discard"] is None for row in samples),
+        "discarded_r": dict(Counter(row["discard"] for row in samples if row["discard"])),
+    }
+    if titles_path(out, "A_d").exists():
+        a_d = set(read_titles(out, "A_d"))
+        articles = read_jsonl(out / ARTICLES)
+        result["n_d"] = len(a_d)
+        result["discarded_d"] = dict(Counter(
+            "created_unknown" if not row.get("created") else "created_before_cutoff"
+            for row in articles if row["title"] not in a_d))
+    if titles_path(out, "A_f").exists():
+        a_f = set(read_titles(out, "A_f"))
+        verdicts = {row["title"]: row["verdict"] for row in read_jsonl(out / RECENCY)}
+        gone = [verdicts[title] for title in read_titles(out, "A_d") if title not in a_f]
+        result["n_f"] = len(a_f)
+        result["discarded_f"] = dict(Counter(
+            "unknown_verdict" if verdict == UNKNOWN else "not_mostly_after_cutoff"
+            for verdict in gone))
+    if (out / CANDIDATES_FILE).exists():
+        result.update(statements_funnel(out, min_critique))
+    if (out / QUESTIONS).exists():
+        questions = read_jsonl(out / QUESTIONS)
+        result["questions"] = len(questions)
+        labels = Counter(row.get("label") or "none" for row in questions)
+        result.update({"labels": dict(labels)} if set(labels) - {"none"} else {})
+    if (out / NEEDS_FILE).exists():
+        result["needs"] = needs_funnel(out)
+    for name, counts in (("facts", fact_counts(out)), ("grounded", grounded.grounded_counts(out))):
+        if counts is not None:
+            result[name] = counts
+    return result
+
+
+def update_manifest(config: BuildConfig, source: str | None, cutoff_source: str | None,
+                    llm: LLMClient | None, stage: str) -> dict[str, Any]:
+    """Record a finished stage and the funnel; refuse to mix settings within one dataset."""
+    manifest = read_manifest(config.out) or {"created_at": now(), "stages": {}}
+    check_settings(config)
+    manifest["settings"] = config.settings()
+    if source is not None:
+        manifest["source"] = source
+    if cutoff_source is not None:
+        manifest["cutoff_source"] = cutoff_source
+    for role in ("builder", "labeller") if llm is not None else ():
+        if role == "builder" or stage == "labels":
+            manifest.setdefault("models", {})[role] = llm.settings.role(role).record()
+    manifest["prompts"] = PROMPTS | LABEL_PROMPTS | (NEED_PROMPTS if config.needs else {})
+    if config.style == "statements":  # a filter, not a setting: changing it rebuilds, no call
+        manifest["min_critique"] = dict(config.min_critique)
+    manifest["stages"][stage] = {"finished_at": now()}
+    manifest["funnel"] = funnel(config.out, config.min_critique)
+    write_manifest(config.out, manifest)
+    return manifest
+
+
+def check_settings(config: BuildConfig) -> None:
+    manifest = read_manifest(config.out) if config.out.exists() else None
+    earlier = (manifest or {}).get("settings")
+    if not earlier:
+        return
+    changed = {key: (earlier[key], value) for key, value in config.settings().items()
+               if key in earlier and earlier[key] != value}
+    if changed:
+        what = ", ".join(f"{key} {old!r} (now {new!r})" for key, (old, new) in changed.items())
+        raise BuildError(f"{config.out}: this dataset was built with {what}; build into another "
+                         f"--out, or remove the directory to start over")
