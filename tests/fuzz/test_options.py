@@ -19,7 +19,7 @@ from tests.fuzz.urls import BAD_URLS, GOOD_URLS
 # The least each command needs besides the option under test (argparse stops before using them).
 BASE = {"build": ["--out", "o", "--cutoff", "2020-01-01"], "run": [], "index": ["--articles", "a"],
         "report": ["d"], "import-legacy": ["p.pkl", "--dataset", "A", "--system", "s", "--out", "o"],
-        "demo": [], "probe-judge": [], "serve": [], "agreement": ["a", "b"]}
+        "demo": [], "probe-judge": [], "serve": [], "agreement": ["a", "b"], "label": ["d"]}
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:
