@@ -80,9 +80,12 @@ def _tool(name: str, description: str, properties: dict[str, Any]) -> dict[str, 
         "parameters": {"type": "object", "properties": properties, "required": list(properties)}}}
 
 
-# Length bounds reach the grammar of constrained servers (llama.cpp): a small model cannot run
-# one string on until max_tokens cuts the JSON short.
-SENTENCE = {"type": "string", "minLength": 8, "maxLength": 240}
+# The pattern reaches the grammar of constrained servers (llama.cpp), where it wins over the
+# length bounds: a sentence starts with neither whitespace nor JSON punctuation and holds no line
+# break, so a small model cannot fill a string with `]\n{`, nor run one on until max_tokens cuts
+# the JSON short. Servers without a grammar ignore it; the parsers check what matters.
+SENTENCE = {"type": "string", "minLength": 8, "maxLength": 240,
+            "pattern": '^[^ \\n\\t"\\\\\\[\\]{}][^\\n"\\\\]{7,239}$'}
 
 
 def _statements(max_items: int) -> dict[str, Any]:

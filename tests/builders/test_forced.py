@@ -1,8 +1,11 @@
 """The strict parsing every labelled-question step shares (builders/forced.py)."""
 
+import re
+
 import pytest
 
 from builders.forced import ReplyError, arguments, text_field, text_list
+from builders.label_prompts import SENTENCE
 from harness.types import LLMResponse, Usage
 
 
@@ -59,3 +62,17 @@ def test_text_list(items, parsed):
             text_list({"s": items}, "s")
     else:
         assert text_list({"s": items}, "s") == parsed
+
+
+@pytest.mark.parametrize("text, allowed", [
+    pytest.param("Sweet Kaaram Coffee premiered in July 2023.", True, id="sentence"),
+    pytest.param("Émile wrote \u201cit\u201d in 1890.", True, id="accented-start-curly-quotes"),
+    pytest.param("]\n{\n    ", False, id="llama-junk"),
+    pytest.param("   The subject.", False, id="leading-space"),
+    pytest.param("Two\nlines here.", False, id="line-break"),
+    pytest.param('He said "no" twice.', False, id="raw-quote-would-end-the-json-string"),
+    pytest.param("Short", False, id="too-short"),
+    pytest.param("A" * 241, False, id="too-long"),
+])
+def test_the_sentence_pattern_the_grammar_enforces(text, allowed):
+    assert bool(re.fullmatch(SENTENCE["pattern"].strip("^$"), text)) == allowed
