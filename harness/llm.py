@@ -236,18 +236,9 @@ class LLMClient:
     def embed(self, role: str, texts: list[str]) -> list[list[float]]:
         """Embeddings of `texts` from the role's `/v1/embeddings` endpoint, in input order,
         retried like chat calls. Not cached: the retrieval index stores what it embedded."""
-        cfg = self.settings.role(role)
-        client = self._client(role, cfg)
-        attempts = 0
-        try:
-            for attempt in self._retrying(cfg):
-                with attempt:
-                    attempts = attempt.retry_state.attempt_number
-                    result = client.embeddings.create(model=cfg.model, input=texts)
-        except openai.APIConnectionError as err:
-            raise EndpointUnreachable(self._describe(role, err, attempts)) from None
-        except openai.OpenAIError as err:
-            raise EndpointError(self._describe(role, err, attempts)) from None
+        model = self.settings.role(role).model
+        result = self.sdk_call(role, "embeddings",
+                               lambda client: client.embeddings.create(model=model, input=texts))
         vectors = [item.embedding for item in sorted(result.data, key=lambda item: item.index)]
         if len(vectors) != len(texts):
             raise EndpointError(f"{role} endpoint {self.base_url(role)} returned {len(vectors)} "
