@@ -9,9 +9,8 @@ as the paper suggests); the answer with chunks from the `answer` role. Every cal
 from __future__ import annotations
 
 from harness.types import Question, SystemAnswer, SystemContext
-from systems.prompts import (ANSWER_MAX_TOKENS, DECISION_MAX_TOKENS, MORE_INFORMATION_QUESTION,
-                             MORE_INFORMATION_TOOL, answer_messages)
-from systems.rag import answer_with_chunks, parse_decision
+from systems.prompts import MORE_INFORMATION_QUESTION, MORE_INFORMATION_TOOL
+from systems.rag import answer_then_ask, answer_with_chunks, parse_decision
 
 TOOL_NAME = MORE_INFORMATION_TOOL["function"]["name"]
 
@@ -23,13 +22,8 @@ class Advanced:
         self.context = context
 
     def answer(self, question: Question) -> SystemAnswer:
-        llm = self.context.llm
-        messages = answer_messages(question)
-        first = llm.chat("decision", messages, max_tokens=ANSWER_MAX_TOKENS)
-        follow_up = messages + [{"role": "assistant", "content": first.text or ""},
-                                {"role": "user", "content": MORE_INFORMATION_QUESTION}]
-        asked = llm.chat("decision", follow_up, tools=[MORE_INFORMATION_TOOL],
-                         tool_choice=TOOL_NAME, max_tokens=DECISION_MAX_TOKENS)
+        first, asked = answer_then_ask(self.context.llm, question, MORE_INFORMATION_QUESTION,
+                                       MORE_INFORMATION_TOOL)
         decision = parse_decision(asked, TOOL_NAME)
         details = {"decision": decision.label, "decision_raw": decision.raw,
                    "first_answer": first.text}

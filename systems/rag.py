@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.tokens import count_text, encoding_for
-from harness.types import LLMResponse, Question, RetrievedChunk, SystemContext
-from systems.prompts import ANSWER_MAX_TOKENS, RAG_PROMPT, answer_messages
+from harness.types import LLM, LLMResponse, Question, RetrievedChunk, SystemContext
+from systems.prompts import ANSWER_MAX_TOKENS, DECISION_MAX_TOKENS, RAG_PROMPT, answer_messages
 
 TOKEN_MODEL = "gpt-4"  # an estimate for any model: cl100k_base counts, with SAFETY to spare
 SAFETY = 0.9  # share of the window we fill: other tokenizers count differently
@@ -43,6 +43,19 @@ def parse_decision(response: LLMResponse, tool_name: str) -> Decision:
     if not isinstance(value, bool):
         return Decision("none", response.tool_arguments)
     return Decision("retrieve" if value else "no-retrieve", response.tool_arguments)
+
+
+def answer_then_ask(llm: LLM, question: Question, ask: str,
+                    tool: dict[str, Any]) -> tuple[LLMResponse, LLMResponse]:
+    """The answer-first agents' two `decision` calls: an answer without retrieval, then, with that
+    answer in the conversation, `ask` as one forced call of `tool` (advanced, self-check)."""
+    messages = answer_messages(question)
+    first = llm.chat("decision", messages, max_tokens=ANSWER_MAX_TOKENS)
+    follow_up = messages + [{"role": "assistant", "content": first.text or ""},
+                            {"role": "user", "content": ask}]
+    asked = llm.chat("decision", follow_up, tools=[tool], tool_choice=tool["function"]["name"],
+                     max_tokens=DECISION_MAX_TOKENS)
+    return first, asked
 
 
 def answer_with_chunks(context: SystemContext, question: Question,

@@ -14,9 +14,8 @@ import json
 from typing import Any
 
 from harness.types import LLMResponse, Question, SystemAnswer, SystemContext
-from systems.prompts import (ANSWER_MAX_TOKENS, DECISION_MAX_TOKENS, SELF_CHECK_QUESTION,
-                             SELF_CHECK_TOOL, answer_messages)
-from systems.rag import answer_with_chunks
+from systems.prompts import SELF_CHECK_QUESTION, SELF_CHECK_TOOL
+from systems.rag import answer_then_ask, answer_with_chunks
 
 THRESHOLD = 4  # retrieve when the rating is below this (1..3); the report sweeps the others
 TOOL_NAME = SELF_CHECK_TOOL["function"]["name"]
@@ -44,13 +43,8 @@ class SelfCheck:
         self.context = context
 
     def answer(self, question: Question) -> SystemAnswer:
-        llm = self.context.llm
-        messages = answer_messages(question)
-        first = llm.chat("decision", messages, max_tokens=ANSWER_MAX_TOKENS)
-        follow_up = messages + [{"role": "assistant", "content": first.text or ""},
-                                {"role": "user", "content": SELF_CHECK_QUESTION}]
-        rated = llm.chat("decision", follow_up, tools=[SELF_CHECK_TOOL], tool_choice=TOOL_NAME,
-                         max_tokens=DECISION_MAX_TOKENS)
+        first, rated = answer_then_ask(self.context.llm, question, SELF_CHECK_QUESTION,
+                                       SELF_CHECK_TOOL)
         rating = parse_rating(rated)
         label = "none" if rating is None else ("retrieve" if rating < THRESHOLD else "no-retrieve")
         details: dict[str, Any] = {"decision": label,
