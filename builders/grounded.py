@@ -17,7 +17,6 @@ in several wordings (METHODS.md, "Grounded questions and robustness groups").
 from __future__ import annotations
 
 import json
-import os
 import random
 from dataclasses import asdict
 from pathlib import Path
@@ -29,7 +28,7 @@ from builders.prompts import GROUNDED_PROMPT, WRITE_QUESTION_TOOL
 from builders.templates import KINDS, Query, builtin_templates, fill_templates, load_templates
 from harness.concurrency import map_with_progress
 from harness.llm import LLMClient
-from harness.results import JsonlWriter, read_jsonl
+from harness.results import JsonlWriter, read_jsonl, replace_jsonl
 from harness.scoring.reference import matches
 from harness.types import LLMResponse
 
@@ -72,15 +71,11 @@ def write_queries(out: Path, stage_titles: list[str], templates_file: Path | Non
         with closing_db(out / FACTS) as db:
             queries = fill_templates(db, templates)
         kept = _select(queries, set(stage_titles), groups, seed)
-        tmp = path.with_suffix(".tmp")
-        with tmp.open("w", encoding="utf-8") as lines:
-            for query in queries:
-                reason = query.dropped or (None if query.group in kept else
-                                           "outside_stage" if query.gold_title not in stage_titles
-                                           else "not_selected")
-                lines.write(json.dumps({**query.record(), "dropped": reason},
-                                       ensure_ascii=False) + "\n")
-        os.replace(tmp, path)  # whole or not at all: the same templates give the same file
+        # whole or not at all: the same templates give the same file
+        replace_jsonl(path, ({**query.record(), "dropped": query.dropped or (
+            None if query.group in kept else
+            "outside_stage" if query.gold_title not in stage_titles else "not_selected")}
+            for query in queries))
     return [Query(**{key: row[key] for key in ("group", "template", "kind", "sql", "params",
                                               "text", "values", "gold_title")})
             for row in read_jsonl(path) if row["dropped"] is None]

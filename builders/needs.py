@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 
 from harness.concurrency import map_with_progress
 from harness.llm import EndpointError, EndpointUnreachable, LLMClient
-from harness.results import JsonlWriter, read_jsonl
+from harness.results import JsonlWriter, read_jsonl, replace_jsonl
 from harness.textfile import lines
 from harness.types import Article, LLMResponse, Usage
 from systems.index import Chunk, IndexConfig, chunk_articles
@@ -225,12 +224,7 @@ def write_need_questions(out: Path, stage: str, articles: dict[str, dict[str, An
              "chunk": row["chunk"], "revision_id": articles[row["title"]].get("revision_id"),
              "generator": row["model"], "style": "needs", "stage": stage, "usage": row["usage"]}
             for row in latest_records(out) if row["outcome"] == QUESTION]
-    path = out / "questions.jsonl"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows),
-                   encoding="utf-8")
-    os.replace(tmp, path)
-    return len(rows)
+    return replace_jsonl(out / "questions.jsonl", rows)
 
 
 def needs_funnel(out: Path) -> list[dict[str, Any]]:

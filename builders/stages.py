@@ -46,7 +46,7 @@ from builders.statement_questions import build_statement_questions
 from builders.statements import LabelSpec
 from harness.concurrency import map_with_progress
 from harness.llm import ContextTooLong, LLMClient, chat_fitting
-from harness.results import JsonlWriter, read_jsonl
+from harness.results import JsonlWriter, read_jsonl, replace_jsonl
 from harness.types import LLMResponse
 
 STAGES = ("A_r", "facts", "A_d", "A_f", "questions", "labels", "traffic")  # traffic: builders/traffic.py
@@ -189,7 +189,7 @@ def _reservoir_sample(source: PageSource, config: BuildConfig) -> list[str]:
             discards.write(_sample_row(page))
     finally:
         discards.close()
-    _rewrite_jsonl(config.out / ARTICLES, (page.article_row() for page in reservoir))
+    replace_jsonl(config.out / ARTICLES, (page.article_row() for page in reservoir))
     partial.replace(config.out / SAMPLE)
     titles = [page.title for page in reservoir]
     write_titles(config.out, "A_r", titles)
@@ -198,16 +198,6 @@ def _reservoir_sample(source: PageSource, config: BuildConfig) -> list[str]:
 
 def _sample_row(page: Page) -> dict[str, Any]:
     return {"title": page.title, "discard": page.discard}
-
-
-def _rewrite_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
-    path.unlink(missing_ok=True)
-    writer = JsonlWriter(path)
-    try:
-        for row in rows:
-            writer.write(row)
-    finally:
-        writer.close()
 
 
 def extract_facts(source: WikitextSource | None, config: BuildConfig) -> dict[str, int]:

@@ -14,7 +14,6 @@ question set without a call.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from builders.labels import LABELS_FILE, latest_records
 from builders.prompts import article_text
 from builders.statements import STATEMENTS_FILE, Slot, extract, pick_statement, plan
 from harness.concurrency import map_with_progress
-from harness.results import JsonlWriter, read_jsonl
+from harness.results import JsonlWriter, read_jsonl, replace_jsonl
 from harness.types import ARTICLE_CHARS, LLM
 
 CANDIDATES_FILE = "candidates.jsonl"
@@ -123,16 +122,7 @@ def assemble(out: Path, slots: list[Slot], thresholds: tuple[tuple[str, int], ..
     labels = latest_records(out / LABELS_FILE)
     kept = [question_row(row, labels.get(row["id"])) for row in candidates
             if row["status"] == "ok" and drop_reason(row, thresholds) is None]
-    path, tmp = out / "questions.jsonl", out / "questions.jsonl.tmp"
-    tmp.unlink(missing_ok=True)
-    writer = JsonlWriter(tmp)
-    try:
-        for row in kept:
-            writer.write(row)
-    finally:
-        writer.close()
-    os.replace(tmp, path)  # whole or not at all
-    return len(kept)
+    return replace_jsonl(out / "questions.jsonl", kept)  # whole or not at all
 
 
 def question_row(candidate: dict[str, Any], label: dict[str, Any] | None) -> dict[str, Any]:

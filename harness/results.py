@@ -34,7 +34,7 @@ import threading
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO, Callable, Iterable
 
 from harness.textfile import lines, lone_surrogate, read_text
 from harness.types import Grade, LLMResponse, Question, SystemAnswer, sum_usage_by_role
@@ -184,6 +184,20 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
         latest.pop((row["question_id"], row["system"]), None)
         latest[row["question_id"], row["system"]] = row
     return list(latest.values())
+
+
+def replace_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> int:
+    """Write `rows` as the whole of the JSON Lines file `path`, atomically: a kill leaves the old
+    file or the new one, never half of it (files that are rebuilt from stage records, not
+    appended to). Returns the number of rows."""
+    tmp = path.with_name(path.name + ".tmp")
+    count = 0
+    with tmp.open("w", encoding="utf-8") as lines:
+        for row in rows:
+            lines.write(json.dumps(row, ensure_ascii=False) + "\n")
+            count += 1
+    os.replace(tmp, path)
+    return count
 
 
 def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:

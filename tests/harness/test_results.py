@@ -91,3 +91,17 @@ def test_a_whole_last_row_without_newline_is_neither_lost_nor_run_again(tmp_path
     lines = samples.read_text().split("\n")
     assert lines[-1] == "" and len(lines) == 7  # six rows, each on its own line
     assert len({(json.loads(ln)["question_id"], json.loads(ln)["system"]) for ln in lines[:-1]}) == 6
+
+
+def test_replace_jsonl_writes_the_whole_file_or_leaves_the_old_one(tmp_path):
+    from harness.results import replace_jsonl
+    path = tmp_path / "questions.jsonl"
+    assert replace_jsonl(path, [{"q": "é"}, {"q": 2}]) == 2
+    assert path.read_text(encoding="utf-8") == '{"q": "é"}\n{"q": 2}\n'
+
+    def broken():
+        yield {"q": 3}
+        raise RuntimeError("killed mid-write")
+    with pytest.raises(RuntimeError):
+        replace_jsonl(path, broken())
+    assert path.read_text(encoding="utf-8") == '{"q": "é"}\n{"q": 2}\n'  # the old file, whole
