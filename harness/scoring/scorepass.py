@@ -139,11 +139,31 @@ def pending(run_dir: Path, rows: list[dict[str, Any]], names: Iterable[str],
     return items
 
 
+def check_same_models(run_dir: Path, scorers: dict[str, Scorer], llm: LLM) -> None:
+    """Refuse a pass whose scorer model differs from the one a scorer's earlier scores used:
+    resumed, or added to, the two models' scores would merge into one row of every table."""
+    settings = getattr(llm, "settings", None)
+    if settings is None:  # a scripted model in tests: no configured roles to compare
+        return
+    for row in read_scores(run_dir):
+        scorer = scorers.get(row["scorer"])
+        if scorer is None:
+            continue
+        now_model = settings.role(scorer.role).model
+        used = {call["model"] for call in row.get("calls") or [] if call["role"] == scorer.role}
+        if used - {now_model}:
+            raise ResultsError(
+                f"{run_dir / SCORES}: {row['scorer']} was scored with the {scorer.role} model "
+                f"{sorted(used)[0]!r}, and this pass would use {now_model!r}: the two models' "
+                f"scores would merge into one row; score a copy of the run directory instead")
+
+
 def score_rows(run_dir: Path, rows: list[dict[str, Any]], scorers: dict[str, Scorer], llm: LLM,
                articles: dict[str, Article], repeats: int = 1,
                concurrency: int = 8) -> dict[str, Any]:
     """Score what is pending; the caller holds the run directory (harness/rundir.py). Returns
     counts: items done now, skipped as finished before, and per scorer by status."""
+    check_same_models(run_dir, scorers, llm)
     items = pending(run_dir, rows, scorers, repeats)
     writer = JsonlWriter(run_dir / SCORES)
 

@@ -210,3 +210,16 @@ def test_sigkill_mid_pass_then_resume_asks_no_finished_call_again(tmp_path, fake
     # only the calls in flight at the kill (at most one per worker) are asked twice
     assert len(set(first) & set(again)) <= 2
     assert len(read_scores(run)) == 12 and len(scores.read_text().splitlines()) == 12
+
+
+def test_a_pass_with_another_scorer_model_is_refused_before_any_call(tmp_path, fake, capsys,
+                                                                      monkeypatch):
+    run = make_run(tmp_path)
+    assert main(["score", str(run), "--scorers", "faithfulness"]) == 0
+    before, calls = (run / SCORES).read_bytes(), fake.calls
+    monkeypatch.setenv("FRESHRAG_SCORER_MODEL", "another-model")
+    capsys.readouterr()
+    assert main(["score", str(run), "--scorers", "faithfulness,claims"]) == 2
+    err = capsys.readouterr().err
+    assert "faithfulness was scored with the scorer model" in err and "'another-model'" in err
+    assert fake.calls == calls and (run / SCORES).read_bytes() == before
