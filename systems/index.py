@@ -11,6 +11,11 @@ An index is keyed by (corpus hash, chunker settings, embedding model, lexical sc
 in the collection named after that key, so a later run on the same corpus opens it in seconds
 instead of embedding again. Chunk ids are their position in the chunk list, which the key fixes:
 a build that was interrupted resumes by embedding only the chunks its collection lacks.
+
+Scores are rounded to `SCORE_DIGITS` significant digits and ties broken by chunk id, so the same
+query gets the same chunks in the same order every time: embedded Qdrant's float32 scores can
+differ in the last bit between two searches of one index (numpy's summation order), and an
+unstable order among equal scores changes the prompt, and with it the response-cache key.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from systems import lexical
 
 DEFAULT_DIRECTORY = Path("results") / ".index"
 LEXICAL = "bm25"  # the sparse vector's name; the dense one is the collection's unnamed vector
+SCORE_DIGITS = 6  # significant digits a score keeps: beyond them float32 noise, not ranking
 
 
 class RetrievalError(RuntimeError):
@@ -93,6 +99,16 @@ class Candidates:
                 for point, score in lexical.fuse(self.dense, self.lexical, weight, k)]
 
 
+def _rounded(score: float) -> float:
+    return float(f"{score:.{SCORE_DIGITS}g}")
+
+
+def _ranked(points: Iterable[Any]) -> list[lexical.Hit]:
+    """(point id, rounded score), best first, equal scores by id."""
+    hits = [(int(point.id), _rounded(point.score)) for point in points]
+    return sorted(hits, key=lambda hit: (-hit[1], hit[0]))
+
+
 def _chunk(payload: dict[str, Any], score: float) -> RetrievedChunk:
     return RetrievedChunk(payload["title"], payload["chunk"], payload["text"], score)
 
@@ -124,9 +140,7 @@ class VectorIndex:
         weight, k = self.config.text_weight, self.config.top_k
         if weight == 0:  # dense only: the query the index made before it had a lexical side
             [vector] = _embed(self.embedder, [query], self.dimension)
-            hits = self.client.query_points(self.collection, query=vector, limit=k,
-                                            with_payload=True).points
-            return [_chunk(hit.payload, hit.score) for hit in hits]
+            return self._dense_top(vector, k)
         [found] = self.candidates([query], depth=max(lexical.DEPTH, k), dense=weight < 1)
         return found.top(weight, k)
 
@@ -147,9 +161,23 @@ class VectorIndex:
         for vector in vectors:
             sides = [next(answers).points for _ in range(2 if vector is not None else 1)]
             payloads = {int(hit.id): hit.payload for side in sides for hit in side}
-            hits = [[(int(hit.id), hit.score) for hit in side] for side in sides]
+            hits = [_ranked(side) for side in sides]
             found.append(Candidates(hits[0] if vector is not None else [], hits[-1], payloads))
         return found
+
+    def _dense_top(self, vector: list[float], k: int) -> list[RetrievedChunk]:
+        """The k nearest chunks in a stable order: more are fetched while the last one fetched
+        ties with the k-th, so that which of equal chunks are kept depends on ids alone."""
+        limit = k
+        while True:
+            limit = min(self.chunks, max(2 * limit, k + 8))
+            points = self.client.query_points(self.collection, query=vector, limit=limit,
+                                              with_payload=True).points
+            ranked = _ranked(points)
+            payloads = {int(point.id): point.payload for point in points}
+            if len(points) < limit or limit >= self.chunks or len(ranked) <= k \
+                    or _rounded(points[-1].score) < ranked[k - 1][1]:
+                return [_chunk(payloads[point], score) for point, score in ranked[:k]]
 
     def record(self) -> dict[str, Any]:
         store = self.config.qdrant_url or str(self.config.directory)
