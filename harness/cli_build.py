@@ -31,6 +31,7 @@ from harness.dataset import load_dataset_dir
 from harness.llm import LLMClient
 from harness.reporting.prices import price_table
 from harness.results import read_jsonl, read_manifest
+from harness.rundir import locked
 from harness.types import LABELS
 from systems.embeddings import embedder_for
 
@@ -76,6 +77,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     cache = None if args.no_cache else args.out.parent / CACHE_FILE
     llm = sampler = None
     with contextlib.ExitStack() as stack:
+        stack.enter_context(locked(args.out))  # one build of a directory at a time
         for stage in stages:
             source = None
             if (stage in ("A_f", "questions", "labels") or stage == "traffic" and config.control) \
@@ -139,7 +141,8 @@ def cmd_label(args: argparse.Namespace) -> int:
         if args.hand_labels else None
     check_no_foreign_labels(dataset.files["questions"], args.dataset / LABELS_FILE)
     cache = None if args.no_cache else args.dataset.parent / CACHE_FILE
-    with llm_client(load_settings(args.config), cache, args.seed, roles=("labeller",)) as llm:
+    with locked(args.dataset), llm_client(load_settings(args.config), cache, args.seed,
+                                          roles=("labeller",)) as llm:
         print(f"labels: {_label_and_report(llm, args.dataset, args.concurrency, hand)}")
     return 0
 

@@ -9,9 +9,13 @@ Each reply in the script is consumed in order; a reply is a string (text), a `To
 
 from __future__ import annotations
 
+import contextlib
 import json
+import subprocess
+import sys
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterator
 
 from harness.scoring import probes
 from harness.scoring.judge import JUDGE_PROMPT
@@ -128,3 +132,26 @@ def discerning_judge(request: dict) -> dict:
     if answer == probes.ABSTAIN:
         return grade_call(3, 1)
     return grade_call(5, 5) if answer.split(". ")[0] in article else grade_call(1, 4)
+
+
+_HOLDER = """
+import sys, time
+from harness.rundir import locked
+with locked(__import__("pathlib").Path(sys.argv[1])):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+@contextlib.contextmanager
+def held(directory: Path) -> Iterator[subprocess.Popen]:
+    """Another process holding `directory`'s lock (harness/rundir.py) until the block ends."""
+    root = Path(__file__).resolve().parents[1]
+    process = subprocess.Popen([sys.executable, "-c", _HOLDER, str(directory)], cwd=root,
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().strip() == "held"
+        yield process
+    finally:
+        process.kill()
+        process.wait()

@@ -11,7 +11,7 @@ from builders.cutoffs import created_after
 from harness.cli import main
 from harness.results import read_jsonl, read_samples
 from tests.fake_openai_server import FakeOpenAIServer
-from tests.fakes import use_endpoint
+from tests.fakes import held, use_endpoint
 from tests.wikidump import article_pages, redirect_page, write_dump
 from tests import WIKIRAG
 
@@ -174,3 +174,22 @@ def test_split_pages_articles_files_with_stub_dates_build_what_the_history_dump_
                      str(bare), "--stage", stage]) == 0
     assert (bare / "A_r.txt").read_text() == (split_out / "A_r.txt").read_text()
     assert (bare / "A_d.txt").read_text() == ""
+
+
+def test_a_build_or_labelling_of_a_directory_another_process_holds_is_refused(tmp_path, dump,
+                                                                               fake, capsys):
+    out = tmp_path / "dataset"
+    with held(out) as holder:
+        assert build(tmp_path, dump, "--n", "5") == 2
+        assert f"in use by another freshrag process (pid {holder.pid})" in capsys.readouterr().err
+        assert not (out / "manifest.json").exists() and not (out / "A_r.txt").exists()
+    assert build(tmp_path, dump, "--stage", "A_r") == 0  # released: the build goes ahead
+    rows = released(2)
+    (out / "articles.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (out / "questions.jsonl").write_text("".join(
+        json.dumps({"title": r["title"], "question": f"What is {r['title']}?"}) + "\n"
+        for r in rows))
+    with held(out) as holder:
+        assert main(["label", str(out)]) == 2
+        assert f"pid {holder.pid}" in capsys.readouterr().err
+    assert fake.calls == 0 and not (out / "labels.jsonl").exists()

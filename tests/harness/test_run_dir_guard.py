@@ -4,10 +4,7 @@
 import hashlib
 import json
 import pickle
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -15,10 +12,9 @@ from harness.scoring import judge
 from harness.cli import main
 from harness.results import read_samples
 from tests.fake_openai_server import FakeOpenAIServer
-from tests.fakes import use_endpoint
+from tests.fakes import held, use_endpoint
 from tests.harness.test_run_cli import SECRET, write_dataset
 
-ROOT = Path(__file__).resolve().parents[2]
 ELSEWHERE = "http://127.0.0.1:9/v1"  # never called: the refusal comes first
 
 
@@ -212,24 +208,11 @@ def test_run_and_import_into_a_dataset_directory_are_refused(tmp_path, fake, cap
     assert fake.calls == 0 and snapshot(dataset) == before
 
 
-HOLDER = """
-import sys, time
-from harness.rundir import locked
-with locked(__import__("pathlib").Path(sys.argv[1])):
-    print("held", flush=True)
-    time.sleep(60)
-"""
-
-
 @pytest.fixture
 def holder(tmp_path):
     """Another process holding the run directory."""
-    process = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "run")], cwd=ROOT,
-                               stdout=subprocess.PIPE, text=True)
-    assert process.stdout.readline().strip() == "held"
-    yield process
-    process.kill()
-    process.wait()
+    with held(tmp_path / "run") as process:
+        yield process
 
 
 @pytest.mark.parametrize("command", ["baseline", "naive", "import-legacy"])
