@@ -23,13 +23,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.budget import BATCH_DISCOUNT
 from harness.llm import LLMClient
 from harness.plan import Planner, Walked, pair_jobs, probe_jobs, walk
 from harness.tokens import count_messages, count_text
 from harness.types import RetrievedChunk, SystemContext
 from systems.index import chunk_articles
 
-BATCH_DISCOUNT = 0.5  # the OpenAI Batch API bills half the list price
 DEFAULT_OUTPUT = 512  # tokens assumed for a text reply with no max_tokens and nothing observed
 SCENARIOS = ("low", "high")  # decisions against retrieval / for it
 
