@@ -5,11 +5,12 @@ Round by round: every job (pair or judge probe) is walked with a `harness.plan.P
 its first call the cache lacks; those calls, one batch per role, are uploaded as JSON Lines
 (`custom_id` = the call's cache key, `body` = the request `LLMClient.prepare` builds), created as
 batches on `/v1/chat/completions`, polled with a growing wait, and their results stored in the
-cache by `custom_id`. Multi-step systems thus advance stage by stage: all first calls, then all
-second calls, then the judge. A line that failed with a retryable status (429, 5xx) or expired
-goes into the next round's batch, `TRIES` times in all; one refused as a bad request (4xx) or
-tried that often is left to the live run that follows, which halves articles too long for the
-window and records what still fails.
+cache by `custom_id`, marked `"batch": true` (every call record made from them says so, and
+reports price them at the batch rate). Multi-step systems thus advance stage by stage: all first
+calls, then all second calls, then the judge. A line that failed with a retryable status (429,
+5xx) or expired goes into the next round's batch, `TRIES` times in all; one refused as a bad
+request (4xx) or tried that often is left to the live run that follows, which halves articles
+too long for the window and records what still fails.
 
 `batches.jsonl` in the run directory records each upload (its role and keys), each batch created
 from it, and each batch collected, so a killed process resumes: it polls the batches it had
@@ -208,8 +209,8 @@ def _result(line: dict[str, Any]) -> tuple[str, dict[str, Any] | None, str]:
     try:
         completion = ChatCompletion.model_validate(response["body"])
         body = response["body"]
-        return key, completion_value(completion, {"model": body.get("model"),
-                                                  "messages": []}, 0.0), "filled"
+        value = completion_value(completion, {"model": body.get("model"), "messages": []}, 0.0)
+        return key, {**value, "batch": True}, "filled"  # priced at the batch rate in reports
     except (ValueError, KeyError, EndpointError):
         return key, None, "failed"
 

@@ -20,6 +20,9 @@ from harness.config import ConfigError, LLMSettings
 from harness.tokens import count_messages
 
 UNBOUNDED_OUTPUT = 512  # output tokens assumed for a request that sets no max_tokens
+# The OpenAI Batch API bills half the list price: the one figure the dry run, the budget under
+# --batch and the reports (calls recorded `batch`) all price batch calls with.
+BATCH_DISCOUNT = 0.5
 
 
 class BudgetExceeded(RuntimeError):

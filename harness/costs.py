@@ -7,12 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.budget import Budget
+from harness.budget import BATCH_DISCOUNT, Budget
 from harness.cache import ResponseCache
 from harness.config import LLMSettings
 from harness.dataset import Dataset
-from harness.estimate import (BATCH_DISCOUNT, StandInRetriever, estimate, local_stand_in, render,
-                              run_jobs)
+from harness.estimate import StandInRetriever, estimate, local_stand_in, render, run_jobs
 from harness.llm import LLMClient
 from harness.results import SAMPLES, read_manifest, read_samples
 from harness.rundir import RUN_ROLES

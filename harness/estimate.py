@@ -2,9 +2,11 @@
 
 Every pair (and every judge probe) is walked through the run's own systems and judge with a
 `harness.plan.Planner`: calls the response cache holds cost nothing; every other call gets a
-made-up reply and is counted: input tokens by tiktoken over the request `LLMClient.prepare`
-builds (the bytes a live call would send), output tokens from the mean of the cached replies of
-the same role, model and kind (text or tool call), else from the request's `max_tokens`.
+made-up reply and is counted: input tokens over the request `LLMClient.prepare` builds (the
+bytes a live call would send), by the embedded model's own tokenizer for a role the embedded
+server plays (harness/local_tokens.py: the prompt as its chat handler renders it), else by
+tiktoken; output tokens from the mean of the cached replies of the same role, model and kind
+(text or tool call), else from the request's `max_tokens`. Each row names its tokenizer.
 
 A system whose number of calls depends on its decisions (boolean, advanced, dated-boolean) is
 walked twice: once with every decision against retrieval, the model answering at once (low),
@@ -17,19 +19,21 @@ PAPER.md section IV (the systems), METHODS.md "Retrieval need and deciders" (cou
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
+from harness import local_tokens
+from harness.budget import BATCH_DISCOUNT
 from harness.llm import LLMClient
 from harness.plan import Planner, Walked, pair_jobs, probe_jobs, walk
-from harness.tokens import count_messages, count_text
+from harness.tokens import TiktokenCounter
 from harness.types import RetrievedChunk, SystemContext
 from systems.index import chunk_articles
 
-BATCH_DISCOUNT = 0.5  # the OpenAI Batch API bills half the list price
 DEFAULT_OUTPUT = 512  # tokens assumed for a text reply with no max_tokens and nothing observed
 SCENARIOS = ("low", "high")  # decisions against retrieval / for it
 
@@ -63,40 +67,62 @@ def observed_outputs(client: LLMClient) -> dict[tuple[str, str, str], float]:
     return {key: sum(v) / len(v) for key, v in totals.items()}
 
 
+# What counts a role's requests: `count_request(request, tool_name, arguments, text)` gives
+# (input, output) tokens, `name` says which tokenizer (harness/tokens.py, harness/local_tokens.py)
+Counters = Callable[[str, str], Any]
+
+
+def counters(client: LLMClient) -> Counters:
+    """Per (role, model): the embedded model's own tokenizer for a role the embedded server
+    plays (where llama-cpp-python and the model are installed), else tiktoken."""
+    local_roles = {role for role in client.settings.roles if client.settings.role(role).is_local}
+    local = local_tokens.embedded() if local_roles else None
+    return lambda role, model: local if local and role in local_roles else _tiktoken(model)
+
+
+@functools.lru_cache(maxsize=None)
+def _tiktoken(model: str) -> TiktokenCounter:
+    return TiktokenCounter(model)
+
+
 class MadeUpReply:
     """A dry run's answer to a call the cache does not hold: a reply of the kind the request asks
     for, with the decision of the scenario, and its token counts."""
 
-    def __init__(self, retrieve: bool, observed: dict[tuple[str, str, str], float]):
+    def __init__(self, retrieve: bool, observed: dict[tuple[str, str, str], float],
+                 counter: Counters):
         self.retrieve = retrieve
         self.observed = observed
+        self.counter = counter
 
     def __call__(self, role: str, request: dict[str, Any], key: str) -> dict[str, Any]:
         model = request["model"]
         tools = request.get("tools")
         forced = request.get("tool_choice")
-        calls_tool = isinstance(forced, dict) or (tools and self.retrieve)
-        input_tokens = count_messages(request["messages"], model, tools)
-        if calls_tool:
+        counter = self.counter(role, model)
+        if isinstance(forced, dict) or (tools and self.retrieve):
             name = forced["function"]["name"] if isinstance(forced, dict) else \
                 tools[0]["function"]["name"]
             schema = next(t["function"]["parameters"] for t in tools
                           if t["function"]["name"] == name)
             arguments = json.dumps(_fill(schema, self.retrieve))
-            output = self.observed.get((role, model, "tool"), count_text(arguments, model))
-            return _value(None, name, arguments, input_tokens, output)
+            input_tokens, counted = counter.count_request(request, name, arguments)
+            output = self.observed.get((role, model, "tool"), counted)
+            return _value(None, name, arguments, input_tokens, output, counter.name)
         output = self.observed.get((role, model, "text"),
                                    request.get("max_tokens") or DEFAULT_OUTPUT)
         # the judge reads an answer this long; the key in it keeps two systems' made-up answers
         # (and so their judge calls) apart, as real answers are
         text = " ".join([key[:8]] + ["word"] * max(int(output) - 1, 0))
-        return _value(text, None, None, input_tokens, output)
+        input_tokens, _ = counter.count_request(request, text=text)
+        return _value(text, None, None, input_tokens, output, counter.name)
 
 
 def _value(text: str | None, tool: str | None, arguments: str | None, input_tokens: int,
-           output: float) -> dict[str, Any]:
+           output: float, tokenizer: str) -> dict[str, Any]:
     return {"text": text, "tool_name": tool, "tool_arguments": arguments, "latency_s": 0.0,
-            "usage": {"input": input_tokens, "output": round(output), "estimated": True}}
+            "usage": {"input": input_tokens, "output": round(output), "estimated": True},
+            "tokenizer": tokenizer}
 
 
 def _fill(schema: dict[str, Any], flag: bool) -> Any:
@@ -119,6 +145,7 @@ class Line:
     input: int = 0
     output: int = 0
     jobs: set[str] = field(default_factory=set)  # the pairs and probes that make these calls
+    tokenizers: set[str] = field(default_factory=set)  # what counted the calls to make
 
 
 def tally(walked: list[Walked]) -> dict[tuple[str, str], Line]:
@@ -137,6 +164,7 @@ def tally(walked: list[Walked]) -> dict[tuple[str, str], Line]:
             line.calls += 1
             line.input += call.value["usage"]["input"]
             line.output += call.value["usage"]["output"]
+            line.tokenizers.add(call.value["tokenizer"])
     return lines
 
 
@@ -147,7 +175,9 @@ def estimate(client: LLMClient, jobs: list, prices: dict[str, tuple[float, float
     tokens and dollars in each scenario. `observed`: output lengths to assume instead of the
     client's cache's (tests/benchmarks/bench_estimate.py)."""
     observed = observed_outputs(client) if observed is None else observed
-    scenarios = {name: tally(walk(jobs, Planner(client, MadeUpReply(name == "high", observed)),
+    counter = counters(client)
+    scenarios = {name: tally(walk(jobs, Planner(client, MadeUpReply(name == "high", observed,
+                                                                    counter)),
                                   concurrency, desc=f"dry run ({name})"))
                  for name in SCENARIOS}
     discount = BATCH_DISCOUNT if batch else 1.0
@@ -164,7 +194,8 @@ def estimate(client: LLMClient, jobs: list, prices: dict[str, tuple[float, float
                      "cached_calls": sorted([low.cached, high.cached]),
                      "input_tokens": sorted([low.input, high.input]),
                      "output_tokens": sorted([low.output, high.output]),
-                     "usd": usd and sorted(usd)})
+                     "usd": usd and sorted(usd),
+                     "tokenizer": ", ".join(sorted(low.tokenizers | high.tokenizers)) or None})
     return {"jobs": len(jobs), "batch": batch, "rows": rows,
             "output_from": {"/".join(key): round(mean, 1) for key, mean in observed.items()}}
 
@@ -178,16 +209,17 @@ def render(result: dict[str, Any]) -> str:
         low, high = (fmt.format(v) for v in pair)
         return low if low == high else f"{low}–{high}"
 
-    lines = ["| role | model | calls | from cache | input tokens | output tokens | USD |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| role | model | calls | from cache | input tokens | output tokens | USD | "
+             "tokenizer |", "|---|---|---|---|---|---|---|---|"]
     for row in result["rows"]:
         lines.append(f"| {row['role']} | {row['model']} | {span(row['calls'])} | "
                      f"{span(row['cached_calls'])} | {span(row['input_tokens'])} | "
-                     f"{span(row['output_tokens'])} | {span(row['usd'], '${:,.4f}')} |")
+                     f"{span(row['output_tokens'])} | {span(row['usd'], '${:,.4f}')} | "
+                     f"{row['tokenizer'] or '–'} |")
     usd = [row["usd"] for row in result["rows"]]
     if usd and all(u is not None for u in usd):
         total = [sum(u[i] for u in usd) for i in (0, 1)]
-        lines.append(f"| **total** | | | | | | {span(total, '${:,.4f}')} |")
+        lines.append(f"| **total** | | | | | | {span(total, '${:,.4f}')} | |")
     lines.append("")
     lines.append(f"dry run: {result['jobs']} pairs and judge probes walked, no call made"
                  + (" (prices with the batch discount)" if result["batch"] else "")

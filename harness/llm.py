@@ -371,4 +371,5 @@ def _response(role: str, model: str, messages: list[dict[str, Any]], value: dict
     return LLMResponse(role=role, model=model, text=value["text"], tool_name=value["tool_name"],
                        tool_arguments=value["tool_arguments"], usage=Usage(**value["usage"]),
                        latency_s=value["latency_s"], cache_hit=cache_hit, messages=messages,
-                       logprobs=value.get("logprobs"))  # absent from replies cached before
+                       logprobs=value.get("logprobs"),  # absent from replies cached before
+                       batch=bool(value.get("batch")))  # set by harness/batch.py

@@ -30,6 +30,9 @@ import urllib.request
 from pathlib import Path
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# llama-cpp-python's chat handler that renders requests: it gives tool calls, forced ones too
+# (harness/local_tokens.py renders with it to count a request's tokens as the server does)
+CHAT_FORMAT = "chatml-function-calling"
 CONTEXT_TOKENS = 8192  # SmolLM2's trained context
 RUNTIME = "llama-cpp-python"
 # What rebuilds a llama.cpp library that crashes on this CPU: portable flags and no cached wheel
@@ -99,7 +102,7 @@ class LocalServer:
         if self._command is not None:
             return self._command
         return [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()),
-                "--chat_format", "chatml-function-calling", "--host", "127.0.0.1",
+                "--chat_format", CHAT_FORMAT, "--host", "127.0.0.1",
                 "--port", str(self.port), "--n_ctx", str(CONTEXT_TOKENS),
                 "--n_threads", str(os.cpu_count() or 1)]
 

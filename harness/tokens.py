@@ -53,6 +53,22 @@ def estimate_usage(messages: list[dict[str, Any]], tools: list[dict[str, Any]] |
     return Usage(count_messages(messages, model, tools), output, estimated=True)
 
 
+class TiktokenCounter:
+    """Counts a request to a model as `estimate_usage` does (the dry run's counter for every
+    model but the embedded one, whose own tokenizer is in harness/local_tokens.py)."""
+
+    def __init__(self, model: str):
+        self.model = model
+        self.name = f"tiktoken {encoding_for(model).name}"
+
+    def count_request(self, request: dict[str, Any], tool_name: str | None = None,
+                      arguments: str | None = None, text: str = "") -> tuple[int, int]:
+        """(input tokens, output tokens) of `request` answered with `text` or `arguments`."""
+        usage = estimate_usage(request["messages"], request.get("tools"), text, arguments,
+                               self.model)
+        return usage.input, usage.output
+
+
 def _message_text(message: dict[str, Any]) -> str:
     parts = [str(message.get("content") or "")]
     for call in message.get("tool_calls") or []:

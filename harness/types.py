@@ -97,6 +97,9 @@ class LLMResponse:
     # Per generated token {"token", "logprob", "top": [{"token", "logprob"}]} when the call asked
     # for log-probabilities (`top_logprobs`) and the endpoint gave them; None otherwise.
     logprobs: list[dict[str, Any]] | None = None
+    # The reply came from the OpenAI Batch API (harness/batch.py), so reports price it at the
+    # batch rate (harness/reporting/prices.py); a reply asked live, or cached before, is False.
+    batch: bool = False
 
 
 class LLM(Protocol):

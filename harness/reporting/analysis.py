@@ -33,7 +33,7 @@ from typing import Any, Sequence
 from harness.reporting.groups import analyse_groups
 from harness.reporting.identity import (Identity, comparable, group_rows, labels, mixed_notes,
                               models_label, role_models)
-from harness.reporting.prices import row_cost
+from harness.reporting.prices import batch_calls, batch_note, row_cost
 from harness.reporting.report import answer_tokens, is_scored, mean, spent
 from harness.reporting.scorers import CORRECT_AT, scorer_attribution
 from harness.reporting.scorers import analyse as scorer_tables
@@ -233,9 +233,10 @@ def _confusion(rows: dict[str, dict[str, Any]], needed: dict[str, bool]) -> dict
 def quality_and_cost(rows: list[dict[str, Any]],
                      prices: dict[str, tuple[float, float]]) -> list[dict[str, Any]]:
     """Per run identity: mean truthfulness + relevance, input tokens and dollars of the answered
-    pairs (failed ones are counted in `failed`; their tokens are in the summary), and whether it
-    is on the Pareto front of its dataset and judge (no other scores at least as well for no
-    more tokens / dollars, and better in one)."""
+    pairs (batch calls at the batch rate, counted in `batch_calls`; failed pairs are counted in
+    `failed`; their tokens are in the summary), and whether it is on the Pareto front of its
+    dataset and judge (no other scores at least as well for no more tokens / dollars, and
+    better in one)."""
     table = []
     for key, group in group_rows(rows).items():
         answered = [row for row in group if row["status"] == "ok"]
@@ -246,6 +247,7 @@ def quality_and_cost(rows: list[dict[str, Any]],
         scores = [total_score(row) for row in group if is_scored(row)]
         table.append({**key.fields(), "score": mean(scores), "input_tokens": spent(group)[0],
                       "cost_usd": None if None in costs else round(sum(costs), 6),
+                      "batch_calls": sum(len(batch_calls(row)) for row in answered),
                       "failed": len(group) - len(answered), "unpriced_models": unpriced})
     for axis in ("input_tokens", "cost_usd"):
         for entry in table:
@@ -369,6 +371,6 @@ def analyse(rows: list[dict[str, Any]], prices: dict[str, tuple[float, float]] |
             "paired": paired_comparisons(rows, seed), "low_score": LOW_SCORE,
             "bootstrap_samples": BOOTSTRAP_SAMPLES, "confidence": CONFIDENCE,
             "notes": mixed_notes(keys) + judge_notes(keys) + decision_notes
-            + traffic.pop("decision_notes") + traffic.pop("savings_notes"),
+            + traffic.pop("decision_notes") + traffic.pop("savings_notes") + batch_note(rows),
             **traffic, **scorer_tables(rows, correct_at),
             **analyse_groups(rows, seed)}  # semantic groups: tables groups, wording; grounded

@@ -106,8 +106,11 @@ def _pareto(cost: list[dict[str, Any]], names: dict[Identity, str], path: Path) 
     by_key = {(k.dataset, k.system, k.models, k.run): label for k, label in names.items()}
     fronts = list(dict.fromkeys((e["dataset"], e["models"].get("judge")) for e in cost))
     several_judges = len(fronts) > len({dataset for dataset, _ in fronts})
+    # batch calls are priced at the batch rate (harness/reporting/prices.py): say so on the axis
+    dollars = "cost (USD, judge excluded" + (
+        ", batch calls at the batch rate)" if any(e.get("batch_calls") for e in cost) else ")")
     for ax, axis, label in ((axes[0], "input_tokens", "input tokens"),
-                            (axes[1], "cost_usd", "cost (USD, judge excluded)")):
+                            (axes[1], "cost_usd", dollars)):
         points = [e for e in cost if e["score"] is not None and e[axis] is not None]
         for dataset, judge in fronts:
             mine = [e for e in points

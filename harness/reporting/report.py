@@ -134,9 +134,10 @@ def unscored_reasons(rows: list[dict[str, Any]]) -> Counter:
 
 def columns_for(columns: Sequence[str], rows: list[dict[str, Any]]) -> tuple[str, ...]:
     """The columns of a table, with `run` (and, in the decision table, `against`: the reference
-    runs) when its rows carry them, i.e. when they are needed to tell rows apart."""
-    optional = (RUN, "against")
-    return tuple(columns) + tuple(c for c in optional if any(c in row for row in rows))
+    runs) when its rows carry them, i.e. when they are needed to tell rows apart, and in the cost
+    table `batch_calls` when some calls were priced at the Batch API's rate."""
+    optional = (RUN, "against", "batch_calls")
+    return tuple(columns) + tuple(c for c in optional if any(row.get(c) for row in rows))
 
 
 def mean(values: Sequence[float]) -> float | None:
@@ -226,7 +227,7 @@ ANALYSIS_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("dataset", "system", "questions", "needed", "retrieved", "precision", "recall",
       "truthfulness", "relevance", "input_tokens", "output_tokens", "retrievals", "models")),
     ("cost", "Quality against cost (score: mean truthfulness + relevance; answered pairs; "
-             "judge excluded)",
+             "judge excluded; batch_calls, where shown: calls priced at the Batch API's rate)",
      ("dataset", "system", "score", "input_tokens", "cost_usd", "pareto_input_tokens",
       "pareto_cost_usd", "unpriced_models", "failed", "models")),
     ("paired", "Paired comparisons (truthfulness + relevance, a minus b; same judge only)",

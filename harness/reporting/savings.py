@@ -11,7 +11,8 @@ and general in the proportion the dataset holds them). `--mix F:C:G` in `freshra
 the same for chosen compositions (fresh, control, general weighted as given). Intervals: the
 stratified percentile bootstrap (each kind resampled on its own, the means combined with the
 weights), 95%. Tokens are input + output of every role but the judge, of answered pairs; dollars
-from the price table (harness/reporting/prices.py), missing when a model has no price.
+from the price table (harness/reporting/prices.py; batch calls at the batch rate), missing when
+a model has no price.
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ results directory (an empty response cache):
    the run left in the cache: what a dry run of the next, similar run assumes.
 
 Per role, each estimate's [low, high] beside the actual figure and the actual / estimate ratio
-(of the midpoint where there is a range). Input tokens are counted by tiktoken (cl100k_base for
-a model it does not know); the server counts with SmolLM2's own tokenizer, so part of any gap is
-the two tokenizers.
+(of the midpoint where there is a range), and the tokenizer the dry run counted each role with:
+SmolLM2's own for the embedded model (harness/local_tokens.py), as the server counts, so the
+input gap left is the requests the dry run cannot foresee (answers it made up, decisions).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def parse_table(text: str) -> dict[str, dict[str, list[int]]]:
             parts = [int(p.replace(",", "")) for p in cell.split("–")]
             return parts * (3 - len(parts)) if len(parts) == 1 else parts
         out[cells[0]] = {"calls": span(cells[2]), "input": span(cells[4]),
-                         "output": span(cells[5])}
+                         "output": span(cells[5]), "tokenizer": cells[7]}
     return out
 
 
@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({
         "command": " ".join(["freshrag"] + command[3:]),
         "dry_run_s": round(dry_s, 1), "run_s": round(run_s, 1),
+        "tokenizers": {role: row["tokenizer"] for role, row in parse_table(dry.stdout).items()},
         "fresh_cache": compare(parse_table(dry.stdout), spent),
         "with_observed_outputs": {"output_means": later["observed_output_means"],
                                   "roles": compare(later["roles"], spent)},
