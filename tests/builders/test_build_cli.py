@@ -3,7 +3,6 @@ the builder model, then `freshrag run --dataset` on what it built."""
 
 import json
 from datetime import date
-from pathlib import Path
 
 import pytest
 

@@ -4,7 +4,6 @@ articles, and dumps that break off part-way."""
 
 import bz2
 import json
-from pathlib import Path
 
 import mwparserfromhell
 import pytest

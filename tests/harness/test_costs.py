@@ -7,7 +7,7 @@ import pytest
 
 from harness.budget import Budget, BudgetExceeded
 from harness.cli import main
-from harness.config import ConfigError, LLMSettings, load_settings
+from harness.config import load_settings
 from harness.results import read_samples
 from harness.tokens import count_messages
 from tests.fake_openai_server import FakeOpenAIServer

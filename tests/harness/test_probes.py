@@ -1,6 +1,5 @@
 """Judge probes: made-up answers from the dataset itself, and the verdict on the judge."""
 
-import json
 import random
 
 import pytest
