@@ -87,7 +87,7 @@ class MadeUpReply:
                 tools[0]["function"]["name"]
             schema = next(t["function"]["parameters"] for t in tools
                           if t["function"]["name"] == name)
-            arguments = json.dumps(_fill(schema, self.retrieve))
+            arguments = json.dumps(_fill(schema, self.retrieve, key[:8]))
             output = self.observed.get((role, model, "tool"), count_text(arguments, model))
             return _value(None, name, arguments, input_tokens, output)
         output = self.observed.get((role, model, "text"),
@@ -104,19 +104,21 @@ def _value(text: str | None, tool: str | None, arguments: str | None, input_toke
             "usage": {"input": input_tokens, "output": round(output), "estimated": True}}
 
 
-def _fill(schema: dict[str, Any], flag: bool) -> Any:
-    """Arguments that satisfy a tool's schema: booleans and list lengths take the scenario's."""
+def _fill(schema: dict[str, Any], flag: bool, tag: str) -> Any:
+    """Arguments that satisfy a tool's schema: booleans and list lengths take the scenario's;
+    strings are the call's `tag`, so that two calls' made-up statements (and the requests that
+    check them) differ, as real ones do."""
     kind = schema.get("type")
     if "enum" in schema:
         return schema["enum"][len(schema["enum"]) // 2]
     if kind == "object":
-        return {name: _fill(sub, flag) for name, sub in schema.get("properties", {}).items()}
+        return {name: _fill(sub, flag, tag) for name, sub in schema.get("properties", {}).items()}
     if kind == "array":
         least = schema.get("minItems", 0)
         n = min(max(MADE_UP_ITEMS, least), schema.get("maxItems", MADE_UP_ITEMS)) if flag else least
-        return [_fill(schema.get("items", {}), flag) for _ in range(n)]
+        return [_fill(schema.get("items", {}), flag, tag) for _ in range(n)]
     return {"boolean": flag, "integer": schema.get("minimum", 1), "number": 1.0,
-            "string": "x"}.get(kind)
+            "string": tag}.get(kind)
 
 
 @dataclass
