@@ -12,13 +12,17 @@ from harness.budget import Budget
 from harness.cache import ResponseCache
 from harness.config import LLMSettings
 from harness.dataset import Dataset
-from harness.estimate import (BATCH_DISCOUNT, StandInRetriever, estimate, local_stand_in, render,
-                              run_jobs)
+from harness.estimate import (BATCH_DISCOUNT, MADE_UP_ITEMS, StandInRetriever, estimate,
+                              local_stand_in, render, run_jobs)
 from harness.llm import LLMClient
 from harness.plan import score_jobs
 from harness.results import SAMPLES, read_manifest, read_samples
 from harness.rundir import RUN_ROLES
 from harness.scoring.scorepass import pending, scorer_roles
+
+# what a range spans where a scorer's later calls depend on a list in its reply
+SCORER_SPANS = (f"every list in a reply empty (no statement to check) and every list "
+                f"{MADE_UP_ITEMS} items long")
 
 
 def dry_run(dataset: Dataset, config: Any, settings: LLMSettings, cache_path: Path | None,
@@ -40,8 +44,11 @@ def dry_run(dataset: Dataset, config: Any, settings: LLMSettings, cache_path: Pa
     finally:
         if client.cache:
             client.cache.close()
-    return render(result, "pairs, judge probes and scores" if set(config.scorers) - {"judge"} else
-                  "pairs and judge probes")
+    if not set(config.scorers) - {"judge"}:
+        return render(result)
+    return render(result, "pairs, judge probes and scores",
+                  f"every decision against retrieval with every list in a reply empty, and "
+                  f"every decision for it with every list {MADE_UP_ITEMS} items long")
 
 
 def dry_run_score(run_dir: Path, rows: list[dict[str, Any]], names: tuple[str, ...],
@@ -57,7 +64,7 @@ def dry_run_score(run_dir: Path, rows: list[dict[str, Any]], names: tuple[str, .
     finally:
         if client.cache:
             client.cache.close()
-    return render(result, "scores") + (
+    return render(result, "scores", SCORER_SPANS) + (
         "\nanswer-relevance's embeddings are not counted: they are not chat calls, and go live "
         "(no Batch API)" if "answer-relevance" in names else "")
 

@@ -180,9 +180,10 @@ def estimate(client: LLMClient, jobs: list, prices: dict[str, tuple[float, float
             "output_from": {"/".join(key): round(mean, 1) for key, mean in observed.items()}}
 
 
-def render(result: dict[str, Any], walked: str = "pairs and judge probes") -> str:
+def render(result: dict[str, Any], walked: str = "pairs and judge probes",
+           spans: str = "every decision against retrieval and every decision for it") -> str:
     """The estimate as a markdown table; a range `low–high` where decisions change it.
-    `walked`: what the jobs were, for the last line."""
+    `walked` and `spans`: what the jobs were and what a range spans, for the last line."""
 
     def span(pair: list[Any] | None, fmt: str = "{:,}") -> str:
         if pair is None:
@@ -203,7 +204,7 @@ def render(result: dict[str, Any], walked: str = "pairs and judge probes") -> st
     lines.append("")
     lines.append(f"dry run: {result['jobs']} {walked} walked, no call made"
                  + (" (prices with the batch discount)" if result["batch"] else "")
-                 + "; a range spans every decision against retrieval and every decision for it.")
+                 + f"; a range spans {spans}.")
     return "\n".join(lines)
 
 
