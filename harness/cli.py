@@ -253,12 +253,14 @@ def cmd_score(args: argparse.Namespace) -> int:
             llm = stack.enter_context(llm_client(settings, cache, args.seed,
                                                  roles=scorer_roles(names)))
             llm.gate, embed = budget or None, _embed_for(llm, names)
+        scorers = scorepass.make_scorers(names, embed)
         try:
             if todo and args.batch:  # chat calls only: answer-relevance's embeddings stay live
+                scorepass.check_same_models(args.run_dir, scorers, llm)  # before any upload
                 batch.prefill(llm, args.run_dir, plan.score_jobs(todo, names, articles),
                               args.batch_poll or batch.POLL_S, args.concurrency)
-            counts = scorepass.score_rows(args.run_dir, rows, scorepass.make_scorers(
-                names, embed), llm, articles, args.repeats, args.concurrency)
+            counts = scorepass.score_rows(args.run_dir, rows, scorers, llm, articles,
+                                          args.repeats, args.concurrency)
         except BudgetExceeded as err:
             capped = err
     if capped:

@@ -18,7 +18,7 @@ from harness.llm import LLMClient
 from harness.plan import score_jobs
 from harness.results import SAMPLES, read_manifest, read_samples
 from harness.rundir import RUN_ROLES
-from harness.scoring.scorepass import pending, scorer_roles
+from harness.scoring.scorepass import check_same_models, make_scorers, pending, scorer_roles
 
 # what a range spans where a scorer's later calls depend on a list in its reply
 SCORER_SPANS = (f"every list in a reply empty (no statement to check) and every list "
@@ -60,6 +60,7 @@ def dry_run_score(run_dir: Path, rows: list[dict[str, Any]], names: tuple[str, .
     client = _client(settings, cache_path, seed, scorer_roles(names))
     jobs = score_jobs(pending(run_dir, rows, names, repeats), names, articles)
     try:
+        check_same_models(run_dir, make_scorers(names), client)  # what the pass would refuse
         result = estimate(client, jobs, prices, batch=batch, concurrency=concurrency)
     finally:
         if client.cache:

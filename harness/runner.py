@@ -32,7 +32,7 @@ from harness.rundir import check_kind, check_same_run, locked
 from harness.scoring import judge, probes
 from harness.scoring.base import Embed
 from harness.scoring.probes import ProbeSettings
-from harness.scoring.scorepass import make_scorers, pending, score_rows
+from harness.scoring.scorepass import check_same_models, make_scorers, pending, score_rows
 from harness.types import LLM, LLMResponse, Question, Retriever, System, SystemContext
 
 Factories = dict[str, Callable[[SystemContext], System]]
@@ -86,6 +86,7 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
         try:
             extra = tuple(name for name in config.scorers if name != "judge")
             if config.batch_poll is not None:  # the scorers' calls too, after their pair's
+                check_same_models(config.out, make_scorers(extra), llm)  # before any upload
                 scored = pending(config.out, read_samples(config.out / SAMPLES), extra, 1)
                 jobs = (plan.probe_jobs(dataset, config.probe)
                         + plan.pair_jobs(dataset, pairs, factories, context, extra)

@@ -249,3 +249,21 @@ def test_score_batch_refuses_what_cannot_work_before_any_call(tmp_path, monkeypa
         assert score(run, "abstention", "--batch", *extra) == 2
         assert message in capsys.readouterr().err
         assert server.calls == 0 and not (run / SCORES).exists()
+
+
+@pytest.mark.parametrize("extra", [
+    pytest.param(["--dry-run"], id="dry-run"),
+    pytest.param(["--batch", "--batch-poll", "0.05"], id="batch"),
+])
+def test_another_scorer_model_is_refused_before_any_upload(tmp_path, monkeypatch, capsys, extra):
+    fake = FakeBatches(polls=0)
+    with serve(monkeypatch, batches=fake) as server:
+        run = make_run(tmp_path)
+        assert score(run, "faithfulness") == 0
+        before, calls = (run / SCORES).read_bytes(), server.calls
+        monkeypatch.setenv("FRESHRAG_SCORER_MODEL", "another-model")
+        capsys.readouterr()
+        assert score(run, "faithfulness,claims", *extra) == 2
+        assert "faithfulness was scored with the scorer model" in capsys.readouterr().err
+        assert server.calls == calls and fake.created == 0 and not fake.files
+        assert (run / SCORES).read_bytes() == before and not (run / "batches.jsonl").exists()
