@@ -10,12 +10,14 @@ A system whose number of calls depends on its decisions (boolean, advanced, date
 walked twice: once with every decision against retrieval, the model answering at once (low),
 once with every decision for it (high); the table gives both. Lists in made-up replies follow
 the scenario too: as short as their schema allows (low), or `MADE_UP_ITEMS` long (high), so a
-scorer whose later calls depend on a list (faithfulness and claims check each statement found)
-gets the range from "nothing found, no further call" to "statements found, checked". Retrieval is not run (a dry run
-embeds nothing): a retrieving system gets `top_k` chunks of the corpus, cut as the index cuts
-them and picked by a hash of the query, so its prompts are as long as typical ones. Dollars come
-from harness/reporting/prices.py, halved under `--batch` (the OpenAI Batch API's discount).
-PAPER.md section IV (the systems), METHODS.md "Retrieval need and deciders" (count LM calls).
+scorer whose later calls depend on a list (faithfulness and claims check the statements found)
+gets the range from "nothing found, no further call" to "statements found, checked".
+
+Retrieval is not run (a dry run embeds nothing): a retrieving system gets `top_k` chunks of the
+corpus, cut as the index cuts them and picked by a hash of the query, so its prompts are as
+long as typical ones. Dollars come from harness/reporting/prices.py, halved under `--batch`
+(the OpenAI Batch API's discount). PAPER.md section IV (the systems), METHODS.md "Retrieval need
+and deciders" (count LM calls) and "Reference-free metrics" (the scorers' calls).
 """
 
 from __future__ import annotations
@@ -115,7 +117,8 @@ def _fill(schema: dict[str, Any], flag: bool, tag: str) -> Any:
         return {name: _fill(sub, flag, tag) for name, sub in schema.get("properties", {}).items()}
     if kind == "array":
         least = schema.get("minItems", 0)
-        n = min(max(MADE_UP_ITEMS, least), schema.get("maxItems", MADE_UP_ITEMS)) if flag else least
+        most = schema.get("maxItems", MADE_UP_ITEMS)
+        n = min(max(MADE_UP_ITEMS, least), most) if flag else least
         return [_fill(schema.get("items", {}), flag, tag) for _ in range(n)]
     return {"boolean": flag, "integer": schema.get("minimum", 1), "number": 1.0,
             "string": tag}.get(kind)

@@ -122,9 +122,10 @@ def pair_jobs(dataset: Dataset, pairs: list[tuple[Question, str]], factories: di
             answer = system.answer(question)
             grade, _ = judge.grade(recorder, question, answer.text,
                                    dataset.articles[question.gold_title])
-            row = sample_row(dataset.name, question, name, answer, grade, recorder.calls, 0.0)
-            for scorer in walkers.values():
-                scorer.score(planner, score_input(row, dataset.articles, 0))
+            if walkers:  # the row the runner writes, as its score pass reads it
+                row = sample_row(dataset.name, question, name, answer, grade, recorder.calls, 0)
+                for scorer in walkers.values():
+                    scorer.score(planner, score_input(row, dataset.articles, 0))
         return Job(f"{question.id}/{name}", run)
 
     return [job(question, name) for question, name in pairs]
