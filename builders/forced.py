@@ -10,18 +10,14 @@ value, never a traceback. An article too long even halved is an outcome with tha
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from harness.llm import ContextTooLong, chat_fitting
+from harness.toolcall import ReplyError, tool_arguments
 from harness.types import LLM, LLMResponse, Usage
 
 TRIES = 2
-
-
-class ReplyError(ValueError):
-    """Why a reply's arguments are not what the function asked for."""
 
 
 @dataclass
@@ -70,28 +66,12 @@ def forced_call(llm: LLM, role: str, tool: dict[str, Any],
         outcome.calls.append(response)
         outcome.raw.append(response.tool_arguments if response.tool_name else response.text)
         try:
-            outcome.value = parse(arguments(response, name))
+            outcome.value = parse(tool_arguments(response, name))
             return outcome
         except ReplyError as err:
             reasons.append(str(err))
     outcome.reason = "; ".join(reasons)
     return outcome
-
-
-def arguments(response: LLMResponse, name: str) -> dict[str, Any]:
-    """The call's arguments as a JSON object, or ReplyError saying what came instead."""
-    if response.tool_name != name or response.tool_arguments is None:
-        raise ReplyError(f"no {name} call (reply text: {(response.text or '')[:200]!r})")
-    try:
-        # strict=False: a raw line break inside a string is the one slip grammar-constrained
-        # servers let through (llama.cpp's JSON grammar allows any character but `"` and `\`);
-        # the schema checks below stay strict, and text fields are re-spaced
-        value = json.loads(response.tool_arguments, strict=False)
-    except json.JSONDecodeError as err:
-        raise ReplyError(f"invalid JSON in arguments: {err.msg} (column {err.colno})") from None
-    if not isinstance(value, dict):
-        raise ReplyError(f"arguments are {type(value).__name__}, not an object")
-    return value
 
 
 def text_field(values: dict[str, Any], name: str, max_chars: int = 2_000) -> str:

@@ -30,6 +30,7 @@ from harness.concurrency import map_with_progress
 from harness.llm import LLMClient
 from harness.results import JsonlWriter, read_jsonl, replace_jsonl
 from harness.scoring.reference import matches
+from harness.toolcall import ReplyError, tool_arguments
 from harness.types import LLMResponse
 
 QUERIES, FAILED = "queries.jsonl", "forms-failed.jsonl"
@@ -135,13 +136,10 @@ def form_messages(query: Query, criterion: str) -> list[dict[str, str]]:
 
 def parse_form(response: LLMResponse, answer: str) -> tuple[str | None, str | None]:
     """The question of a `write_question` call, or (None, why it is not usable)."""
-    if response.tool_name != WRITE_QUESTION or response.tool_arguments is None:
-        return None, f"no {WRITE_QUESTION} call"
     try:
-        arguments = json.loads(response.tool_arguments)
-    except json.JSONDecodeError as err:
-        return None, f"invalid JSON arguments ({err.msg})"
-    question = arguments.get("question") if isinstance(arguments, dict) else None
+        question = tool_arguments(response, WRITE_QUESTION).get("question")
+    except ReplyError as err:
+        return None, str(err)
     if not isinstance(question, str) or not question.strip():
         return None, f"question is {question!r}, not a non-empty string"
     question = " ".join(question.split())

@@ -28,6 +28,7 @@ from builders.needs import MAX_NEED_CHARS, NeedsError
 from harness.concurrency import map_with_progress
 from harness.llm import LLMClient
 from harness.textfile import lines
+from harness.toolcall import ReplyError, tool_arguments
 from harness.types import LLMResponse, Usage
 
 DESCRIBED, FAILED, DUPLICATE = "described", "failed", "duplicate"
@@ -131,13 +132,10 @@ def describe_messages(examples: list[str]) -> list[dict[str, str]]:
 def parse_description(response: LLMResponse) -> tuple[str | None, str | None]:
     """(the one-sentence description, None) from a `describe_need` call, or (None, why not).
     Whitespace, line breaks included, becomes single spaces: a need is one line of a file."""
-    if response.tool_name != DESCRIBE_FUNCTION or response.tool_arguments is None:
-        return None, f"no {DESCRIBE_FUNCTION} call"
     try:
-        arguments = json.loads(response.tool_arguments)
-    except json.JSONDecodeError as err:
-        return None, f"invalid JSON arguments ({err.msg})"
-    value = arguments.get("description") if isinstance(arguments, dict) else None
+        value = tool_arguments(response, DESCRIBE_FUNCTION).get("description")
+    except ReplyError as err:
+        return None, str(err)
     if not isinstance(value, str) or not value.strip():
         return None, f"description is {value!r}, not a non-empty string"
     text = " ".join(value.split())

@@ -28,6 +28,7 @@ from harness.concurrency import map_with_progress
 from harness.llm import EndpointError, EndpointUnreachable, LLMClient
 from harness.results import JsonlWriter, read_jsonl, replace_jsonl
 from harness.textfile import lines
+from harness.toolcall import ReplyError, tool_arguments
 from harness.types import Article, LLMResponse, Usage
 from systems.index import Chunk, IndexConfig, chunk_articles
 
@@ -121,14 +122,10 @@ def need_messages(need: str, chunk_text: str) -> list[dict[str, str]]:
 def parse_need_reply(response: LLMResponse) -> tuple[str, str | None, str | None, str | None]:
     """(outcome, question, answer, why it failed) from a `submit_question` call: outcome
     `question`, `blank` (the question is BLANK, any case, with trailing punctuation) or `failed`."""
-    if response.tool_name != NEED_FUNCTION or response.tool_arguments is None:
-        return FAILED, None, None, f"no {NEED_FUNCTION} call"
     try:
-        arguments = json.loads(response.tool_arguments)
-    except json.JSONDecodeError as err:
-        return FAILED, None, None, f"invalid JSON arguments ({err.msg})"
-    if not isinstance(arguments, dict):
-        return FAILED, None, None, f"arguments are {type(arguments).__name__}, not an object"
+        arguments = tool_arguments(response, NEED_FUNCTION)
+    except ReplyError as err:
+        return FAILED, None, None, str(err)
     question, answer = arguments.get("question"), arguments.get("answer")
     if not isinstance(question, str):
         return FAILED, None, None, f"question is {question!r}, not a string"

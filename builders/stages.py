@@ -25,7 +25,6 @@ A stage's title list (`A_r.txt`, `A_d.txt`, `A_f.txt`) is written when the stage
 
 from __future__ import annotations
 
-import json
 import os
 import random
 from dataclasses import asdict, dataclass
@@ -47,6 +46,7 @@ from builders.statements import LabelSpec
 from harness.concurrency import map_with_progress
 from harness.llm import ContextTooLong, LLMClient, chat_fitting
 from harness.results import JsonlWriter, read_jsonl, replace_jsonl
+from harness.toolcall import ReplyError, tool_arguments
 from harness.types import LLMResponse
 
 STAGES = ("A_r", "facts", "A_d", "A_f", "questions", "labels", "traffic")  # traffic: builders/traffic.py
@@ -277,13 +277,10 @@ def question_request(title: str, text: str, style: str, cutoff: str,
 
 def parse_verdict(response: LLMResponse) -> tuple[bool | str, str | None]:
     """True/False from a `report_recency` call, or (`unknown`, why)."""
-    if response.tool_name != RECENCY_FUNCTION or response.tool_arguments is None:
-        return UNKNOWN, f"no {RECENCY_FUNCTION} call"
     try:
-        arguments = json.loads(response.tool_arguments)
-    except json.JSONDecodeError as err:
-        return UNKNOWN, f"invalid JSON arguments ({err.msg})"
-    value = arguments.get("mostly_after_cutoff") if isinstance(arguments, dict) else None
+        value = tool_arguments(response, RECENCY_FUNCTION).get("mostly_after_cutoff")
+    except ReplyError as err:
+        return UNKNOWN, str(err)
     if not isinstance(value, bool):
         return UNKNOWN, f"mostly_after_cutoff is {value!r}, not true or false"
     return value, None

@@ -11,6 +11,12 @@ empty reply, or a tool call whose arguments do not parse, is returned to the cal
 decides what it means: a missing question, an unscored grade, decision `none`) but never stored,
 so that a resumed run or build asks again instead of replaying it. Attempt n of a request is sent
 with seed + n, so that a retry on a seeded endpoint samples afresh rather than repeating itself.
+
+With a cache, a request identical to one in flight (two systems whose first call is the same
+answer, asked by pairs running at once) waits for that one and is answered from the cache, as it
+would be had the pairs run one after the other: one request is paid for, not two, and a dry run's
+count (which assumes the cache) holds. If the first one fails or its reply is not usable, the
+waiting one asks itself.
 """
 
 from __future__ import annotations
@@ -145,6 +151,7 @@ class LLMClient:
         self.gate: CallGate | None = None  # a budget that may refuse a call (harness/budget.py)
         self._clients: dict[str, openai.OpenAI] = {}
         self._lock = threading.Lock()
+        self._in_flight: dict[str, threading.Event] = {}  # cache key -> set when its call ends
 
     def base_url(self, role: str) -> str:
         cfg = self.settings.role(role)
@@ -162,18 +169,40 @@ class LLMClient:
         request, key = self.prepare(role, messages, tools=tools, tool_choice=tool_choice,
                                     temperature=temperature, max_tokens=max_tokens,
                                     attempt=attempt, top_logprobs=top_logprobs)
-        cached = self.cache.get(key) if self.cache else None
+        cached = self._cached_or_lead(key)
         if cached is not None:
             return _response(role, cfg.model, messages, cached, cache_hit=True)
-        ticket = self.gate.reserve(role, request) if self.gate else None
-        value = None
         try:
-            value = self._call(role, cfg, request)
+            ticket = self.gate.reserve(role, request) if self.gate else None
+            value = None
+            try:
+                value = self._call(role, cfg, request)
+            finally:
+                if ticket is not None:
+                    self.gate.settle(ticket, value)
+            self.store(key, role, value)
         finally:
-            if ticket is not None:
-                self.gate.settle(ticket, value)
-        self.store(key, role, value)
+            self._land(key)
         return _response(role, cfg.model, messages, value, cache_hit=False)
+
+    def _cached_or_lead(self, key: str) -> dict[str, Any] | None:
+        """The cached reply to `key`, waiting first for an identical call in flight; or None, and
+        this thread now makes the call (`_land` ends it)."""
+        while True:
+            cached = self.cache.get(key) if self.cache else None
+            if cached is not None or self.cache is None:
+                return cached
+            with self._lock:
+                flight = self._in_flight.get(key)
+                if flight is None:
+                    self._in_flight[key] = threading.Event()
+                    return None
+            flight.wait()
+
+    def _land(self, key: str) -> None:
+        if self.cache is not None:
+            with self._lock:
+                self._in_flight.pop(key).set()
 
     def prepare(self, role: str, messages: list[dict[str, Any]], *,
                 tools: list[dict[str, Any]] | None = None, tool_choice: str | None = None,

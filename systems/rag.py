@@ -8,11 +8,11 @@ counts it, instead of guessing or crashing.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from harness.tokens import count_text, encoding_for
+from harness.toolcall import ReplyError, tool_arguments
 from harness.types import LLM, LLMResponse, Question, RetrievedChunk, SystemContext
 from systems.prompts import ANSWER_MAX_TOKENS, DECISION_MAX_TOKENS, RAG_PROMPT, answer_messages
 
@@ -33,13 +33,10 @@ class Decision:
 
 
 def parse_decision(response: LLMResponse, tool_name: str) -> Decision:
-    if response.tool_name != tool_name or response.tool_arguments is None:
-        return Decision("none", response.tool_arguments or response.text)
     try:
-        arguments = json.loads(response.tool_arguments)
-    except json.JSONDecodeError:
-        return Decision("none", response.tool_arguments)
-    value = arguments.get("retrieve") if isinstance(arguments, dict) else None
+        value = tool_arguments(response, tool_name).get("retrieve")
+    except ReplyError:
+        return Decision("none", response.tool_arguments or response.text)
     if not isinstance(value, bool):
         return Decision("none", response.tool_arguments)
     return Decision("retrieve" if value else "no-retrieve", response.tool_arguments)

@@ -10,9 +10,9 @@ rating, so the report sweeps the threshold over finished calls without a new one
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from harness.toolcall import ReplyError, tool_arguments
 from harness.types import LLMResponse, Question, SystemAnswer, SystemContext
 from systems.prompts import SELF_CHECK_QUESTION, SELF_CHECK_TOOL
 from systems.rag import answer_then_ask, answer_with_chunks
@@ -23,13 +23,10 @@ TOOL_NAME = SELF_CHECK_TOOL["function"]["name"]
 
 def parse_rating(response: LLMResponse) -> int | None:
     """The rating 1..5 of a `rate_confidence` call, None for anything else."""
-    if response.tool_name != TOOL_NAME or response.tool_arguments is None:
-        return None
     try:
-        arguments = json.loads(response.tool_arguments)
-    except json.JSONDecodeError:
+        value = tool_arguments(response, TOOL_NAME).get("confidence")
+    except ReplyError:
         return None
-    value = arguments.get("confidence") if isinstance(arguments, dict) else None
     # bool is an int in Python; `true` is not a rating
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
         return None

@@ -11,11 +11,11 @@ score pass (harness/scoring/scorepass.py) records it as a `failed` score and ret
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
+from harness.toolcall import ReplyError, tool_arguments
 from harness.types import LLM, Article, LLMResponse, Question
 
 SCORER_ROLE = "scorer"  # one role for every scorer beyond the judge (harness.types.ROLES)
@@ -58,10 +58,6 @@ class Scorer(Protocol):
     def score(self, llm: LLM, item: ScoreInput) -> ScoreResult: ...
 
 
-class ReplyError(ValueError):
-    """Why a reply is not what the forced call asked for."""
-
-
 def not_applicable(reason: str) -> ScoreResult:
     return ScoreResult("not_applicable", reason=reason)
 
@@ -91,14 +87,7 @@ def forced(llm: LLM, role: str, system: str, user: str, spec: dict[str, Any],
 def arguments(response: LLMResponse, spec: dict[str, Any]) -> dict[str, Any]:
     """The arguments of the forced call, as an object, or ReplyError saying what is wrong."""
     name = spec["function"]["name"]
-    if response.tool_arguments is None or response.tool_name != name:
-        raise ReplyError(f"no {name} call (reply text: {(response.text or '')[:200]!r})")
-    try:
-        value = json.loads(response.tool_arguments)
-    except json.JSONDecodeError as err:
-        raise ReplyError(f"invalid JSON in {name} arguments: {err}") from None
-    if not isinstance(value, dict):
-        raise ReplyError(f"{name} arguments are {type(value).__name__}, not an object")
+    value = tool_arguments(response, name)
     missing = [key for key in spec["function"]["parameters"]["required"] if key not in value]
     if missing:
         raise ReplyError(f"{name} arguments miss {missing}")

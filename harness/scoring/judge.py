@@ -11,12 +11,12 @@ An unscored answer is never given a score.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 from harness.llm import ContextTooLong, chat_fitting
 from harness.scoring.base import ScoreInput, ScoreResult, unscored
+from harness.toolcall import ReplyError, tool_arguments
 from harness.types import LLM, Article, Grade, LLMResponse, Question
 
 ATTEMPTS = 2
@@ -112,14 +112,10 @@ def grade(llm: LLM, question: Question, answer: str, article: Article | None,
 
 def parse_grade(response: LLMResponse) -> tuple[int, int]:
     """The two ratings, or GradeParseError saying exactly what is wrong."""
-    if response.tool_arguments is None or response.tool_name != GRADE_TOOL["function"]["name"]:
-        raise GradeParseError(f"no submit_grade call (reply text: {(response.text or '')[:200]!r})")
     try:
-        arguments = json.loads(response.tool_arguments)
-    except json.JSONDecodeError as err:
-        raise GradeParseError(f"invalid JSON in arguments: {err}") from None
-    if not isinstance(arguments, dict):
-        raise GradeParseError(f"arguments are {type(arguments).__name__}, not an object")
+        arguments = tool_arguments(response, GRADE_TOOL["function"]["name"])
+    except ReplyError as err:
+        raise GradeParseError(str(err)) from None
     return tuple(_rating(arguments, name) for name in FIELDS)
 
 

@@ -4,34 +4,8 @@ import re
 
 import pytest
 
-from builders.forced import ReplyError, arguments, text_field, text_list
+from builders.forced import ReplyError, text_field, text_list
 from builders.label_prompts import SENTENCE
-from harness.types import LLMResponse, Usage
-
-
-def response(arguments_text, name="f", text=None):
-    return LLMResponse("builder", "m", text, name if arguments_text is not None else None,
-                       arguments_text, Usage(), 0.0, False, [])
-
-
-@pytest.mark.parametrize("raw, value", [
-    pytest.param('{"a": "x"}', {"a": "x"}, id="object"),
-    pytest.param('{"a": "line\nbreak"}', {"a": "line\nbreak"}, id="raw-line-break-in-a-string"),
-    pytest.param('{"a": ', None, id="torn"),
-    pytest.param('["a"]', None, id="array"),
-    pytest.param(None, None, id="no-call"),
-])
-def test_arguments(raw, value):
-    if value is None:
-        with pytest.raises(ReplyError):
-            arguments(response(raw), "f")
-    else:
-        assert arguments(response(raw), "f") == value
-
-
-def test_a_call_of_another_function_is_refused():
-    with pytest.raises(ReplyError, match="no f call"):
-        arguments(response('{"a": 1}', name="g"), "f")
 
 
 @pytest.mark.parametrize("value, parsed", [

@@ -1,3 +1,6 @@
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from harness.cache import ResponseCache
@@ -166,3 +169,38 @@ def test_a_later_attempt_is_sent_with_another_seed_so_a_seeded_endpoint_samples_
         llm.seed = None
         llm.chat("answer", MESSAGES, attempt=1)
     assert [request.get("seed") for request in server.requests] == [7, 8, 9, None]
+
+
+def ask_at_once(llm, n):
+    """`n` identical calls from `n` threads released together."""
+    barrier = threading.Barrier(n)
+
+    def ask(_):
+        barrier.wait()
+        return llm.chat("answer", MESSAGES)
+    with ThreadPoolExecutor(n) as pool:
+        return list(pool.map(ask, range(n)))
+
+
+def test_identical_calls_in_flight_at_once_make_one_request(tmp_path):
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with FakeOpenAIServer(delay=0.3) as server:
+        replies = ask_at_once(client(server.base_url, cache), 4)
+        assert server.calls == 1
+    assert sorted(r.cache_hit for r in replies) == [False, True, True, True]
+    assert len({r.text for r in replies}) == 1
+
+
+def test_a_call_waiting_on_one_whose_reply_was_unusable_asks_itself(tmp_path):
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with FakeOpenAIServer(reply=replies_then({"content": ""}), delay=0.3) as server:
+        replies = ask_at_once(client(server.base_url, cache), 2)
+        assert server.calls == 2  # the empty reply was not cached: the waiter asked again
+    assert sorted(r.text or "" for r in replies) == ["", "nine"]
+    assert not any(r.cache_hit for r in replies)
+
+
+def test_without_a_cache_identical_calls_are_each_sent():
+    with FakeOpenAIServer(delay=0.2) as server:
+        ask_at_once(client(server.base_url), 3)
+        assert server.calls == 3
