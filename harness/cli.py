@@ -26,7 +26,7 @@ from builders.mix import MixError
 from builders.needs import NeedsError
 from builders.stages import BuildError
 from builders.templates import TemplateError
-from harness import batch, costs
+from harness import batch, costs, plan
 from harness.budget import BudgetExceeded
 from harness.cli_build import cmd_build, cmd_label, cmd_mix, cmd_needs
 from harness.cli_common import CACHE_FILE, UsageError, default_config, llm_client
@@ -95,8 +95,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                            args.probe_k, args.probe_seed, args.probe_threshold),
                        batch_poll=(args.batch_poll or batch.POLL_S) if args.batch else None)
     settings = load_settings(args.config)
+    roles = tuple(dict.fromkeys(RUN_ROLES + scorer_roles(scorers)))
     if args.batch and not args.dry_run:
-        _check_batch(args, settings)
+        _check_batch(args, settings, roles)
     prompts = {**PROMPTS, "judge": judge.JUDGE_PROMPT, "judge_tool": json.dumps(judge.GRADE_TOOL),
                "judge_general": judge.GENERAL_JUDGE_PROMPT}
     index = _index_config(args, out.parent) if any(uses_index(name) for name in systems) else None
@@ -109,8 +110,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                             price_table(args.config or default_config()), SYSTEMS))
         return 0
     budget = args.max_cost and costs.budget(  # refused before any call if a price is missing
-        args.max_cost, args.batch, settings, price_table(args.config or default_config()))
-    with llm_client(settings, cache, args.seed, roles=RUN_ROLES + scorer_roles(scorers)) as llm, \
+        args.max_cost, args.batch, settings, price_table(args.config or default_config()), roles)
+    with llm_client(settings, cache, args.seed, roles=roles) as llm, \
             contextlib.ExitStack() as stack:
         llm.gate = budget or None
         retriever = None
@@ -137,12 +138,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if any(row["status"] == "failed" for row in rows) else 0
 
 
-def _check_batch(args: argparse.Namespace, settings: LLMSettings) -> None:
+def _check_batch(args: argparse.Namespace, settings: LLMSettings,
+                 roles: tuple[str, ...]) -> None:
     """--batch keeps its results in the response cache, on an endpoint with the Batch API."""
     if args.no_cache:
         raise UsageError("--batch hands its results to the run through the response cache: "
                          "drop --no-cache")
-    local = [role for role in RUN_ROLES if settings.role(role).is_local]
+    local = [role for role in roles if settings.role(role).is_local]
     if local:
         raise UsageError(f"--batch needs an endpoint with the Batch API (/v1/files, /v1/batches), "
                          f"such as OpenAI's; the {', '.join(local)} role(s) use the embedded "
@@ -234,14 +236,37 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.run_dir}: {problem}")
     settings = load_settings(args.config)
     cache = None if args.no_cache else args.run_dir.parent / CACHE_FILE
+    prices = price_table(args.config or default_config()) if args.dry_run or args.max_cost else {}
+    if args.dry_run:
+        print(costs.dry_run_score(args.run_dir, rows, names, articles, args.repeats, settings,
+                                  cache, args.seed, prices, args.batch, args.concurrency))
+        return 0
+    if args.batch:
+        _check_batch(args, settings, scorer_roles(names))
+    budget = args.max_cost and costs.budget(args.max_cost, args.batch, settings, prices,
+                                            scorer_roles(names))
+    capped = None
     with locked(args.run_dir), contextlib.ExitStack() as stack:
         llm = embed = None
-        if scorepass.pending(args.run_dir, rows, names, args.repeats):  # else no server starts
+        todo = scorepass.pending(args.run_dir, rows, names, args.repeats)
+        if todo:  # else no server starts
             llm = stack.enter_context(llm_client(settings, cache, args.seed,
                                                  roles=scorer_roles(names)))
-            embed = _embed_for(llm, names)
-        counts = scorepass.score_rows(args.run_dir, rows, scorepass.make_scorers(names, embed),
-                                      llm, articles, args.repeats, args.concurrency)
+            llm.gate, embed = budget or None, _embed_for(llm, names)
+        scorers = scorepass.make_scorers(names, embed)
+        try:
+            if todo and args.batch:  # chat calls only: answer-relevance's embeddings stay live
+                scorepass.check_same_models(args.run_dir, scorers, llm)  # before any upload
+                batch.prefill(llm, args.run_dir, plan.score_jobs(todo, names, articles),
+                              args.batch_poll or batch.POLL_S, args.concurrency)
+            counts = scorepass.score_rows(args.run_dir, rows, scorers, llm, articles,
+                                          args.repeats, args.concurrency)
+        except BudgetExceeded as err:
+            capped = err
+    if capped:
+        print(f"CAPPED: {capped}; finished scores are kept in scores.jsonl: run the same "
+              f"command without --max-cost (or with a higher one) to finish")
+        return 3
     print(scorer_report.render_pass(counts, args.run_dir))
     if args.repeats > 1 and "judge" in names:
         print("\n" + scorer_report.render_spread(args.run_dir))

@@ -233,6 +233,7 @@ def build_parser(handlers: dict[str, Callable[[argparse.Namespace], int]],
                    "request; repeat k of the judge sends seed + 2k (default: %(default)s)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the response cache")
     p.add_argument("--config", type=Path, help="TOML file with role endpoints (default: ./freshrag.toml)")
+    _add_cost_options(p)
     p.set_defaults(handler=handlers["score"])
 
     p = sub.add_parser("index", help="build the retrieval index ahead of a run (or check it)")

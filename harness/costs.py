@@ -1,6 +1,7 @@
-"""What `freshrag run --dry-run` and `--max-cost` need from the command line: the estimate of a
-run directory's remaining work (harness/estimate.py) and the budget (harness/budget.py), set up
-from the run's options without starting a server or making a call. PAPER.md section IV."""
+"""What `freshrag run --dry-run` and `--max-cost` (and `freshrag score`'s) need from the command
+line: the estimate of a run directory's remaining work (harness/estimate.py) and the budget
+(harness/budget.py), set up from the options without starting a server or making a call.
+PAPER.md section IV; METHODS.md "Reference-free metrics" for the scorers' calls."""
 
 from __future__ import annotations
 
@@ -11,19 +12,24 @@ from harness.budget import BATCH_DISCOUNT, Budget
 from harness.cache import ResponseCache
 from harness.config import LLMSettings
 from harness.dataset import Dataset
-from harness.estimate import StandInRetriever, estimate, local_stand_in, render, run_jobs
+from harness.estimate import (MADE_UP_ITEMS, StandInRetriever, estimate, local_stand_in,
+                              render, run_jobs)
 from harness.llm import LLMClient
+from harness.plan import score_jobs
 from harness.results import SAMPLES, read_manifest, read_samples
 from harness.rundir import RUN_ROLES
+from harness.scoring.scorepass import check_same_models, make_scorers, pending, scorer_roles
+
+# what a range spans where a scorer's later calls depend on a list in its reply
+SCORER_SPANS = (f"every list in a reply empty (no statement to check) and every list "
+                f"{MADE_UP_ITEMS} items long")
 
 
 def dry_run(dataset: Dataset, config: Any, settings: LLMSettings, cache_path: Path | None,
             seed: int | None, index: Any, prices: dict[str, tuple[float, float]],
             factories: dict[str, Any]) -> str:
     """The estimate table of what `freshrag run` with `config` would still spend."""
-    cache = ResponseCache(cache_path) if cache_path and cache_path.exists() else None
-    local = local_stand_in() if any(settings.role(r).is_local for r in RUN_ROLES) else None
-    client = LLMClient(settings, cache, local=local, seed=seed)
+    client = _client(settings, cache_path, seed, RUN_ROLES + scorer_roles(config.scorers))
     retriever = index and StandInRetriever(dataset.articles, index.chunk_size,
                                            index.chunk_overlap, index.top_k)
     rows = read_samples(config.out / SAMPLES) if (config.out / SAMPLES).exists() else []
@@ -31,21 +37,52 @@ def dry_run(dataset: Dataset, config: Any, settings: LLMSettings, cache_path: Pa
     probe = (read_manifest(config.out) or {}).get("judge_probe") or {}
     probed = bool(config.probe and "fields" in probe and (probe["k"], probe["seed"]) == (
         min(config.probe.k, len(dataset.questions)), config.probe.seed))
-    jobs = run_jobs(dataset, config, factories, retriever or None, finished, probed)
+    jobs = run_jobs(dataset, config, factories, retriever or None, finished, probed, rows)
     try:
         result = estimate(client, jobs, prices, batch=config.batch_poll is not None,
                           concurrency=config.concurrency)
     finally:
-        if cache:
-            cache.close()
-    return render(result)
+        if client.cache:
+            client.cache.close()
+    if not set(config.scorers) - {"judge"}:
+        return render(result)
+    return render(result, "pairs, judge probes and scores",
+                  f"every decision against retrieval with every list in a reply empty, and "
+                  f"every decision for it with every list {MADE_UP_ITEMS} items long")
+
+
+def dry_run_score(run_dir: Path, rows: list[dict[str, Any]], names: tuple[str, ...],
+                  articles: dict[str, Any], repeats: int, settings: LLMSettings,
+                  cache_path: Path | None, seed: int | None,
+                  prices: dict[str, tuple[float, float]], batch: bool, concurrency: int) -> str:
+    """The estimate table of the scores `freshrag score` would still ask: every (row, scorer,
+    repeat) not finished in scores.jsonl, walked as the score pass runs it."""
+    client = _client(settings, cache_path, seed, scorer_roles(names))
+    jobs = score_jobs(pending(run_dir, rows, names, repeats), names, articles)
+    try:
+        check_same_models(run_dir, make_scorers(names), client)  # what the pass would refuse
+        result = estimate(client, jobs, prices, batch=batch, concurrency=concurrency)
+    finally:
+        if client.cache:
+            client.cache.close()
+    return render(result, "scores", SCORER_SPANS) + (
+        "\nanswer-relevance's embeddings are not counted: they are not chat calls, and go live "
+        "(no Batch API)" if "answer-relevance" in names else "")
+
+
+def _client(settings: LLMSettings, cache_path: Path | None, seed: int | None,
+            roles: tuple[str, ...]) -> LLMClient:
+    """A client that reads the cache (if there is one) and calls nothing."""
+    cache = ResponseCache(cache_path) if cache_path and cache_path.exists() else None
+    local = local_stand_in() if any(settings.role(r).is_local for r in roles) else None
+    return LLMClient(settings, cache, local=local, seed=seed)
 
 
 def budget(max_cost: float, batch: bool, settings: LLMSettings,
-           prices: dict[str, tuple[float, float]]) -> Budget:
-    """The --max-cost budget over the run's roles (batch prices under --batch)."""
-    return Budget(max_cost, prices, settings, RUN_ROLES,
-                  discount=BATCH_DISCOUNT if batch else 1.0)
+           prices: dict[str, tuple[float, float]],
+           roles: tuple[str, ...] = RUN_ROLES) -> Budget:
+    """The --max-cost budget over the command's roles (batch prices under --batch)."""
+    return Budget(max_cost, prices, settings, roles, discount=BATCH_DISCOUNT if batch else 1.0)
 
 
 def dry_run_build(config: Any, settings: LLMSettings, cache_path: Path | None, seed: int | None,
@@ -53,12 +90,10 @@ def dry_run_build(config: Any, settings: LLMSettings, cache_path: Path | None, s
     """The estimate table of the builder calls `freshrag build` would still make."""
     from builders.estimate import build_jobs  # the CLI wires builders; harness core does not
     jobs = build_jobs(config)
-    cache = ResponseCache(cache_path) if cache_path and cache_path.exists() else None
-    local = local_stand_in() if settings.role("builder").is_local else None
+    client = _client(settings, cache_path, seed, ("builder",))
     try:
-        result = estimate(LLMClient(settings, cache, local=local, seed=seed), jobs, prices,
-                          concurrency=config.concurrency)
+        result = estimate(client, jobs, prices, concurrency=config.concurrency)
     finally:
-        if cache:
-            cache.close()
+        if client.cache:
+            client.cache.close()
     return render(result).replace("pairs and judge probes", "articles")

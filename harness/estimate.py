@@ -10,11 +10,16 @@ tiktoken; output tokens from the mean of the cached replies of the same role, mo
 
 A system whose number of calls depends on its decisions (boolean, advanced, dated-boolean) is
 walked twice: once with every decision against retrieval, the model answering at once (low),
-once with every decision for it (high); the table gives both. Retrieval is not run (a dry run
-embeds nothing): a retrieving system gets `top_k` chunks of the corpus, cut as the index cuts
-them and picked by a hash of the query, so its prompts are as long as typical ones. Dollars come
-from harness/reporting/prices.py, halved under `--batch` (the OpenAI Batch API's discount).
-PAPER.md section IV (the systems), METHODS.md "Retrieval need and deciders" (count LM calls).
+once with every decision for it (high); the table gives both. Lists in made-up replies follow
+the scenario too: as short as their schema allows (low), or `MADE_UP_ITEMS` long (high), so a
+scorer whose later calls depend on a list (faithfulness and claims check the statements found)
+gets the range from "nothing found, no further call" to "statements found, checked".
+
+Retrieval is not run (a dry run embeds nothing): a retrieving system gets `top_k` chunks of the
+corpus, cut as the index cuts them and picked by a hash of the query, so its prompts are as
+long as typical ones. Dollars come from harness/reporting/prices.py, halved under `--batch`
+(the OpenAI Batch API's discount). PAPER.md section IV (the systems), METHODS.md "Retrieval need
+and deciders" (count LM calls) and "Reference-free metrics" (the scorers' calls).
 """
 
 from __future__ import annotations
@@ -29,13 +34,15 @@ from typing import Any, Callable
 from harness import local_tokens
 from harness.budget import BATCH_DISCOUNT
 from harness.llm import LLMClient
-from harness.plan import Planner, Walked, pair_jobs, probe_jobs, walk
+from harness.plan import Planner, Walked, pair_jobs, probe_jobs, score_jobs, walk
+from harness.scoring.scorepass import pending
 from harness.tokens import TiktokenCounter
 from harness.types import RetrievedChunk, SystemContext
 from systems.index import chunk_articles
 
 DEFAULT_OUTPUT = 512  # tokens assumed for a text reply with no max_tokens and nothing observed
 SCENARIOS = ("low", "high")  # decisions against retrieval / for it
+MADE_UP_ITEMS = 3  # items of a made-up list in the high scenario, within the schema's bounds
 
 
 class StandInRetriever:
@@ -105,7 +112,7 @@ class MadeUpReply:
                 tools[0]["function"]["name"]
             schema = next(t["function"]["parameters"] for t in tools
                           if t["function"]["name"] == name)
-            arguments = json.dumps(_fill(schema, self.retrieve))
+            arguments = json.dumps(_fill(schema, self.retrieve, key[:8]))
             input_tokens, counted = counter.count_request(request, name, arguments)
             output = self.observed.get((role, model, "tool"), counted)
             return _value(None, name, arguments, input_tokens, output, counter.name)
@@ -125,15 +132,22 @@ def _value(text: str | None, tool: str | None, arguments: str | None, input_toke
             "tokenizer": tokenizer}
 
 
-def _fill(schema: dict[str, Any], flag: bool) -> Any:
-    """Arguments that satisfy a tool's schema: booleans take the scenario's decision."""
+def _fill(schema: dict[str, Any], flag: bool, tag: str) -> Any:
+    """Arguments that satisfy a tool's schema: booleans and list lengths take the scenario's;
+    strings are the call's `tag`, so that two calls' made-up statements (and the requests that
+    check them) differ, as real ones do."""
     kind = schema.get("type")
     if "enum" in schema:
         return schema["enum"][len(schema["enum"]) // 2]
     if kind == "object":
-        return {name: _fill(sub, flag) for name, sub in schema.get("properties", {}).items()}
+        return {name: _fill(sub, flag, tag) for name, sub in schema.get("properties", {}).items()}
+    if kind == "array":
+        least = schema.get("minItems", 0)
+        most = schema.get("maxItems", MADE_UP_ITEMS)
+        n = min(max(MADE_UP_ITEMS, least), most) if flag else least
+        return [_fill(schema.get("items", {}), flag, tag) for _ in range(n)]
     return {"boolean": flag, "integer": schema.get("minimum", 1), "number": 1.0,
-            "string": "x", "array": []}.get(kind)
+            "string": tag}.get(kind)
 
 
 @dataclass
@@ -200,8 +214,10 @@ def estimate(client: LLMClient, jobs: list, prices: dict[str, tuple[float, float
             "output_from": {"/".join(key): round(mean, 1) for key, mean in observed.items()}}
 
 
-def render(result: dict[str, Any]) -> str:
-    """The estimate as a markdown table; a range `low–high` where decisions change it."""
+def render(result: dict[str, Any], walked: str = "pairs and judge probes",
+           spans: str = "every decision against retrieval and every decision for it") -> str:
+    """The estimate as a markdown table; a range `low–high` where decisions change it.
+    `walked` and `spans`: what the jobs were and what a range spans, for the last line."""
 
     def span(pair: list[Any] | None, fmt: str = "{:,}") -> str:
         if pair is None:
@@ -221,9 +237,9 @@ def render(result: dict[str, Any]) -> str:
         total = [sum(u[i] for u in usd) for i in (0, 1)]
         lines.append(f"| **total** | | | | | | {span(total, '${:,.4f}')} | |")
     lines.append("")
-    lines.append(f"dry run: {result['jobs']} pairs and judge probes walked, no call made"
+    lines.append(f"dry run: {result['jobs']} {walked} walked, no call made"
                  + (" (prices with the batch discount)" if result["batch"] else "")
-                 + "; a range spans every decision against retrieval and every decision for it.")
+                 + f"; a range spans {spans}.")
     return "\n".join(lines)
 
 
@@ -249,12 +265,18 @@ def local_stand_in() -> _LocalModelId | None:
 
 
 def run_jobs(dataset: Any, config: Any, factories: dict[str, Any], retriever: Any,
-             finished: set[tuple[str, str]], probed: bool) -> list:
-    """The jobs `freshrag run` would do: unfinished pairs, and the probes unless done before."""
+             finished: set[tuple[str, str]], probed: bool,
+             rows: list[dict[str, Any]] | None = None) -> list:
+    """The jobs `freshrag run` would do: unfinished pairs (each then scored by the run's scorers
+    beyond the judge), the probes unless done before, and the scores still pending on the
+    finished `rows` of the run directory."""
     context = SystemContext(llm=None, articles=dataset.articles, retriever=retriever,
                             today=config.today, knowledge_cutoff=config.knowledge_cutoff,
                             context_tokens=config.context_tokens)
     pairs = [(q, name) for q in dataset.questions[:config.limit] for name in config.systems
              if (q.id, name) not in finished]
+    extra = tuple(name for name in config.scorers if name != "judge")
+    scored = pending(config.out, rows or [], extra, 1) if extra else []
     return (probe_jobs(dataset, None if probed else config.probe)
-            + pair_jobs(dataset, pairs, factories, context))
+            + pair_jobs(dataset, pairs, factories, context, extra)
+            + score_jobs(scored, extra, dataset.articles))

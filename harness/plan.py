@@ -8,6 +8,12 @@ pre-pass stops the pair at its first miss (`Pending`) and submits all those call
 that multi-step systems advance stage by stage: all first calls, then all second calls, then the
 judge. Requests are built by `LLMClient.prepare`, the code that builds a live call, so what is
 counted or submitted is byte for byte what a live run would send (PAPER.md sections III.B, IV).
+
+The scorers beyond the judge (METHODS.md "Reference-free metrics", "Claims and abstention") are
+walked the same way: `score_jobs` for the rows a run directory holds, and `pair_jobs` with
+`scorers` for pairs not answered yet, whose row is made from the walked answer as the runner
+makes it. Their embeddings (answer-relevance) are not chat calls: a walk gives them stand-in
+vectors, and the live pass embeds.
 """
 
 from __future__ import annotations
@@ -20,8 +26,10 @@ from typing import Any, Callable, Iterator
 from harness.concurrency import map_with_progress
 from harness.dataset import Dataset
 from harness.llm import EndpointError, LLMClient
+from harness.results import sample_row
 from harness.scoring import judge, probes
-from harness.types import LLMResponse, Question, SystemContext, Usage
+from harness.scoring.scorepass import Item, Recorder, make_scorers, score_input
+from harness.types import Article, LLMResponse, Question, SystemContext, Usage
 
 # What a caller does with a call the cache cannot answer: return a reply value (as the cache
 # stores them) or raise Pending.
@@ -102,17 +110,45 @@ class Walked:
 
 
 def pair_jobs(dataset: Dataset, pairs: list[tuple[Question, str]], factories: dict[str, Any],
-              context: SystemContext) -> list[Job]:
-    """A job per pair: the system answers, the judge grades, as `runner.answer_and_grade` does."""
+              context: SystemContext, scorers: tuple[str, ...] = ()) -> list[Job]:
+    """A job per pair: the system answers, the judge grades, as `runner.answer_and_grade` does;
+    then each of `scorers` (beyond the judge) scores the row, as the run's score pass does."""
+    walkers = make_scorers(scorers, stand_in_embed)
 
     def job(question: Question, name: str) -> Job:
         def run(planner: Planner) -> None:
-            system = factories[name](replace(context, llm=planner))
+            recorder = Recorder(planner)
+            system = factories[name](replace(context, llm=recorder))
             answer = system.answer(question)
-            judge.grade(planner, question, answer.text, dataset.articles[question.gold_title])
+            grade, _ = judge.grade(recorder, question, answer.text,
+                                   dataset.articles[question.gold_title])
+            if walkers:  # the row the runner writes, as its score pass reads it
+                row = sample_row(dataset.name, question, name, answer, grade, recorder.calls, 0)
+                for scorer in walkers.values():
+                    scorer.score(planner, score_input(row, dataset.articles, 0))
         return Job(f"{question.id}/{name}", run)
 
     return [job(question, name) for question, name in pairs]
+
+
+def score_jobs(items: list[Item], scorers: tuple[str, ...],
+               articles: dict[str, Article]) -> list[Job]:
+    """A job per (row, scorer, repeat) a score pass would score (`scorepass.pending`)."""
+    walkers = make_scorers(scorers, stand_in_embed)
+
+    def job(item: Item) -> Job:
+        row, name, repeat = item
+        def run(planner: Planner) -> None:
+            walkers[name].score(planner, score_input(row, articles, repeat))
+        return Job(f"{row['question_id']}/{row['system']} {name} #{repeat}", run)
+
+    return [job(item) for item in items]
+
+
+def stand_in_embed(texts: list[str]) -> list[list[float]]:
+    """Vectors for a walk: answer-relevance embeds after its only chat call, so what it embeds
+    changes no request; the live pass embeds for real."""
+    return [[1.0] for _ in texts]
 
 
 def probe_jobs(dataset: Dataset, settings: probes.ProbeSettings | None) -> list[Job]:

@@ -32,7 +32,7 @@ from harness.rundir import check_kind, check_same_run, locked
 from harness.scoring import judge, probes
 from harness.scoring.base import Embed
 from harness.scoring.probes import ProbeSettings
-from harness.scoring.scorepass import make_scorers, score_rows
+from harness.scoring.scorepass import check_same_models, make_scorers, pending, score_rows
 from harness.types import LLM, LLMResponse, Question, Retriever, System, SystemContext
 
 Factories = dict[str, Callable[[SystemContext], System]]
@@ -70,8 +70,8 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
         embed: Embed | None = None) -> list[dict[str, Any]]:
     """Run every unfinished pair, then the scorers beyond the judge (`embed`: the embeddings
     role, for answer-relevance), holding the run directory; return all its rows. With --batch
-    the pairs' calls go through the Batch API first (harness/batch.py fills the cache), then the
-    pairs run as usual from the cache. A budget (harness/budget.py) that refuses a call stops the
+    the pairs' and scorers' chat calls go through the Batch API first (harness/batch.py fills
+    the cache), then the pairs and scores run as usual from the cache. A budget (harness/budget.py) that refuses a call stops the
     run, its manifest saying `capped`."""
     with locked(config.out):
         manifest = _start_manifest(dataset, config, llm, factories, prompts, retriever)
@@ -84,19 +84,23 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
         pairs = [(q, name) for q in dataset.questions[:config.limit] for name in config.systems
                  if (q.id, name) not in finished]
         try:
-            if config.batch_poll is not None:
-                jobs = plan.probe_jobs(dataset, config.probe) + plan.pair_jobs(
-                    dataset, pairs, factories, context)
+            extra = tuple(name for name in config.scorers if name != "judge")
+            if config.batch_poll is not None:  # the scorers' calls too, after their pair's
+                check_same_models(config.out, make_scorers(extra), llm)  # before any upload
+                scored = pending(config.out, read_samples(config.out / SAMPLES), extra, 1)
+                jobs = (plan.probe_jobs(dataset, config.probe)
+                        + plan.pair_jobs(dataset, pairs, factories, context, extra)
+                        + plan.score_jobs(scored, extra, dataset.articles))
                 manifest["batch"] = batch.prefill(llm, config.out, jobs, config.batch_poll,
                                                   config.concurrency)
             manifest["judge_probe"] = _probe_judge(dataset, config, llm, manifest["judge_probe"])
             write_manifest(config.out, manifest)
             systems = {name: factories[name](context) for name in config.systems}
             _answer_pairs(dataset, pairs, systems, recorder, config)
-            extra = make_scorers([name for name in config.scorers if name != "judge"], embed)
             if extra:  # the judge graded each pair above; the others score the finished rows
-                score_rows(config.out, read_samples(config.out / SAMPLES), extra, llm,
-                           dataset.articles, concurrency=config.concurrency)
+                score_rows(config.out, read_samples(config.out / SAMPLES),
+                           make_scorers(extra, embed), llm, dataset.articles,
+                           concurrency=config.concurrency)
         except BudgetExceeded:
             manifest["capped"] = llm.gate.record()
             write_manifest(config.out, manifest)

@@ -189,7 +189,7 @@ def score_rows(run_dir: Path, rows: list[dict[str, Any]], scorers: dict[str, Sco
 
 def _score_one(row: dict[str, Any], scorer: Scorer, name: str, llm: LLM,
                articles: dict[str, Article], repeat: int) -> dict[str, Any]:
-    recorder = _Recorder(llm)
+    recorder = Recorder(llm)
     started = time.monotonic()
     try:
         result = scorer.score(recorder, score_input(row, articles, repeat))
@@ -202,7 +202,7 @@ def _score_one(row: dict[str, Any], scorer: Scorer, name: str, llm: LLM,
     return score_row(row, name, repeat, result, recorder.calls, time.monotonic() - started)
 
 
-class _Recorder:
+class Recorder:
     """The LLM as one score sees it: every call kept, for its row's usage and raw replies."""
 
     def __init__(self, llm: LLM):

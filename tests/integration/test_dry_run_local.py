@@ -1,8 +1,12 @@
 """`freshrag run --dry-run` on the embedded model: no server is started, and after a real run on
 SmolLM2 the dry run finds every call in the response cache (its cache keys, made without the
-server, name the same model file as the running server's)."""
+server, name the same model file as the running server's). The same for `freshrag score
+--dry-run` on that run: it counts the calls the score pass then sends, and then finds them
+cached."""
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -21,8 +25,9 @@ def freshrag(tmp_path: Path, *args: str, timeout: float) -> subprocess.Completed
                           env={**env, "PYTHONPATH": str(ROOT)})
 
 
-def answer_row(stdout: str) -> list[str]:
-    row = next(line for line in stdout.splitlines() if line.startswith("| answer |"))
+def answer_row(stdout: str, role: str = "answer") -> list[str]:
+    row = next((line for line in stdout.splitlines() if line.startswith(f"| {role} |")),
+               f"| {role} | - | 0 | 0 |")  # no row: no call of that role to count
     return [cell.strip() for cell in row.strip("|").split("|")]
 
 
@@ -44,3 +49,24 @@ def test_dry_run_starts_no_server_and_after_a_run_counts_its_calls_as_cached(tmp
     assert again.returncode == 0, again.stderr[-2000:]
     after = answer_row(again.stdout)
     assert (after[2], after[3]) == ("0", "1")  # calls to make, calls from the cache
+
+    score = ["score", "results/one", "--scorers", "abstention"]
+    dry_score = freshrag(tmp_path, *score, "--dry-run", timeout=120)
+    assert dry_score.returncode == 0, dry_score.stderr[-2000:]
+    assert "llama" not in dry_score.stderr.lower()
+    estimated = answer_row(dry_score.stdout, "scorer")
+    assert not (tmp_path / "results" / "one" / "scores.jsonl").exists()
+    scored = freshrag(tmp_path, *score, timeout=600)
+    assert scored.returncode == 0, scored.stderr[-2000:]
+    rows = [json.loads(line) for line in
+            (tmp_path / "results" / "one" / "scores.jsonl").read_text().splitlines()]
+    sent = sum(not call["cache_hit"] for row in rows for call in row["calls"])
+    # one call, or none where the answer is a refusal the pattern recognises
+    assert (estimated[2], estimated[3]) == (str(sent), "0")
+    copy = tmp_path / "results" / "three"
+    shutil.copytree(tmp_path / "results" / "one", copy)
+    (copy / "scores.jsonl").unlink()
+    cached = freshrag(tmp_path, "score", "results/three", "--scorers", "abstention",
+                      "--dry-run", timeout=120)
+    assert cached.returncode == 0, cached.stderr[-2000:]
+    assert answer_row(cached.stdout, "scorer")[2:4] == ["0", str(sent)]
