@@ -5,12 +5,14 @@ An article's job classifies it (unless `recency.jsonl` has its verdict) and, whe
 lets it into the question stage, writes its questions, with the requests the stages send
 (`stages.recency_request`, `stages.question_request`). Under the estimate's two scenarios the
 classifier says "before the cutoff" for every article (no questions from A_f) or "after" for
-every one: the range. A_r and A_d make no LLM call; until they are built there is nothing to
+every one: the range. With `--needs` an article's job asks, instead of its questions, every
+(need, chunk) pair of its chunks that `needs.jsonl` has not answered (builders/needs.py). A_r and A_d make no LLM call; until they are built there is nothing to
 count, and the dry run says to build them first (`--stage A_r`, `--stage A_d`). PAPER.md III.A.
 """
 
 from __future__ import annotations
 
+from builders.needs import NeedsPlan, ask_need, need_todo
 from builders.prompts import ARTICLE_CHARS
 from builders.stages import (ARTICLES, QUESTIONS, RECENCY, BuildConfig, BuildError,
                              _question_id, parse_verdict, question_request, read_titles,
@@ -35,6 +37,11 @@ def build_jobs(config: BuildConfig) -> list[Job]:
     done = {row["id"] for row in read_jsonl(out / QUESTIONS)} if (out / QUESTIONS).exists() \
         else set()
     cutoff = config.cutoff.isoformat()
+    pairs: dict[str, list] = {}  # --needs: an article's (need, chunk) pairs still to ask
+    if config.needs:
+        for i, chunk in need_todo(out, sources, NeedsPlan(config.needs, config.per_need,
+                                                          config.seed), articles):
+            pairs.setdefault(chunk.title, []).append((config.needs[i], chunk.text))
 
     def job(position: int, title: str) -> Job:
         content = articles[title]["content"][:ARTICLE_CHARS]
@@ -45,6 +52,10 @@ def build_jobs(config: BuildConfig) -> list[Job]:
                     title, content, cutoff)))
                 if config.questions_from == "A_f" and verdict is not True:
                     return
+            if config.needs:
+                for need, text in pairs.get(title, []):
+                    ask_need(planner, need, text)
+                return
             for i in range(config.questions_per_article):
                 if not source_known or _question_id(config, position, i) not in done:
                     planner.chat("builder", **question_request(title, content, config.style,

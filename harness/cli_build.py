@@ -114,15 +114,15 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def _check_build_estimable(args: argparse.Namespace) -> None:
-    """A build dry run counts the recency classifier and the creative and recent question
-    prompts (builders/estimate.py); it refuses what it would leave out rather than under-count."""
+    """A build dry run counts the recency classifier, the creative and recent question prompts
+    and --needs (builders/estimate.py); it refuses what it would leave out rather than under-count."""
     extra = [name for name, given in (
         (f"--style {args.style}", args.style not in ("creative", "recent")),
-        ("--needs", bool(args.needs)), ("--label", args.label),
+        ("--label", args.label),
         ("--control", bool(args.control))) if given]
     if extra:
-        raise UsageError(f"--dry-run estimates the recency classifier and the creative and recent "
-                         f"question styles only; it cannot count the calls of {', '.join(extra)} "
+        raise UsageError(f"--dry-run estimates the recency classifier, the creative and recent "
+                         f"question styles and --needs only; it cannot count the calls of {', '.join(extra)} "
                          f"yet: leave them out to estimate the rest")
 
 

@@ -1,0 +1,68 @@
+"""`freshrag build --dry-run` for the stages beyond the recency classifier and the creative and
+recent questions (builders/estimate.py): each dry run sends nothing and writes nothing, and
+counts the calls the real build with the same options then sends to the fake server."""
+
+from pathlib import Path
+
+from harness.cli import main
+from tests.builders.test_needs_cli import CUTOFF, NEEDS, build, fake  # noqa: F401 (the fixture)
+from tests.harness.test_costs import table
+from tests.wikidump import article_pages, write_dump
+from tests import WIKIRAG
+
+
+def listing(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes()
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def dry_run(tmp_path, capsys, *extra) -> str:
+    """The builder's uncached calls as printed (a count or a low–high range)."""
+    before = listing(tmp_path)
+    capsys.readouterr()
+    assert build(tmp_path, "--dry-run", *extra) == 0
+    assert listing(tmp_path) == before  # nothing written, not even a cache
+    return table(capsys.readouterr().out).get("builder", ["", "0"])[1]  # no row: no call
+
+
+def test_needs_dry_run_counts_each_need_and_chunk_the_build_then_asks(tmp_path, fake, capsys):
+    (tmp_path / "needs.txt").write_text(NEEDS)
+    needs = ["--needs", str(tmp_path / "needs.txt"), "--per-need", "3"]
+    assert build(tmp_path, "--stage", "A_r", *needs) == 0
+    assert build(tmp_path, "--stage", "A_d", *needs) == 0
+    n_d = len((tmp_path / "dataset" / "A_d.txt").read_text().splitlines())
+    # every A_d article classified (A_f is built all the same), then 2 needs x 3 chunks: the
+    # questions come from A_d, so whatever the verdicts the count is exact
+    assert dry_run(tmp_path, capsys, *needs) == str(n_d + 6)
+    assert fake.calls == 0
+    assert build(tmp_path, *needs) == 0
+    assert fake.calls == n_d + 6
+    assert dry_run(tmp_path, capsys, *needs) == "0"  # all answered: recency.jsonl, needs.jsonl
+    assert fake.calls == n_d + 6
+
+
+def test_needs_dry_run_before_classification_spans_none_to_every_article(tmp_path, fake,
+                                                                         capsys):
+    """Questions from A_f, not classified yet: every A_d article classified, then no article
+    after the cutoff (no need asked) up to every one (each need asked about 3 chunks of all)."""
+    (tmp_path / "needs.txt").write_text(NEEDS)
+    needs = ["--needs", str(tmp_path / "needs.txt"), "--per-need", "3"]
+    assert from_a_f(tmp_path, "--stage", "A_r", *needs) == 0
+    assert from_a_f(tmp_path, "--stage", "A_d", *needs) == 0
+    n_d = len((tmp_path / "dataset" / "A_d.txt").read_text().splitlines())
+    before = listing(tmp_path)
+    capsys.readouterr()
+    assert from_a_f(tmp_path, "--dry-run", *needs) == 0
+    assert listing(tmp_path) == before
+    assert table(capsys.readouterr().out)["builder"][1] == f"{n_d}–{n_d + 6}"
+    assert fake.calls == 0
+    assert from_a_f(tmp_path, *needs) == 0  # the fake says "after the cutoff" to every article
+    assert fake.calls == n_d + 6
+
+
+def from_a_f(tmp_path, *extra):
+    """`build` of test_needs_cli.py, with questions from A_f (the default)."""
+    if not (tmp_path / "wiki.xml").exists():
+        write_dump(tmp_path / "wiki.xml", article_pages(WIKIRAG / "articles.jsonl", 12))
+    return main(["build", "--dump", str(tmp_path / "wiki.xml"), "--cutoff", CUTOFF, "--out",
+                 str(tmp_path / "dataset"), *extra])
