@@ -6,17 +6,23 @@ lets it into the question stage, writes its questions, with the requests the sta
 (`stages.recency_request`, `stages.question_request`). Under the estimate's two scenarios the
 classifier says "before the cutoff" for every article (no questions from A_f) or "after" for
 every one: the range. With `--needs` an article's job asks, instead of its questions, every
-(need, chunk) pair of its chunks that `needs.jsonl` has not answered (builders/needs.py). A_r and A_d make no LLM call; until they are built there is nothing to
-count, and the dry run says to build them first (`--stage A_r`, `--stage A_d`). PAPER.md III.A.
+(need, chunk) pair of its chunks that `needs.jsonl` has not answered (builders/needs.py);
+`--control` adds a job per control question still to write (builders/traffic.py). A_r and A_d
+make no LLM call; until they are built there is nothing to count, and the dry run says to
+build them first (`--stage A_r`, `--stage A_d`). PAPER.md III.A.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
 
 from builders.needs import NeedsPlan, ask_need, need_todo
 from builders.prompts import ARTICLE_CHARS
 from builders.stages import (ARTICLES, QUESTIONS, RECENCY, BuildConfig, BuildError,
                              _question_id, parse_verdict, question_request, read_titles,
                              recency_request, titles_path)
+from builders.traffic import CONTROL, choose_control
 from harness.plan import Job, Planner
 from harness.results import read_jsonl
 
@@ -62,4 +68,27 @@ def build_jobs(config: BuildConfig) -> list[Job]:
                                                                cutoff, i))
         return Job(title, run)
 
-    return [job(position, title) for position, title in enumerate(sources)]
+    return [job(position, title) for position, title in enumerate(sources)] + \
+        control_jobs(config, articles, done)
+
+
+def control_jobs(config: BuildConfig, articles: dict[str, dict[str, Any]],
+                 done: set[str]) -> list[Job]:
+    """A job per `--control` question not written yet (builders/traffic.py): the same question
+    writer, style `creative`, about articles chosen as the build would (general queries make no
+    call)."""
+    if not config.control:
+        return []
+    control = replace(config, questions_from=CONTROL)
+    titles = read_titles(config.out, CONTROL) if titles_path(config.out, CONTROL).exists() \
+        else choose_control(config)
+    cutoff = config.cutoff.isoformat()
+
+    def job(title: str) -> Job:
+        def run(planner: Planner) -> None:
+            planner.chat("builder", **question_request(
+                title, articles[title]["content"][:ARTICLE_CHARS], "creative", cutoff, 0))
+        return Job(f"control {title}", run)
+
+    return [job(title) for position, title in enumerate(titles)
+            if _question_id(control, position, 0) not in done]

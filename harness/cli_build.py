@@ -114,16 +114,17 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def _check_build_estimable(args: argparse.Namespace) -> None:
-    """A build dry run counts the recency classifier, the creative and recent question prompts
-    and --needs (builders/estimate.py); it refuses what it would leave out rather than under-count."""
+    """A build dry run counts the recency classifier, the creative and recent question prompts,
+    --needs and --control (builders/estimate.py); it refuses what it would leave out rather than
+    under-count."""
     extra = [name for name, given in (
         (f"--style {args.style}", args.style not in ("creative", "recent")),
         ("--label", args.label),
-        ("--control", bool(args.control))) if given]
+        ("--control with --needs", bool(args.control and args.needs))) if given]
     if extra:
         raise UsageError(f"--dry-run estimates the recency classifier, the creative and recent "
-                         f"question styles and --needs only; it cannot count the calls of {', '.join(extra)} "
-                         f"yet: leave them out to estimate the rest")
+                         f"question styles, --needs and --control only; it cannot count the "
+                         f"calls of {', '.join(extra)} yet: leave them out to estimate the rest")
 
 
 def _label_spec(args: argparse.Namespace):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from harness.cli import main
 from tests.builders.test_needs_cli import CUTOFF, NEEDS, build, fake  # noqa: F401 (the fixture)
+from tests.builders.test_traffic import build as traffic_build, dump  # noqa: F401 (fixture)
 from tests.harness.test_costs import table
 from tests.wikidump import article_pages, write_dump
 from tests import WIKIRAG
@@ -66,3 +67,23 @@ def from_a_f(tmp_path, *extra):
         write_dump(tmp_path / "wiki.xml", article_pages(WIKIRAG / "articles.jsonl", 12))
     return main(["build", "--dump", str(tmp_path / "wiki.xml"), "--cutoff", CUTOFF, "--out",
                  str(tmp_path / "dataset"), *extra])
+
+
+def test_control_dry_run_counts_the_control_questions_and_general_queries_make_none(
+        tmp_path, dump, fake, capsys):
+    traffic = ["--control", "3", "--general", "4"]
+    assert traffic_build(tmp_path, dump, "--stage", "A_r", *traffic) == 0
+    assert traffic_build(tmp_path, dump, "--stage", "A_d", *traffic) == 0
+    n_d = len((tmp_path / "dataset" / "A_d.txt").read_text().splitlines())
+    before = listing(tmp_path)
+    capsys.readouterr()
+    assert traffic_build(tmp_path, dump, "--dry-run", *traffic) == 0
+    assert listing(tmp_path) == before  # control.txt not chosen for good by a dry run
+    # the classifier for every A_d article, a fresh question for none or all, 3 control ones
+    assert table(capsys.readouterr().out)["builder"][1] == f"{n_d + 3}–{2 * n_d + 3}"
+    assert fake.calls == 0
+    assert traffic_build(tmp_path, dump, *traffic) == 0  # the fake: "after" to every article
+    assert fake.calls == 2 * n_d + 3
+    capsys.readouterr()
+    assert traffic_build(tmp_path, dump, "--dry-run", *traffic) == 0
+    assert "builder" not in table(capsys.readouterr().out)  # all written: nothing left
