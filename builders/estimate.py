@@ -7,7 +7,9 @@ lets it into the question stage, writes its questions, with the requests the sta
 classifier says "before the cutoff" for every article (no questions from A_f) or "after" for
 every one: the range. With `--needs` an article's job asks, instead of its questions, every
 (need, chunk) pair of its chunks that `needs.jsonl` has not answered (builders/needs.py);
-`--control` adds a job per control question still to write (builders/traffic.py). A_r and A_d
+`--control` adds a job per control question still to write (builders/traffic.py). With
+`--label` (or `--style statements`) each question written is labelled, and so is each one of
+questions.jsonl that labels.jsonl lacks (builders/labels.py). A_r and A_d
 make no LLM call; until they are built there is nothing to count, and the dry run says to
 build them first (`--stage A_r`, `--stage A_d`). PAPER.md III.A.
 """
@@ -15,20 +17,23 @@ build them first (`--stage A_r`, `--stage A_d`). PAPER.md III.A.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
-from builders.needs import NeedsPlan, ask_need, need_todo
+from builders.labels import LABELS_FILE, Item, label_one, latest_records, question_rows
+from builders.needs import QUESTION, NeedsPlan, ask_need, need_todo
 from builders.prompts import ARTICLE_CHARS
 from builders.stages import (ARTICLES, QUESTIONS, RECENCY, BuildConfig, BuildError,
-                             _question_id, parse_verdict, question_request, read_titles,
-                             recency_request, titles_path)
+                             _question_id, clean_question, parse_verdict, question_request,
+                             read_titles, recency_request, titles_path)
 from builders.traffic import CONTROL, choose_control
 from harness.plan import Job, Planner
 from harness.results import read_jsonl
 
 
-def build_jobs(config: BuildConfig) -> list[Job]:
-    """A job per A_d article still to classify or to write questions about."""
+def build_jobs(config: BuildConfig, label: bool = False) -> list[Job]:
+    """A job per A_d article still to classify or to write questions about (and, with `label`,
+    to label them), a job per question already written but not labelled, per control question."""
     out = config.out
     if not titles_path(out, "A_d").exists():
         raise BuildError(f"{out}: A_d is not built yet, so there is nothing to count: build "
@@ -60,16 +65,40 @@ def build_jobs(config: BuildConfig) -> list[Job]:
                     return
             if config.needs:
                 for need, text in pairs.get(title, []):
-                    ask_need(planner, need, text)
+                    record = ask_need(planner, need, text)
+                    if label and record["outcome"] == QUESTION:
+                        label_one(planner, Item("", title, record["question"]),
+                                  articles[title]["content"])
                 return
             for i in range(config.questions_per_article):
-                if not source_known or _question_id(config, position, i) not in done:
-                    planner.chat("builder", **question_request(title, content, config.style,
-                                                               cutoff, i))
+                qid = _question_id(config, position, i)
+                if not source_known or qid not in done:
+                    question = clean_question(planner.chat("builder", **question_request(
+                        title, content, config.style, cutoff, i)).text or "")
+                    if label and question:
+                        label_one(planner, Item(qid, title, question), articles[title]["content"])
         return Job(title, run)
 
     return [job(position, title) for position, title in enumerate(sources)] + \
+        (written_label_jobs(out, articles) if label else []) + \
         control_jobs(config, articles, done)
+
+
+def written_label_jobs(out: Path, articles: dict[str, dict[str, Any]]) -> list[Job]:
+    """A job per question of questions.jsonl with a gold article that labels.jsonl has not
+    labelled as it reads now (builders/labels.py `label_questions`)."""
+    if not (out / QUESTIONS).exists():
+        return []
+    records = latest_records(out / LABELS_FILE)
+
+    def job(item: Item) -> Job:
+        return Job(f"label {item.id}", lambda planner: label_one(
+            planner, item, articles[item.title]["content"]))
+
+    return [job(Item(qid, row["title"], row["question"]))
+            for qid, row in question_rows(out / QUESTIONS)
+            if row.get("title") is not None
+            and records.get(qid, {}).get("question") != row["question"]]
 
 
 def control_jobs(config: BuildConfig, articles: dict[str, dict[str, Any]],

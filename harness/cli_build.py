@@ -63,7 +63,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         _check_build_estimable(args)
         print(costs.dry_run_build(config, load_settings(args.config), None if args.no_cache else
                                   args.out.parent / CACHE_FILE, args.seed,
-                                  price_table(config_file)))
+                                  price_table(config_file), args.label))
         return 0
     labelling = args.label or args.style == "statements"
     if args.stage == "labels" and not labelling:
@@ -115,16 +115,16 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def _check_build_estimable(args: argparse.Namespace) -> None:
     """A build dry run counts the recency classifier, the creative and recent question prompts,
-    --needs and --control (builders/estimate.py); it refuses what it would leave out rather than
-    under-count."""
+    --needs, --control and --label (builders/estimate.py); it refuses what it would leave out
+    rather than under-count."""
     extra = [name for name, given in (
         (f"--style {args.style}", args.style not in ("creative", "recent")),
-        ("--label", args.label),
         ("--control with --needs", bool(args.control and args.needs))) if given]
     if extra:
         raise UsageError(f"--dry-run estimates the recency classifier, the creative and recent "
-                         f"question styles, --needs and --control only; it cannot count the "
-                         f"calls of {', '.join(extra)} yet: leave them out to estimate the rest")
+                         f"question styles, --needs, --control and --label only; it cannot "
+                         f"count the calls of {', '.join(extra)} yet: leave them out to "
+                         f"estimate the rest")
 
 
 def _label_spec(args: argparse.Namespace):

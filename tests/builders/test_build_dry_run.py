@@ -87,3 +87,26 @@ def test_control_dry_run_counts_the_control_questions_and_general_queries_make_n
     capsys.readouterr()
     assert traffic_build(tmp_path, dump, "--dry-run", *traffic) == 0
     assert "builder" not in table(capsys.readouterr().out)  # all written: nothing left
+
+
+def test_label_dry_run_counts_the_labeller_on_questions_to_write_and_written(tmp_path, fake,
+                                                                             capsys):
+    assert build(tmp_path, "--stage", "A_r") == 0 and build(tmp_path, "--stage", "A_d") == 0
+    n_d = len((tmp_path / "dataset" / "A_d.txt").read_text().splitlines())
+    before = listing(tmp_path)
+    capsys.readouterr()
+    assert build(tmp_path, "--dry-run", "--label") == 0
+    assert listing(tmp_path) == before
+    rows = table(capsys.readouterr().out)
+    # classifier and question writer for every article, the labeller for every question
+    assert (rows["builder"][1], rows["labeller"][1]) == (str(2 * n_d), str(n_d))
+    assert fake.calls == 0
+    assert build(tmp_path, "--stage", "A_f") == 0
+    assert build(tmp_path, "--stage", "questions") == 0  # questions without labels
+    assert fake.calls == 2 * n_d
+    assert dry_run(tmp_path, capsys, "--label") == "0"  # no builder call left ...
+    capsys.readouterr()
+    assert build(tmp_path, "--dry-run", "--label") == 0
+    assert table(capsys.readouterr().out)["labeller"][1] == str(n_d)  # ... but the labels
+    assert build(tmp_path, "--label") == 0
+    assert fake.calls == 3 * n_d
