@@ -9,7 +9,9 @@ every one: the range. With `--needs` an article's job asks, instead of its quest
 (need, chunk) pair of its chunks that `needs.jsonl` has not answered (builders/needs.py);
 `--control` adds a job per control question still to write (builders/traffic.py). With
 `--label` (or `--style statements`) each question written is labelled, and so is each one of
-questions.jsonl that labels.jsonl lacks (builders/labels.py). A_r and A_d
+questions.jsonl that labels.jsonl lacks (builders/labels.py). With `--style grounded` an
+article's job writes the text forms of the groups about it (builders/grounded.py), once the
+facts stage is built. A_r and A_d
 make no LLM call; until they are built there is nothing to count, and the dry run says to
 build them first (`--stage A_r`, `--stage A_d`). PAPER.md III.A.
 """
@@ -20,12 +22,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from builders.facts import FACTS
+from builders.grounded import QUERIES, fill_queries, form_id, write_form, write_queries
 from builders.labels import LABELS_FILE, Item, label_one, latest_records, question_rows
 from builders.needs import QUESTION, NeedsPlan, ask_need, need_todo
 from builders.prompts import ARTICLE_CHARS
 from builders.stages import (ARTICLES, QUESTIONS, RECENCY, BuildConfig, BuildError,
                              _question_id, clean_question, parse_verdict, question_request,
                              read_titles, recency_request, titles_path)
+from builders.templates import Query
 from builders.traffic import CONTROL, choose_control
 from harness.plan import Job, Planner
 from harness.results import read_jsonl
@@ -43,11 +48,13 @@ def build_jobs(config: BuildConfig, label: bool = False) -> list[Job]:
     verdicts = {row["title"]: row["verdict"] for row in read_jsonl(out / RECENCY)} \
         if (out / RECENCY).exists() else {}
     classified = titles_path(out, "A_f").exists()
+    a_d = set(read_titles(out, "A_d"))  # what A_f classifies (questions may come from A_r)
     source_known = config.questions_from != "A_f" or classified
     sources = read_titles(out, config.questions_from) if source_known else read_titles(out, "A_d")
     done = {row["id"] for row in read_jsonl(out / QUESTIONS)} if (out / QUESTIONS).exists() \
         else set()
     cutoff = config.cutoff.isoformat()
+    forms = grounded_forms(config, sources, done) if config.style == "grounded" else {}
     pairs: dict[str, list] = {}  # --needs: an article's (need, chunk) pairs still to ask
     if config.needs:
         for i, chunk in need_todo(out, sources, NeedsPlan(config.needs, config.per_need,
@@ -58,11 +65,13 @@ def build_jobs(config: BuildConfig, label: bool = False) -> list[Job]:
         content = articles[title]["content"][:ARTICLE_CHARS]
 
         def run(planner: Planner) -> None:
-            if not classified and title not in verdicts:
+            if not classified and title not in verdicts and title in a_d:
                 verdict, _ = parse_verdict(planner.chat("builder", **recency_request(
                     title, content, cutoff)))
                 if config.questions_from == "A_f" and verdict is not True:
                     return
+            for query, criterion in forms.get(title, []):
+                write_form(planner, query, criterion)
             if config.needs:
                 for need, text in pairs.get(title, []):
                     record = ask_need(planner, need, text)
@@ -70,7 +79,7 @@ def build_jobs(config: BuildConfig, label: bool = False) -> list[Job]:
                         label_one(planner, Item("", title, record["question"]),
                                   articles[title]["content"])
                 return
-            for i in range(config.questions_per_article):
+            for i in range(0 if config.style == "grounded" else config.questions_per_article):
                 qid = _question_id(config, position, i)
                 if not source_known or qid not in done:
                     question = clean_question(planner.chat("builder", **question_request(
@@ -99,6 +108,28 @@ def written_label_jobs(out: Path, articles: dict[str, dict[str, Any]]) -> list[J
             for qid, row in question_rows(out / QUESTIONS)
             if row.get("title") is not None
             and records.get(qid, {}).get("question") != row["question"]]
+
+
+def grounded_forms(config: BuildConfig, sources: list[str], done: set[str]
+                   ) -> dict[str, list[tuple[Query, str]]]:
+    """`--style grounded`: per gold article, the (query, criterion) forms not written yet, of
+    the groups queries.jsonl keeps (or would keep, chosen without writing it)."""
+    if not (config.out / FACTS).exists():
+        raise BuildError(f"{config.out}: the facts stage is not built yet, so there is nothing to "
+                         f"count: build --stage facts first (it makes no LLM call), then "
+                         f"--dry-run again")
+    if (config.out / QUERIES).exists():
+        kept = write_queries(config.out, sources, config.templates, config.groups, config.seed)
+    else:
+        queries, groups = fill_queries(config.out, sources, config.templates, config.groups,
+                                       config.seed)
+        kept = [query for query in queries if query.group in groups]
+    forms: dict[str, list[tuple[Query, str]]] = {}
+    for query in kept:
+        for criterion in config.criteria:
+            if form_id(query, criterion) not in done:
+                forms.setdefault(query.gold_title, []).append((query, criterion))
+    return forms
 
 
 def control_jobs(config: BuildConfig, articles: dict[str, dict[str, Any]],

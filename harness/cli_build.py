@@ -114,16 +114,16 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def _check_build_estimable(args: argparse.Namespace) -> None:
-    """A build dry run counts the recency classifier, the creative and recent question prompts,
+    """A build dry run counts the recency classifier, the creative, recent and grounded questions,
     --needs, --control and --label (builders/estimate.py); it refuses what it would leave out
     rather than under-count."""
     extra = [name for name, given in (
-        (f"--style {args.style}", args.style not in ("creative", "recent")),
+        (f"--style {args.style}", args.style == "statements"),
         ("--control with --needs", bool(args.control and args.needs))) if given]
     if extra:
-        raise UsageError(f"--dry-run estimates the recency classifier, the creative and recent "
-                         f"question styles, --needs, --control and --label only; it cannot "
-                         f"count the calls of {', '.join(extra)} yet: leave them out to "
+        raise UsageError(f"--dry-run estimates the recency classifier, the creative, recent and "
+                         f"grounded question styles, --needs, --control and --label only; it "
+                         f"cannot count the calls of {', '.join(extra)} yet: leave them out to "
                          f"estimate the rest")
 
 

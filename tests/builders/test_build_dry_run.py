@@ -5,6 +5,7 @@ counts the calls the real build with the same options then sends to the fake ser
 from pathlib import Path
 
 from harness.cli import main
+from harness.demo import write_example_dump
 from tests.builders.test_needs_cli import CUTOFF, NEEDS, build, fake  # noqa: F401 (the fixture)
 from tests.builders.test_traffic import build as traffic_build, dump  # noqa: F401 (fixture)
 from tests.harness.test_costs import table
@@ -110,3 +111,30 @@ def test_label_dry_run_counts_the_labeller_on_questions_to_write_and_written(tmp
     assert table(capsys.readouterr().out)["labeller"][1] == str(n_d)  # ... but the labels
     assert build(tmp_path, "--label") == 0
     assert fake.calls == 3 * n_d
+
+
+def test_grounded_dry_run_counts_a_form_per_group_and_criterion(tmp_path, fake, capsys):
+    """The fake's default form ("x") is usable: one call per (group, criterion)."""
+    dump = write_example_dump(tmp_path / "example.xml")
+    grounded = ["--dump", str(dump), "--cutoff", "2025-12-31", "--out", str(tmp_path / "dataset"),
+                "--style", "grounded", "--questions-from", "A_r", "--groups", "3",
+                "--criteria", "short,long"]
+    assert main(["build", *grounded, "--dry-run"]) == 2
+    assert "build --stage A_r and --stage A_d first" in capsys.readouterr().err
+    for stage in ("A_r", "A_d"):
+        assert main(["build", *grounded, "--stage", stage]) == 0
+    assert main(["build", *grounded, "--dry-run"]) == 2
+    assert "build --stage facts first" in capsys.readouterr().err
+    assert main(["build", *grounded, "--stage", "facts"]) == 0
+    n_d = len((tmp_path / "dataset" / "A_d.txt").read_text().splitlines())
+    before = listing(tmp_path)
+    capsys.readouterr()
+    assert main(["build", *grounded, "--dry-run"]) == 0
+    assert listing(tmp_path) == before  # queries.jsonl not written by a dry run
+    # the classifier for every A_d article (A_f is built all the same), 3 groups x 2 criteria
+    assert table(capsys.readouterr().out)["builder"][1] == str(n_d + 6)
+    assert fake.calls == 0
+    assert main(["build", *grounded]) == 0
+    assert fake.calls == n_d + 6
+    assert main(["build", *grounded, "--dry-run"]) == 0
+    assert "builder" not in table(capsys.readouterr().out)  # all written: nothing left

@@ -173,7 +173,6 @@ def test_build_dry_run_counts_the_builder_calls_and_makes_none(tmp_path, fake, c
 
 @pytest.mark.parametrize("extra", [
     pytest.param(["--style", "statements"], id="statements"),
-    pytest.param(["--style", "grounded"], id="grounded"),
     pytest.param(["--control", "2", "--needs", "needs.txt"], id="control-with-needs"),
 ])
 def test_build_dry_run_refuses_the_stages_it_cannot_count(tmp_path, fake, capsys, extra):
