@@ -11,7 +11,7 @@ every one: the range. With `--needs` an article's job asks, instead of its quest
 `--label` (or `--style statements`) each question written is labelled, and so is each one of
 questions.jsonl that labels.jsonl lacks (builders/labels.py). With `--style grounded` an
 article's job writes the text forms of the groups about it (builders/grounded.py), once the
-facts stage is built. A_r and A_d
+facts stage is built; with `--style statements`, builders/estimate_statements.py. A_r and A_d
 make no LLM call; until they are built there is nothing to count, and the dry run says to
 build them first (`--stage A_r`, `--stage A_d`). PAPER.md III.A.
 """
@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from builders.estimate_statements import StatementsWalk
 from builders.facts import FACTS
 from builders.grounded import QUERIES, fill_queries, form_id, write_form, write_queries
 from builders.labels import LABELS_FILE, Item, label_one, latest_records, question_rows
@@ -55,6 +56,8 @@ def build_jobs(config: BuildConfig, label: bool = False) -> list[Job]:
         else set()
     cutoff = config.cutoff.isoformat()
     forms = grounded_forms(config, sources, done) if config.style == "grounded" else {}
+    statements = StatementsWalk(config, sources, articles) if config.style == "statements" \
+        else None
     pairs: dict[str, list] = {}  # --needs: an article's (need, chunk) pairs still to ask
     if config.needs:
         for i, chunk in need_todo(out, sources, NeedsPlan(config.needs, config.per_need,
@@ -72,6 +75,9 @@ def build_jobs(config: BuildConfig, label: bool = False) -> list[Job]:
                     return
             for query, criterion in forms.get(title, []):
                 write_form(planner, query, criterion)
+            if statements:
+                statements.run(planner, title)
+                return
             if config.needs:
                 for need, text in pairs.get(title, []):
                     record = ask_need(planner, need, text)

@@ -8,6 +8,10 @@ from harness.cli import main
 from harness.demo import write_example_dump
 from tests.builders.test_needs_cli import CUTOFF, NEEDS, build, fake  # noqa: F401 (the fixture)
 from tests.builders.test_traffic import build as traffic_build, dump  # noqa: F401 (fixture)
+from tests.builders.test_statements_build import build as statements_build
+from tests.builders.test_statements_build import scripted as statements_script
+from tests.fake_openai_server import FakeOpenAIServer
+from tests.fakes import use_endpoint
 from tests.harness.test_costs import table
 from tests.wikidump import article_pages, write_dump
 from tests import WIKIRAG
@@ -138,3 +142,25 @@ def test_grounded_dry_run_counts_a_form_per_group_and_criterion(tmp_path, fake, 
     assert fake.calls == n_d + 6
     assert main(["build", *grounded, "--dry-run"]) == 0
     assert "builder" not in table(capsys.readouterr().out)  # all written: nothing left
+
+
+def test_statements_dry_run_brackets_the_calls_of_the_build(tmp_path, monkeypatch, capsys):
+    """Every step (theme, statements, question, critique, the labeller's label) with the
+    statements tests' scripted model, malformed replies and their retries included: the build's
+    calls lie in the dry run's range (no statement and no article after the cutoff, to every
+    article after it and every list a few items long)."""
+    with FakeOpenAIServer(reply=statements_script) as server:
+        use_endpoint(monkeypatch, server.base_url, "sk-statements")
+        dump = write_dump(tmp_path / "wiki.xml", article_pages(WIKIRAG / "articles.jsonl", 6))
+        for stage in ("A_r", "A_d"):
+            assert statements_build(tmp_path, dump, "--stage", stage) == 0
+        before = listing(tmp_path)
+        capsys.readouterr()
+        assert statements_build(tmp_path, dump, "--dry-run") == 0
+        assert listing(tmp_path) == before
+        rows = table(capsys.readouterr().out)
+        assert server.calls == 0
+        assert statements_build(tmp_path, dump) == 0
+    low, high = (sum(int(rows[role][1].split("–")[k]) for role in ("builder", "labeller"))
+                 for k in (0, -1))
+    assert low < server.calls <= high
