@@ -41,31 +41,23 @@ def build_jobs(config: BuildConfig, label: bool = False) -> list[Job]:
     """A job per A_d article still to classify or to write questions about (and, with `label`,
     to label them), a job per question already written but not labelled, per control question."""
     out = config.out
-    if not titles_path(out, "A_d").exists():
-        raise BuildError(f"{out}: A_d is not built yet, so there is nothing to count: build "
-                         f"--stage A_r and --stage A_d first (they make no LLM call), then "
-                         f"--dry-run again")
+    _require(out, "A_d", "build --stage A_r and --stage A_d first (they make no LLM call)")
     articles = {row["title"]: row for row in read_jsonl(out / ARTICLES)}
-    verdicts = {row["title"]: row["verdict"] for row in read_jsonl(out / RECENCY)} \
-        if (out / RECENCY).exists() else {}
+    verdicts = {row["title"]: row["verdict"] for row in read_jsonl(out / RECENCY)}
     classified = titles_path(out, "A_f").exists()
     a_d = set(read_titles(out, "A_d"))  # what A_f classifies (questions may come from A_r)
     source_known = config.questions_from != "A_f" or classified
     sources = read_titles(out, config.questions_from) if source_known else read_titles(out, "A_d")
-    done = {row["id"] for row in read_jsonl(out / QUESTIONS)} if (out / QUESTIONS).exists() \
-        else set()
+    done = {row["id"] for row in read_jsonl(out / QUESTIONS)}
     cutoff = config.cutoff.isoformat()
     forms = grounded_forms(config, sources, done) if config.style == "grounded" else {}
     statements = StatementsWalk(config, sources, articles) if config.style == "statements" \
         else None
-    pairs: dict[str, list] = {}  # --needs: an article's (need, chunk) pairs still to ask
-    if config.needs:
-        for i, chunk in need_todo(out, sources, NeedsPlan(config.needs, config.per_need,
-                                                          config.seed), articles):
-            pairs.setdefault(chunk.title, []).append((config.needs[i], chunk.text))
+    pairs = need_pairs(config, sources, articles) if config.needs else {}
 
     def job(position: int, title: str) -> Job:
-        content = articles[title]["content"][:ARTICLE_CHARS]
+        content_all = articles[title]["content"]  # the labeller cuts it its own way
+        content = content_all[:ARTICLE_CHARS]
 
         def run(planner: Planner) -> None:
             if not classified and title not in verdicts and title in a_d:
@@ -81,9 +73,8 @@ def build_jobs(config: BuildConfig, label: bool = False) -> list[Job]:
             if config.needs:
                 for need, text in pairs.get(title, []):
                     record = ask_need(planner, need, text)
-                    if label and record["outcome"] == QUESTION:
-                        label_one(planner, Item("", title, record["question"]),
-                                  articles[title]["content"])
+                    if label and record["outcome"] == QUESTION:  # the labels stage's call
+                        label_one(planner, Item("", title, record["question"]), content_all)
                 return
             for i in range(0 if config.style == "grounded" else config.questions_per_article):
                 qid = _question_id(config, position, i)
@@ -91,12 +82,29 @@ def build_jobs(config: BuildConfig, label: bool = False) -> list[Job]:
                     question = clean_question(planner.chat("builder", **question_request(
                         title, content, config.style, cutoff, i)).text or "")
                     if label and question:
-                        label_one(planner, Item(qid, title, question), articles[title]["content"])
+                        label_one(planner, Item(qid, title, question), content_all)
         return Job(title, run)
 
     return [job(position, title) for position, title in enumerate(sources)] + \
         (written_label_jobs(out, articles) if label else []) + \
         control_jobs(config, articles, done)
+
+
+def _require(out: Path, stage: str, how: str) -> None:
+    built = (out / FACTS).exists() if stage == "facts" else titles_path(out, stage).exists()
+    if not built:
+        raise BuildError(f"{out}: {stage} is not built yet, so there is nothing to count: "
+                         f"{how}, then --dry-run again")
+
+
+def need_pairs(config: BuildConfig, sources: list[str], articles: dict[str, dict[str, Any]]
+               ) -> dict[str, list[tuple[str, str]]]:
+    """`--needs`: per article, the (need, chunk text) pairs still to ask."""
+    pairs: dict[str, list[tuple[str, str]]] = {}
+    for i, chunk in need_todo(config.out, sources, NeedsPlan(config.needs, config.per_need,
+                                                             config.seed), articles):
+        pairs.setdefault(chunk.title, []).append((config.needs[i], chunk.text))
+    return pairs
 
 
 def written_label_jobs(out: Path, articles: dict[str, dict[str, Any]]) -> list[Job]:
@@ -120,10 +128,7 @@ def grounded_forms(config: BuildConfig, sources: list[str], done: set[str]
                    ) -> dict[str, list[tuple[Query, str]]]:
     """`--style grounded`: per gold article, the (query, criterion) forms not written yet, of
     the groups queries.jsonl keeps (or would keep, chosen without writing it)."""
-    if not (config.out / FACTS).exists():
-        raise BuildError(f"{config.out}: the facts stage is not built yet, so there is nothing to "
-                         f"count: build --stage facts first (it makes no LLM call), then "
-                         f"--dry-run again")
+    _require(config.out, "facts", "build --stage facts first (it makes no LLM call)")
     if (config.out / QUERIES).exists():
         kept = write_queries(config.out, sources, config.templates, config.groups, config.seed)
     else:
