@@ -119,10 +119,10 @@ def test_label_dry_run_counts_the_labeller_on_questions_to_write_and_written(tmp
 
 def test_grounded_dry_run_counts_a_form_per_group_and_criterion(tmp_path, fake, capsys):
     """The fake's default form ("x") is usable: one call per (group, criterion)."""
-    dump = write_example_dump(tmp_path / "example.xml")
-    grounded = ["--dump", str(dump), "--cutoff", "2025-12-31", "--out", str(tmp_path / "dataset"),
-                "--style", "grounded", "--questions-from", "A_r", "--groups", "3",
-                "--criteria", "short,long"]
+    example = write_example_dump(tmp_path / "example.xml")
+    grounded = ["--dump", str(example), "--cutoff", "2025-12-31", "--out",
+                str(tmp_path / "dataset"), "--style", "grounded", "--questions-from", "A_r",
+                "--groups", "3", "--criteria", "short,long"]
     assert main(["build", *grounded, "--dry-run"]) == 2
     assert "build --stage A_r and --stage A_d first" in capsys.readouterr().err
     for stage in ("A_r", "A_d"):
@@ -151,16 +151,16 @@ def test_statements_dry_run_brackets_the_calls_of_the_build(tmp_path, monkeypatc
     article after it and every list a few items long)."""
     with FakeOpenAIServer(reply=statements_script) as server:
         use_endpoint(monkeypatch, server.base_url, "sk-statements")
-        dump = write_dump(tmp_path / "wiki.xml", article_pages(WIKIRAG / "articles.jsonl", 6))
+        wiki = write_dump(tmp_path / "wiki.xml", article_pages(WIKIRAG / "articles.jsonl", 6))
         for stage in ("A_r", "A_d"):
-            assert statements_build(tmp_path, dump, "--stage", stage) == 0
+            assert statements_build(tmp_path, wiki, "--stage", stage) == 0
         before = listing(tmp_path)
         capsys.readouterr()
-        assert statements_build(tmp_path, dump, "--dry-run") == 0
+        assert statements_build(tmp_path, wiki, "--dry-run") == 0
         assert listing(tmp_path) == before
         rows = table(capsys.readouterr().out)
         assert server.calls == 0
-        assert statements_build(tmp_path, dump) == 0
+        assert statements_build(tmp_path, wiki) == 0
     low, high = (sum(int(rows[role][1].split("–")[k]) for role in ("builder", "labeller"))
                  for k in (0, -1))
     assert low < server.calls <= high
