@@ -31,7 +31,7 @@ from harness.llm import LLMClient
 from harness.results import JsonlWriter, read_jsonl, replace_jsonl
 from harness.scoring.reference import matches
 from harness.toolcall import ReplyError, tool_arguments
-from harness.types import LLMResponse
+from harness.types import LLM, LLMResponse
 
 QUERIES, FAILED = "queries.jsonl", "forms-failed.jsonl"
 WRITE_QUESTION = WRITE_QUESTION_TOOL["function"]["name"]
@@ -68,10 +68,7 @@ def write_queries(out: Path, stage_titles: list[str], templates_file: Path | Non
     return the kept ones (the semantic groups). Done already: read back."""
     path = out / QUERIES
     if not path.exists():
-        templates = builtin_templates() + (load_templates(templates_file) if templates_file else [])
-        with closing_db(out / FACTS) as db:
-            queries = fill_templates(db, templates)
-        kept = _select(queries, set(stage_titles), groups, seed)
+        queries, kept = fill_queries(out, stage_titles, templates_file, groups, seed)
         # whole or not at all: the same templates give the same file
         replace_jsonl(path, ({**query.record(), "dropped": query.dropped or (
             None if query.group in kept else
@@ -80,6 +77,15 @@ def write_queries(out: Path, stage_titles: list[str], templates_file: Path | Non
     return [Query(**{key: row[key] for key in ("group", "template", "kind", "sql", "params",
                                               "text", "values", "gold_title")})
             for row in read_jsonl(path) if row["dropped"] is None]
+
+
+def fill_queries(out: Path, stage_titles: list[str], templates_file: Path | None,
+                 groups: int | None, seed: int) -> tuple[list[Query], set[str]]:
+    """Every filled query and the groups kept, without writing (the dry run reads this too)."""
+    templates = builtin_templates() + (load_templates(templates_file) if templates_file else [])
+    with closing_db(out / FACTS) as db:
+        queries = fill_templates(db, templates)
+    return queries, _select(queries, set(stage_titles), groups, seed)
 
 
 def _select(queries: list[Query], titles: set[str], groups: int | None, seed: int) -> set[str]:
@@ -106,15 +112,10 @@ def write_forms(llm: LLMClient, out: Path, queries: list[Query], criteria: tuple
 
     def write(item: tuple[Query, str]) -> bool:
         query, criterion = item
-        reason, response = None, None
-        for attempt in range(QUESTION_TRIES):
-            response = llm.chat("builder", form_messages(query, criterion), tools=[WRITE_QUESTION_TOOL],
-                                tool_choice=WRITE_QUESTION, temperature=1.0,
-                                max_tokens=FORM_MAX_TOKENS, attempt=attempt)
-            question, reason = parse_form(response, query.answer or "")
-            if question:
-                writer.write(form_row(query, criterion, question, response))
-                return True
+        question, reason, response = write_form(llm, query, criterion)
+        if question:
+            writer.write(form_row(query, criterion, question, response))
+            return True
         failed.write({"id": form_id(query, criterion), "group": query.group,
                       "criterion": criterion, "reason": reason,
                       "raw": response.tool_arguments if response.tool_name else response.text})
@@ -126,6 +127,19 @@ def write_forms(llm: LLMClient, out: Path, queries: list[Query], criteria: tuple
         writer.close()
         failed.close()
     return len(read_jsonl(out / "questions.jsonl"))
+
+
+def write_form(llm: LLM, query: Query, criterion: str) -> tuple[str | None, str | None, Any]:
+    """(question, why not, last reply) of one (group, criterion): `QUESTION_TRIES` attempts."""
+    reason, response = None, None
+    for attempt in range(QUESTION_TRIES):
+        response = llm.chat("builder", form_messages(query, criterion), tools=[WRITE_QUESTION_TOOL],
+                            tool_choice=WRITE_QUESTION, temperature=1.0,
+                            max_tokens=FORM_MAX_TOKENS, attempt=attempt)
+        question, reason = parse_form(response, query.answer or "")
+        if question:
+            return question, None, response
+    return None, reason, response
 
 
 def form_messages(query: Query, criterion: str) -> list[dict[str, str]]:

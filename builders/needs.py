@@ -144,20 +144,15 @@ def generate_need_questions(llm: LLMClient, out: Path, stage: str, titles: list[
     """Ask every (need, chunk) pair not answered yet, then rewrite `questions.jsonl` from the
     records; returns how many questions it holds."""
     articles = {row["title"]: row for row in read_jsonl(out / "articles.jsonl")}
-    chunks = chunk_articles([Article(title, articles[title]["content"]) for title in titles],
-                            plan.chunk_size, plan.chunk_overlap)
     position = {title: i for i, title in enumerate(titles)}
-    done = {_key(row) for row in read_jsonl(out / NEEDS_FILE) if row["outcome"] != FAILED}
-    todo = [(i, chunk) for i, need in enumerate(plan.needs)
-            for chunk in _sample(chunks, need, plan)
-            if (i, chunk.title, chunk.index) not in done]
+    todo = need_todo(out, titles, plan, articles)
     writer = JsonlWriter(out / NEEDS_FILE)
 
     def ask(item: tuple[int, Chunk]) -> None:
         i, chunk = item
         row = {"need_index": i, "need": plan.needs[i], "title": chunk.title,
                "position": position[chunk.title], "chunk": chunk.index,
-               **_ask(llm, plan.needs[i], chunk.text)}
+               **ask_need(llm, plan.needs[i], chunk.text)}
         writer.write(row)
 
     try:
@@ -165,6 +160,18 @@ def generate_need_questions(llm: LLMClient, out: Path, stage: str, titles: list[
     finally:
         writer.close()
     return write_need_questions(out, stage, articles)
+
+
+def need_todo(out: Path, titles: list[str], plan: NeedsPlan,
+              articles: dict[str, dict[str, Any]]) -> list[tuple[int, Chunk]]:
+    """The (need index, chunk) pairs not answered yet in `needs.jsonl` (a failed pair is asked
+    again); the build's dry run (builders/estimate.py) counts the same list."""
+    chunks = chunk_articles([Article(title, articles[title]["content"]) for title in titles],
+                            plan.chunk_size, plan.chunk_overlap)
+    done = {_key(row) for row in read_jsonl(out / NEEDS_FILE) if row["outcome"] != FAILED}
+    return [(i, chunk) for i, need in enumerate(plan.needs)
+            for chunk in _sample(chunks, need, plan)
+            if (i, chunk.title, chunk.index) not in done]
 
 
 def _sample(chunks: list[Chunk], need: str, plan: NeedsPlan) -> list[Chunk]:
@@ -176,7 +183,7 @@ def _sample(chunks: list[Chunk], need: str, plan: NeedsPlan) -> list[Chunk]:
     return [chunks[k] for k in sorted(picked)]
 
 
-def _ask(llm: LLMClient, need: str, text: str) -> dict[str, Any]:
+def ask_need(llm: LLMClient, need: str, text: str) -> dict[str, Any]:
     """One (need, chunk) pair: the outcome, with every raw reply and the tokens spent. An error
     that no retry mends (a refused request) fails the pair; an unreachable endpoint stops all."""
     raws: list[str | None] = []

@@ -62,6 +62,13 @@ def control_titles(config: BuildConfig) -> list[str]:
     control.txt once chosen, so a resumed build asks about the same ones."""
     if titles_path(config.out, CONTROL).exists():
         return read_titles(config.out, CONTROL)
+    chosen = choose_control(config)
+    write_titles(config.out, CONTROL, chosen)
+    return chosen
+
+
+def choose_control(config: BuildConfig) -> list[str]:
+    """The control articles `control_titles` fixes, chosen without writing (the dry run's)."""
     a_r = set(read_titles(config.out, "A_r"))
     day = control_day(config)
     old = sorted(row["title"] for row in read_jsonl(config.out / ARTICLES)
@@ -71,9 +78,7 @@ def control_titles(config: BuildConfig) -> list[str]:
         raise BuildError(f"{config.out}: --control {config.control} asks for more articles than "
                          f"A_r holds created by {day} ({len(old)}, a margin of "
                          f"{config.control_margin_days} days before the cutoff)")
-    chosen = random.Random(config.seed).sample(old, config.control)
-    write_titles(config.out, CONTROL, chosen)
-    return chosen
+    return random.Random(config.seed).sample(old, config.control)
 
 
 def add_general(config: BuildConfig) -> int:

@@ -86,11 +86,12 @@ def budget(max_cost: float, batch: bool, settings: LLMSettings,
 
 
 def dry_run_build(config: Any, settings: LLMSettings, cache_path: Path | None, seed: int | None,
-                  prices: dict[str, tuple[float, float]]) -> str:
-    """The estimate table of the builder calls `freshrag build` would still make."""
+                  prices: dict[str, tuple[float, float]], label: bool = False) -> str:
+    """The estimate table of the builder (and, with `label`, labeller) calls `freshrag build`
+    would still make."""
     from builders.estimate import build_jobs  # the CLI wires builders; harness core does not
-    jobs = build_jobs(config)
-    client = _client(settings, cache_path, seed, ("builder",))
+    jobs = build_jobs(config, label)
+    client = _client(settings, cache_path, seed, ("builder", "labeller")[:2 if label else 1])
     try:
         result = estimate(client, jobs, prices, concurrency=config.concurrency)
     finally:

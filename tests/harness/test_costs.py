@@ -172,16 +172,15 @@ def test_build_dry_run_counts_the_builder_calls_and_makes_none(tmp_path, fake, c
 
 
 @pytest.mark.parametrize("extra", [
-    pytest.param(["--style", "statements"], id="statements"),
-    pytest.param(["--style", "grounded"], id="grounded"),
-    pytest.param(["--label"], id="label"),
-    pytest.param(["--control", "2"], id="control"),
+    pytest.param(["--control", "2", "--needs", "needs.txt"], id="control-with-needs"),
 ])
 def test_build_dry_run_refuses_the_stages_it_cannot_count(tmp_path, fake, capsys, extra):
     from tests.builders.test_build_cli import DATA, N, build
     from tests.wikidump import article_pages, write_dump
     wiki = write_dump(tmp_path / "wiki.xml.bz2", list(article_pages(DATA / "articles.jsonl", N)))
+    (tmp_path / "needs.txt").write_text("Results of local elections\n")
+    extra = [str(tmp_path / word) if word == "needs.txt" else word for word in extra]
     assert build(tmp_path, wiki, "--dry-run", *extra) == 2
     err = capsys.readouterr().err
-    assert "cannot count the calls of" in err and extra[0] in err
+    assert "cannot count the control questions of a --needs build" in err and extra[0] in err
     assert fake.calls == 0 and not (tmp_path / "dataset").exists()
