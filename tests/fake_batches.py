@@ -15,6 +15,8 @@ import email.parser
 import itertools
 import json
 import random
+import signal
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -134,3 +136,16 @@ class FakeBatches:
 def _error(message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": "invalid_request_error", "param": None,
                       "code": None}}
+
+
+def kill_while_polling(command: list[str], env: dict[str, str], cwd: Any,
+                       fake: FakeBatches) -> None:
+    """Start `command` and SIGKILL it once it has polled the fake's batches three times (within
+    60 s): a process killed mid-poll, for the resume tests."""
+    first = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while fake.retrieves < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    first.send_signal(signal.SIGKILL)
+    first.wait()

@@ -3,10 +3,8 @@ stage by stage, failed and expired lines sent again, a killed process resuming i
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,7 @@ import pytest
 from harness.batch import TRIES
 from harness.cli import main
 from harness.results import read_samples
-from tests.fake_batches import FakeBatches
+from tests.fake_batches import FakeBatches, kill_while_polling
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import use_endpoint
 
@@ -86,13 +84,7 @@ def test_a_process_killed_mid_poll_resumes_polling_without_resubmitting(tmp_path
         env = {**os.environ, "PYTHONPATH": str(ROOT), "FRESHRAG_BASE_URL": server.base_url,
                "FRESHRAG_API_KEY": "sk-x", "FRESHRAG_MODEL": "fake-model"}
         command = [sys.executable, "-m", "harness", "run", *write_dataset(tmp_path, 20)]
-        first = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while fake.retrieves < 3 and time.monotonic() < deadline:  # polling the first batch
-            time.sleep(0.05)
-        first.send_signal(signal.SIGKILL)
-        first.wait()
+        kill_while_polling(command, env, tmp_path, fake)  # polling the first batch
         open_at_kill = set(fake.batches)  # round 1: one batch per role, none finished yet
         assert open_at_kill and all(b["object"]["status"] == "in_progress"
                                     for b in fake.batches.values())

@@ -7,17 +7,15 @@ pass resumably."""
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from harness.cli import main
 from harness.scoring.store import SCORES, read_scores
 from harness.tokens import count_messages
-from tests.fake_batches import FakeBatches
+from tests.fake_batches import FakeBatches, kill_while_polling
 from tests.fake_openai_server import FakeOpenAIServer, _forced_tool_name
 from tests.fakes import use_endpoint
 from tests.harness.test_costs import PRICE, table
@@ -194,13 +192,7 @@ def test_a_killed_batch_score_pass_resumes_polling_without_resubmitting(tmp_path
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         command = [sys.executable, "-m", "harness", "score", str(run), "--scorers",
                    "faithfulness,abstention", "--batch", "--batch-poll", "0.05"]
-        first = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while fake.retrieves < 3 and time.monotonic() < deadline:  # polling the first batch
-            time.sleep(0.05)
-        first.send_signal(signal.SIGKILL)
-        first.wait()
+        kill_while_polling(command, env, tmp_path, fake)  # polling the first batch
         open_at_kill = set(fake.batches)
         assert open_at_kill and not (run / SCORES).exists()
         fake.polls = 1
