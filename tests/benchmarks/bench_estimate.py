@@ -54,15 +54,23 @@ def parse_table(text: str) -> dict[str, dict[str, list[int]]]:
     return out
 
 
-def actual(run_dir: Path) -> dict[str, dict[str, int]]:
-    """Calls sent and tokens reported per role: the pairs' uncached calls and the probes'."""
-    spent: dict[str, dict[str, int]] = defaultdict(lambda: {"calls": 0, "input": 0, "output": 0})
-    for line in (run_dir / "samples.jsonl").read_text().splitlines():
+def uncached_by_role(rows: Path) -> defaultdict[str, dict[str, int]]:
+    """Calls sent and tokens reported per role over the `calls` of a JSON Lines file's rows
+    (samples.jsonl, scores.jsonl), the ones the cache answered left out."""
+    spent: defaultdict[str, dict[str, int]] = defaultdict(
+        lambda: {"calls": 0, "input": 0, "output": 0})
+    for line in rows.read_text().splitlines():
         for call in json.loads(line)["calls"]:
             if not call["cache_hit"]:
                 spent[call["role"]]["calls"] += 1
                 spent[call["role"]]["input"] += call["usage"]["input"]
                 spent[call["role"]]["output"] += call["usage"]["output"]
+    return spent
+
+
+def actual(run_dir: Path) -> dict[str, dict[str, int]]:
+    """Calls sent and tokens reported per role: the pairs' uncached calls and the probes'."""
+    spent = uncached_by_role(run_dir / "samples.jsonl")
     probes = run_dir / "judge-probes.json"
     if probes.exists():
         verdict = json.loads(probes.read_text())

@@ -29,27 +29,19 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.benchmarks.bench_estimate import compare, parse_table  # noqa: E402
+from tests.benchmarks.bench_estimate import compare, parse_table, uncached_by_role  # noqa: E402
 
 SCORERS = "faithfulness,claims,context-relevance,abstention"
 
 
 def spent_by_scores(run_dir: Path) -> dict[str, dict[str, int]]:
     """Calls sent and tokens reported per role by the score pass (scores.jsonl)."""
-    spent: dict[str, dict[str, int]] = defaultdict(lambda: {"calls": 0, "input": 0, "output": 0})
-    for line in (run_dir / "scores.jsonl").read_text().splitlines():
-        for call in json.loads(line)["calls"]:
-            if not call["cache_hit"]:
-                spent[call["role"]]["calls"] += 1
-                spent[call["role"]]["input"] += call["usage"]["input"]
-                spent[call["role"]]["output"] += call["usage"]["output"]
-    return dict(spent)
+    return dict(uncached_by_role(run_dir / "scores.jsonl"))
 
 
 def freshrag(args: list[str], cwd: str, **kwargs) -> subprocess.CompletedProcess:
