@@ -5,8 +5,9 @@ PAPER.md section IV; METHODS.md "Reference-free metrics" for the scorers' calls.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from harness.budget import BATCH_DISCOUNT, Budget
 from harness.cache import ResponseCache
@@ -29,7 +30,6 @@ def dry_run(dataset: Dataset, config: Any, settings: LLMSettings, cache_path: Pa
             seed: int | None, index: Any, prices: dict[str, tuple[float, float]],
             factories: dict[str, Any]) -> str:
     """The estimate table of what `freshrag run` with `config` would still spend."""
-    client = _client(settings, cache_path, seed, RUN_ROLES + scorer_roles(config.scorers))
     retriever = index and StandInRetriever(dataset.articles, index.chunk_size,
                                            index.chunk_overlap, index.top_k)
     rows = read_samples(config.out / SAMPLES) if (config.out / SAMPLES).exists() else []
@@ -38,12 +38,9 @@ def dry_run(dataset: Dataset, config: Any, settings: LLMSettings, cache_path: Pa
     probed = bool(config.probe and "fields" in probe and (probe["k"], probe["seed"]) == (
         min(config.probe.k, len(dataset.questions)), config.probe.seed))
     jobs = run_jobs(dataset, config, factories, retriever or None, finished, probed, rows)
-    try:
+    with _client(settings, cache_path, seed, RUN_ROLES + scorer_roles(config.scorers)) as client:
         result = estimate(client, jobs, prices, batch=config.batch_poll is not None,
                           concurrency=config.concurrency)
-    finally:
-        if client.cache:
-            client.cache.close()
     if not set(config.scorers) - {"judge"}:
         return render(result)
     return render(result, "pairs, judge probes and scores",
@@ -57,25 +54,26 @@ def dry_run_score(run_dir: Path, rows: list[dict[str, Any]], names: tuple[str, .
                   prices: dict[str, tuple[float, float]], batch: bool, concurrency: int) -> str:
     """The estimate table of the scores `freshrag score` would still ask: every (row, scorer,
     repeat) not finished in scores.jsonl, walked as the score pass runs it."""
-    client = _client(settings, cache_path, seed, scorer_roles(names))
     jobs = score_jobs(pending(run_dir, rows, names, repeats), names, articles)
-    try:
+    with _client(settings, cache_path, seed, scorer_roles(names)) as client:
         check_same_models(run_dir, make_scorers(names), client)  # what the pass would refuse
         result = estimate(client, jobs, prices, batch=batch, concurrency=concurrency)
-    finally:
-        if client.cache:
-            client.cache.close()
     return render(result, "scores", SCORER_SPANS) + (
         "\nanswer-relevance's embeddings are not counted: they are not chat calls, and go live "
         "(no Batch API)" if "answer-relevance" in names else "")
 
 
+@contextlib.contextmanager
 def _client(settings: LLMSettings, cache_path: Path | None, seed: int | None,
-            roles: tuple[str, ...]) -> LLMClient:
-    """A client that reads the cache (if there is one) and calls nothing."""
+            roles: tuple[str, ...]) -> Iterator[LLMClient]:
+    """A client that reads the cache (if there is one, closed at the end) and calls nothing."""
     cache = ResponseCache(cache_path) if cache_path and cache_path.exists() else None
     local = local_stand_in() if any(settings.role(r).is_local for r in roles) else None
-    return LLMClient(settings, cache, local=local, seed=seed)
+    try:
+        yield LLMClient(settings, cache, local=local, seed=seed)
+    finally:
+        if cache:
+            cache.close()
 
 
 def budget(max_cost: float, batch: bool, settings: LLMSettings,
@@ -91,10 +89,7 @@ def dry_run_build(config: Any, settings: LLMSettings, cache_path: Path | None, s
     would still make."""
     from builders.estimate import build_jobs  # the CLI wires builders; harness core does not
     jobs = build_jobs(config, label)
-    client = _client(settings, cache_path, seed, ("builder", "labeller")[:2 if label else 1])
-    try:
+    roles = ("builder", "labeller") if label else ("builder",)
+    with _client(settings, cache_path, seed, roles) as client:
         result = estimate(client, jobs, prices, concurrency=config.concurrency)
-    finally:
-        if client.cache:
-            client.cache.close()
     return render(result).replace("pairs and judge probes", "articles")

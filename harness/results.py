@@ -13,8 +13,9 @@ needed to recompute any table later:
   when unscored; `context_cut` `{"chars", "halvings"}` when the article was halved to fit)
 - `calls`: every LLM call the pair made (the system's, then the judge's), with the messages sent,
   tool arguments, usage, latency, cache hit and `batch` (answered by the Batch API, so priced
-  at the batch rate; absent from rows written before it, which are list price). A failed row holds the calls that succeeded
-  before the failure, so that the tokens spent on failed pairs are counted too
+  at the batch rate; absent from rows written before it, which are list price). A failed row
+  holds the calls that succeeded before the failure, so that the tokens spent on failed pairs
+  are counted too
 - `details`: what the strategy reports about itself (decision, retrieved chunks, cuts)
 - `latency_s`: wall time of the pair, `error`, `finished_at`
 

@@ -3,7 +3,8 @@ one set of the settings that decide the answers.
 
 - **Lock.** `locked(run_dir)` holds `run_dir/.lock` (an `fcntl.flock` on a file holding the
   holder's pid) for the whole of a run, an import, a score pass, a build or a labelling of a
-  dataset; a second writer is refused at once, naming the first one's pid. The kernel drops the lock when its process ends, however it ends.
+  dataset; a second writer is refused at once, naming the first one's pid. The kernel drops
+  the lock when its process ends, however it ends.
 - **Kind.** A directory holds a `freshrag run`, runs imported by `freshrag import-legacy`, or a
   dataset built by `freshrag build`, and each command refuses the others' directories before it
   writes. Manifests say their `kind`; older ones are told apart by their content.

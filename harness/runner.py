@@ -71,8 +71,8 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
     """Run every unfinished pair, then the scorers beyond the judge (`embed`: the embeddings
     role, for answer-relevance), holding the run directory; return all its rows. With --batch
     the pairs' and scorers' chat calls go through the Batch API first (harness/batch.py fills
-    the cache), then the pairs and scores run as usual from the cache. A budget (harness/budget.py) that refuses a call stops the
-    run, its manifest saying `capped`."""
+    the cache), then the pairs and scores run as usual from the cache. A budget
+    (harness/budget.py) that refuses a call stops the run, its manifest saying `capped`."""
     with locked(config.out):
         manifest = _start_manifest(dataset, config, llm, factories, prompts, retriever)
         recorder = CallRecorder(llm)
