@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import date, datetime, timezone
 from pathlib import Path
 
-from harness.config import config_table
+from freshrag.core.config import config_table
 
 # Dates as the providers document them; a month-only cutoff is given as that month's last day.
 KNOWN_CUTOFFS = {

@@ -1,7 +1,7 @@
 """One forced function call about an article, strictly parsed: what every step of the labelled
 question builder shares (METHODS.md, "Question labels": statements, questions, critiques, labels).
 
-The article is fitted to the model's window (`harness.llm.chat_fitting`, the one rule for that);
+The article is fitted to the model's window (`freshrag.llm.client.chat_fitting`, the one rule for that);
 the reply must be a call of the forced function whose arguments are a JSON object that `parse`
 accepts. Anything else earns one more attempt (a new `attempt`, so a cached reply is not simply
 replayed), then an `Outcome` with no value and the reason, keeping every raw reply: never a made-up
@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from harness.llm import ContextTooLong, chat_fitting
-from harness.toolcall import ReplyError, tool_arguments
-from harness.types import LLM, LLMResponse, Usage
+from freshrag.llm.client import ContextTooLong, chat_fitting
+from freshrag.llm.toolcall import ReplyError, tool_arguments
+from freshrag.core.types import LLM, LLMResponse, Usage
 
 TRIES = 2
 

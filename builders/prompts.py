@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from harness.types import ARTICLE_CHARS  # title + text handed to the classifier, as in the paper
+from freshrag.core.types import (ARTICLE_CHARS)  # title + text handed to the classifier, as in the paper
 RECENCY_MAX_TOKENS = 128
 QUESTION_MAX_TOKENS = 200
 
@@ -47,7 +47,7 @@ QUESTION_PROMPTS = {
     ),
 }
 
-# `--style grounded` (builders/grounded.py): one text form of a database query per call.
+# `--style grounded` (builders/styles/grounded.py): one text form of a database query per call.
 GROUNDED_PROMPT = (
     "You write one question that a person would ask to get exactly the answer of a database "
     "query over facts from Wikipedia infoboxes. The user gives the query in plain words and as "

@@ -9,14 +9,14 @@
    counted. One line of `recency.jsonl` per verdict.
 4. Questions about the chosen stage's articles (default A_f), temperature 1, one line of
    `questions.jsonl` each, tied to the article's title and revision. The `statements` style
-   (label-targeted, with critiques) is builders/statement_questions.py; with `--style
-   grounded`, text forms of SQL queries over the fact table (builders/grounded.py); with
-   `--needs`, questions per information need (builders/needs.py).
-5. Labels (with `--label`, and always for the `statements` style): builders/labels.py.
+   (label-targeted, with critiques) is builders/styles/statement_questions.py; with `--style
+   grounded`, text forms of SQL queries over the fact table (builders/styles/grounded.py); with
+   `--needs`, questions per information need (builders/styles/needs.py).
+5. Labels (with `--label`, and always for the `statements` style): builders/labels/labeller.py.
 6. Traffic (with `--control` / `--general`): control questions and general queries
-   (builders/traffic.py).
+   (builders/traffic/kinds.py).
 
-Stage `facts`, between A_r and A_d, reads their infoboxes into `facts.sqlite` (builders/facts.py).
+Stage `facts`, between A_r and A_d, reads their infoboxes into `facts.sqlite` (builders/styles/facts.py).
 
 A stage's title list (`A_r.txt`, `A_d.txt`, `A_f.txt`) is written when the stage has finished;
 `manifest.json` holds the funnel, recomputed from the files so that it always adds up
@@ -34,22 +34,22 @@ from typing import Any, Iterable
 
 from tqdm import tqdm
 
-from builders import grounded
-from builders.cutoffs import created_after
-from builders.facts import WikitextSource, facts_stage
-from builders.needs import NeedsPlan, generate_need_questions, needs_digest
-from builders.pages import BuildError, Page, PageSource, classify
-from builders.prompts import (ARTICLE_CHARS, QUESTION_MAX_TOKENS, RECENCY_MAX_TOKENS,
-                              RECENCY_TOOL, question_messages, recency_messages)
-from builders.statement_questions import build_statement_questions
-from builders.statements import LabelSpec
-from harness.concurrency import map_with_progress
-from harness.llm import ContextTooLong, LLMClient, chat_fitting
-from harness.results import JsonlWriter, read_jsonl, replace_jsonl
-from harness.toolcall import ReplyError, tool_arguments
-from harness.types import LLMResponse
+from freshrag.builders.styles import grounded
+from freshrag.builders.cutoffs import created_after
+from freshrag.builders.styles.facts import WikitextSource, facts_stage
+from freshrag.builders.styles.needs import NeedsPlan, generate_need_questions, needs_digest
+from freshrag.builders.sources.pages import BuildError, Page, PageSource, classify
+from freshrag.builders.prompts import (ARTICLE_CHARS, QUESTION_MAX_TOKENS, RECENCY_MAX_TOKENS,
+                                       RECENCY_TOOL, question_messages, recency_messages)
+from freshrag.builders.styles.statement_questions import build_statement_questions
+from freshrag.builders.styles.statements import LabelSpec
+from freshrag.core.concurrency import map_with_progress
+from freshrag.llm.client import ContextTooLong, LLMClient, chat_fitting
+from freshrag.core.results import JsonlWriter, read_jsonl, replace_jsonl
+from freshrag.llm.toolcall import ReplyError, tool_arguments
+from freshrag.core.types import LLMResponse
 
-STAGES = ("A_r", "facts", "A_d", "A_f", "questions", "labels", "traffic")  # traffic: builders/traffic.py
+STAGES = ("A_r", "facts", "A_d", "A_f", "questions", "labels", "traffic")  # traffic: builders/traffic/kinds.py
 # The traffic kind and retrieval need, by construction, of questions about each stage's articles
 # (METHODS.md, "Retrieval need and deciders"); other stages' questions carry neither.
 STAGE_KINDS = {"A_f": {"kind": "fresh", "need": True}, "control": {"kind": "control", "need": False}}
@@ -74,10 +74,10 @@ class BuildConfig:
     seed: int = 0
     labels: LabelSpec | None = None  # the statements style's requested labels
     min_critique: tuple[tuple[str, int], ...] = ()  # statements style: (criterion, minimum)
-    needs: tuple[str, ...] = ()  # --needs: questions per information need (builders/needs.py)
+    needs: tuple[str, ...] = ()  # --needs: questions per information need (builders/styles/needs.py)
     per_need: int | None = None
     control: int = 0  # control questions about A_r articles created well before the cutoff
-    general: int = 0  # general queries from the shipped list (builders/traffic.py)
+    general: int = 0  # general queries from the shipped list (builders/traffic/kinds.py)
     control_margin_days: int = 365  # "well before": created at least this long before the cutoff
     # --style grounded: extra templates, the criteria of the text forms, groups at most
     templates: Path | None = None
@@ -201,7 +201,7 @@ def _sample_row(page: Page) -> dict[str, Any]:
 
 
 def extract_facts(source: WikitextSource | None, config: BuildConfig) -> dict[str, int]:
-    """Stage `facts`: the A_r articles' infoboxes (builders/facts.py)."""
+    """Stage `facts`: the A_r articles' infoboxes (builders/styles/facts.py)."""
     return facts_stage(source, config.out, set(read_titles(config.out, "A_r")))
 
 

@@ -1,7 +1,7 @@
-"""`python -m harness` is the `freshrag` command."""
+"""`python -m freshrag` is the `freshrag` command."""
 
 import sys
 
-from harness.cli import main
+from freshrag.cli.main import main
 
 sys.exit(main())

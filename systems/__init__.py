@@ -1,6 +1,6 @@
 """RAG strategies, one file each. A new strategy is one new file and one line in SYSTEMS.
 
-A strategy class with `uses_index = True` gets the retrieval index (`systems/index.py`) as
+A strategy class with `uses_index = True` gets the retrieval index (`systems/retrieval/index.py`) as
 `context.retriever`; the CLI builds or opens the index only when a chosen system needs it.
 """
 
@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from typing import Callable
 
-from harness.types import System, SystemContext
-from systems.advanced import Advanced
-from systems.baseline import Baseline
-from systems.confidence import Confidence
-from systems.boolean import Boolean
-from systems.dated_boolean import DatedBoolean
-from systems.hyde import Hyde
-from systems.naive import Naive
-from systems.oracle import Oracle
-from systems.self_check import SelfCheck
+from freshrag.core.types import System, SystemContext
+from freshrag.systems.advanced import Advanced
+from freshrag.systems.baseline import Baseline
+from freshrag.systems.confidence import Confidence
+from freshrag.systems.boolean import Boolean
+from freshrag.systems.dated_boolean import DatedBoolean
+from freshrag.systems.hyde import Hyde
+from freshrag.systems.naive import Naive
+from freshrag.systems.oracle import Oracle
+from freshrag.systems.self_check import SelfCheck
 
 SYSTEMS: dict[str, Callable[[SystemContext], System]] = {
     "baseline": Baseline,

@@ -8,9 +8,9 @@ as the paper suggests); the answer with chunks from the `answer` role. Every cal
 
 from __future__ import annotations
 
-from harness.types import Question, SystemAnswer, SystemContext
-from systems.prompts import MORE_INFORMATION_QUESTION, MORE_INFORMATION_TOOL
-from systems.rag import answer_then_ask, answer_with_chunks, parse_decision
+from freshrag.core.types import Question, SystemAnswer, SystemContext
+from freshrag.systems.prompts import MORE_INFORMATION_QUESTION, MORE_INFORMATION_TOOL
+from freshrag.systems.rag import answer_then_ask, answer_with_chunks, parse_decision
 
 TOOL_NAME = MORE_INFORMATION_TOOL["function"]["name"]
 

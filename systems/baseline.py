@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.types import Question, SystemAnswer, SystemContext
-from systems.prompts import ANSWER_MAX_TOKENS, answer_messages
+from freshrag.core.types import Question, SystemAnswer, SystemContext
+from freshrag.systems.prompts import ANSWER_MAX_TOKENS, answer_messages
 
 
 class Baseline:

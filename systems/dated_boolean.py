@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from harness.types import Question, SystemContext
-from systems.boolean import Boolean
-from systems.prompts import DATED_PROMPT, answer_messages
+from freshrag.core.types import Question, SystemContext
+from freshrag.systems.boolean import Boolean
+from freshrag.systems.prompts import DATED_PROMPT, answer_messages
 
 
 class DatedBoolean(Boolean):

@@ -6,9 +6,9 @@ A passage in the style of the corpus often lands nearer the right chunks than a 
 
 from __future__ import annotations
 
-from harness.types import Question, SystemAnswer, SystemContext
-from systems.prompts import HYDE_MAX_TOKENS, HYDE_PROMPT, answer_messages
-from systems.rag import answer_with_chunks
+from freshrag.core.types import Question, SystemAnswer, SystemContext
+from freshrag.systems.prompts import HYDE_MAX_TOKENS, HYDE_PROMPT, answer_messages
+from freshrag.systems.rag import answer_with_chunks
 
 
 class Hyde:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.types import Question, SystemAnswer, SystemContext
-from systems.rag import answer_with_chunks
+from freshrag.core.types import Question, SystemAnswer, SystemContext
+from freshrag.systems.rag import answer_with_chunks
 
 
 class Naive:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.types import Question
+from freshrag.core.types import Question
 
 ANSWER_MAX_TOKENS = 512
 # A forced yes/no call needs a few dozen tokens; the bound keeps a grammar-constrained local model

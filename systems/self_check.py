@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.toolcall import ReplyError, tool_arguments
-from harness.types import LLMResponse, Question, SystemAnswer, SystemContext
-from systems.prompts import SELF_CHECK_QUESTION, SELF_CHECK_TOOL
-from systems.rag import answer_then_ask, answer_with_chunks
+from freshrag.llm.toolcall import ReplyError, tool_arguments
+from freshrag.core.types import LLMResponse, Question, SystemAnswer, SystemContext
+from freshrag.systems.prompts import SELF_CHECK_QUESTION, SELF_CHECK_TOOL
+from freshrag.systems.rag import answer_then_ask, answer_with_chunks
 
 THRESHOLD = 4  # retrieve when the rating is below this (1..3); the report sweeps the others
 TOOL_NAME = SELF_CHECK_TOOL["function"]["name"]

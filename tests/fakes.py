@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from harness.scoring import probes
-from harness.scoring.judge import JUDGE_PROMPT
-from harness.types import LLMResponse, RetrievedChunk, Usage
-from systems.prompts import ANSWER_PROMPT
+from freshrag.scoring import probes
+from freshrag.scoring.judge import JUDGE_PROMPT
+from freshrag.core.types import LLMResponse, RetrievedChunk, Usage
+from freshrag.systems.prompts import ANSWER_PROMPT
 from tests.fake_openai_server import bag_of_words_vector
 
 
@@ -136,7 +136,7 @@ def discerning_judge(request: dict) -> dict:
 
 _HOLDER = """
 import sys, time
-from harness.rundir import locked
+from freshrag.core.rundir import locked
 with locked(__import__("pathlib").Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(60)
@@ -145,7 +145,7 @@ with locked(__import__("pathlib").Path(sys.argv[1])):
 
 @contextlib.contextmanager
 def held(directory: Path) -> Iterator[subprocess.Popen]:
-    """Another process holding `directory`'s lock (harness/rundir.py) until the block ends."""
+    """Another process holding `directory`'s lock (harness/core/rundir.py) until the block ends."""
     root = Path(__file__).resolve().parents[1]
     process = subprocess.Popen([sys.executable, "-c", _HOLDER, str(directory)], cwd=root,
                                stdout=subprocess.PIPE, text=True)

@@ -1,5 +1,5 @@
 """Every table of `freshrag report` broken down by a question field: `--by label`,
-`--by information_need`, or any other field a question set gives (harness/fields.py: `kind`,
+`--by information_need`, or any other field a question set gives (harness/core/fields.py: `kind`,
 `need`, `group`, `criterion`) (METHODS.md, "Question labels": recall and scores differ by label;
 "Information needs": which needs are hardest to serve).
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.fields import grouped
-from harness.reporting import analysis, report
+from freshrag.core.fields import grouped
+from freshrag.reporting import analysis, report
 
 Row = dict[str, Any]
 # (key, title, columns) of the broken-down tables, in the order the report prints them

@@ -1,5 +1,5 @@
 """Retrieval decisions against need known by construction (METHODS.md, "Retrieval need and
-deciders"): questions carry `need` (fresh: true; control and general: false; builders/traffic.py),
+deciders"): questions carry `need` (fresh: true; control and general: false; builders/traffic/kinds.py),
 so a decider is judged without inferring need from a baseline and a naive run.
 
 - `decisions_by_kind`: per adaptive run identity and per traffic kind (and all kinds together):
@@ -24,10 +24,10 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Sequence
 
-from harness.reporting.analysis import _decides, total_score
-from harness.reporting.identity import Identity, comparable, group_rows, labels
-from harness.reporting.report import answer_tokens, is_scored
-from harness.stats import bootstrap_interval
+from freshrag.reporting.analysis import _decides, total_score
+from freshrag.reporting.identity import Identity, comparable, group_rows, labels
+from freshrag.reporting.report import answer_tokens, is_scored
+from freshrag.core.stats import bootstrap_interval
 
 Row = dict[str, Any]
 KIND_ORDER = ("fresh", "control", "general", "all")

@@ -3,7 +3,7 @@ of questions that carry a `group` and a `reference` (`freshrag build --style gro
 identity, all computed from the rows, with no model.
 
 - Correct or not, per text form: the answer is matched against the reference (the SQL answer)
-  by `harness.scoring.reference.matches` (dates, numbers, words normalised). Where the match
+  by `freshrag.core.reference.matches` (dates, numbers, words normalised). Where the match
   fails, the run's judge grade is the second opinion: truthfulness of at least
   `JUDGE_CORRECT` (of 5) makes it correct, below it incorrect. A failed pair, or a failed match
   whose grade is unscored, is `unscored`, with the reason.
@@ -15,9 +15,9 @@ identity, all computed from the rows, with no model.
   (the retrieved extracts in the answer call's prompt): `no_retrieval` when it retrieved
   nothing, `language_model` when its context held the reference, else `retriever`. Each entry
   also says whether a right form's context held it.
-- Wording tests: per axis (harness.types.WORDING_AXES, e.g. short against long), over the
+- Wording tests: per axis (freshrag.core.types.WORDING_AXES, e.g. short against long), over the
   groups where both forms are scored, the accuracy of each value, their difference with a 95%
-  paired-bootstrap interval over groups (harness.stats, the report's one bootstrap), and an exact
+  paired-bootstrap interval over groups (freshrag.core.stats, the report's one bootstrap), and an exact
   McNemar test (a two-sided binomial test on the discordant groups, scipy): outcomes are right or
   wrong and paired by group, and with a few dozen groups a normal approximation is not valid.
 """
@@ -28,11 +28,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from harness.reporting.identity import Identity, group_rows, labels
-from harness.reporting.report import is_scored
-from harness.scoring.reference import matches
-from harness.stats import bootstrap_interval
-from harness.types import WORDING_AXES
+from freshrag.reporting.identity import Identity, group_rows, labels
+from freshrag.reporting.report import is_scored
+from freshrag.core.reference import matches
+from freshrag.core.stats import bootstrap_interval
+from freshrag.core.types import WORDING_AXES
 
 Row = dict[str, Any]
 JUDGE_CORRECT = 4  # truthfulness (1..5) from which the judge's second opinion says correct
@@ -185,7 +185,7 @@ def tag_figure(rows: list[Row], path: Path) -> Path | None:
     table = analyse_groups(rows)["groups"]
     if not table:
         return None
-    import matplotlib.pyplot as plt  # the Agg backend is chosen by harness/reporting/plots.py
+    import matplotlib.pyplot as plt  # the Agg backend is chosen by harness/reporting/render/plots.py
 
     names = [f"{entry['dataset']} / {entry['label']}" for entry in table]
     fig, ax = plt.subplots(figsize=(7.5, 0.6 * len(table) + 1.6))

@@ -20,9 +20,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from harness.budget import BATCH_DISCOUNT
-from harness.config import LOCAL_MODEL, ConfigError, config_table
-from harness.reporting.identity import role_models
+from freshrag.cost.budget import BATCH_DISCOUNT
+from freshrag.core.config import LOCAL_MODEL, ConfigError, config_table
+from freshrag.reporting.identity import role_models
 
 KNOWN_PRICES: dict[str, tuple[float, float]] = {
     "gpt-4-0613": (30.0, 60.0),  # the paper's model

@@ -27,9 +27,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from harness.reporting.identity import group_rows, labels, models_label, retriever_model
-from harness.results import SAMPLES, ResultsError, answer_tokens, read_manifest, read_samples
-from harness.scoring.store import answer_scores, scores_of
+from freshrag.reporting.identity import group_rows, labels, models_label, retriever_model
+from freshrag.core.results import SAMPLES, ResultsError, answer_tokens, read_manifest, read_samples
+from freshrag.scoring.store import answer_scores, scores_of
 
 SUMMARY = "summary.json"
 COLUMNS = ("dataset", "system", "n", "scored", "unscored", "truthfulness", "relevance",
@@ -79,7 +79,7 @@ def run_notes(run_dirs: list[Path], rows: list[dict[str, Any]]) -> list[str]:
             notes.append(f"{run_dir}: all {len(mine)} pairs failed (first error: "
                          f"{(failed[0].get('error') or 'none recorded')[:200]})")
         capped = (read_manifest(Path(run_dir)) or {}).get("capped")
-        if capped:  # written by a run that --max-cost stopped (harness/budget.py)
+        if capped:  # written by a run that --max-cost stopped (harness/cost/budget.py)
             notes.append(f"{run_dir}: CAPPED by --max-cost ${capped['max_cost']:,.4f} after "
                          f"${capped['spent']:,.4f} spent: pairs are missing; run the same "
                          f"command without --max-cost to finish")

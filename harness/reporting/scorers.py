@@ -3,7 +3,7 @@ abstention", "Judge agreement"), from the `scores` that report.load_runs attache
 (scores.jsonl, repeat 0) and, for the judge's spread, every repeat in scores.jsonl:
 
 - `scorers`: per run identity and metric, the answers, how many were scored, unscored (failed
-  included) and not applicable, the mean with its 95% bootstrap interval (harness/stats.py),
+  included) and not applicable, the mean with its 95% bootstrap interval (harness/core/stats.py),
   and the scorer's tokens per scored answer: never mixed with the system's or the judge's.
 - `scorer_correlations`: Spearman's rank correlation between every two metrics (the run's judge
   included) over the answers both scored, per dataset.
@@ -25,13 +25,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from harness.reporting.identity import group_rows, labels
-from harness.reporting.plots import _save, plt
-from harness.reporting.report import RUN, is_scored, markdown_table, mean
-from harness.scoring.agreement import spearman
-from harness.scoring.judge import FIELDS
-from harness.scoring.store import read_scores
-from harness.stats import bootstrap_interval
+from freshrag.reporting.identity import group_rows, labels
+from freshrag.reporting.render.plots import _save, plt
+from freshrag.reporting.report import RUN, is_scored, markdown_table, mean
+from freshrag.reporting.agreement import spearman
+from freshrag.scoring.judge import FIELDS
+from freshrag.scoring.store import read_scores
+from freshrag.core.stats import bootstrap_interval
 
 CORRECT_AT = 4  # judge truthfulness (1..5) at or above which an answer that did not abstain is correct
 FAITHFUL_AT = 0.5  # faithfulness below this: the answer did not keep to its context (attribution)

@@ -7,15 +7,15 @@ abstention.py; what they share in base.py and statements.py). scorepass.py runs 
 over a run's rows into scores.jsonl (store.py), resumably. Beside them: the judge's probes
 (probes.py, checked before a run trusts the judge) and the agreement between two gradings
 (agreement.py). A scorer depends only on core types and the LLM client, as a strategy in systems/
-does; the runner asks this package for scorers and never imports harness.reporting.
+does; the runner asks this package for scorers and never imports freshrag.reporting.
 """
 
-from harness.scoring.abstention import Abstention
-from harness.scoring.answer_relevance import AnswerRelevance
-from harness.scoring.claims import Claims
-from harness.scoring.context_relevance import ContextRelevance
-from harness.scoring.faithfulness import Faithfulness
-from harness.scoring.judge import Judge
+from freshrag.scoring.abstention import Abstention
+from freshrag.scoring.answer_relevance import AnswerRelevance
+from freshrag.scoring.claims import Claims
+from freshrag.scoring.context_relevance import ContextRelevance
+from freshrag.scoring.faithfulness import Faithfulness
+from freshrag.scoring.judge import Judge
 
 # name -> factory; answer-relevance is given the embeddings role's function by its caller
 SCORERS = {

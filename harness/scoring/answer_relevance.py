@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import math
 
-from harness.scoring.base import (LIST_MAX_TOKENS, SCORER_ROLE, Embed, ReplyError, ScoreInput,
-                                  ScoreResult, arguments, forced, not_applicable, text_list, tool,
-                                  unscored)
-from harness.types import LLM
+from freshrag.scoring.base import (LIST_MAX_TOKENS, SCORER_ROLE, Embed, ReplyError, ScoreInput,
+                                   ScoreResult, arguments, forced, not_applicable, text_list, tool,
+                                   unscored)
+from freshrag.core.types import LLM
 
 QUESTIONS = 3  # RAGAS's n; more questions cost output tokens and change the mean little
 QUESTIONS_TOOL = tool("submit_questions", "Submit the questions.", {
@@ -32,7 +32,7 @@ class AnswerRelevance:
     metrics = ("answer_relevance",)
 
     def __init__(self, embed: Embed | None = None):
-        self.embed = embed  # set by the caller that wires the embeddings role (harness/cli.py)
+        self.embed = embed  # set by the caller that wires the embeddings role (harness/cli/main.py)
 
     def score(self, llm: LLM, item: ScoreInput) -> ScoreResult:
         if not item.answer.strip():

@@ -15,10 +15,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from harness.toolcall import ReplyError, tool_arguments
-from harness.types import LLM, Article, LLMResponse, Question
+from freshrag.llm.toolcall import ReplyError, tool_arguments
+from freshrag.core.types import LLM, Article, LLMResponse, Question
 
-SCORER_ROLE = "scorer"  # one role for every scorer beyond the judge (harness.types.ROLES)
+SCORER_ROLE = "scorer"  # one role for every scorer beyond the judge (freshrag.core.types.ROLES)
 STATUSES = ("scored", "unscored", "not_applicable", "failed")
 LIST_MAX_TOKENS = 512  # a list of short statements or questions; bounds a padding local model
 FLAG_MAX_TOKENS = 128  # one boolean or a few indices

@@ -21,15 +21,15 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from harness.concurrency import map_with_progress
-from harness.dataset import DatasetError, load_articles
-from harness.llm import ContextTooLong, EndpointError, EndpointUnreachable
-from harness.results import SAMPLES, JsonlWriter, ResultsError, read_manifest, read_samples
-from harness.rundir import kind
-from harness.scoring import SCORERS
-from harness.scoring.base import Embed, Scorer, ScoreInput, ScoreResult, unscored
-from harness.scoring.store import FINISHED, SCORES, answer_sha256, key, read_scores, score_row
-from harness.types import LLM, QUESTION_FIELDS, Article, LLMResponse, Question
+from freshrag.core.concurrency import map_with_progress
+from freshrag.core.dataset import DatasetError, load_articles
+from freshrag.llm.client import ContextTooLong, EndpointError, EndpointUnreachable
+from freshrag.core.results import SAMPLES, JsonlWriter, ResultsError, read_manifest, read_samples
+from freshrag.core.rundir import kind
+from freshrag.scoring import SCORERS
+from freshrag.scoring.base import Embed, Scorer, ScoreInput, ScoreResult, unscored
+from freshrag.scoring.store import FINISHED, SCORES, answer_sha256, key, read_scores, score_row
+from freshrag.core.types import LLM, QUESTION_FIELDS, Article, LLMResponse, Question
 
 Item = tuple[dict[str, Any], str, int]  # (samples row, scorer name, repeat)
 SCORED_KINDS = ("run", "import")  # directories whose answers may be scored
@@ -89,7 +89,7 @@ def missing_inputs(rows: list[dict[str, Any]], names: Iterable[str],
 
 
 def make_scorers(names: Iterable[str], embed: Embed | None = None) -> dict[str, Scorer]:
-    """The named scorers of harness.scoring.SCORERS, those that need embeddings given `embed`."""
+    """The named scorers of freshrag.scoring.SCORERS, those that need embeddings given `embed`."""
     made = {}
     for name in names:
         scorer = SCORERS[name]()
@@ -161,7 +161,7 @@ def check_same_models(run_dir: Path, scorers: dict[str, Scorer], llm: LLM) -> No
 def score_rows(run_dir: Path, rows: list[dict[str, Any]], scorers: dict[str, Scorer], llm: LLM,
                articles: dict[str, Article], repeats: int = 1,
                concurrency: int = 8) -> dict[str, Any]:
-    """Score what is pending; the caller holds the run directory (harness/rundir.py). Returns
+    """Score what is pending; the caller holds the run directory (harness/core/rundir.py). Returns
     counts: items done now, skipped as finished before, and per scorer by status."""
     check_same_models(run_dir, scorers, llm)
     items = pending(run_dir, rows, scorers, repeats)

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests import WIKIRAG  # noqa: E402
-from harness.results import read_jsonl  # noqa: E402
+from freshrag.core.results import read_jsonl  # noqa: E402
 from tests.wikidump import article_pages, write_dump  # noqa: E402
 
 DATA = WIKIRAG
@@ -44,7 +44,7 @@ CUTOFF = "2021-09-30"  # GPT-4-0613's, the labels' model
 
 READ_DUMP = """
 import json, resource, sys, time
-from builders.dump import DumpSource
+from freshrag.builders.sources.dump import DumpSource
 start = time.perf_counter()
 pages = sum(1 for _ in DumpSource(sys.argv[1]).pages(set()))
 seconds = time.perf_counter() - start
@@ -91,7 +91,7 @@ def bench_dump(pages: int) -> dict:
 
 
 def bench_mediawiki(pages: int = 200) -> dict:
-    from builders.mediawiki import MediaWikiSource
+    from freshrag.builders.sources.mediawiki import MediaWikiSource
     from tests.integration.mediawiki import seeded_wiki
 
     results = {}
@@ -132,7 +132,7 @@ def bench_recency(limit: int, seed: int = 0) -> dict:
             (out / f"{stage}.txt").write_text("".join(f"{t}\n" for t in titles), encoding="utf-8")
         log(f"recency: {len(titles)} articles through `freshrag build --stage A_f`")
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "harness", "build", "--out", str(out), "--cutoff",
+        subprocess.run([sys.executable, "-m", "freshrag", "build", "--out", str(out), "--cutoff",
                         CUTOFF, "--stage", "A_f", "--no-cache"], cwd=ROOT, check=True,
                        stdout=subprocess.DEVNULL)
         seconds = time.perf_counter() - start

@@ -34,10 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=6)
     args = parser.parse_args(argv)
-    from harness.cli import main as freshrag
-    from harness.dataset import example_dir
-    from harness.local_server import LocalServer
-    from harness.results import read_samples
+    from freshrag.cli.main import main as freshrag
+    from freshrag.core.dataset import example_dir
+    from freshrag.llm.local_server import LocalServer
+    from freshrag.core.results import read_samples
 
     questions = (example_dir() / "questions.jsonl").read_text().splitlines()
     settings = (1, 4, 8)

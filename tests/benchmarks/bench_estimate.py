@@ -15,7 +15,7 @@ results directory (an empty response cache):
 
 Per role, each estimate's [low, high] beside the actual figure and the actual / estimate ratio
 (of the midpoint where there is a range), and the tokenizer the dry run counted each role with:
-SmolLM2's own for the embedded model (harness/local_tokens.py), as the server counts, so the
+SmolLM2's own for the embedded model (harness/llm/local_tokens.py), as the server counts, so the
 input gap left is the requests the dry run cannot foresee (answers it made up, decisions).
 """
 
@@ -82,16 +82,16 @@ def actual(run_dir: Path) -> dict[str, dict[str, int]]:
 
 def second_estimate(args: argparse.Namespace, out: Path, cache: Path) -> dict[str, dict]:
     """The estimate over the same jobs, no cache, output lengths observed in the run's cache."""
-    from harness.cache import ResponseCache
-    from harness.config import load_settings
-    from harness.dataset import example_dir, load_dataset_dir
-    from harness.estimate import (StandInRetriever, estimate, local_stand_in, observed_outputs,
-                                  run_jobs)
-    from harness.llm import LLMClient
-    from harness.reporting.prices import KNOWN_PRICES
-    from harness.runner import RunConfig
-    from harness.scoring.probes import ProbeSettings
-    from systems import SYSTEMS as FACTORIES
+    from freshrag.llm.cache import ResponseCache
+    from freshrag.core.config import load_settings
+    from freshrag.core.dataset import example_dir, load_dataset_dir
+    from freshrag.cost.estimate import (StandInRetriever, estimate, local_stand_in,
+                                        observed_outputs, run_jobs)
+    from freshrag.llm.client import LLMClient
+    from freshrag.reporting.prices import KNOWN_PRICES
+    from freshrag.run.runner import RunConfig
+    from freshrag.scoring.probes import ProbeSettings
+    from freshrag.systems import SYSTEMS as FACTORIES
 
     settings = load_settings(None)
     warmed = LLMClient(settings, ResponseCache(cache), local=local_stand_in())
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="freshrag-bench-estimate-") as name:
         out = Path(name) / "results" / "example"
-        command = [sys.executable, "-m", "harness", "run", "--limit", str(args.limit),
+        command = [sys.executable, "-m", "freshrag", "run", "--limit", str(args.limit),
                    "--systems", args.systems, "--out", str(out), "--probe-k", str(args.probe_k)]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         started = time.monotonic()

@@ -28,7 +28,7 @@ import requests
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from builders.mediawiki import MediaWikiSource  # noqa: E402
+from freshrag.builders.sources.mediawiki import MediaWikiSource  # noqa: E402
 from tests import WIKIRAG  # noqa: E402
 from tests.integration.mediawiki import seeded_wiki  # noqa: E402
 

@@ -42,12 +42,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests import WIKIRAG  # noqa: E402
-from harness.concurrency import map_with_progress  # noqa: E402
-from harness.config import load_settings  # noqa: E402
-from harness.dataset import load_articles  # noqa: E402
-from harness.llm import LLMClient  # noqa: E402
-from systems.embeddings import EndpointEmbedder, LocalMiniLM  # noqa: E402
-from systems.index import IndexConfig, chunk_articles, open_index  # noqa: E402
+from freshrag.core.concurrency import map_with_progress  # noqa: E402
+from freshrag.core.config import load_settings  # noqa: E402
+from freshrag.core.dataset import load_articles  # noqa: E402
+from freshrag.llm.client import LLMClient  # noqa: E402
+from freshrag.systems.retrieval.embeddings import EndpointEmbedder, LocalMiniLM  # noqa: E402
+from freshrag.systems.retrieval.index import IndexConfig, chunk_articles, open_index  # noqa: E402
 from tests.fake_openai_server import FakeOpenAIServer  # noqa: E402
 
 DATA = WIKIRAG
@@ -87,7 +87,7 @@ def retrieval_quality(index, name: str, limit: int | None) -> dict:
 
 def second_start(articles_file: Path, directory: Path) -> float:
     started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "harness", "index", "--articles", str(articles_file),
+    subprocess.run([sys.executable, "-m", "freshrag", "index", "--articles", str(articles_file),
                     "--index-dir", str(directory)], check=True, cwd=ROOT,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.monotonic() - started

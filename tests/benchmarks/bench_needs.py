@@ -9,7 +9,7 @@ Prints ONE JSON object on stdout (progress goes to stderr). It measures:
    stray its own), as the adjusted Rand index, for agglomerative clustering at several distance
    thresholds and for HDBSCAN (the other method that needs no preset count); then seconds and
    peak memory (tracemalloc, which sees numpy's and scipy's arrays) of
-   `builders.needlog.cluster` on `--sizes` query vectors: the shipped log's 63 MiniLM vectors
+   `freshrag.builders.traffic.query_log.cluster` on `--sizes` query vectors: the shipped log's 63 MiniLM vectors
    repeated with small noise (384 dimensions, as MiniLM gives), at the default threshold. The
    default `--max-queries` (5,000) caps what a log costs here.
 2. pipeline: `freshrag needs` on the shipped query log (tests/data/needs/queries.jsonl) and then
@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from builders.needlog import NeedLogConfig, cluster, read_queries  # noqa: E402
-from harness.results import read_jsonl  # noqa: E402
+from freshrag.builders.traffic.query_log import NeedLogConfig, cluster, read_queries  # noqa: E402
+from freshrag.core.results import read_jsonl  # noqa: E402
 from tests import WIKIRAG  # noqa: E402
 from tests.wikidump import article_pages, write_dump  # noqa: E402
 
@@ -49,7 +49,7 @@ def log(message: str) -> None:
 
 
 def bench_clustering(sizes: list[int]) -> dict:
-    from systems.embeddings import LocalMiniLM
+    from freshrag.systems.retrieval.embeddings import LocalMiniLM
 
     base = np.array(LocalMiniLM().embed(read_queries(LOG)))
     results = {"themes": agreement_with_themes(base)}
@@ -91,7 +91,7 @@ def agreement_with_themes(vectors: np.ndarray) -> dict:
 
 def freshrag(cwd: Path, *args: str) -> float:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, text=True,
+    done = subprocess.run([sys.executable, "-m", "freshrag", *args], cwd=cwd, text=True,
                           capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     if done.returncode != 0:
         raise SystemExit(f"freshrag {' '.join(args)} failed:\n{done.stderr[-3000:]}")

@@ -19,7 +19,7 @@ exactly two LLM calls: one answer, one judge), fake server answering after 0.25 
    run again: no call of a pair finished before the kill is made again, every pair ends exactly
    once with status ok.
 
-Steps 1-3 call `harness.cli.main` in this process (timed around the call, so Python start-up and
+Steps 1-3 call `freshrag.cli.main.main` in this process (timed around the call, so Python start-up and
 imports are not counted; the fake server shares this process); step 4 needs a real process.
 `--quick` scales everything down ~10x for a smoke check.
 """
@@ -41,8 +41,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # `tests.` is importable when run as a script
 
-from harness.cli import main as freshrag_main  # noqa: E402
-from harness.results import SAMPLES, read_samples  # noqa: E402
+from freshrag.cli.main import main as freshrag_main  # noqa: E402
+from freshrag.core.results import SAMPLES, read_samples  # noqa: E402
 from tests.fake_openai_server import FakeOpenAIServer, FaultPlan  # noqa: E402
 from tests.fakes import is_call_of  # noqa: E402
 
@@ -160,7 +160,7 @@ def bench_faults(data, tmp: Path, n: int, n_total: int) -> dict:
 def bench_kill_resume(data, tmp: Path, n: int, config: Path) -> dict:
     out = tmp / "kill" / "run"
     samples = out / SAMPLES
-    command = [sys.executable, "-m", "harness", *run_args(data, out, CONCURRENCY, config)]
+    command = [sys.executable, "-m", "freshrag", *run_args(data, out, CONCURRENCY, config)]
     with FakeOpenAIServer(delay=DELAY) as server:
         env = point_at(server, dict(os.environ))
         log(f"kill/resume: {n} pairs in a subprocess, SIGKILL at about {n // 2}")
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
                     "python": platform.python_version(), "platform": platform.platform()},
         "setup": {"calls": 2 * n, "pairs": n, "system": "baseline", "calls_per_pair": 2,
                   "server_delay_s": DELAY, "concurrency": CONCURRENCY, "quick": args.quick,
-                  "steps_1_to_3": "in-process harness.cli.main, fake server in the same process",
+                  "steps_1_to_3": "in-process freshrag.cli.main.main, fake server in the same process",
                   "step_4": "python -m harness run subprocesses"},
         **sections,
         "all_met": all(all(s["met"].values()) for s in sections.values()),

@@ -36,10 +36,10 @@ sys.path.insert(0, str(ROOT))
 
 from qdrant_client import QdrantClient, models  # noqa: E402
 
-from harness.dataset import load_articles  # noqa: E402
-from systems import index as index_module  # noqa: E402
-from systems.embeddings import LocalMiniLM  # noqa: E402
-from systems.index import IndexConfig, chunk_articles, open_index  # noqa: E402
+from freshrag.core.dataset import load_articles  # noqa: E402
+from freshrag.systems.retrieval import index as index_module  # noqa: E402
+from freshrag.systems.retrieval.embeddings import LocalMiniLM  # noqa: E402
+from freshrag.systems.retrieval.index import IndexConfig, chunk_articles, open_index  # noqa: E402
 from tests import WIKIRAG  # noqa: E402
 
 WEIGHTS = "0,0.05,0.1,0.2,0.5,1"
@@ -108,7 +108,7 @@ def main() -> None:
                                      for a in articles.values()), encoding="utf-8")
     started = time.monotonic()
     scanned = subprocess.run(
-        [sys.executable, "-m", "harness", "scan-retrieval", "--questions", str(questions),
+        [sys.executable, "-m", "freshrag", "scan-retrieval", "--questions", str(questions),
          "--articles", str(articles_file), "--weights", WEIGHTS, "--k", "5",
          "--index-dir", str(work / "index"), "--out", str(work / "scan")],
         capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})

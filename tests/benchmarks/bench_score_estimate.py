@@ -46,7 +46,7 @@ def spent_by_scores(run_dir: Path) -> dict[str, dict[str, int]]:
 
 def freshrag(args: list[str], cwd: str, **kwargs) -> subprocess.CompletedProcess:
     env = {key: value for key, value in os.environ.items() if not key.startswith("FRESHRAG_")}
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "freshrag", *args], cwd=cwd,
                           env={**env, "PYTHONPATH": str(ROOT)}, text=True, **kwargs)
 
 

@@ -39,10 +39,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from harness.results import read_samples  # noqa: E402
-from harness.scoring import SCORERS  # noqa: E402
-from harness.scoring.base import sentences  # noqa: E402
-from harness.scoring.store import read_scores  # noqa: E402
+from freshrag.core.results import read_samples  # noqa: E402
+from freshrag.scoring import SCORERS  # noqa: E402
+from freshrag.scoring.base import sentences  # noqa: E402
+from freshrag.scoring.store import read_scores  # noqa: E402
 from tests.fake_openai_server import FakeOpenAIServer, _forced_tool_name  # noqa: E402
 
 
@@ -50,7 +50,7 @@ def freshrag(*argv: str) -> float:
     """Run `freshrag ARGV` in a fresh process; its seconds. Its output goes to stderr."""
     started = time.monotonic()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "harness", *argv], env=env,
+    done = subprocess.run([sys.executable, "-m", "freshrag", *argv], env=env,
                           stdout=sys.stderr, stderr=sys.stderr)
     if done.returncode not in (0, 1):
         raise SystemExit(f"freshrag {' '.join(argv)} ended with {done.returncode}")

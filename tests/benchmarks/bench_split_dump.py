@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from builders.split_dump import SplitDumpSource  # noqa: E402
+from freshrag.builders.sources.split_dump import SplitDumpSource  # noqa: E402
 from tests.benchmarks.bench_builders import repeated_pages  # noqa: E402
 from tests.wikidump import split_dumps  # noqa: E402
 

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from harness.results import read_jsonl  # noqa: E402
+from freshrag.core.results import read_jsonl  # noqa: E402
 from tests import WIKIRAG  # noqa: E402
 from tests.wikidump import article_pages, write_dump  # noqa: E402
 
@@ -78,7 +78,7 @@ def main() -> None:
         seconds = {}
         for stage in STAGES:
             started = time.monotonic()
-            subprocess.run([sys.executable, "-m", "harness", "build", "--dump", str(dump),
+            subprocess.run([sys.executable, "-m", "freshrag", "build", "--dump", str(dump),
                             "--cutoff", "2021-09-30", "--out", str(out), "--stage", stage,
                             "--style", "statements", "--labels", args.labels,
                             "--questions-per-article", str(args.per_article),

@@ -20,8 +20,8 @@ from pathlib import Path
 import openai
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from harness.scoring.judge import GRADE_TOOL  # noqa: E402
-from systems.prompts import RETRIEVE_TOOL  # noqa: E402
+from freshrag.scoring.judge import GRADE_TOOL  # noqa: E402
+from freshrag.systems.prompts import RETRIEVE_TOOL  # noqa: E402
 
 GRADE_ME = [{"role": "system", "content": "Rate the answer by calling submit_grade."},
             {"role": "user", "content": "Query: capital of France? Answer: Paris."}]

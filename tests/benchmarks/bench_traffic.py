@@ -7,7 +7,7 @@ curve and mixes, and that it makes no LLM call doing so.
 It writes a run directory of synthetic rows (the shape the runner writes): QUESTIONS questions,
 a third of each kind, answered by baseline, naive, boolean, advanced, dated-boolean, confidence
 and self-check with seeded scores, decisions, probabilities and ratings; then times
-`harness.cli.main(["report", RUN, "--mix", ...])` in this process with the fake OpenAI-compatible
+`freshrag.cli.main.main(["report", RUN, "--mix", ...])` in this process with the fake OpenAI-compatible
 server as every role's endpoint, and counts the server's calls; then the traffic analysis alone
 (decisions.analyse + savings.analyse). CPU seconds (this process) beside wall seconds, since the
 machines it runs on are shared. Prints ONE JSON object.
@@ -28,10 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from harness.cli import main  # noqa: E402
-from harness.options import mix_shares  # noqa: E402
-from harness.reporting import decisions, savings  # noqa: E402
-from harness.reporting.report import load_runs  # noqa: E402
+from freshrag.cli.main import main  # noqa: E402
+from freshrag.cli.options import mix_shares  # noqa: E402
+from freshrag.reporting import decisions, savings  # noqa: E402
+from freshrag.reporting.report import load_runs  # noqa: E402
 from tests.fake_openai_server import FakeOpenAIServer  # noqa: E402
 from tests.harness.runs import sample, write_run  # noqa: E402
 

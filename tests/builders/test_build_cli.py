@@ -6,9 +6,9 @@ from datetime import date
 
 import pytest
 
-from builders.cutoffs import created_after
-from harness.cli import main
-from harness.results import read_jsonl, read_samples
+from freshrag.builders.cutoffs import created_after
+from freshrag.cli.main import main
+from freshrag.core.results import read_jsonl, read_samples
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import held, use_endpoint
 from tests.wikidump import article_pages, redirect_page, write_dump

@@ -1,11 +1,11 @@
 """`freshrag build --dry-run` for the stages beyond the recency classifier and the creative and
-recent questions (builders/estimate.py): each dry run sends nothing and writes nothing, and
+recent questions (harness/cost/build_estimate.py): each dry run sends nothing and writes nothing, and
 counts the calls the real build with the same options then sends to the fake server."""
 
 from pathlib import Path
 
-from harness.cli import main
-from harness.demo import write_example_dump
+from freshrag.cli.main import main
+from freshrag.cli.demo import write_example_dump
 from tests.builders.test_needs_cli import CUTOFF, NEEDS, build, fake  # noqa: F401 (the fixture)
 from tests.builders.test_traffic import build as traffic_build, dump  # noqa: F401 (fixture)
 from tests.builders.test_statements_build import build as statements_build

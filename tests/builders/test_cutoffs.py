@@ -2,7 +2,7 @@ from datetime import date
 
 import pytest
 
-from builders.cutoffs import KNOWN_CUTOFFS, CutoffError, created_after, resolve_cutoff
+from freshrag.builders.cutoffs import KNOWN_CUTOFFS, CutoffError, created_after, resolve_cutoff
 
 
 def test_cutoff_given_as_a_date_wins_over_the_model():

@@ -9,8 +9,8 @@ import mwparserfromhell
 import pytest
 
 from tests import WIKIRAG
-from builders.dump import DumpError, DumpSource, plain_text
-from builders.pages import DISAMBIGUATION, REDIRECT
+from freshrag.builders.sources.dump import DumpError, DumpSource, plain_text
+from freshrag.builders.sources.pages import DISAMBIGUATION, REDIRECT
 from tests.wikidump import (STAND_IN_CREATED, DumpPage, Revision, article_pages, redirect_page,
                             write_dump)
 

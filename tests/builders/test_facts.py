@@ -1,4 +1,4 @@
-"""Stage `facts` (builders/facts.py): infobox fields parsed from wikitext into facts.sqlite, from a
+"""Stage `facts` (builders/styles/facts.py): infobox fields parsed from wikitext into facts.sqlite, from a
 dump of the example articles (which carry infoboxes) through `freshrag build`."""
 
 import json
@@ -6,10 +6,10 @@ import sqlite3
 
 import pytest
 
-from builders.facts import FACTS, infobox_facts
-from harness.cli import main
-from harness.dataset import example_dir
-from harness.demo import write_example_dump
+from freshrag.builders.styles.facts import FACTS, infobox_facts
+from freshrag.cli.main import main
+from freshrag.core.dataset import example_dir
+from freshrag.cli.demo import write_example_dump
 
 
 def facts_of(wikitext):

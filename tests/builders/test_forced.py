@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from builders.forced import ReplyError, text_field, text_list
-from builders.label_prompts import SENTENCE
+from freshrag.builders.forced import ReplyError, text_field, text_list
+from freshrag.builders.labels.prompts import SENTENCE
 
 
 @pytest.mark.parametrize("value, parsed", [

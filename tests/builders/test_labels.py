@@ -1,16 +1,18 @@
-"""The labeller (builders/labels.py) and the label composition and agreement
-(builders/label_report.py), on the scripted fake model."""
+"""The labeller (builders/labels/labeller.py) and the label composition and agreement
+(builders/labels/report.py), on the scripted fake model."""
 
 import json
 
 import pytest
 
-from builders.forced import ReplyError
-from builders.label_report import agreement, composition, label_report, render, write_report
-from builders.labels import (Item, check_no_foreign_labels, label_one, label_questions,
-                             parse_label, read_hand_labels, write_labels)
-from harness.dataset import DatasetError, load_dataset
-from harness.llm import ContextTooLong
+from freshrag.builders.forced import ReplyError
+from freshrag.builders.labels.report import (agreement, composition, label_report, render,
+                                             write_report)
+from freshrag.builders.labels.labeller import (Item, check_no_foreign_labels, label_one,
+                                               label_questions, parse_label, read_hand_labels,
+                                               write_labels)
+from freshrag.core.dataset import DatasetError, load_dataset
+from freshrag.llm.client import ContextTooLong
 from tests.fakes import ScriptedLLM, ToolReply
 
 
@@ -167,7 +169,7 @@ def test_the_report_has_composition_agreements_table_and_chart(tmp_path):
 
 
 def test_a_general_query_without_a_gold_article_is_not_labelled(tmp_path):
-    from builders.labels import label_dataset
+    from freshrag.builders.labels.labeller import label_dataset
     write(tmp_path / "articles.jsonl", [json.dumps({"title": "T", "content": "c"})])
     write(tmp_path / "questions.jsonl", [
         json.dumps({"title": "T", "question": "Q1?", "kind": "fresh", "need": True}),

@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from builders.mediawiki import MediaWikiSource, SourceError, _page_url
+from freshrag.builders.sources.mediawiki import MediaWikiSource, SourceError, _page_url
 
 
 def closed_port() -> int:

@@ -1,4 +1,4 @@
-"""Needs from a query log (builders/needlog.py) with fixed vectors and the scripted fake model:
+"""Needs from a query log (builders/traffic/query_log.py) with fixed vectors and the scripted fake model:
 the log read strictly, clusters whose number follows from the distance threshold, small clusters
 kept apart, descriptions parsed strictly (a failed one recorded with its raw replies), and a needs
 file that `build --needs` reads."""
@@ -8,11 +8,12 @@ import json
 import numpy as np
 import pytest
 
-from builders.needlog import (DESCRIBE_FUNCTION, DESCRIBED, DUPLICATE, FAILED, NeedLogConfig,
-                              cluster, derive_needs, distinct_queries, parse_description,
-                              read_queries, render, representatives, write_needs)
-from builders.needs import NeedsError, read_needs
-from harness.types import LLMResponse, Usage
+from freshrag.builders.traffic.query_log import (DESCRIBE_FUNCTION, DESCRIBED, DUPLICATE, FAILED,
+                                                 NeedLogConfig, cluster, derive_needs,
+                                                 distinct_queries, parse_description, read_queries,
+                                                 render, representatives, write_needs)
+from freshrag.builders.styles.needs import NeedsError, read_needs
+from freshrag.core.types import LLMResponse, Usage
 from tests.fakes import ScriptedLLM, ToolReply
 
 # Three directions, a few queries around each, and two strays each in a direction of its own: what

@@ -1,4 +1,4 @@
-"""Questions per information need (builders/needs.py) with the scripted fake model: the needs file
+"""Questions per information need (builders/styles/needs.py) with the scripted fake model: the needs file
 read strictly, every reply kind (a question, BLANK, a malformed call) recorded and counted per need,
 the seeded cap per need, and a resume that asks only what is missing."""
 
@@ -6,15 +6,15 @@ import json
 
 import pytest
 
-from builders.needs import (BLANK, FAILED, NEED_FUNCTION, NEEDS_FILE, QUESTION, NeedsError,
-                            NeedsPlan, generate_need_questions, needs_funnel, parse_need_reply,
-                            read_needs)
-from harness.dataset import load_dataset_dir
-from harness.llm import ContextTooLong
-from harness.results import read_jsonl
-from harness.types import LLMResponse, Usage
-from systems.index import chunk_articles
-from harness.types import Article
+from freshrag.builders.styles.needs import (BLANK, FAILED, NEED_FUNCTION, NEEDS_FILE, QUESTION,
+                                            NeedsError, NeedsPlan, generate_need_questions,
+                                            needs_funnel, parse_need_reply, read_needs)
+from freshrag.core.dataset import load_dataset_dir
+from freshrag.llm.client import ContextTooLong
+from freshrag.core.results import read_jsonl
+from freshrag.core.types import LLMResponse, Usage
+from freshrag.systems.retrieval.index import chunk_articles
+from freshrag.core.types import Article
 from tests.fakes import ScriptedLLM, ToolReply
 
 NEEDS = ("Results of local elections", "Casualties of disasters")

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from builders.needs import NEEDS_FILE, read_needs
-from harness.cli import main
-from harness.results import read_jsonl, read_samples
+from freshrag.builders.styles.needs import NEEDS_FILE, read_needs
+from freshrag.cli.main import main
+from freshrag.core.results import read_jsonl, read_samples
 from tests.fake_openai_server import FakeOpenAIServer, default_reply
 from tests.fakes import use_endpoint
 from tests.wikidump import article_pages, write_dump

@@ -7,15 +7,15 @@ from datetime import date
 
 import pytest
 
-from builders.pages import DISAMBIGUATION, REDIRECT, TOO_SHORT, VANISHED, Page
-from builders.prompts import ARTICLE_CHARS, QUESTION_PROMPTS
-from builders.manifest import check_settings, funnel, update_manifest
-from builders.stages import (ARTICLES, QUESTIONS, RECENCY, SAMPLE, BuildConfig, BuildError,
-                             classify_recency, clean_question, filter_created, generate_questions,
-                             read_titles, sample_articles)
-from harness.dataset import load_dataset_dir
-from harness.results import read_jsonl
-from harness.llm import ContextTooLong
+from freshrag.builders.sources.pages import DISAMBIGUATION, REDIRECT, TOO_SHORT, VANISHED, Page
+from freshrag.builders.prompts import ARTICLE_CHARS, QUESTION_PROMPTS
+from freshrag.builders.manifest import check_settings, funnel, update_manifest
+from freshrag.builders.stages import (ARTICLES, QUESTIONS, RECENCY, SAMPLE, BuildConfig,
+                                      BuildError, classify_recency, clean_question, filter_created,
+                                      generate_questions, read_titles, sample_articles)
+from freshrag.core.dataset import load_dataset_dir
+from freshrag.core.results import read_jsonl
+from freshrag.llm.client import ContextTooLong
 from tests.fakes import ScriptedLLM, ToolReply
 
 CUTOFF = date(2021, 9, 30)

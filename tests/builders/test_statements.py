@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from builders.critiques import drop_reason, parse_critique, parse_thresholds
-from builders.forced import ReplyError
-from builders.statement_questions import write_candidate
-from builders.statements import Slot, extract, parse_label_spec, pick_statement, plan
+from freshrag.builders.styles.critiques import drop_reason, parse_critique, parse_thresholds
+from freshrag.builders.forced import ReplyError
+from freshrag.builders.styles.statement_questions import write_candidate
+from freshrag.builders.styles.statements import (Slot, extract, parse_label_spec, pick_statement,
+                                                 plan)
 from tests.fakes import ScriptedLLM, ToolReply
 
 

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from harness.cli import main
-from harness.dataset import load_dataset_dir
-from harness.results import read_jsonl, read_samples
+from freshrag.cli.main import main
+from freshrag.core.dataset import load_dataset_dir
+from freshrag.core.results import read_jsonl, read_samples
 from tests import WIKIRAG
 from tests.fake_openai_server import FakeOpenAIServer, default_reply
 from tests.fakes import use_endpoint

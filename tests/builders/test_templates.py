@@ -1,12 +1,13 @@
-"""SQL query templates (builders/templates.py): filled from a small fact table and executed; empty
+"""SQL query templates (builders/styles/templates.py): filled from a small fact table and executed; empty
 and ambiguous results dropped; a templates file checked, each problem named."""
 
 import sqlite3
 
 import pytest
 
-from builders.facts import SCHEMA
-from builders.templates import TemplateError, builtin_templates, fill_templates, load_templates
+from freshrag.builders.styles.facts import SCHEMA
+from freshrag.builders.styles.templates import (TemplateError, builtin_templates, fill_templates,
+                                                load_templates)
 
 FACTS = [
     ("Bridge A", "bridge", "opened", "14 March 2026", "2026-03-14"),

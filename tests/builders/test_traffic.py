@@ -7,11 +7,11 @@ from collections import Counter
 
 import pytest
 
-from builders.general_queries import GENERAL_QUERIES
-from builders.mix import counts_for
-from harness.cli import main
-from harness.results import read_jsonl, read_samples
-from harness.scoring.judge import GENERAL_JUDGE_PROMPT, JUDGE_PROMPT
+from freshrag.builders.traffic.general_queries import GENERAL_QUERIES
+from freshrag.builders.traffic.mix import counts_for
+from freshrag.cli.main import main
+from freshrag.core.results import read_jsonl, read_samples
+from freshrag.scoring.judge import GENERAL_JUDGE_PROMPT, JUDGE_PROMPT
 from tests import WIKIRAG
 from tests.builders.test_build_cli import CUTOFF, fake  # noqa: F401 - the fixture
 from tests.wikidump import STAND_IN_CREATED, article_pages, write_dump

@@ -1,7 +1,7 @@
 """What every fuzz test shares: the command run in process, the checks of a refusal, snapshots of
 what was on disk, and the example budget.
 
-`invoke` calls `harness.cli.main` as the `freshrag` command would, with its own stdout and
+`invoke` calls `freshrag.cli.main.main` as the `freshrag` command would, with its own stdout and
 stderr; an argparse error ends in SystemExit, whose status it returns like any other. An exception
 that escapes `main` is not caught: it fails the test, since that is the traceback a user would see.
 """
@@ -22,7 +22,7 @@ from typing import Iterator
 import pytest
 from hypothesis import settings
 
-from harness.cli import main
+from freshrag.cli.main import main
 
 CI_EXAMPLES = 100  # the "ci" profile's max_examples, against which budget() scales
 
@@ -109,7 +109,7 @@ def scratch(server=None) -> Iterator[tuple[Path, pytest.MonkeyPatch]]:
     function-scoped tmp_path), the environment pointed at the fake server if one is given."""
     with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
         mp.chdir(tmp)  # no freshrag.toml, no results/ of the worktree
-        mp.setattr("harness.cli_common.LocalServer", _no_local_server)
+        mp.setattr("freshrag.cli.common.LocalServer", _no_local_server)
         if server is not None:
             use_fake(server, mp)
         yield Path(tmp), mp

@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.config import MAX_ATTEMPTS, MAX_TIMEOUT_S, TOP_LEVEL, load_settings
+from freshrag.core.config import MAX_ATTEMPTS, MAX_TIMEOUT_S, TOP_LEVEL, load_settings
 from tests.fuzz.support import (assert_no_calls, assert_refused, budget, invoke, scratch,
                                 snapshot, write_dataset)
 from tests.fuzz.urls import BAD_URLS, GOOD_URLS

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import textfile
-from harness.dataset import load_articles, load_dataset
+from freshrag.core import textfile
+from freshrag.core.dataset import load_articles, load_dataset
 from tests.fuzz.support import (ARTICLES, QUESTIONS, assert_no_calls, assert_refused, budget,
                                 invoke, scratch, use_fake)
 

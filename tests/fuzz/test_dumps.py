@@ -13,7 +13,7 @@ import mwtypes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builders.export import DumpPage, Revision, write_dump
+from freshrag.builders.sources.export import DumpPage, Revision, write_dump
 from tests.fuzz.support import assert_no_calls, assert_refused, budget, invoke, scratch
 
 # Characters XML 1.0 allows in text (an illegal one is a parse error, tested by the junk tests).

@@ -5,8 +5,8 @@ run directory exists, and never shows a key; a key's surrounding whitespace is d
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.config import load_settings
-from harness.types import ROLES
+from freshrag.core.config import load_settings
+from freshrag.core.types import ROLES
 from tests.fuzz.support import (assert_no_calls, assert_refused, budget, invoke, scratch,
                                 write_dataset)
 from tests.fuzz.urls import BAD_URLS, GOOD_URLS

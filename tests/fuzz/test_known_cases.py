@@ -94,7 +94,7 @@ def test_the_known_cases_show_no_traceback_as_a_user_runs_them(tmp_path, case):
     else:
         env["FRESHRAG_BASE_URL"] = "not a url"
     argv = [str(arg) for arg in run_argv(tmp_path)]
-    done = subprocess.run([sys.executable, "-m", "harness", *argv], cwd=tmp_path, env=env,
+    done = subprocess.run([sys.executable, "-m", "freshrag", *argv], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.cli import _parser
-from harness.options import share
+from freshrag.cli.main import _parser
+from freshrag.cli.options import share
 from tests.fuzz.support import (assert_no_calls, assert_refused, budget, invoke, scratch,
                                 snapshot, write_dataset)
 from tests.fuzz.urls import BAD_URLS, GOOD_URLS
@@ -195,7 +195,7 @@ def test_an_overlap_not_below_the_chunk_size_is_refused_before_any_call(server, 
 @settings(max_examples=budget(20))
 @given(names=st.lists(TEXT.filter(lambda t: "," not in t and t.strip()), min_size=1, max_size=3))
 def test_an_unknown_system_is_refused_listing_the_systems(server, names):
-    from systems import SYSTEMS
+    from freshrag.systems import SYSTEMS
 
     if all(name.strip() in SYSTEMS for name in names):
         return

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builders.export import DumpPage, Revision, write_dump
-from harness.results import REQUIRED, SAMPLE_FIELDS, read_samples
+from freshrag.builders.sources.export import DumpPage, Revision, write_dump
+from freshrag.core.results import REQUIRED, SAMPLE_FIELDS, read_samples
 from tests.fuzz.support import (assert_no_calls, assert_refused, budget, full_disk, invoke,
                                 read_only, scratch, snapshot, use_fake, write_dataset)
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.results import MANIFEST, SAMPLES, JsonlWriter
+from freshrag.core.results import MANIFEST, SAMPLES, JsonlWriter
 
 
 def usage(tokens: tuple[int, int]) -> dict[str, Any]:

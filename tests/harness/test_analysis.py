@@ -5,9 +5,9 @@ import statistics
 
 import pytest
 
-from harness.reporting import analysis
-from harness.cli import main
-from harness.results import JsonlWriter
+from freshrag.reporting import analysis
+from freshrag.cli.main import main
+from freshrag.core.results import JsonlWriter
 
 
 def row(question, system, truth=5, rel=5, retrieved=None, decision=None, tokens=(100, 10),

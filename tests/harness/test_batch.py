@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.batch import TRIES
-from harness.cli import main
-from harness.results import read_samples
+from freshrag.cost.batch import TRIES
+from freshrag.cli.main import main
+from freshrag.core.results import read_samples
 from tests.fake_batches import FakeBatches, kill_while_polling
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import use_endpoint
@@ -83,7 +83,7 @@ def test_a_process_killed_mid_poll_resumes_polling_without_resubmitting(tmp_path
     with FakeOpenAIServer(batches=fake) as server:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "FRESHRAG_BASE_URL": server.base_url,
                "FRESHRAG_API_KEY": "sk-x", "FRESHRAG_MODEL": "fake-model"}
-        command = [sys.executable, "-m", "harness", "run", *write_dataset(tmp_path, 20)]
+        command = [sys.executable, "-m", "freshrag", "run", *write_dataset(tmp_path, 20)]
         kill_while_polling(command, env, tmp_path, fake)  # polling the first batch
         open_at_kill = set(fake.batches)  # round 1: one batch per role, none finished yet
         assert open_at_kill and all(b["object"]["status"] == "in_progress"

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from harness.cli import main
-from harness.reporting import breakdown, report
-from harness.results import SAMPLES, JsonlWriter
+from freshrag.cli.main import main
+from freshrag.reporting import breakdown, report
+from freshrag.core.results import SAMPLES, JsonlWriter
 from tests.harness.test_html_report import chromium, dump_dom, parse, sample_rows
 
 LABELS = {"q1": "fact_single", "q2": "fact_single", "q3": "summary"}  # q4 and A_r: none

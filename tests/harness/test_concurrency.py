@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from harness.concurrency import map_with_progress
+from freshrag.core.concurrency import map_with_progress
 
 
 def test_serial_runs_in_the_calling_thread():

@@ -1,6 +1,6 @@
 import pytest
 
-from harness.config import LOCAL, ConfigError, load_settings
+from freshrag.core.config import LOCAL, ConfigError, load_settings
 
 
 def test_defaults_put_every_role_on_the_local_server():

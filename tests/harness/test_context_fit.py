@@ -1,16 +1,16 @@
 """One rule fits an article to a model's window: on a context overflow the text is halved, at
-most twice (`harness.llm.chat_fitting`). The builder's recency classifier (tests/builders), the
+most twice (`freshrag.llm.client.chat_fitting`). The builder's recency classifier (tests/builders), the
 judge and the oracle use it, and record the cut; what is still too long after the halvings is an
 unscored grade (judge) or a failed pair (oracle), with the reason."""
 
 import pytest
 
-from harness.scoring import judge
-from harness.dataset import Dataset
-from harness.llm import ContextTooLong, chat_fitting
-from harness.runner import CallRecorder, answer_and_grade
-from harness.types import Article, Question, SystemContext
-from systems import SYSTEMS
+from freshrag.scoring import judge
+from freshrag.core.dataset import Dataset
+from freshrag.llm.client import ContextTooLong, chat_fitting
+from freshrag.run.runner import CallRecorder, answer_and_grade
+from freshrag.core.types import Article, Question, SystemContext
+from freshrag.systems import SYSTEMS
 from tests.fakes import ScriptedLLM, ToolReply
 
 TOO_LONG = ContextTooLong("judge endpoint http://x/v1 failed after 1 attempt(s): HTTP 400: "

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.budget import Budget, BudgetExceeded
-from harness.cli import main
-from harness.config import load_settings
-from harness.results import read_samples
-from harness.tokens import count_messages
+from freshrag.cost.budget import Budget, BudgetExceeded
+from freshrag.cli.main import main
+from freshrag.core.config import load_settings
+from freshrag.core.results import read_samples
+from freshrag.llm.tokens import count_messages
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import use_endpoint
 

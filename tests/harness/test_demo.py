@@ -5,13 +5,13 @@ and the HTML report. The real models' timing is measured by hand (README, Measur
 import json
 from datetime import date
 
-from builders.cutoffs import created_after
-from builders.dump import DumpSource
-from harness.cli import main
-from harness.dataset import example_dir
-from harness.demo import DEMO_CUTOFF, DEMO_TODAY
-from harness.results import read_jsonl, read_samples
-from systems import SYSTEMS
+from freshrag.builders.cutoffs import created_after
+from freshrag.builders.sources.dump import DumpSource
+from freshrag.cli.main import main
+from freshrag.core.dataset import example_dir
+from freshrag.cli.demo import DEMO_CUTOFF, DEMO_TODAY
+from freshrag.core.results import read_jsonl, read_samples
+from freshrag.systems import SYSTEMS
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import use_endpoint
 

@@ -5,7 +5,7 @@ forms from their retrieved context, and the paired test per wording axis."""
 import pytest
 from scipy.stats import binomtest
 
-from harness.reporting.groups import analyse_groups, paired_test, verdict
+from freshrag.reporting.groups import analyse_groups, paired_test, verdict
 
 REFERENCE = "14 March 2026"
 

@@ -23,9 +23,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from harness.reporting import plots
-from harness.cli import main
-from harness.results import SAMPLES, JsonlWriter
+from freshrag.reporting.render import plots
+from freshrag.cli.main import main
+from freshrag.core.results import SAMPLES, JsonlWriter
 
 SCRIPT_ANSWER = "<script>alert(1)</script> The answer is 42."
 EVIL_TITLE = '<img src="http://evil.example/x.png">'

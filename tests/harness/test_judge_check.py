@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from harness.cli import main
-from harness.reporting.judge_check import degenerate_fields
-from harness.scoring.probes import ABSTAIN
+from freshrag.cli.main import main
+from freshrag.reporting.judge_check import degenerate_fields
+from freshrag.scoring.probes import ABSTAIN
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import discerning_judge, use_endpoint
 from tests.harness.runs import sample

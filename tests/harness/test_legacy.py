@@ -12,9 +12,9 @@ from fractions import Fraction
 
 import pytest
 
-from harness.cli import main
-from harness.legacy import LegacyError, load_pickle, retrieved_titles
-from harness.results import read_samples
+from freshrag.cli.main import main
+from freshrag.run.legacy import LegacyError, load_pickle, retrieved_titles
+from freshrag.core.results import read_samples
 
 
 def row(i, truthfulness=None, relevance=None, n_in=100, n_out=10, retrieved=False, context=""):

@@ -3,10 +3,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from harness.cache import ResponseCache
-from harness.config import LLMSettings, RoleConfig
-from harness.llm import ContextTooLong, EndpointError, EndpointUnreachable, LLMClient
-from harness.local_server import free_port
+from freshrag.llm.cache import ResponseCache
+from freshrag.core.config import LLMSettings, RoleConfig
+from freshrag.llm.client import ContextTooLong, EndpointError, EndpointUnreachable, LLMClient
+from freshrag.llm.local_server import free_port
 from tests.fake_openai_server import FakeOpenAIServer, FaultPlan
 
 SECRET = "sk-test-secret-123"

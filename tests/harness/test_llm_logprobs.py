@@ -2,7 +2,7 @@
 caller wants them, kept per token with their alternatives, replayed from the cache, and None
 where the endpoint gives none."""
 
-from harness.cache import ResponseCache
+from freshrag.llm.cache import ResponseCache
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.harness.test_llm import MESSAGES, client
 

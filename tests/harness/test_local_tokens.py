@@ -1,5 +1,5 @@
 """The dry run's token counters: the embedded model's requests rendered by llama-cpp-python's
-own chat handler (harness/local_tokens.py), every other model's counted by tiktoken, and the
+own chat handler (harness/llm/local_tokens.py), every other model's counted by tiktoken, and the
 estimate table naming which counted. The real tokenizer against the real server is in
 tests/integration/test_local_token_counts.py; here a vocabulary that counts characters shows
 which prompt the handler rendered for each kind of tool choice."""
@@ -7,9 +7,9 @@ which prompt the handler rendered for each kind of tool choice."""
 import pytest
 from llama_cpp.llama_chat_format import get_chat_completion_handler
 
-from harness.cli import main
-from harness.local_server import CHAT_FORMAT
-from harness.local_tokens import LocalTokenizer
+from freshrag.cli.main import main
+from freshrag.llm.local_server import CHAT_FORMAT
+from freshrag.llm.local_tokens import LocalTokenizer
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import use_endpoint
 from tests.harness.test_costs import table, write_dataset

@@ -1,9 +1,9 @@
-"""Reference matching of grounded answers (harness/scoring/reference.py): the normalised forms the
+"""Reference matching of grounded answers (harness/core/reference.py): the normalised forms the
 fact table stores, and whether an answer states a reference value."""
 
 import pytest
 
-from harness.scoring.reference import matches, normalise
+from freshrag.core.reference import matches, normalise
 
 
 @pytest.mark.parametrize("value, expected", [

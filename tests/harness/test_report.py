@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from harness.reporting import report
+from freshrag.reporting import report
 
 
 def row(system, t=None, r=None, status="ok", reason=None, retrievals=0, answer=(100, 10), judge=(500, 5),

@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from harness.reporting import analysis, plots, report
-from harness.cli import main
-from harness.results import SAMPLES
+from freshrag.reporting import analysis, report
+from freshrag.reporting.render import plots
+from freshrag.cli.main import main
+from freshrag.core.results import SAMPLES
 from tests.harness.runs import sample, write_run
 
 # ------------------------------------------------------------------ item 4: a run with no rows

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.results import read_samples
+from freshrag.cli.main import main
+from freshrag.core.results import read_samples
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import is_call_of, use_endpoint
 
@@ -190,7 +190,7 @@ def test_sigkill_mid_run_then_resume_redoes_nothing_finished(tmp_path):
     q, a = write_dataset(tmp_path, n=12)
     with FakeOpenAIServer(delay=0.15) as server:
         env = {**os.environ, "FRESHRAG_BASE_URL": server.base_url, "FRESHRAG_API_KEY": SECRET}
-        command = [sys.executable, "-m", "harness", "run", "--questions", str(q), "--articles", str(a),
+        command = [sys.executable, "-m", "freshrag", "run", "--questions", str(q), "--articles", str(a),
                    "--out", str(tmp_path / "run"), "--systems", "baseline,oracle", "--concurrency", "3"]
         process = subprocess.Popen(command, env=env, cwd=ROOT, stderr=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL)
@@ -237,7 +237,7 @@ def test_a_row_torn_by_a_kill_is_dropped_and_its_pair_run_again(tmp_path, fake):
 
 
 def test_unreachable_endpoint_stops_the_run_naming_the_url(tmp_path, monkeypatch, capsys):
-    from harness.local_server import free_port
+    from freshrag.llm.local_server import free_port
     url = f"http://127.0.0.1:{free_port()}/v1"
     monkeypatch.setenv("FRESHRAG_BASE_URL", url)
     monkeypatch.setenv("FRESHRAG_API_KEY", SECRET)

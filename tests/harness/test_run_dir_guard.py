@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from harness.scoring import judge
-from harness.cli import main
-from harness.results import read_samples
+from freshrag.scoring import judge
+from freshrag.cli.main import main
+from freshrag.core.results import read_samples
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import held, use_endpoint
 from tests.harness.test_run_cli import SECRET, write_dataset
@@ -232,14 +232,14 @@ def test_a_second_writer_is_refused_naming_the_first_ones_pid(tmp_path, fake, ho
 def test_the_lock_is_released_when_a_run_ends(tmp_path, fake):
     assert run(tmp_path) == 0
     assert import_into(tmp_path, tmp_path / "imported") == 0
-    from harness.rundir import locked
+    from freshrag.core.rundir import locked
     for directory in (tmp_path / "run", tmp_path / "imported"):
         with locked(directory):  # would be refused if the command had kept it
             pass
 
 
 def test_a_run_from_before_the_lexical_side_counts_as_text_weight_0():
-    from harness.rundir import identity
+    from freshrag.core.rundir import identity
     old = {"config": {}, "llm": {"roles": {}}, "systems": ["naive"],
            "index": {"chunk_size": 1024, "chunk_overlap": 48, "top_k": 5}}
     now = {**old, "index": {**old["index"], "text_weight": 0.2}}

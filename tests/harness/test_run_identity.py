@@ -9,9 +9,9 @@ import pickle
 
 import pytest
 
-from harness.reporting import analysis, identity, report
-from harness.cli import main
-from harness.legacy import import_legacy
+from freshrag.reporting import analysis, identity, report
+from freshrag.cli.main import main
+from freshrag.run.legacy import import_legacy
 from tests.harness.runs import sample, write_run
 from tests.harness.test_html_report import parse
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.dataset import Dataset
-from harness.llm import EndpointError
-from harness.runner import CallRecorder, answer_and_grade
-from harness.results import read_samples
-from harness.types import Article, Question, RetrievedChunk, SystemContext, Usage
-from systems import SYSTEMS
+from freshrag.core.dataset import Dataset
+from freshrag.llm.client import EndpointError
+from freshrag.run.runner import CallRecorder, answer_and_grade
+from freshrag.core.results import read_samples
+from freshrag.core.types import Article, Question, RetrievedChunk, SystemContext, Usage
+from freshrag.systems import SYSTEMS
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import FakeRetriever, ScriptedLLM, ToolReply
 from tests.harness.test_run_cli import run_cli

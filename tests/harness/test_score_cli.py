@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from harness.cli import main
-from harness.results import read_jsonl
-from harness.scoring.store import SCORES, read_scores
+from freshrag.cli.main import main
+from freshrag.core.results import read_jsonl
+from freshrag.scoring.store import SCORES, read_scores
 from tests.fake_openai_server import FakeOpenAIServer, _forced_tool_name, default_reply
 from tests.fakes import use_endpoint
 from tests.harness.test_run_cli import SECRET, write_dataset
@@ -189,7 +189,7 @@ def test_sigkill_mid_pass_then_resume_asks_no_finished_call_again(tmp_path, fake
     fake.delay = 0.1
     fake.requests.clear()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "harness", "score", str(run), "--scorers",
+    command = [sys.executable, "-m", "freshrag", "score", str(run), "--scorers",
                "faithfulness,claims,abstention", "--concurrency", "2"]
     process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)

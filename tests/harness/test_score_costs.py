@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from harness.cli import main
-from harness.scoring.store import SCORES, read_scores
-from harness.tokens import count_messages
+from freshrag.cli.main import main
+from freshrag.scoring.store import SCORES, read_scores
+from freshrag.llm.tokens import count_messages
 from tests.fake_batches import FakeBatches, kill_while_polling
 from tests.fake_openai_server import FakeOpenAIServer, _forced_tool_name
 from tests.fakes import use_endpoint
@@ -190,7 +190,7 @@ def test_a_killed_batch_score_pass_resumes_polling_without_resubmitting(tmp_path
         run = make_run(tmp_path, n=3)
         server.reset_counts()
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        command = [sys.executable, "-m", "harness", "score", str(run), "--scorers",
+        command = [sys.executable, "-m", "freshrag", "score", str(run), "--scorers",
                    "faithfulness,abstention", "--batch", "--batch-poll", "0.05"]
         kill_while_polling(command, env, tmp_path, fake)  # polling the first batch
         open_at_kill = set(fake.batches)

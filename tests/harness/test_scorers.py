@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from harness.scoring import SCORERS
-from harness.scoring.base import ScoreInput, sentences
-from harness.scoring.scorepass import make_scorers
-from harness.types import Article, Question
+from freshrag.scoring import SCORERS
+from freshrag.scoring.base import ScoreInput, sentences
+from freshrag.scoring.scorepass import make_scorers
+from freshrag.core.types import Article, Question
 from tests.fakes import BagOfWordsEmbedder, ScriptedLLM, ToolReply
 
 ARTICLE = Article("Lake Town", "Lake Town has four bridges. Its mayor is Ola Berg. It hosts a fair.")
@@ -197,7 +197,7 @@ def test_judge_scorer_repeat_k_asks_attempts_of_its_own(script, status, metrics)
 
 
 def test_every_scorer_has_a_role_and_its_metrics():
-    from harness.types import ROLES
+    from freshrag.core.types import ROLES
     for name, factory in SCORERS.items():
         scorer = factory()
         assert scorer.name == name and scorer.role in ROLES and scorer.metrics

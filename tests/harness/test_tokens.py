@@ -1,4 +1,4 @@
-from harness.tokens import count_text, encoding_for, estimate_usage
+from freshrag.llm.tokens import count_text, encoding_for, estimate_usage
 
 
 def test_unknown_models_fall_back_to_a_cl100k_encoding():

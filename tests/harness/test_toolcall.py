@@ -1,10 +1,10 @@
-"""The one reading of a forced call's arguments (harness/toolcall.py) that the judge, scorers,
+"""The one reading of a forced call's arguments (harness/llm/toolcall.py) that the judge, scorers,
 deciders and builders share: what it accepts, and the reason it gives for each fault."""
 
 import pytest
 
-from harness.toolcall import ReplyError, tool_arguments
-from harness.types import LLMResponse, Usage
+from freshrag.llm.toolcall import ReplyError, tool_arguments
+from freshrag.core.types import LLMResponse, Usage
 
 
 def response(arguments_text, name="f", text=None):

@@ -8,9 +8,9 @@ import math
 
 import pytest
 
-from harness.cli import main
-from harness.results import read_samples
-from systems.prompts import NEED_PROMPT
+from freshrag.cli.main import main
+from freshrag.core.results import read_samples
+from freshrag.systems.prompts import NEED_PROMPT
 from tests.fake_openai_server import FakeOpenAIServer, default_reply
 from tests.fakes import use_endpoint
 from tests.harness.test_run_cli import SECRET

@@ -21,7 +21,7 @@ DATA = WIKIRAG
 @pytest.fixture(scope="session")
 def shared_index_dir(tmp_path_factory) -> Path:
     directory = tmp_path_factory.mktemp("index")
-    built = subprocess.run([sys.executable, "-m", "harness", "index", "--articles",
+    built = subprocess.run([sys.executable, "-m", "freshrag", "index", "--articles",
                             str(DATA / "articles.jsonl"), "--index-dir", str(directory)],
                            capture_output=True, text=True, timeout=1200)
     assert built.returncode == 0, built.stderr[-2000:]

@@ -18,11 +18,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from builders.mediawiki import MediaWikiSource
-from builders.pages import DISAMBIGUATION, REDIRECT, TOO_SHORT, VANISHED
-from builders.stages import SAMPLE, BuildConfig, sample_articles
-from harness.cli import main
-from harness.results import read_jsonl
+from freshrag.builders.sources.mediawiki import MediaWikiSource
+from freshrag.builders.sources.pages import DISAMBIGUATION, REDIRECT, TOO_SHORT, VANISHED
+from freshrag.builders.stages import SAMPLE, BuildConfig, sample_articles
+from freshrag.cli.main import main
+from freshrag.core.results import read_jsonl
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.integration.mediawiki import SeededMediaWiki
 

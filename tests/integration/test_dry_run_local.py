@@ -20,7 +20,7 @@ COMMAND = ["run", "--limit", "1", "--systems", "baseline", "--no-probe"]
 
 def freshrag(tmp_path: Path, *args: str, timeout: float) -> subprocess.CompletedProcess:
     env = {key: value for key, value in os.environ.items() if not key.startswith("FRESHRAG_")}
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=tmp_path, text=True,
+    return subprocess.run([sys.executable, "-m", "freshrag", *args], cwd=tmp_path, text=True,
                           capture_output=True, timeout=timeout,
                           env={**env, "PYTHONPATH": str(ROOT)})
 

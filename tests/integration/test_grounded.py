@@ -14,11 +14,11 @@ import sqlite3
 
 import pytest
 
-from builders.facts import FACTS
-from builders.grounded import FAILED, QUERIES
-from harness.cli import main
-from harness.demo import example_pages, write_example_dump
-from harness.results import read_jsonl, read_samples
+from freshrag.builders.styles.facts import FACTS
+from freshrag.builders.styles.grounded import FAILED, QUERIES
+from freshrag.cli.main import main
+from freshrag.cli.demo import example_pages, write_example_dump
+from freshrag.core.results import read_jsonl, read_samples
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.integration.mediawiki import LocalMediaWiki
 from tests.wikidump import write_dump

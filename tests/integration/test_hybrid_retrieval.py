@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.dataset import load_articles, load_dataset
-from systems.embeddings import LocalMiniLM
-from systems.index import IndexConfig, open_index
+from freshrag.core.dataset import load_articles, load_dataset
+from freshrag.systems.retrieval.embeddings import LocalMiniLM
+from freshrag.systems.retrieval.index import IndexConfig, open_index
 from tests.integration.conftest import DATA
 
 pytestmark = pytest.mark.integration
@@ -50,7 +50,7 @@ def built(small, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
 
 
 def freshrag(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "freshrag", *args], capture_output=True,
                           text=True, timeout=600, cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT), **NO_LLM})
 
@@ -87,7 +87,7 @@ def test_retrieval_at_each_weight_agrees_with_the_scan(small, built):
     questions = dataset.questions[:8]
     embedder = LocalMiniLM()
     config = IndexConfig(directory=built[0])
-    from systems.retrieval_scan import scan
+    from freshrag.systems.retrieval.scan import scan
 
     index = open_index(dataset.articles, config, embedder, progress=False)
     try:

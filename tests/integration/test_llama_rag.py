@@ -14,8 +14,8 @@ import sys
 
 import pytest
 
-from harness.results import read_samples
-from systems import SYSTEMS
+from freshrag.core.results import read_samples
+from freshrag.systems import SYSTEMS
 from tests.integration.conftest import DATA
 from tests.integration.test_llama_run import clean_env
 
@@ -115,7 +115,7 @@ def check_grade(row: dict, judge_calls: list[dict]) -> None:
 def test_all_systems_answer_with_the_real_model(tmp_path, shared_index_dir):
     out = tmp_path / "run"
     done = subprocess.run(
-        [sys.executable, "-m", "harness", "run", "--questions", str(DATA / "questions-A_f.jsonl"),
+        [sys.executable, "-m", "freshrag", "run", "--questions", str(DATA / "questions-A_f.jsonl"),
          "--articles", str(DATA / "articles.jsonl"), "--limit", str(QUESTIONS), "--out", str(out),
          "--systems", ",".join(SYSTEMS), "--index-dir", str(shared_index_dir), "--seed", "7",
          "--no-probe"],  # the judge probes have their own test (test_probe_judge.py)

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from harness.results import read_samples
+from freshrag.core.results import read_samples
 from tests import WIKIRAG
 
 pytestmark = pytest.mark.integration
@@ -28,7 +28,7 @@ QUESTIONS = 5
 
 
 def freshrag_run(out: Path) -> list[str]:
-    return [sys.executable, "-m", "harness", "run", "--questions", str(DATA / "questions-A_f.jsonl"),
+    return [sys.executable, "-m", "freshrag", "run", "--questions", str(DATA / "questions-A_f.jsonl"),
             "--articles", str(DATA / "articles.jsonl"), "--limit", str(QUESTIONS), "--out", str(out),
             "--systems", "baseline,oracle", "--concurrency", "1", "--seed", "7",
             "--no-probe"]  # the judge probes have their own test (test_probe_judge.py)

@@ -1,7 +1,7 @@
 """The dry run's input count of a request to the embedded model equals the prompt tokens the
 real server (llama.cpp, SmolLM2-135M) reports for it: both render the request with
 llama-cpp-python's `chatml-function-calling` handler and tokenize with SmolLM2's vocabulary
-(harness/local_tokens.py). Three of the project's own requests, each kind of tool choice once:
+(harness/llm/local_tokens.py). Three of the project's own requests, each kind of tool choice once:
 an answer (no tools), the boolean agent's decision (tool choice "auto") and the judge (forced).
 
 Exact, not approximate: the only way the two could part is a model that, with tool choice
@@ -13,14 +13,14 @@ import os
 
 import pytest
 
-from harness.config import load_settings
-from harness.dataset import example_dir, load_dataset_dir
-from harness.estimate import MadeUpReply, counters
-from harness.llm import LLMClient
-from harness.local_server import GGUF_FILE, LocalServer
-from harness.scoring.judge import GRADE_TOOL, judge_messages
-from harness.tokens import TiktokenCounter
-from systems.prompts import BOOLEAN_PROMPT, RETRIEVE_TOOL, answer_messages
+from freshrag.core.config import load_settings
+from freshrag.core.dataset import example_dir, load_dataset_dir
+from freshrag.cost.estimate import MadeUpReply, counters
+from freshrag.llm.client import LLMClient
+from freshrag.llm.local_server import GGUF_FILE, LocalServer
+from freshrag.scoring.judge import GRADE_TOOL, judge_messages
+from freshrag.llm.tokens import TiktokenCounter
+from freshrag.systems.prompts import BOOLEAN_PROMPT, RETRIEVE_TOOL, answer_messages
 
 pytestmark = pytest.mark.integration
 

@@ -1,5 +1,5 @@
 """The local MediaWiki behaves as the builder's live-wiki source needs: checked over plain HTTP
-against its api.php (the same queries `builders.mediawiki` makes through mwclient and
+against its api.php (the same queries `freshrag.builders.sources.mediawiki` makes through mwclient and
 wikipedia-api), then through `MediaWikiSource.fetch` itself."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import requests
 
-from builders.mediawiki import DISAMBIGUATION_TEMPLATES, MediaWikiSource
-from builders.pages import DISAMBIGUATION, REDIRECT, VANISHED
+from freshrag.builders.sources.mediawiki import DISAMBIGUATION_TEMPLATES, MediaWikiSource
+from freshrag.builders.sources.pages import DISAMBIGUATION, REDIRECT, VANISHED
 from tests.wikidump import STAND_IN_CREATED, DumpPage
 
 pytestmark = pytest.mark.integration

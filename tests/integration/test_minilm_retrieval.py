@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from harness.dataset import load_articles
-from systems.embeddings import LocalMiniLM
-from systems.index import IndexConfig, chunk_articles, open_index
+from freshrag.core.dataset import load_articles
+from freshrag.systems.retrieval.embeddings import LocalMiniLM
+from freshrag.systems.retrieval.index import IndexConfig, chunk_articles, open_index
 from tests.integration.conftest import DATA
 
 pytestmark = pytest.mark.integration

@@ -21,8 +21,8 @@ import sys
 
 import pytest
 
-from harness.results import read_jsonl, read_samples
-from harness.scoring.judge import GENERAL_JUDGE_PROMPT
+from freshrag.core.results import read_jsonl, read_samples
+from freshrag.scoring.judge import GENERAL_JUDGE_PROMPT
 from tests.integration.conftest import DATA
 from tests.integration.test_llama_run import clean_env
 from tests.wikidump import STAND_IN_CREATED
@@ -35,7 +35,7 @@ CUTOFF = "2021-09-30"
 
 
 def harness(*args, cwd, timeout=1800):  # minutes on a 2-core machine shared with other jobs
-    done = subprocess.run([sys.executable, "-m", "harness", *args], env=clean_env(), cwd=cwd,
+    done = subprocess.run([sys.executable, "-m", "freshrag", *args], env=clean_env(), cwd=cwd,
                           capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr[-3000:]
     return done

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from builders.needs import NEEDS_FILE, read_needs
-from harness.results import read_jsonl, read_samples
+from freshrag.builders.styles.needs import NEEDS_FILE, read_needs
+from freshrag.core.results import read_jsonl, read_samples
 from tests import WIKIRAG
 from tests.wikidump import article_pages, write_dump
 
@@ -30,7 +30,7 @@ TITLES = ("2022 South Cambridgeshire District Council election",
 
 def freshrag(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FRESHRAG_", "OPENAI_"))}
-    done = subprocess.run([sys.executable, "-m", "harness", *args], env=env, cwd=cwd,
+    done = subprocess.run([sys.executable, "-m", "freshrag", *args], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     return done

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 
 def probe(tmp_path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FRESHRAG_", "OPENAI_"))}
-    return subprocess.run([sys.executable, "-m", "harness", "probe-judge", "--probe-k", "4"],
+    return subprocess.run([sys.executable, "-m", "freshrag", "probe-judge", "--probe-k", "4"],
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=1200)
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.dataset import example_dir
-from harness.scoring import SCORERS
-from harness.scoring.store import SCORES, read_scores
+from freshrag.core.dataset import example_dir
+from freshrag.scoring import SCORERS
+from freshrag.scoring.store import SCORES, read_scores
 
 pytestmark = pytest.mark.integration
 EVERY = ",".join(SCORERS)
@@ -27,7 +27,7 @@ EVERY = ",".join(SCORERS)
 
 def freshrag(cwd: Path, *argv: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FRESHRAG_", "OPENAI_"))}
-    return subprocess.run([sys.executable, "-m", "harness", *argv], env=env, cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "freshrag", *argv], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=1800)  # a shared machine is slow
 
 

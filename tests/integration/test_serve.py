@@ -9,7 +9,7 @@ import time
 import openai
 import pytest
 
-from harness.scoring.judge import GRADE_TOOL
+from freshrag.scoring.judge import GRADE_TOOL
 
 pytestmark = pytest.mark.integration
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 def test_serve_answers_forced_tool_calls_and_stops_on_ctrl_c():
     # As from a terminal: a test run started in the background of a non-interactive shell
     # inherits SIGINT ignored, and Python then never turns Ctrl-C into KeyboardInterrupt.
-    process = subprocess.Popen([sys.executable, "-m", "harness", "serve"], stdout=subprocess.PIPE,
+    process = subprocess.Popen([sys.executable, "-m", "freshrag", "serve"], stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True,
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:

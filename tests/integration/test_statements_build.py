@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.dataset import load_dataset_dir
-from harness.results import read_jsonl
-from harness.types import LABELS
+from freshrag.core.dataset import load_dataset_dir
+from freshrag.core.results import read_jsonl
+from freshrag.core.types import LABELS
 from tests import WIKIRAG
 from tests.wikidump import article_pages, write_dump
 
@@ -38,7 +38,7 @@ def clean_env() -> dict[str, str]:
 
 def freshrag(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     # no tighter bound than pytest-timeout's on the whole test: a loaded machine is slow, not stuck
-    return subprocess.run([sys.executable, "-m", "harness", *args], env=clean_env(), cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "freshrag", *args], env=clean_env(), cwd=cwd,
                           capture_output=True, text=True, timeout=3000)
 
 

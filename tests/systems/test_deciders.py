@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from harness.types import LLMResponse, Usage
-from systems.confidence import THRESHOLD, retrieve_probability
-from systems.prompts import NEED_PROMPT, NEED_TOP_LOGPROBS, SELF_CHECK_QUESTION
-from systems.self_check import parse_rating
+from freshrag.core.types import LLMResponse, Usage
+from freshrag.systems.confidence import THRESHOLD, retrieve_probability
+from freshrag.systems.prompts import NEED_PROMPT, NEED_TOP_LOGPROBS, SELF_CHECK_QUESTION
+from freshrag.systems.self_check import parse_rating
 from tests.fakes import LogprobReply, ToolReply
 from tests.systems.test_rag_systems import QUESTION, extracts_in, run_system
 

@@ -7,8 +7,9 @@ import json
 import pytest
 from qdrant_client import QdrantClient, models
 
-from harness.reporting.identity import retriever_model
-from systems.index import IndexConfig, RetrievalError, chunk_articles, connect, open_index
+from freshrag.reporting.identity import retriever_model
+from freshrag.systems.retrieval.index import (IndexConfig, RetrievalError, chunk_articles, connect,
+                                              open_index)
 from tests.fakes import BagOfWordsEmbedder
 from tests.systems.test_index import ARTICLES
 
@@ -136,8 +137,8 @@ def test_the_retriever_named_in_reports_carries_the_weight(index, expected):
 def test_a_run_at_a_text_weight_records_it_and_reports_it_apart(tmp_path, monkeypatch, capsys):
     """`freshrag run --text-weight` end to end on the fake server: the manifest records the
     weight, and a report of two runs at two weights shows two retrievers, never one row."""
-    from harness.cli import main
-    from harness.reporting import report
+    from freshrag.cli.main import main
+    from freshrag.reporting import report
     from tests.fake_openai_server import FakeOpenAIServer
     from tests.fakes import use_endpoint
     from tests.harness.test_run_cli import SECRET, write_dataset

@@ -8,12 +8,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy
 import pytest
 
-from harness.config import load_settings
-from harness.llm import LLMClient
-from harness.local_server import free_port
-from harness.types import Article
-from systems.embeddings import EndpointEmbedder, LocalMiniLM
-from systems.index import IndexConfig, RetrievalError, chunk_articles, open_index
+from freshrag.core.config import load_settings
+from freshrag.llm.client import LLMClient
+from freshrag.llm.local_server import free_port
+from freshrag.core.types import Article
+from freshrag.systems.retrieval.embeddings import EndpointEmbedder, LocalMiniLM
+from freshrag.systems.retrieval.index import IndexConfig, RetrievalError, chunk_articles, open_index
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import BagOfWordsEmbedder
 

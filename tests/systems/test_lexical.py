@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from systems.lexical import (B, K1, document_vector, fuse, mean_length, query_vector, term_id,
-                             tokens)
+from freshrag.systems.retrieval.lexical import (B, K1, document_vector, fuse, mean_length,
+                                                query_vector, term_id, tokens)
 
 
 @pytest.mark.parametrize("text, expected", [

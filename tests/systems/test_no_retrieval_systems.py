@@ -1,5 +1,5 @@
-from harness.types import Article, Question, SystemContext, Usage
-from systems import SYSTEMS
+from freshrag.core.types import Article, Question, SystemContext, Usage
+from freshrag.systems import SYSTEMS
 from tests.fakes import ScriptedLLM
 
 ARTICLES = {"Velmora": Article("Velmora", "The Velmora bridge has nine spans. " * 600)}

@@ -2,11 +2,11 @@
 
 import pytest
 
-from harness.tokens import count_messages
-from harness.types import LLMResponse, Question, RetrievedChunk, SystemContext, Usage
-from systems.naive import Naive
-from systems.prompts import ANSWER_MAX_TOKENS
-from systems.rag import TOKEN_MODEL, fitted_messages, parse_decision
+from freshrag.llm.tokens import count_messages
+from freshrag.core.types import LLMResponse, Question, RetrievedChunk, SystemContext, Usage
+from freshrag.systems.naive import Naive
+from freshrag.systems.prompts import ANSWER_MAX_TOKENS
+from freshrag.systems.rag import TOKEN_MODEL, fitted_messages, parse_decision
 from tests.fakes import FakeRetriever, ScriptedLLM
 
 QUESTION = Question("q1", "How many spans does the Velmora bridge have?", "Velmora")

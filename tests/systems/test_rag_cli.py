@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from harness.cli import main
-from harness.local_server import free_port
-from harness.results import read_samples
+from freshrag.cli.main import main
+from freshrag.llm.local_server import free_port
+from freshrag.core.results import read_samples
 from tests.fake_openai_server import FakeOpenAIServer, default_reply
 from tests.fakes import use_endpoint
 from tests.harness.test_run_cli import SECRET, write_dataset

@@ -3,9 +3,9 @@
 
 import pytest
 
-from harness.types import Article, Question, RetrievedChunk, SystemContext, Usage
-from systems import SYSTEMS
-from systems.prompts import MORE_INFORMATION_QUESTION, RETRIEVE_TOOL
+from freshrag.core.types import Article, Question, RetrievedChunk, SystemContext, Usage
+from freshrag.systems import SYSTEMS
+from freshrag.systems.prompts import MORE_INFORMATION_QUESTION, RETRIEVE_TOOL
 from tests.fakes import FakeRetriever, ScriptedLLM, ToolReply
 
 ARTICLES = {"Velmora": Article("Velmora", "The Velmora bridge has nine spans.")}

@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import pytest
 
-from harness.cli import main
-from harness.types import Question
-from systems.index import IndexConfig, VectorIndex, open_index
-from systems.retrieval_scan import render, scan
+from freshrag.cli.main import main
+from freshrag.core.types import Question
+from freshrag.systems.retrieval.index import IndexConfig, VectorIndex, open_index
+from freshrag.systems.retrieval.scan import render, scan
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import BagOfWordsEmbedder, use_endpoint
 from tests.harness.test_run_cli import SECRET

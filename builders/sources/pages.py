@@ -1,0 +1,59 @@
+"""What every article source yields: one page of a wiki, already plain text, with its creation
+date, or the reason it cannot be an article of the random sample."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Generator, Protocol
+
+# Why a sampled page is not in A_r; the manifest counts each.
+REDIRECT = "redirect"
+DISAMBIGUATION = "disambiguation"
+TOO_SHORT = "too_short"
+VANISHED = "vanished"  # sampled, then gone (deleted or moved) when its content was fetched
+NO_CONTENT = "no_content"
+
+MIN_CHARS = 1000  # the paper keeps articles of more than 1,000 characters
+
+
+class BuildError(ValueError):
+    """A build that cannot go on as asked; the message says which file or option."""
+
+
+@dataclass(frozen=True)
+class Page:
+    title: str
+    content: str  # plain text, section headings as `== Heading ==`
+    created: str | None  # ISO-8601 timestamp of the first revision; None if the source lacks it
+    revision_id: int | None  # the revision the content was taken from
+    url: str | None = None
+    discard: str | None = None  # one of the reasons above, or None for a page that is kept
+    # the revision's wikitext where the source read it anyway (a dump); not an articles.jsonl field
+    wikitext: str | None = field(default=None, repr=False)
+
+    def article_row(self) -> dict[str, Any]:
+        """The `articles.jsonl` row, the format `freshrag.core.dataset` reads."""
+        return {"title": self.title, "url": self.url, "created": self.created,
+                "revision_id": self.revision_id, "content": self.content}
+
+    def record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def classify(page: Page) -> Page:
+    """The page with `discard` set by the A_r rules, where the source did not set it already."""
+    if page.discard is None and len(page.content) <= MIN_CHARS:
+        return Page(**{**page.record(), "discard": TOO_SHORT})
+    return page
+
+
+class PageSource(Protocol):
+    """Where pages come from: a MediaWiki API (random order) or an XML dump (dump order)."""
+
+    description: str  # what the manifest and error messages name: the API URL or the dump path
+    random_order: bool  # True if any prefix of `pages()` is a random sample of the wiki
+
+    def pages(self, seen: set[str]) -> Generator[Page, None, None]:
+        """Main-namespace pages whose titles are not in `seen`, each once, until the source is
+        exhausted; the caller stops iterating when it has enough."""
+        ...

@@ -1,0 +1,257 @@
+"""Typed configuration of the LLM roles: model, base URL and key for each of them.
+
+Each role (answer, decision, judge, builder, embeddings) can point at its own OpenAI-compatible
+endpoint, so that a strong judge and a cheap answerer can be compared, as the paper suggests
+(section IV). Sources, later ones winning:
+
+1. built-in defaults: every role on the embedded local llama.cpp server (`base_url = "local"`);
+2. a TOML file (`freshrag.toml` in the working directory, or `--config FILE`), section
+   `[roles.default]` for all roles and `[roles.NAME]` for one;
+3. environment variables `FRESHRAG_MODEL`, `FRESHRAG_BASE_URL`, `FRESHRAG_API_KEY` for all roles
+   and `FRESHRAG_<ROLE>_MODEL`, `..._BASE_URL`, `..._API_KEY` for one.
+
+Keys live only in memory: `RoleConfig.record()` is what results and logs may see.
+
+Every value is checked when it is read, and refused naming where it came from (the file and its
+table and key, or the environment variable) with the rule it breaks: a base URL is
+`http(s)://host[:port][/path]` or `local`; a model name is not empty and has no surrounding
+whitespace; surrounding whitespace of a key (a newline pasted with it) is dropped, and a key with
+whitespace or anything but printable ASCII inside is refused without being shown.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+import urllib.parse
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from freshrag.core.textfile import read_text
+from freshrag.core.types import ROLES
+
+LOCAL = "local"
+LOCAL_MODEL = "smollm2-135m-instruct"
+DEFAULT_CONFIG_FILE = Path("freshrag.toml")
+MAX_TIMEOUT_S = 86_400  # a day: beyond it the HTTP client's clock overflows on some platforms
+MAX_ATTEMPTS = 100
+# The top level of freshrag.toml; [cutoffs] and [prices] are checked by builders/cutoffs.py and
+# harness/reporting/prices.py, which read them.
+TOP_LEVEL = ("timeout_s", "max_attempts", "roles", "cutoffs", "prices", "build")
+TABLES = ("roles", "cutoffs", "prices", "build")
+BUILD_KEYS = ("user_agent",)
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used, named by where it came from."""
+
+
+@dataclass(frozen=True)
+class RoleConfig:
+    model: str = field(default=LOCAL_MODEL, metadata={"help": "model name sent to the endpoint"})
+    base_url: str = field(default=LOCAL, metadata={
+        "help": "OpenAI-compatible base URL, or 'local' for the embedded llama.cpp server"})
+    api_key: str | None = field(default=None, repr=False, metadata={
+        "help": "API key; never written to results or logs"})
+    api_key_env: str | None = field(default=None, metadata={
+        "help": "name of an environment variable holding the key (e.g. OPENAI_API_KEY)"})
+
+    @property
+    def is_local(self) -> bool:
+        return self.base_url == LOCAL
+
+    def key(self) -> str:
+        """The key to send. Local servers and keyless endpoints still need a non-empty string."""
+        if self.api_key:
+            return self.api_key
+        if self.api_key_env and os.environ.get(self.api_key_env, "").strip():
+            return os.environ[self.api_key_env].strip()
+        return "no-key"
+
+    def record(self) -> dict[str, Any]:
+        """What may be written down: everything but the key itself."""
+        return {"model": self.model, "base_url": self.base_url, "api_key_env": self.api_key_env,
+                "api_key_set": self.key() != "no-key"}
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    roles: dict[str, RoleConfig]
+    timeout_s: float = field(default=600.0, metadata={"help": "per-request timeout in seconds"})
+    max_attempts: int = field(default=6, metadata={
+        "help": "attempts per call on rate limits, timeouts, connection errors and 5xx"})
+
+    def role(self, name: str) -> RoleConfig:
+        return self.roles[name]
+
+    def record(self) -> dict[str, Any]:
+        return {"timeout_s": self.timeout_s, "max_attempts": self.max_attempts,
+                "roles": {name: cfg.record() for name, cfg in self.roles.items()}}
+
+    def secrets(self) -> list[str]:
+        """Every key in use, so that error messages can be scrubbed of them."""
+        return [k for k in {cfg.key() for cfg in self.roles.values()} if k != "no-key"]
+
+
+_ROLE_FIELDS = {f.name for f in fields(RoleConfig)}
+_ENV_FIELDS = {"MODEL": "model", "BASE_URL": "base_url", "API_KEY": "api_key"}
+
+
+def load_settings(config_file: Path | None = None,
+                  env: dict[str, str] | None = None) -> LLMSettings:
+    """Build the settings from defaults, the TOML file and the environment, every value checked."""
+    env = dict(os.environ) if env is None else env
+    path = config_file or (DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None)
+    data = read_config(path) if path else {}
+    file_roles = data.get("roles", {})
+    roles = {}
+    for name in ROLES:
+        cfg = RoleConfig()
+        for section in ("default", name):
+            cfg = _apply(cfg, file_roles.get(section, {}), f"{path}: [roles.{section}]")
+        for prefix in ("FRESHRAG_", f"FRESHRAG_{name.upper()}_"):
+            cfg = replace(cfg, **{attr: checked_value(attr, env[prefix + suffix], prefix + suffix)
+                                  for suffix, attr in _ENV_FIELDS.items() if env.get(prefix + suffix)})
+        if cfg.api_key_env and env.get(cfg.api_key_env):  # empty is unset, as for FRESHRAG_*
+            checked_value("api_key", env[cfg.api_key_env], f"{cfg.api_key_env} (api_key_env)")
+        roles[name] = cfg
+    return LLMSettings(roles=roles, timeout_s=data.get("timeout_s", 600.0),
+                       max_attempts=data.get("max_attempts", 6))
+
+
+def config_table(config_file: Path | None, name: str) -> dict[str, Any]:
+    """The `[name]` table of a config file (`[cutoffs]`, `[prices]`, `[build]`); empty if there is
+    no file or no such table."""
+    return {} if config_file is None else read_config(config_file).get(name, {})
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The TOML file, read as UTF-8, with its top level, [roles.*] and [build] checked."""
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found" + (" (it is a directory)"
+                                                              if path.is_dir() else ""))
+    try:
+        data = tomllib.loads(read_text(path, ConfigError))
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{path}: not valid TOML: {err}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
+    unknown = sorted(set(data) - set(TOP_LEVEL))
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {unknown}; known: {', '.join(TOP_LEVEL)}")
+    for table in TABLES:
+        if not isinstance(data.get(table, {}), dict):
+            raise ConfigError(f"{path}: {table} must be a table ([{table}]), got {data[table]!r:.80}")
+    _check_number(data, "timeout_s", path)
+    _check_number(data, "max_attempts", path)
+    _check_roles(data.get("roles", {}), path)
+    build = data.get("build", {})
+    if unknown := sorted(set(build) - set(BUILD_KEYS)):
+        raise ConfigError(f"{path}: [build]: unknown key(s) {unknown}; known: {', '.join(BUILD_KEYS)}")
+    if "user_agent" in build and (problem := header_problem(build["user_agent"])):
+        raise ConfigError(f"{path}: [build] user_agent: {problem}")
+    return data
+
+
+def _check_number(data: dict[str, Any], key: str, path: Path) -> None:
+    if key not in data:
+        return
+    value = data[key]
+    if key == "timeout_s":
+        if not (_is_number(value) and 0 < value <= MAX_TIMEOUT_S):
+            raise ConfigError(f"{path}: timeout_s must be a positive number of seconds "
+                              f"(at most {MAX_TIMEOUT_S:,}), got {value!r:.80}")
+        data[key] = float(value)
+    elif isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ATTEMPTS:
+        raise ConfigError(f"{path}: max_attempts must be a whole number from 1 to "
+                          f"{MAX_ATTEMPTS}, got {value!r:.80}")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_roles(roles: dict[str, Any], path: Path) -> None:
+    unknown = set(roles) - set(ROLES) - {"default"}
+    if unknown:
+        raise ConfigError(f"{path}: unknown role section(s) {sorted(unknown)}; "
+                          f"roles are {', '.join(('default',) + ROLES)}")
+    for section, values in roles.items():
+        where = f"{path}: [roles.{section}]"
+        if not isinstance(values, dict):
+            raise ConfigError(f"{where} must be a table, got {values!r:.80}")
+        unknown = set(values) - _ROLE_FIELDS
+        if unknown:
+            raise ConfigError(f"{where}: unknown field(s) {sorted(unknown)}; "
+                              f"fields are {', '.join(sorted(_ROLE_FIELDS))}")
+        bad = [k for k, v in values.items() if not isinstance(v, str)]
+        if bad:
+            raise ConfigError(f"{where}: field(s) {bad} must be strings")
+        for key, value in values.items():
+            checked_value(key, value, f"{where} {key}")
+
+
+def _apply(cfg: RoleConfig, values: dict[str, Any], where: str) -> RoleConfig:
+    return replace(cfg, **{k: checked_value(k, v, where) for k, v in values.items()})
+
+
+def checked_value(attr: str, value: str, where: str) -> str:
+    """A role field's value as it will be used (a key stripped), or a ConfigError naming `where`
+    and the rule. A key is never shown."""
+    if attr == "api_key":
+        key = value.strip()
+        if not key or not all("!" <= c <= "~" for c in key):
+            raise ConfigError(f"{where}: an API key must be printable ASCII without spaces inside "
+                              f"(surrounding whitespace is dropped); this one is "
+                              f"{'empty' if not key else 'not'} (the key is not shown)")
+        return key
+    if attr == "base_url":
+        problem = None if value == LOCAL else url_problem(value)
+        if problem:
+            raise ConfigError(f"{where}: {value!r:.200} is not a base URL: {problem} (expected "
+                              f"http(s)://host[:port][/path], or 'local' for the embedded server)")
+    elif attr == "model" and (not value.strip() or value != value.strip()
+                              or not value.isprintable()):
+        raise ConfigError(f"{where}: a model name must be non-empty, printable and without "
+                          f"surrounding whitespace, got {value!r:.200}")
+    elif attr == "api_key_env" and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        raise ConfigError(f"{where}: api_key_env must name an environment variable "
+                          f"(letters, digits, _), got {value!r:.200}")
+    return value
+
+
+def url_problem(text: str) -> str | None:
+    """Why `text` is not an http(s)://host[:port][/path] URL, or None if it is one."""
+    if not text.lower().startswith(("http://", "https://")):
+        return "it does not start with http:// or https://"
+    if not text.isprintable() or any(c.isspace() for c in text):
+        return "it holds whitespace or control characters"
+    try:
+        parts = urllib.parse.urlsplit(text)
+        port = parts.port
+        httpx.URL(text)
+    except (ValueError, httpx.InvalidURL) as err:
+        return f"it cannot be parsed ({err})"
+    if not parts.hostname:
+        return "it names no host"
+    if port == 0:
+        return "port 0 is not a port"
+    if parts.username is not None or parts.password is not None:
+        return "it holds user:password@, which would be written to the manifest; give the key apart"
+    if parts.query or parts.fragment or text.endswith(("?", "#")):
+        return "a base URL takes no ?query or #fragment"
+    return None
+
+
+def header_problem(value: Any) -> str | None:
+    """Why `value` cannot be sent as an HTTP header such as User-Agent, or None."""
+    if not isinstance(value, str) or not value.strip():
+        return f"must be non-empty text, got {value!r:.80}"
+    if value != value.strip() or not all(" " <= c <= "~" for c in value):
+        return f"must be printable ASCII without surrounding whitespace, got {value!r:.200}"
+    return None

@@ -1,0 +1,134 @@
+"""What may write into a run directory, and when: one writer at a time, one kind of contents, and
+one set of the settings that decide the answers.
+
+- **Lock.** `locked(run_dir)` holds `run_dir/.lock` (an `fcntl.flock` on a file holding the
+  holder's pid) for the whole of a run, an import, a score pass, a build or a labelling of a
+  dataset; a second writer is refused at once, naming the first one's pid. The kernel drops
+  the lock when its process ends, however it ends.
+- **Kind.** A directory holds a `freshrag run`, runs imported by `freshrag import-legacy`, or a
+  dataset built by `freshrag build`, and each command refuses the others' directories before it
+  writes. Manifests say their `kind`; older ones are told apart by their content.
+- **Identity.** A resume may add systems, questions (`--limit`), workers (`--concurrency`) and the
+  cache, which change no answer. Everything that does is the run's identity (`identity`), and a
+  resume that changes any of it is refused, each difference named with both values, before a
+  call is made or a byte written: otherwise one run directory would mix two configurations and
+  the report would pool them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from freshrag.core.results import MANIFEST, ResultsError
+
+LOCK = ".lock"
+RUN_ROLES = ("answer", "decision", "judge")  # the roles a run calls
+INDEX_SETTINGS = ("chunk_size", "chunk_overlap", "top_k", "text_weight")  # how chunks are found
+DATE_SETTINGS = ("today", "knowledge_cutoff")  # stated only by systems with `uses_date`
+# The option that sets an identity setting, for the way out of a refusal.
+OPTIONS = {"seed": "--seed", "context_tokens": "--context-tokens", "today": "--today",
+           "knowledge_cutoff": "--knowledge-cutoff", "top_k": "--top-k",
+           "chunk_size": "--chunk-size", "chunk_overlap": "--chunk-overlap",
+           "text_weight": "--text-weight"}
+KINDS = {"run": "a run of `freshrag run`", "import": "runs imported by `freshrag import-legacy`",
+         "dataset": "a dataset built by `freshrag build`"}
+
+
+class RunDirError(ResultsError):
+    """A run directory this command must not write: held by another process, of another kind,
+    or holding a run with other settings."""
+
+
+@contextlib.contextmanager
+def locked(run_dir: Path) -> Iterator[None]:
+    """Hold the run directory (created if missing) for this process until the block ends."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise RunDirError(f"{run_dir}: in use by another freshrag process (pid {holder}); "
+                              f"wait for it to end, or stop it, and run again") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the file releases the lock
+
+
+def kind(manifest: dict[str, Any]) -> str:
+    """"run", "import", "dataset", or "unknown"; manifests written before `kind` by content."""
+    if "kind" in manifest:
+        return manifest["kind"] if isinstance(manifest["kind"], str) else "unknown"
+    if "imports" in manifest:
+        return "import"
+    if "stages" in manifest:
+        return "dataset"
+    if "systems" in manifest and "config" in manifest:
+        return "run"
+    return "unknown"
+
+
+def check_kind(run_dir: Path, manifest: dict[str, Any] | None, expected: str) -> None:
+    """Refuse a directory whose manifest says it holds something other than `expected`."""
+    if manifest is None or kind(manifest) == expected:
+        return
+    found = KINDS.get(kind(manifest), f"a {MANIFEST} freshrag does not know")
+    raise RunDirError(f"{run_dir}: holds {found}, and this command writes {KINDS[expected]}; "
+                      f"write into another --out (`freshrag report` reads several directories "
+                      f"together)")
+
+
+def identity(manifest: dict[str, Any], date_systems: Iterable[str]) -> dict[str, Any]:
+    """The settings of a run's manifest that decide its answers, by name. A setting the run does
+    not use is absent: the index's while no system retrieved, the date's while no system that
+    states it (in `date_systems`) ran; so is one an older manifest did not record."""
+    config, roles, index = manifest["config"], manifest["llm"]["roles"], manifest.get("index")
+    settings = {}
+    for role in RUN_ROLES + (("embeddings",) if index else ()):
+        settings.update(_pick(roles.get(role, {}), ("model", "base_url"), f"{role}."))
+    settings.update(_pick(config, ("seed", "context_tokens")))
+    if index:  # a run from before the lexical side retrieved densely: text weight 0
+        settings.update(_pick({"text_weight": 0.0, **index}, INDEX_SETTINGS))
+    if set(manifest["systems"]) & set(date_systems):
+        settings.update(_pick(config, DATE_SETTINGS))
+    settings.update(_pick(manifest.get("prompts_sha256", {}), manifest.get("prompts_sha256", {}),
+                          "prompt."))
+    return settings
+
+
+def _pick(values: dict[str, Any], names: Iterable[str], prefix: str = "") -> dict[str, Any]:
+    return {prefix + name: values[name] for name in names if name in values}
+
+
+def check_same_run(run_dir: Path, previous: dict[str, Any], planned: dict[str, Any],
+                   date_systems: Iterable[str]) -> None:
+    """Refuse to resume the run `previous` records with the settings `planned` records. Only
+    settings both use are compared: a prompt that is new, or an index that was not used, cannot
+    have shaped the rows already written."""
+    date_systems = set(date_systems)
+    old, new = identity(previous, date_systems), identity(planned, date_systems)
+    changed = [name for name in old if name in new and old[name] != new[name]]
+    if not changed:
+        return
+    lines = "\n".join(f"  {name}: was {_show(name, old[name])}, now {_show(name, new[name])}"
+                      + _way_back(name, old[name]) for name in changed)
+    raise RunDirError(f"{run_dir}: holds a run with other settings; resuming it would mix two "
+                      f"configurations in one run:\n{lines}\nwrite into another --out, or "
+                      f"resume with the settings in {run_dir / MANIFEST}")
+
+
+def _show(name: str, value: Any) -> str:
+    if value is None:
+        return "(not set)"
+    return str(value)[:12] if name.startswith("prompt.") else str(value)  # a sha256
+
+
+def _way_back(name: str, old: Any) -> str:
+    return f" (resume with {OPTIONS[name]} {old})" if name in OPTIONS and old is not None else ""

@@ -1,0 +1,195 @@
+"""Core types shared by the harness, the systems and the builders.
+
+Everything that crosses a module boundary is one of these small values. A RAG strategy plugs in
+through the `System` Protocol (section IV of the paper); every LLM call comes back as an
+`LLMResponse`, never a bare string, so that usage, latency and the messages sent travel with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+# `labeller`: labels questions (builders/labels/labeller.py); `scorer`: every scorer beyond the judge
+# (harness/scoring/), counted apart from the judge's tokens
+ROLES = ("answer", "decision", "judge", "builder", "labeller", "embeddings", "scorer")
+ARTICLE_CHARS = 15_000  # the paper cuts articles to 15,000 characters wherever they enter a prompt
+# Question labels by how the gold article answers (METHODS.md, "Question labels"); a labeller whose
+# reply could not be parsed gives "unknown".
+LABELS = ("fact_single", "summary", "reasoning", "unanswerable")
+# Traffic kinds (METHODS.md, "Retrieval need and deciders"): fresh questions about post-cutoff
+# articles, control questions about articles the model saw, general queries needing no document.
+KINDS = ("fresh", "control", "general")
+# Wording criteria of grounded text forms (METHODS.md, "Grounded questions and robustness groups"):
+# per axis, the two values a paired test compares within semantic groups.
+WORDING_AXES = {"length": ("short", "long"), "style": ("formal", "casual"),
+                "directness": ("direct", "indirect")}
+
+
+@dataclass(frozen=True)
+class Article:
+    """A gold article: the ground truth the judge sees (and the oracle system, by design)."""
+
+    title: str
+    content: str
+    url: str | None = None
+    created: str | None = None
+
+    def full_text(self) -> str:
+        return f"{self.title}\n\n{self.content}"
+
+    def prompt_text(self) -> str:
+        """Title + text, cut to the paper's 15,000 characters."""
+        return self.full_text()[:ARTICLE_CHARS]
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question tied to the article that answers it."""
+
+    id: str
+    text: str
+    gold_title: str | None  # None for a general query (kind "general"): no article answers it
+    # What a question set may say about each question, None where it says nothing. Reports break
+    # their tables down by these; a row carries them (results.sample_row).
+    label: str | None = None             # one of LABELS, or "unknown"
+    information_need: str | None = None  # the information need it was generated for
+    kind: str | None = None              # one of KINDS
+    need: bool | None = None             # retrieval needed, known by construction
+    reference: str | None = None         # a reference answer: a statement, an SQL result
+    group: str | None = None             # semantic group: the questions sharing one meaning
+    criterion: str | None = None         # the wording criterion this text form was written under
+
+    def fields(self) -> dict[str, Any]:
+        """The optional fields above, as a row carries them."""
+        return {name: getattr(self, name) for name in QUESTION_FIELDS}
+
+
+QUESTION_FIELDS = ("label", "information_need", "kind", "need", "reference", "group", "criterion")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens spent by one or more calls. `estimated` is true when any part was counted locally."""
+
+    input: int = 0
+    output: int = 0
+    estimated: bool = False
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input + other.input, self.output + other.output,
+                     self.estimated or other.estimated)
+
+
+@dataclass(frozen=True)
+class LLMResponse:
+    """What one chat call returned, with everything needed to account for it."""
+
+    role: str
+    model: str
+    text: str | None
+    tool_name: str | None
+    tool_arguments: str | None  # raw JSON text as the endpoint sent it; callers parse strictly
+    usage: Usage
+    latency_s: float
+    cache_hit: bool
+    messages: list[dict[str, Any]]
+    # Per generated token {"token", "logprob", "top": [{"token", "logprob"}]} when the call asked
+    # for log-probabilities (`top_logprobs`) and the endpoint gave them; None otherwise.
+    logprobs: list[dict[str, Any]] | None = None
+    # The reply came from the OpenAI Batch API (harness/cost/batch.py), so reports price it at the
+    # batch rate (harness/reporting/prices.py); a reply asked live, or cached before, is False.
+    batch: bool = False
+
+
+class LLM(Protocol):
+    """The LLM client as systems, the judge and the builders see it."""
+
+    def chat(self, role: str, messages: list[dict[str, Any]], *,
+             tools: list[dict[str, Any]] | None = None, tool_choice: str | None = None,
+             temperature: float = 0.0, max_tokens: int | None = None,
+             attempt: int = 0, top_logprobs: int | None = None) -> LLMResponse:
+        """One chat completion. `tool_choice` is None, "auto" or the name of a function to force.
+        `attempt` > 0 asks for a fresh call that a cached earlier attempt cannot answer (sent
+        with seed + attempt when a seed is set). Empty or unparseable replies are never cached.
+        `top_logprobs` asks for that many alternatives per token (`LLMResponse.logprobs`)."""
+        ...
+
+
+@dataclass
+class SystemAnswer:
+    """A system's answer to one question and everything it spent getting there."""
+
+    text: str
+    calls: list[LLMResponse] = field(default_factory=list)
+    retrievals: int = 0
+    details: dict[str, Any] = field(default_factory=dict)  # strategy-specific: decision, chunks, cuts
+
+    def usage_by_role(self) -> dict[str, Usage]:
+        return sum_usage_by_role(self.calls)
+
+
+class System(Protocol):
+    """A RAG strategy: one object with one method."""
+
+    def answer(self, question: Question) -> SystemAnswer: ...
+
+
+@dataclass(frozen=True)
+class Grade:
+    """The judge's verdict. Unscored grades keep the reason and the raw output; never a score."""
+
+    truthfulness: int | None
+    relevance: int | None
+    unscored_reason: str | None = None
+    raw: list[str | None] = field(default_factory=list)  # tool arguments of every judge attempt
+    # {"chars", "halvings"} when the article was halved to fit the judge's window, else None
+    context_cut: dict[str, int] | None = None
+
+    @property
+    def scored(self) -> bool:
+        return self.unscored_reason is None
+
+
+def sum_usage_by_role(calls: list[LLMResponse]) -> dict[str, Usage]:
+    """Add up usage per role, the one place where calls become totals."""
+    totals: dict[str, Usage] = {}
+    for call in calls:
+        totals[call.role] = totals.get(call.role, Usage()) + call.usage
+    return totals
+
+
+@dataclass(frozen=True)
+class RetrievedChunk:
+    """One chunk the retrieval index returned: its article, its place in it, and its similarity."""
+
+    title: str
+    index: int
+    text: str
+    score: float
+
+
+class Retriever(Protocol):
+    """The retrieval index as systems see it."""
+
+    def retrieve(self, query: str) -> list[RetrievedChunk]:
+        """The top-k chunks for a query text, best first."""
+        ...
+
+    def record(self) -> dict[str, Any]:
+        """What the run manifest keeps about the index (collection, chunking, embedding model)."""
+        ...
+
+
+@dataclass(frozen=True)
+class SystemContext:
+    """What a system may use: the LLM client, the corpus (the oracle reads its gold article), the
+    retrieval index (None when no chosen system retrieves), and, for the dated decision prompt,
+    today's date and the answering model's knowledge cutoff."""
+
+    llm: LLM
+    articles: dict[str, Article]
+    retriever: Retriever | None = None
+    today: str | None = None
+    knowledge_cutoff: str | None = None
+    context_tokens: int = 8192  # the answering model's context window, for cutting retrieved text

@@ -1,0 +1,1 @@
+"""What calls cost before and while they are made: prices per model, the budget (--max-cost), the planner that walks a run without calling, the dry-run estimates of run, score and build, and Batch API submission."""

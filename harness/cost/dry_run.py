@@ -1,0 +1,95 @@
+"""What `freshrag run --dry-run` and `--max-cost` (and `freshrag score`'s) need from the command
+line: the estimate of a run directory's remaining work (harness/cost/estimate.py) and the budget
+(harness/cost/budget.py), set up from the options without starting a server or making a call.
+PAPER.md section IV; METHODS.md "Reference-free metrics" for the scorers' calls."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any, Iterator
+
+from freshrag.cost.budget import BATCH_DISCOUNT, Budget
+from freshrag.llm.cache import ResponseCache
+from freshrag.core.config import LLMSettings
+from freshrag.core.dataset import Dataset
+from freshrag.cost.estimate import (MADE_UP_ITEMS, StandInRetriever, estimate, local_stand_in,
+                                    render, run_jobs)
+from freshrag.llm.client import LLMClient
+from freshrag.cost.plan import score_jobs
+from freshrag.core.results import SAMPLES, read_manifest, read_samples
+from freshrag.core.rundir import RUN_ROLES
+from freshrag.scoring.scorepass import check_same_models, make_scorers, pending, scorer_roles
+
+# what a range spans where a scorer's later calls depend on a list in its reply
+SCORER_SPANS = (f"every list in a reply empty (no statement to check) and every list "
+                f"{MADE_UP_ITEMS} items long")
+
+
+def dry_run(dataset: Dataset, config: Any, settings: LLMSettings, cache_path: Path | None,
+            seed: int | None, index: Any, prices: dict[str, tuple[float, float]],
+            factories: dict[str, Any]) -> str:
+    """The estimate table of what `freshrag run` with `config` would still spend."""
+    retriever = index and StandInRetriever(dataset.articles, index.chunk_size,
+                                           index.chunk_overlap, index.top_k)
+    rows = read_samples(config.out / SAMPLES) if (config.out / SAMPLES).exists() else []
+    finished = {(row["question_id"], row["system"]) for row in rows if row["status"] == "ok"}
+    probe = (read_manifest(config.out) or {}).get("judge_probe") or {}
+    probed = bool(config.probe and "fields" in probe and (probe["k"], probe["seed"]) == (
+        min(config.probe.k, len(dataset.questions)), config.probe.seed))
+    jobs = run_jobs(dataset, config, factories, retriever or None, finished, probed, rows)
+    with _client(settings, cache_path, seed, RUN_ROLES + scorer_roles(config.scorers)) as client:
+        result = estimate(client, jobs, prices, batch=config.batch_poll is not None,
+                          concurrency=config.concurrency)
+    if not set(config.scorers) - {"judge"}:
+        return render(result)
+    return render(result, "pairs, judge probes and scores",
+                  f"every decision against retrieval with every list in a reply empty, and "
+                  f"every decision for it with every list {MADE_UP_ITEMS} items long")
+
+
+def dry_run_score(run_dir: Path, rows: list[dict[str, Any]], names: tuple[str, ...],
+                  articles: dict[str, Any], repeats: int, settings: LLMSettings,
+                  cache_path: Path | None, seed: int | None,
+                  prices: dict[str, tuple[float, float]], batch: bool, concurrency: int) -> str:
+    """The estimate table of the scores `freshrag score` would still ask: every (row, scorer,
+    repeat) not finished in scores.jsonl, walked as the score pass runs it."""
+    jobs = score_jobs(pending(run_dir, rows, names, repeats), names, articles)
+    with _client(settings, cache_path, seed, scorer_roles(names)) as client:
+        check_same_models(run_dir, make_scorers(names), client)  # what the pass would refuse
+        result = estimate(client, jobs, prices, batch=batch, concurrency=concurrency)
+    return render(result, "scores", SCORER_SPANS) + (
+        "\nanswer-relevance's embeddings are not counted: they are not chat calls, and go live "
+        "(no Batch API)" if "answer-relevance" in names else "")
+
+
+@contextlib.contextmanager
+def _client(settings: LLMSettings, cache_path: Path | None, seed: int | None,
+            roles: tuple[str, ...]) -> Iterator[LLMClient]:
+    """A client that reads the cache (if there is one, closed at the end) and calls nothing."""
+    cache = ResponseCache(cache_path) if cache_path and cache_path.exists() else None
+    local = local_stand_in() if any(settings.role(r).is_local for r in roles) else None
+    try:
+        yield LLMClient(settings, cache, local=local, seed=seed)
+    finally:
+        if cache:
+            cache.close()
+
+
+def budget(max_cost: float, batch: bool, settings: LLMSettings,
+           prices: dict[str, tuple[float, float]],
+           roles: tuple[str, ...] = RUN_ROLES) -> Budget:
+    """The --max-cost budget over the command's roles (batch prices under --batch)."""
+    return Budget(max_cost, prices, settings, roles, discount=BATCH_DISCOUNT if batch else 1.0)
+
+
+def dry_run_build(config: Any, settings: LLMSettings, cache_path: Path | None, seed: int | None,
+                  prices: dict[str, tuple[float, float]], label: bool = False) -> str:
+    """The estimate table of the builder (and, with `label`, labeller) calls `freshrag build`
+    would still make."""
+    from freshrag.cost.build_estimate import (build_jobs)  # the CLI wires builders; harness core does not
+    jobs = build_jobs(config, label)
+    roles = ("builder", "labeller") if label else ("builder",)
+    with _client(settings, cache_path, seed, roles) as client:
+        result = estimate(client, jobs, prices, concurrency=config.concurrency)
+    return render(result).replace("pairs and judge probes", "articles")

@@ -1,0 +1,282 @@
+"""`--dry-run`: what a run would cost, per role and model, before any call is made.
+
+Every pair (and every judge probe) is walked through the run's own systems and judge with a
+`freshrag.cost.plan.Planner`: calls the response cache holds cost nothing; every other call gets a
+made-up reply and is counted: input tokens over the request `LLMClient.prepare` builds (the
+bytes a live call would send), by the embedded model's own tokenizer for a role the embedded
+server plays (harness/llm/local_tokens.py: the prompt as its chat handler renders it), else by
+tiktoken; output tokens from the mean of the cached replies of the same role, model and kind
+(text or tool call), else from the request's `max_tokens`. Each row names its tokenizer.
+
+A system whose number of calls depends on its decisions (boolean, advanced, dated-boolean) is
+walked twice: once with every decision against retrieval, the model answering at once (low),
+once with every decision for it (high); the table gives both. Lists in made-up replies follow
+the scenario too: as short as their schema allows (low), or `MADE_UP_ITEMS` long (high), so a
+scorer whose later calls depend on a list (faithfulness and claims check the statements found)
+gets the range from "nothing found, no further call" to "statements found, checked".
+
+Retrieval is not run (a dry run embeds nothing): a retrieving system gets `top_k` chunks of the
+corpus, cut as the index cuts them and picked by a hash of the query, so its prompts are as
+long as typical ones. Dollars come from harness/reporting/prices.py, halved under `--batch`
+(the OpenAI Batch API's discount). PAPER.md section IV (the systems), METHODS.md "Retrieval need
+and deciders" (count LM calls) and "Reference-free metrics" (the scorers' calls).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from freshrag.llm import local_tokens
+from freshrag.cost.budget import BATCH_DISCOUNT
+from freshrag.llm.client import LLMClient
+from freshrag.cost.plan import Planner, Walked, pair_jobs, probe_jobs, score_jobs, walk
+from freshrag.scoring.scorepass import pending
+from freshrag.llm.tokens import TiktokenCounter
+from freshrag.core.types import RetrievedChunk, SystemContext
+from freshrag.systems.retrieval.index import chunk_articles
+
+DEFAULT_OUTPUT = 512  # tokens assumed for a text reply with no max_tokens and nothing observed
+SCENARIOS = ("low", "high")  # decisions against retrieval / for it
+MADE_UP_ITEMS = 3  # items of a made-up list in the high scenario, within the schema's bounds
+
+
+class StandInRetriever:
+    """`top_k` corpus chunks per query, picked by a hash of it: the length of real retrievals
+    without embedding anything."""
+
+    def __init__(self, articles: dict[str, Any], chunk_size: int, chunk_overlap: int, top_k: int):
+        self.chunks = chunk_articles(articles.values(), chunk_size, chunk_overlap)
+        self.top_k = top_k
+
+    def retrieve(self, query: str) -> list[RetrievedChunk]:
+        start = int(hashlib.sha256(query.encode()).hexdigest(), 16) % max(len(self.chunks), 1)
+        picked = [self.chunks[(start + i) % len(self.chunks)]
+                  for i in range(min(self.top_k, len(self.chunks)))]
+        return [RetrievedChunk(c.title, c.index, c.text, 1.0 - i / 10)
+                for i, c in enumerate(picked)]
+
+    def record(self) -> dict[str, Any]:
+        return {"stand_in": True, "chunks": len(self.chunks), "top_k": self.top_k}
+
+
+def observed_outputs(client: LLMClient) -> dict[tuple[str, str, str], float]:
+    """Mean output tokens of the cached replies per (role, model, "text" or "tool")."""
+    totals: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for value in client.cache.values() if client.cache else []:
+        if "role" in value and "model" in value:
+            kind = "tool" if value.get("tool_name") else "text"
+            totals[value["role"], value["model"], kind].append(value["usage"]["output"])
+    return {key: sum(v) / len(v) for key, v in totals.items()}
+
+
+# What counts a role's requests: `count_request(request, tool_name, arguments, text)` gives
+# (input, output) tokens, `name` says which tokenizer (harness/llm/tokens.py, harness/llm/local_tokens.py)
+Counters = Callable[[str, str], Any]
+
+
+def counters(client: LLMClient) -> Counters:
+    """Per (role, model): the embedded model's own tokenizer for a role the embedded server
+    plays (where llama-cpp-python and the model are installed), else tiktoken."""
+    local_roles = {role for role in client.settings.roles if client.settings.role(role).is_local}
+    local = local_tokens.embedded() if local_roles else None
+    return lambda role, model: local if local and role in local_roles else _tiktoken(model)
+
+
+@functools.lru_cache(maxsize=None)
+def _tiktoken(model: str) -> TiktokenCounter:
+    return TiktokenCounter(model)
+
+
+class MadeUpReply:
+    """A dry run's answer to a call the cache does not hold: a reply of the kind the request asks
+    for, with the decision of the scenario, and its token counts."""
+
+    def __init__(self, retrieve: bool, observed: dict[tuple[str, str, str], float],
+                 counter: Counters):
+        self.retrieve = retrieve
+        self.observed = observed
+        self.counter = counter
+
+    def __call__(self, role: str, request: dict[str, Any], key: str) -> dict[str, Any]:
+        model = request["model"]
+        tools = request.get("tools")
+        forced = request.get("tool_choice")
+        counter = self.counter(role, model)
+        if isinstance(forced, dict) or (tools and self.retrieve):
+            name = forced["function"]["name"] if isinstance(forced, dict) else \
+                tools[0]["function"]["name"]
+            schema = next(t["function"]["parameters"] for t in tools
+                          if t["function"]["name"] == name)
+            arguments = json.dumps(_fill(schema, self.retrieve, key[:8]))
+            input_tokens, counted = counter.count_request(request, name, arguments)
+            output = self.observed.get((role, model, "tool"), counted)
+            return _value(None, name, arguments, input_tokens, output, counter.name)
+        output = self.observed.get((role, model, "text"),
+                                   request.get("max_tokens") or DEFAULT_OUTPUT)
+        # the judge reads an answer this long; the key in it keeps two systems' made-up answers
+        # (and so their judge calls) apart, as real answers are
+        text = " ".join([key[:8]] + ["word"] * max(int(output) - 1, 0))
+        input_tokens, _ = counter.count_request(request, text=text)
+        return _value(text, None, None, input_tokens, output, counter.name)
+
+
+def _value(text: str | None, tool: str | None, arguments: str | None, input_tokens: int,
+           output: float, tokenizer: str) -> dict[str, Any]:
+    return {"text": text, "tool_name": tool, "tool_arguments": arguments, "latency_s": 0.0,
+            "usage": {"input": input_tokens, "output": round(output), "estimated": True},
+            "tokenizer": tokenizer}
+
+
+def _fill(schema: dict[str, Any], flag: bool, tag: str) -> Any:
+    """Arguments that satisfy a tool's schema: booleans and list lengths take the scenario's;
+    strings are the call's `tag`, so that two calls' made-up statements (and the requests that
+    check them) differ, as real ones do."""
+    kind = schema.get("type")
+    if "enum" in schema:
+        return schema["enum"][len(schema["enum"]) // 2]
+    if kind == "object":
+        return {name: _fill(sub, flag, tag) for name, sub in schema.get("properties", {}).items()}
+    if kind == "array":
+        least = schema.get("minItems", 0)
+        most = schema.get("maxItems", MADE_UP_ITEMS)
+        n = min(max(MADE_UP_ITEMS, least), most) if flag else least
+        return [_fill(schema.get("items", {}), flag, tag) for _ in range(n)]
+    return {"boolean": flag, "integer": schema.get("minimum", 1), "number": 1.0,
+            "string": tag}.get(kind)
+
+
+@dataclass
+class Line:
+    """One role and model of the estimate, in one scenario."""
+
+    calls: int = 0
+    cached: int = 0
+    input: int = 0
+    output: int = 0
+    jobs: set[str] = field(default_factory=set)  # the pairs and probes that make these calls
+    tokenizers: set[str] = field(default_factory=set)  # what counted the calls to make
+
+
+def tally(walked: list[Walked]) -> dict[tuple[str, str], Line]:
+    """Calls and tokens per (role, model). A request two jobs share (advanced's first answer is
+    baseline's answer) is sent once and then read from the cache: counted once."""
+    lines: dict[tuple[str, str], Line] = defaultdict(Line)
+    sent: set[str] = set()
+    for item in walked:
+        for call in item.calls:
+            line = lines[call.role, call.request["model"]]
+            line.jobs.add(item.job.name)
+            if call.cached or call.key in sent:
+                line.cached += 1
+                continue
+            sent.add(call.key)
+            line.calls += 1
+            line.input += call.value["usage"]["input"]
+            line.output += call.value["usage"]["output"]
+            line.tokenizers.add(call.value["tokenizer"])
+    return lines
+
+
+def estimate(client: LLMClient, jobs: list, prices: dict[str, tuple[float, float]],
+             batch: bool = False, concurrency: int = 8,
+             observed: dict[tuple[str, str, str], float] | None = None) -> dict[str, Any]:
+    """The estimate of `jobs` (freshrag.cost.plan.pair_jobs + probe_jobs): per role and model, calls,
+    tokens and dollars in each scenario. `observed`: output lengths to assume instead of the
+    client's cache's (tests/benchmarks/bench_estimate.py)."""
+    observed = observed_outputs(client) if observed is None else observed
+    counter = counters(client)
+    scenarios = {name: tally(walk(jobs, Planner(client, MadeUpReply(name == "high", observed,
+                                                                    counter)),
+                                  concurrency, desc=f"dry run ({name})"))
+                 for name in SCENARIOS}
+    discount = BATCH_DISCOUNT if batch else 1.0
+    rows = []
+    for role, model in sorted(set(scenarios["low"]) | set(scenarios["high"])):
+        low, high = (scenarios[name].get((role, model), Line()) for name in SCENARIOS)
+        price = prices.get(model)
+        usd = None if price is None else [
+            round(discount * (line.input * price[0] + line.output * price[1]) / 1e6, 6)
+            for line in (low, high)]
+        # each figure as [least, most] of the two scenarios: answering at once costs fewer
+        # calls, but a long direct answer may cost more output than a tool call
+        rows.append({"role": role, "model": model, "calls": sorted([low.calls, high.calls]),
+                     "cached_calls": sorted([low.cached, high.cached]),
+                     "input_tokens": sorted([low.input, high.input]),
+                     "output_tokens": sorted([low.output, high.output]),
+                     "usd": usd and sorted(usd),
+                     "tokenizer": ", ".join(sorted(low.tokenizers | high.tokenizers)) or None})
+    return {"jobs": len(jobs), "batch": batch, "rows": rows,
+            "output_from": {"/".join(key): round(mean, 1) for key, mean in observed.items()}}
+
+
+def render(result: dict[str, Any], walked: str = "pairs and judge probes",
+           spans: str = "every decision against retrieval and every decision for it") -> str:
+    """The estimate as a markdown table; a range `low–high` where decisions change it.
+    `walked` and `spans`: what the jobs were and what a range spans, for the last line."""
+
+    def span(pair: list[Any] | None, fmt: str = "{:,}") -> str:
+        if pair is None:
+            return "unpriced"
+        low, high = (fmt.format(v) for v in pair)
+        return low if low == high else f"{low}–{high}"
+
+    lines = ["| role | model | calls | from cache | input tokens | output tokens | USD | "
+             "tokenizer |", "|---|---|---|---|---|---|---|---|"]
+    for row in result["rows"]:
+        lines.append(f"| {row['role']} | {row['model']} | {span(row['calls'])} | "
+                     f"{span(row['cached_calls'])} | {span(row['input_tokens'])} | "
+                     f"{span(row['output_tokens'])} | {span(row['usd'], '${:,.4f}')} | "
+                     f"{row['tokenizer'] or '–'} |")
+    usd = [row["usd"] for row in result["rows"]]
+    if usd and all(u is not None for u in usd):
+        total = [sum(u[i] for u in usd) for i in (0, 1)]
+        lines.append(f"| **total** | | | | | | {span(total, '${:,.4f}')} | |")
+    lines.append("")
+    lines.append(f"dry run: {result['jobs']} {walked} walked, no call made"
+                 + (" (prices with the batch discount)" if result["batch"] else "")
+                 + f"; a range spans {spans}.")
+    return "\n".join(lines)
+
+
+class _LocalModelId:
+    """The embedded model as the cache keys it, without starting its server."""
+
+    base_url = "local"
+
+    def __init__(self, model_id: str):
+        self.model_id = model_id
+
+    def death(self) -> None:
+        return None
+
+
+def local_stand_in() -> _LocalModelId | None:
+    """So that a dry run finds the embedded model's cached replies (None: no model installed)."""
+    from freshrag.llm import local_server
+    try:
+        return _LocalModelId(local_server.model_id(local_server.gguf_path()))
+    except Exception:  # no packaged model here: its calls are then all counted as uncached
+        return None
+
+
+def run_jobs(dataset: Any, config: Any, factories: dict[str, Any], retriever: Any,
+             finished: set[tuple[str, str]], probed: bool,
+             rows: list[dict[str, Any]] | None = None) -> list:
+    """The jobs `freshrag run` would do: unfinished pairs (each then scored by the run's scorers
+    beyond the judge), the probes unless done before, and the scores still pending on the
+    finished `rows` of the run directory."""
+    context = SystemContext(llm=None, articles=dataset.articles, retriever=retriever,
+                            today=config.today, knowledge_cutoff=config.knowledge_cutoff,
+                            context_tokens=config.context_tokens)
+    pairs = [(q, name) for q in dataset.questions[:config.limit] for name in config.systems
+             if (q.id, name) not in finished]
+    extra = tuple(name for name in config.scorers if name != "judge")
+    scored = pending(config.out, rows or [], extra, 1) if extra else []
+    return (probe_jobs(dataset, None if probed else config.probe)
+            + pair_jobs(dataset, pairs, factories, context, extra)
+            + score_jobs(scored, extra, dataset.articles))

@@ -1,0 +1,55 @@
+"""On-disk response cache: re-running a finished run makes zero LLM calls.
+
+The key is a hash of everything that determines a reply (base URL, model, messages, tools, tool
+choice, temperature, seed, max tokens, attempt) and never the API key. Only usable replies are
+stored (`freshrag.llm.client.is_usable`): an empty one is asked again. SQLite in WAL mode gives atomic
+writes, so a killed process leaves every finished call in the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+
+def cache_key(request: dict[str, Any]) -> str:
+    """Stable hash of a request description (which must not contain the key)."""
+    canonical = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """A thread-safe key -> JSON value store in one SQLite file."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT)")
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)",
+                             (key, json.dumps(value, ensure_ascii=False)))
+
+    def values(self) -> list[dict[str, Any]]:
+        """Every stored reply (a dry run's observed output lengths come from them)."""
+        with self._lock:
+            rows = self._db.execute("SELECT value FROM responses").fetchall()
+        return [json.loads(row[0]) for row in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

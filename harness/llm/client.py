@@ -1,0 +1,375 @@
+"""The LLM client: every chat call in freshrag goes through `LLMClient.chat`.
+
+One `openai` SDK client per role endpoint, so any OpenAI-compatible server works (OpenAI, vLLM,
+Ollama, llama.cpp). This is where usage is normalised into `Usage` (from the API's `usage`, or
+counted with tiktoken and flagged estimated), where the response cache is consulted, and where
+transient failures (rate limits, timeouts, connection errors, 5xx) are retried with bounded
+exponential backoff and jitter. Nothing else is retried.
+
+Only usable replies are cached: some text, or a tool call whose arguments are a JSON object. An
+empty reply, or a tool call whose arguments do not parse, is returned to the caller (which
+decides what it means: a missing question, an unscored grade, decision `none`) but never stored,
+so that a resumed run or build asks again instead of replaying it. Attempt n of a request is sent
+with seed + n, so that a retry on a seeded endpoint samples afresh rather than repeating itself.
+
+With a cache, a request identical to one in flight (two systems whose first call is the same
+answer, asked by pairs running at once) waits for that one and is answered from the cache, as it
+would be had the pairs run one after the other: one request is paid for, not two, and a dry run's
+count (which assumes the cache) holds. If the first one fails or its reply is not usable, the
+waiting one asks itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Protocol
+
+import openai
+from tenacity import (Retrying, retry_if_exception, stop_after_attempt,
+                      wait_random_exponential)
+
+from freshrag.llm.cache import ResponseCache, cache_key
+from freshrag.core.config import LLMSettings, RoleConfig
+from freshrag.llm.tokens import estimate_usage
+from freshrag.core.types import LLM, LLMResponse, Usage
+
+
+class EndpointError(RuntimeError):
+    """A call that failed for good; the message names the role and base URL, never the key."""
+
+
+class ContextTooLong(EndpointError):
+    """The endpoint refused the request as longer than the model's context window (HTTP 400):
+    the same request will never succeed, but a shorter one may."""
+
+
+# How OpenAI, llama.cpp, vLLM and others word a context overflow in their 400 replies.
+_CONTEXT_OVERFLOW = re.compile(r"context.length|maximum context|context window|too many tokens|"
+                               r"exceeds the context", re.IGNORECASE)
+
+
+CONTEXT_CUTS = 2  # a text too long for a model's window is halved at most this often
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A reply about a text that was cut, if it had to be, to fit the model's window."""
+
+    response: LLMResponse
+    chars: int     # characters of the text in the request that was answered
+    halvings: int  # how often the text was halved first (0: sent whole)
+
+    @property
+    def cut(self) -> dict[str, int] | None:
+        """What a row records about the cut (None when the text went whole)."""
+        return {"chars": self.chars, "halvings": self.halvings} if self.halvings else None
+
+
+def chat_fitting(llm: LLM, role: str, text: str, request: Callable[[str], dict[str, Any]],
+                 halved: int = 0) -> Fitted:
+    """`llm.chat(role, **request(text))`, with `text` halved until the model's window holds it.
+
+    The one rule for fitting an article into a prompt (the builder's classifier and questions,
+    the judge, the oracle). The paper hands over 15,000 characters, about 4,000 tokens of English
+    for GPT-4; other tokenizers and scripts need many more (SmolLM2 counts 8,350 for some
+    articles against its 8,192), and no local count knows every endpoint's tokenizer. So the
+    endpoint decides: on a context overflow the text is halved, `CONTEXT_CUTS` times at most in
+    all (`halved`: how often a caller's text was halved already, by an earlier call about it).
+    Raises ContextTooLong, saying how far the text was cut, if even that is too long.
+    """
+    keep = len(text)
+    for halvings in range(halved, CONTEXT_CUTS + 1):
+        try:
+            return Fitted(llm.chat(role, **request(text[:keep])), keep, halvings)
+        except ContextTooLong as err:
+            last = err
+            if halvings < CONTEXT_CUTS:
+                keep //= 2
+    raise ContextTooLong(f"too long for the {role} model's context even cut to {keep:,} of "
+                         f"{len(text):,} characters ({last})")
+
+
+class EndpointUnreachable(EndpointError):
+    """The endpoint could not be reached at all after the retries: no pair can succeed."""
+
+
+class LocalServerDied(EndpointUnreachable):
+    """The embedded llama.cpp server is gone; the message says how it died and where its log is."""
+
+
+class LocalEndpoint(Protocol):
+    """The embedded server as the client sees it (freshrag.llm.local_server.LocalServer)."""
+
+    base_url: str
+    model_id: str  # the model file's hash and the runtime's version, for the cache key
+
+    def death(self) -> str | None:
+        """Why the server is gone, or None while it runs."""
+        ...
+
+
+class CallGate(Protocol):
+    """Asked before every call that the cache cannot answer (freshrag.cost.budget.Budget)."""
+
+    def reserve(self, role: str, request: dict[str, Any]) -> Any:
+        """A ticket for the call, or an exception that stops it being made."""
+        ...
+
+    def settle(self, ticket: Any, value: dict[str, Any] | None) -> None:
+        """The call ended: with its reply, or None when it failed."""
+        ...
+
+
+def is_transient(err: BaseException) -> bool:
+    """Errors worth another attempt: rate limits, timeouts, connection errors and 5xx."""
+    if isinstance(err, (openai.RateLimitError, openai.APIConnectionError)):
+        return True  # APITimeoutError is an APIConnectionError
+    return isinstance(err, openai.APIStatusError) and err.status_code >= 500
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "[key]")
+    return text
+
+
+class LLMClient:
+    """Chat completions for every role, cached, retried and accounted."""
+
+    def __init__(self, settings: LLMSettings, cache: ResponseCache | None = None,
+                 local: LocalEndpoint | None = None, backoff_s: float = 1.0,
+                 seed: int | None = None):
+        self.settings = settings
+        self.cache = cache
+        self.local = local
+        self.backoff_s = backoff_s
+        self.seed = seed
+        self.gate: CallGate | None = None  # a budget that may refuse a call (harness/cost/budget.py)
+        self._clients: dict[str, openai.OpenAI] = {}
+        self._lock = threading.Lock()
+        self._in_flight: dict[str, threading.Event] = {}  # cache key -> set when its call ends
+
+    def base_url(self, role: str) -> str:
+        cfg = self.settings.role(role)
+        if not cfg.is_local:
+            return cfg.base_url
+        if self.local is None:
+            raise EndpointError(f"role {role!r} uses the embedded local server, which is not running")
+        return self.local.base_url
+
+    def chat(self, role: str, messages: list[dict[str, Any]], *,
+             tools: list[dict[str, Any]] | None = None, tool_choice: str | None = None,
+             temperature: float = 0.0, max_tokens: int | None = None,
+             attempt: int = 0, top_logprobs: int | None = None) -> LLMResponse:
+        cfg = self.settings.role(role)
+        request, key = self.prepare(role, messages, tools=tools, tool_choice=tool_choice,
+                                    temperature=temperature, max_tokens=max_tokens,
+                                    attempt=attempt, top_logprobs=top_logprobs)
+        cached = self._cached_or_lead(key)
+        if cached is not None:
+            return _response(role, cfg.model, messages, cached, cache_hit=True)
+        try:
+            ticket = self.gate.reserve(role, request) if self.gate else None
+            value = None
+            try:
+                value = self._call(role, cfg, request)
+            finally:
+                if ticket is not None:
+                    self.gate.settle(ticket, value)
+            self.store(key, role, value)
+        finally:
+            self._land(key)
+        return _response(role, cfg.model, messages, value, cache_hit=False)
+
+    def _cached_or_lead(self, key: str) -> dict[str, Any] | None:
+        """The cached reply to `key`, waiting first for an identical call in flight; or None, and
+        this thread now makes the call (`_land` ends it)."""
+        while True:
+            cached = self.cache.get(key) if self.cache else None
+            if cached is not None or self.cache is None:
+                return cached
+            with self._lock:
+                flight = self._in_flight.get(key)
+                if flight is None:
+                    self._in_flight[key] = threading.Event()
+                    return None
+            flight.wait()
+
+    def _land(self, key: str) -> None:
+        if self.cache is not None:
+            with self._lock:
+                self._in_flight.pop(key).set()
+
+    def prepare(self, role: str, messages: list[dict[str, Any]], *,
+                tools: list[dict[str, Any]] | None = None, tool_choice: str | None = None,
+                temperature: float = 0.0, max_tokens: int | None = None,
+                attempt: int = 0, top_logprobs: int | None = None) -> tuple[dict[str, Any], str]:
+        """The request body `chat` would send and its cache key: the one place a request is
+        built, so that a dry run and a batch send exactly what a live call would."""
+        cfg = self.settings.role(role)
+        request = {"model": cfg.model, "messages": messages, "temperature": temperature}
+        if tools:
+            request["tools"] = tools
+            request["tool_choice"] = _tool_choice(tool_choice)
+        if max_tokens is not None:
+            request["max_tokens"] = max_tokens
+        if top_logprobs is not None:  # only then: endpoints without logprobs may refuse the field
+            request["logprobs"], request["top_logprobs"] = True, top_logprobs
+        if self.seed is not None:
+            request["seed"] = self.seed + attempt  # a retry is a fresh sample on seeded endpoints
+        key = cache_key({"base_url": self._cache_endpoint(cfg), "attempt": attempt, **request})
+        return request, key
+
+    def store(self, key: str, role: str, value: dict[str, Any]) -> bool:
+        """Cache a usable reply (with its role and model, whose mean output a dry run reads);
+        whether it was usable."""
+        if not is_usable(value):
+            return False
+        if self.cache:
+            self.cache.put(key, {**value, "role": role, "model": self.settings.role(role).model})
+        return True
+
+    def _cache_endpoint(self, cfg: RoleConfig) -> str:
+        """The endpoint as the cache knows it: the configured base URL, or for the embedded
+        server its model file's hash and runtime version (its port changes between runs, and a
+        new model file or llama.cpp build must not replay the old one's replies)."""
+        if cfg.is_local and self.local is not None:
+            return f"{cfg.base_url}:{self.local.model_id}"
+        return cfg.base_url
+
+    def _call(self, role: str, cfg: RoleConfig, request: dict[str, Any]) -> dict[str, Any]:
+        client = self._client(role, cfg)
+        started = time.monotonic()
+        attempts = 0
+        try:
+            for attempt in self._retrying(cfg):
+                with attempt:
+                    attempts = attempt.retry_state.attempt_number
+                    completion = client.chat.completions.create(**request)
+        except openai.APIConnectionError as err:
+            if cfg.is_local and self.local is not None and self.local.death():
+                raise LocalServerDied(self.local.death()) from None
+            kind = EndpointError if isinstance(err, openai.APITimeoutError) else EndpointUnreachable
+            raise kind(self._describe(role, err, attempts)) from None
+        except openai.BadRequestError as err:
+            kind = ContextTooLong if _CONTEXT_OVERFLOW.search(str(err)) else EndpointError
+            raise kind(self._describe(role, err, attempts)) from None
+        except openai.OpenAIError as err:
+            raise EndpointError(self._describe(role, err, attempts)) from None
+        return completion_value(completion, request, time.monotonic() - started)
+
+    def embed(self, role: str, texts: list[str]) -> list[list[float]]:
+        """Embeddings of `texts` from the role's `/v1/embeddings` endpoint, in input order,
+        retried like chat calls. Not cached: the retrieval index stores what it embedded."""
+        model = self.settings.role(role).model
+        result = self.sdk_call(role, "embeddings",
+                               lambda client: client.embeddings.create(model=model, input=texts))
+        vectors = [item.embedding for item in sorted(result.data, key=lambda item: item.index)]
+        if len(vectors) != len(texts):
+            raise EndpointError(f"{role} endpoint {self.base_url(role)} returned {len(vectors)} "
+                                f"embeddings for {len(texts)} texts")
+        return vectors
+
+    def sdk_call(self, role: str, what: str, call: Callable[[openai.OpenAI], Any]) -> Any:
+        """`call(client)` on the role's openai client, retried as a chat call is (transient
+        errors only, bounded, with backoff); for the Batch API's files and batches."""
+        cfg = self.settings.role(role)
+        client = self._client(role, cfg)
+        attempts = 0
+        try:
+            for attempt in self._retrying(cfg):
+                with attempt:
+                    attempts = attempt.retry_state.attempt_number
+                    return call(client)
+        except openai.APIConnectionError as err:
+            raise EndpointUnreachable(self._describe(role, err, attempts) + f" ({what})") from None
+        except openai.OpenAIError as err:
+            raise EndpointError(self._describe(role, err, attempts) + f" ({what})") from None
+
+    def _retrying(self, cfg: RoleConfig) -> Retrying:
+        def worth_retrying(err: BaseException) -> bool:
+            # a dead embedded server will not come back: say so at once, not after six attempts
+            server_died = cfg.is_local and self.local is not None and self.local.death()
+            return is_transient(err) and not server_died
+
+        return Retrying(stop=stop_after_attempt(self.settings.max_attempts),
+                        wait=wait_random_exponential(multiplier=self.backoff_s, max=60),
+                        retry=retry_if_exception(worth_retrying), reraise=True)
+
+    def _client(self, role: str, cfg: RoleConfig) -> openai.OpenAI:
+        base_url = self.base_url(role)
+        with self._lock:
+            if (base_url, cfg.key()) not in self._clients:
+                self._clients[base_url, cfg.key()] = openai.OpenAI(
+                    base_url=base_url, api_key=cfg.key(), timeout=self.settings.timeout_s,
+                    max_retries=0)  # retries are ours, so that they are bounded and visible
+            return self._clients[base_url, cfg.key()]
+
+    def _describe(self, role: str, err: Exception, attempts: int) -> str:
+        status = getattr(err, "status_code", None)
+        what = f"HTTP {status}: {err}" if status else f"{type(err).__name__}: {err}"
+        message = f"{role} endpoint {self.base_url(role)} failed after {attempts} attempt(s): {what}"
+        return redact(message, self.settings.secrets())
+
+
+def _tool_choice(choice: str | None) -> Any:
+    if choice in (None, "auto", "none", "required"):
+        return choice or "auto"
+    return {"type": "function", "function": {"name": choice}}
+
+
+def is_usable(value: dict[str, Any]) -> bool:
+    """Whether a reply is worth caching: some text, or a tool call whose arguments are a JSON
+    object. The client knows no schema, so a call with the wrong fields counts as usable here and
+    is left to the caller's strict parser, which retries with another `attempt` (another key)."""
+    if (value["text"] or "").strip():
+        return True
+    if value["tool_name"] is None:
+        return False
+    try:
+        return isinstance(json.loads(value["tool_arguments"] or ""), dict)
+    except json.JSONDecodeError:
+        return False
+
+
+def completion_value(completion: Any, request: dict[str, Any], latency_s: float) -> dict[str, Any]:
+    """The cacheable part of a completion, with usage normalised."""
+    if not completion.choices:
+        raise EndpointError(f"endpoint returned no choices for model {request['model']!r}")
+    message = completion.choices[0].message
+    tool_name = tool_arguments = None
+    if message.tool_calls:
+        tool_name = message.tool_calls[0].function.name
+        tool_arguments = message.tool_calls[0].function.arguments
+    if completion.usage is not None and completion.usage.prompt_tokens is not None:
+        usage = Usage(completion.usage.prompt_tokens, completion.usage.completion_tokens or 0)
+    else:
+        usage = estimate_usage(request["messages"], request.get("tools"), message.content,
+                               tool_arguments, request["model"])
+    return {"text": message.content, "tool_name": tool_name, "tool_arguments": tool_arguments,
+            "usage": asdict(usage), "latency_s": latency_s,
+            "logprobs": _logprobs(completion.choices[0]) if request.get("logprobs") else None}
+
+
+def _logprobs(choice: Any) -> list[dict[str, Any]] | None:
+    """The tokens' log-probabilities as the endpoint gave them, None if it gave none (an
+    endpoint that ignores the request field is recorded as such, never guessed)."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    return [{"token": item.token, "logprob": item.logprob,
+             "top": [{"token": top.token, "logprob": top.logprob}
+                     for top in (item.top_logprobs or [])]} for item in content]
+
+
+def _response(role: str, model: str, messages: list[dict[str, Any]], value: dict[str, Any],
+              cache_hit: bool) -> LLMResponse:
+    return LLMResponse(role=role, model=model, text=value["text"], tool_name=value["tool_name"],
+                       tool_arguments=value["tool_arguments"], usage=Usage(**value["usage"]),
+                       latency_s=value["latency_s"], cache_hit=cache_hit, messages=messages,
+                       logprobs=value.get("logprobs"),  # absent from replies cached before
+                       batch=bool(value.get("batch")))  # set by harness/cost/batch.py

