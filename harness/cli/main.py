@@ -65,7 +65,7 @@ USER_ERRORS = (UsageError, ConfigError, DatasetError, ResultsError, EndpointErro
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)  # so the local server is stopped on kill too
     try:
         _check_options(args)
@@ -395,5 +395,5 @@ COMMANDS = {"build": cmd_build, "label": cmd_label, "needs": cmd_needs, "run": c
             "scan-retrieval": cmd_scan_retrieval, "mix": cmd_mix}
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
     return build_parser(COMMANDS, __doc__.splitlines()[0])

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from freshrag.cli.main import _parser
+from freshrag.cli.main import parser
 from freshrag.cli.options import share
 from tests.fuzz.support import (assert_no_calls, assert_refused, budget, invoke, scratch,
                                 snapshot, write_dataset)
@@ -27,8 +27,8 @@ BASE = {"build": ["--out", "o", "--cutoff", "2020-01-01"], "run": [], "index": [
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:
-    parser = _parser()
-    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    command_parser = parser()
+    [sub] = [a for a in command_parser._actions if isinstance(a, argparse._SubParsersAction)]
     return dict(sub.choices)
 
 
@@ -88,7 +88,7 @@ def whole_option_and_good_value(draw):
 @given(case=whole_option_and_good_value(), pad=st.sampled_from(["", " ", "+"]))
 def test_a_numeric_option_inside_its_range_is_parsed(case, pad):
     command, action, value = case
-    args = _parser().parse_args([command, *BASE[command], f"{action.option_strings[0]}={pad}{value}"])
+    args = parser().parse_args([command, *BASE[command], f"{action.option_strings[0]}={pad}{value}"])
     assert getattr(args, action.dest) == value
 
 
@@ -111,7 +111,7 @@ def test_a_date_that_is_not_yyyy_mm_dd_is_refused(option, value):
 @settings(max_examples=budget(20))
 @given(option=st.sampled_from(["--today", "--knowledge-cutoff"]), day=st.dates())
 def test_a_real_date_is_parsed(option, day):
-    args = _parser().parse_args(["run", f"{option}={day.isoformat()}"])
+    args = parser().parse_args(["run", f"{option}={day.isoformat()}"])
     assert getattr(args, option[2:].replace("-", "_")) == day.isoformat()
 
 
@@ -148,7 +148,7 @@ def test_a_bad_url_option_is_refused(where, url):
 @settings(max_examples=budget(20))
 @given(url=GOOD_URLS)
 def test_a_good_url_option_is_parsed(url):
-    assert _parser().parse_args(["run", f"--qdrant-url={url}"]).qdrant_url == url
+    assert parser().parse_args(["run", f"--qdrant-url={url}"]).qdrant_url == url
 
 
 NAME_OPTIONS = [("import-legacy", "--dataset"), ("import-legacy", "--system"),
