@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from freshrag.core.types import LLM, LLMResponse, Usage
 from freshrag.llm.client import ContextTooLong, chat_fitting
 from freshrag.llm.toolcall import ReplyError, tool_arguments
-from freshrag.core.types import LLM, LLMResponse, Usage
 
 TRIES = 2
 

@@ -9,18 +9,26 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from freshrag.builders.labels.prompts import PROMPTS as LABEL_PROMPTS
+from freshrag.builders.prompts import PROMPTS
+from freshrag.builders.sources.pages import BuildError
+from freshrag.builders.stages import (
+    ARTICLES,
+    QUESTIONS,
+    RECENCY,
+    SAMPLE,
+    UNKNOWN,
+    BuildConfig,
+    read_titles,
+    titles_path,
+)
 from freshrag.builders.styles import grounded
 from freshrag.builders.styles.facts import fact_counts
-from freshrag.builders.labels.prompts import PROMPTS as LABEL_PROMPTS
 from freshrag.builders.styles.needs import NEEDS_FILE, needs_funnel
 from freshrag.builders.styles.needs import PROMPTS as NEED_PROMPTS
-from freshrag.builders.sources.pages import BuildError
-from freshrag.builders.prompts import PROMPTS
-from freshrag.builders.stages import (ARTICLES, QUESTIONS, RECENCY, SAMPLE, UNKNOWN, BuildConfig,
-                                      read_titles, titles_path)
 from freshrag.builders.styles.statement_questions import CANDIDATES_FILE, statements_funnel
-from freshrag.llm.client import LLMClient
 from freshrag.core.results import now, read_jsonl, read_manifest, write_manifest
+from freshrag.llm.client import LLMClient
 
 
 def funnel(out: Path, min_critique: tuple[tuple[str, int], ...] = ()) -> dict[str, Any]:

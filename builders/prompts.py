@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 
-from freshrag.core.types import (ARTICLE_CHARS)  # title + text handed to the classifier, as in the paper
+from freshrag.core.types import (
+    ARTICLE_CHARS,  # title + text handed to the classifier, as in the paper
+)
+
 RECENCY_MAX_TOKENS = 128
 QUESTION_MAX_TOKENS = 200
 

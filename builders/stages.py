@@ -34,20 +34,26 @@ from typing import Any, Iterable
 
 from tqdm import tqdm
 
-from freshrag.builders.styles import grounded
 from freshrag.builders.cutoffs import created_after
+from freshrag.builders.prompts import (
+    ARTICLE_CHARS,
+    QUESTION_MAX_TOKENS,
+    RECENCY_MAX_TOKENS,
+    RECENCY_TOOL,
+    question_messages,
+    recency_messages,
+)
+from freshrag.builders.sources.pages import BuildError, Page, PageSource, classify
+from freshrag.builders.styles import grounded
 from freshrag.builders.styles.facts import WikitextSource, facts_stage
 from freshrag.builders.styles.needs import NeedsPlan, generate_need_questions, needs_digest
-from freshrag.builders.sources.pages import BuildError, Page, PageSource, classify
-from freshrag.builders.prompts import (ARTICLE_CHARS, QUESTION_MAX_TOKENS, RECENCY_MAX_TOKENS,
-                                       RECENCY_TOOL, question_messages, recency_messages)
 from freshrag.builders.styles.statement_questions import build_statement_questions
 from freshrag.builders.styles.statements import LabelSpec
 from freshrag.core.concurrency import map_with_progress
-from freshrag.llm.client import ContextTooLong, LLMClient, chat_fitting
 from freshrag.core.results import JsonlWriter, read_jsonl, replace_jsonl
-from freshrag.llm.toolcall import ReplyError, tool_arguments
 from freshrag.core.types import LLMResponse
+from freshrag.llm.client import ContextTooLong, LLMClient, chat_fitting
+from freshrag.llm.toolcall import ReplyError, tool_arguments
 
 STAGES = ("A_r", "facts", "A_d", "A_f", "questions", "labels", "traffic")  # traffic: builders/traffic/kinds.py
 # The traffic kind and retrieval need, by construction, of questions about each stage's articles

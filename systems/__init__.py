@@ -11,8 +11,8 @@ from typing import Callable
 from freshrag.core.types import System, SystemContext
 from freshrag.systems.advanced import Advanced
 from freshrag.systems.baseline import Baseline
-from freshrag.systems.confidence import Confidence
 from freshrag.systems.boolean import Boolean
+from freshrag.systems.confidence import Confidence
 from freshrag.systems.dated_boolean import DatedBoolean
 from freshrag.systems.hyde import Hyde
 from freshrag.systems.naive import Naive

@@ -12,8 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from freshrag.core.types import Question, SystemAnswer, SystemContext
-from freshrag.systems.prompts import (ANSWER_MAX_TOKENS, BOOLEAN_PROMPT, RETRIEVE_TOOL,
-                                      answer_messages)
+from freshrag.systems.prompts import (
+    ANSWER_MAX_TOKENS,
+    BOOLEAN_PROMPT,
+    RETRIEVE_TOOL,
+    answer_messages,
+)
 from freshrag.systems.rag import answer_with_chunks, parse_decision
 
 

@@ -18,8 +18,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from freshrag.core.types import LLMResponse, Question, SystemAnswer, SystemContext
-from freshrag.systems.prompts import (ANSWER_MAX_TOKENS, NEED_MAX_TOKENS, NEED_PROMPT,
-                                      NEED_QUESTION, NEED_TOP_LOGPROBS, answer_messages)
+from freshrag.systems.prompts import (
+    ANSWER_MAX_TOKENS,
+    NEED_MAX_TOKENS,
+    NEED_PROMPT,
+    NEED_QUESTION,
+    NEED_TOP_LOGPROBS,
+    answer_messages,
+)
 from freshrag.systems.rag import answer_with_chunks
 
 THRESHOLD = 0.5  # retrieve when P(yes) is at least this; the report sweeps the others

@@ -9,8 +9,8 @@ general query (no gold article) is answered as the baseline answers it, `gold_ar
 
 from __future__ import annotations
 
-from freshrag.llm.client import ContextTooLong, chat_fitting
 from freshrag.core.types import ARTICLE_CHARS, Question, SystemAnswer, SystemContext
+from freshrag.llm.client import ContextTooLong, chat_fitting
 from freshrag.systems.prompts import ANSWER_MAX_TOKENS, ARTICLE_PROMPT, answer_messages
 
 

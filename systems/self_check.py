@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from freshrag.llm.toolcall import ReplyError, tool_arguments
 from freshrag.core.types import LLMResponse, Question, SystemAnswer, SystemContext
+from freshrag.llm.toolcall import ReplyError, tool_arguments
 from freshrag.systems.prompts import SELF_CHECK_QUESTION, SELF_CHECK_TOOL
 from freshrag.systems.rag import answer_then_ask, answer_with_chunks
 

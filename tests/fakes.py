@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from freshrag.core.types import LLMResponse, RetrievedChunk, Usage
 from freshrag.scoring import probes
 from freshrag.scoring.judge import JUDGE_PROMPT
-from freshrag.core.types import LLMResponse, RetrievedChunk, Usage
 from freshrag.systems.prompts import ANSWER_PROMPT
 from tests.fake_openai_server import bag_of_words_vector
 

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from freshrag.builders.sources.export import (DumpPage, Revision, write_dump)  # noqa: F401 (the tests' one import)
+from freshrag.builders.sources.export import DumpPage, Revision, write_dump  # noqa: F401 (the tests' one import)
 
 # Articles of the random sample have no `created` in the released data (the paper only knows they
 # predate its cutoff); the test wiki gives them this stated, older stand-in date.

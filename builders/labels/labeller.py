@@ -24,6 +24,7 @@ from freshrag.builders.forced import ReplyError, forced_call
 from freshrag.builders.labels.prompts import LABEL_TOOL, LABELLER_PROMPT, messages
 from freshrag.builders.prompts import article_text
 from freshrag.core.concurrency import map_with_progress
+
 # the loader's own line reader and id rule, so that ids here are the ids a run records
 from freshrag.core.dataset import DatasetError, _question_id, _rows, load_dataset_dir
 from freshrag.core.results import JsonlWriter, read_jsonl

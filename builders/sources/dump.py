@@ -23,8 +23,8 @@ from xml.etree.ElementTree import ParseError
 
 import mwparserfromhell
 import mwxml
-from mwxml.element_iterator import ElementIterator
 from mwparserfromhell.nodes import Heading, Tag, Wikilink
+from mwxml.element_iterator import ElementIterator
 
 from freshrag.builders.sources.pages import DISAMBIGUATION, NO_CONTENT, REDIRECT, Page
 

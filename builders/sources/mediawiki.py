@@ -19,8 +19,8 @@ import mwclient
 import requests
 import wikipediaapi
 
-from freshrag.builders.styles.facts import batches
 from freshrag.builders.sources.pages import DISAMBIGUATION, REDIRECT, VANISHED, Page
+from freshrag.builders.styles.facts import batches
 
 WIKIPEDIA_API = "https://en.wikipedia.org/w/api.php"
 DEFAULT_USER_AGENT = "freshrag/0.1 (https://github.com/freshrag/freshrag; set --user-agent)"

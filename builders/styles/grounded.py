@@ -22,17 +22,22 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from freshrag.builders.styles.facts import FACTS, closing_db
-from freshrag.builders.sources.pages import BuildError
 from freshrag.builders.prompts import GROUNDED_PROMPT, WRITE_QUESTION_TOOL
-from freshrag.builders.styles.templates import (KINDS, Query, builtin_templates, fill_templates,
-                                                load_templates)
+from freshrag.builders.sources.pages import BuildError
+from freshrag.builders.styles.facts import FACTS, closing_db
+from freshrag.builders.styles.templates import (
+    KINDS,
+    Query,
+    builtin_templates,
+    fill_templates,
+    load_templates,
+)
 from freshrag.core.concurrency import map_with_progress
-from freshrag.llm.client import LLMClient
-from freshrag.core.results import JsonlWriter, read_jsonl, replace_jsonl
 from freshrag.core.reference import matches
-from freshrag.llm.toolcall import ReplyError, tool_arguments
+from freshrag.core.results import JsonlWriter, read_jsonl, replace_jsonl
 from freshrag.core.types import LLM, LLMResponse
+from freshrag.llm.client import LLMClient
+from freshrag.llm.toolcall import ReplyError, tool_arguments
 
 QUERIES, FAILED = "queries.jsonl", "forms-failed.jsonl"
 WRITE_QUESTION = WRITE_QUESTION_TOOL["function"]["name"]

@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.core.concurrency import map_with_progress
-from freshrag.llm.client import EndpointError, EndpointUnreachable, LLMClient
 from freshrag.core.results import JsonlWriter, read_jsonl, replace_jsonl
 from freshrag.core.textfile import lines
-from freshrag.llm.toolcall import ReplyError, tool_arguments
 from freshrag.core.types import Article, LLMResponse, Usage
+from freshrag.llm.client import EndpointError, EndpointUnreachable, LLMClient
+from freshrag.llm.toolcall import ReplyError, tool_arguments
 from freshrag.systems.retrieval.index import Chunk, IndexConfig, chunk_articles
 
 NEEDS_FILE = "needs.jsonl"   # one line per (need, chunk) call, whatever came of it

@@ -18,12 +18,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from freshrag.builders.styles import critiques
 from freshrag.builders.forced import TRIES, forced_call, text_field, usage_record
-from freshrag.builders.labels.prompts import (QUESTION_PROMPT, QUESTION_TOOL, UNANSWERABLE_PROMPT,
-                                              messages)
 from freshrag.builders.labels.labeller import LABELS_FILE, latest_records
+from freshrag.builders.labels.prompts import (
+    QUESTION_PROMPT,
+    QUESTION_TOOL,
+    UNANSWERABLE_PROMPT,
+    messages,
+)
 from freshrag.builders.prompts import article_text
+from freshrag.builders.styles import critiques
 from freshrag.builders.styles.statements import STATEMENTS_FILE, Slot, extract, pick_statement, plan
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.results import JsonlWriter, read_jsonl, replace_jsonl

@@ -25,10 +25,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from freshrag.builders.forced import forced_call, text_field, text_list
-from freshrag.builders.labels.prompts import (CONCLUSIONS, CONCLUSIONS_PROMPT, DERIVED_TOOL,
-                                              FACTS_PROMPT, FACTS_TOOL, MAX_FACTS, SUMMARIES,
-                                              SUMMARIES_PROMPT, THEME_PROMPT, THEME_TOOL,
-                                              facts_user, messages)
+from freshrag.builders.labels.prompts import (
+    CONCLUSIONS,
+    CONCLUSIONS_PROMPT,
+    DERIVED_TOOL,
+    FACTS_PROMPT,
+    FACTS_TOOL,
+    MAX_FACTS,
+    SUMMARIES,
+    SUMMARIES_PROMPT,
+    THEME_PROMPT,
+    THEME_TOOL,
+    facts_user,
+    messages,
+)
 from freshrag.builders.prompts import article_text
 from freshrag.core.types import ARTICLE_CHARS, LABELS, LLM
 

@@ -25,11 +25,19 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.builders.cutoffs import created_after
+from freshrag.builders.stages import (
+    ARTICLES,
+    QUESTIONS,
+    BuildConfig,
+    BuildError,
+    generate_questions,
+    read_titles,
+    titles_path,
+    write_titles,
+)
 from freshrag.builders.traffic.general_queries import GENERAL_QUERIES
-from freshrag.builders.stages import (ARTICLES, QUESTIONS, BuildConfig, BuildError,
-                                      generate_questions, read_titles, titles_path, write_titles)
-from freshrag.llm.client import LLMClient
 from freshrag.core.results import JsonlWriter, now, read_jsonl, read_manifest, write_manifest
+from freshrag.llm.client import LLMClient
 
 CONTROL = "control"  # the title list of the control articles: control.txt
 

@@ -26,10 +26,10 @@ import numpy as np
 
 from freshrag.builders.styles.needs import MAX_NEED_CHARS, NeedsError
 from freshrag.core.concurrency import map_with_progress
-from freshrag.llm.client import LLMClient
 from freshrag.core.textfile import lines
-from freshrag.llm.toolcall import ReplyError, tool_arguments
 from freshrag.core.types import LLMResponse, Usage
+from freshrag.llm.client import LLMClient
+from freshrag.llm.toolcall import ReplyError, tool_arguments
 
 DESCRIBED, FAILED, DUPLICATE = "described", "failed", "duplicate"
 DESCRIBE_TRIES = 2

@@ -8,33 +8,45 @@ import contextlib
 import json
 from pathlib import Path
 
-from freshrag.builders.traffic import query_log
 from freshrag.builders.cutoffs import resolve_cutoff
-from freshrag.builders.sources.dump import SUFFIXES as DUMP_SUFFIXES, DumpSource
-from freshrag.builders.styles.facts import FACTS
+from freshrag.builders.labels.labeller import (
+    LABELS_FILE,
+    check_no_foreign_labels,
+    label_dataset,
+    read_hand_labels,
+)
 from freshrag.builders.labels.report import label_report, render, write_report
-from freshrag.builders.labels.labeller import (LABELS_FILE, check_no_foreign_labels, label_dataset,
-                                               read_hand_labels)
-from freshrag.builders.sources.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSource
-from freshrag.builders.traffic.mix import write_mix
-from freshrag.builders.styles.needs import read_needs
-from freshrag.builders.sources.split_dump import SplitDumpSource, expand
 from freshrag.builders.manifest import check_settings, update_manifest
-from freshrag.builders.stages import (STAGES, BuildConfig, classify_recency, extract_facts,
-                                      filter_created, generate_questions, sample_articles,
-                                      titles_path)
+from freshrag.builders.sources.dump import SUFFIXES as DUMP_SUFFIXES
+from freshrag.builders.sources.dump import DumpSource
+from freshrag.builders.sources.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSource
+from freshrag.builders.sources.split_dump import SplitDumpSource, expand
+from freshrag.builders.stages import (
+    STAGES,
+    BuildConfig,
+    classify_recency,
+    extract_facts,
+    filter_created,
+    generate_questions,
+    sample_articles,
+    titles_path,
+)
+from freshrag.builders.styles.facts import FACTS
+from freshrag.builders.styles.needs import read_needs
 from freshrag.builders.styles.statements import parse_label_spec
 from freshrag.builders.styles.templates import load_templates
+from freshrag.builders.traffic import query_log
 from freshrag.builders.traffic.kinds import add_traffic
-from freshrag.cost import dry_run
+from freshrag.builders.traffic.mix import write_mix
 from freshrag.cli.common import CACHE_FILE, UsageError, default_config, llm_client
 from freshrag.core.config import config_table, load_settings
 from freshrag.core.dataset import load_dataset_dir
-from freshrag.llm.client import LLMClient
-from freshrag.reporting.prices import price_table
 from freshrag.core.results import read_jsonl, read_manifest
 from freshrag.core.rundir import locked
 from freshrag.core.types import LABELS
+from freshrag.cost import dry_run
+from freshrag.llm.client import LLMClient
+from freshrag.reporting.prices import price_table
 from freshrag.systems.retrieval.embeddings import embedder_for
 
 

@@ -9,11 +9,11 @@ import sqlite3
 from pathlib import Path
 from typing import Iterator
 
-from freshrag.llm.cache import ResponseCache
 from freshrag.core.config import DEFAULT_CONFIG_FILE, LLMSettings
+from freshrag.core.rundir import RUN_ROLES
+from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import LLMClient
 from freshrag.llm.local_server import LocalServer
-from freshrag.core.rundir import RUN_ROLES
 
 CACHE_FILE = ".llm-cache.sqlite"
 

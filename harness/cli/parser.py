@@ -8,21 +8,34 @@ from datetime import date
 from pathlib import Path
 from typing import Callable
 
-from freshrag.builders.traffic.general_queries import GENERAL_QUERIES
 from freshrag.builders.sources.mediawiki import WIKIPEDIA_API
+from freshrag.builders.stages import ARTICLE_STAGES, STAGES, STYLES
 from freshrag.builders.styles.critiques import parse_thresholds
 from freshrag.builders.styles.grounded import CRITERIA
-from freshrag.builders.stages import ARTICLE_STAGES, STAGES, STYLES
-from freshrag.scoring import SCORERS, probes
+from freshrag.builders.styles.statements import parse_label_spec
+from freshrag.builders.traffic.general_queries import GENERAL_QUERIES
+from freshrag.builders.traffic.query_log import NeedLogConfig
+from freshrag.cli.demo import DEMO_QUESTIONS
+from freshrag.cli.options import (
+    MAX_SEED,
+    choices,
+    dollars,
+    header,
+    iso_date,
+    mix_shares,
+    name,
+    out_dir,
+    seconds,
+    share,
+    shares,
+    url,
+    whole,
+)
+from freshrag.core.fields import FIELDS
 from freshrag.reporting import agreement
 from freshrag.reporting.scorers import CORRECT_AT
-from freshrag.builders.styles.statements import parse_label_spec
-from freshrag.cli.demo import DEMO_QUESTIONS
 from freshrag.run.legacy import PAPER_MODEL
-from freshrag.builders.traffic.query_log import NeedLogConfig
-from freshrag.core.fields import FIELDS
-from freshrag.cli.options import (MAX_SEED, choices, dollars, header, iso_date, mix_shares, name,
-                                  out_dir, seconds, share, shares, url, whole)
+from freshrag.scoring import SCORERS, probes
 from freshrag.systems import SYSTEMS
 from freshrag.systems.retrieval.index import DEFAULT_DIRECTORY, IndexConfig
 

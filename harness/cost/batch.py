@@ -29,10 +29,10 @@ from typing import Any
 
 from openai.types.chat import ChatCompletion
 
-from freshrag.cost.budget import BudgetExceeded
-from freshrag.llm.client import EndpointError, LLMClient, completion_value
-from freshrag.cost.plan import Pending, PlannedCall, Planner, walk
 from freshrag.core.results import JsonlWriter, read_jsonl
+from freshrag.cost.budget import BudgetExceeded
+from freshrag.cost.plan import Pending, PlannedCall, Planner, walk
+from freshrag.llm.client import EndpointError, LLMClient, completion_value
 
 BATCHES = "batches.jsonl"
 TRIES = 3  # batches a request is sent in before the live run takes it

@@ -22,21 +22,42 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from freshrag.cost.statements_estimate import StatementsWalk
-from freshrag.builders.styles.facts import FACTS
-from freshrag.builders.styles.grounded import (QUERIES, fill_queries, form_id, write_form,
-                                               write_queries)
-from freshrag.builders.labels.labeller import (LABELS_FILE, Item, label_one, latest_records,
-                                               question_rows)
-from freshrag.builders.styles.needs import QUESTION, NeedsPlan, ask_need, need_todo
+from freshrag.builders.labels.labeller import (
+    LABELS_FILE,
+    Item,
+    label_one,
+    latest_records,
+    question_rows,
+)
 from freshrag.builders.prompts import ARTICLE_CHARS
-from freshrag.builders.stages import (ARTICLES, QUESTIONS, RECENCY, BuildConfig, BuildError,
-                                      _question_id, clean_question, parse_verdict,
-                                      question_request, read_titles, recency_request, titles_path)
+from freshrag.builders.stages import (
+    ARTICLES,
+    QUESTIONS,
+    RECENCY,
+    BuildConfig,
+    BuildError,
+    _question_id,
+    clean_question,
+    parse_verdict,
+    question_request,
+    read_titles,
+    recency_request,
+    titles_path,
+)
+from freshrag.builders.styles.facts import FACTS
+from freshrag.builders.styles.grounded import (
+    QUERIES,
+    fill_queries,
+    form_id,
+    write_form,
+    write_queries,
+)
+from freshrag.builders.styles.needs import QUESTION, NeedsPlan, ask_need, need_todo
 from freshrag.builders.styles.templates import Query
 from freshrag.builders.traffic.kinds import CONTROL, choose_control
-from freshrag.cost.plan import Job, Planner
 from freshrag.core.results import read_jsonl
+from freshrag.cost.plan import Job, Planner
+from freshrag.cost.statements_estimate import StatementsWalk
 
 
 def build_jobs(config: BuildConfig, label: bool = False) -> list[Job]:

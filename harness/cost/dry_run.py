@@ -9,16 +9,22 @@ import contextlib
 from pathlib import Path
 from typing import Any, Iterator
 
-from freshrag.cost.budget import BATCH_DISCOUNT, Budget
-from freshrag.llm.cache import ResponseCache
 from freshrag.core.config import LLMSettings
 from freshrag.core.dataset import Dataset
-from freshrag.cost.estimate import (MADE_UP_ITEMS, StandInRetriever, estimate, local_stand_in,
-                                    render, run_jobs)
-from freshrag.llm.client import LLMClient
-from freshrag.cost.plan import score_jobs
 from freshrag.core.results import SAMPLES, read_manifest, read_samples
 from freshrag.core.rundir import RUN_ROLES
+from freshrag.cost.budget import BATCH_DISCOUNT, Budget
+from freshrag.cost.estimate import (
+    MADE_UP_ITEMS,
+    StandInRetriever,
+    estimate,
+    local_stand_in,
+    render,
+    run_jobs,
+)
+from freshrag.cost.plan import score_jobs
+from freshrag.llm.cache import ResponseCache
+from freshrag.llm.client import LLMClient
 from freshrag.scoring.scorepass import check_same_models, make_scorers, pending, scorer_roles
 
 # what a range spans where a scorer's later calls depend on a list in its reply
@@ -87,7 +93,9 @@ def dry_run_build(config: Any, settings: LLMSettings, cache_path: Path | None, s
                   prices: dict[str, tuple[float, float]], label: bool = False) -> str:
     """The estimate table of the builder (and, with `label`, labeller) calls `freshrag build`
     would still make."""
-    from freshrag.cost.build_estimate import (build_jobs)  # the CLI wires builders; harness core does not
+    from freshrag.cost.build_estimate import (
+        build_jobs,  # the CLI wires builders; harness core does not
+    )
     jobs = build_jobs(config, label)
     roles = ("builder", "labeller") if label else ("builder",)
     with _client(settings, cache_path, seed, roles) as client:

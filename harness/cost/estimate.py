@@ -31,13 +31,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from freshrag.llm import local_tokens
-from freshrag.cost.budget import BATCH_DISCOUNT
-from freshrag.llm.client import LLMClient
-from freshrag.cost.plan import Planner, Walked, pair_jobs, probe_jobs, score_jobs, walk
-from freshrag.scoring.scorepass import pending
-from freshrag.llm.tokens import TiktokenCounter
 from freshrag.core.types import RetrievedChunk, SystemContext
+from freshrag.cost.budget import BATCH_DISCOUNT
+from freshrag.cost.plan import Planner, Walked, pair_jobs, probe_jobs, score_jobs, walk
+from freshrag.llm import local_tokens
+from freshrag.llm.client import LLMClient
+from freshrag.llm.tokens import TiktokenCounter
+from freshrag.scoring.scorepass import pending
 from freshrag.systems.retrieval.index import chunk_articles
 
 DEFAULT_OUTPUT = 512  # tokens assumed for a text reply with no max_tokens and nothing observed

@@ -25,11 +25,11 @@ from typing import Any, Callable, Iterator
 
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.dataset import Dataset
-from freshrag.llm.client import EndpointError, LLMClient
 from freshrag.core.results import sample_row
+from freshrag.core.types import Article, LLMResponse, Question, SystemContext, Usage
+from freshrag.llm.client import EndpointError, LLMClient
 from freshrag.scoring import judge, probes
 from freshrag.scoring.scorepass import Item, Recorder, make_scorers, score_input
-from freshrag.core.types import Article, LLMResponse, Question, SystemContext, Usage
 
 # What a caller does with a call the cache cannot answer: return a reply value (as the cache
 # stores them) or raise Pending.

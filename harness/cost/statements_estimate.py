@@ -11,11 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from freshrag.builders.labels.labeller import Item, label_one
-from freshrag.builders.styles.statement_questions import (CANDIDATES_FILE, drop_reason,
-                                                          write_candidate)
+from freshrag.builders.styles.statement_questions import (
+    CANDIDATES_FILE,
+    drop_reason,
+    write_candidate,
+)
 from freshrag.builders.styles.statements import STATEMENTS_FILE, Slot, extract, plan
-from freshrag.cost.plan import Planner
 from freshrag.core.results import read_jsonl
+from freshrag.cost.plan import Planner
 
 
 class StatementsWalk:

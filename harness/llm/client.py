@@ -29,13 +29,12 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Protocol
 
 import openai
-from tenacity import (Retrying, retry_if_exception, stop_after_attempt,
-                      wait_random_exponential)
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from freshrag.llm.cache import ResponseCache, cache_key
 from freshrag.core.config import LLMSettings, RoleConfig
-from freshrag.llm.tokens import estimate_usage
 from freshrag.core.types import LLM, LLMResponse, Usage
+from freshrag.llm.cache import ResponseCache, cache_key
+from freshrag.llm.tokens import estimate_usage
 
 
 class EndpointError(RuntimeError):

@@ -24,10 +24,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from freshrag.reporting.identity import role_models
-from freshrag.scoring.judge import FIELDS, SCALE
-from freshrag.reporting.report import is_scored, load_runs, markdown_table
 from freshrag.core.results import ResultsError
+from freshrag.reporting.identity import role_models
+from freshrag.reporting.report import is_scored, load_runs, markdown_table
+from freshrag.scoring.judge import FIELDS, SCALE
 from freshrag.scoring.store import answer_sha256, read_scores
 
 AGREEMENT = "agreement.json"

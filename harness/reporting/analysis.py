@@ -30,14 +30,21 @@ from __future__ import annotations
 import random
 from typing import Any, Sequence
 
+from freshrag.core.stats import BOOTSTRAP_SAMPLES, CONFIDENCE, bootstrap_interval
 from freshrag.reporting.groups import analyse_groups
-from freshrag.reporting.identity import (Identity, comparable, group_rows, labels, mixed_notes,
-                                         models_label, role_models)
+from freshrag.reporting.identity import (
+    Identity,
+    comparable,
+    group_rows,
+    labels,
+    mixed_notes,
+    models_label,
+    role_models,
+)
 from freshrag.reporting.prices import batch_calls, batch_note, row_cost
 from freshrag.reporting.report import answer_tokens, is_scored, mean, spent
 from freshrag.reporting.scorers import CORRECT_AT, scorer_attribution
 from freshrag.reporting.scorers import analyse as scorer_tables
-from freshrag.core.stats import BOOTSTRAP_SAMPLES, CONFIDENCE, bootstrap_interval
 
 LOW_SCORE = 8  # truthfulness + relevance below this (of 10) is a poor answer
 GOLD_CONTEXT_SYSTEMS = {"oracle"}  # answer with the gold article itself: a low score is generation
@@ -360,7 +367,8 @@ def analyse(rows: list[dict[str, Any]], prices: dict[str, tuple[float, float]] |
     questions that carry `kind` and `need`, decisions against need by construction and the
     savings curve (at `mixes` too)."""
     # imported here: both build on this module's helpers
-    from freshrag.reporting import decisions as by_need, savings
+    from freshrag.reporting import decisions as by_need
+    from freshrag.reporting import savings
 
     decisions, decision_notes = decisions_and_notes(rows)
     keys = list(group_rows(rows))

@@ -24,10 +24,10 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Sequence
 
+from freshrag.core.stats import bootstrap_interval
 from freshrag.reporting.analysis import _decides, total_score
 from freshrag.reporting.identity import Identity, comparable, group_rows, labels
 from freshrag.reporting.report import answer_tokens, is_scored
-from freshrag.core.stats import bootstrap_interval
 
 Row = dict[str, Any]
 KIND_ORDER = ("fresh", "control", "general", "all")

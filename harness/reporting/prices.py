@@ -20,8 +20,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from freshrag.cost.budget import BATCH_DISCOUNT
 from freshrag.core.config import LOCAL_MODEL, ConfigError, config_table
+from freshrag.cost.budget import BATCH_DISCOUNT
 from freshrag.reporting.identity import role_models
 
 KNOWN_PRICES: dict[str, tuple[float, float]] = {

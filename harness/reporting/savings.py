@@ -21,12 +21,12 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from freshrag.core.stats import BOOTSTRAP_SAMPLES, CONFIDENCE
 from freshrag.reporting.analysis import total_score
 from freshrag.reporting.decisions import references
 from freshrag.reporting.identity import Identity, comparable, group_rows, labels
 from freshrag.reporting.prices import row_cost
 from freshrag.reporting.report import answer_tokens, is_scored
-from freshrag.core.stats import BOOTSTRAP_SAMPLES, CONFIDENCE
 
 Row = dict[str, Any]
 KINDS = ("fresh", "control", "general")

@@ -25,13 +25,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from freshrag.core.stats import bootstrap_interval
+from freshrag.reporting.agreement import spearman
 from freshrag.reporting.identity import group_rows, labels
 from freshrag.reporting.render.plots import _save, plt
 from freshrag.reporting.report import RUN, is_scored, markdown_table, mean
-from freshrag.reporting.agreement import spearman
 from freshrag.scoring.judge import FIELDS
 from freshrag.scoring.store import read_scores
-from freshrag.core.stats import bootstrap_interval
 
 CORRECT_AT = 4  # judge truthfulness (1..5) at or above which an answer that did not abstain is correct
 FAITHFUL_AT = 0.5  # faithfulness below this: the answer did not keep to its context (attribution)

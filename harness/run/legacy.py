@@ -20,6 +20,17 @@ import pickle
 from pathlib import Path
 from typing import Any
 
+from freshrag.core.results import (
+    SAMPLES,
+    JsonlWriter,
+    now,
+    read_manifest,
+    read_samples,
+    sample_problem,
+    write_manifest,
+)
+from freshrag.core.rundir import check_kind, locked
+from freshrag.core.textfile import lone_surrogate
 
 PAPER_MODEL = "gpt-4-0613"  # every role of the paper's runs
 REQUIRED = ("title", "question", "answer", "n_input_tokens", "n_output_tokens")
@@ -200,7 +211,3 @@ def _replace_rows(samples: Path, rows: list[dict[str, Any]], dataset: str, syste
     finally:
         writer.close()
     partial.replace(samples)
-from freshrag.core.results import (SAMPLES, JsonlWriter, now, read_manifest, read_samples,
-                                   sample_problem, write_manifest)
-from freshrag.core.rundir import check_kind, locked
-from freshrag.core.textfile import lone_surrogate

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import importlib.metadata
+import json
 import platform
 import subprocess
 import threading
@@ -21,20 +21,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from freshrag.cost import batch, plan
-from freshrag.cost.budget import BudgetExceeded
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.dataset import Dataset
-from freshrag.llm.client import EndpointError, EndpointUnreachable, LLMClient
-from freshrag.core.results import (SAMPLES, JsonlWriter, ResultsError, answer_tokens,
-                                   check_resumable, now, read_manifest, read_samples, sample_row,
-                                   write_manifest)
+from freshrag.core.results import (
+    SAMPLES,
+    JsonlWriter,
+    ResultsError,
+    answer_tokens,
+    check_resumable,
+    now,
+    read_manifest,
+    read_samples,
+    sample_row,
+    write_manifest,
+)
 from freshrag.core.rundir import check_kind, check_same_run, locked
+from freshrag.core.types import LLM, LLMResponse, Question, Retriever, System, SystemContext
+from freshrag.cost import batch, plan
+from freshrag.cost.budget import BudgetExceeded
+from freshrag.llm.client import EndpointError, EndpointUnreachable, LLMClient
 from freshrag.scoring import judge, probes
 from freshrag.scoring.base import Embed
 from freshrag.scoring.probes import ProbeSettings
 from freshrag.scoring.scorepass import check_same_models, make_scorers, pending, score_rows
-from freshrag.core.types import LLM, LLMResponse, Question, Retriever, System, SystemContext
 
 Factories = dict[str, Callable[[SystemContext], System]]
 PROBES_FILE = "judge-probes.json"  # every probe the judge graded before the run's pairs

@@ -12,9 +12,18 @@ from __future__ import annotations
 
 import re
 
-from freshrag.scoring.base import (FLAG_MAX_TOKENS, SCORER_ROLE, ReplyError, ScoreInput,
-                                   ScoreResult, arguments, forced, tool, unscored)
 from freshrag.core.types import LLM
+from freshrag.scoring.base import (
+    FLAG_MAX_TOKENS,
+    SCORER_ROLE,
+    ReplyError,
+    ScoreInput,
+    ScoreResult,
+    arguments,
+    forced,
+    tool,
+    unscored,
+)
 
 # Clear refusals only: a miss costs one call, a false hit would be a wrong verdict.
 REFUSAL = re.compile(

@@ -11,10 +11,21 @@ from __future__ import annotations
 
 import math
 
-from freshrag.scoring.base import (LIST_MAX_TOKENS, SCORER_ROLE, Embed, ReplyError, ScoreInput,
-                                   ScoreResult, arguments, forced, not_applicable, text_list, tool,
-                                   unscored)
 from freshrag.core.types import LLM
+from freshrag.scoring.base import (
+    LIST_MAX_TOKENS,
+    SCORER_ROLE,
+    Embed,
+    ReplyError,
+    ScoreInput,
+    ScoreResult,
+    arguments,
+    forced,
+    not_applicable,
+    text_list,
+    tool,
+    unscored,
+)
 
 QUESTIONS = 3  # RAGAS's n; more questions cost output tokens and change the mean little
 QUESTIONS_TOOL = tool("submit_questions", "Submit the questions.", {

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from freshrag.llm.toolcall import ReplyError, tool_arguments
 from freshrag.core.types import LLM, Article, LLMResponse, Question
+from freshrag.llm.toolcall import ReplyError, tool_arguments
 
 SCORER_ROLE = "scorer"  # one role for every scorer beyond the judge (freshrag.core.types.ROLES)
 STATUSES = ("scored", "unscored", "not_applicable", "failed")

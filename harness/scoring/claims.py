@@ -15,10 +15,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from freshrag.scoring import statements
-from freshrag.scoring.base import (SCORER_ROLE, ReplyError, ScoreInput, ScoreResult,
-                                   not_applicable, unscored)
 from freshrag.core.types import LLM
+from freshrag.scoring import statements
+from freshrag.scoring.base import (
+    SCORER_ROLE,
+    ReplyError,
+    ScoreInput,
+    ScoreResult,
+    not_applicable,
+    unscored,
+)
 
 
 class Claims:

@@ -10,10 +10,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from freshrag.scoring.base import (FLAG_MAX_TOKENS, SCORER_ROLE, ReplyError, ScoreInput,
-                                   ScoreResult, arguments, forced, not_applicable, numbered,
-                                   sentences, tool, unscored)
 from freshrag.core.types import LLM
+from freshrag.scoring.base import (
+    FLAG_MAX_TOKENS,
+    SCORER_ROLE,
+    ReplyError,
+    ScoreInput,
+    ScoreResult,
+    arguments,
+    forced,
+    not_applicable,
+    numbered,
+    sentences,
+    tool,
+    unscored,
+)
 
 NEEDED_TOOL = tool("submit_needed_sentences", "Submit the numbers of the needed sentences.", {
     "needed": {"type": "array", "items": {"type": "integer", "minimum": 1},

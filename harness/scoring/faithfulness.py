@@ -8,10 +8,16 @@ unscored, with the reason, when the answer yields no statement or a reply does n
 
 from __future__ import annotations
 
-from freshrag.scoring import statements
-from freshrag.scoring.base import (SCORER_ROLE, ReplyError, ScoreInput, ScoreResult,
-                                   not_applicable, unscored)
 from freshrag.core.types import LLM
+from freshrag.scoring import statements
+from freshrag.scoring.base import (
+    SCORER_ROLE,
+    ReplyError,
+    ScoreInput,
+    ScoreResult,
+    not_applicable,
+    unscored,
+)
 
 
 class Faithfulness:

@@ -14,10 +14,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from freshrag.llm.client import ContextTooLong, chat_fitting
-from freshrag.scoring.base import ScoreInput, ScoreResult, unscored
-from freshrag.llm.toolcall import ReplyError, tool_arguments
 from freshrag.core.types import LLM, Article, Grade, LLMResponse, Question
+from freshrag.llm.client import ContextTooLong, chat_fitting
+from freshrag.llm.toolcall import ReplyError, tool_arguments
+from freshrag.scoring.base import ScoreInput, ScoreResult, unscored
 
 ATTEMPTS = 2
 # Two small integers need a few dozen tokens; the bound keeps a grammar-constrained local model

@@ -23,11 +23,11 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from freshrag.scoring import judge
 from freshrag.core.concurrency import map_with_progress
-from freshrag.llm.client import EndpointError, EndpointUnreachable
 from freshrag.core.stats import bootstrap_interval
 from freshrag.core.types import LLM, Article, Grade, Question, Usage, sum_usage_by_role
+from freshrag.llm.client import EndpointError, EndpointUnreachable
+from freshrag.scoring import judge
 
 PROBES = 12
 THRESHOLD = 0.7

@@ -23,13 +23,13 @@ from typing import Any, Iterable
 
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.dataset import DatasetError, load_articles
-from freshrag.llm.client import ContextTooLong, EndpointError, EndpointUnreachable
 from freshrag.core.results import SAMPLES, JsonlWriter, ResultsError, read_manifest, read_samples
 from freshrag.core.rundir import kind
-from freshrag.scoring import SCORERS
-from freshrag.scoring.base import Embed, Scorer, ScoreInput, ScoreResult, unscored
-from freshrag.scoring.store import FINISHED, SCORES, answer_sha256, key, read_scores, score_row
 from freshrag.core.types import LLM, QUESTION_FIELDS, Article, LLMResponse, Question
+from freshrag.llm.client import ContextTooLong, EndpointError, EndpointUnreachable
+from freshrag.scoring import SCORERS
+from freshrag.scoring.base import Embed, ScoreInput, Scorer, ScoreResult, unscored
+from freshrag.scoring.store import FINISHED, SCORES, answer_sha256, key, read_scores, score_row
 
 Item = tuple[dict[str, Any], str, int]  # (samples row, scorer name, repeat)
 SCORED_KINDS = ("run", "import")  # directories whose answers may be scored

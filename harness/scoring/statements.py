@@ -10,10 +10,19 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from freshrag.llm.client import chat_fitting
-from freshrag.scoring.base import (FLAG_MAX_TOKENS, LIST_MAX_TOKENS, ReplyError, arguments,
-                                   flag_list, forced, numbered, text_list, tool)
 from freshrag.core.types import LLM, LLMResponse
+from freshrag.llm.client import chat_fitting
+from freshrag.scoring.base import (
+    FLAG_MAX_TOKENS,
+    LIST_MAX_TOKENS,
+    ReplyError,
+    arguments,
+    flag_list,
+    forced,
+    numbered,
+    text_list,
+    tool,
+)
 
 STATEMENTS_TOOL = tool("submit_statements", "Submit the statements.", {
     "statements": {"type": "array", "items": {"type": "string"},

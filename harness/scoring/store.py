@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.core.results import now, read_jsonl
-from freshrag.scoring.base import STATUSES, ScoreResult
 from freshrag.core.types import LLMResponse, sum_usage_by_role
+from freshrag.scoring.base import STATUSES, ScoreResult
 
 SCORES = "scores.jsonl"
 FINISHED = ("scored", "unscored", "not_applicable")  # what a resumed pass does not ask again

@@ -82,11 +82,16 @@ def actual(run_dir: Path) -> dict[str, dict[str, int]]:
 
 def second_estimate(args: argparse.Namespace, out: Path, cache: Path) -> dict[str, dict]:
     """The estimate over the same jobs, no cache, output lengths observed in the run's cache."""
-    from freshrag.llm.cache import ResponseCache
     from freshrag.core.config import load_settings
     from freshrag.core.dataset import example_dir, load_dataset_dir
-    from freshrag.cost.estimate import (StandInRetriever, estimate, local_stand_in,
-                                        observed_outputs, run_jobs)
+    from freshrag.cost.estimate import (
+        StandInRetriever,
+        estimate,
+        local_stand_in,
+        observed_outputs,
+        run_jobs,
+    )
+    from freshrag.llm.cache import ResponseCache
     from freshrag.llm.client import LLMClient
     from freshrag.reporting.prices import KNOWN_PRICES
     from freshrag.run.runner import RunConfig

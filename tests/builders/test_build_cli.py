@@ -9,10 +9,10 @@ import pytest
 from freshrag.builders.cutoffs import created_after
 from freshrag.cli.main import main
 from freshrag.core.results import read_jsonl, read_samples
+from tests import WIKIRAG
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import held, use_endpoint
 from tests.wikidump import article_pages, redirect_page, write_dump
-from tests import WIKIRAG
 
 DATA = WIKIRAG
 N = 40

@@ -4,17 +4,18 @@ counts the calls the real build with the same options then sends to the fake ser
 
 from pathlib import Path
 
-from freshrag.cli.main import main
 from freshrag.cli.demo import write_example_dump
+from freshrag.cli.main import main
+from tests import WIKIRAG
 from tests.builders.test_needs_cli import CUTOFF, NEEDS, build, fake  # noqa: F401 (the fixture)
-from tests.builders.test_traffic import build as traffic_build, dump  # noqa: F401 (fixture)
 from tests.builders.test_statements_build import build as statements_build
 from tests.builders.test_statements_build import scripted as statements_script
+from tests.builders.test_traffic import build as traffic_build
+from tests.builders.test_traffic import dump  # noqa: F401 (the fixture)
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import use_endpoint
 from tests.harness.test_costs import table
 from tests.wikidump import article_pages, write_dump
-from tests import WIKIRAG
 
 
 def listing(directory: Path) -> dict[str, bytes]:

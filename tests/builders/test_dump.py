@@ -8,11 +8,17 @@ import json
 import mwparserfromhell
 import pytest
 
-from tests import WIKIRAG
 from freshrag.builders.sources.dump import DumpError, DumpSource, plain_text
 from freshrag.builders.sources.pages import DISAMBIGUATION, REDIRECT
-from tests.wikidump import (STAND_IN_CREATED, DumpPage, Revision, article_pages, redirect_page,
-                            write_dump)
+from tests import WIKIRAG
+from tests.wikidump import (
+    STAND_IN_CREATED,
+    DumpPage,
+    Revision,
+    article_pages,
+    redirect_page,
+    write_dump,
+)
 
 DATA = WIKIRAG
 N = 12

@@ -6,11 +6,22 @@ import json
 import pytest
 
 from freshrag.builders.forced import ReplyError
-from freshrag.builders.labels.report import (agreement, composition, label_report, render,
-                                             write_report)
-from freshrag.builders.labels.labeller import (Item, check_no_foreign_labels, label_one,
-                                               label_questions, parse_label, read_hand_labels,
-                                               write_labels)
+from freshrag.builders.labels.labeller import (
+    Item,
+    check_no_foreign_labels,
+    label_one,
+    label_questions,
+    parse_label,
+    read_hand_labels,
+    write_labels,
+)
+from freshrag.builders.labels.report import (
+    agreement,
+    composition,
+    label_report,
+    render,
+    write_report,
+)
 from freshrag.core.dataset import DatasetError, load_dataset
 from freshrag.llm.client import ContextTooLong
 from tests.fakes import ScriptedLLM, ToolReply

@@ -8,11 +8,22 @@ import json
 import numpy as np
 import pytest
 
-from freshrag.builders.traffic.query_log import (DESCRIBE_FUNCTION, DESCRIBED, DUPLICATE, FAILED,
-                                                 NeedLogConfig, cluster, derive_needs,
-                                                 distinct_queries, parse_description, read_queries,
-                                                 render, representatives, write_needs)
 from freshrag.builders.styles.needs import NeedsError, read_needs
+from freshrag.builders.traffic.query_log import (
+    DESCRIBE_FUNCTION,
+    DESCRIBED,
+    DUPLICATE,
+    FAILED,
+    NeedLogConfig,
+    cluster,
+    derive_needs,
+    distinct_queries,
+    parse_description,
+    read_queries,
+    render,
+    representatives,
+    write_needs,
+)
 from freshrag.core.types import LLMResponse, Usage
 from tests.fakes import ScriptedLLM, ToolReply
 

@@ -6,15 +6,24 @@ import json
 
 import pytest
 
-from freshrag.builders.styles.needs import (BLANK, FAILED, NEED_FUNCTION, NEEDS_FILE, QUESTION,
-                                            NeedsError, NeedsPlan, generate_need_questions,
-                                            needs_funnel, parse_need_reply, read_needs)
+from freshrag.builders.styles.needs import (
+    BLANK,
+    FAILED,
+    NEED_FUNCTION,
+    NEEDS_FILE,
+    QUESTION,
+    NeedsError,
+    NeedsPlan,
+    generate_need_questions,
+    needs_funnel,
+    parse_need_reply,
+    read_needs,
+)
 from freshrag.core.dataset import load_dataset_dir
-from freshrag.llm.client import ContextTooLong
 from freshrag.core.results import read_jsonl
-from freshrag.core.types import LLMResponse, Usage
+from freshrag.core.types import Article, LLMResponse, Usage
+from freshrag.llm.client import ContextTooLong
 from freshrag.systems.retrieval.index import chunk_articles
-from freshrag.core.types import Article
 from tests.fakes import ScriptedLLM, ToolReply
 
 NEEDS = ("Results of local elections", "Casualties of disasters")

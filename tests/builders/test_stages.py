@@ -7,12 +7,23 @@ from datetime import date
 
 import pytest
 
-from freshrag.builders.sources.pages import DISAMBIGUATION, REDIRECT, TOO_SHORT, VANISHED, Page
-from freshrag.builders.prompts import ARTICLE_CHARS, QUESTION_PROMPTS
 from freshrag.builders.manifest import check_settings, funnel, update_manifest
-from freshrag.builders.stages import (ARTICLES, QUESTIONS, RECENCY, SAMPLE, BuildConfig,
-                                      BuildError, classify_recency, clean_question, filter_created,
-                                      generate_questions, read_titles, sample_articles)
+from freshrag.builders.prompts import ARTICLE_CHARS, QUESTION_PROMPTS
+from freshrag.builders.sources.pages import DISAMBIGUATION, REDIRECT, TOO_SHORT, VANISHED, Page
+from freshrag.builders.stages import (
+    ARTICLES,
+    QUESTIONS,
+    RECENCY,
+    SAMPLE,
+    BuildConfig,
+    BuildError,
+    classify_recency,
+    clean_question,
+    filter_created,
+    generate_questions,
+    read_titles,
+    sample_articles,
+)
 from freshrag.core.dataset import load_dataset_dir
 from freshrag.core.results import read_jsonl
 from freshrag.llm.client import ContextTooLong

@@ -9,11 +9,16 @@ from dataclasses import dataclass
 
 import pytest
 
-from freshrag.builders.styles.critiques import drop_reason, parse_critique, parse_thresholds
 from freshrag.builders.forced import ReplyError
+from freshrag.builders.styles.critiques import drop_reason, parse_critique, parse_thresholds
 from freshrag.builders.styles.statement_questions import write_candidate
-from freshrag.builders.styles.statements import (Slot, extract, parse_label_spec, pick_statement,
-                                                 plan)
+from freshrag.builders.styles.statements import (
+    Slot,
+    extract,
+    parse_label_spec,
+    pick_statement,
+    plan,
+)
 from tests.fakes import ScriptedLLM, ToolReply
 
 

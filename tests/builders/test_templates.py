@@ -6,8 +6,12 @@ import sqlite3
 import pytest
 
 from freshrag.builders.styles.facts import SCHEMA
-from freshrag.builders.styles.templates import (TemplateError, builtin_templates, fill_templates,
-                                                load_templates)
+from freshrag.builders.styles.templates import (
+    TemplateError,
+    builtin_templates,
+    fill_templates,
+    load_templates,
+)
 
 FACTS = [
     ("Bridge A", "bridge", "opened", "14 March 2026", "2026-03-14"),

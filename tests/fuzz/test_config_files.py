@@ -12,8 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from freshrag.core.config import MAX_ATTEMPTS, MAX_TIMEOUT_S, TOP_LEVEL, load_settings
-from tests.fuzz.support import (assert_no_calls, assert_refused, budget, invoke, scratch,
-                                snapshot, write_dataset)
+from tests.fuzz.support import (
+    assert_no_calls,
+    assert_refused,
+    budget,
+    invoke,
+    scratch,
+    snapshot,
+    write_dataset,
+)
 from tests.fuzz.urls import BAD_URLS, GOOD_URLS
 
 TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)

@@ -12,8 +12,16 @@ from hypothesis import strategies as st
 
 from freshrag.core import textfile
 from freshrag.core.dataset import load_articles, load_dataset
-from tests.fuzz.support import (ARTICLES, QUESTIONS, assert_no_calls, assert_refused, budget,
-                                invoke, scratch, use_fake)
+from tests.fuzz.support import (
+    ARTICLES,
+    QUESTIONS,
+    assert_no_calls,
+    assert_refused,
+    budget,
+    invoke,
+    scratch,
+    use_fake,
+)
 
 NON_ASCII = "éñüøßÅçàÿ"  # in Latin-1 and cp1252, where they are not UTF-8
 ENCODINGS = ["latin-1", "cp1252", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-be"]

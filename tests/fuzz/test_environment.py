@@ -7,8 +7,14 @@ from hypothesis import strategies as st
 
 from freshrag.core.config import load_settings
 from freshrag.core.types import ROLES
-from tests.fuzz.support import (assert_no_calls, assert_refused, budget, invoke, scratch,
-                                write_dataset)
+from tests.fuzz.support import (
+    assert_no_calls,
+    assert_refused,
+    budget,
+    invoke,
+    scratch,
+    write_dataset,
+)
 from tests.fuzz.urls import BAD_URLS, GOOD_URLS
 
 PREFIXES = ["FRESHRAG_"] + [f"FRESHRAG_{role.upper()}_" for role in ROLES]

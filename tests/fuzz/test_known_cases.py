@@ -15,8 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.fuzz.support import (ARTICLES, QUESTIONS, assert_no_calls, assert_refused, invoke,
-                                scratch, write_dataset)
+from tests.fuzz.support import (
+    ARTICLES,
+    QUESTIONS,
+    assert_no_calls,
+    assert_refused,
+    invoke,
+    scratch,
+    write_dataset,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 UTF16 = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in QUESTIONS).encode("utf-16")
@@ -60,8 +67,8 @@ def test_a_negative_timeout_is_refused_with_the_rule(server):
         write_dataset(tmp)
         (tmp / "freshrag.toml").write_text("timeout_s = -5\n")
         result = invoke(*run_argv(tmp))
-        assert_refused(result, f"freshrag.toml: timeout_s must be a positive number of seconds "
-                               f"(at most 86,400), got -5")
+        assert_refused(result, "freshrag.toml: timeout_s must be a positive number of seconds "
+                               "(at most 86,400), got -5")
         assert_no_calls(server)
         assert not (tmp / "run").exists()
 

@@ -12,8 +12,15 @@ from hypothesis import strategies as st
 
 from freshrag.cli.main import parser
 from freshrag.cli.options import share
-from tests.fuzz.support import (assert_no_calls, assert_refused, budget, invoke, scratch,
-                                snapshot, write_dataset)
+from tests.fuzz.support import (
+    assert_no_calls,
+    assert_refused,
+    budget,
+    invoke,
+    scratch,
+    snapshot,
+    write_dataset,
+)
 from tests.fuzz.urls import BAD_URLS, GOOD_URLS
 
 # The least each command needs besides the option under test (argparse stops before using them).

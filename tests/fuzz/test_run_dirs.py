@@ -14,8 +14,18 @@ from hypothesis import strategies as st
 
 from freshrag.builders.sources.export import DumpPage, Revision, write_dump
 from freshrag.core.results import REQUIRED, SAMPLE_FIELDS, read_samples
-from tests.fuzz.support import (assert_no_calls, assert_refused, budget, full_disk, invoke,
-                                read_only, scratch, snapshot, use_fake, write_dataset)
+from tests.fuzz.support import (
+    assert_no_calls,
+    assert_refused,
+    budget,
+    full_disk,
+    invoke,
+    read_only,
+    scratch,
+    snapshot,
+    use_fake,
+    write_dataset,
+)
 
 SYSTEMS = "baseline,oracle"
 

@@ -11,10 +11,15 @@ import random
 
 import pytest
 
-from freshrag.reporting.agreement import (average_ranks, field_agreement, pair_runs,
-                                          quadratic_kappa, spearman)
 from freshrag.cli.main import main
 from freshrag.core.results import SAMPLES, read_samples
+from freshrag.reporting.agreement import (
+    average_ranks,
+    field_agreement,
+    pair_runs,
+    quadratic_kappa,
+    spearman,
+)
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import discerning_judge, grade_call, use_endpoint
 from tests.harness.runs import sample, write_run

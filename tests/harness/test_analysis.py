@@ -5,9 +5,9 @@ import statistics
 
 import pytest
 
-from freshrag.reporting import analysis
 from freshrag.cli.main import main
 from freshrag.core.results import JsonlWriter
+from freshrag.reporting import analysis
 
 
 def row(question, system, truth=5, rel=5, retrieved=None, decision=None, tokens=(100, 10),

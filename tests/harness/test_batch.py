@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from freshrag.cost.batch import TRIES
 from freshrag.cli.main import main
 from freshrag.core.results import read_samples
+from freshrag.cost.batch import TRIES
 from tests.fake_batches import FakeBatches, kill_while_polling
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import use_endpoint

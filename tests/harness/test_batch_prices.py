@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from freshrag.cost.budget import BATCH_DISCOUNT
 from freshrag.cli.main import main
-from freshrag.reporting.prices import batch_calls, row_cost
 from freshrag.core.results import read_samples
+from freshrag.cost.budget import BATCH_DISCOUNT
+from freshrag.reporting.prices import batch_calls, row_cost
 from tests.fake_batches import FakeBatches
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import use_endpoint

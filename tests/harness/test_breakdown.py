@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.reporting import breakdown, report
 from freshrag.core.results import SAMPLES, JsonlWriter
+from freshrag.reporting import breakdown, report
 from tests.harness.test_html_report import chromium, dump_dom, parse, sample_rows
 
 LABELS = {"q1": "fact_single", "q2": "fact_single", "q3": "summary"}  # q4 and A_r: none

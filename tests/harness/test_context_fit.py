@@ -5,11 +5,11 @@ unscored grade (judge) or a failed pair (oracle), with the reason."""
 
 import pytest
 
-from freshrag.scoring import judge
 from freshrag.core.dataset import Dataset
+from freshrag.core.types import Article, Question, SystemContext
 from freshrag.llm.client import ContextTooLong, chat_fitting
 from freshrag.run.runner import CallRecorder, answer_and_grade
-from freshrag.core.types import Article, Question, SystemContext
+from freshrag.scoring import judge
 from freshrag.systems import SYSTEMS
 from tests.fakes import ScriptedLLM, ToolReply
 

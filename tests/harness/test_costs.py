@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from freshrag.cost.budget import Budget, BudgetExceeded
 from freshrag.cli.main import main
 from freshrag.core.config import load_settings
 from freshrag.core.results import read_samples
+from freshrag.cost.budget import Budget, BudgetExceeded
 from freshrag.llm.tokens import count_messages
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import use_endpoint

@@ -13,8 +13,8 @@ import contextlib
 import io
 import os
 import re
-import signal
 import shutil
+import signal
 import subprocess
 import time
 from html.parser import HTMLParser
@@ -23,9 +23,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from freshrag.reporting.render import plots
 from freshrag.cli.main import main
 from freshrag.core.results import SAMPLES, JsonlWriter
+from freshrag.reporting.render import plots
 
 SCRIPT_ANSWER = "<script>alert(1)</script> The answer is 42."
 EVIL_TITLE = '<img src="http://evil.example/x.png">'

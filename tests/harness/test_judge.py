@@ -1,7 +1,7 @@
 import pytest
 
-from freshrag.scoring import judge
 from freshrag.core.types import Article, Question, Usage
+from freshrag.scoring import judge
 from tests.fakes import ScriptedLLM, ToolReply
 
 QUESTION = Question("q1", "Who designed the Velmora bridge?", "Velmora")

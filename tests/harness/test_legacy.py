@@ -13,8 +13,8 @@ from fractions import Fraction
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.run.legacy import LegacyError, load_pickle, retrieved_titles
 from freshrag.core.results import read_samples
+from freshrag.run.legacy import LegacyError, load_pickle, retrieved_titles
 
 
 def row(i, truthfulness=None, relevance=None, n_in=100, n_out=10, retrieved=False, context=""):

@@ -3,8 +3,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from freshrag.llm.cache import ResponseCache
 from freshrag.core.config import LLMSettings, RoleConfig
+from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import ContextTooLong, EndpointError, EndpointUnreachable, LLMClient
 from freshrag.llm.local_server import free_port
 from tests.fake_openai_server import FakeOpenAIServer, FaultPlan
@@ -21,7 +21,8 @@ def client(base_url, cache=None, max_attempts=4, timeout_s=5.0):
 
 
 def test_usage_comes_from_the_api():
-    reply = lambda req: {"content": "nine", "usage": {"prompt_tokens": 123, "completion_tokens": 7}}
+    def reply(req):
+        return {"content": "nine", "usage": {"prompt_tokens": 123, "completion_tokens": 7}}
     with FakeOpenAIServer(reply=reply) as server:
         response = client(server.base_url).chat("answer", MESSAGES)
     assert response.text == "nine" and response.role == "answer" and response.messages == MESSAGES

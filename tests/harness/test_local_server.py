@@ -10,11 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from freshrag.llm.cache import ResponseCache
 from freshrag.core.config import LLMSettings, RoleConfig
+from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import EndpointUnreachable, LLMClient, LocalServerDied
-from freshrag.llm.local_server import (LocalServer, LocalServerError, describe_exit, free_port,
-                                       model_id)
+from freshrag.llm.local_server import (
+    LocalServer,
+    LocalServerError,
+    describe_exit,
+    free_port,
+    model_id,
+)
 from tests.fake_openai_server import FakeOpenAIServer
 
 STANDIN = Path(__file__).resolve().parents[1] / "standin_llama.py"

@@ -2,11 +2,11 @@
 
 import pytest
 
-from freshrag.reporting.analysis import quality_and_cost
 from freshrag.cli.main import main
 from freshrag.core.config import ConfigError
-from freshrag.reporting.prices import KNOWN_PRICES, price_table, row_cost
 from freshrag.core.results import JsonlWriter
+from freshrag.reporting.analysis import quality_and_cost
+from freshrag.reporting.prices import KNOWN_PRICES, price_table, row_cost
 
 
 def row(question, system, score, usage, models, dataset="A_f"):

@@ -7,11 +7,19 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.config import LLMSettings, RoleConfig
 from freshrag.core.dataset import example_dir, load_dataset_dir
-from freshrag.llm.client import LLMClient
-from freshrag.scoring.probes import (ABSTAIN, closest_sentences, discrimination, make_probes,
-                                     most_distant_article, probe_judge, sentences, verdict_lines,
-                                     words)
 from freshrag.core.types import Article, Grade
+from freshrag.llm.client import LLMClient
+from freshrag.scoring.probes import (
+    ABSTAIN,
+    closest_sentences,
+    discrimination,
+    make_probes,
+    most_distant_article,
+    probe_judge,
+    sentences,
+    verdict_lines,
+    words,
+)
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import discerning_judge, grade_call, use_endpoint
 

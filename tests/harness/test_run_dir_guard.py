@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from freshrag.scoring import judge
 from freshrag.cli.main import main
 from freshrag.core.results import read_samples
+from freshrag.scoring import judge
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import held, use_endpoint
 from tests.harness.test_run_cli import SECRET, write_dataset

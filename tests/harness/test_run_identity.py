@@ -9,8 +9,8 @@ import pickle
 
 import pytest
 
-from freshrag.reporting import analysis, identity, report
 from freshrag.cli.main import main
+from freshrag.reporting import analysis, identity, report
 from freshrag.run.legacy import import_legacy
 from tests.harness.runs import sample, write_run
 from tests.harness.test_html_report import parse

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from freshrag.core.dataset import Dataset
-from freshrag.llm.client import EndpointError
-from freshrag.run.runner import CallRecorder, answer_and_grade
 from freshrag.core.results import read_samples
 from freshrag.core.types import Article, Question, RetrievedChunk, SystemContext, Usage
+from freshrag.llm.client import EndpointError
+from freshrag.run.runner import CallRecorder, answer_and_grade
 from freshrag.systems import SYSTEMS
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import FakeRetriever, ScriptedLLM, ToolReply

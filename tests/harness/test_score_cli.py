@@ -183,6 +183,7 @@ def test_sigkill_mid_pass_then_resume_asks_no_finished_call_again(tmp_path, fake
     import subprocess
     import sys
     import time
+
     from tests.harness.test_run_cli import ROOT
 
     run = make_run(tmp_path)

@@ -13,8 +13,8 @@ import sys
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.scoring.store import SCORES, read_scores
 from freshrag.llm.tokens import count_messages
+from freshrag.scoring.store import SCORES, read_scores
 from tests.fake_batches import FakeBatches, kill_while_polling
 from tests.fake_openai_server import FakeOpenAIServer, _forced_tool_name
 from tests.fakes import use_endpoint

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from freshrag.cli.main import main
+from freshrag.core.results import JsonlWriter
 from freshrag.reporting import analysis, scorers
 from freshrag.reporting.report import load_runs
-from freshrag.core.results import JsonlWriter
 from freshrag.scoring.store import SCORES, answer_sha256
 from tests.harness.runs import sample, write_run
 from tests.harness.test_html_report import chromium, dump_dom, parse

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from freshrag.core.types import Article, Question
 from freshrag.scoring import SCORERS
 from freshrag.scoring.base import ScoreInput, sentences
 from freshrag.scoring.scorepass import make_scorers
-from freshrag.core.types import Article, Question
 from tests.fakes import BagOfWordsEmbedder, ScriptedLLM, ToolReply
 
 ARTICLE = Article("Lake Town", "Lake Town has four bridges. Its mayor is Ola Berg. It hosts a fair.")

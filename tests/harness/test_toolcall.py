@@ -3,8 +3,8 @@ deciders and builders share: what it accepts, and the reason it gives for each f
 
 import pytest
 
-from freshrag.llm.toolcall import ReplyError, tool_arguments
 from freshrag.core.types import LLMResponse, Usage
+from freshrag.llm.toolcall import ReplyError, tool_arguments
 
 
 def response(arguments_text, name="f", text=None):

@@ -4,8 +4,14 @@ curve (harness/reporting/decisions.py, savings.py), on rows written by hand."""
 import pytest
 
 from freshrag.reporting import decisions, savings
-from freshrag.reporting.decisions import (auroc, average_precision, metrics, pr_points, roc_points,
-                                          wilson)
+from freshrag.reporting.decisions import (
+    auroc,
+    average_precision,
+    metrics,
+    pr_points,
+    roc_points,
+    wilson,
+)
 from tests.harness.runs import sample
 
 KINDS = {"f1": "fresh", "f2": "fresh", "f3": "fresh", "f4": "fresh",

@@ -12,8 +12,8 @@ from typing import Iterator
 
 import pytest
 
-from tests.integration.mediawiki import SeededMediaWiki, seeded_wiki
 from tests import WIKIRAG
+from tests.integration.mediawiki import SeededMediaWiki, seeded_wiki
 
 DATA = WIKIRAG
 

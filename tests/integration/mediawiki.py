@@ -22,8 +22,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Iterator
 
-from tests.wikidump import (DumpPage, article_pages, disambiguation_page, disambiguation_template,
-                            redirect_page, write_dump)
+from tests.wikidump import (
+    DumpPage,
+    article_pages,
+    disambiguation_page,
+    disambiguation_template,
+    redirect_page,
+    write_dump,
+)
 
 MEDIAWIKI_DIR = Path("/usr/share/mediawiki")
 SITE_NAME = "freshrag test wiki"

@@ -16,8 +16,8 @@ import pytest
 
 from freshrag.builders.styles.facts import FACTS
 from freshrag.builders.styles.grounded import FAILED, QUERIES
-from freshrag.cli.main import main
 from freshrag.cli.demo import example_pages, write_example_dump
+from freshrag.cli.main import main
 from freshrag.core.results import read_jsonl, read_samples
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.integration.mediawiki import LocalMediaWiki

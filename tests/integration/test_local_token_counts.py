@@ -18,8 +18,8 @@ from freshrag.core.dataset import example_dir, load_dataset_dir
 from freshrag.cost.estimate import MadeUpReply, counters
 from freshrag.llm.client import LLMClient
 from freshrag.llm.local_server import GGUF_FILE, LocalServer
-from freshrag.scoring.judge import GRADE_TOOL, judge_messages
 from freshrag.llm.tokens import TiktokenCounter
+from freshrag.scoring.judge import GRADE_TOOL, judge_messages
 from freshrag.systems.prompts import BOOLEAN_PROMPT, RETRIEVE_TOOL, answer_messages
 
 pytestmark = pytest.mark.integration

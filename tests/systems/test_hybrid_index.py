@@ -8,8 +8,13 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from freshrag.reporting.identity import retriever_model
-from freshrag.systems.retrieval.index import (IndexConfig, RetrievalError, chunk_articles, connect,
-                                              open_index)
+from freshrag.systems.retrieval.index import (
+    IndexConfig,
+    RetrievalError,
+    chunk_articles,
+    connect,
+    open_index,
+)
 from tests.fakes import BagOfWordsEmbedder
 from tests.systems.test_index import ARTICLES
 

@@ -9,9 +9,9 @@ import numpy
 import pytest
 
 from freshrag.core.config import load_settings
+from freshrag.core.types import Article
 from freshrag.llm.client import LLMClient
 from freshrag.llm.local_server import free_port
-from freshrag.core.types import Article
 from freshrag.systems.retrieval.embeddings import EndpointEmbedder, LocalMiniLM
 from freshrag.systems.retrieval.index import IndexConfig, RetrievalError, chunk_articles, open_index
 from tests.fake_openai_server import FakeOpenAIServer

@@ -4,8 +4,16 @@ import math
 
 import pytest
 
-from freshrag.systems.retrieval.lexical import (B, K1, document_vector, fuse, mean_length,
-                                                query_vector, term_id, tokens)
+from freshrag.systems.retrieval.lexical import (
+    K1,
+    B,
+    document_vector,
+    fuse,
+    mean_length,
+    query_vector,
+    term_id,
+    tokens,
+)
 
 
 @pytest.mark.parametrize("text, expected", [
