@@ -1,2 +1,97 @@
-"""freshrag's core: types, the LLM client, token accounting, the judge, the runner, results,
-reports and the CLI."""
+"""freshrag: a benchmark harness for retrieval-augmented generation on fresh (post-cutoff) data.
+
+This module is the public API: what a user's own code imports. Everything else under `freshrag.`
+is internal and may move between releases (docs/design.md draws the packages).
+
+A system under test is one object with one method::
+
+    from freshrag import Question, SystemAnswer, SystemContext
+
+    class EchoRag:
+        def __init__(self, context: SystemContext):
+            self.context = context
+
+        def answer(self, question: Question) -> SystemAnswer:
+            chunks = self.context.retriever.retrieve(question.text)
+            reply = self.context.llm.chat("answer", [
+                {"role": "system", "content": "\\n\\n".join(c.text for c in chunks)},
+                {"role": "user", "content": question.text}])
+            return SystemAnswer(reply.text or "", calls=[reply], retrievals=1,
+                                details={"retrieved": [c.title for c in chunks]})
+
+Names are imported on first use, so that `import freshrag` (and `freshrag --help`) stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> the module that defines it ("module:name" where the names differ)
+_EXPORTS = {
+    # what a system receives and returns (docs/design.md, "The system protocol")
+    "System": "freshrag.core.types",
+    "SystemContext": "freshrag.core.types",
+    "SystemAnswer": "freshrag.core.types",
+    "Question": "freshrag.core.types",
+    "Article": "freshrag.core.types",
+    "LLM": "freshrag.core.types",
+    "LLMResponse": "freshrag.core.types",
+    "Usage": "freshrag.core.types",
+    "Retriever": "freshrag.core.types",
+    "RetrievedChunk": "freshrag.core.types",
+    "Grade": "freshrag.core.types",
+    # datasets, runs and reports
+    "Dataset": "freshrag.core.dataset",
+    "load_dataset": "freshrag.core.dataset",
+    "load_dataset_dir": "freshrag.core.dataset",
+    "RunConfig": "freshrag.run.runner",
+    "run_dataset": "freshrag.run.runner:run",  # `freshrag.run` is the package
+    "load_runs": "freshrag.reporting.report",
+    "summarise": "freshrag.reporting.report",
+    # the built-in systems and scorers, by name
+    "SYSTEMS": "freshrag.systems",
+    "SCORERS": "freshrag.scoring",
+}
+
+__all__ = [
+    "__version__", "System", "SystemContext", "SystemAnswer", "Question", "Article", "LLM",
+    "LLMResponse", "Usage", "Retriever", "RetrievedChunk", "Grade", "Dataset", "load_dataset",
+    "load_dataset_dir", "RunConfig", "run_dataset", "load_runs", "summarise", "SYSTEMS", "SCORERS",
+]
+
+if TYPE_CHECKING:  # what type checkers and editors see
+    from freshrag.core.dataset import Dataset, load_dataset, load_dataset_dir
+    from freshrag.core.types import (
+        LLM,
+        Article,
+        Grade,
+        LLMResponse,
+        Question,
+        RetrievedChunk,
+        Retriever,
+        System,
+        SystemAnswer,
+        SystemContext,
+        Usage,
+    )
+    from freshrag.reporting.report import load_runs, summarise
+    from freshrag.run.runner import RunConfig
+    from freshrag.run.runner import run as run_dataset
+    from freshrag.scoring import SCORERS
+    from freshrag.systems import SYSTEMS
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'freshrag' has no attribute {name!r}")
+    module, _, attribute = _EXPORTS[name].partition(":")
+    value = getattr(importlib.import_module(module), attribute or name)
+    globals()[name] = value  # the next lookup skips __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

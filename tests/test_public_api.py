@@ -1,0 +1,52 @@
+"""The public API module `freshrag`: every exported name resolves, the system protocol's example
+in its docstring works as written, and importing it loads no heavy dependency."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import freshrag
+from freshrag.core.types import RetrievedChunk, Usage
+from tests.fakes import FakeRetriever, ScriptedLLM
+
+
+@pytest.mark.parametrize("name", [name for name in freshrag.__all__ if name != "__version__"])
+def test_every_exported_name_resolves_to_its_definition(name):
+    value = getattr(freshrag, name)
+    module, _, attribute = freshrag._EXPORTS[name].partition(":")
+    assert value is getattr(sys.modules[module], attribute or name)
+
+
+def test_all_lists_exactly_the_exports():
+    assert sorted(freshrag.__all__) == sorted(["__version__", *freshrag._EXPORTS])
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        freshrag.Nope
+
+
+def test_the_docstring_example_is_a_working_system():
+    namespace: dict = {}
+    example = freshrag.__doc__.split("::\n", 1)[1].split("\nNames are imported", 1)[0]
+    exec(compile(textwrap.dedent(example), "example", "exec"), namespace)
+    chunk = RetrievedChunk(title="Town 1", index=0, text="Town 1 has 4 bridges.", score=0.9)
+    llm = ScriptedLLM(["Four bridges."], usage=Usage(20, 3))
+    context = freshrag.SystemContext(llm=llm, articles={}, retriever=FakeRetriever([chunk]))
+    system: freshrag.System = namespace["EchoRag"](context)
+    answer = system.answer(freshrag.Question(id="q1", text="How many bridges?",
+                                             gold_title="Town 1"))
+    assert (answer.text, answer.retrievals) == ("Four bridges.", 1)
+    assert answer.usage_by_role() == {"answer": Usage(20, 3)}
+    assert llm.requests[0]["messages"][0]["content"] == "Town 1 has 4 bridges."
+
+
+def test_importing_freshrag_loads_no_heavy_dependency():
+    heavy = ("qdrant_client", "openai", "matplotlib", "sklearn", "numpy", "torch")
+    code = f"import sys, freshrag; print([m for m in {heavy!r} if m in sys.modules])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
