@@ -1,0 +1,223 @@
+"""Systems from the user's own code (docs/own-system.md): a class or factory named by a file
+(`path/to/my_rag.py:MyRag`) or a module (`my_package.rag:make_system`), or registered by an
+installed package under the entry-point group `freshrag.systems`, beside the built-in ones.
+
+Whatever the origin, a system is a callable taking the run's `SystemContext` and returning an
+object with `answer(question) -> SystemAnswer` (freshrag's public `System` protocol), so a
+plugged-in system gets the same retriever, cache, concurrency, resume and accounting as a
+built-in one. `uses_index = True` on it asks for the retrieval index, as on the built-in ones.
+
+Each resolved system carries its identity: where it came from, a SHA-256 of the file that defines
+it and the version of the package that ships it. The run manifest records it, so that a resume
+with changed code is refused and two versions of one system never share a row of a report.
+A name may be given first (`mine=path/to/my_rag.py:MyRag`); otherwise the system's `name`
+attribute, else the attribute's own name, names it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import inspect
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+from freshrag.core.types import System, SystemContext
+
+ENTRY_POINT_GROUP = "freshrag.systems"
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a system's name in rows and reports
+Factory = Callable[[SystemContext], System]
+
+
+class PluginError(ValueError):
+    """A system that cannot be loaded: the input it came from is named; the cause, where the
+    user's own code raised, is chained (`__cause__`) so that its traceback can be shown once."""
+
+
+@dataclass(frozen=True)
+class SystemSource:
+    """A system ready to build, and where it came from."""
+
+    name: str
+    factory: Factory
+    origin: str  # "built-in", "file", "module" or "entry point"
+    where: str  # the spec as given, or the built-in's module
+    sha256: str | None = None  # of the file that defines it
+    version: str | None = None  # of the installed package that ships it
+    description: str = ""
+
+    @property
+    def uses_index(self) -> bool:
+        return bool(getattr(self.factory, "uses_index", False))
+
+    def record(self) -> dict[str, Any]:
+        """What the run manifest keeps about the system (its identity, not its code)."""
+        return {"origin": self.origin, "where": self.where, "sha256": self.sha256,
+                "version": self.version}
+
+
+def resolve(spec: str, builtins: dict[str, Factory]) -> SystemSource:
+    """The system `spec` names: `[NAME=]` then a built-in name, `FILE.py:ATTR`, `MODULE:ATTR`,
+    or the name of an installed package's entry point in the `freshrag.systems` group."""
+    name, _, target = spec.partition("=") if "=" in spec.split(":", 1)[0] else ("", "", spec)
+    target = target.strip()
+    if target in builtins:
+        found = _builtin(target, builtins[target])
+    elif ":" in target:
+        where, _, attribute = target.rpartition(":")
+        if not attribute.isidentifier():
+            raise PluginError(f"system {spec!r}: {attribute!r} after the ':' is not a Python name")
+        path = Path(where)
+        found = (_from_file(target, path, attribute)
+                 if where.endswith(".py") or path.parent != Path(".") else
+                 _from_module(target, where, attribute))
+    elif (entry := _entry_points().get(target)) is not None:
+        found = _from_entry_point(entry)
+    else:
+        raise PluginError(f"unknown system {target!r}; valid systems: "
+                          f"{', '.join([*builtins, *_entry_points()])}, or FILE.py:NAME, or "
+                          f"MODULE:NAME for your own (see `freshrag systems`)")
+    return _named(found, name.strip() or None, spec)
+
+
+def available(builtins: dict[str, Factory]) -> list[SystemSource]:
+    """Every system a run can name without a path: the built-in ones, then the installed ones."""
+    found = [_builtin(name, factory) for name, factory in builtins.items()]
+    for entry in _entry_points().values():
+        try:
+            found.append(_from_entry_point(entry))
+        except PluginError as err:  # listed with its problem rather than hidden
+            found.append(SystemSource(entry.name, _broken, "entry point",
+                                      f"{entry.value} ({_dist(entry)})", description=str(err)))
+    return found
+
+
+def check_system(source: SystemSource, system: Any) -> System:
+    """`system`, after checking that it can answer: what the factory built is a system."""
+    if not callable(getattr(system, "answer", None)):
+        raise PluginError(f"system {source.name!r} ({source.where}): built a "
+                          f"{type(system).__name__}, which has no answer(question) method")
+    return system
+
+
+def _builtin(name: str, factory: Factory) -> SystemSource:
+    return SystemSource(name, factory, "built-in", factory.__module__,
+                        description=_first_line(factory))
+
+
+def _from_file(spec: str, path: Path, attribute: str) -> SystemSource:
+    if not path.is_file():
+        raise PluginError(f"system {spec!r}: {path} is not a file")
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    stem = re.sub(r"\W", "_", path.stem)
+    module_name = f"freshrag_user_{stem}_{digest[:12]}"
+    module = sys.modules.get(module_name) or _exec_file(spec, path, module_name)
+    return _source(spec, module, attribute, "file", str(path), digest, None)
+
+
+def _exec_file(spec: str, path: Path, module_name: str) -> ModuleType:
+    loader_spec = importlib.util.spec_from_file_location(module_name, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise PluginError(f"system {spec!r}: {path} cannot be loaded as a Python file")
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[module_name] = module
+    folder = str(path.resolve().parent)  # so that the file can import its sibling modules
+    if folder not in sys.path:
+        sys.path.append(folder)
+    try:
+        loader_spec.loader.exec_module(module)
+    except BaseException as err:  # the user's code: any error, named with its file
+        del sys.modules[module_name]
+        if isinstance(err, KeyboardInterrupt):
+            raise
+        raise PluginError(f"system {spec!r}: importing {path} failed: "
+                          f"{type(err).__name__}: {err}") from err
+    return module
+
+
+def _from_module(spec: str, module_name: str, attribute: str) -> SystemSource:
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        if err.name and module_name.startswith(err.name):
+            raise PluginError(f"system {spec!r}: no module named {err.name!r} (give a "
+                              f"file as path/to/file.py:NAME, or install the package)") from None
+        raise PluginError(f"system {spec!r}: importing {module_name} failed: {err}") from err
+    except Exception as err:  # the user's code: any error, named with its module
+        raise PluginError(f"system {spec!r}: importing {module_name} failed: "
+                          f"{type(err).__name__}: {err}") from err
+    return _source(spec, module, attribute, "module", spec, _file_digest(module),
+                   _module_version(module_name))
+
+
+def _from_entry_point(entry: importlib.metadata.EntryPoint) -> SystemSource:
+    where = f"{entry.value} ({_dist(entry)})"
+    try:
+        factory = entry.load()
+    except Exception as err:  # the plugin's code: any error, named with its package
+        raise PluginError(f"system {entry.name!r} ({where}): loading it failed: "
+                          f"{type(err).__name__}: {err}") from err
+    module = sys.modules.get(entry.module)
+    found = _source(entry.name, module, entry.attr, "entry point", where,
+                    _file_digest(module) if module else None,
+                    entry.dist.version if entry.dist else None, factory=factory)
+    return _named(found, entry.name, entry.name)
+
+
+def _source(spec: str, module: Any, attribute: str | None, origin: str, where: str,
+            digest: str | None, version: str | None, factory: Any = None) -> SystemSource:
+    if factory is None:
+        factory = getattr(module, attribute or "", None)
+        if factory is None:
+            raise PluginError(f"system {spec!r}: {where} defines no {attribute!r}")
+    if not callable(factory):
+        raise PluginError(f"system {spec!r}: {attribute} is a {type(factory).__name__}, not a "
+                          f"class or function taking the run's SystemContext")
+    name = getattr(factory, "name", None)
+    return SystemSource(name if isinstance(name, str) else (attribute or spec), factory, origin,
+                        where, digest, version, _first_line(factory) or _first_line(module))
+
+
+def _named(found: SystemSource, name: str | None, spec: str) -> SystemSource:
+    chosen = name or found.name
+    if not NAME.match(chosen):
+        raise PluginError(f"system {spec!r}: {chosen!r} is not a usable name (letters, digits, "
+                          f"'_', '.', '-'; up to 64); give one as NAME={spec}")
+    return SystemSource(chosen, found.factory, found.origin, found.where, found.sha256,
+                        found.version, found.description)
+
+
+def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    return {entry.name: entry for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _dist(entry: importlib.metadata.EntryPoint) -> str:
+    return f"{entry.dist.name} {entry.dist.version}" if entry.dist else "an installed package"
+
+
+def _file_digest(module: Any) -> str | None:
+    path = getattr(module, "__file__", None)
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else None
+
+
+def _module_version(module_name: str) -> str | None:
+    top = module_name.split(".")[0]
+    for dist in importlib.metadata.packages_distributions().get(top, []):
+        return importlib.metadata.version(dist)
+    return None
+
+
+def _first_line(thing: Any) -> str:
+    doc = inspect.cleandoc(getattr(thing, "__doc__", None) or "")  # its own, never inherited
+    return doc.splitlines()[0] if doc else ""
+
+
+def _broken(context: SystemContext) -> System:
+    raise PluginError("this installed system failed to load (see `freshrag systems`)")
