@@ -1,5 +1,6 @@
 """One forced function call about an article, strictly parsed: what every step of the labelled
-question builder shares (METHODS.md, "Question labels": statements, questions, critiques, labels).
+question builder shares (docs/methods.md#statement-extraction-and-critiques: statements, questions,
+critiques, labels).
 
 The article is fitted to the model's window (`freshrag.llm.client.chat_fitting`, the one rule for that);
 the reply must be a call of the forced function whose arguments are a JSON object that `parse`

@@ -1,6 +1,6 @@
-"""The dataset's manifest: the funnel of every stage (how many articles and questions each kept,
-and why the others went), recomputed from the files on disk so that it always adds up, and the
-settings a dataset is tied to (building into it with others is refused). PAPER.md section III.A.
+"""The dataset's manifest: the funnel of every stage (how many articles and questions each kept, and
+why the others went), recomputed from the files on disk so that it always adds up, and the settings
+a dataset is tied to (building into it with others is refused). docs/methods.md#dataset-workflow.
 """
 
 from __future__ import annotations

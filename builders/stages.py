@@ -57,7 +57,7 @@ from freshrag.llm.toolcall import ReplyError, tool_arguments
 
 STAGES = ("A_r", "facts", "A_d", "A_f", "questions", "labels", "traffic")  # traffic: builders/traffic/kinds.py
 # The traffic kind and retrieval need, by construction, of questions about each stage's articles
-# (METHODS.md, "Retrieval need and deciders"); other stages' questions carry neither.
+# (docs/methods.md#retrieval-need-and-deciders); other stages' questions carry neither.
 STAGE_KINDS = {"A_f": {"kind": "fresh", "need": True}, "control": {"kind": "control", "need": False}}
 ARTICLE_STAGES = ("A_r", "A_d", "A_f")  # the stages that end in a title list
 SAMPLE, ARTICLES, RECENCY, QUESTIONS = "sample.jsonl", "articles.jsonl", "recency.jsonl", \

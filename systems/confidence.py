@@ -1,4 +1,4 @@
-"""Confidence decider (METHODS.md, "Retrieval need and deciders": token probabilities decide as
+"""Confidence decider (docs/methods.md#retrieval-need-and-deciders: token probabilities decide as
 well as elaborate pipelines): the `decision` model is asked whether the question needs documents,
 answering yes or no, and the probability it gives "yes" as its first token, from the endpoint's
 `logprobs`, is the probability of retrieving. At or above `THRESHOLD` it retrieves and the answer

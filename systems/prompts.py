@@ -75,7 +75,7 @@ DATED_PROMPT = (
     "Otherwise answer the question directly, accurately and concisely."
 )
 
-# Beyond the paper (METHODS.md, "Retrieval need and deciders"): the `confidence` decider reads the
+# Beyond the paper (docs/methods.md#retrieval-need-and-deciders): the `confidence` decider reads the
 # probability of "yes" from the first token's log-probabilities, so the reply must start with it.
 NEED_PROMPT = (
     "You decide whether the user's question can be answered well only by looking up documents "

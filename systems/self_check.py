@@ -1,4 +1,4 @@
-"""Self-check decider (METHODS.md, "Retrieval need and deciders": self-rated confidence decides
+"""Self-check decider (docs/methods.md#retrieval-need-and-deciders: self-rated confidence decides
 as well as elaborate pipelines): the `decision` model answers first without retrieval, then rates
 its own answer from 1 to 5 through one forced call. Below `THRESHOLD` it retrieves and the answer
 role answers again with the chunks; otherwise the first answer stands.

@@ -1,4 +1,4 @@
-"""Question labels by the `labeller` role (METHODS.md, "Question labels"): for each (gold article,
+"""Question labels by the `labeller` role (docs/methods.md#question-labels): for each (gold article,
 question) pair one forced `assign_label` call, strictly parsed; a reply that names no known label
 (after one more attempt) is `unknown`, kept with its reason and raw replies.
 
@@ -93,7 +93,7 @@ def label_dataset(llm: LLM, directory: Path, concurrency: int) -> list[dict[str,
     dataset = load_dataset_dir(directory)
     questions_path, path = dataset.files["questions"], directory / LABELS_FILE
     check_no_foreign_labels(questions_path, path)
-    # a general query (issue 15's traffic) has no gold article: a label says how an article
+    # a general query (mixed traffic) has no gold article: a label says how an article
     # answers, so it gets none
     questions = [q for q in dataset.questions if q.gold_title is not None]
     records = label_questions(

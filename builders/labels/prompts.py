@@ -1,4 +1,4 @@
-"""Prompts and function schemas of the labelled question builder (METHODS.md, "Question labels"):
+"""Prompts and function schemas of the labelled question builder (docs/methods.md#question-labels):
 the statement extraction (theme, facts, summaries, conclusions), the question writers, the
 critique and the labeller. Our own wording; recorded in the dataset's manifest beside the
 builder's other prompts, so that a dataset says how it was made.

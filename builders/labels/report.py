@@ -1,5 +1,5 @@
-"""The label composition of a dataset and the labeller's agreement (METHODS.md, "Question
-labels": public sets are heavily unbalanced across labels, and a zero-shot labeller must be
+"""The label composition of a dataset and the labeller's agreement (docs/methods.md#question-labels:
+public sets are heavily unbalanced across labels, and a zero-shot labeller must be
 checked against people before its labels are trusted).
 
 Composition: questions per label (the labeller's, and the generator's requested labels where the

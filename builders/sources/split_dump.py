@@ -1,6 +1,6 @@
 """Whole-Wikipedia dumps: the split files of a dump read in parallel processes, and creation dates
-from a `stub-meta-history` dump joined to the text of a `pages-articles` dump (PAPER.md section
-III.A, step 2: an article's creation date is its first revision's timestamp).
+from a `stub-meta-history` dump joined to the text of a `pages-articles` dump
+(docs/methods.md#date-filter: an article's creation date is its first revision's timestamp).
 
 Wikipedia publishes its big dumps split into files by page id (`enwiki-…-pages-articles1.xml-
 p1p41242.bz2`, …). Each file is read by a worker process with the one-file dump source

@@ -1,4 +1,4 @@
-"""Critiques of generated questions (METHODS.md, "Question labels", critiques): one forced
+"""Critiques of generated questions (docs/methods.md#statement-extraction-and-critiques): one forced
 `rate_question` call rates a question with its intended answer 1-5 on stand-alone clarity,
 specificity, question-context grounding and answer-context grounding; `--min-critique` drops the
 questions rated below a threshold.

@@ -1,5 +1,5 @@
 """Stage `facts`: the infobox fields of every A_r article as rows of a SQLite table, the database
-that grounded questions are asked of (METHODS.md, "Grounded questions and robustness groups").
+that grounded questions are asked of (docs/methods.md#grounded-questions-and-robustness-groups).
 
 Each article's wikitext (the revision its text was taken from) comes from the same source as the
 sample: the dump is read again, or the wiki is asked for the revisions' content, 50 a request.

@@ -1,5 +1,5 @@
 """`freshrag build --style grounded`: questions whose answers come from the fact table, written
-in several wordings (METHODS.md, "Grounded questions and robustness groups").
+in several wordings (docs/methods.md#grounded-questions-and-robustness-groups).
 
 1. Every template (builders/styles/templates.py) is filled from `facts.sqlite` and executed; each filled
    query is a line of `queries.jsonl`, with its SQL, parameters, answers and, if it cannot be a

@@ -1,4 +1,4 @@
-"""Questions generated for named information needs (METHODS.md, "Information needs").
+"""Questions generated for named information needs (docs/methods.md#information-needs).
 
 Instead of one question per article at random, the question set follows what users want to know:
 for each chunk of the chosen stage's articles (cut by the retrieval index's own splitter,

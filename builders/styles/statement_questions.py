@@ -1,4 +1,4 @@
-"""The `statements` question style (METHODS.md, "Question labels"), the second half: for each
+"""The `statements` question style (docs/labels.md#the-statements-style), the second half: for each
 planned slot (builders/styles/statements.py) a question written to be answered by one statement of the
 wanted kind, or for `unanswerable` a question on the article's subject that it cannot answer; the
 question's critique (builders/styles/critiques.py); then the dataset's `questions.jsonl`.

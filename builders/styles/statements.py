@@ -1,5 +1,6 @@
-"""Label-targeted questions by statement extraction (METHODS.md, "Question labels"), the first
-half: which labels to ask for (`--labels`) and the statements each article yields.
+"""Label-targeted questions by statement extraction
+(docs/methods.md#statement-extraction-and-critiques), the first half: which labels to ask for
+(`--labels`) and the statements each article yields.
 
 Per article, four forced `builder` calls at temperature 0: (1) the theme, one sentence on what
 the article is about; (2) factual statements from the article, with the theme for context; from

@@ -1,5 +1,6 @@
-"""SQL query templates over the fact table (METHODS.md, "Grounded questions and robustness
-groups"): each is filled with the table's distinct values and executed for its ground truth.
+"""SQL query templates over the fact table
+(docs/methods.md#grounded-questions-and-robustness-groups): each is filled with the table's distinct
+values and executed for its ground truth.
 
 A template has
 - `name`, and `kind`: `selection` (which article has this value), `projection` (the value of a

@@ -1,4 +1,4 @@
-"""The shipped list of general queries (METHODS.md, "Retrieval need and deciders"): traffic that
+"""The shipped list of general queries (docs/methods.md#retrieval-need-and-deciders): traffic that
 needs no document at all, so a retrieval for it is wasted by construction. Greetings, arithmetic,
 definitions of settled terms, writing requests, unit conversions and timeless how-to questions;
 written for freshrag, nothing here depends on events of any year. `freshrag build --general N`

@@ -1,4 +1,4 @@
-"""Traffic kinds beside the fresh questions (METHODS.md, "Retrieval need and deciders"): the
+"""Traffic kinds beside the fresh questions (docs/methods.md#retrieval-need-and-deciders): the
 `traffic` build stage, run after `questions`, adds to `questions.jsonl`
 
 - *control* questions: one question (the same question writer, style `creative`) about each of

@@ -1,6 +1,6 @@
-"""`freshrag mix`: a question set of a chosen traffic composition (METHODS.md, "Retrieval need and
-deciders"), e.g. 10% fresh, 60% control, 30% general, drawn from a dataset whose questions carry
-`kind` (builders/traffic/kinds.py).
+"""`freshrag mix`: a question set of a chosen traffic composition
+(docs/methods.md#retrieval-need-and-deciders), e.g. 10% fresh, 60% control, 30% general, drawn from
+a dataset whose questions carry `kind` (builders/traffic/kinds.py).
 
 Counts are the shares of `--n` rounded by largest remainder, so they add up to `--n`. Within a
 kind the questions are taken in one seeded order, the same for every mix of the same seed, so a

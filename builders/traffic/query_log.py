@@ -1,4 +1,4 @@
-"""Information needs derived from a log of real user queries (METHODS.md, "Information needs").
+"""Information needs derived from a log of real user queries (docs/methods.md#information-needs).
 
 `freshrag needs --queries log.jsonl` reads the log (JSON Lines, a `query` field a line), embeds
 the distinct queries with the `embeddings` role (systems/retrieval/embeddings.py), and clusters them without
@@ -60,7 +60,7 @@ DESCRIBE_FUNCTION = DESCRIBE_TOOL["function"]["name"]
 
 @dataclass(frozen=True)
 class NeedLogConfig:
-    distance_threshold: float = 0.85  # cosine; chosen on the shipped log with MiniLM (README)
+    distance_threshold: float = 0.85  # cosine; docs/measurements.md#information-needs
     min_size: int = 3       # queries a cluster needs to be a need
     examples: int = 5       # representative queries per cluster, in the prompt and the table
     max_queries: int = 5000  # distinct queries clustered; above, a seeded sample (memory is n²)

@@ -1,7 +1,7 @@
 """How per-field tables name and order the values of a question field (freshrag.core.types.Question:
 `label`, `information_need`, `kind`, `need`, `group`, `criterion`), so that the report's
 breakdowns (harness/reporting/breakdown.py) and the retrieval scan (systems/retrieval/scan.py)
-show the same groups in the same order (METHODS.md, "Question labels", "Information needs").
+show the same groups in the same order (docs/reports.md#per-field-breakdowns).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def value_name(value: Any) -> str:
 def grouped(items: Iterable[T], field: str,
             value_of: Callable[[T, str], Any]) -> dict[str, list[T]]:
     """Items by the name of their value of `field`: known values in their defined order (the
-    labels as METHODS.md lists them), others alphabetically, `unlabelled` last."""
+    labels as LABELS lists them), others alphabetically, `unlabelled` last."""
     groups: dict[str, list[T]] = {}
     for item in items:
         groups.setdefault(value_name(value_of(item, field)), []).append(item)

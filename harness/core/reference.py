@@ -1,5 +1,5 @@
-"""Checking an answer against a reference value without a model (METHODS.md, "Grounded questions
-and robustness groups"): the reference is a database value (an SQL result), so the check is a
+"""Checking an answer against a reference value without a model (docs/grounded.md#the-report):
+the reference is a database value (an SQL result), so the check is a
 normalised match of dates, numbers and words, the same normalisation the fact table stores.
 
 - Dates: "14 March 2026", "March 14, 2026", "2026-03-14" all become 2026-03-14; a reference that

@@ -14,13 +14,13 @@ from typing import Any, Protocol
 # (harness/scoring/), counted apart from the judge's tokens
 ROLES = ("answer", "decision", "judge", "builder", "labeller", "embeddings", "scorer")
 ARTICLE_CHARS = 15_000  # the paper cuts articles to 15,000 characters wherever they enter a prompt
-# Question labels by how the gold article answers (METHODS.md, "Question labels"); a labeller whose
-# reply could not be parsed gives "unknown".
+# Question labels by how the gold article answers (docs/methods.md#question-labels); a labeller
+# whose reply could not be parsed gives "unknown".
 LABELS = ("fact_single", "summary", "reasoning", "unanswerable")
-# Traffic kinds (METHODS.md, "Retrieval need and deciders"): fresh questions about post-cutoff
+# Traffic kinds (docs/methods.md#retrieval-need-and-deciders): fresh questions about post-cutoff
 # articles, control questions about articles the model saw, general queries needing no document.
 KINDS = ("fresh", "control", "general")
-# Wording criteria of grounded text forms (METHODS.md, "Grounded questions and robustness groups"):
+# Wording criteria of grounded text forms (docs/grounded.md#text-forms):
 # per axis, the two values a paired test compares within semantic groups.
 WORDING_AXES = {"length": ("short", "long"), "style": ("formal", "casual"),
                 "directness": ("direct", "indirect")}

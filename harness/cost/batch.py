@@ -16,7 +16,7 @@ too long for the window and records what still fails.
 from it, and each batch collected, so a killed process resumes: it polls the batches it had
 created, creates the batch of an uploaded file that has none (after asking the endpoint whether
 one exists, so none is created twice), and submits nothing the cache or an open batch holds.
-A budget (`--max-cost`) reserves each request before it is uploaded. PAPER.md section IV.
+A budget (`--max-cost`) reserves each request before it is uploaded. docs/costs.md#batch.
 """
 
 from __future__ import annotations

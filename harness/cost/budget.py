@@ -8,7 +8,8 @@ unbounded): an upper bound, so the cap holds while calls overlap; after the call
 usage is what counts as spent. A refused call raises `BudgetExceeded`, which stops the run like an
 unreachable endpoint: finished pairs are kept, the manifest says `capped`, and running the same
 command without the cap (or with a higher one) finishes the rest. Prices: reporting/prices.py.
-METHODS.md "Retrieval need and deciders" (count LM calls, and what they cost).
+docs/costs.md#budget; docs/methods.md#retrieval-need-and-deciders (count model calls, and what
+they cost).
 """
 
 from __future__ import annotations

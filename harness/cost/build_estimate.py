@@ -13,7 +13,8 @@ questions.jsonl that labels.jsonl lacks (builders/labels/labeller.py). With `--s
 article's job writes the text forms of the groups about it (builders/styles/grounded.py), once the
 facts stage is built; with `--style statements`, harness/cost/statements_estimate.py. A_r and A_d
 make no LLM call; until they are built there is nothing to count, and the dry run says to
-build them first (`--stage A_r`, `--stage A_d`). PAPER.md III.A.
+build them first (`--stage A_r`, `--stage A_d`). docs/costs.md#dry-run;
+docs/methods.md#dataset-workflow.
 """
 
 from __future__ import annotations

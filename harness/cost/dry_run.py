@@ -1,7 +1,7 @@
 """What `freshrag run --dry-run` and `--max-cost` (and `freshrag score`'s) need from the command
 line: the estimate of a run directory's remaining work (harness/cost/estimate.py) and the budget
 (harness/cost/budget.py), set up from the options without starting a server or making a call.
-PAPER.md section IV; METHODS.md "Reference-free metrics" for the scorers' calls."""
+docs/costs.md#dry-run; docs/methods.md#reference-free-metrics for the scorers' calls."""
 
 from __future__ import annotations
 

@@ -18,8 +18,8 @@ gets the range from "nothing found, no further call" to "statements found, check
 Retrieval is not run (a dry run embeds nothing): a retrieving system gets `top_k` chunks of the
 corpus, cut as the index cuts them and picked by a hash of the query, so its prompts are as
 long as typical ones. Dollars come from harness/reporting/prices.py, halved under `--batch`
-(the OpenAI Batch API's discount). PAPER.md section IV (the systems), METHODS.md "Retrieval need
-and deciders" (count LM calls) and "Reference-free metrics" (the scorers' calls).
+(the OpenAI Batch API's discount). docs/costs.md#dry-run; the systems: docs/methods.md#systems;
+the scorers: docs/scoring.md#scorers.
 """
 
 from __future__ import annotations

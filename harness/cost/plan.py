@@ -2,14 +2,14 @@
 through a `Planner`, an LLM that answers from the response cache and hands every other call to
 its caller.
 
-Two callers use it (README "Cost before calls" and "Batch submission"): the dry run answers a
+Two callers use it (docs/costs.md#dry-run, docs/costs.md#batch): the dry run answers a
 miss with a made-up reply shaped like the real one and counts what the call would cost; the batch
 pre-pass stops the pair at its first miss (`Pending`) and submits all those calls together, so
 that multi-step systems advance stage by stage: all first calls, then all second calls, then the
 judge. Requests are built by `LLMClient.prepare`, the code that builds a live call, so what is
-counted or submitted is byte for byte what a live run would send (PAPER.md sections III.B, IV).
+counted or submitted is byte for byte what a live run would send (docs/methods.md#systems).
 
-The scorers beyond the judge (METHODS.md "Reference-free metrics", "Claims and abstention") are
+The scorers beyond the judge (docs/scoring.md#scorers) are
 walked the same way: `score_jobs` for the rows a run directory holds, and `pair_jobs` with
 `scorers` for pairs not answered yet, whose row is made from the walked answer as the runner
 makes it. Their embeddings (answer-relevance) are not chat calls: a walk gives them stand-in

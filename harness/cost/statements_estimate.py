@@ -3,7 +3,7 @@ article, the statement extraction (theme, facts, summaries, conclusions) unless
 `statements.jsonl` has it, then each of its slots without a line in `candidates.jsonl`: the
 question, its critique, and the labeller's label for a question the critique keeps. Walked
 through the builder's own functions, so a made-up reply's lists (empty, or a few items long)
-decide which later calls happen: the range. METHODS.md "Question labels"; PAPER.md III.A.
+decide which later calls happen: the range. docs/costs.md#dry-run.
 """
 
 from __future__ import annotations

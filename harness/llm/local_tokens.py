@@ -1,4 +1,4 @@
-"""The embedded model's own token counts, for the dry run (README "Cost before calls").
+"""The embedded model's own token counts, for the dry run (docs/costs.md#dry-run).
 
 tiktoken's cl100k_base, which the dry run uses for a model it does not know, counts SmolLM2's
 prompts 10-20% short. The embedded server (harness/llm/local_server.py) renders a chat request with
@@ -10,8 +10,8 @@ completion the handler asks for is answered with the reply the dry run made up a
 count of its prompt as usage. The handler then adds up usage as it does in the server: with
 `tool_choice` "auto" it asks the model twice (message or function, then the message or the
 arguments), and the usage it reports is the second completion's. Counting is thus the server's
-own code path, and follows llama-cpp-python if its template changes. PAPER.md section IV
-(tokens per strategy), METHODS.md "Retrieval need and deciders" (count LM calls and tokens).
+own code path, and follows llama-cpp-python if its template changes. docs/methods.md#systems
+(tokens per strategy), docs/methods.md#retrieval-need-and-deciders (count model calls and tokens).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The arguments of a forced function call, read one way everywhere: the judge, the scorers, the
 deciders and the builders all ask for one named function and accept only a call of it whose
-arguments are a JSON object (PAPER.md section III.B: structured output through function calling).
+arguments are a JSON object (docs/methods.md#judge: structured output through function calling).
 
 What each caller then checks (a rating 1–5, a boolean, a non-empty question) is its own; what a
 reply that is no such call at all looks like, and how it is told, is decided here once, so that

@@ -1,5 +1,5 @@
-"""Judge agreement (issue 14, item 5): how alike two judges, or two repeats of one judge, grade
-the same answers (METHODS.md, "Judge agreement": a judge is a measuring instrument).
+"""Judge agreement: how alike two judges, or two repeats of one judge, grade the same answers
+(docs/methods.md#judge-agreement: a judge is a measuring instrument).
 
 Rows of two run directories are paired by (dataset, question_id, system); a pair counts only
 when both rows are scored (unscored or failed on either side: counted and left out), hold the

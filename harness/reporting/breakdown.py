@@ -1,7 +1,7 @@
 """Every table of `freshrag report` broken down by a question field: `--by label`,
 `--by information_need`, or any other field a question set gives (harness/core/fields.py: `kind`,
-`need`, `group`, `criterion`) (METHODS.md, "Question labels": recall and scores differ by label;
-"Information needs": which needs are hardest to serve).
+`need`, `group`, `criterion`) (docs/methods.md#question-labels: recall and scores differ by label;
+docs/methods.md#information-needs: which needs are hardest to serve).
 
 The rows of each value's questions (those without a value form the `unlabelled` group) go
 through the very functions of the whole report: the summary (`report.summarise`: scores,

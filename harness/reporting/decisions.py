@@ -1,5 +1,5 @@
-"""Retrieval decisions against need known by construction (METHODS.md, "Retrieval need and
-deciders"): questions carry `need` (fresh: true; control and general: false; builders/traffic/kinds.py),
+"""Retrieval decisions against need known by construction (docs/traffic.md#what-the-report-adds):
+questions carry `need` (fresh: true; control and general: false; builders/traffic/kinds.py),
 so a decider is judged without inferring need from a baseline and a naive run.
 
 - `decisions_by_kind`: per adaptive run identity and per traffic kind (and all kinds together):

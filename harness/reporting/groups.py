@@ -1,4 +1,4 @@
-"""Semantic groups in a report (METHODS.md, "Grounded questions and robustness groups"): the rows
+"""Semantic groups in a report (docs/methods.md#grounded-questions-and-robustness-groups): the rows
 of questions that carry a `group` and a `reference` (`freshrag build --style grounded`), per run
 identity, all computed from the rows, with no model.
 

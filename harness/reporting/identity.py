@@ -1,4 +1,5 @@
-"""What tells one report row from another: the identity of a run (issue 12, item 1).
+"""What tells one report row from another: the identity of a run
+(docs/reports.md#how-runs-are-told-apart).
 
 Every table, figure and comparison of a report is made per *identity*: dataset, system, the
 model that played each role, and the run directory. The rule:

@@ -1,4 +1,4 @@
-"""The savings curve (METHODS.md, "Retrieval need and deciders"; the paper's suggestion that the
+"""The savings curve (docs/methods.md#retrieval-need-and-deciders; the paper's suggestion that the
 boolean agent saves more when many queries need no retrieval): the quality (mean truthfulness +
 relevance) and the tokens and dollars per question of every system as the share of fresh
 questions goes from 0 to 1, beside always-retrieve (`naive`), never-retrieve (`baseline`) and the

@@ -1,4 +1,4 @@
-"""Abstention (METHODS.md, "Claims and abstention", after CRAG): was the answer given, or did the
+"""Abstention (docs/methods.md#claims-and-abstention, after CRAG): was the answer given, or did the
 system abstain ("I don't know", a refusal)?
 
 An empty answer, or one a pattern recognises as a refusal, is `abstained` without a call

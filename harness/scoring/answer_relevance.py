@@ -1,4 +1,4 @@
-"""Answer relevance (METHODS.md, "Reference-free metrics", after RAGAS): one forced call writes
+"""Answer relevance (docs/methods.md#reference-free-metrics, after RAGAS): one forced call writes
 `QUESTIONS` questions that the answer would answer, from the answer alone; the score is the mean
 cosine similarity of their embeddings with the asked question's, through the `embeddings` role
 (the same model as the retrieval index). It penalises incomplete and padded answers, not wrong

@@ -1,4 +1,4 @@
-"""What every scorer shares (METHODS.md, "Reference-free metrics", "Claims and abstention"): the
+"""What every scorer shares (docs/scoring.md#scorers): the
 answer as a scorer sees it, the result it returns, and strict parsing of forced function calls.
 
 A scorer is one object with `name`, `role`, `needs` and one method, `score(llm, item)`. It

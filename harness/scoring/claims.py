@@ -1,4 +1,4 @@
-"""Claims against the gold article (METHODS.md, "Claims and abstention", after RAGChecker).
+"""Claims against the gold article (docs/methods.md#claims-and-abstention, after RAGChecker).
 
 - Precision: the answer's statements (split by one forced call), each checked against the gold
   article (one call): supported / all answer statements.

@@ -1,4 +1,4 @@
-"""Context relevance (METHODS.md, "Reference-free metrics", after RAGAS): the retrieved context is
+"""Context relevance (docs/methods.md#reference-free-metrics, after RAGAS): the retrieved context is
 split into sentences, numbered, and one forced call names the numbers of the sentences needed
 to answer the question; the score is needed / all sentences. Naming numbers instead of copying
 sentences keeps the count exact and the reply short.

@@ -1,4 +1,4 @@
-"""Faithfulness (METHODS.md, "Reference-free metrics", after RAGAS): the answer is split into
+"""Faithfulness (docs/methods.md#reference-free-metrics, after RAGAS): the answer is split into
 short statements (one forced call, the answer alone), then one forced call says for each whether
 the retrieved context supports it; the score is supported / all statements.
 

@@ -1,5 +1,5 @@
-"""A score pass: the chosen scorers (METHODS.md, "Reference-free metrics", "Claims and
-abstention"; the judge's repeats for "Judge agreement") over a run's answered rows, into
+"""A score pass: the chosen scorers (docs/scoring.md#scorers; the judge's repeats for
+docs/scoring.md#judge-agreement) over a run's answered rows, into
 `scores.jsonl` (store.py).
 
 `freshrag score RUN_DIR --scorers ...` runs one on a finished run (or an imported one) without

@@ -1,5 +1,5 @@
-"""Statements and their support, shared by faithfulness and claims (METHODS.md, "Reference-free
-metrics" and "Claims and abstention"): one call splits a text into short self-contained
+"""Statements and their support, shared by faithfulness and claims (docs/scoring.md#scorers): one
+call splits a text into short self-contained
 statements, another says for each numbered statement whether a source text supports it.
 
 Both are forced function calls parsed strictly: a list that is not strings, or verdicts that are

@@ -1,5 +1,5 @@
-"""Where the scores of METHODS.md's "Reference-free metrics", "Claims and abstention" and the
-judge's repeats ("Judge agreement") live, beside the run's own judge grade in samples.jsonl:
+"""Where the scores of the scorers beyond the judge (docs/scoring.md#scorers) and the judge's
+repeats (docs/scoring.md#judge-agreement) live, beside the run's own judge grade in samples.jsonl:
 `RUN_DIR/scores.jsonl`, one row per (dataset, question_id, system, scorer, repeat), appended as
 each finishes (the JsonlWriter of harness/core/results.py, so a kill leaves whole rows), the last row
 of a key winning on reading:

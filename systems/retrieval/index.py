@@ -3,9 +3,9 @@
 Every corpus article is split with `RecursiveCharacterTextSplitter` (1,024 characters, overlap 48,
 as in the paper), its title prepended to every chunk, embedded, and stored in Qdrant with cosine
 distance: embedded Qdrant on disk by default, a Qdrant server when a URL is given. Beside each
-chunk's dense vector its point holds a BM25 sparse vector (systems/retrieval/lexical.py), so that a query
-can be dense (`text_weight` 0, the default), lexical (1), or a fusion of both (METHODS.md,
-"Question labels": the hybrid text weight).
+chunk's dense vector its point holds a BM25 sparse vector (systems/retrieval/lexical.py), so that a
+query can be dense (`text_weight` 0, the default), lexical (1), or a fusion of both
+(docs/methods.md#hybrid-retrieval).
 
 An index is keyed by (corpus hash, chunker settings, embedding model, lexical scheme) and lives
 in the collection named after that key, so a later run on the same corpus opens it in seconds

@@ -1,6 +1,6 @@
 """The lexical side of the retrieval index: BM25 sparse vectors, and their fusion with dense hits
-(METHODS.md, "Question labels": hybrid retrieval with a text weight from 0, dense only, to 1,
-lexical only, scanned per label).
+(docs/methods.md#hybrid-retrieval: a text weight from 0, dense only, to 1, lexical only, scanned per
+label).
 
 BM25 splits into a document part and a query part. The document part, term frequency saturated
 by `K1` and normalised by the chunk's length against the corpus's mean (`B`), is computed here

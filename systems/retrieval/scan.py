@@ -1,8 +1,8 @@
 """`freshrag scan-retrieval`: recall@k of the retrieval index for every text weight, per question
-label (or any other question field) and overall, and the best weight of each (METHODS.md,
-"Question labels": Know Your RAG scanned the weights 0, 0.05, 0.1, 0.2, 0.5 and 1 and found that
-the best weight on the whole set is not the best for every label; "Information needs": mean
-recall@k per need).
+label (or any other question field) and overall, and the best weight of each
+(docs/methods.md#hybrid-retrieval: Know Your RAG scanned the weights 0, 0.05, 0.1, 0.2, 0.5 and 1
+and found that the best weight on the whole set is not the best for every label;
+docs/methods.md#information-needs: mean recall@k per need).
 
 No LLM call. Each question is embedded once and searched once on each side (`VectorIndex.
 candidates`); every weight then fuses the same candidates with `lexical.fuse`, the function a

@@ -1,4 +1,4 @@
-"""Benchmark of the dataset builders (freshrag issue 4).
+"""Benchmark of the dataset builders (docs/measurements.md#dataset-builders).
 
     python tests/benchmarks/bench_builders.py [--only dump,mediawiki,recency] [--pages 50000]
                                               [--recency-limit 120]

@@ -1,4 +1,5 @@
-"""Pairs per second against the embedded model at concurrency 1, 4 and 8 (freshrag issue 17),
+"""Pairs per second against the embedded model at concurrency 1, 4 and 8
+(docs/measurements.md#the-embedded-model),
 to set beside the fake-server figures of bench_runner.py.
 
     python tests/benchmarks/bench_embedded_concurrency.py [--pairs 6]

@@ -1,5 +1,5 @@
-"""Benchmark of `freshrag run --dry-run` (freshrag issue 17): its estimate beside what the same run
-then spends, on the example set with the embedded model.
+"""Benchmark of `freshrag run --dry-run` (docs/measurements.md#cost-estimates): its estimate
+beside what the same run then spends, on the example set with the embedded model.
 
     python tests/benchmarks/bench_estimate.py [--limit 4] [--systems ...] [--probe-k 3]
 

@@ -1,4 +1,5 @@
-"""Benchmark of the facts stage's cost through the MediaWiki API (freshrag issue 16).
+"""Benchmark of the facts stage's cost through the MediaWiki API
+(docs/measurements.md#dataset-builders).
 
     python tests/benchmarks/bench_facts.py [--articles 200]
 

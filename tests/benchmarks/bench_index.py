@@ -1,4 +1,5 @@
-"""Benchmark of the retrieval index (freshrag issue 3) on the paper's 1,101-article corpus.
+"""Benchmark of the retrieval index on the paper's 1,101-article corpus
+(docs/measurements.md#retrieval-index).
 
     python tests/benchmarks/bench_index.py [--quick] [--only local|concurrency]
 
@@ -16,11 +17,11 @@ temporary directory, it measures:
 4. reference: the same model as sentence-transformers runs it by default (fp32, batches of 32)
    on a sample of chunks, so that the gain of the index's settings (int8, batches of 8 over
    length-sorted chunks) is measured in the same run;
-5. concurrency (freshrag issue 12): retrievals per second with a remote embeddings endpoint (the
+5. concurrency: retrievals per second with a remote embeddings endpoint (the
    fake OpenAI-compatible server, answering /v1/embeddings after `--embed-latency` seconds) over
    embedded Qdrant, for every A_f and A_r question at concurrency 1 and 8; once as the index
    retrieves now (no lock of its own), once with one lock around each whole retrieval, as the
-   index held until issue 12 (embedding and search serialised), in the same run.
+   index once held (embedding and search serialised), in the same run.
 
 `--quick` indexes only the articles of the first 40 questions of each set (a smoke check).
 """
@@ -116,7 +117,7 @@ def retrieval_concurrency(articles: dict, queries: list[str], latency: float,
         lock = threading.Lock()
 
         def serialised(query: str) -> list:
-            with lock:  # the index until issue 12: embedding and search under one lock
+            with lock:  # the index as it once was: embedding and search under one lock
                 return index.retrieve(query)
 
         results: dict = {"embed_latency_s": latency, "queries": len(queries),

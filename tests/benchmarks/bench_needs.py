@@ -1,4 +1,4 @@
-"""Benchmark of information needs (freshrag issue 13, item 4).
+"""Benchmark of information needs (docs/measurements.md#information-needs).
 
     python tests/benchmarks/bench_needs.py [--only clustering,pipeline] [--sizes 1000,5000]
                                            [--articles 4] [--per-need 3]

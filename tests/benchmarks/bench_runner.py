@@ -1,4 +1,5 @@
-"""Benchmark of `freshrag run` against the fake OpenAI-compatible server (freshrag issue 2).
+"""Benchmark of `freshrag run` against the fake OpenAI-compatible server
+(docs/measurements.md#runner).
 
 Run it from anywhere:
 

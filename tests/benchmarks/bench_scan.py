@@ -1,5 +1,5 @@
-"""Benchmark of hybrid retrieval and `freshrag scan-retrieval` (freshrag issue 13, item 6) on the
-paper's 1,101-article corpus and its A_f questions.
+"""Benchmark of hybrid retrieval and `freshrag scan-retrieval` on the paper's 1,101-article corpus
+and its A_f questions (docs/measurements.md#hybrid-retrieval-and-the-retrieval-scan).
 
     python tests/benchmarks/bench_scan.py [--quick]
 

@@ -1,5 +1,5 @@
-"""Benchmark of `freshrag score --dry-run` (freshrag issue 17): the estimate of a score pass
-beside what the pass then spends, on the example set with the embedded model.
+"""Benchmark of `freshrag score --dry-run` (docs/measurements.md#cost-estimates): the estimate of a
+score pass beside what the pass then spends, on the example set with the embedded model.
 
     python tests/benchmarks/bench_score_estimate.py [--limit 2] [--systems baseline,naive]
         [--scorers faithfulness,claims,context-relevance,abstention]

@@ -1,4 +1,5 @@
-"""Benchmark of the scorers beyond the judge (freshrag issue 14): the extra tokens each costs.
+"""Benchmark of the scorers beyond the judge (docs/measurements.md#scorers): the extra tokens
+each costs.
 
     python tests/benchmarks/bench_scorers.py [--embedded] [--limit 40] [--systems baseline,naive]
                                              [--scorers faithfulness,...] [--keep DIR]

@@ -1,6 +1,6 @@
-"""Benchmark of the split-dump source (freshrag issue 17): pages/s and peak memory per process
-reading the split files of a dump with 1 and 2 worker processes, and the time this projects for
-English Wikipedia.
+"""Benchmark of the split-dump source (docs/measurements.md#dataset-builders): pages/s and peak
+memory per process reading the split files of a dump with 1 and 2 worker processes, and the time
+this projects for English Wikipedia.
 
     python tests/benchmarks/bench_split_dump.py [--pages 20000] [--files 4]
 

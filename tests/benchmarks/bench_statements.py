@@ -1,4 +1,5 @@
-"""Benchmark of the `statements` question style with critiques and labels (freshrag issue 13).
+"""Benchmark of the `statements` question style with critiques and labels
+(docs/measurements.md#statements-style).
 
     python tests/benchmarks/bench_statements.py [--articles 5] [--labels SPEC] [--seed 0]
 

@@ -1,5 +1,5 @@
 """Tool calls and throughput of an OpenAI-compatible endpoint: what the embedded runtime was
-chosen by (README, design notes).
+chosen by (docs/design.md#the-embedded-runtime).
 
     python tests/benchmarks/bench_tool_calls.py http://127.0.0.1:PORT/v1
 

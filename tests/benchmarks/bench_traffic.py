@@ -1,6 +1,6 @@
-"""Benchmark of the mixed-traffic analysis (freshrag issue 15): how long `freshrag report` takes
-to recombine a finished run into decisions per kind, the threshold sweeps, ROC, the savings
-curve and mixes, and that it makes no LLM call doing so.
+"""Benchmark of the mixed-traffic analysis (docs/measurements.md#mixed-traffic): how long
+`freshrag report` takes to recombine a finished run into decisions per kind, the threshold sweeps,
+ROC, the savings curve and mixes, and that it makes no LLM call doing so.
 
     python tests/benchmarks/bench_traffic.py [--questions 500] [--mixes 5]
 

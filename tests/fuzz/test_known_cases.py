@@ -1,4 +1,4 @@
-"""The three cases issue 18 found by hand, each once in process and once as a user runs it
+"""The three cases found by hand, each once in process and once as a user runs it
 (`python -m harness` in a subprocess, where any traceback would show on stderr):
 
 - a questions file that is not UTF-8 ended in a UnicodeDecodeError traceback;

@@ -1,6 +1,6 @@
-"""`freshrag agreement` (issue 14, item 5): the statistics against examples worked out by hand
-(each expected value is written as the arithmetic that gives it), then the command end to end on
-run directories written by hand, degenerate ones included."""
+"""`freshrag agreement` (docs/scoring.md#judge-agreement): the statistics against examples worked
+out by hand (each expected value is written as the arithmetic that gives it), then the command end
+to end on run directories written by hand, degenerate ones included."""
 
 from __future__ import annotations
 
@@ -330,8 +330,8 @@ def two_judges(request):
 
 def test_a_second_run_with_only_the_judge_changed_grades_the_same_answers(tmp_path, monkeypatch,
                                                                           capsys):
-    """What the README promises: the answers replay from the response cache, the grades are the
-    other judge's, and every pair is compared."""
+    """What docs/scoring.md#judge-agreement promises: the answers replay from the response cache,
+    the grades are the other judge's, and every pair is compared."""
     questions, articles = write_dataset(tmp_path, n=4)
     with FakeOpenAIServer(reply=two_judges) as server:
         use_endpoint(monkeypatch, server.base_url, "sk-x")

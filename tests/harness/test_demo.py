@@ -1,6 +1,7 @@
 """`freshrag demo` end to end against the fake OpenAI-compatible server (every role, embeddings
 included): the example corpus goes through the builder as a dump, then every system, the judge
-and the HTML report. The real models' timing is measured by hand (README, Measured)."""
+and the HTML report. The real models' timing is measured by hand
+(docs/measurements.md#the-embedded-model)."""
 
 import json
 from datetime import date

@@ -1,5 +1,5 @@
-"""The report's edges (issue 12): runs with no rows (item 4), figure names that would collide
-(item 11), and the tokens that failed pairs spent, counted apart from the answered ones (item 8)."""
+"""The report's edges: runs with no rows, figure names that would collide, and the tokens that
+failed pairs spent, counted apart from the answered ones."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Reports keep runs apart (issue 12, item 1): rows are keyed by dataset, system, the model of
-every role and the run directory; paired comparisons and the decision analysis pair only like
-with like, and say which runs they compared."""
+"""Reports keep runs apart (docs/reports.md#how-runs-are-told-apart): rows are keyed by dataset,
+system, the model of every role and the run directory; paired comparisons and the decision analysis
+pair only like with like, and say which runs they compared."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def released(n, tag):
 
 
 def test_two_imports_with_different_models_are_two_rows(tmp_path):
-    """The issue's reproduction: two imports of `naive` A_f runs with different --model."""
+    """The case that showed the need: two imports of `naive` A_f runs with different --model."""
     for name, model, n in (("paper", "gpt-4-0613", 3), ("local", "local-7b", 4)):
         path = tmp_path / f"{name}.pkl"
         path.write_bytes(pickle.dumps(released(n, name)))

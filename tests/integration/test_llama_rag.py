@@ -21,7 +21,7 @@ from tests.integration.test_llama_run import clean_env
 
 pytestmark = pytest.mark.integration
 
-QUESTIONS = 2  # through every system (9 since the deciders of issue 15): 18 judged pairs
+QUESTIONS = 2  # through every system (9 with the deciders): 18 judged pairs
 TOP_K = 5
 DECIDING = {"boolean": "retrieve_information", "dated-boolean": "retrieve_information",
             "advanced": "more_information"}  # system: the function its decision call is read from

@@ -57,5 +57,6 @@ def test_dry_run_input_counts_equal_the_embedded_servers_prompt_tokens():
             assert not sent.usage.estimated  # the server's own count
             tiktoken = TiktokenCounter(request["model"]).count_request(request)[0]
             counted.append((role, dry["usage"]["input"], sent.usage.input, tiktoken))
-    print("\n(role, dry run, server, tiktoken):", counted)  # the figures README "Measured" cites
+    # the figures docs/measurements.md#cost-estimates cites
+    print("\n(role, dry run, server, tiktoken):", counted)
     assert all(dry == served for _, dry, served, _ in counted), counted

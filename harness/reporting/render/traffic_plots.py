@@ -1,4 +1,4 @@
-"""Figures of the decision and savings analysis (METHODS.md, "Retrieval need and deciders"):
+"""Figures of the decision and savings analysis (docs/methods.md#retrieval-need-and-deciders):
 
 - `savings-DATASET.png`: mean truthfulness + relevance (left) and tokens per question (right)
   of every system against the share of fresh questions, 95% bands; the references (always
