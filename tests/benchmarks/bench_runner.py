@@ -43,8 +43,8 @@ sys.path.insert(0, str(ROOT))  # `tests.` is importable when run as a script
 
 from freshrag.cli.main import main as freshrag_main  # noqa: E402
 from freshrag.core.results import SAMPLES, read_samples  # noqa: E402
-from tests.fake_openai_server import FakeOpenAIServer, FaultPlan  # noqa: E402
-from tests.fakes import is_call_of  # noqa: E402
+from tests.support.fake_openai_server import FakeOpenAIServer, FaultPlan  # noqa: E402
+from tests.support.fakes import is_call_of  # noqa: E402
 
 DELAY = 0.25       # seconds the fake server takes per call
 CONCURRENCY = 32

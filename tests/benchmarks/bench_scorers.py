@@ -43,7 +43,7 @@ from freshrag.core.results import read_samples  # noqa: E402
 from freshrag.scoring import SCORERS  # noqa: E402
 from freshrag.scoring.base import sentences  # noqa: E402
 from freshrag.scoring.store import read_scores  # noqa: E402
-from tests.fake_openai_server import FakeOpenAIServer, _forced_tool_name  # noqa: E402
+from tests.support.fake_openai_server import FakeOpenAIServer, _forced_tool_name  # noqa: E402
 
 
 def freshrag(*argv: str) -> float:

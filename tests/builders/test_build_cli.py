@@ -10,9 +10,9 @@ from freshrag.builders.cutoffs import created_after
 from freshrag.cli.main import main
 from freshrag.core.results import read_jsonl, read_samples
 from tests import WIKIRAG
-from tests.fake_openai_server import FakeOpenAIServer
-from tests.fakes import held, use_endpoint
-from tests.wikidump import article_pages, redirect_page, write_dump
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.fakes import held, use_endpoint
+from tests.support.wikidump import article_pages, redirect_page, write_dump
 
 DATA = WIKIRAG
 N = 40
@@ -113,7 +113,7 @@ def test_a_cutoff_that_is_not_a_date_says_so(tmp_path, dump, option, message, ca
 
 def test_a_resumed_build_asks_again_for_the_questions_that_came_back_empty(tmp_path, dump,
                                                                           monkeypatch):
-    from tests.fake_openai_server import default_reply
+    from tests.support.fake_openai_server import default_reply
 
     empty = {"on": True}
 
@@ -152,7 +152,7 @@ def test_building_again_with_another_n_or_seed_is_refused_naming_both_values(
 
 def test_split_pages_articles_files_with_stub_dates_build_what_the_history_dump_builds(
         tmp_path, dump, fake):
-    from tests.wikidump import split_dumps
+    from tests.support.wikidump import split_dumps
     pages = [*article_pages(DATA / "articles.jsonl", N),
              redirect_page(900, "Moved page", released()[0]["title"], "2022-05-05T00:00:00Z")]
     articles, stubs = split_dumps(pages, tmp_path / "split", files=3)

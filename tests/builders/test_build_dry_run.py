@@ -12,10 +12,10 @@ from tests.builders.test_statements_build import build as statements_build
 from tests.builders.test_statements_build import scripted as statements_script
 from tests.builders.test_traffic import build as traffic_build
 from tests.builders.test_traffic import dump  # noqa: F401 (the fixture)
-from tests.fake_openai_server import FakeOpenAIServer
-from tests.fakes import use_endpoint
 from tests.harness.test_costs import table
-from tests.wikidump import article_pages, write_dump
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.fakes import use_endpoint
+from tests.support.wikidump import article_pages, write_dump
 
 
 def listing(directory: Path) -> dict[str, bytes]:

@@ -11,7 +11,7 @@ import pytest
 from freshrag.builders.sources.dump import DumpError, DumpSource, plain_text
 from freshrag.builders.sources.pages import DISAMBIGUATION, REDIRECT
 from tests import WIKIRAG
-from tests.wikidump import (
+from tests.support.wikidump import (
     STAND_IN_CREATED,
     DumpPage,
     Revision,

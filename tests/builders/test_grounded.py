@@ -13,8 +13,8 @@ from freshrag.builders.styles.grounded import FAILED, QUERIES
 from freshrag.cli.demo import write_example_dump
 from freshrag.cli.main import main
 from freshrag.core.results import read_jsonl, read_samples
-from tests.fake_openai_server import FakeOpenAIServer, default_reply
-from tests.fakes import grade_call, use_endpoint
+from tests.support.fake_openai_server import FakeOpenAIServer, default_reply
+from tests.support.fakes import grade_call, use_endpoint
 
 CRITERIA = ("short", "long", "casual")
 GROUPS = 3

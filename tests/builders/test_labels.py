@@ -24,7 +24,7 @@ from freshrag.builders.labels.report import (
 )
 from freshrag.core.dataset import DatasetError, load_dataset
 from freshrag.llm.client import ContextTooLong
-from tests.fakes import ScriptedLLM, ToolReply
+from tests.support.fakes import ScriptedLLM, ToolReply
 
 
 def call(arguments: str, name: str = "assign_label") -> ToolReply:

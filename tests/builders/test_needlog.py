@@ -25,7 +25,7 @@ from freshrag.builders.traffic.query_log import (
     write_needs,
 )
 from freshrag.core.types import LLMResponse, Usage
-from tests.fakes import ScriptedLLM, ToolReply
+from tests.support.fakes import ScriptedLLM, ToolReply
 
 # Three directions, a few queries around each, and two strays each in a direction of its own: what
 # a log's embeddings look like.

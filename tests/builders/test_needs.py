@@ -24,7 +24,7 @@ from freshrag.core.results import read_jsonl
 from freshrag.core.types import Article, LLMResponse, Usage
 from freshrag.llm.client import ContextTooLong
 from freshrag.systems.retrieval.index import chunk_articles
-from tests.fakes import ScriptedLLM, ToolReply
+from tests.support.fakes import ScriptedLLM, ToolReply
 
 NEEDS = ("Results of local elections", "Casualties of disasters")
 # Two articles of one and two chunks (1,024 characters, as the index cuts them).

@@ -10,9 +10,9 @@ from freshrag.builders.styles.needs import NEEDS_FILE, read_needs
 from freshrag.cli.main import main
 from freshrag.core.results import read_jsonl, read_samples
 from tests import WIKIRAG
-from tests.fake_openai_server import FakeOpenAIServer, default_reply
-from tests.fakes import use_endpoint
-from tests.wikidump import article_pages, write_dump
+from tests.support.fake_openai_server import FakeOpenAIServer, default_reply
+from tests.support.fakes import use_endpoint
+from tests.support.wikidump import article_pages, write_dump
 
 LOG = WIKIRAG.parent / "needs" / "queries.jsonl"
 CUTOFF = "2021-09-30"

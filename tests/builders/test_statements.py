@@ -19,7 +19,7 @@ from freshrag.builders.styles.statements import (
     pick_statement,
     plan,
 )
-from tests.fakes import ScriptedLLM, ToolReply
+from tests.support.fakes import ScriptedLLM, ToolReply
 
 
 @pytest.mark.parametrize("text, values, shares", [

@@ -14,7 +14,7 @@ from freshrag.core.results import read_jsonl, read_samples
 from freshrag.scoring.judge import GENERAL_JUDGE_PROMPT, JUDGE_PROMPT
 from tests import WIKIRAG
 from tests.builders.test_build_cli import CUTOFF, fake  # noqa: F401 - the fixture
-from tests.wikidump import STAND_IN_CREATED, article_pages, write_dump
+from tests.support.wikidump import STAND_IN_CREATED, article_pages, write_dump
 
 FRESH, OLD = 6, 8  # released articles created after the cutoff / of the random sample
 

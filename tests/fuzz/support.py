@@ -94,7 +94,7 @@ def write_dataset(directory: Path) -> tuple[Path, Path]:
 
 def use_fake(server, monkeypatch, key: str = "sk-fuzz-secret") -> None:
     """Every role on the fake server and nothing else from the environment; counts reset."""
-    from tests.fakes import use_endpoint
+    from tests.support.fakes import use_endpoint
 
     for name in [name for name in os.environ if name.startswith("FRESHRAG_")]:
         monkeypatch.delenv(name)

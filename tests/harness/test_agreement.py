@@ -20,10 +20,10 @@ from freshrag.reporting.agreement import (
     quadratic_kappa,
     spearman,
 )
-from tests.fake_openai_server import FakeOpenAIServer
-from tests.fakes import discerning_judge, grade_call, use_endpoint
-from tests.harness.runs import sample, write_run
 from tests.harness.test_run_cli import write_dataset
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.fakes import discerning_judge, grade_call, use_endpoint
+from tests.support.runs import sample, write_run
 
 # ------------------------------------------------------------------ weighted kappa
 

@@ -1,4 +1,4 @@
-"""`freshrag run --batch` against the fake server's Files and Batch APIs (tests/fake_batches.py):
+"""`freshrag run --batch` against the fake server's Files and Batch APIs (tests/support/fake_batches.py):
 stage by stage, failed and expired lines sent again, a killed process resuming its polls."""
 
 import json
@@ -12,9 +12,9 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.results import read_samples
 from freshrag.cost.batch import TRIES
-from tests.fake_batches import FakeBatches, kill_while_polling
-from tests.fake_openai_server import FakeOpenAIServer
-from tests.fakes import use_endpoint
+from tests.support.fake_batches import FakeBatches, kill_while_polling
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.fakes import use_endpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 SYSTEMS = "baseline,advanced"  # advanced: three calls in turn, the third only if it retrieves

@@ -1,7 +1,7 @@
 """Batch prices in reports: a call answered by the Batch API is recorded as such (`batch` in its
 call record) and every dollar figure of `freshrag report` prices it at the batch rate.
 
-The same run is made twice on the fake server (tests/fake_batches.py), live and with `--batch`,
+The same run is made twice on the fake server (tests/support/fake_batches.py), live and with `--batch`,
 each with its own response cache; the fake answers a batch line exactly as the same live request,
 so the two runs spend the same tokens and the batch run must cost BATCH_DISCOUNT of the other.
 """
@@ -15,9 +15,9 @@ from freshrag.cli.main import main
 from freshrag.core.results import read_samples
 from freshrag.cost.budget import BATCH_DISCOUNT
 from freshrag.reporting.prices import batch_calls, row_cost
-from tests.fake_batches import FakeBatches
-from tests.fake_openai_server import FakeOpenAIServer
-from tests.fakes import use_endpoint
+from tests.support.fake_batches import FakeBatches
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.fakes import use_endpoint
 
 PRICE = (100.0, 300.0)  # USD per million tokens: large, so that rounding to 6 digits is exact
 

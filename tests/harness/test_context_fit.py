@@ -11,7 +11,7 @@ from freshrag.llm.client import ContextTooLong, chat_fitting
 from freshrag.run.runner import CallRecorder, answer_and_grade
 from freshrag.scoring import judge
 from freshrag.systems import SYSTEMS
-from tests.fakes import ScriptedLLM, ToolReply
+from tests.support.fakes import ScriptedLLM, ToolReply
 
 TOO_LONG = ContextTooLong("judge endpoint http://x/v1 failed after 1 attempt(s): HTTP 400: "
                           "maximum context length is 8192 tokens")

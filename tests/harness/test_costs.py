@@ -10,8 +10,8 @@ from freshrag.core.config import load_settings
 from freshrag.core.results import read_samples
 from freshrag.cost.budget import Budget, BudgetExceeded
 from freshrag.llm.tokens import count_messages
-from tests.fake_openai_server import FakeOpenAIServer
-from tests.fakes import use_endpoint
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.fakes import use_endpoint
 
 PRICE = (2.0, 8.0)  # USD per million input / output tokens of "fake-model"
 CAP = 0.006  # room for a few pairs: each call reserves its max_tokens, about $0.004 an answer
@@ -155,7 +155,7 @@ def test_budget_refuses_a_call_that_would_pass_the_cap(monkeypatch, cap, spent, 
 
 def test_build_dry_run_counts_the_builder_calls_and_makes_none(tmp_path, fake, capsys):
     from tests.builders.test_build_cli import DATA, N, build
-    from tests.wikidump import article_pages, write_dump
+    from tests.support.wikidump import article_pages, write_dump
     wiki = write_dump(tmp_path / "wiki.xml.bz2", list(article_pages(DATA / "articles.jsonl", N)))
     assert build(tmp_path, wiki, "--dry-run") == 2  # A_d not built: nothing to count yet
     assert "build --stage A_r and --stage A_d first" in capsys.readouterr().err
@@ -176,7 +176,7 @@ def test_build_dry_run_counts_the_builder_calls_and_makes_none(tmp_path, fake, c
 ])
 def test_build_dry_run_refuses_the_stages_it_cannot_count(tmp_path, fake, capsys, extra):
     from tests.builders.test_build_cli import DATA, N, build
-    from tests.wikidump import article_pages, write_dump
+    from tests.support.wikidump import article_pages, write_dump
     wiki = write_dump(tmp_path / "wiki.xml.bz2", list(article_pages(DATA / "articles.jsonl", N)))
     (tmp_path / "needs.txt").write_text("Results of local elections\n")
     extra = [str(tmp_path / word) if word == "needs.txt" else word for word in extra]

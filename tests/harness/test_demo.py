@@ -12,8 +12,8 @@ from freshrag.cli.main import main
 from freshrag.core.dataset import example_dir
 from freshrag.core.results import read_jsonl, read_samples
 from freshrag.systems import SYSTEMS
-from tests.fake_openai_server import FakeOpenAIServer
-from tests.fakes import use_endpoint
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.fakes import use_endpoint
 
 
 def test_the_demo_runs_the_whole_workflow(tmp_path, monkeypatch, capsys):

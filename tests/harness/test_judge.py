@@ -2,7 +2,7 @@ import pytest
 
 from freshrag.core.types import Article, Question, Usage
 from freshrag.scoring import judge
-from tests.fakes import ScriptedLLM, ToolReply
+from tests.support.fakes import ScriptedLLM, ToolReply
 
 QUESTION = Question("q1", "Who designed the Velmora bridge?", "Velmora")
 ARTICLE = Article("Velmora", "The Velmora bridge was designed by Ada Quill. " * 1000)

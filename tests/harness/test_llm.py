@@ -7,7 +7,7 @@ from freshrag.core.config import LLMSettings, RoleConfig
 from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import ContextTooLong, EndpointError, EndpointUnreachable, LLMClient
 from freshrag.llm.local_server import free_port
-from tests.fake_openai_server import FakeOpenAIServer, FaultPlan
+from tests.support.fake_openai_server import FakeOpenAIServer, FaultPlan
 
 SECRET = "sk-test-secret-123"
 MESSAGES = [{"role": "user", "content": "How many spans does the Velmora bridge have?"}]

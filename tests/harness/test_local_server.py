@@ -1,12 +1,12 @@
-"""The embedded server's start and death, with a stand-in process (tests/standin_llama.py) that
-behaves like a llama.cpp server: one that dies by SIGSEGV on its first completion, as a library
-compiled for another CPU does, and one that serves until it is killed."""
+"""The embedded server's start and death, with a stand-in process
+(tests/support/standin_llama.py) that behaves like a llama.cpp server: one that dies by SIGSEGV on
+its first completion, as a library compiled for another CPU does, and one that serves until it is
+killed."""
 
 import signal
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -20,9 +20,10 @@ from freshrag.llm.local_server import (
     free_port,
     model_id,
 )
-from tests.fake_openai_server import FakeOpenAIServer
+from tests import ROOT
+from tests.support.fake_openai_server import FakeOpenAIServer
 
-STANDIN = Path(__file__).resolve().parents[1] / "standin_llama.py"
+STANDIN = ROOT / "tests" / "support" / "standin_llama.py"
 MESSAGES = [{"role": "user", "content": "Hello?"}]
 
 

@@ -10,9 +10,9 @@ from llama_cpp.llama_chat_format import get_chat_completion_handler
 from freshrag.cli.main import main
 from freshrag.llm.local_server import CHAT_FORMAT
 from freshrag.llm.local_tokens import LocalTokenizer
-from tests.fake_openai_server import FakeOpenAIServer
-from tests.fakes import use_endpoint
 from tests.harness.test_costs import table, write_dataset
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.fakes import use_endpoint
 
 TOOL = {"type": "function", "function": {"name": "decide", "parameters": {
     "type": "object", "properties": {"retrieve": {"type": "boolean"}}, "required": ["retrieve"]}}}

@@ -20,8 +20,8 @@ from freshrag.scoring.probes import (
     verdict_lines,
     words,
 )
-from tests.fake_openai_server import FakeOpenAIServer
-from tests.fakes import discerning_judge, grade_call, use_endpoint
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.fakes import discerning_judge, grade_call, use_endpoint
 
 EXAMPLE = load_dataset_dir(example_dir())
 

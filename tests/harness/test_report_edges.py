@@ -11,7 +11,7 @@ from freshrag.cli.main import main
 from freshrag.core.results import SAMPLES
 from freshrag.reporting import analysis, report
 from freshrag.reporting.render import plots
-from tests.harness.runs import sample, write_run
+from tests.support.runs import sample, write_run
 
 # ------------------------------------------------------------------ item 4: a run with no rows
 

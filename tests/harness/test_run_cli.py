@@ -12,8 +12,8 @@ import pytest
 
 from freshrag.cli.main import main
 from freshrag.core.results import read_samples
-from tests.fake_openai_server import FakeOpenAIServer
-from tests.fakes import is_call_of, use_endpoint
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.fakes import is_call_of, use_endpoint
 
 SECRET = "sk-test-secret-do-not-write"
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,7 +122,7 @@ def test_failed_pairs_are_recorded_then_retried_on_resume(tmp_path, monkeypatch)
 
 
 def _default(request):
-    from tests.fake_openai_server import default_reply
+    from tests.support.fake_openai_server import default_reply
     return default_reply(request)
 
 

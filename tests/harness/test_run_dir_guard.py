@@ -11,9 +11,9 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.results import read_samples
 from freshrag.scoring import judge
-from tests.fake_openai_server import FakeOpenAIServer
-from tests.fakes import held, use_endpoint
 from tests.harness.test_run_cli import SECRET, write_dataset
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.fakes import held, use_endpoint
 
 ELSEWHERE = "http://127.0.0.1:9/v1"  # never called: the refusal comes first
 

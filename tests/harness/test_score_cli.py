@@ -12,9 +12,9 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.results import read_jsonl
 from freshrag.scoring.store import SCORES, read_scores
-from tests.fake_openai_server import FakeOpenAIServer, _forced_tool_name, default_reply
-from tests.fakes import use_endpoint
 from tests.harness.test_run_cli import SECRET, write_dataset
+from tests.support.fake_openai_server import FakeOpenAIServer, _forced_tool_name, default_reply
+from tests.support.fakes import use_endpoint
 
 EVERY = "judge,faithfulness,answer-relevance,context-relevance,claims,abstention"
 

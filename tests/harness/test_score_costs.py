@@ -1,6 +1,6 @@
 """The scorers beyond the judge under `--dry-run`, `--batch` and `--max-cost`, for `freshrag
 score` and `freshrag run --scorers`, against the fake OpenAI-compatible server (its Batch API in
-tests/fake_batches.py): the estimate counts the calls the live pass then sends, and sends none
+tests/support/fake_batches.py): the estimate counts the calls the live pass then sends, and sends none
 itself; a batch pass sends every scorer chat call through batches and resumes; a cap stops the
 pass resumably."""
 
@@ -15,12 +15,12 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.llm.tokens import count_messages
 from freshrag.scoring.store import SCORES, read_scores
-from tests.fake_batches import FakeBatches, kill_while_polling
-from tests.fake_openai_server import FakeOpenAIServer, _forced_tool_name
-from tests.fakes import use_endpoint
 from tests.harness.test_costs import PRICE, table
 from tests.harness.test_run_cli import ROOT, SECRET, write_dataset
 from tests.harness.test_score_cli import scripted
+from tests.support.fake_batches import FakeBatches, kill_while_polling
+from tests.support.fake_openai_server import FakeOpenAIServer, _forced_tool_name
+from tests.support.fakes import use_endpoint
 
 SCORER_TOOLS = ("submit_statements", "submit_verdicts", "submit_needed_sentences",
                 "submit_questions", "submit_abstention")

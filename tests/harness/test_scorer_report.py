@@ -13,8 +13,8 @@ from freshrag.core.results import JsonlWriter
 from freshrag.reporting import analysis, scorers
 from freshrag.reporting.report import load_runs
 from freshrag.scoring.store import SCORES, answer_sha256
-from tests.harness.runs import sample, write_run
 from tests.harness.test_html_report import chromium, dump_dom, parse
+from tests.support.runs import sample, write_run
 
 
 def score(question, system, scorer, status="scored", metrics=None, tokens=(50, 5),

@@ -10,7 +10,7 @@ from freshrag.core.types import Article, Question
 from freshrag.scoring import SCORERS
 from freshrag.scoring.base import ScoreInput, sentences
 from freshrag.scoring.scorepass import make_scorers
-from tests.fakes import BagOfWordsEmbedder, ScriptedLLM, ToolReply
+from tests.support.fakes import BagOfWordsEmbedder, ScriptedLLM, ToolReply
 
 ARTICLE = Article("Lake Town", "Lake Town has four bridges. Its mayor is Ola Berg. It hosts a fair.")
 CONTEXT = "Title: Lake Town\nLake Town has four bridges. Its mayor is Ola Berg. It hosts a fair."

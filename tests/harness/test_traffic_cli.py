@@ -11,9 +11,9 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.results import read_samples
 from freshrag.systems.prompts import NEED_PROMPT
-from tests.fake_openai_server import FakeOpenAIServer, default_reply
-from tests.fakes import use_endpoint
 from tests.harness.test_run_cli import SECRET
+from tests.support.fake_openai_server import FakeOpenAIServer, default_reply
+from tests.support.fakes import use_endpoint
 
 SYSTEMS = "baseline,naive,boolean,advanced,dated-boolean,confidence,self-check"
 QUESTIONS = [  # (id, title, question, kind)

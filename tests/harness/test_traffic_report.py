@@ -12,7 +12,7 @@ from freshrag.reporting.decisions import (
     roc_points,
     wilson,
 )
-from tests.harness.runs import sample
+from tests.support.runs import sample
 
 KINDS = {"f1": "fresh", "f2": "fresh", "f3": "fresh", "f4": "fresh",
          "c1": "control", "c2": "control", "c3": "control", "g1": "general", "g2": "general"}

@@ -15,7 +15,7 @@ from freshrag.systems.retrieval.index import (
     connect,
     open_index,
 )
-from tests.fakes import BagOfWordsEmbedder
+from tests.support.fakes import BagOfWordsEmbedder
 from tests.systems.test_index import ARTICLES
 
 QUERY = "which comet did the shepherds see at dawn"
@@ -144,9 +144,9 @@ def test_a_run_at_a_text_weight_records_it_and_reports_it_apart(tmp_path, monkey
     weight, and a report of two runs at two weights shows two retrievers, never one row."""
     from freshrag.cli.main import main
     from freshrag.reporting import report
-    from tests.fake_openai_server import FakeOpenAIServer
-    from tests.fakes import use_endpoint
     from tests.harness.test_run_cli import SECRET, write_dataset
+    from tests.support.fake_openai_server import FakeOpenAIServer
+    from tests.support.fakes import use_endpoint
 
     q, a = write_dataset(tmp_path, n=3)
     with FakeOpenAIServer() as server:

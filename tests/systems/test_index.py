@@ -14,8 +14,8 @@ from freshrag.llm.client import LLMClient
 from freshrag.llm.local_server import free_port
 from freshrag.systems.retrieval.embeddings import EndpointEmbedder, LocalMiniLM
 from freshrag.systems.retrieval.index import IndexConfig, RetrievalError, chunk_articles, open_index
-from tests.fake_openai_server import FakeOpenAIServer
-from tests.fakes import BagOfWordsEmbedder
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.fakes import BagOfWordsEmbedder
 
 ARTICLES = {
     "Velmora Bridge": Article("Velmora Bridge", "The Velmora bridge spans the river Ost with nine "

@@ -8,9 +8,9 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.results import read_samples
 from freshrag.llm.local_server import free_port
-from tests.fake_openai_server import FakeOpenAIServer, default_reply
-from tests.fakes import use_endpoint
 from tests.harness.test_run_cli import SECRET, write_dataset
+from tests.support.fake_openai_server import FakeOpenAIServer, default_reply
+from tests.support.fakes import use_endpoint
 
 RETRIEVING = ("naive", "boolean", "advanced", "hyde", "dated-boolean")
 

@@ -6,7 +6,7 @@ import pytest
 from freshrag.core.types import Article, Question, RetrievedChunk, SystemContext, Usage
 from freshrag.systems import SYSTEMS
 from freshrag.systems.prompts import MORE_INFORMATION_QUESTION, RETRIEVE_TOOL
-from tests.fakes import FakeRetriever, ScriptedLLM, ToolReply
+from tests.support.fakes import FakeRetriever, ScriptedLLM, ToolReply
 
 ARTICLES = {"Velmora": Article("Velmora", "The Velmora bridge has nine spans.")}
 QUESTION = Question("q1", "How many spans does the Velmora bridge have?", "Velmora")

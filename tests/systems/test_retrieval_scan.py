@@ -10,9 +10,9 @@ from freshrag.cli.main import main
 from freshrag.core.types import Question
 from freshrag.systems.retrieval.index import IndexConfig, VectorIndex, open_index
 from freshrag.systems.retrieval.scan import render, scan
-from tests.fake_openai_server import FakeOpenAIServer
-from tests.fakes import BagOfWordsEmbedder, use_endpoint
 from tests.harness.test_run_cli import SECRET
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.fakes import BagOfWordsEmbedder, use_endpoint
 from tests.systems.test_index import ARTICLES
 
 QUESTIONS = [

@@ -1,4 +1,4 @@
-"""The OpenAI Files and Batch APIs for the fake server (tests/fake_openai_server.py).
+"""The OpenAI Files and Batch APIs for the fake server (tests/support/fake_openai_server.py).
 
 ``POST /v1/files`` (multipart, purpose ``batch``), ``GET /v1/files/{id}/content``,
 ``POST /v1/batches``, ``GET /v1/batches/{id}`` and ``GET /v1/batches``, shaped for the official

@@ -273,7 +273,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- verbs
     def _batch_api(self, method: str, body: bytes) -> bool:
-        """/v1/files and /v1/batches, when the server has them (tests/fake_batches.py)."""
+        """/v1/files and /v1/batches, when the server has them (tests/support/fake_batches.py)."""
         batches = self.server.fake.batches
         answer = batches and batches.handle(self.server.fake, method, self.path.split("?", 1)[0],
                                             body, self.headers.get("Content-Type", ""))
@@ -326,7 +326,7 @@ class FakeOpenAIServer:
         embedding_delay: float = 0.0,
         batches: Any = None,
     ) -> None:
-        self.batches = batches  # a tests.fake_batches.FakeBatches serves /v1/files, /v1/batches
+        self.batches = batches  # a tests.support.fake_batches.FakeBatches serves /v1/files, /v1/batches
         self.reply = reply
         self.embedding_dim = embedding_dim
         self.embedding_delay = float(embedding_delay)

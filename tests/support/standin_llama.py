@@ -1,6 +1,6 @@
 """A stand-in for the embedded llama.cpp server, run as its own process by LocalServer's tests.
 
-`python tests/standin_llama.py PORT MODE`. Both modes list a model at `GET /v1/models`, as a
+`python tests/support/standin_llama.py PORT MODE`. Both modes list a model at `GET /v1/models`, as a
 llama.cpp server does as soon as it has loaded its file. `crash` then dies by SIGSEGV on the
 first completion, as a library compiled for another CPU does (a general protection fault);
 `serve` answers every completion with a short text and its usage.

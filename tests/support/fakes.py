@@ -21,7 +21,8 @@ from freshrag.core.types import LLMResponse, RetrievedChunk, Usage
 from freshrag.scoring import probes
 from freshrag.scoring.judge import JUDGE_PROMPT
 from freshrag.systems.prompts import ANSWER_PROMPT
-from tests.fake_openai_server import bag_of_words_vector
+from tests import ROOT
+from tests.support.fake_openai_server import bag_of_words_vector
 
 
 @dataclass(frozen=True)
@@ -146,8 +147,7 @@ with locked(__import__("pathlib").Path(sys.argv[1])):
 @contextlib.contextmanager
 def held(directory: Path) -> Iterator[subprocess.Popen]:
     """Another process holding `directory`'s lock (harness/core/rundir.py) until the block ends."""
-    root = Path(__file__).resolve().parents[1]
-    process = subprocess.Popen([sys.executable, "-c", _HOLDER, str(directory)], cwd=root,
+    process = subprocess.Popen([sys.executable, "-c", _HOLDER, str(directory)], cwd=ROOT,
                                stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout.readline().strip() == "held"
