@@ -2,7 +2,6 @@
 OpenAI-compatible server as every model: scripted replies, malformed ones included."""
 
 import json
-import re
 
 import pytest
 
@@ -10,41 +9,10 @@ from freshrag.cli.main import main
 from freshrag.core.dataset import load_dataset_dir
 from freshrag.core.results import read_jsonl, read_samples
 from tests import WIKIRAG
-from tests.support.fake_openai_server import FakeOpenAIServer, default_reply
+from tests.support.builds import CUTOFF, statements_build, statements_reply, tool
+from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import use_endpoint
 from tests.support.wikidump import article_pages, write_dump
-
-CUTOFF = "2021-09-30"
-LABELS = "fact_single=2,summary=1,reasoning=1,unanswerable=1"
-
-
-def tool(name, arguments):
-    text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return {"tool_call": {"name": name, "arguments": text}}
-
-
-def scripted(request):
-    """Statements that name their kind, a question writer that breaks on summaries, a critique
-    that finds reasoning questions ungrounded, a labeller that cannot label unanswerable ones."""
-    name = request.get("tool_choice", {}).get("function", {}).get("name") \
-        if isinstance(request.get("tool_choice"), dict) else None
-    user = request["messages"][-1]["content"]
-    system = request["messages"][0]["content"]
-    if name == "report_statements":
-        kind = "Summary" if "summary" in system else "Conclusion" if "reasoning" in system else "Fact"
-        return tool(name, {"statements": [f"{kind} one.", f"{kind} two."]})
-    if name == "write_question":
-        if "Statement: Summary" in user:
-            return tool(name, '{"question": "broken')
-        statement = re.search(r"Statement: (\w+)", user)
-        return tool(name, {"question": f"What about {statement.group(1) if statement else 'later'}?"})
-    if name == "rate_question":
-        low = "Conclusion" in user or "later" in user
-        return tool(name, {"stand_alone": 5, "specificity": 4,
-                           "question_grounding": 1 if low else 5, "answer_grounding": 5})
-    if name == "assign_label":
-        return tool(name, {"label": "maybe" if "later" in user else "fact_single"})
-    return default_reply(request)  # theme, recency
 
 
 @pytest.fixture
@@ -52,16 +20,11 @@ def dump(tmp_path):
     return write_dump(tmp_path / "wiki.xml", article_pages(WIKIRAG / "articles.jsonl", 6))
 
 
-def build(tmp_path, dump, *extra):
-    return main(["build", "--dump", str(dump), "--cutoff", CUTOFF, "--out", str(tmp_path / "d"),
-                 "--style", "statements", "--labels", LABELS, "--concurrency", "2", *extra])
-
-
 def test_a_statements_build_records_every_question_failure_drop_and_label(
         tmp_path, dump, monkeypatch, capsys):
-    with FakeOpenAIServer(reply=scripted) as fake:
+    with FakeOpenAIServer(reply=statements_reply) as fake:
         use_endpoint(monkeypatch, fake.base_url, "sk-x")
-        assert build(tmp_path, dump, "--min-critique", "3") == 0
+        assert statements_build(tmp_path, dump, "--min-critique", "3") == 0
         out = tmp_path / "d"
         funnel = json.loads((out / "manifest.json").read_text())["funnel"]
         assert funnel["requested"] == {"fact_single": 2, "summary": 1, "reasoning": 1,
@@ -90,9 +53,10 @@ def test_a_statements_build_records_every_question_failure_drop_and_label(
         assert "requested label (rows) against the labeller" in capsys.readouterr().out
 
         calls = fake.calls
-        assert build(tmp_path, dump, "--min-critique", "3") == 0
+        assert statements_build(tmp_path, dump, "--min-critique", "3") == 0
         assert fake.calls == calls  # finished: nothing asked again
-        assert build(tmp_path, dump) == 0  # no threshold: the reasoning question comes back
+        # no threshold: the reasoning question comes back
+        assert statements_build(tmp_path, dump) == 0
         assert fake.calls == calls + 1  # its label, and nothing else
         assert json.loads((out / "manifest.json").read_text())["funnel"]["questions"] == 4
 
@@ -126,9 +90,9 @@ def test_options_that_do_not_fit_are_refused(tmp_path, dump, options, message, c
 
 def test_another_label_request_on_the_same_dataset_is_refused(tmp_path, dump, monkeypatch,
                                                               capsys):
-    with FakeOpenAIServer(reply=scripted) as fake:
+    with FakeOpenAIServer(reply=statements_reply) as fake:
         use_endpoint(monkeypatch, fake.base_url, "sk-x")
-        assert build(tmp_path, dump, "--stage", "A_r") == 0
+        assert statements_build(tmp_path, dump, "--stage", "A_r") == 0
         args = ["build", "--dump", str(dump), "--cutoff", CUTOFF, "--out", str(tmp_path / "d"),
                 "--style", "statements", "--labels", "summary=3"]
         assert main(args) == 2
@@ -196,14 +160,14 @@ def test_bad_hand_labels_are_refused_before_any_call(tmp_path, monkeypatch, caps
 def facts_that_never_parse(request):
     if (request.get("tool_choice") or {}).get("function", {}).get("name") == "report_statements":
         return tool("report_statements", '{"statements": ["]"]}')
-    return scripted(request)
+    return statements_reply(request)
 
 
 def test_an_article_without_facts_counts_its_steps_and_its_questions_in_the_funnel(
         tmp_path, dump, monkeypatch):
     with FakeOpenAIServer(reply=facts_that_never_parse) as fake:
         use_endpoint(monkeypatch, fake.base_url, "sk-x")
-        assert build(tmp_path, dump) == 0
+        assert statements_build(tmp_path, dump) == 0
     funnel = json.loads((tmp_path / "d" / "manifest.json").read_text())["funnel"]
     articles = funnel["statement_articles"]
     assert funnel["statement_steps_failed"] == {"facts": articles}

@@ -12,32 +12,13 @@ from freshrag.builders.traffic.mix import counts_for
 from freshrag.cli.main import main
 from freshrag.core.results import read_jsonl, read_samples
 from freshrag.scoring.judge import GENERAL_JUDGE_PROMPT, JUDGE_PROMPT
-from tests import WIKIRAG
-from tests.builders.test_build_cli import CUTOFF, fake  # noqa: F401 - the fixture
-from tests.support.wikidump import STAND_IN_CREATED, article_pages, write_dump
-
-FRESH, OLD = 6, 8  # released articles created after the cutoff / of the random sample
+from tests.support.builds import CUTOFF, FRESH, OLD, traffic_build
+from tests.support.wikidump import STAND_IN_CREATED
 
 
-@pytest.fixture
-def dump(tmp_path):
-    """A dump of the first FRESH post-cutoff released articles and the first OLD without a
-    creation date, which the test dump gives its stand-in date (2015), long before the cutoff."""
-    rows = [json.loads(line) for line in (WIKIRAG / "articles.jsonl").open(encoding="utf-8")]
-    chosen = [r for r in rows if r["created"] and len(r["content"]) > 1000][:FRESH] + \
-             [r for r in rows if not r["created"] and len(r["content"]) > 1000][:OLD]
-    subset = tmp_path / "subset.jsonl"
-    subset.write_text("".join(json.dumps(r) + "\n" for r in chosen), encoding="utf-8")
-    return write_dump(tmp_path / "wiki.xml.bz2", list(article_pages(subset)))
-
-
-def build(tmp_path, dump_path, *extra):
-    return main(["build", "--dump", str(dump_path), "--cutoff", CUTOFF, "--seed", "3",
-                 "--out", str(tmp_path / "dataset"), *extra])
-
-
-def test_build_adds_control_and_general_questions_with_kind_and_need(tmp_path, dump, fake):
-    assert build(tmp_path, dump, "--control", "3", "--general", "4") == 0
+def test_build_adds_control_and_general_questions_with_kind_and_need(tmp_path, traffic_dump,
+                                                                     fake):
+    assert traffic_build(tmp_path, traffic_dump, "--control", "3", "--general", "4") == 0
     out = tmp_path / "dataset"
     questions = read_jsonl(out / "questions.jsonl")
     by_kind = {kind: [q for q in questions if q["kind"] == kind]
@@ -59,19 +40,20 @@ def test_build_adds_control_and_general_questions_with_kind_and_need(tmp_path, d
     assert manifest["settings"]["control"] == 3 and manifest["settings"]["general"] == 4
 
     calls = fake.calls
-    assert build(tmp_path, dump, "--control", "3", "--general", "4") == 0
+    assert traffic_build(tmp_path, traffic_dump, "--control", "3", "--general", "4") == 0
     assert fake.calls == calls and len(read_jsonl(out / "questions.jsonl")) == len(questions)
 
 
-def test_control_articles_must_exist_and_settings_must_match(tmp_path, dump, fake, capsys):
-    assert build(tmp_path, dump, "--control", str(OLD + 1)) == 2
+def test_control_articles_must_exist_and_settings_must_match(tmp_path, traffic_dump, fake, capsys):
+    assert traffic_build(tmp_path, traffic_dump, "--control", str(OLD + 1)) == 2
     assert f"--control {OLD + 1} asks for more articles than A_r holds created by 2020-09-30 " \
            f"({OLD}" in capsys.readouterr().err
-    assert build(tmp_path, dump, "--general", "2") == 2  # the dataset is tied to its settings
+    # the dataset is tied to its settings
+    assert traffic_build(tmp_path, traffic_dump, "--general", "2") == 2
     assert "this dataset was built with control 9 (now 0), general 0 (now 2)" in \
         capsys.readouterr().err
     with pytest.raises(SystemExit):  # refused when parsed, before anything is built
-        build(tmp_path, dump, "--general", str(len(GENERAL_QUERIES) + 1))
+        traffic_build(tmp_path, traffic_dump, "--general", str(len(GENERAL_QUERIES) + 1))
     assert f"argument --general: expected a whole number from 0 to {len(GENERAL_QUERIES)}" in \
         capsys.readouterr().err
 
@@ -91,8 +73,8 @@ def mix(dataset, out, shares, n, seed="1"):
                  "--general", str(shares[2]), "--n", str(n), "--seed", seed, "--out", str(out)])
 
 
-def test_mix_writes_the_composition_nested_and_runs(tmp_path, dump, fake, capsys):
-    assert build(tmp_path, dump, "--control", "4", "--general", "4") == 0
+def test_mix_writes_the_composition_nested_and_runs(tmp_path, traffic_dump, fake, capsys):
+    assert traffic_build(tmp_path, traffic_dump, "--control", "4", "--general", "4") == 0
     dataset = tmp_path / "dataset"
     small, large = tmp_path / "small", tmp_path / "large"
     assert mix(dataset, small, (0.5, 0.25, 0.25), 4) == 0
@@ -129,9 +111,9 @@ def test_mix_writes_the_composition_nested_and_runs(tmp_path, dump, fake, capsys
     pytest.param((1.5, 0.0, 0.0), 4, "argument --fresh: expected a share between 0 and 1",
                  id="share-out-of-range"),
 ])
-def test_bad_mixes_are_refused_naming_the_option_or_kind(tmp_path, dump, fake, capsys, shares, n,
-                                                         message):
-    assert build(tmp_path, dump, "--general", "2") == 0
+def test_bad_mixes_are_refused_naming_the_option_or_kind(tmp_path, traffic_dump, fake, capsys,
+                                                         shares, n, message):
+    assert traffic_build(tmp_path, traffic_dump, "--general", "2") == 0
     capsys.readouterr()
     with pytest.raises(SystemExit) if "argument" in message else _nothing():
         code = mix(tmp_path / "dataset", tmp_path / "m", shares, n)

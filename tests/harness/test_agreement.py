@@ -20,7 +20,7 @@ from freshrag.reporting.agreement import (
     quadratic_kappa,
     spearman,
 )
-from tests.harness.test_run_cli import write_dataset
+from tests.support.datasets import bridges_and_mayor, write_dataset
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import discerning_judge, grade_call, use_endpoint
 from tests.support.runs import sample, write_run
@@ -332,7 +332,7 @@ def test_a_second_run_with_only_the_judge_changed_grades_the_same_answers(tmp_pa
                                                                           capsys):
     """What the README promises: the answers replay from the response cache, the grades are the
     other judge's, and every pair is compared."""
-    questions, articles = write_dataset(tmp_path, n=4)
+    questions, articles = write_dataset(tmp_path, n=4, content=bridges_and_mayor)
     with FakeOpenAIServer(reply=two_judges) as server:
         use_endpoint(monkeypatch, server.base_url, "sk-x")
         for judge in ("judge-x", "judge-y"):

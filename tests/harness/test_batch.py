@@ -12,21 +12,19 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.results import read_samples
 from freshrag.cost.batch import TRIES
+from tests import ROOT
+from tests.support.datasets import write_dataset
 from tests.support.fake_batches import FakeBatches, kill_while_polling
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import use_endpoint
 
-ROOT = Path(__file__).resolve().parents[2]
 SYSTEMS = "baseline,advanced"  # advanced: three calls in turn, the third only if it retrieves
 
 
-def write_dataset(directory: Path, n: int) -> list[str]:
-    articles = [{"title": f"Town {i}", "content": f"Town {i} has {i + 3} bridges and a mayor "
-                 f"named Ola {i}. It lies on the river Aa."} for i in range(n)]
-    questions = [{"title": f"Town {i}", "question": f"How many bridges does Town {i} have?"}
-                 for i in range(n)]
-    for name, rows in (("articles.jsonl", articles), ("questions.jsonl", questions)):
-        (directory / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+def batch_run(directory: Path, n: int) -> list[str]:
+    """The arguments of `freshrag run --batch` on n towns written into `directory`."""
+    write_dataset(directory, n, content=lambda i: f"Town {i} has {i + 3} bridges and a mayor "
+                  f"named Ola {i}. It lies on the river Aa.")
     return ["--dataset", str(directory), "--systems", SYSTEMS, "--out", str(directory / "run"),
             "--batch", "--batch-poll", "0.05", "--no-probe"]
 
@@ -35,7 +33,7 @@ def test_batch_run_advances_stage_by_stage_and_the_live_run_replays_it(tmp_path,
     fake = FakeBatches(polls=1)
     with FakeOpenAIServer(batches=fake) as server:
         use_endpoint(monkeypatch, server.base_url, "sk-x")
-        assert main(["run", *write_dataset(tmp_path, 4)]) == 0
+        assert main(["run", *batch_run(tmp_path, 4)]) == 0
     rows = read_samples(tmp_path / "run" / "samples.jsonl")
     assert len(rows) == 8 and all(r["status"] == "ok" and r["grade"]["truthfulness"] for r in rows)
     assert server.calls == 0  # every chat call came from a batch, through the cache
@@ -65,7 +63,7 @@ def test_failed_and_expired_lines_go_into_the_next_batch(tmp_path, monkeypatch):
     fake = FakeBatches(failed=0.10, expired=0.05, polls=0, seed=3)
     with FakeOpenAIServer(batches=fake) as server:
         use_endpoint(monkeypatch, server.base_url, "sk-x")
-        assert main(["run", *write_dataset(tmp_path, 10)]) == 0
+        assert main(["run", *batch_run(tmp_path, 10)]) == 0
     rows = read_samples(tmp_path / "run" / "samples.jsonl")
     assert len(rows) == 20 and all(r["status"] == "ok" for r in rows)
     log = [json.loads(line) for line in (tmp_path / "run" / "batches.jsonl").read_text().splitlines()]
@@ -83,7 +81,7 @@ def test_a_process_killed_mid_poll_resumes_polling_without_resubmitting(tmp_path
     with FakeOpenAIServer(batches=fake) as server:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "FRESHRAG_BASE_URL": server.base_url,
                "FRESHRAG_API_KEY": "sk-x", "FRESHRAG_MODEL": "fake-model"}
-        command = [sys.executable, "-m", "freshrag", "run", *write_dataset(tmp_path, 20)]
+        command = [sys.executable, "-m", "freshrag", "run", *batch_run(tmp_path, 20)]
         kill_while_polling(command, env, tmp_path, fake)  # polling the first batch
         open_at_kill = set(fake.batches)  # round 1: one batch per role, none finished yet
         assert open_at_kill and all(b["object"]["status"] == "in_progress"
@@ -114,6 +112,6 @@ def test_batch_refuses_what_cannot_work_before_any_call(tmp_path, monkeypatch, c
         monkeypatch.delenv(name, raising=False)
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
-    assert main(["run", *write_dataset(tmp_path, 2), *extra]) == 2
+    assert main(["run", *batch_run(tmp_path, 2), *extra]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "run").exists()

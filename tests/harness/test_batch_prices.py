@@ -15,6 +15,7 @@ from freshrag.cli.main import main
 from freshrag.core.results import read_samples
 from freshrag.cost.budget import BATCH_DISCOUNT
 from freshrag.reporting.prices import batch_calls, row_cost
+from tests.support.datasets import write_dataset
 from tests.support.fake_batches import FakeBatches
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import use_endpoint
@@ -22,18 +23,9 @@ from tests.support.fakes import use_endpoint
 PRICE = (100.0, 300.0)  # USD per million tokens: large, so that rounding to 6 digits is exact
 
 
-def write_dataset(directory: Path, n: int = 4) -> Path:
+def fresh_or_control(i: int) -> dict:
     """Fresh and control questions, so that the savings table (dollars per question) exists."""
-    directory.mkdir(parents=True)
-    articles = [{"title": f"Town {i}", "content": f"Town {i} has {i + 3} bridges."}
-                for i in range(n)]
-    questions = [{"title": f"Town {i}", "question": f"How many bridges does Town {i} have?",
-                  "kind": "fresh" if i % 2 else "control", "need": bool(i % 2)} for i in range(n)]
-    for name, rows in (("articles.jsonl", articles), ("questions.jsonl", questions)):
-        (directory / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (directory / "freshrag.toml").write_text(
-        f'[prices]\n"fake-model" = {{ input = {PRICE[0]}, output = {PRICE[1]} }}\n')
-    return directory
+    return {"kind": "fresh" if i % 2 else "control", "need": bool(i % 2)}
 
 
 def run_and_report(data: Path, out: Path, *extra: str) -> dict:
@@ -49,7 +41,8 @@ def run_and_report(data: Path, out: Path, *extra: str) -> dict:
 @pytest.fixture(scope="module")
 def both_runs(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("runs")
-    data = write_dataset(tmp_path / "data")
+    data = tmp_path / "data"
+    write_dataset(data, 4, fields=fresh_or_control, prices=PRICE)
     fake = FakeBatches(polls=0)
     with FakeOpenAIServer(batches=fake) as server, pytest.MonkeyPatch.context() as monkeypatch:
         use_endpoint(monkeypatch, server.base_url, "sk-x")

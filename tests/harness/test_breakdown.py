@@ -15,7 +15,8 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.results import SAMPLES, JsonlWriter
 from freshrag.reporting import breakdown, report
-from tests.harness.test_html_report import chromium, dump_dom, parse, sample_rows
+from tests.support.dom import chromium, dump_dom, parse
+from tests.support.runs import sample_rows
 
 LABELS = {"q1": "fact_single", "q2": "fact_single", "q3": "summary"}  # q4 and A_r: none
 NEEDS = {"r1": "dates", "r2": "people"}

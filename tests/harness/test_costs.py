@@ -1,7 +1,6 @@
 """`freshrag run --dry-run` and `--max-cost` against the fake OpenAI-compatible server."""
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -10,43 +9,20 @@ from freshrag.core.config import load_settings
 from freshrag.core.results import read_samples
 from freshrag.cost.budget import Budget, BudgetExceeded
 from freshrag.llm.tokens import count_messages
-from tests.support.fake_openai_server import FakeOpenAIServer
-from tests.support.fakes import use_endpoint
+from tests import WIKIRAG
+from tests.support.builds import DUMP_ARTICLES, build
+from tests.support.costs import PRICE, long_article, table
+from tests.support.datasets import write_dataset
+from tests.support.wikidump import article_pages, write_dump
 
-PRICE = (2.0, 8.0)  # USD per million input / output tokens of "fake-model"
 CAP = 0.006  # room for a few pairs: each call reserves its max_tokens, about $0.004 an answer
 
 
-def write_dataset(directory: Path, n: int = 3) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    articles = [{"title": f"Town {i}", "content": f"Town {i} has {i + 3} bridges. " * 40}
-                for i in range(n)]
-    questions = [{"title": f"Town {i}", "question": f"How many bridges does Town {i} have?"}
-                 for i in range(n)]
-    for name, rows in (("articles.jsonl", articles), ("questions.jsonl", questions)):
-        (directory / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (directory / "freshrag.toml").write_text(
-        f'[prices]\n"fake-model" = {{ input = {PRICE[0]}, output = {PRICE[1]} }}\n')
-    return directory
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    with FakeOpenAIServer() as server:
-        use_endpoint(monkeypatch, server.base_url, "sk-x")
-        yield server
-
-
 def run(tmp_path, systems, *extra, out="run"):
-    data = write_dataset(tmp_path / "data")
+    data = tmp_path / "data"
+    write_dataset(data, content=long_article, prices=PRICE)
     return main(["run", "--dataset", str(data), "--systems", systems, "--out",
                  str(tmp_path / out), "--config", str(data / "freshrag.toml"), *extra])
-
-
-def table(text: str) -> dict[str, list[str]]:
-    """role -> the cells of its row in the printed estimate."""
-    rows = [line.strip("|").split("|") for line in text.splitlines() if line.startswith("| ")]
-    return {cells[0].strip(): [c.strip() for c in cells[1:]] for cells in rows[1:]}
 
 
 def test_dry_run_makes_no_call_and_writes_nothing(tmp_path, fake, capsys):
@@ -115,7 +91,8 @@ def test_max_cost_stops_the_run_resumably_and_says_so(tmp_path, fake, capsys):
 
 
 def test_max_cost_needs_a_price_for_every_role(tmp_path, fake, capsys):
-    data = write_dataset(tmp_path / "data")
+    data = tmp_path / "data"
+    write_dataset(data, content=long_article, prices=PRICE)
     assert main(["run", "--dataset", str(data), "--out", str(tmp_path / "run"),
                  "--max-cost", "1"]) == 2
     assert "--max-cost needs the price of the answer role's model 'fake-model'" in \
@@ -154,9 +131,8 @@ def test_budget_refuses_a_call_that_would_pass_the_cap(monkeypatch, cap, spent, 
 
 
 def test_build_dry_run_counts_the_builder_calls_and_makes_none(tmp_path, fake, capsys):
-    from tests.builders.test_build_cli import DATA, N, build
-    from tests.support.wikidump import article_pages, write_dump
-    wiki = write_dump(tmp_path / "wiki.xml.bz2", list(article_pages(DATA / "articles.jsonl", N)))
+    wiki = write_dump(tmp_path / "wiki.xml.bz2",
+                      list(article_pages(WIKIRAG / "articles.jsonl", DUMP_ARTICLES)))
     assert build(tmp_path, wiki, "--dry-run") == 2  # A_d not built: nothing to count yet
     assert "build --stage A_r and --stage A_d first" in capsys.readouterr().err
     assert build(tmp_path, wiki, "--stage", "A_r") == 0 and build(tmp_path, wiki, "--stage", "A_d") == 0
@@ -175,9 +151,8 @@ def test_build_dry_run_counts_the_builder_calls_and_makes_none(tmp_path, fake, c
     pytest.param(["--control", "2", "--needs", "needs.txt"], id="control-with-needs"),
 ])
 def test_build_dry_run_refuses_the_stages_it_cannot_count(tmp_path, fake, capsys, extra):
-    from tests.builders.test_build_cli import DATA, N, build
-    from tests.support.wikidump import article_pages, write_dump
-    wiki = write_dump(tmp_path / "wiki.xml.bz2", list(article_pages(DATA / "articles.jsonl", N)))
+    wiki = write_dump(tmp_path / "wiki.xml.bz2",
+                      list(article_pages(WIKIRAG / "articles.jsonl", DUMP_ARTICLES)))
     (tmp_path / "needs.txt").write_text("Results of local elections\n")
     extra = [str(tmp_path / word) if word == "needs.txt" else word for word in extra]
     assert build(tmp_path, wiki, "--dry-run", *extra) == 2

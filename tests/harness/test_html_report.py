@@ -3,7 +3,7 @@ renders it (headless Chromium, Debian's `chromium` package; tests/run.sh install
 
 The run holds a baseline, a naive and a boolean system on two datasets, with an unscored
 answer, a failed pair, and model / dataset text carrying markup (a `<script>` answer, an `<img>`
-title) that must reach the page as text only.
+title) that must reach the page as text only (`sample_rows` of tests/support/runs.py).
 """
 
 from __future__ import annotations
@@ -11,153 +11,28 @@ from __future__ import annotations
 import base64
 import contextlib
 import io
-import os
 import re
-import shutil
-import signal
-import subprocess
 import time
-from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from freshrag.cli.main import main
 from freshrag.core.results import SAMPLES, JsonlWriter
 from freshrag.reporting.render import plots
+from tests.support.dom import Node, chromium, dump_dom, parse
+from tests.support.runs import EVIL_TITLE, SCRIPT_ANSWER, sample_rows
 
-SCRIPT_ANSWER = "<script>alert(1)</script> The answer is 42."
-EVIL_TITLE = '<img src="http://evil.example/x.png">'
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 DATA_URI = "data:image/png;base64,"
 ANALYSIS_IDS = ("analysis-intervals", "analysis-retrieval", "analysis-attribution",
                 "analysis-decisions", "analysis-cost", "analysis-paired")
-CHROMIUM_TIMEOUT_S = 120
 # Appended to a copy of the page for the browser test only (the report itself has no script):
 # once every image has loaded or failed, write what the browser decoded into the DOM.
 PROBE = ('<script id="probe">window.addEventListener("load", () => {'
          ' for (const img of document.images) img.dataset.naturalWidth = img.naturalWidth;'
          ' document.body.dataset.probed = "yes"; });</script>')
-
-
-def row(dataset: str, question: str, system: str, truth: int | None = 5, rel: int = 5,
-        retrieved: list[str] | None = None, decision: str | None = None,
-        answer: str = "an answer", tokens: tuple[int, int] = (100, 10)) -> dict[str, Any]:
-    """A samples.jsonl row (as in test_analysis.py); truth=None is an unscored answer."""
-    details: dict[str, Any] = {"decision": decision}
-    if retrieved is not None:
-        details["retrieved"] = [{"title": t, "index": i, "score": 0.5}
-                                for i, t in enumerate(retrieved)]
-    scored = truth is not None
-    grade = {"truthfulness": truth, "relevance": rel if scored else None,
-             "unscored_reason": None if scored else "judge gave no tool call",
-             "raw": [f'{{"truthfulness": {truth}, "relevance": {rel}}}'] if scored
-             else ["I think it is fine", None]}
-    return {"dataset": dataset, "question_id": question,
-            "question": f"What happened at Foo & Bar ({question})?",
-            "gold_title": f"Gold {question}",
-            "system": system, "status": "ok", "answer": answer,
-            "retrievals": 0 if retrieved is None else 1,
-            "usage": {"answer": {"input": tokens[0], "output": tokens[1], "estimated": False},
-                      "judge": {"input": 999, "output": 99, "estimated": False}},
-            "grade": grade, "calls": [], "details": details, "error": None}
-
-
-def failed(dataset: str, question: str, system: str) -> dict[str, Any]:
-    return {**row(dataset, question, system), "status": "failed", "answer": None, "grade": None,
-            "usage": {}, "retrievals": 0, "details": {}, "error": "HTTP 500 after 6 attempts"}
-
-
-def sample_rows() -> list[dict[str, Any]]:
-    """Questions 1..4 of A_f and 1..2 of A_r (ids unique within the run, as samples.jsonl keys
-    rows by question id and system): question 2's baseline answer is the script, question 3's
-    boolean answer unscored, question 4's naive pair failed."""
-    rows = []
-    for dataset, prefix, count in (("A_f", "q", 4), ("A_r", "r", 2)):
-        for n in range(1, count + 1):
-            q, gold = f"{prefix}{n}", f"Gold {prefix}{n}"
-            rows.append(row(dataset, q, "baseline", *{1: (2, 2), 3: (3, 3)}.get(n, (4, 4)),
-                            answer=SCRIPT_ANSWER if n == 2 else "from memory", tokens=(50, 5)))
-            rows.append(failed(dataset, q, "naive") if n == 4 else
-                        row(dataset, q, "naive", 5, 4, retrieved=[gold, EVIL_TITLE, "Other"],
-                            tokens=(500, 12)))
-            rows.append(row(dataset, q, "boolean", None, decision="none") if n == 3 else
-                        row(dataset, q, "boolean", 5, 3, retrieved=["Other", gold],
-                            decision="retrieve") if n == 1 else
-                        row(dataset, q, "boolean", 4, 4, decision="no-retrieve"))
-    return rows
-
-
-# --------------------------------------------------------------------------- a small DOM
-
-
-VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
-        "track", "wbr"}
-
-
-class Node:
-    def __init__(self, tag: str, attrs: dict[str, str | None], parent: Node | None):
-        self.tag, self.attrs, self.parent = tag, attrs, parent
-        self.children: list[Node | str] = []
-
-    def iter(self) -> Iterator[Node]:
-        for child in self.children:
-            if isinstance(child, Node):
-                yield child
-                yield from child.iter()
-
-    def find_all(self, tag: str, cls: str | None = None) -> list[Node]:
-        return [n for n in self.iter() if n.tag == tag
-                and (cls is None or cls in (n.attrs.get("class") or "").split())]
-
-    def by_id(self, ident: str) -> Node:
-        found = [n for n in self.iter() if n.attrs.get("id") == ident]
-        assert len(found) == 1, f"expected one element with id {ident!r}, found {len(found)}"
-        return found[0]
-
-    def text(self) -> str:
-        return "".join(c if isinstance(c, str) else c.text() for c in self.children)
-
-    def rows(self) -> list[list[str]]:
-        """A table's body rows as cell texts."""
-        return [[td.text() for td in tr.find_all("td")]
-                for tbody in self.find_all("tbody") for tr in tbody.find_all("tr")]
-
-
-class TreeBuilder(HTMLParser):
-    """Just enough of a DOM from the standard library: elements, attributes, text."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.root = Node("#document", {}, None)
-        self.current = self.root
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        node = Node(tag, dict(attrs), self.current)
-        self.current.children.append(node)
-        if tag not in VOID:
-            self.current = node
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.current.children.append(Node(tag, dict(attrs), self.current))
-
-    def handle_endtag(self, tag: str) -> None:
-        node: Node | None = self.current
-        while node is not None and node is not self.root and node.tag != tag:
-            node = node.parent
-        if node is not None and node is not self.root:
-            self.current = node.parent or self.root
-
-    def handle_data(self, data: str) -> None:
-        self.current.children.append(data)
-
-
-def parse(page: str) -> Node:
-    builder = TreeBuilder()
-    builder.feed(page)
-    builder.close()
-    return builder.root
 
 
 # --------------------------------------------------------------------------- the report, once
@@ -261,14 +136,6 @@ def test_the_page_shows_every_table_figure_and_question(report):
 # --------------------------------------------------------------------------- in a browser
 
 
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        pytest.fail("no chromium or chromium-browser on PATH: install Debian's chromium "
-                    "(apt-get install chromium; tests/run.sh does this)")
-    return found
-
-
 @pytest.mark.integration
 def test_chromium_renders_the_page(report, tmp_path):
     """The page as Chromium builds its DOM, with a probe script (in a copy) recording each
@@ -287,23 +154,6 @@ def test_chromium_renders_the_page(report, tmp_path):
     assert [s.attrs.get("id") for s in dom.find_all("script")] == ["probe"]
     widths = [img.attrs.get("data-natural-width") for img in dom.find_all("img")]
     assert widths == [str(png_width(f)) for f in report["figures"]]  # as the PNG header says
-
-
-def dump_dom(binary: str, page: Path, profile: Path) -> tuple[str, str, int]:
-    """`chromium --dump-dom` in its own process group, so that on a timeout the browser and
-    every helper process it started are killed, not just the first one."""
-    process = subprocess.Popen(
-        [binary, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
-         "--dump-dom", page.as_uri()],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        stdout, stderr = process.communicate(timeout=CHROMIUM_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        pytest.fail(f"chromium did not finish the page in {CHROMIUM_TIMEOUT_S}s (a script dialog, "
-                    "e.g. an unescaped alert(), blocks headless Chromium)")
-    return stdout, stderr, process.returncode
 
 
 def png_width(path: Path) -> int:

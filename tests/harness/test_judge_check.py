@@ -9,10 +9,9 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.reporting.judge_check import degenerate_fields
 from freshrag.scoring.probes import ABSTAIN
-from tests.harness.test_run_cli import fake, run_cli  # noqa: F401 (fake: a fixture)
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import discerning_judge, use_endpoint
-from tests.support.runs import sample
+from tests.support.runs import run_cli, sample
 
 NOT_INFORMATIVE = "WARNING: the judge's scores are not informative"
 

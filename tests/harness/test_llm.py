@@ -3,21 +3,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from freshrag.core.config import LLMSettings, RoleConfig
 from freshrag.llm.cache import ResponseCache
-from freshrag.llm.client import ContextTooLong, EndpointError, EndpointUnreachable, LLMClient
+from freshrag.llm.client import ContextTooLong, EndpointError, EndpointUnreachable
 from freshrag.llm.local_server import free_port
 from tests.support.fake_openai_server import FakeOpenAIServer, FaultPlan
-
-SECRET = "sk-test-secret-123"
-MESSAGES = [{"role": "user", "content": "How many spans does the Velmora bridge have?"}]
-
-
-def client(base_url, cache=None, max_attempts=4, timeout_s=5.0):
-    roles = {r: RoleConfig(model="fake-model", base_url=base_url, api_key=SECRET)
-             for r in ("answer", "judge")}
-    settings = LLMSettings(roles=roles, timeout_s=timeout_s, max_attempts=max_attempts)
-    return LLMClient(settings, cache, backoff_s=0.01)
+from tests.support.fakes import SECRET
+from tests.support.llm import MESSAGES, client
 
 
 def test_usage_comes_from_the_api():

@@ -3,8 +3,8 @@ caller wants them, kept per token with their alternatives, replayed from the cac
 where the endpoint gives none."""
 
 from freshrag.llm.cache import ResponseCache
-from tests.harness.test_llm import MESSAGES, client
 from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.llm import MESSAGES, client
 
 LOGPROBS = [{"token": "Yes", "logprob": -0.2, "bytes": None,
              "top_logprobs": [{"token": "Yes", "logprob": -0.2, "bytes": None},

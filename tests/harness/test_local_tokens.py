@@ -10,7 +10,8 @@ from llama_cpp.llama_chat_format import get_chat_completion_handler
 from freshrag.cli.main import main
 from freshrag.llm.local_server import CHAT_FORMAT
 from freshrag.llm.local_tokens import LocalTokenizer
-from tests.harness.test_costs import table, write_dataset
+from tests.support.costs import PRICE, long_article, table
+from tests.support.datasets import write_dataset
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import use_endpoint
 
@@ -61,7 +62,8 @@ def test_a_model_tiktoken_does_not_know_is_counted_with_cl100k_and_the_table_say
         tmp_path, monkeypatch, capsys):
     with FakeOpenAIServer() as server:
         use_endpoint(monkeypatch, server.base_url, "sk-x")
-        data = write_dataset(tmp_path / "data")
+        data = tmp_path / "data"
+        write_dataset(data, content=long_article, prices=PRICE)
         assert main(["run", "--dataset", str(data), "--systems", "baseline", "--out",
                      str(tmp_path / "run"), "--no-probe", "--dry-run"]) == 0
     rows = table(capsys.readouterr().out)

@@ -7,7 +7,7 @@ import tracemalloc
 import pytest
 
 from freshrag.core.results import JsonlWriter, read_jsonl
-from tests.harness.test_run_cli import fake, run_cli  # noqa: F401  (fake is a fixture)
+from tests.support.runs import run_cli
 
 ROW = json.dumps({"question_id": "q1", "system": "baseline", "answer": "Zwölf Brücken"},
                  ensure_ascii=False)

@@ -6,41 +6,16 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from freshrag.cli.main import main
 from freshrag.core.results import read_samples
+from tests import ROOT
+from tests.support.datasets import bridges_and_mayor, write_dataset
 from tests.support.fake_openai_server import FakeOpenAIServer
-from tests.support.fakes import is_call_of, use_endpoint
-
-SECRET = "sk-test-secret-do-not-write"
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def write_dataset(directory: Path, n: int = 3) -> tuple[Path, Path]:
-    articles = [{"title": f"Town {i}", "content": f"Town {i} has {i + 3} bridges and a mayor named Ola {i}."}
-                for i in range(n)]
-    questions = [{"title": f"Town {i}", "question": f"How many bridges does Town {i} have?"}
-                 for i in range(n)]
-    for name, rows in (("articles.jsonl", articles), ("questions.jsonl", questions)):
-        (directory / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return directory / "questions.jsonl", directory / "articles.jsonl"
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    with FakeOpenAIServer() as server:
-        use_endpoint(monkeypatch, server.base_url, SECRET)
-        yield server
-
-
-def run_cli(tmp_path, *extra):
-    q, a = write_dataset(tmp_path) if not (tmp_path / "questions.jsonl").exists() else \
-        (tmp_path / "questions.jsonl", tmp_path / "articles.jsonl")
-    return main(["run", "--questions", str(q), "--articles", str(a), "--out", str(tmp_path / "run"),
-                 "--systems", "baseline,oracle", "--concurrency", "4", *extra])
+from tests.support.fakes import SECRET, is_call_of
+from tests.support.runs import run_cli
 
 
 def test_run_writes_every_pair_with_usage_grade_and_manifest(tmp_path, fake, capsys):
@@ -147,7 +122,7 @@ def test_unscored_answers_are_counted_not_scored(tmp_path, monkeypatch, capsys):
                  id="no-article"),
 ])
 def test_bad_dataset_stops_before_any_call(tmp_path, fake, capsys, line, message):
-    q, _ = write_dataset(tmp_path)
+    q, _ = write_dataset(tmp_path, content=bridges_and_mayor)
     q.write_text(q.read_text() + line + "\n")
     assert run_cli(tmp_path) == 2
     assert message in capsys.readouterr().err
@@ -155,7 +130,7 @@ def test_bad_dataset_stops_before_any_call(tmp_path, fake, capsys, line, message
 
 
 def test_unknown_system_lists_the_valid_ones(tmp_path, fake, capsys):
-    q, a = write_dataset(tmp_path)
+    q, a = write_dataset(tmp_path, content=bridges_and_mayor)
     assert main(["run", "--questions", str(q), "--articles", str(a), "--systems", "baseline,magic"]) == 2
     err = capsys.readouterr().err
     assert "magic" in err and "baseline, oracle" in err and fake.calls == 0
@@ -187,7 +162,7 @@ def test_report_on_a_directory_without_samples_says_so(tmp_path, capsys):
 
 
 def test_sigkill_mid_run_then_resume_redoes_nothing_finished(tmp_path):
-    q, a = write_dataset(tmp_path, n=12)
+    q, a = write_dataset(tmp_path, n=12, content=bridges_and_mayor)
     with FakeOpenAIServer(delay=0.15) as server:
         env = {**os.environ, "FRESHRAG_BASE_URL": server.base_url, "FRESHRAG_API_KEY": SECRET}
         command = [sys.executable, "-m", "freshrag", "run", "--questions", str(q), "--articles", str(a),

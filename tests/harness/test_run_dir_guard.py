@@ -11,24 +11,16 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.results import read_samples
 from freshrag.scoring import judge
-from tests.harness.test_run_cli import SECRET, write_dataset
-from tests.support.fake_openai_server import FakeOpenAIServer
-from tests.support.fakes import held, use_endpoint
+from tests.support.datasets import bridges_and_mayor, write_dataset
+from tests.support.fakes import held
 
 ELSEWHERE = "http://127.0.0.1:9/v1"  # never called: the refusal comes first
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    with FakeOpenAIServer() as server:
-        use_endpoint(monkeypatch, server.base_url, SECRET)
-        yield server
 
 
 def run(tmp_path, systems="baseline", *extra):
     q, a = (tmp_path / "questions.jsonl", tmp_path / "articles.jsonl")
     if not q.exists():
-        write_dataset(tmp_path)
+        write_dataset(tmp_path, content=bridges_and_mayor)
     return main(["run", "--questions", str(q), "--articles", str(a), "--out", str(tmp_path / "run"),
                  "--systems", systems, "--concurrency", "2", *extra])
 

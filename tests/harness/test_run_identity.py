@@ -12,7 +12,7 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.reporting import analysis, identity, report
 from freshrag.run.legacy import import_legacy
-from tests.harness.test_html_report import parse
+from tests.support.dom import parse
 from tests.support.runs import sample, write_run
 
 SCORES = [(5, 5), (4, 4), (2, 3), (1, 2), (3, 3)]

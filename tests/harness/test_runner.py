@@ -13,9 +13,9 @@ from freshrag.core.types import Article, Question, RetrievedChunk, SystemContext
 from freshrag.llm.client import EndpointError
 from freshrag.run.runner import CallRecorder, answer_and_grade
 from freshrag.systems import SYSTEMS
-from tests.harness.test_run_cli import run_cli
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import FakeRetriever, ScriptedLLM, ToolReply
+from tests.support.runs import run_cli
 
 ARTICLES = {"Velmora": Article("Velmora", "The Velmora bridge has nine spans.")}
 QUESTION = Question("q1", "How many spans does the Velmora bridge have?", "Velmora")

@@ -5,49 +5,26 @@ cut short resumes from the cache, judge repeats send distinct seeds, and the rep
 `agreement` read the scores."""
 
 import json
-import re
 
 import pytest
 
 from freshrag.cli.main import main
 from freshrag.core.results import read_jsonl
 from freshrag.scoring.store import SCORES, read_scores
-from tests.harness.test_run_cli import SECRET, write_dataset
-from tests.support.fake_openai_server import FakeOpenAIServer, _forced_tool_name, default_reply
-from tests.support.fakes import use_endpoint
+from tests.support.datasets import bridges_and_mayor, write_dataset
+from tests.support.fake_openai_server import FakeOpenAIServer, forced_tool_name
+from tests.support.fakes import SECRET, scorers_reply, use_endpoint
 
 EVERY = "judge,faithfulness,answer-relevance,context-relevance,claims,abstention"
 
 
-def scripted(request, malformed=()):
-    """A plausible reply for each scorer's function; `malformed` functions get broken JSON."""
-    name = _forced_tool_name(request)
-    user = request["messages"][-1]["content"]
-    if name in malformed:
-        return {"tool_call": {"name": name, "arguments": "{\"oops\": "}}
-    numbered = len(re.findall(r"^\d+\. ", user, re.MULTILINE))
-    arguments = {
-        "submit_statements": {"statements": ["The town has bridges."]},
-        "submit_verdicts": {"supported": [True] * numbered},
-        "submit_needed_sentences": {"needed": [1]},
-        "submit_questions": {"questions": ["How many bridges does the town have?"]},
-        "submit_abstention": {"abstained": False},
-        # the grade follows the seed, so that two repeats of the judge can differ
-        "submit_grade": {"truthfulness": 1 + request.get("seed", 0) % 5, "relevance": 3},
-    }.get(name)
-    return {"tool_call": {"name": name, "arguments": json.dumps(arguments)}} if arguments \
-        else default_reply(request)
-
-
 @pytest.fixture
-def fake(monkeypatch):
-    with FakeOpenAIServer(reply=scripted) as server:
-        use_endpoint(monkeypatch, server.base_url, SECRET)
-        yield server
+def fake(fake_server):
+    return fake_server(reply=scorers_reply)
 
 
 def make_run(tmp_path, *extra):
-    q, a = write_dataset(tmp_path, n=2)
+    q, a = write_dataset(tmp_path, n=2, content=bridges_and_mayor)
     assert main(["run", "--questions", str(q), "--articles", str(a), "--out",
                  str(tmp_path / "run"), "--systems", "baseline,naive", "--no-probe",
                  "--index-dir", str(tmp_path / "index"), "--concurrency", "2", *extra]) == 0
@@ -99,7 +76,7 @@ def test_a_pass_cut_short_resumes_from_the_cache(tmp_path, fake):
 
 
 def test_malformed_replies_are_unscored_with_the_reason_and_raw_reply(tmp_path, monkeypatch):
-    with FakeOpenAIServer(reply=lambda r: scripted(r, malformed={"submit_verdicts",
+    with FakeOpenAIServer(reply=lambda r: scorers_reply(r, malformed={"submit_verdicts",
                                                                  "submit_abstention"})) as server:
         use_endpoint(monkeypatch, server.base_url, SECRET)
         run = make_run(tmp_path)
@@ -115,7 +92,7 @@ def test_judge_repeats_send_distinct_seeds_and_report_their_spread(tmp_path, fak
     run = make_run(tmp_path)
     fake.requests.clear()
     assert main(["score", str(run), "--scorers", "judge", "--repeats", "3"]) == 0
-    seeds = sorted({r["seed"] for r in fake.requests if _forced_tool_name(r) == "submit_grade"})
+    seeds = sorted({r["seed"] for r in fake.requests if forced_tool_name(r) == "submit_grade"})
     assert seeds == [0, 2, 4]  # repeat k: seed + 2k
     out = capsys.readouterr().out
     assert "judge spread over repeats: 4 of 4 answers graded differently" in out
@@ -168,7 +145,7 @@ def test_bad_scorers_are_refused_before_any_call(tmp_path, fake, capsys, argv, m
 
 
 def test_an_import_needs_its_articles_for_the_judge(tmp_path, fake, capsys):
-    from tests.harness.test_legacy import import_rows, row
+    from tests.support.legacy import import_rows, row
     out = tmp_path / "paper"
     import_rows(tmp_path, [row(1, 4, 5)], "A_f", "naive", out)
     assert main(["score", str(out), "--scorers", "judge"]) == 2
@@ -184,7 +161,7 @@ def test_sigkill_mid_pass_then_resume_asks_no_finished_call_again(tmp_path, fake
     import sys
     import time
 
-    from tests.harness.test_run_cli import ROOT
+    from tests import ROOT
 
     run = make_run(tmp_path)
     fake.delay = 0.1

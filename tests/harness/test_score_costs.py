@@ -15,12 +15,12 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.llm.tokens import count_messages
 from freshrag.scoring.store import SCORES, read_scores
-from tests.harness.test_costs import PRICE, table
-from tests.harness.test_run_cli import ROOT, SECRET, write_dataset
-from tests.harness.test_score_cli import scripted
+from tests import ROOT
+from tests.support.costs import PRICE, table
+from tests.support.datasets import bridges_and_mayor, write_dataset
 from tests.support.fake_batches import FakeBatches, kill_while_polling
-from tests.support.fake_openai_server import FakeOpenAIServer, _forced_tool_name
-from tests.support.fakes import use_endpoint
+from tests.support.fake_openai_server import FakeOpenAIServer, forced_tool_name
+from tests.support.fakes import SECRET, scorers_reply, use_endpoint
 
 SCORER_TOOLS = ("submit_statements", "submit_verdicts", "submit_needed_sentences",
                 "submit_questions", "submit_abstention")
@@ -28,15 +28,15 @@ SCORER_TOOLS = ("submit_statements", "submit_verdicts", "submit_needed_sentences
 
 def empty_lists(request):
     """The scorers' replies with every list empty: statements found in no text."""
-    name = _forced_tool_name(request)
+    name = forced_tool_name(request)
     if name in ("submit_statements", "submit_questions", "submit_needed_sentences"):
         key = {"submit_statements": "statements", "submit_questions": "questions",
                "submit_needed_sentences": "needed"}[name]
         return {"tool_call": {"name": name, "arguments": json.dumps({key: []})}}
-    return scripted(request)
+    return scorers_reply(request)
 
 
-def serve(monkeypatch, reply=scripted, batches=None):
+def serve(monkeypatch, reply=scorers_reply, batches=None):
     server = FakeOpenAIServer(reply=reply, batches=batches).start()
     use_endpoint(monkeypatch, server.base_url, SECRET)
     return server
@@ -44,9 +44,7 @@ def serve(monkeypatch, reply=scripted, batches=None):
 
 def make_run(tmp_path, *extra, n=2):
     """A finished run of baseline and naive (naive retrieves), and a config with a price."""
-    q, a = write_dataset(tmp_path, n=n)
-    (tmp_path / "freshrag.toml").write_text(
-        f'[prices]\n"fake-model" = {{ input = {PRICE[0]}, output = {PRICE[1]} }}\n')
+    q, a = write_dataset(tmp_path, n=n, content=bridges_and_mayor, prices=PRICE)
     assert main(["run", "--questions", str(q), "--articles", str(a), "--out",
                  str(tmp_path / "run"), "--systems", "baseline,naive", "--no-probe",
                  "--index-dir", str(tmp_path / "index"), "--concurrency", "1", *extra]) == 0
@@ -59,7 +57,7 @@ def score(run, scorers, *extra, config=True):
 
 
 def scorer_requests(server) -> list[dict]:
-    return [r for r in server.requests if _forced_tool_name(r) in SCORER_TOOLS]
+    return [r for r in server.requests if forced_tool_name(r) in SCORER_TOOLS]
 
 
 def span(cell: str) -> tuple[int, int]:
@@ -68,7 +66,7 @@ def span(cell: str) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("reply, end", [
-    pytest.param(scripted, 1, id="statements-found-every-call-made"),
+    pytest.param(scorers_reply, 1, id="statements-found-every-call-made"),
     pytest.param(empty_lists, 0, id="no-statements-no-verdict-call"),
 ])
 def test_score_dry_run_counts_what_the_pass_then_sends(tmp_path, monkeypatch, capsys, reply,
@@ -138,7 +136,7 @@ def test_score_dry_run_counts_cached_calls_as_free(tmp_path, monkeypatch, capsys
 def test_run_dry_run_with_scorers_counts_the_run_and_its_score_pass(tmp_path, monkeypatch,
                                                                     capsys):
     with serve(monkeypatch) as server:
-        q, a = write_dataset(tmp_path, n=2)
+        q, a = write_dataset(tmp_path, n=2, content=bridges_and_mayor)
         argv = ["run", "--questions", str(q), "--articles", str(a), "--out",
                 str(tmp_path / "run"), "--systems", "baseline,naive", "--no-probe",
                 "--index-dir", str(tmp_path / "index"), "--concurrency", "1",

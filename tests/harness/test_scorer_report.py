@@ -13,7 +13,7 @@ from freshrag.core.results import JsonlWriter
 from freshrag.reporting import analysis, scorers
 from freshrag.reporting.report import load_runs
 from freshrag.scoring.store import SCORES, answer_sha256
-from tests.harness.test_html_report import chromium, dump_dom, parse
+from tests.support.dom import chromium, dump_dom, parse
 from tests.support.runs import sample, write_run
 
 

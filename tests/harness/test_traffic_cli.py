@@ -11,9 +11,7 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.results import read_samples
 from freshrag.systems.prompts import NEED_PROMPT
-from tests.harness.test_run_cli import SECRET
-from tests.support.fake_openai_server import FakeOpenAIServer, default_reply
-from tests.support.fakes import use_endpoint
+from tests.support.fake_openai_server import default_reply
 
 SYSTEMS = "baseline,naive,boolean,advanced,dated-boolean,confidence,self-check"
 QUESTIONS = [  # (id, title, question, kind)
@@ -61,10 +59,8 @@ def reply(request):
 
 
 @pytest.fixture
-def fake(monkeypatch):
-    with FakeOpenAIServer(reply=reply) as server:
-        use_endpoint(monkeypatch, server.base_url, SECRET)
-        yield server
+def fake(fake_server):
+    return fake_server(reply=reply)
 
 
 def write_mixed(directory):

@@ -23,8 +23,8 @@ import pytest
 
 from freshrag.core.results import read_jsonl, read_samples
 from freshrag.scoring.judge import GENERAL_JUDGE_PROMPT
-from tests.integration.conftest import DATA
-from tests.integration.test_llama_run import clean_env
+from tests import WIKIRAG as DATA
+from tests.support.fakes import clean_env
 from tests.support.wikidump import STAND_IN_CREATED
 
 pytestmark = pytest.mark.integration

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-__all__ = ["FaultPlan", "FakeOpenAIServer"]
+__all__ = ["FaultPlan", "FakeOpenAIServer", "default_reply", "forced_tool_name"]
 
 _CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 _EMBEDDING_PATHS = ("/v1/embeddings", "/embeddings")
@@ -105,7 +105,7 @@ def _last_user_text(request: dict) -> str:
     return ""
 
 
-def _forced_tool_name(request: dict) -> str | None:
+def forced_tool_name(request: dict) -> str | None:
     """Name of the function the request forces, if any."""
     choice = request.get("tool_choice")
     if isinstance(choice, dict) and choice.get("type") == "function":
@@ -190,7 +190,7 @@ def default_reply(request: dict) -> dict:
     schema (integers -> their maximum, booleans -> true, strings -> "x");
     anything else gets ``"echo: " + <last user message>``.
     """
-    name = _forced_tool_name(request)
+    name = forced_tool_name(request)
     if name is not None:
         schema = _tool_schema(request, name)
         args = _fill_value(schema) if schema else None
@@ -307,7 +307,6 @@ class _Handler(BaseHTTPRequestHandler):
         if self._batch_api("GET", b""):
             return
         self._send_error(404, f"Unknown path: {self.path}", "invalid_request_error")
-
 
 
 # --------------------------------------------------------------------------- public server

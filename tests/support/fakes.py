@@ -1,16 +1,22 @@
 """A scripted fake model for unit tests: the `LLM` Protocol in process, no HTTP; and fakes of
 the retrieval index (`FakeRetriever`) and of an embedding model (`BagOfWordsEmbedder`).
 
-`is_call_of` tells which finished pair an HTTP request to the fake server belongs to.
-
 Each reply in the script is consumed in order; a reply is a string (text), a `ToolReply`
 (a tool call with raw argument text, possibly broken on purpose) or an exception to raise.
+
+For the fake HTTP server (tests/support/fake_openai_server.py): the environment that points every
+role at it (`use_endpoint`, with the key `SECRET`) or at no endpoint at all (`clean_env`), replies
+a judge and the scorers would give (`grade_call`, `discerning_judge`, `scorers_reply`), and
+`is_call_of`, which tells which finished pair a request belongs to. `held` is another process
+holding a run directory's lock.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -22,7 +28,7 @@ from freshrag.scoring import probes
 from freshrag.scoring.judge import JUDGE_PROMPT
 from freshrag.systems.prompts import ANSWER_PROMPT
 from tests import ROOT
-from tests.support.fake_openai_server import bag_of_words_vector
+from tests.support.fake_openai_server import bag_of_words_vector, default_reply, forced_tool_name
 
 
 @dataclass(frozen=True)
@@ -40,11 +46,21 @@ class LogprobReply:
     logprobs: list[dict[str, Any]] | None
 
 
+# The key the tests give their endpoints: no file a command writes, nor any message, may hold it.
+SECRET = "sk-test-secret-do-not-write"
+
+
 def use_endpoint(monkeypatch, base_url: str, api_key: str, model: str = "fake-model") -> None:
     """Every role (embeddings too) on one endpoint, as a user's environment would set it."""
     monkeypatch.setenv("FRESHRAG_BASE_URL", base_url)
     monkeypatch.setenv("FRESHRAG_API_KEY", api_key)
     monkeypatch.setenv("FRESHRAG_MODEL", model)
+
+
+def clean_env() -> dict[str, str]:
+    """This process's environment without any endpoint: freshrag must start its own local
+    server."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("FRESHRAG_", "OPENAI_"))}
 
 
 class ScriptedLLM:
@@ -133,6 +149,27 @@ def discerning_judge(request: dict) -> dict:
     if answer == probes.ABSTAIN:
         return grade_call(3, 1)
     return grade_call(5, 5) if answer.split(". ")[0] in article else grade_call(1, 4)
+
+
+def scorers_reply(request, malformed=()):
+    """A plausible reply for each scorer's function (the judge's grade follows the request's
+    seed); `malformed` functions get broken JSON; any other request, the default reply."""
+    name = forced_tool_name(request)
+    user = request["messages"][-1]["content"]
+    if name in malformed:
+        return {"tool_call": {"name": name, "arguments": "{\"oops\": "}}
+    numbered = len(re.findall(r"^\d+\. ", user, re.MULTILINE))
+    arguments = {
+        "submit_statements": {"statements": ["The town has bridges."]},
+        "submit_verdicts": {"supported": [True] * numbered},
+        "submit_needed_sentences": {"needed": [1]},
+        "submit_questions": {"questions": ["How many bridges does the town have?"]},
+        "submit_abstention": {"abstained": False},
+        # the grade follows the seed, so that two repeats of the judge can differ
+        "submit_grade": {"truthfulness": 1 + request.get("seed", 0) % 5, "relevance": 3},
+    }.get(name)
+    return {"tool_call": {"name": name, "arguments": json.dumps(arguments)}} if arguments \
+        else default_reply(request)
 
 
 _HOLDER = """

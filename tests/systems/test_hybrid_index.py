@@ -16,7 +16,7 @@ from freshrag.systems.retrieval.index import (
     open_index,
 )
 from tests.support.fakes import BagOfWordsEmbedder
-from tests.systems.test_index import ARTICLES
+from tests.support.systems import CORPUS
 
 QUERY = "which comet did the shepherds see at dawn"
 
@@ -27,7 +27,7 @@ def config(tmp_path, **overrides):
 
 
 def hits_at(tmp_path, weight, query=QUERY):
-    index = open_index(ARTICLES, config(tmp_path, text_weight=weight), BagOfWordsEmbedder(),
+    index = open_index(CORPUS, config(tmp_path, text_weight=weight), BagOfWordsEmbedder(),
                        progress=False)
     try:
         return [(h.title, h.index, h.score) for h in index.retrieve(query)], index.record()
@@ -36,7 +36,7 @@ def hits_at(tmp_path, weight, query=QUERY):
 
 
 def test_weight_0_is_the_dense_query_exactly(tmp_path):
-    index = open_index(ARTICLES, config(tmp_path), BagOfWordsEmbedder(), progress=False)
+    index = open_index(CORPUS, config(tmp_path), BagOfWordsEmbedder(), progress=False)
     try:
         hits = [(h.title, h.index, h.score) for h in index.retrieve(QUERY)]
         [vector] = index.embedder.embed([QUERY])
@@ -55,9 +55,9 @@ def test_weight_0_is_the_dense_query_exactly(tmp_path):
 
 
 def test_weight_1_ranks_by_bm25_and_needs_no_embedding(tmp_path):
-    open_index(ARTICLES, config(tmp_path), BagOfWordsEmbedder(), progress=False).close()
+    open_index(CORPUS, config(tmp_path), BagOfWordsEmbedder(), progress=False).close()
     embedder = BagOfWordsEmbedder()
-    index = open_index(ARTICLES, config(tmp_path, text_weight=1), embedder, progress=False)
+    index = open_index(CORPUS, config(tmp_path, text_weight=1), embedder, progress=False)
     try:
         hits = index.retrieve("granite arches")
     finally:
@@ -88,7 +88,7 @@ def test_a_query_without_terms_retrieves_densely_or_nothing(tmp_path):
 def old_collection_name(config: IndexConfig, embedder: str) -> str:
     """The name the index had before the lexical side (its key had no lexical scheme)."""
     digest = hashlib.sha256()
-    for article in ARTICLES.values():
+    for article in CORPUS.values():
         digest.update(json.dumps([article.title, article.content]).encode())
     digest.update(json.dumps([config.chunk_size, config.chunk_overlap, embedder]).encode())
     return "freshrag-" + digest.hexdigest()[:24]
@@ -101,10 +101,10 @@ def test_an_index_built_before_the_lexical_side_is_rebuilt_not_reopened(tmp_path
     client.create_collection(old, vectors_config=models.VectorParams(
         size=64, distance=models.Distance.COSINE))
     client.upsert(old, points=[models.PointStruct(id=i, vector=[1.0] * 64, payload={})
-                               for i in range(len(chunk_articles(ARTICLES.values(), 300, 20)))])
+                               for i in range(len(chunk_articles(CORPUS.values(), 300, 20)))])
     client.close()
     embedder = BagOfWordsEmbedder()
-    index = open_index(ARTICLES, cfg, embedder, progress=False)
+    index = open_index(CORPUS, cfg, embedder, progress=False)
     try:
         assert index.collection != old and embedder.texts == index.chunks
         assert index.retrieve(QUERY)[0].title == "Kettering Comet"
@@ -113,7 +113,7 @@ def test_an_index_built_before_the_lexical_side_is_rebuilt_not_reopened(tmp_path
 
 
 def test_a_collection_without_the_lexical_side_is_refused_by_name(tmp_path):
-    index = open_index(ARTICLES, config(tmp_path), BagOfWordsEmbedder(), progress=False)
+    index = open_index(CORPUS, config(tmp_path), BagOfWordsEmbedder(), progress=False)
     name, total = index.collection, index.chunks
     index.close()
     client = QdrantClient(path=str(tmp_path / "index"))
@@ -124,7 +124,7 @@ def test_a_collection_without_the_lexical_side_is_refused_by_name(tmp_path):
                                 for i in range(total)])
     client.close()
     with pytest.raises(RetrievalError, match=f"collection {name} in .* has no lexical"):
-        open_index(ARTICLES, config(tmp_path), BagOfWordsEmbedder(), progress=False)
+        open_index(CORPUS, config(tmp_path), BagOfWordsEmbedder(), progress=False)
 
 
 @pytest.mark.parametrize("index, expected", [
@@ -144,11 +144,11 @@ def test_a_run_at_a_text_weight_records_it_and_reports_it_apart(tmp_path, monkey
     weight, and a report of two runs at two weights shows two retrievers, never one row."""
     from freshrag.cli.main import main
     from freshrag.reporting import report
-    from tests.harness.test_run_cli import SECRET, write_dataset
+    from tests.support.datasets import bridges_and_mayor, write_dataset
     from tests.support.fake_openai_server import FakeOpenAIServer
-    from tests.support.fakes import use_endpoint
+    from tests.support.fakes import SECRET, use_endpoint
 
-    q, a = write_dataset(tmp_path, n=3)
+    q, a = write_dataset(tmp_path, n=3, content=bridges_and_mayor)
     with FakeOpenAIServer() as server:
         use_endpoint(monkeypatch, server.base_url, SECRET)
         for weight in ("0", "0.5"):

@@ -16,15 +16,7 @@ from freshrag.systems.retrieval.embeddings import EndpointEmbedder, LocalMiniLM
 from freshrag.systems.retrieval.index import IndexConfig, RetrievalError, chunk_articles, open_index
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import BagOfWordsEmbedder
-
-ARTICLES = {
-    "Velmora Bridge": Article("Velmora Bridge", "The Velmora bridge spans the river Ost with nine "
-                              "arches of pale granite. " * 40),
-    "Kettering Comet": Article("Kettering Comet", "The Kettering comet was seen by shepherds in "
-                               "the northern hills at dawn. " * 40),
-    "Ostrava Line": Article("Ostrava Line", "The Ostrava line is a railway through coal country "
-                            "with eleven stations. " * 40),
-}
+from tests.support.systems import CORPUS
 
 
 def config(tmp_path, **overrides):
@@ -32,8 +24,8 @@ def config(tmp_path, **overrides):
 
 
 def test_chunks_carry_their_title_and_respect_the_size():
-    chunks = chunk_articles(ARTICLES.values(), size=300, overlap=20)
-    assert {c.title for c in chunks} == set(ARTICLES)
+    chunks = chunk_articles(CORPUS.values(), size=300, overlap=20)
+    assert {c.title for c in chunks} == set(CORPUS)
     for chunk in chunks:
         head, body = chunk.text.split("\n", 1)
         assert head == f"Title: {chunk.title}" and len(body) <= 300
@@ -42,7 +34,7 @@ def test_chunks_carry_their_title_and_respect_the_size():
 
 
 def test_retrieval_finds_the_article_the_query_is_about(tmp_path):
-    index = open_index(ARTICLES, config(tmp_path, chunk_size=300, chunk_overlap=20),
+    index = open_index(CORPUS, config(tmp_path, chunk_size=300, chunk_overlap=20),
                        BagOfWordsEmbedder(), progress=False)
     try:
         hits = index.retrieve("which comet did the shepherds see at dawn")
@@ -55,23 +47,23 @@ def test_retrieval_finds_the_article_the_query_is_about(tmp_path):
 
 def test_a_built_index_is_reused_and_a_different_key_builds_anew(tmp_path):
     first = BagOfWordsEmbedder()
-    open_index(ARTICLES, config(tmp_path), first, progress=False).close()
+    open_index(CORPUS, config(tmp_path), first, progress=False).close()
     again = BagOfWordsEmbedder()
-    index = open_index(ARTICLES, config(tmp_path, top_k=2), again, progress=False)
+    index = open_index(CORPUS, config(tmp_path, top_k=2), again, progress=False)
     assert again.texts == 0 and len(index.retrieve("railway stations")) == 2  # top_k not in the key
     index.close()
     smaller = BagOfWordsEmbedder()
-    open_index(ARTICLES, config(tmp_path, chunk_size=300), smaller, progress=False).close()
+    open_index(CORPUS, config(tmp_path, chunk_size=300), smaller, progress=False).close()
     assert smaller.texts > first.texts  # new chunker settings: a new collection
 
 
 def test_an_interrupted_build_resumes_with_only_the_missing_chunks(tmp_path):
-    total = len(chunk_articles(ARTICLES.values(), 300, 20))
+    total = len(chunk_articles(CORPUS.values(), 300, 20))
     with pytest.raises(KeyboardInterrupt):
-        open_index(ARTICLES, config(tmp_path, chunk_size=300, chunk_overlap=20),
+        open_index(CORPUS, config(tmp_path, chunk_size=300, chunk_overlap=20),
                    BagOfWordsEmbedder(fail_after=2), progress=False)
     resumed = BagOfWordsEmbedder()
-    index = open_index(ARTICLES, config(tmp_path, chunk_size=300, chunk_overlap=20), resumed,
+    index = open_index(CORPUS, config(tmp_path, chunk_size=300, chunk_overlap=20), resumed,
                        progress=False)
     assert resumed.texts == total - 2 * 4 and index.record()["chunks"] == total
     assert index.client.count(index.collection, exact=True).count == total
@@ -79,8 +71,8 @@ def test_an_interrupted_build_resumes_with_only_the_missing_chunks(tmp_path):
 
 
 def test_an_embedder_with_vectors_of_the_wrong_size_is_named(tmp_path):
-    open_index(ARTICLES, config(tmp_path), BagOfWordsEmbedder(dim=64), progress=False).close()
-    index = open_index(ARTICLES, config(tmp_path), BagOfWordsEmbedder(dim=64), progress=False)
+    open_index(CORPUS, config(tmp_path), BagOfWordsEmbedder(dim=64), progress=False).close()
+    index = open_index(CORPUS, config(tmp_path), BagOfWordsEmbedder(dim=64), progress=False)
     index.embedder = BagOfWordsEmbedder(dim=32)  # the same name, another size: a changed endpoint
     with pytest.raises(RetrievalError, match=r"bag-of-words test embedder have \[32\] dimensions; "
                                              r"the index needs 64"):
@@ -93,7 +85,7 @@ def test_an_embeddings_endpoint_is_used_through_the_embeddings_role(tmp_path):
         settings = load_settings(env={"FRESHRAG_EMBEDDINGS_BASE_URL": server.base_url,
                                       "FRESHRAG_EMBEDDINGS_MODEL": "text-embedding-3-small"})
         embedder = EndpointEmbedder(LLMClient(settings))
-        index = open_index(ARTICLES, config(tmp_path), embedder, progress=False)
+        index = open_index(CORPUS, config(tmp_path), embedder, progress=False)
         hits = index.retrieve("the railway through coal country")
         record = index.record()
         index.close()
@@ -105,7 +97,7 @@ def test_an_embeddings_endpoint_is_used_through_the_embeddings_role(tmp_path):
 def test_an_endpoint_returning_the_wrong_size_is_named(tmp_path):
     with FakeOpenAIServer(embedding_dim=48) as server:
         settings = load_settings(env={"FRESHRAG_EMBEDDINGS_BASE_URL": server.base_url})
-        index = open_index(ARTICLES, config(tmp_path), EndpointEmbedder(LLMClient(settings)),
+        index = open_index(CORPUS, config(tmp_path), EndpointEmbedder(LLMClient(settings)),
                            progress=False)
         server.embedding_dim = 12  # the endpoint now serves another model under the same name
         with pytest.raises(RetrievalError, match=f"embeddings endpoint {server.base_url}.*"
@@ -117,7 +109,7 @@ def test_an_endpoint_returning_the_wrong_size_is_named(tmp_path):
 def test_a_qdrant_server_that_is_down_is_named_by_its_url(tmp_path):
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(RetrievalError, match=f"Qdrant server at {url} cannot be used"):
-        open_index(ARTICLES, config(tmp_path, qdrant_url=url), BagOfWordsEmbedder(),
+        open_index(CORPUS, config(tmp_path, qdrant_url=url), BagOfWordsEmbedder(),
                    progress=False)
 
 
@@ -140,8 +132,8 @@ class MeetingEmbedder(BagOfWordsEmbedder):
 
 
 def test_retrievals_embed_and_search_at_the_same_time(tmp_path):
-    open_index(ARTICLES, config(tmp_path), BagOfWordsEmbedder(), progress=False).close()
-    index = open_index(ARTICLES, config(tmp_path), MeetingEmbedder(parties=4), progress=False)
+    open_index(CORPUS, config(tmp_path), BagOfWordsEmbedder(), progress=False).close()
+    index = open_index(CORPUS, config(tmp_path), MeetingEmbedder(parties=4), progress=False)
     queries = ["eleven stations", "comet at dawn", "granite arches", "coal country"]
     try:
         with ThreadPoolExecutor(4) as pool:
@@ -153,7 +145,7 @@ def test_retrievals_embed_and_search_at_the_same_time(tmp_path):
 
 
 def test_concurrent_searches_of_embedded_qdrant_return_what_serial_ones_do(tmp_path):
-    index = open_index(ARTICLES, config(tmp_path, chunk_size=300, chunk_overlap=20),
+    index = open_index(CORPUS, config(tmp_path, chunk_size=300, chunk_overlap=20),
                        BagOfWordsEmbedder(), progress=False)
     queries = [f"{word} {i}" for i in range(25)
                for word in ("railway", "comet shepherds", "bridge granite", "coal dawn")]

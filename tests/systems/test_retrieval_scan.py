@@ -10,10 +10,10 @@ from freshrag.cli.main import main
 from freshrag.core.types import Question
 from freshrag.systems.retrieval.index import IndexConfig, VectorIndex, open_index
 from freshrag.systems.retrieval.scan import render, scan
-from tests.harness.test_run_cli import SECRET
+from tests.support.datasets import write_dataset
 from tests.support.fake_openai_server import FakeOpenAIServer
-from tests.support.fakes import BagOfWordsEmbedder, use_endpoint
-from tests.systems.test_index import ARTICLES
+from tests.support.fakes import SECRET, BagOfWordsEmbedder, use_endpoint
+from tests.support.systems import CORPUS
 
 QUESTIONS = [
     Question("1", "which comet did the shepherds see at dawn", "Kettering Comet", label="fact_single"),
@@ -27,8 +27,8 @@ QUESTIONS = [
 
 @pytest.fixture
 def index(tmp_path):
-    built = open_index(ARTICLES, IndexConfig(directory=tmp_path / "index", chunk_size=300,
-                                             chunk_overlap=20, batch_size=4),
+    built = open_index(CORPUS, IndexConfig(directory=tmp_path / "index", chunk_size=300,
+                                           chunk_overlap=20, batch_size=4),
                        BagOfWordsEmbedder(), progress=False)
     yield built
     built.close()
@@ -82,20 +82,15 @@ def test_render_names_every_weight_and_the_best(index):
     assert text.splitlines()[-1].endswith("| 1 (0.800) |")
 
 
-def write_dataset(directory):
-    (directory / "articles.jsonl").write_text("".join(
-        json.dumps({"title": a.title, "content": a.content}) + "\n" for a in ARTICLES.values()))
-    (directory / "questions.jsonl").write_text("".join(
-        json.dumps({"title": q.gold_title, "question": q.text,
-                    **({"label": q.label} if q.label else {})}) + "\n" for q in QUESTIONS))
-    return directory
-
-
 def test_the_command_prints_the_table_and_writes_json_with_embeddings_only(tmp_path, monkeypatch,
                                                                           capsys):
     with FakeOpenAIServer() as server:
         use_endpoint(monkeypatch, server.base_url, SECRET)
-        code = main(["scan-retrieval", str(write_dataset(tmp_path)), "--weights", "0,0.2,1",
+        write_dataset(tmp_path,
+                      articles=[{"title": a.title, "content": a.content} for a in CORPUS.values()],
+                      questions=[{"title": q.gold_title, "question": q.text,
+                                  **({"label": q.label} if q.label else {})} for q in QUESTIONS])
+        code = main(["scan-retrieval", str(tmp_path), "--weights", "0,0.2,1",
                      "--k", "3", "--index-dir", str(tmp_path / "index"), "--chunk-size", "300",
                      "--chunk-overlap", "20", "--out", str(tmp_path / "scan")])
         chat_calls, embedding_calls = server.calls, server.embedding_calls
