@@ -74,13 +74,15 @@ def statements_reply(request):
     user = request["messages"][-1]["content"]
     system = request["messages"][0]["content"]
     if name == "report_statements":
-        kind = "Summary" if "summary" in system else "Conclusion" if "reasoning" in system else "Fact"
+        kind = "Summary" if "summary" in system else \
+            "Conclusion" if "reasoning" in system else "Fact"
         return tool(name, {"statements": [f"{kind} one.", f"{kind} two."]})
     if name == "write_question":
         if "Statement: Summary" in user:
             return tool(name, '{"question": "broken')
         statement = re.search(r"Statement: (\w+)", user)
-        return tool(name, {"question": f"What about {statement.group(1) if statement else 'later'}?"})
+        about = statement.group(1) if statement else "later"
+        return tool(name, {"question": f"What about {about}?"})
     if name == "rate_question":
         low = "Conclusion" in user or "later" in user
         return tool(name, {"stand_alone": 5, "specificity": 4,
@@ -111,6 +113,6 @@ def write_traffic_dump(tmp_path: Path) -> Path:
 
 
 def traffic_build(tmp_path: Path, dump_path: Path, *extra: str) -> int:
-    """`freshrag build` with seed 3 (which control articles are drawn) into `tmp_path / "dataset"`."""
+    """`freshrag build` with seed 3 (it draws the control articles) into `tmp_path / "dataset"`."""
     return main(["build", "--dump", str(dump_path), "--cutoff", CUTOFF, "--seed", "3",
                  "--out", str(tmp_path / "dataset"), *extra])
