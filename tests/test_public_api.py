@@ -11,7 +11,7 @@ import pytest
 
 import freshrag
 from freshrag.core.types import RetrievedChunk, Usage
-from tests.fakes import FakeRetriever, ScriptedLLM
+from tests.support.fakes import FakeRetriever, ScriptedLLM
 
 
 @pytest.mark.parametrize("name", [name for name in freshrag.__all__ if name != "__version__"])

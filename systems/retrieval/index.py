@@ -122,7 +122,7 @@ class VectorIndex:
     answers a query from numpy arrays and payload dicts held in memory (qdrant_client.local:
     no SQLite on the read path, whose connection is what fails across threads,
     qdrant/qdrant-client#367); the index only reads once it is built, so queries may run at
-    once. tests/systems/test_index.py checks that concurrent queries equal serial ones.
+    once. tests/systems/retrieval/test_index.py checks that concurrent queries equal serial ones.
     """
 
     def __init__(self, client: QdrantClient, collection: str, embedder: Embedder,

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from freshrag.core.results import read_jsonl  # noqa: E402
 from tests import WIKIRAG  # noqa: E402
-from tests.wikidump import article_pages, write_dump  # noqa: E402
+from tests.support.wikidump import article_pages, write_dump  # noqa: E402
 
 DATA = WIKIRAG
 CUTOFF = "2021-09-30"  # GPT-4-0613's, the labels' model

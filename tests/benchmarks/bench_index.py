@@ -49,7 +49,7 @@ from freshrag.llm.client import LLMClient  # noqa: E402
 from freshrag.systems.retrieval.embeddings import EndpointEmbedder, LocalMiniLM  # noqa: E402
 from freshrag.systems.retrieval.index import IndexConfig, chunk_articles, open_index  # noqa: E402
 from tests import WIKIRAG  # noqa: E402
-from tests.fake_openai_server import FakeOpenAIServer  # noqa: E402
+from tests.support.fake_openai_server import FakeOpenAIServer  # noqa: E402
 
 DATA = WIKIRAG
 SETS = {"A_f": ("questions-A_f.jsonl", 0.918), "A_r": ("questions-A_r300.jsonl", 0.940)}

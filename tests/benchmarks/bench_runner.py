@@ -44,8 +44,9 @@ sys.path.insert(0, str(ROOT))  # `tests.` is importable when run as a script
 
 from freshrag.cli.main import main as freshrag_main  # noqa: E402
 from freshrag.core.results import SAMPLES, read_samples  # noqa: E402
-from tests.fake_openai_server import FakeOpenAIServer, FaultPlan  # noqa: E402
-from tests.fakes import is_call_of  # noqa: E402
+from tests.support.datasets import write_dataset  # noqa: E402
+from tests.support.fake_openai_server import FakeOpenAIServer, FaultPlan  # noqa: E402
+from tests.support.fakes import is_call_of  # noqa: E402
 
 DELAY = 0.25       # seconds the fake server takes per call
 CONCURRENCY = 32
@@ -59,17 +60,10 @@ def log(message: str) -> None:
     print(f"[bench] {message}", file=sys.stderr, flush=True)
 
 
-def write_dataset(directory: Path, n: int) -> tuple[Path, Path]:
-    """n invented towns, one short article and one question each."""
-    articles = [{"title": f"Town {i}", "content": f"Town {i} lies on the river Ves and has {i % 9 + 2} "
-                 f"bridges. Its mayor, Ola Brenn {i}, was elected in 20{i % 30 + 10:02d}."}
-                for i in range(n)]
-    questions = [{"title": f"Town {i}", "question": f"How many bridges does Town {i} have?"}
-                 for i in range(n)]
-    paths = directory / "questions.jsonl", directory / "articles.jsonl"
-    for path, rows in zip(paths, (questions, articles)):
-        path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return paths
+def town_article(i: int) -> str:
+    """Town i's short article: bridges, a river, a mayor and the year of the mayor's election."""
+    return (f"Town {i} lies on the river Ves and has {i % 9 + 2} bridges. Its mayor, Ola Brenn "
+            f"{i}, was elected in 20{i % 30 + 10:02d}.")
 
 
 def point_at(server: FakeOpenAIServer, env: dict[str, str]) -> dict[str, str]:
@@ -230,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="freshrag-bench-") as name:
         tmp = Path(name)
-        data = write_dataset(tmp, n)
+        data = write_dataset(tmp, n, content=town_article)
         config = tmp / "plain.toml"  # explicit, so that no ./freshrag.toml is picked up
         config.write_text("", encoding="utf-8")
         throughput, cache = bench_throughput_and_cache(data, tmp, n, serial, config)

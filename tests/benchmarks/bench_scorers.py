@@ -44,7 +44,7 @@ from freshrag.core.results import read_samples  # noqa: E402
 from freshrag.scoring import SCORERS  # noqa: E402
 from freshrag.scoring.base import sentences  # noqa: E402
 from freshrag.scoring.store import read_scores  # noqa: E402
-from tests.fake_openai_server import FakeOpenAIServer, _forced_tool_name  # noqa: E402
+from tests.support.fake_openai_server import FakeOpenAIServer, forced_tool_name  # noqa: E402
 
 
 def freshrag(*argv: str) -> float:
@@ -96,7 +96,7 @@ def run_tokens(rows: list[dict]) -> dict[str, float | None]:
 
 def realistic(request: dict) -> dict:
     """What a capable model would reply to each request freshrag makes here, in length and form."""
-    name = _forced_tool_name(request)
+    name = forced_tool_name(request)
     system = request["messages"][0]["content"]
     user = request["messages"][-1]["content"]
     if name is None:  # an answer: two sentences of the extracts or article given, else none

@@ -7,7 +7,7 @@ this projects for English Wikipedia.
 Prints ONE JSON object on stdout (progress goes to stderr). The dump is generated: the paper's
 1,101 released articles repeated under new titles, `--pages` pages dealt into `--files`
 pages-articles files (current revision only) and as many stub-meta-history files (every
-revision, no text), as Wikipedia splits its dumps (tests/wikidump.py). Each setting reads all of
+revision, no text), as Wikipedia splits its dumps (tests/support/wikidump.py). Each setting reads all of
 it through `SplitDumpSource` (stub files first, into the SQLite date table, then the text files),
 in this process, as `freshrag build` does: wall time, pages/s, each worker's own peak RSS (its
 `ru_maxrss`, read by the worker at its end) and the reading process's. The projection divides
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from freshrag.builders.sources.split_dump import SplitDumpSource  # noqa: E402
 from tests.benchmarks.bench_builders import repeated_pages  # noqa: E402
-from tests.wikidump import split_dumps  # noqa: E402
+from tests.support.wikidump import split_dumps  # noqa: E402
 
 ENWIKI_ARTICLES = 6_900_000  # English Wikipedia's content pages, Special:Statistics, 2025
 

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from freshrag.core.results import read_jsonl  # noqa: E402
 from tests import WIKIRAG  # noqa: E402
-from tests.wikidump import article_pages, write_dump  # noqa: E402
+from tests.support.wikidump import article_pages, write_dump  # noqa: E402
 
 STAGES = ("A_r", "A_d", "A_f", "questions", "labels")
 

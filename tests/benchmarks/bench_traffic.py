@@ -32,8 +32,8 @@ from freshrag.cli.main import main  # noqa: E402
 from freshrag.cli.options import mix_shares  # noqa: E402
 from freshrag.reporting import decisions, savings  # noqa: E402
 from freshrag.reporting.report import load_runs  # noqa: E402
-from tests.fake_openai_server import FakeOpenAIServer  # noqa: E402
-from tests.harness.runs import sample, write_run  # noqa: E402
+from tests.support.fake_openai_server import FakeOpenAIServer  # noqa: E402
+from tests.support.runs import sample, write_run  # noqa: E402
 
 SYSTEMS = ("baseline", "naive", "boolean", "advanced", "dated-boolean", "confidence", "self-check")
 KINDS = ("fresh", "control", "general")

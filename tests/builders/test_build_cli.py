@@ -10,38 +10,24 @@ from freshrag.builders.cutoffs import created_after
 from freshrag.cli.main import main
 from freshrag.core.results import read_jsonl, read_samples
 from tests import WIKIRAG
-from tests.fake_openai_server import FakeOpenAIServer
-from tests.fakes import held, use_endpoint
-from tests.wikidump import article_pages, redirect_page, write_dump
+from tests.support.builds import CUTOFF, DUMP_ARTICLES, build
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.fakes import SECRET, held, use_endpoint
+from tests.support.wikidump import article_pages, redirect_page, write_dump
 
 DATA = WIKIRAG
-N = 40
-CUTOFF = "2021-09-30"
-SECRET = "sk-build-secret-do-not-write"
 
 
-@pytest.fixture
-def fake(monkeypatch):
-    with FakeOpenAIServer() as server:
-        use_endpoint(monkeypatch, server.base_url, SECRET)
-        yield server
-
-
-def released(limit=N):
+def released(limit=DUMP_ARTICLES):
     with (DATA / "articles.jsonl").open(encoding="utf-8") as lines:
         return [json.loads(line) for _, line in zip(range(limit), lines)]
 
 
 @pytest.fixture
 def dump(tmp_path):
-    pages = [*article_pages(DATA / "articles.jsonl", N),
+    pages = [*article_pages(DATA / "articles.jsonl", DUMP_ARTICLES),
              redirect_page(900, "Moved page", released()[0]["title"], "2022-05-05T00:00:00Z")]
     return write_dump(tmp_path / "wiki.xml.bz2", pages)
-
-
-def build(tmp_path, dump_path, *extra):
-    return main(["build", "--dump", str(dump_path), "--cutoff", CUTOFF,
-                 "--out", str(tmp_path / "dataset"), *extra])
 
 
 def test_build_from_a_dump_then_run_on_it(tmp_path, dump, fake, capsys):
@@ -89,7 +75,8 @@ def test_one_stage_at_a_time(tmp_path, dump, fake):
 
 
 def test_a_truncated_dump_stops_naming_it_and_keeps_the_complete_pages(tmp_path, fake, capsys):
-    whole = write_dump(tmp_path / "whole.xml", article_pages(DATA / "articles.jsonl", N)).read_bytes()
+    pages = article_pages(DATA / "articles.jsonl", DUMP_ARTICLES)
+    whole = write_dump(tmp_path / "whole.xml", pages).read_bytes()
     broken = tmp_path / "broken.xml"
     broken.write_bytes(whole[: len(whole) // 2])
     assert build(tmp_path, broken) == 2
@@ -113,7 +100,7 @@ def test_a_cutoff_that_is_not_a_date_says_so(tmp_path, dump, option, message, ca
 
 def test_a_resumed_build_asks_again_for_the_questions_that_came_back_empty(tmp_path, dump,
                                                                           monkeypatch):
-    from tests.fake_openai_server import default_reply
+    from tests.support.fake_openai_server import default_reply
 
     empty = {"on": True}
 
@@ -152,8 +139,8 @@ def test_building_again_with_another_n_or_seed_is_refused_naming_both_values(
 
 def test_split_pages_articles_files_with_stub_dates_build_what_the_history_dump_builds(
         tmp_path, dump, fake):
-    from tests.wikidump import split_dumps
-    pages = [*article_pages(DATA / "articles.jsonl", N),
+    from tests.support.wikidump import split_dumps
+    pages = [*article_pages(DATA / "articles.jsonl", DUMP_ARTICLES),
              redirect_page(900, "Moved page", released()[0]["title"], "2022-05-05T00:00:00Z")]
     articles, stubs = split_dumps(pages, tmp_path / "split", files=3)
     for stage in ("A_r", "A_d"):  # the stages that read the dump, no LLM call

@@ -27,7 +27,7 @@ from freshrag.builders.stages import (
 from freshrag.core.dataset import load_dataset_dir
 from freshrag.core.results import read_jsonl
 from freshrag.llm.client import ContextTooLong
-from tests.fakes import ScriptedLLM, ToolReply
+from tests.support.fakes import ScriptedLLM, ToolReply
 
 CUTOFF = date(2021, 9, 30)
 LONG = "A long article text. " * 60  # 1,260 characters: kept

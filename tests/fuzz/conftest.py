@@ -14,7 +14,7 @@ The profiles are registered when pytest loads this file, which it does before re
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.fake_openai_server import FakeOpenAIServer
+from tests.support.fake_openai_server import FakeOpenAIServer
 
 _COMMON = dict(deadline=None, database=None, print_blob=True,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -12,7 +12,6 @@ import collections
 import contextlib
 import errno
 import io
-import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -76,25 +75,15 @@ def snapshot(directory: Path) -> dict[str, bytes]:
             for path in sorted(directory.rglob("*")) if path.is_file()}
 
 
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
-
-
+# The rows `write_dataset` (tests/support/datasets.py) writes by default.
 ARTICLES = [{"title": f"Town {i}", "content": f"Town {i} has {i + 3} bridges."} for i in range(3)]
 QUESTIONS = [{"title": f"Town {i}", "question": f"How many bridges does Town {i} have?"}
              for i in range(3)]
 
 
-def write_dataset(directory: Path) -> tuple[Path, Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    return (write_jsonl(directory / "questions.jsonl", QUESTIONS),
-            write_jsonl(directory / "articles.jsonl", ARTICLES))
-
-
 def use_fake(server, monkeypatch, key: str = "sk-fuzz-secret") -> None:
     """Every role on the fake server and nothing else from the environment; counts reset."""
-    from tests.fakes import use_endpoint
+    from tests.support.fakes import use_endpoint
 
     for name in [name for name in os.environ if name.startswith("FRESHRAG_")]:
         monkeypatch.delenv(name)

@@ -19,9 +19,9 @@ from tests.fuzz.support import (
     invoke,
     scratch,
     snapshot,
-    write_dataset,
 )
 from tests.fuzz.urls import BAD_URLS, GOOD_URLS
+from tests.support.datasets import write_dataset
 
 TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
 TOML_SCALARS = (st.booleans() | st.integers(-10**20, 10**20) | st.floats() | TEXT

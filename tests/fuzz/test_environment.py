@@ -13,9 +13,9 @@ from tests.fuzz.support import (
     budget,
     invoke,
     scratch,
-    write_dataset,
 )
 from tests.fuzz.urls import BAD_URLS, GOOD_URLS
+from tests.support.datasets import write_dataset
 
 PREFIXES = ["FRESHRAG_"] + [f"FRESHRAG_{role.upper()}_" for role in ROLES]
 TEXT = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=10)

@@ -22,8 +22,8 @@ from tests.fuzz.support import (
     assert_refused,
     invoke,
     scratch,
-    write_dataset,
 )
+from tests.support.datasets import write_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 UTF16 = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in QUESTIONS).encode("utf-16")

@@ -19,9 +19,9 @@ from tests.fuzz.support import (
     invoke,
     scratch,
     snapshot,
-    write_dataset,
 )
 from tests.fuzz.urls import BAD_URLS, GOOD_URLS
+from tests.support.datasets import write_dataset
 
 # The least each command needs besides the option under test (argparse stops before using them).
 BASE = {"build": ["--out", "o", "--cutoff", "2020-01-01"], "run": [], "index": ["--articles", "a"],

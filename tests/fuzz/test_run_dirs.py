@@ -24,8 +24,8 @@ from tests.fuzz.support import (
     scratch,
     snapshot,
     use_fake,
-    write_dataset,
 )
+from tests.support.datasets import write_dataset
 
 SYSTEMS = "baseline,oracle"
 

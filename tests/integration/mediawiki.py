@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Iterator
 
-from tests.wikidump import (
+from tests.support.wikidump import (
     DumpPage,
     article_pages,
     disambiguation_page,
@@ -202,7 +202,7 @@ class SeededMediaWiki:
 @contextlib.contextmanager
 def seeded_wiki(directory: Path, articles_jsonl: Path) -> Iterator[SeededMediaWiki]:
     """A started LocalMediaWiki holding every article of `articles_jsonl` with its two-revision
-    history (tests/wikidump.py), 3 redirects to articles and 2 disambiguation pages (plus
+    history (tests/support/wikidump.py), 3 redirects to articles and 2 disambiguation pages (plus
     Template:Disambiguation)."""
     started = time.monotonic()
     articles = {page.title: page for page in article_pages(articles_jsonl)}

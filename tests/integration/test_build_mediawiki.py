@@ -23,8 +23,8 @@ from freshrag.builders.sources.pages import DISAMBIGUATION, REDIRECT, TOO_SHORT,
 from freshrag.builders.stages import SAMPLE, BuildConfig, sample_articles
 from freshrag.cli.main import main
 from freshrag.core.results import read_jsonl
-from tests.fake_openai_server import FakeOpenAIServer
 from tests.integration.mediawiki import SeededMediaWiki
+from tests.support.fake_openai_server import FakeOpenAIServer
 
 pytestmark = pytest.mark.integration
 

@@ -19,9 +19,9 @@ from freshrag.builders.styles.grounded import FAILED, QUERIES
 from freshrag.cli.demo import example_pages, write_example_dump
 from freshrag.cli.main import main
 from freshrag.core.results import read_jsonl, read_samples
-from tests.fake_openai_server import FakeOpenAIServer
 from tests.integration.mediawiki import LocalMediaWiki
-from tests.wikidump import write_dump
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.wikidump import write_dump
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ import pytest
 from freshrag.core.dataset import load_articles, load_dataset
 from freshrag.systems.retrieval.embeddings import LocalMiniLM
 from freshrag.systems.retrieval.index import IndexConfig, open_index
-from tests.integration.conftest import DATA
+from tests import WIKIRAG as DATA
 
 pytestmark = pytest.mark.integration
 

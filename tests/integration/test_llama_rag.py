@@ -16,8 +16,8 @@ import pytest
 
 from freshrag.core.results import read_samples
 from freshrag.systems import SYSTEMS
-from tests.integration.conftest import DATA
-from tests.integration.test_llama_run import clean_env
+from tests import WIKIRAG as DATA
+from tests.support.fakes import clean_env
 
 pytestmark = pytest.mark.integration
 

@@ -19,6 +19,7 @@ import pytest
 
 from freshrag.core.results import read_samples
 from tests import WIKIRAG
+from tests.support.fakes import clean_env
 
 pytestmark = pytest.mark.integration
 
@@ -32,11 +33,6 @@ def freshrag_run(out: Path) -> list[str]:
             "--articles", str(DATA / "articles.jsonl"), "--limit", str(QUESTIONS), "--out", str(out),
             "--systems", "baseline,oracle", "--concurrency", "1", "--seed", "7",
             "--no-probe"]  # the judge probes have their own test (test_probe_judge.py)
-
-
-def clean_env() -> dict[str, str]:
-    """No endpoint configured: freshrag must start its own local server."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("FRESHRAG_", "OPENAI_"))}
 
 
 def wait_for_rows(samples: Path, count: int, process: subprocess.Popen, timeout_s: float) -> None:

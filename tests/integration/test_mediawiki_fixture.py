@@ -13,7 +13,7 @@ import requests
 
 from freshrag.builders.sources.mediawiki import DISAMBIGUATION_TEMPLATES, MediaWikiSource
 from freshrag.builders.sources.pages import DISAMBIGUATION, REDIRECT, VANISHED
-from tests.wikidump import STAND_IN_CREATED, DumpPage
+from tests.support.wikidump import STAND_IN_CREATED, DumpPage
 
 pytestmark = pytest.mark.integration
 

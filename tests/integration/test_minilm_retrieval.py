@@ -10,7 +10,7 @@ import pytest
 from freshrag.core.dataset import load_articles
 from freshrag.systems.retrieval.embeddings import LocalMiniLM
 from freshrag.systems.retrieval.index import IndexConfig, chunk_articles, open_index
-from tests.integration.conftest import DATA
+from tests import WIKIRAG as DATA
 
 pytestmark = pytest.mark.integration
 

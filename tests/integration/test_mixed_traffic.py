@@ -4,7 +4,7 @@ every decider, answerer and judge), MiniLM embeddings and embedded Qdrant.
 A dataset directory holds two of the paper's released A_f questions (fresh, need true) over a
 small corpus of released articles: their gold articles and articles of the random sample A_r,
 which the released data dates only as "before the cutoff" and which get the stand-in creation
-date the test dump uses (tests/wikidump.py). `freshrag build --stage traffic` adds a control
+date the test dump uses (tests/support/wikidump.py). `freshrag build --stage traffic` adds a control
 question, written by SmolLM2 about one of those older A_r articles, and two general queries from
 the shipped list; `freshrag mix` draws one of each kind (21 pairs, about 4 CPU minutes of the
 embedded server: more would not fit CI's 3 minutes); `freshrag run` answers them with baseline,
@@ -23,9 +23,9 @@ import pytest
 
 from freshrag.core.results import read_jsonl, read_samples
 from freshrag.scoring.judge import GENERAL_JUDGE_PROMPT
-from tests.integration.conftest import DATA
-from tests.integration.test_llama_run import clean_env
-from tests.wikidump import STAND_IN_CREATED
+from tests import WIKIRAG as DATA
+from tests.support.fakes import clean_env
+from tests.support.wikidump import STAND_IN_CREATED
 
 pytestmark = pytest.mark.integration
 

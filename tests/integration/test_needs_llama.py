@@ -18,7 +18,7 @@ import pytest
 from freshrag.builders.styles.needs import NEEDS_FILE, read_needs
 from freshrag.core.results import read_jsonl, read_samples
 from tests import WIKIRAG
-from tests.wikidump import article_pages, write_dump
+from tests.support.wikidump import article_pages, write_dump
 
 pytestmark = pytest.mark.integration
 

@@ -1,6 +1,6 @@
 """Every scorer with the embedded model (SmolLM2-135M, MiniLM embeddings) on an imported run:
 a pickle in the paper's released format (built here from the example corpus, as
-tests/harness/test_legacy.py builds its pickles: the released ones are not in the repository)
+tests/support/legacy.py builds its pickles: the released ones are not in the repository)
 goes through `import-legacy`, then `freshrag score` adds every scorer, a second pass asks
 nothing, and `freshrag agreement` compares the released grades with the embedded judge's.
 

@@ -20,7 +20,7 @@ from freshrag.core.dataset import load_dataset_dir
 from freshrag.core.results import read_jsonl
 from freshrag.core.types import LABELS
 from tests import WIKIRAG
-from tests.wikidump import article_pages, write_dump
+from tests.support.wikidump import article_pages, write_dump
 
 pytestmark = pytest.mark.integration
 

@@ -10,8 +10,8 @@ from freshrag.core.types import LLMResponse, Usage
 from freshrag.systems.confidence import THRESHOLD, retrieve_probability
 from freshrag.systems.prompts import NEED_PROMPT, NEED_TOP_LOGPROBS, SELF_CHECK_QUESTION
 from freshrag.systems.self_check import parse_rating
-from tests.fakes import LogprobReply, ToolReply
-from tests.systems.test_rag_systems import QUESTION, extracts_in, run_system
+from tests.support.fakes import LogprobReply, ToolReply
+from tests.support.systems import QUESTION, extracts_in, run_system
 
 
 def first_token(token, top):

@@ -1,6 +1,6 @@
 from freshrag.core.types import Article, Question, SystemContext, Usage
 from freshrag.systems import SYSTEMS
-from tests.fakes import ScriptedLLM
+from tests.support.fakes import ScriptedLLM
 
 ARTICLES = {"Velmora": Article("Velmora", "The Velmora bridge has nine spans. " * 600)}
 QUESTION = Question("q1", "How many spans does the Velmora bridge have?", "Velmora")

@@ -18,7 +18,7 @@ from freshrag.systems.plugins import (
     check_system,
     resolve,
 )
-from tests.fakes import ScriptedLLM
+from tests.support.fakes import ScriptedLLM
 
 MY_RAG = '''
 """A user's RAG system, as a file beside their code."""

@@ -7,7 +7,7 @@ from freshrag.llm.tokens import count_messages
 from freshrag.systems.naive import Naive
 from freshrag.systems.prompts import ANSWER_MAX_TOKENS
 from freshrag.systems.rag import TOKEN_MODEL, fitted_messages, parse_decision
-from tests.fakes import FakeRetriever, ScriptedLLM
+from tests.support.fakes import FakeRetriever, ScriptedLLM
 
 QUESTION = Question("q1", "How many spans does the Velmora bridge have?", "Velmora")
 CHUNKS = [RetrievedChunk(f"Article {i}", i, f"Title: Article {i}\n" + "word " * 900, 0.9 - i / 10)

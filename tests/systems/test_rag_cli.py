@@ -8,9 +8,9 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.results import read_samples
 from freshrag.llm.local_server import free_port
-from tests.fake_openai_server import FakeOpenAIServer, default_reply
-from tests.fakes import use_endpoint
-from tests.harness.test_run_cli import SECRET, write_dataset
+from tests.support.datasets import bridges_and_mayor, write_dataset
+from tests.support.fake_openai_server import default_reply
+from tests.support.fakes import SECRET
 
 RETRIEVING = ("naive", "boolean", "advanced", "hyde", "dated-boolean")
 
@@ -26,14 +26,12 @@ def decide(request):
 
 
 @pytest.fixture
-def fake(monkeypatch):
-    with FakeOpenAIServer(reply=decide) as server:
-        use_endpoint(monkeypatch, server.base_url, SECRET)  # every role, embeddings too
-        yield server
+def fake(fake_server):
+    return fake_server(reply=decide)  # every role, embeddings too
 
 
 def run_rag(tmp_path, *extra):
-    q, a = write_dataset(tmp_path, n=4)
+    q, a = write_dataset(tmp_path, n=4, content=bridges_and_mayor)
     return main(["run", "--questions", str(q), "--articles", str(a), "--out", str(tmp_path / "run"),
                  "--systems", ",".join(RETRIEVING), "--concurrency", "4", *extra])
 
@@ -75,7 +73,7 @@ def test_a_second_run_reuses_the_index(tmp_path, fake):
 
 
 def test_index_command_builds_ahead_and_reports_the_index(tmp_path, fake, capsys):
-    _, articles = write_dataset(tmp_path, n=4)
+    _, articles = write_dataset(tmp_path, n=4, content=bridges_and_mayor)
     assert main(["index", "--articles", str(articles), "--index-dir", str(tmp_path / "ix")]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["articles"] == 4 and record["chunks"] == 4 and record["chunk_size"] == 1024

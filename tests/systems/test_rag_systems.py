@@ -3,35 +3,14 @@
 
 import pytest
 
-from freshrag.core.types import Article, Question, RetrievedChunk, SystemContext, Usage
-from freshrag.systems import SYSTEMS
 from freshrag.systems.prompts import MORE_INFORMATION_QUESTION, RETRIEVE_TOOL
-from tests.fakes import FakeRetriever, ScriptedLLM, ToolReply
-
-ARTICLES = {"Velmora": Article("Velmora", "The Velmora bridge has nine spans.")}
-QUESTION = Question("q1", "How many spans does the Velmora bridge have?", "Velmora")
-CHUNKS = [RetrievedChunk("Velmora", 0, "Title: Velmora\nThe Velmora bridge has nine spans.", 0.91),
-          RetrievedChunk("Ostrava Line", 3, "Title: Ostrava Line\nA railway.", 0.42)]
-USAGE = Usage(40, 3)
+from tests.support.fakes import ToolReply
+from tests.support.systems import QUESTION, USAGE, extracts_in, run_system
 
 RETRIEVE = ToolReply("retrieve_information", '{"retrieve": true}')
 NO_RETRIEVE = ToolReply("retrieve_information", '{"retrieve": false}')
 MORE = ToolReply("more_information", '{"retrieve": true}')
 NO_MORE = ToolReply("more_information", '{"retrieve": false}')
-
-
-def run_system(name, script, **context):
-    llm = ScriptedLLM(script, usage=USAGE)
-    retriever = FakeRetriever(CHUNKS)
-    system = SYSTEMS[name](SystemContext(llm=llm, articles=ARTICLES, retriever=retriever,
-                                         **context))
-    answer = system.answer(QUESTION)
-    assert not llm.script, "the system made fewer calls than scripted"
-    return answer, llm.requests, retriever.queries
-
-
-def extracts_in(request):
-    return "Title: Velmora\nThe Velmora bridge has nine spans." in request["messages"][0]["content"]
 
 
 def test_naive_retrieves_for_every_question_and_answers_with_the_extracts():

@@ -1,0 +1,49 @@
+"""`freshrag demo` end to end against the fake OpenAI-compatible server (every role, embeddings
+included): the example corpus goes through the builder as a dump, then every system, the judge
+and the HTML report. The real models' timing is measured by hand
+(docs/measurements.md#the-embedded-model)."""
+
+import json
+from datetime import date
+
+from freshrag.builders.cutoffs import created_after
+from freshrag.builders.sources.dump import DumpSource
+from freshrag.cli.demo import DEMO_CUTOFF, DEMO_TODAY
+from freshrag.cli.main import main
+from freshrag.core.dataset import example_dir
+from freshrag.core.results import read_jsonl, read_samples
+from freshrag.systems import SYSTEMS
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.fakes import use_endpoint
+
+
+def test_the_demo_runs_the_whole_workflow(tmp_path, monkeypatch, capsys):
+    examples = list(read_jsonl(example_dir() / "articles.jsonl"))
+    after = [r["title"] for r in examples
+             if created_after(r["created"], date.fromisoformat(DEMO_CUTOFF))]
+    with FakeOpenAIServer() as server:
+        use_endpoint(monkeypatch, server.base_url, "sk-demo-not-written")
+        monkeypatch.chdir(tmp_path)
+        assert main(["demo", "--out", str(tmp_path / "demo"), "--questions", "3"]) == 0
+    out = tmp_path / "demo"
+    pages = list(DumpSource(out / "example-wiki.xml").pages(set()))
+    assert sorted(p.title for p in pages) == sorted(r["title"] for r in examples)
+    funnel = json.loads((out / "example" / "manifest.json").read_text())["funnel"]
+    assert funnel["n_r"] == len(examples) and funnel["n_d"] == len(after)
+    assert 0 < len(after) < len(examples)
+    samples = read_samples(out / "run" / "samples.jsonl")
+    assert sorted({s["system"] for s in samples}) == sorted(SYSTEMS)
+    assert len(samples) == 3 * len(SYSTEMS) and all(s["status"] == "ok" for s in samples)
+    assert {s["gold_title"] for s in samples} <= set(after)
+    # a fixed date, so that a demo resumed on another day is the same run
+    dated = [s for s in samples if s["system"] == "dated-boolean"]
+    assert dated and all(f"Today's date is {DEMO_TODAY}." in s["calls"][0]["messages"][0]["content"]
+               for s in dated)
+    html = (out / "report.html").read_text()
+    assert "sk-demo-not-written" not in html and all(name in html for name in SYSTEMS)
+    said = capsys.readouterr().out
+    assert str(out / "report.html") in said
+    # the fake's judge gives every answer the same grade: the closing lines say so
+    assert said.rstrip().splitlines()[-2].startswith(
+        "WARNING: the judge's scores are not informative: probe discrimination truthfulness 0.50")
+    assert "WARNING: the judge" in html.replace("&#x27;", "'")

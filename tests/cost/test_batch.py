@@ -1,0 +1,117 @@
+"""`freshrag run --batch` against the fake server's Files and Batch APIs (tests/support/fake_batches.py):
+stage by stage, failed and expired lines sent again, a killed process resuming its polls."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from freshrag.cli.main import main
+from freshrag.core.results import read_samples
+from freshrag.cost.batch import TRIES
+from tests import ROOT
+from tests.support.datasets import write_dataset
+from tests.support.fake_batches import FakeBatches, kill_while_polling
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.fakes import use_endpoint
+
+SYSTEMS = "baseline,advanced"  # advanced: three calls in turn, the third only if it retrieves
+
+
+def batch_run(directory: Path, n: int) -> list[str]:
+    """The arguments of `freshrag run --batch` on n towns written into `directory`."""
+    write_dataset(directory, n, content=lambda i: f"Town {i} has {i + 3} bridges and a mayor "
+                  f"named Ola {i}. It lies on the river Aa.")
+    return ["--dataset", str(directory), "--systems", SYSTEMS, "--out", str(directory / "run"),
+            "--batch", "--batch-poll", "0.05", "--no-probe"]
+
+
+def test_batch_run_advances_stage_by_stage_and_the_live_run_replays_it(tmp_path, monkeypatch):
+    fake = FakeBatches(polls=1)
+    with FakeOpenAIServer(batches=fake) as server:
+        use_endpoint(monkeypatch, server.base_url, "sk-x")
+        assert main(["run", *batch_run(tmp_path, 4)]) == 0
+    rows = read_samples(tmp_path / "run" / "samples.jsonl")
+    assert len(rows) == 8 and all(r["status"] == "ok" and r["grade"]["truthfulness"] for r in rows)
+    assert server.calls == 0  # every chat call came from a batch, through the cache
+    assert all(c["cache_hit"] for r in rows for c in r["calls"])
+    # The fake answers forced calls with `true`, so advanced retrieves: answer, decide, answer
+    # with chunks, each waiting for the one before. Its first call is baseline's (the same
+    # request, one cache key), and the fake echoes the question, so both systems' answers, and
+    # their judge calls, are one request too: round 1 the shared answers, round 2 the judge
+    # and the decisions, round 3 the answers with chunks.
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["batch"]["rounds"] == 3
+    assert max(fake.submitted.values()) == 1
+    assert len(fake.submitted) == 4 + 4 * 2 + 4
+
+
+def assert_sent_again_only_after_a_failure(fake: FakeBatches) -> None:
+    """No duplicate submission: a request goes into another batch only after the one before
+    failed or expired it, and after TRIES failures it is left to the live run."""
+    assert set(fake.outcomes) == set(fake.submitted)
+    for key, outcomes in fake.outcomes.items():
+        assert len(outcomes) == fake.submitted[key]
+        assert all(o != "ok" for o in outcomes[:-1]), (key, outcomes)
+        assert outcomes[-1] == "ok" or len(outcomes) == TRIES, (key, outcomes)
+
+
+def test_failed_and_expired_lines_go_into_the_next_batch(tmp_path, monkeypatch):
+    fake = FakeBatches(failed=0.10, expired=0.05, polls=0, seed=3)
+    with FakeOpenAIServer(batches=fake) as server:
+        use_endpoint(monkeypatch, server.base_url, "sk-x")
+        assert main(["run", *batch_run(tmp_path, 10)]) == 0
+    rows = read_samples(tmp_path / "run" / "samples.jsonl")
+    assert len(rows) == 20 and all(r["status"] == "ok" for r in rows)
+    log = [json.loads(line) for line in (tmp_path / "run" / "batches.jsonl").read_text().splitlines()]
+    collected = [e for e in log if e["event"] == "collected"]
+    assert sum(e["failed"] for e in collected) > 0 and sum(e["expired"] for e in collected) > 0
+    assert_sent_again_only_after_a_failure(fake)
+    assert max(fake.submitted.values()) > 1
+    # what no batch answered was asked live, once
+    exhausted = [k for k, o in fake.outcomes.items() if o[-1] != "ok"]
+    assert server.calls >= len(exhausted)
+
+
+def test_a_process_killed_mid_poll_resumes_polling_without_resubmitting(tmp_path):
+    fake = FakeBatches(failed=0.10, expired=0.05, polls=40, seed=1)
+    with FakeOpenAIServer(batches=fake) as server:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "FRESHRAG_BASE_URL": server.base_url,
+               "FRESHRAG_API_KEY": "sk-x", "FRESHRAG_MODEL": "fake-model"}
+        command = [sys.executable, "-m", "freshrag", "run", *batch_run(tmp_path, 20)]
+        kill_while_polling(command, env, tmp_path, fake)  # polling the first batch
+        open_at_kill = set(fake.batches)  # round 1: one batch per role, none finished yet
+        assert open_at_kill and all(b["object"]["status"] == "in_progress"
+                                    for b in fake.batches.values())
+        fake.polls = 2
+        done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = read_samples(tmp_path / "run" / "samples.jsonl")
+    assert len(rows) == 40 and all(r["status"] == "ok" for r in rows)
+    log = [json.loads(line) for line in (tmp_path / "run" / "batches.jsonl").read_text().splitlines()]
+    collected = [e for e in log if e["event"] == "collected"]
+    assert open_at_kill <= {e["batch_id"] for e in collected}  # the resumed process polled them
+    assert sum(e["failed"] for e in collected) > 0 and sum(e["expired"] for e in collected) > 0
+    assert_sent_again_only_after_a_failure(fake)  # none resubmitted by the resumed process
+    assert fake.created == len(collected)
+
+
+@pytest.mark.parametrize("extra, environment, message", [
+    pytest.param(["--no-cache"], {"FRESHRAG_BASE_URL": "http://127.0.0.1:9/v1"},
+                 "drop --no-cache", id="no-cache"),
+    pytest.param([], {}, "the answer, decision, judge role(s) use the embedded server",
+                 id="embedded-server"),
+])
+def test_batch_refuses_what_cannot_work_before_any_call(tmp_path, monkeypatch, capsys, extra,
+                                                        environment, message):
+    for name in ("FRESHRAG_BASE_URL", "FRESHRAG_MODEL", "FRESHRAG_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert main(["run", *batch_run(tmp_path, 2), *extra]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()

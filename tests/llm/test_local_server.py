@@ -1,0 +1,109 @@
+"""The embedded server's start and death, with a stand-in process
+(tests/support/standin_llama.py) that behaves like a llama.cpp server: one that dies by SIGSEGV on
+its first completion, as a library compiled for another CPU does, and one that serves until it is
+killed."""
+
+import signal
+import sys
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from freshrag.core.config import LLMSettings, RoleConfig
+from freshrag.llm.cache import ResponseCache
+from freshrag.llm.client import EndpointUnreachable, LLMClient, LocalServerDied
+from freshrag.llm.local_server import (
+    LocalServer,
+    LocalServerError,
+    describe_exit,
+    free_port,
+    model_id,
+)
+from tests import ROOT
+from tests.support.fake_openai_server import FakeOpenAIServer
+
+STANDIN = ROOT / "tests" / "support" / "standin_llama.py"
+MESSAGES = [{"role": "user", "content": "Hello?"}]
+
+
+def standin(mode: str) -> LocalServer:
+    port = free_port()
+    return LocalServer(port=port, startup_timeout_s=30,
+                       command=[sys.executable, str(STANDIN), str(port), mode])
+
+
+def local_client(local, cache=None) -> LLMClient:
+    roles = {role: RoleConfig() for role in ("answer", "judge")}  # no endpoint: the embedded one
+    return LLMClient(LLMSettings(roles=roles, timeout_s=5, max_attempts=6), cache, local=local,
+                     backoff_s=0.2)
+
+
+@pytest.mark.parametrize("returncode, described", [
+    pytest.param(-11, "killed by signal 11 (SIGSEGV)", id="segv"),
+    pytest.param(-9, "killed by signal 9 (SIGKILL)", id="kill"),
+    pytest.param(1, "exited with code 1", id="exit-code"),
+])
+def test_exit_codes_are_described_by_signal_name(returncode, described):
+    assert describe_exit(returncode) == described
+
+
+def test_a_server_that_crashes_on_its_first_completion_fails_at_start_with_the_fix():
+    server = standin("crash")
+    with pytest.raises(LocalServerError) as caught:
+        server.start()
+    message = str(caught.value)
+    assert "killed by signal 11 (SIGSEGV)" in message
+    assert str(server.log_path) in message
+    assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF"' in message and "--no-cache-dir" in message
+    assert "stand-in llama server" in message  # the log's tail
+    assert server.process.poll() is not None
+
+
+def test_a_server_killed_mid_run_is_named_with_its_signal_and_log_not_retried():
+    with standin("serve") as server:
+        llm = local_client(server)
+        assert llm.chat("answer", MESSAGES).text == "Hello."
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait()
+        started = time.monotonic()
+        with pytest.raises(LocalServerDied) as caught:
+            llm.chat("answer", MESSAGES + [{"role": "user", "content": "Still there?"}])
+    elapsed = time.monotonic() - started
+    message = str(caught.value)
+    assert "embedded llama.cpp server" in message and "killed by signal 9 (SIGKILL)" in message
+    assert str(server.log_path) in message
+    assert "GGML_NATIVE" not in message  # a kill is not a crash: no rebuild advice
+    assert isinstance(caught.value, EndpointUnreachable)  # the run stops, keeping what finished
+    assert elapsed < 1.0, "retried a server that is known to be dead"  # 6 attempts take > 3 s
+
+
+@dataclass
+class Endpoint:
+    """A LocalEndpoint whose model file is `model_id`, served by the fake OpenAI server."""
+    base_url: str
+    model_id: str
+
+    def death(self) -> None:
+        return None
+
+
+def test_the_cache_tells_embedded_model_files_apart(tmp_path):
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with FakeOpenAIServer() as server:
+        first = local_client(Endpoint(server.base_url, "old.gguf sha256:aaaa"), cache)
+        first.chat("answer", MESSAGES)
+        assert first.chat("answer", MESSAGES).cache_hit and server.calls == 1
+        # the same request on a new model file (or llama.cpp build) on another port is a new call
+        other = local_client(Endpoint(server.base_url, "old.gguf sha256:bbbb"), cache)
+        assert not other.chat("answer", MESSAGES).cache_hit and server.calls == 2
+    moved = local_client(Endpoint("http://127.0.0.1:9/v1", "old.gguf sha256:aaaa"), cache)
+    assert moved.chat("answer", MESSAGES).cache_hit  # the port alone does not matter
+
+
+def test_model_id_follows_the_file_content(tmp_path):
+    path = tmp_path / "model.gguf"
+    path.write_bytes(b"weights one")
+    before = model_id(path)
+    path.write_bytes(b"weights two")
+    assert model_id(path) != before and model_id(path).startswith("model.gguf sha256:")

@@ -1,0 +1,161 @@
+"""`freshrag report --html`: one self-contained page, checked as written and as a real browser
+renders it (headless Chromium, Debian's `chromium` package; tests/run.sh installs it).
+
+The run holds a baseline, a naive and a boolean system on two datasets, with an unscored
+answer, a failed pair, and model / dataset text carrying markup (a `<script>` answer, an `<img>`
+title) that must reach the page as text only (`sample_rows` of tests/support/runs.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from freshrag.cli.main import main
+from freshrag.core.results import SAMPLES, JsonlWriter
+from freshrag.reporting.render import plots
+from tests.support.dom import Node, chromium, dump_dom, parse
+from tests.support.runs import EVIL_TITLE, SCRIPT_ANSWER, sample_rows
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+DATA_URI = "data:image/png;base64,"
+ANALYSIS_IDS = ("analysis-intervals", "analysis-retrieval", "analysis-attribution",
+                "analysis-decisions", "analysis-cost", "analysis-paired")
+# Appended to a copy of the page for the browser test only (the report itself has no script):
+# once every image has loaded or failed, write what the browser decoded into the DOM.
+PROBE = ('<script id="probe">window.addEventListener("load", () => {'
+         ' for (const img of document.images) img.dataset.naturalWidth = img.naturalWidth;'
+         ' document.body.dataset.probed = "yes"; });</script>')
+
+
+# --------------------------------------------------------------------------- the report, once
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Runs `freshrag report RUN_DIR --html PATH` once, recording the figures the plots made."""
+    run_dir = tmp_path_factory.mktemp("run")
+    html_path = run_dir / "site" / "report.html"
+    rows = sample_rows()
+    writer = JsonlWriter(run_dir / SAMPLES)
+    for r in rows:
+        writer.write(r)
+    writer.close()
+    made: list[Path] = []
+    real = plots.write_figures
+
+    def recording(*args: Any, **kwargs: Any) -> list[Path]:
+        made.extend(real(*args, **kwargs))
+        return made
+
+    stdout = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(stdout):
+        mp.setattr(plots, "write_figures", recording)
+        code = main(["report", str(run_dir), "--html", str(html_path)])
+    return {"code": code, "stdout": stdout.getvalue(), "path": html_path, "rows": rows,
+            "figures": made, "page": html_path.read_text(encoding="utf-8")}
+
+
+def pairs(rows: list[dict[str, Any]], *keys: str) -> list[tuple[str, ...]]:
+    return list(dict.fromkeys(tuple(r[k] for k in keys) for r in rows))
+
+
+def check_page(dom: Node, report: dict[str, Any]) -> None:
+    """What the page must show, whether parsed from the file or from the browser's DOM."""
+    rows, figures = report["rows"], report["figures"]
+    systems = pairs(rows, "dataset", "system")
+    summary = dom.by_id("summary-table").rows()
+    assert [tuple(cells[:2]) for cells in summary] == systems
+    # the paper's columns: n, scored, unscored ...; boolean on A_f has 4 answers, 1 unscored
+    boolean = next(cells for cells in summary if cells[:2] == ["A_f", "boolean"])
+    assert boolean[2:5] == ["4", "3", "1"]
+
+    for ident in ANALYSIS_IDS:
+        assert dom.by_id(ident).tag == "table", f"{ident} is not a table"
+    decisions = dom.by_id("analysis-decisions").rows()
+    assert [cells[0] for cells in decisions if cells[1] == "oracle-router"] == ["A_f", "A_r"]
+    for cells in dom.by_id("analysis-intervals").rows():
+        assert re.fullmatch(r"[\d.,]+ \[[\d.,]+, [\d.,]+\]", cells[2]), cells  # truthfulness
+    for cells in dom.by_id("analysis-paired").rows():
+        assert re.fullmatch(r"\[-?[\d.]+, -?[\d.]+\]", cells[5]), cells
+
+    images = dom.find_all("img")
+    assert figures and len(images) == len(figures)
+    assert [c.text() for c in dom.find_all("figcaption")] == [f.name for f in figures]
+    for img, figure in zip(images, figures):
+        src = img.attrs.get("src") or ""
+        assert src.startswith(DATA_URI) and len(src) > len(DATA_URI), src[:60]
+        data = base64.b64decode(src[len(DATA_URI):], validate=True)
+        assert data.startswith(PNG_SIGNATURE) and data == figure.read_bytes(), figure.name
+
+    entries = dom.find_all("details", "question")
+    assert len(entries) == len(pairs(rows, "dataset", "question_id"))
+    for entry, r in zip(entries, [r for r in rows if r["system"] == "baseline"]):
+        text = entry.text()
+        assert r["question"] in text and r["gold_title"] in text
+        assert [a.attrs["data-system"] for a in entry.find_all("div", "answer")] == [
+            "baseline", "naive", "boolean"]
+    q2 = entries[1].find_all("div", "answer")[0]
+    assert SCRIPT_ANSWER in q2.text()  # shown as text ...
+    q3, q4 = entries[2].text(), entries[3].text()
+    assert "unscored: judge gave no tool call" in q3 and "(no tool call)" in q3
+    assert "failed: HTTP 500 after 6 attempts" in q4
+    assert "tokens 500 in / 12 out" in entries[0].text()
+    assert EVIL_TITLE in [li.text() for li in entries[0].find_all("li")]
+    gold = entries[0].find_all("li", "gold")
+    assert [li.text() for li in gold] == ["Gold q1", "Gold q1"]  # naive and boolean hit it
+
+
+# --------------------------------------------------------------------------- the file
+
+
+def test_the_command_writes_the_page_and_says_where(report):
+    assert report["code"] == 0
+    assert f"HTML report written to {report['path']}" in report["stdout"]
+
+
+def test_the_page_is_self_contained(report):
+    page = report["page"]
+    assert 'src="http' not in page and "href=\"http" not in page
+    assert "<link" not in page and "url(" not in page and "@import" not in page
+    assert "<script" not in page.lower()  # ... no script at all, the answer's escaped
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_the_page_shows_every_table_figure_and_question(report):
+    check_page(parse(report["page"]), report)
+
+
+# --------------------------------------------------------------------------- in a browser
+
+
+@pytest.mark.integration
+def test_chromium_renders_the_page(report, tmp_path):
+    """The page as Chromium builds its DOM, with a probe script (in a copy) recording each
+    image's decoded width: a broken data URI would load as width 0."""
+    probed = tmp_path / "probed.html"
+    probed.write_text(report["page"].replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    started = time.monotonic()
+    stdout, stderr, code = dump_dom(chromium(), probed, tmp_path / "profile")
+    elapsed = time.monotonic() - started
+    assert code == 0, f"chromium exited {code}:\n{stderr[-2000:]}"
+    dom = parse(stdout)
+    assert dom.find_all("body")[0].attrs.get("data-probed") == "yes", (
+        f"the load event never ran ({elapsed:.1f}s):\n{stdout[:500]}")
+
+    check_page(dom, report)
+    assert [s.attrs.get("id") for s in dom.find_all("script")] == ["probe"]
+    widths = [img.attrs.get("data-natural-width") for img in dom.find_all("img")]
+    assert widths == [str(png_width(f)) for f in report["figures"]]  # as the PNG header says
+
+
+def png_width(path: Path) -> int:
+    """Width from the IHDR chunk, which directly follows the 8-byte signature."""
+    return int.from_bytes(path.read_bytes()[16:20], "big")

@@ -1,0 +1,128 @@
+"""The report's edges: runs with no rows, figure names that would collide, and the tokens that
+failed pairs spent, counted apart from the answered ones."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from freshrag.cli.main import main
+from freshrag.core.results import SAMPLES
+from freshrag.reporting import analysis, report
+from freshrag.reporting.render import plots
+from tests.support.runs import sample, write_run
+
+# ------------------------------------------------------------------ item 4: a run with no rows
+
+FAILED = [sample(f"q{i}", "naive", status="failed", answer=None, judge=None) for i in range(3)]
+ANSWERED = [sample(f"q{i}", "baseline") for i in range(3)]
+
+# (rows of each run directory; the line each must print about itself, None for none)
+EMPTY_RUNS = [
+    pytest.param([[]], ["no rows"], id="empty-samples"),
+    pytest.param([FAILED], ["all 3 pairs failed"], id="every-pair-failed"),
+    pytest.param([[], ANSWERED], ["no rows", None], id="empty-beside-a-full-run"),
+    pytest.param([[], []], ["no rows", "no rows"], id="two-empty-runs"),
+]
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "json"])
+@pytest.mark.parametrize("runs, lines", EMPTY_RUNS)
+def test_a_run_with_no_rows_is_reported_not_a_traceback(tmp_path, capsys, runs, lines, fmt):
+    dirs = [write_run(tmp_path / f"run{i}", rows, {"dataset": {"name": "A_f"}})
+            for i, rows in enumerate(runs)]
+    page = tmp_path / "report.html"
+    code = main(["report", *map(str, dirs), "--format", fmt, "--out", str(tmp_path / "out"),
+                 "--html", str(page)])
+    out, err = capsys.readouterr()
+    assert code == 0
+    said = out + err
+    for run_dir, line in zip(dirs, lines):
+        if line is not None:
+            assert f"{run_dir}: {line}" in said
+            assert f"{run_dir}: {line}" in page.read_text(encoding="utf-8")
+        else:  # (the judge's verdict names every run directory)
+            assert f"{run_dir}: no rows" not in said and f"{run_dir}: all" not in said
+    if fmt == "json":  # the note goes to stderr; stdout stays parseable
+        rows = json.loads(out)["rows"]
+        assert sum(r["n"] for r in rows) == sum(len(r) for r in runs)
+
+
+def test_a_directory_without_samples_is_still_refused(tmp_path):
+    with pytest.raises(report.ResultsError, match=SAMPLES):
+        report.load_runs([tmp_path])
+
+
+# ------------------------------------------------------------------ item 11: figure names
+
+
+def hist_names(paths):
+    return [p.name for p in paths if p.name.startswith("hist-") and p.name != "hist-comparison.png"]
+
+
+# rows of two groups whose plain slugs (hist-DATASET-SYSTEM.png) would be one name
+COLLIDING = [
+    pytest.param([sample("q1", "a/b"), sample("q1", "a_b")], id="slash-and-underscore"),
+    pytest.param([sample("q1", "Naive"), sample("q1", "naive")], id="case-only"),
+    pytest.param([sample("q1", "z", dataset="x-y"), sample("q1", "y-z", dataset="x")],
+                 id="hyphen-in-dataset-or-system"),
+    pytest.param([sample("q1", "naive", answer="m/1"), {**sample("q1", "naive", answer="m_1"),
+                                                         "run": "other"}],
+                 id="same-system-two-models-with-one-slug"),
+]
+
+
+@pytest.mark.parametrize("rows", COLLIDING)
+def test_figures_of_two_groups_never_share_a_file(tmp_path, rows):
+    paths = plots.write_figures(rows, tmp_path)
+    names = hist_names(paths)
+    assert len(names) == 2
+    assert len({name.lower() for name in names}) == 2  # distinct on case-blind disks too
+    assert all(p.exists() for p in paths)
+    for name, row in zip(names, rows):
+        assert plots.slug(row["system"]).lower() in name.lower()
+
+
+def test_names_that_do_not_collide_stay_plain(tmp_path):
+    paths = plots.write_figures([sample("q1", "naive"), sample("q1", "baseline")], tmp_path)
+    assert hist_names(paths) == ["hist-A_f-naive.png", "hist-A_f-baseline.png"]
+
+
+# ------------------------------------------------------------------ item 8: failed pairs' tokens
+
+OK_ROWS = [sample(f"q{i}", "boolean", 4, 3, decision="decider", tokens=(100 + i, 10))
+           for i in range(4)]
+FAILED_ROWS = [sample(f"q{i}", "boolean", status="failed", decision="decider", judge=None,
+                      answer=None, tokens=(40 + i, 4)) for i in range(4, 6)]
+
+
+def spent(rows):
+    """Tokens of every role but the judge, summed as the fixture defines them."""
+    return tuple(sum(u[kind] for r in rows for role, u in r["usage"].items() if role != "judge")
+                 for kind in ("input", "output"))
+
+
+def test_failed_pairs_tokens_are_counted_apart():
+    [row] = report.summarise(OK_ROWS + FAILED_ROWS)
+    assert (row["n"], row["failed"]) == (len(OK_ROWS) + len(FAILED_ROWS), len(FAILED_ROWS))
+    assert (row["input_tokens"], row["output_tokens"]) == spent(OK_ROWS)
+    assert (row["failed_input_tokens"], row["failed_output_tokens"]) == spent(FAILED_ROWS)
+    assert all(spent(FAILED_ROWS))  # the fixture's failed rows did spend tokens
+
+
+def test_intervals_and_cost_count_the_answered_pairs_tokens_as_the_summary_does():
+    rows = OK_ROWS + FAILED_ROWS
+    [row] = report.summarise(rows)
+    [interval] = analysis.intervals(rows)
+    assert interval["input_tokens"][0] == row["input_tokens"]
+    assert interval["output_tokens"][0] == row["output_tokens"]
+    [cost] = analysis.quality_and_cost(rows, {"decider": (1.0, 2.0), "model-a": (1.0, 2.0)})
+    assert cost["input_tokens"] == row["input_tokens"] and cost["failed"] == len(FAILED_ROWS)
+    ok_in, ok_out = spent(OK_ROWS)
+    assert cost["cost_usd"] == pytest.approx((ok_in * 1.0 + ok_out * 2.0) / 1e6)
+
+
+def test_a_group_of_failed_pairs_only_has_no_token_interval():
+    [interval] = analysis.intervals(FAILED_ROWS)
+    assert interval["input_tokens"] is None and "truthfulness" not in interval

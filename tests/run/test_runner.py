@@ -1,0 +1,112 @@
+"""A pair that fails part-way keeps the calls it made before the failure, so that the tokens
+spent on failed pairs are counted; pairs on other threads never see each other's calls."""
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from freshrag.core.dataset import Dataset
+from freshrag.core.results import read_samples
+from freshrag.core.types import Article, Question, RetrievedChunk, SystemContext, Usage
+from freshrag.llm.client import EndpointError
+from freshrag.run.runner import CallRecorder, answer_and_grade
+from freshrag.systems import SYSTEMS
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.fakes import FakeRetriever, ScriptedLLM, ToolReply
+from tests.support.runs import run_cli
+
+ARTICLES = {"Velmora": Article("Velmora", "The Velmora bridge has nine spans.")}
+QUESTION = Question("q1", "How many spans does the Velmora bridge have?", "Velmora")
+CHUNKS = [RetrievedChunk("Velmora", 0, "Title: Velmora\nThe Velmora bridge has nine spans.", 0.91)]
+DATASET = Dataset("A_f", [QUESTION], ARTICLES, {"questions": Path("q.jsonl")})
+GRADE = ToolReply("submit_grade", '{"truthfulness": 5, "relevance": 4}')
+BAD_GRADE = ToolReply("submit_grade", '{"truthfulness": 9}')
+MORE = ToolReply("more_information", '{"retrieve": true}')
+DOWN = EndpointError("answer endpoint http://x/v1 failed after 6 attempt(s): HTTP 500")
+
+
+def pair(name, script, usage=Usage(40, 3)):
+    recorder = CallRecorder(ScriptedLLM(script, usage=usage))
+    system = SYSTEMS[name](SystemContext(llm=recorder, articles=ARTICLES,
+                                         retriever=FakeRetriever(CHUNKS)))
+    return answer_and_grade(DATASET, QUESTION, name, system, recorder)
+
+
+def usage(**roles):
+    return {role: {"input": 40 * n, "output": 3 * n, "estimated": False} for role, n in roles.items()}
+
+
+@pytest.mark.parametrize("name, script, roles, answer", [
+    pytest.param("baseline", [DOWN], [], None, id="system-fails-at-once"),
+    pytest.param("baseline", ["Nine.", DOWN], ["answer"], "Nine.", id="judge-fails"),
+    pytest.param("baseline", ["Nine.", BAD_GRADE, DOWN], ["answer", "judge"], "Nine.",
+                 id="judge-fails-on-its-second-attempt"),
+    pytest.param("advanced", ["Maybe.", MORE, DOWN], ["decision", "decision"], None,
+                 id="system-fails-after-its-decision"),
+])
+def test_a_failed_pair_keeps_the_calls_made_before_the_failure(name, script, roles, answer):
+    row = pair(name, script)
+    assert row["status"] == "failed" and "HTTP 500" in row["error"]
+    assert [call["role"] for call in row["calls"]] == roles
+    assert row["usage"] == usage(**{role: roles.count(role) for role in roles})
+    assert row["answer"] == answer
+
+
+def test_a_finished_pair_records_system_and_judge_calls_once():
+    row = pair("advanced", ["Maybe.", MORE, "Nine.", GRADE])
+    assert row["status"] == "ok" and row["grade"]["truthfulness"] == 5
+    assert [call["role"] for call in row["calls"]] == ["decision", "decision", "answer", "judge"]
+    assert row["usage"] == usage(decision=2, answer=1, judge=1)
+
+
+class SlowLLM:
+    """Each call waits until every thread has made its first call, so pairs interleave."""
+
+    def __init__(self, threads):
+        self.barrier = threading.Barrier(threads)
+
+    def chat(self, role, messages, **options):
+        self.barrier.wait(timeout=10)
+        return ScriptedLLM([GRADE if options.get("tools") else "Nine."]).chat(role, messages, **options)
+
+
+def test_pairs_on_other_threads_do_not_see_each_others_calls():
+    recorder = CallRecorder(SlowLLM(threads=4))
+    system = SYSTEMS["baseline"](SystemContext(llm=recorder, articles=ARTICLES))
+    rows = [None] * 4
+
+    def work(i):
+        rows[i] = answer_and_grade(DATASET, QUESTION, "baseline", system, recorder)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all([c["role"] for c in row["calls"]] == ["answer", "judge"] for row in rows)
+
+
+def test_a_run_keeps_the_judge_calls_made_before_the_judge_failed(tmp_path, monkeypatch):
+    judged = set()
+
+    def reply(request):
+        if not request.get("tools"):  # an answer per prompt, so that every pair's judge differs
+            return {"content": f"answer {len(json.dumps(request['messages']))}"}
+        prompt = request["messages"][-1]["content"]
+        if prompt in judged:  # the judge's second attempt: the endpoint is down
+            return {"error": {"status": 500, "message": "judge down"}}
+        judged.add(prompt)  # the first attempt: a grade out of range, so the judge asks again
+        return {"tool_call": {"name": "submit_grade", "arguments": '{"truthfulness": 9}'}}
+
+    (tmp_path / "fast.toml").write_text("max_attempts = 1\n")
+    with FakeOpenAIServer(reply=reply) as server:
+        monkeypatch.setenv("FRESHRAG_BASE_URL", server.base_url)
+        assert run_cli(tmp_path, "--config", str(tmp_path / "fast.toml")) == 1
+    rows = read_samples(tmp_path / "run" / "samples.jsonl")
+    assert len(rows) == 6 and all(r["status"] == "failed" for r in rows)
+    for row in rows:
+        assert [c["role"] for c in row["calls"]] == ["answer", "judge"]
+        assert row["calls"][1]["tool_arguments"] == '{"truthfulness": 9}'
+        assert row["usage"]["judge"]["input"] > 0 and row["usage"]["answer"]["input"] > 0
