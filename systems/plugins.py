@@ -16,11 +16,13 @@ attribute, else the attribute's own name, names it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
 import inspect
+import json
 import re
 import sys
 from dataclasses import dataclass
@@ -28,7 +30,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
+from freshrag.core.config import url_problem
 from freshrag.core.types import System, SystemContext
+from freshrag.systems.http import HttpSettings, HttpSystem
 
 ENTRY_POINT_GROUP = "freshrag.systems"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a system's name in rows and reports
@@ -46,9 +50,9 @@ class SystemSource:
 
     name: str
     factory: Factory
-    origin: str  # "built-in", "file", "module" or "entry point"
-    where: str  # the spec as given, or the built-in's module
-    sha256: str | None = None  # of the file that defines it
+    origin: str  # "built-in", "file", "module", "entry point" or "http"
+    where: str  # the spec as given, the built-in's module, or the service's URL
+    sha256: str | None = None  # of the file that defines it; of a service's settings
     version: str | None = None  # of the installed package that ships it
     description: str = ""
 
@@ -62,13 +66,18 @@ class SystemSource:
                 "version": self.version}
 
 
-def resolve(spec: str, builtins: dict[str, Factory]) -> SystemSource:
-    """The system `spec` names: `[NAME=]` then a built-in name, `FILE.py:ATTR`, `MODULE:ATTR`,
-    or the name of an installed package's entry point in the `freshrag.systems` group."""
+def resolve(spec: str, builtins: dict[str, Factory],
+            services: dict[str, HttpSettings] | None = None) -> SystemSource:
+    """The system `spec` names: `[NAME=]` then a built-in name, a service of `services` (the
+    `[systems.*]` tables of freshrag.toml), an http(s):// URL, `FILE.py:ATTR`, `MODULE:ATTR`, or
+    the name of an installed package's entry point in the `freshrag.systems` group."""
     name, _, target = spec.partition("=") if "=" in spec.split(":", 1)[0] else ("", "", spec)
-    target = target.strip()
+    name, target = name.strip(), target.strip()
+    services = services or {}
     if target in builtins:
         found = _builtin(target, builtins[target])
+    elif target in services or target.lower().startswith(("http://", "https://")):
+        found = _service(services.get(target) or _url_settings(name, target, spec))
     elif ":" in target:
         where, _, attribute = target.rpartition(":")
         if not attribute.isidentifier():
@@ -83,7 +92,7 @@ def resolve(spec: str, builtins: dict[str, Factory]) -> SystemSource:
         raise PluginError(f"unknown system {target!r}; valid systems: "
                           f"{', '.join([*builtins, *_entry_points()])}, or FILE.py:NAME, or "
                           f"MODULE:NAME for your own (see `freshrag systems`)")
-    return _named(found, name.strip() or None, spec)
+    return _named(found, name or None, spec)
 
 
 def available(builtins: dict[str, Factory]) -> list[SystemSource]:
@@ -109,6 +118,22 @@ def check_system(source: SystemSource, system: Any) -> System:
 def _builtin(name: str, factory: Factory) -> SystemSource:
     return SystemSource(name, factory, "built-in", factory.__module__,
                         description=_first_line(factory))
+
+
+def _service(settings: HttpSettings) -> SystemSource:
+    record = json.dumps(settings.record(), sort_keys=True).encode()
+    return SystemSource(settings.name, functools.partial(HttpSystem, settings=settings), "http",
+                        settings.url, hashlib.sha256(record).hexdigest(), None,
+                        f"the service at {settings.url}")
+
+
+def _url_settings(name: str, url: str, spec: str) -> HttpSettings:
+    if problem := url_problem(url):
+        raise PluginError(f"system {spec!r}: {url!r} is not a usable URL: {problem}")
+    if not name:
+        raise PluginError(f"system {spec!r}: name the service, as NAME={url} (or describe it in "
+                          f"[systems.NAME] of freshrag.toml)")
+    return HttpSettings(name, url)
 
 
 def _from_file(spec: str, path: Path, attribute: str) -> SystemSource:

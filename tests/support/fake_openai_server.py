@@ -295,6 +295,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self._batch_api("POST", body):
             return
         path = self.path.split("?", 1)[0].rstrip("/")
+        if path in self.server.fake.services:
+            self.server.fake._handle_service(self, path, body)
+            return
         if path in _EMBEDDING_PATHS:
             self.server.fake._handle_embeddings(self, body)
             return
@@ -324,7 +327,12 @@ class FakeOpenAIServer:
         embedding_dim: int = 64,
         embedding_delay: float = 0.0,
         batches: Any = None,
+        services: dict[str, Callable[[Any, dict], dict]] | None = None,
     ) -> None:
+        # path -> handler(request JSON, headers) giving a raw reply: a RAG service under test
+        # (_handle_service says what the reply may hold)
+        self.services = services or {}
+        self.service_requests: list[tuple[str, Any, dict]] = []
         self.batches = batches  # a tests.support.fake_batches.FakeBatches serves /v1/files, /v1/batches
         self.reply = reply
         self.embedding_dim = embedding_dim
@@ -426,6 +434,38 @@ class FakeOpenAIServer:
         if r < f.rate_limit + f.server_error + f.timeout:
             return "timeout"
         return None
+
+    def _handle_service(self, handler: _Handler, path: str, body: bytes) -> None:
+        """One request to a service route. Its handler returns {"json": value} or {"body": bytes
+        or text, "content_type": ...}, with optional "status" (200), "delay" (seconds before the
+        reply) and "drip" (seconds between the body's bytes: a server that sends slowly)."""
+        try:
+            request = json.loads(body) if body else None
+        except ValueError:
+            request = None
+        headers = {key.lower(): value for key, value in handler.headers.items()}
+        with self._lock:
+            self.service_requests.append((path, request, headers))
+        spec = self.services[path](request, headers)
+        if self._stopping.wait(spec.get("delay", 0)):
+            return
+        if "json" in spec:
+            data, kind = json.dumps(spec["json"]).encode(), "application/json"
+        else:
+            data = spec["body"].encode() if isinstance(spec["body"], str) else spec["body"]
+            kind = spec.get("content_type", "text/html")
+        try:
+            handler.send_response(spec.get("status", 200))
+            handler.send_header("Content-Type", kind)
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            for start in range(0, len(data), 1 if spec.get("drip") else len(data) or 1):
+                handler.wfile.write(data[start:start + (1 if spec.get("drip") else len(data))])
+                handler.wfile.flush()
+                if spec.get("drip") and self._stopping.wait(spec["drip"]):
+                    return
+        except OSError:  # the client gave up (its deadline) or stop() closed us
+            handler.close_connection = True
 
     def _handle_chat(self, handler: _Handler, body: bytes) -> None:
         try:

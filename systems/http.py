@@ -1,0 +1,299 @@
+"""A system behind HTTP (docs/running.md#systems): the user's own RAG service, asked one question
+per request.
+
+freshrag POSTs a JSON body (`{"question": ..., "id": ...}`, field names configurable) and reads
+from the JSON reply the answer and, where the service reports them, the retrieved contexts, the
+tokens it spent, its retrievals and its retrieval decision. What the reply does not report is
+recorded as unknown (the row's `unknown` list, `retrievals` null), never as 0.
+
+Every request has one deadline for the whole exchange (`timeout_s`), however slowly the service
+sends; 429, 5xx and timeouts are tried again a bounded number of times, after which the pair is a
+`failed` row that a resume asks again; a refused connection or a 401/403 stops the run (every
+other pair would fail the same way), keeping what finished. Header values come from environment
+variables named in the configuration, so no secret is ever written to a run directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from freshrag.core.config import url_problem
+from freshrag.core.types import LLMResponse, Question, SystemAnswer, SystemContext, Usage
+from freshrag.llm.client import EndpointError, EndpointUnreachable
+
+REPLY_FIELDS = ("answer", "contexts", "input_tokens", "output_tokens", "retrievals", "decision")
+DECISIONS = ("retrieve", "no-retrieve", "none")
+MAX_REPLY_BYTES = 10_000_000  # a larger reply is a fault, not a row
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    """One service, as `[systems.NAME]` in freshrag.toml describes it."""
+
+    name: str
+    url: str
+    timeout_s: float = 60.0
+    max_attempts: int = 3
+    headers_env: dict[str, str] = field(default_factory=dict)  # header -> environment variable
+    request: dict[str, str] = field(default_factory=lambda: {"question": "question", "id": "id"})
+    reply: dict[str, str] = field(default_factory=lambda: {
+        "answer": "answer", "contexts": "contexts", "input_tokens": "usage.input_tokens",
+        "output_tokens": "usage.output_tokens", "retrievals": "retrievals",
+        "decision": "decision"})
+
+    def record(self) -> dict[str, Any]:
+        """What the run manifest keeps: the URL and field names, the header names, no values."""
+        return {"url": self.url, "timeout_s": self.timeout_s, "request": self.request,
+                "reply": self.reply, "headers": sorted(self.headers_env)}
+
+
+class HttpConfigError(ValueError):
+    """A `[systems.NAME]` table or a URL that cannot describe a service; the message names it."""
+
+
+class HttpFault(Exception):
+    """One request that did not give a usable reply; `retry` if asking again may help."""
+
+    def __init__(self, reason: str, retry: bool = False):
+        super().__init__(reason)
+        self.retry = retry
+
+
+class HttpSystem:
+    """The service as a system: `answer` is one POST (with bounded retries)."""
+
+    def __init__(self, context: SystemContext, settings: HttpSettings):
+        self.settings = settings
+        self.headers = headers(settings)  # a missing variable is named before any request
+
+    def answer(self, question: Question) -> SystemAnswer:
+        started = time.monotonic()
+        reply = self._ask(question)
+        return read_reply(self.settings, question, reply, time.monotonic() - started)
+
+    def _ask(self, question: Question) -> Any:
+        settings = self.settings
+        body = {settings.request["question"]: question.text}
+        if settings.request.get("id"):
+            body[settings.request["id"]] = question.id
+        where = f"system {settings.name!r} at {settings.url}"
+        for attempt in range(settings.max_attempts):
+            try:
+                return post_json(settings.url, body, self.headers, settings.timeout_s)
+            except ConnectionRefusedError as err:
+                raise EndpointUnreachable(f"{where}: cannot connect ({err})") from None
+            except HttpFault as fault:
+                if str(fault).startswith(("HTTP 401", "HTTP 403")):
+                    raise EndpointUnreachable(f"{where}: {fault}; check the headers of "
+                                              f"[systems.{settings.name}]") from None
+                if not fault.retry or attempt == settings.max_attempts - 1:
+                    tries = f" after {attempt + 1} attempts" if attempt else ""
+                    raise EndpointError(f"{where}: {fault}{tries}") from None
+            time.sleep(min(8.0, 0.5 * 2 ** attempt))
+        raise AssertionError("unreachable")
+
+
+def headers(settings: HttpSettings) -> dict[str, str]:
+    """The request's headers, each value read from its environment variable now."""
+    found = {"Content-Type": "application/json", "Accept": "application/json"}
+    for header, variable in settings.headers_env.items():
+        value = os.environ.get(variable)
+        if not value:
+            raise HttpConfigError(f"system {settings.name!r}: header {header} comes from "
+                                  f"${variable}, which is not set")
+        found[header] = value
+    return found
+
+
+def post_json(url: str, body: dict[str, Any], sent_headers: dict[str, str],
+              deadline_s: float) -> Any:
+    """The parsed JSON reply of one POST, within `deadline_s` for the whole exchange. The request
+    runs on a daemon thread, so that a service that never finishes cannot hold the run."""
+    results: queue.Queue = queue.Queue(maxsize=1)
+
+    def work() -> None:
+        try:
+            results.put((True, _post(url, body, sent_headers, deadline_s)))
+        except BaseException as err:  # handed to the caller, which names it
+            results.put((False, err))
+
+    threading.Thread(target=work, daemon=True, name="freshrag-http-system").start()
+    try:
+        ok, value = results.get(timeout=deadline_s)
+    except queue.Empty:
+        raise HttpFault(f"no complete reply within {deadline_s:g} s", retry=True) from None
+    if not ok:
+        raise value
+    return value
+
+
+def _post(url: str, body: dict[str, Any], sent_headers: dict[str, str], deadline_s: float) -> Any:
+    import requests  # here, not at import: `freshrag --help` loads no HTTP library
+
+    deadline = time.monotonic() + deadline_s
+    try:
+        with requests.post(url, json=body, headers=sent_headers, stream=True,
+                           timeout=(min(10.0, deadline_s), deadline_s)) as response:
+            data = _read_body(response, deadline)
+            status, content_type = response.status_code, response.headers.get("Content-Type", "")
+    except requests.ConnectionError as err:
+        if "refused" in str(err).lower():
+            raise ConnectionRefusedError(str(err)) from None
+        raise HttpFault(f"connection failed ({type(err).__name__})", retry=True) from None
+    except requests.Timeout:
+        raise HttpFault(f"no reply within {deadline_s:g} s", retry=True) from None
+    except requests.RequestException as err:
+        raise HttpFault(f"request failed ({type(err).__name__}: {err})") from None
+    if status != 200:
+        raise HttpFault(f"HTTP {status}: {data[:200].decode('utf-8', 'replace')!r}",
+                        retry=status == 429 or status >= 500)
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):  # also a number too long for int()
+        kind = content_type.split(";")[0] or "no content type"
+        raise HttpFault(f"the reply cannot be read as JSON ({kind}): "
+                        f"{data[:120].decode('utf-8', 'replace')!r}") from None
+
+
+def _read_body(response: Any, deadline: float) -> bytes:
+    chunks, size = [], 0
+    for chunk in response.iter_content(65536):
+        size += len(chunk)
+        if size > MAX_REPLY_BYTES:
+            raise HttpFault(f"the reply is larger than {MAX_REPLY_BYTES:,} bytes")
+        if time.monotonic() > deadline:
+            raise HttpFault("the reply did not finish before the deadline", retry=True)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def read_reply(settings: HttpSettings, question: Question, reply: Any,
+               latency_s: float) -> SystemAnswer:
+    """The answer and what the service reported; a reply without the answer is a fault."""
+    where = f"system {settings.name!r} at {settings.url}"
+    if not isinstance(reply, dict):
+        raise EndpointError(f"{where}: the reply is a JSON {type(reply).__name__}, not an object")
+    values = {name: _at(reply, settings.reply.get(name)) for name in REPLY_FIELDS}
+    answer = values["answer"]
+    if not isinstance(answer, str):
+        raise EndpointError(f"{where}: the reply has no text at {settings.reply['answer']!r} "
+                            f"(got {answer!r:.80})")
+    try:
+        contexts = _contexts(values["contexts"])
+        tokens = [_count(values[name], name) for name in ("input_tokens", "output_tokens")]
+        retrievals = _count(values["retrievals"], "retrievals")
+        decision = _decision(values["decision"])
+    except ValueError as err:
+        raise EndpointError(f"{where}: {err}") from None
+    if retrievals is None and contexts is not None:
+        retrievals = int(bool(contexts))  # contexts came back: one retrieval, as naive RAG counts
+    unknown = [name for name, value in (("input_tokens", tokens[0]),
+                                        ("output_tokens", tokens[1]),
+                                        ("retrievals", retrievals), ("decision", decision))
+               if value is None]
+    calls = [] if None in tokens else [LLMResponse(
+        role="answer", model=settings.name, text=answer, tool_name=None, tool_arguments=None,
+        usage=Usage(tokens[0], tokens[1]), latency_s=round(latency_s, 4), cache_hit=False,
+        messages=[{"role": "user", "content": question.text}])]
+    details: dict[str, Any] = {"decision": decision, "unknown": unknown,
+                               "service": {"url": settings.url}}
+    if contexts:
+        details["retrieved"] = [{"title": title, "index": i, "score": score}
+                                for i, (title, _, score) in enumerate(contexts)]
+        details["context"] = "\n\n".join(text for _, text, _ in contexts)
+    return SystemAnswer(answer, calls=calls, retrievals=retrievals, details=details)
+
+
+def _at(reply: dict[str, Any], path: str | None) -> Any:
+    value: Any = reply
+    for part in (path or "").split(".") if path else ():
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return None if value is reply else value
+
+
+def _contexts(value: Any) -> list[tuple[str, str, float | None]] | None:
+    """(title, text, score) of each context: plain strings or {title, text|content, score}."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise ValueError(f"contexts must be a list, got {value!r:.80}")
+    found = []
+    for item in value:
+        if isinstance(item, str):
+            found.append(("", item, None))
+            continue
+        text = item.get("text", item.get("content", item.get("page_content"))) \
+            if isinstance(item, dict) else None
+        score = item.get("score") if isinstance(item, dict) else None
+        if not isinstance(text, str) or not isinstance(score, (int, float, type(None))) \
+                or isinstance(score, bool):
+            raise ValueError(f"a context must be text or {{title, text, score}}, got {item!r:.80}")
+        title = item.get("title")
+        found.append((title if isinstance(title, str) else "", text, score))
+    return found
+
+
+def _count(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 10**12:
+        raise ValueError(f"{name} must be a whole number from 0, got {value!r:.80}")
+    return value
+
+
+def _decision(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "retrieve" if value else "no-retrieve"
+    if value not in DECISIONS:
+        raise ValueError(f"decision must be true/false or one of {', '.join(DECISIONS)}, "
+                         f"got {value!r:.80}")
+    return value
+
+
+SETTINGS_KEYS = ("url", "timeout_s", "max_attempts", "headers", "request", "reply")
+
+
+def settings_from_table(name: str, table: Any, where: str) -> HttpSettings:
+    """A service from its `[systems.NAME]` table of freshrag.toml (`where` names the file)."""
+    here = f"{where}: [systems.{name}]"
+    if not isinstance(table, dict):
+        raise HttpConfigError(f"{here} must be a table, got {table!r:.80}")
+    if unknown := sorted(set(table) - set(SETTINGS_KEYS)):
+        raise HttpConfigError(f"{here}: unknown key(s) {unknown}; known: {', '.join(SETTINGS_KEYS)}")
+    url = table.get("url")
+    if not isinstance(url, str) or (problem := url_problem(url)):
+        raise HttpConfigError(f"{here}: url {url!r:.80} is not usable: "
+                              f"{'it is missing' if url is None else problem}")
+    timeout, attempts = table.get("timeout_s", 60.0), table.get("max_attempts", 3)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+            or not 0 < timeout <= 3600:
+        raise HttpConfigError(f"{here}: timeout_s must be seconds from 0 to 3600, got {timeout!r}")
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or not 1 <= attempts <= 20:
+        raise HttpConfigError(f"{here}: max_attempts must be 1 to 20, got {attempts!r}")
+    defaults = HttpSettings(name, url)
+    names = {part: _names(table.get(part, {}), known, f"{here}.{part}")
+             for part, known in (("headers", None), ("request", ("question", "id")),
+                                 ("reply", REPLY_FIELDS))}
+    if "question" in names["request"] and not names["request"]["question"]:
+        raise HttpConfigError(f"{here}.request: question needs a field name")
+    return HttpSettings(name, url, float(timeout), attempts, names["headers"],
+                        {**defaults.request, **names["request"]},
+                        {**defaults.reply, **names["reply"]})
+
+
+def _names(table: Any, known: tuple[str, ...] | None, here: str) -> dict[str, str]:
+    if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
+        raise HttpConfigError(f"{here} must be a table of names (text), got {table!r:.80}")
+    if known is not None and (unknown := sorted(set(table) - set(known))):
+        raise HttpConfigError(f"{here}: unknown key(s) {unknown}; known: {', '.join(known)}")
+    return dict(table)
