@@ -50,7 +50,7 @@ from freshrag.builders.styles.needs import NeedsPlan, generate_need_questions, n
 from freshrag.builders.styles.statement_questions import build_statement_questions
 from freshrag.builders.styles.statements import LabelSpec
 from freshrag.core.concurrency import map_with_progress
-from freshrag.core.results import JsonlWriter, read_jsonl, replace_jsonl
+from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
 from freshrag.core.types import LLMResponse
 from freshrag.llm.client import ContextTooLong, LLMClient, chat_fitting
 from freshrag.llm.toolcall import ReplyError, tool_arguments

@@ -27,7 +27,7 @@ from freshrag.core.concurrency import map_with_progress
 
 # the loader's own line reader and id rule, so that ids here are the ids a run records
 from freshrag.core.dataset import DatasetError, _question_id, _rows, load_dataset_dir
-from freshrag.core.results import JsonlWriter, read_jsonl
+from freshrag.core.jsonl import JsonlWriter, read_jsonl
 from freshrag.core.textfile import lines
 from freshrag.core.types import ARTICLE_CHARS, LABELS, LLM
 

@@ -26,8 +26,8 @@ import mwparserfromhell
 from mwparserfromhell.nodes import Comment, Tag, Template
 
 from freshrag.builders.sources.pages import BuildError
+from freshrag.core.jsonl import read_jsonl
 from freshrag.core.reference import normalise
-from freshrag.core.results import read_jsonl
 
 FACTS = "facts.sqlite"
 SCHEMA = ("CREATE TABLE facts (article TEXT NOT NULL, created TEXT, infobox TEXT NOT NULL, "

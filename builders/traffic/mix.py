@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.core.dataset import DatasetError, load_dataset_dir, sha256_file
-from freshrag.core.results import now
+from freshrag.core.jsonl import now
 from freshrag.core.textfile import lines
 from freshrag.core.types import KINDS, Question
 

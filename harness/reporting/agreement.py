@@ -24,7 +24,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from freshrag.core.results import ResultsError
+from freshrag.core.jsonl import ResultsError
 from freshrag.reporting.identity import role_models
 from freshrag.reporting.report import is_scored, load_runs, markdown_table
 from freshrag.scoring.judge import FIELDS, SCALE

@@ -27,7 +27,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from freshrag.core.results import SAMPLES, ResultsError, answer_tokens, read_manifest, read_samples
+from freshrag.core.jsonl import ResultsError
+from freshrag.core.manifest import read_manifest
+from freshrag.core.samples import SAMPLES, answer_tokens, read_samples
 from freshrag.reporting.identity import group_rows, labels, models_label, retriever_model
 from freshrag.scoring.store import answer_scores, scores_of
 

@@ -23,19 +23,10 @@ from typing import Any, Callable, Iterator
 
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.dataset import Dataset
-from freshrag.core.results import (
-    SAMPLES,
-    JsonlWriter,
-    ResultsError,
-    answer_tokens,
-    check_resumable,
-    now,
-    read_manifest,
-    read_samples,
-    sample_row,
-    write_manifest,
-)
+from freshrag.core.jsonl import JsonlWriter, ResultsError, now
+from freshrag.core.manifest import check_resumable, read_manifest, write_manifest
 from freshrag.core.rundir import check_kind, check_same_run, locked
+from freshrag.core.samples import SAMPLES, answer_tokens, read_samples, sample_row
 from freshrag.core.types import LLM, LLMResponse, Question, Retriever, System, SystemContext
 from freshrag.cost import batch, plan
 from freshrag.cost.budget import BudgetExceeded

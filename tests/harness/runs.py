@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from freshrag.core.results import MANIFEST, SAMPLES, JsonlWriter
+from freshrag.core.jsonl import JsonlWriter
+from freshrag.core.manifest import MANIFEST
+from freshrag.core.samples import SAMPLES
 
 
 def usage(tokens: tuple[int, int]) -> dict[str, Any]:

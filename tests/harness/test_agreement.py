@@ -12,7 +12,7 @@ import random
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.core.results import SAMPLES, read_samples
+from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.reporting.agreement import (
     average_ranks,
     field_agreement,

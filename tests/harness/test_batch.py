@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.core.results import read_samples
+from freshrag.core.samples import read_samples
 from freshrag.cost.batch import TRIES
 from tests.fake_batches import FakeBatches, kill_while_polling
 from tests.fake_openai_server import FakeOpenAIServer

@@ -10,7 +10,8 @@ from freshrag.builders.sources.dump import DumpSource
 from freshrag.cli.demo import DEMO_CUTOFF, DEMO_TODAY
 from freshrag.cli.main import main
 from freshrag.core.dataset import example_dir
-from freshrag.core.results import read_jsonl, read_samples
+from freshrag.core.jsonl import read_jsonl
+from freshrag.core.samples import read_samples
 from freshrag.systems import SYSTEMS
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import use_endpoint

@@ -24,7 +24,8 @@ from typing import Any, Iterator
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.core.results import SAMPLES, JsonlWriter
+from freshrag.core.jsonl import JsonlWriter
+from freshrag.core.samples import SAMPLES
 from freshrag.reporting.render import plots
 
 SCRIPT_ANSWER = "<script>alert(1)</script> The answer is 42."

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.core.results import read_samples
+from freshrag.core.samples import read_samples
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.fakes import is_call_of, use_endpoint
 

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.core.results import read_jsonl
+from freshrag.core.jsonl import read_jsonl
 from freshrag.scoring.store import SCORES, read_scores
 from tests.fake_openai_server import FakeOpenAIServer, _forced_tool_name, default_reply
 from tests.fakes import use_endpoint

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.core.results import read_samples
+from freshrag.core.samples import read_samples
 from freshrag.llm.local_server import free_port
 from tests.fake_openai_server import FakeOpenAIServer, default_reply
 from tests.fakes import use_endpoint
