@@ -15,7 +15,6 @@ labelling is refused before any call, naming the line.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from freshrag.core.concurrency import map_with_progress
 
 # the loader's own line reader and id rule, so that ids here are the ids a run records
 from freshrag.core.dataset import DatasetError, _question_id, _rows, load_dataset_dir
+from freshrag.core.files import atomic_open
 from freshrag.core.jsonl import JsonlWriter, read_jsonl
 from freshrag.core.textfile import lines
 from freshrag.core.types import ARTICLE_CHARS, LABELS, LLM
@@ -126,8 +126,7 @@ def check_no_foreign_labels(questions_path: Path, labels_path: Path) -> None:
 def write_labels(path: Path, labels: dict[str, str]) -> None:
     """Set `label` on every question line whose id is in `labels`, all else kept as it was;
     blank lines too, since ids made from line numbers must not move."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as out:
+    with atomic_open(path) as out:  # whole or not at all
         for line_no, line in lines(path, DatasetError):
             if line.strip():
                 row = json.loads(line)
@@ -136,7 +135,6 @@ def write_labels(path: Path, labels: dict[str, str]) -> None:
                     row["label"] = labels[qid]
                 line = json.dumps(row, ensure_ascii=False)
             out.write(line + "\n")
-    os.replace(tmp, path)  # whole or not at all
 
 
 def read_hand_labels(path: Path, ids: set[str]) -> dict[str, str]:

@@ -11,7 +11,6 @@ the confusion matrix, rows the reference, columns the labeller (`unknown` includ
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from collections import Counter
@@ -25,6 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from sklearn.exceptions import UndefinedMetricWarning  # noqa: E402
 from sklearn.metrics import cohen_kappa_score, confusion_matrix  # noqa: E402
 
+from freshrag.core.files import write_figure, write_json  # noqa: E402
 from freshrag.core.types import LABELS  # noqa: E402
 
 UNKNOWN = "unknown"
@@ -112,7 +112,7 @@ def render_agreement(result: dict[str, Any], title: str) -> str:
 def write_report(directory: Path, report: dict[str, Any]) -> list[Path]:
     """`label-report.json` and the bar chart `labels.png`, in `directory`."""
     path = directory / REPORT_FILE
-    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_json(path, report, ensure_ascii=True)
     return [path, bar_chart(report, directory / CHART_FILE)]
 
 
@@ -129,6 +129,6 @@ def bar_chart(report: dict[str, Any], path: Path) -> Path:
     ax.set_title(f"label composition ({report['labeller']['n']} questions)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    write_figure(fig, path, dpi=100)
     plt.close(fig)
     return path

@@ -68,6 +68,14 @@ def write_json(path: Path, value: Any, ensure_ascii: bool = False) -> Path:
     return write_text(path, json.dumps(value, indent=2, ensure_ascii=ensure_ascii) + "\n")
 
 
+def write_figure(figure: Any, path: Path, dpi: int) -> Path:
+    """A matplotlib figure as the whole of `path`, atomically, in the format its suffix names
+    (the bytes are those `figure.savefig(path)` writes)."""
+    with atomic_open(path, "wb") as handle:
+        figure.savefig(handle, format=Path(path).suffix.lstrip(".").lower(), dpi=dpi)
+    return path
+
+
 def _new_temporary(path: Path) -> tuple[Path, int]:
     """A hidden temporary file in `path`'s directory, created here and now (O_EXCL: never an
     existing file or link), with the permissions the umask gives any new file."""

@@ -18,12 +18,12 @@ undefined when either side is constant or there is only one pair. Nothing here i
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
+from freshrag.core.files import write_json
 from freshrag.core.jsonl import ResultsError
 from freshrag.reporting.identity import role_models
 from freshrag.reporting.report import is_scored, load_runs, markdown_table
@@ -303,9 +303,7 @@ def default_out(run_a: Path, run_b: Path) -> Path:
 
 def write_agreement(out: Path, document: dict[str, Any]) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    path = out / AGREEMENT
-    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return path
+    return write_json(out / AGREEMENT, document)
 
 
 FIGURES = ("n", "exact", "within_one", "kappa", "spearman", "mean_abs_difference",

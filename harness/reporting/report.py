@@ -27,6 +27,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
+from freshrag.core.files import write_text
 from freshrag.core.jsonl import ResultsError
 from freshrag.core.manifest import read_manifest
 from freshrag.core.samples import SAMPLES, answer_tokens, read_samples
@@ -209,9 +210,7 @@ def is_interval(value: list[Any]) -> bool:
 def write_summary(out_dir: Path, summary: list[dict[str, Any]],
                   breakdowns: dict[str, list[dict[str, Any]]] | None = None) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / SUMMARY
-    path.write_text(render(summary, "json", breakdowns=breakdowns) + "\n", encoding="utf-8")
-    return path
+    return write_text(out_dir / SUMMARY, render(summary, "json", breakdowns=breakdowns) + "\n")
 
 
 # (key in analysis.analyse(), title, columns): the tables of the printed report, in order;

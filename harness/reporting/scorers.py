@@ -28,7 +28,7 @@ from typing import Any
 from freshrag.core.stats import bootstrap_interval
 from freshrag.reporting.agreement import spearman
 from freshrag.reporting.identity import group_rows, labels
-from freshrag.reporting.render.plots import _save, plt
+from freshrag.reporting.render.plots import plt, save
 from freshrag.reporting.report import RUN, is_scored, markdown_table, mean
 from freshrag.scoring.judge import FIELDS
 from freshrag.scoring.store import read_scores
@@ -220,7 +220,7 @@ def write_histograms(rows: list[Row], out_dir: Path) -> list[Path]:
         ax.set_xlabel("grade" if judged else "score (0..1)")
         ax.set_ylabel("answers")
         ax.legend(fontsize=7)
-        paths.append(_save(fig, out_dir / f"scores-{metric.replace('.', '-')}.png"))
+        paths.append(save(fig, out_dir / f"scores-{metric.replace('.', '-')}.png"))
     return paths
 
 

@@ -103,3 +103,17 @@ def test_only_write_modes_are_offered(tmp_path):
         with atomic_open(tmp_path / "x", "a"):
             pass
     assert os.listdir(tmp_path) == []
+
+
+def test_a_figure_is_written_as_savefig_would_write_it(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot([1, 3, 2])
+    fig.savefig(tmp_path / "direct.png", dpi=50)
+    files.write_figure(fig, tmp_path / "atomic.png", dpi=50)
+    plt.close(fig)
+    assert (tmp_path / "atomic.png").read_bytes() == (tmp_path / "direct.png").read_bytes()
+    assert leftovers(tmp_path) == []

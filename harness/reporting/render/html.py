@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from freshrag.core.fields import value_name
+from freshrag.core.files import write_text
 from freshrag.core.types import QUESTION_FIELDS
 from freshrag.reporting import breakdown
 from freshrag.reporting.analysis import LOW_SCORE
@@ -93,9 +94,8 @@ def write_html(rows: list[Row], summary: list[Row], analysis: dict[str, Any],
     directories) are named under the title so a saved page says where it came from; `notes`
     (e.g. a run with no rows) are listed below them."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(rows, summary, analysis, figures, sources, notes, breakdowns),
-                    encoding="utf-8")
-    return path
+    return write_text(path, render_html(rows, summary, analysis, figures, sources, notes,
+                                         breakdowns))
 
 
 def render_html(rows: list[Row], summary: list[Row], analysis: dict[str, Any],
