@@ -17,7 +17,6 @@ from freshrag.builders.stages import (
     QUESTIONS,
     RECENCY,
     SAMPLE,
-    UNKNOWN,
     BuildConfig,
     read_titles,
     titles_path,
@@ -29,6 +28,7 @@ from freshrag.builders.styles.needs import PROMPTS as NEED_PROMPTS
 from freshrag.builders.styles.statement_questions import CANDIDATES_FILE, statements_funnel
 from freshrag.core.jsonl import now, read_jsonl
 from freshrag.core.manifest import read_manifest, write_manifest
+from freshrag.core.types import UNKNOWN
 from freshrag.llm.client import LLMClient
 
 

@@ -51,7 +51,7 @@ from freshrag.builders.styles.statements import LabelSpec
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.files import write_text
 from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
-from freshrag.core.types import LLMResponse
+from freshrag.core.types import UNKNOWN, LLMResponse
 from freshrag.llm.client import ContextTooLong, LLMClient, chat_fitting
 from freshrag.llm.toolcall import ReplyError, tool_arguments
 
@@ -64,7 +64,6 @@ SAMPLE, ARTICLES, RECENCY, QUESTIONS = "sample.jsonl", "articles.jsonl", "recenc
     "questions.jsonl"
 STYLES = ("creative", "recent", "statements", "grounded")
 RECENCY_FUNCTION = RECENCY_TOOL["function"]["name"]
-UNKNOWN = "unknown"
 QUESTION_TRIES = 3  # an empty question is asked again, as a new attempt, up to this many times
 
 

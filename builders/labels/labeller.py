@@ -29,10 +29,9 @@ from freshrag.core.dataset import DatasetError, _question_id, _rows, load_datase
 from freshrag.core.files import atomic_open
 from freshrag.core.jsonl import JsonlWriter, read_jsonl
 from freshrag.core.textfile import lines
-from freshrag.core.types import ARTICLE_CHARS, LABELS, LLM
+from freshrag.core.types import ARTICLE_CHARS, LABELS, LLM, UNKNOWN
 
 LABELS_FILE = "labels.jsonl"
-UNKNOWN = "unknown"
 LABEL_MAX_TOKENS = 48  # one enum value: a bound keeps a padding local model from running on
 
 

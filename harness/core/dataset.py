@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from freshrag.core.textfile import lines, lone_surrogate
-from freshrag.core.types import KINDS, LABELS, QUESTION_FIELDS, Article, Question
+from freshrag.core.types import KINDS, LABELS, QUESTION_FIELDS, UNKNOWN, Article, Question
 
 
 class DatasetError(ValueError):
@@ -157,7 +157,7 @@ def _question_fields(row: dict[str, Any], path: Path, line_no: int) -> dict[str,
             raise DatasetError(f"{path}:{line_no}: field {name!r} must be "
                                f"{'true, false' if wanted is bool else 'a string'} or null, "
                                f"got {value!r}")
-    for name, allowed in (("label", LABELS + ("unknown",)), ("kind", KINDS)):
+    for name, allowed in (("label", (*LABELS, UNKNOWN)), ("kind", KINDS)):
         if fields[name] is not None and fields[name] not in allowed:
             raise DatasetError(f"{path}:{line_no}: field {name!r} is {fields[name]!r}; "
                                f"it must be one of {', '.join(allowed)}")

@@ -24,6 +24,9 @@ KINDS = ("fresh", "control", "general")
 # per axis, the two values a paired test compares within semantic groups.
 WORDING_AXES = {"length": ("short", "long"), "style": ("formal", "casual"),
                 "directness": ("direct", "indirect")}
+# What a model that classifies (the labeller, the recency classifier) is recorded as saying when
+# its reply could not be parsed.
+UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)

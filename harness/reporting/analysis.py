@@ -28,9 +28,9 @@ failed pairs' tokens are counted apart there (harness/reporting/report.py).
 from __future__ import annotations
 
 import random
-from typing import Any, Sequence
+from typing import Any
 
-from freshrag.core.stats import BOOTSTRAP_SAMPLES, CONFIDENCE, bootstrap_interval
+from freshrag.core.stats import BOOTSTRAP_SAMPLES, CONFIDENCE, bootstrap_interval, mean
 from freshrag.reporting.groups import analyse_groups
 from freshrag.reporting.identity import (
     Identity,
@@ -42,7 +42,7 @@ from freshrag.reporting.identity import (
     role_models,
 )
 from freshrag.reporting.prices import batch_calls, batch_note, row_cost
-from freshrag.reporting.report import answer_tokens, is_scored, mean, spent
+from freshrag.reporting.report import answer_tokens, is_scored, spent
 from freshrag.reporting.scorers import CORRECT_AT, scorer_attribution
 from freshrag.reporting.scorers import analyse as scorer_tables
 
@@ -74,8 +74,8 @@ def retrieval_quality(rows: list[dict[str, Any]], with_intervals: bool = False,
     as [value, low, high] with its 95% bootstrap interval if `with_intervals`."""
     def shown(values: list[float]) -> Any:
         if not with_intervals:
-            return mean(values)
-        return [mean(values), *bootstrap_interval(values, _mean_of, seed=seed)]
+            return mean(values, places=4)
+        return [mean(values, places=4), *bootstrap_interval(values, mean, seed=seed)]
 
     table = []
     for key, group in group_rows(rows).items():
@@ -216,8 +216,8 @@ def _shared(first: dict[str, dict[str, Any]], second: dict[str, dict[str, Any]])
 
 def _router_scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
     tokens = [answer_tokens(row) for row in rows]
-    return {"truthfulness": mean([row["grade"]["truthfulness"] for row in rows]),
-            "relevance": mean([row["grade"]["relevance"] for row in rows]),
+    return {"truthfulness": mean([row["grade"]["truthfulness"] for row in rows], places=4),
+            "relevance": mean([row["grade"]["relevance"] for row in rows], places=4),
             "input_tokens": sum(t[0] for t in tokens), "output_tokens": sum(t[1] for t in tokens),
             "retrievals": sum(row["retrievals"] for row in rows)}
 
@@ -252,7 +252,8 @@ def quality_and_cost(rows: list[dict[str, Any]],
                            for role, model in role_models(row).items()
                            if role != "judge" and role in row["usage"] and model not in prices})
         scores = [total_score(row) for row in group if is_scored(row)]
-        table.append({**key.fields(), "score": mean(scores), "input_tokens": spent(group)[0],
+        table.append({**key.fields(), "score": mean(scores, places=4),
+                      "input_tokens": spent(group)[0],
                       "cost_usd": None if None in costs else round(sum(costs), 6),
                       "batch_calls": sum(len(batch_calls(row)) for row in answered),
                       "failed": len(group) - len(answered), "unpriced_models": unpriced})
@@ -293,7 +294,8 @@ def intervals(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]
             for name, values in (("truthfulness", [g["truthfulness"] for g in scored]),
                                  ("relevance", [g["relevance"] for g in scored]),
                                  ("score", [g["truthfulness"] + g["relevance"] for g in scored])):
-                entry[name] = [mean(values), *bootstrap_interval(values, _mean_of, seed=seed)]
+                entry[name] = [mean(values, places=4),
+                                *bootstrap_interval(values, mean, seed=seed)]
         for index, name in ((0, "input_tokens"), (1, "output_tokens")):
             values = [t[index] for t in tokens]
             entry[name] = [sum(values), *bootstrap_interval(values, sum, seed=seed)] \
@@ -323,8 +325,8 @@ def paired_comparisons(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[s
                 continue
             diffs.sort()  # so that the seed alone fixes the result, whatever the question ids
             table.append({"dataset": a.dataset, "a": names[a], "b": names[b],
-                          "questions": len(diffs), "mean_difference": mean(diffs),
-                          "interval": list(bootstrap_interval(diffs, _mean_of, seed=seed)),
+                          "questions": len(diffs), "mean_difference": mean(diffs, places=4),
+                          "interval": list(bootstrap_interval(diffs, mean, seed=seed)),
                           "p_value": _paired_p_value(diffs, seed),
                           "a_models": a.model_map, "b_models": b.model_map})
     return table
@@ -346,17 +348,13 @@ def judge_notes(keys: list[Identity]) -> list[str]:
 def _paired_p_value(diffs: list[float], seed: int, samples: int = BOOTSTRAP_SAMPLES) -> float:
     """Bootstrap under the null (differences centred on zero): share of resampled means at least
     as far from zero as the observed one."""
-    observed = _mean_of(diffs)
+    observed = mean(diffs)
     centred = [d - observed for d in diffs]
     rng = random.Random(seed)
     n = len(diffs)
-    extreme = sum(abs(_mean_of(rng.choices(centred, k=n))) >= abs(observed)
+    extreme = sum(abs(mean(rng.choices(centred, k=n))) >= abs(observed)
                   for _ in range(samples))
     return round((extreme + 1) / (samples + 1), 4)
-
-
-def _mean_of(values: Sequence[float]) -> float:
-    return sum(values) / len(values)
 
 
 def analyse(rows: list[dict[str, Any]], prices: dict[str, tuple[float, float]] | None = None,

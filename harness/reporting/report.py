@@ -31,6 +31,7 @@ from freshrag.core.files import write_text
 from freshrag.core.jsonl import ResultsError
 from freshrag.core.manifest import read_manifest
 from freshrag.core.samples import SAMPLES, answer_tokens, read_samples
+from freshrag.core.stats import mean
 from freshrag.reporting.identity import group_rows, labels, models_label, retriever_model
 from freshrag.scoring.store import answer_scores, scores_of
 
@@ -110,8 +111,8 @@ def _summary_row(identity: dict[str, Any], rows: list[dict[str, Any]]) -> dict[s
     return {
         "dataset": identity["dataset"], "system": identity["system"], "n": len(rows),
         "scored": len(scored), "unscored": len(rows) - len(scored),
-        "truthfulness": mean([g["truthfulness"] for g in scored]),
-        "relevance": mean([g["relevance"] for g in scored]),
+        "truthfulness": mean([g["truthfulness"] for g in scored], places=4),
+        "relevance": mean([g["relevance"] for g in scored], places=4),
         "input_tokens": ok_in, "output_tokens": ok_out,
         "retrievals": sum(row["retrievals"] for row in rows),
         "no_decision": sum((row.get("details") or {}).get("decision") == "none" for row in rows),
@@ -141,11 +142,6 @@ def columns_for(columns: Sequence[str], rows: list[dict[str, Any]]) -> tuple[str
     table `batch_calls` when some calls were priced at the Batch API's rate."""
     optional = (RUN, "against", "batch_calls")
     return tuple(columns) + tuple(c for c in optional if any(row.get(c) for row in rows))
-
-
-def mean(values: Sequence[float]) -> float | None:
-    """The mean as the tables show it (4 decimals), None for no values."""
-    return round(sum(values) / len(values), 4) if values else None
 
 
 def render(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None = None,
