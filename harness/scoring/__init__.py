@@ -3,7 +3,7 @@
 One file per scorer, registered in `SCORERS` below as systems/ registers strategies: the judge of
 the paper's section III.B (judge.py) and the scorers of METHODS.md's "Reference-free metrics" and
 "Claims and abstention" (faithfulness.py, answer_relevance.py, context_relevance.py, claims.py,
-abstention.py; what they share in base.py and statements.py). scorepass.py runs chosen scorers
+abstention.py; what they share in base.py and answer_statements.py). scorepass.py runs chosen scorers
 over a run's rows into scores.jsonl (store.py), resumably. Beside them: the judge's probes
 (probes.py, checked before a run trusts the judge) and the agreement between two gradings
 (agreement.py). A scorer depends only on core types and the LLM client, as a strategy in systems/
