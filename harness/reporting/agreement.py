@@ -27,7 +27,8 @@ from freshrag.core.files import write_json
 from freshrag.core.jsonl import ResultsError
 from freshrag.core.stats import cohen_kappa
 from freshrag.reporting.identity import role_models
-from freshrag.reporting.report import is_scored, load_runs, markdown_table
+from freshrag.reporting.outcomes import is_scored
+from freshrag.reporting.report import load_runs, markdown_table
 from freshrag.scoring.judge import FIELDS, SCALE
 from freshrag.scoring.store import answer_sha256, read_scores
 

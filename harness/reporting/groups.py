@@ -33,7 +33,7 @@ from freshrag.core.reference import matches
 from freshrag.core.stats import bootstrap_interval
 from freshrag.core.types import WORDING_AXES
 from freshrag.reporting.identity import Identity, group_rows, labels
-from freshrag.reporting.report import is_scored
+from freshrag.reporting.outcomes import is_scored
 
 Row = dict[str, Any]
 JUDGE_CORRECT = 4  # truthfulness (1..5) from which the judge's second opinion says correct

@@ -30,9 +30,10 @@ from typing import Any, Sequence
 from freshrag.core.files import write_text
 from freshrag.core.jsonl import ResultsError
 from freshrag.core.manifest import read_manifest
-from freshrag.core.samples import SAMPLES, answer_tokens, read_samples
+from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.core.stats import mean
 from freshrag.reporting.identity import group_rows, labels, models_label, retriever_model
+from freshrag.reporting.outcomes import is_scored, spent
 from freshrag.scoring.store import answer_scores, scores_of
 
 SUMMARY = "summary.json"
@@ -88,17 +89,6 @@ def run_notes(run_dirs: list[Path], rows: list[dict[str, Any]]) -> list[str]:
                          f"${capped['spent']:,.4f} spent: pairs are missing; run the same "
                          f"command without --max-cost to finish")
     return notes
-
-
-def is_scored(row: dict[str, Any]) -> bool:
-    return row["status"] == "ok" and row["grade"] is not None and row["grade"]["unscored_reason"] is None
-
-
-def spent(rows: list[dict[str, Any]], status: str = "ok") -> tuple[int, int]:
-    """Input and output tokens (judge excluded) of the rows with this status: "ok" rows are what
-    the tables call tokens, "failed" rows are counted apart."""
-    tokens = [answer_tokens(row) for row in rows if row["status"] == status]
-    return sum(t[0] for t in tokens), sum(t[1] for t in tokens)
 
 
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -21,12 +21,11 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from freshrag.core.samples import answer_tokens
 from freshrag.core.stats import BOOTSTRAP_SAMPLES, CONFIDENCE, mean
-from freshrag.reporting.analysis import total_score
-from freshrag.reporting.decisions import references
 from freshrag.reporting.identity import Identity, comparable, group_rows, labels
+from freshrag.reporting.outcomes import is_scored, references, total_score
 from freshrag.reporting.prices import row_cost
-from freshrag.reporting.report import answer_tokens, is_scored
 
 Row = dict[str, Any]
 KINDS = ("fresh", "control", "general")

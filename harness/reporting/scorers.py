@@ -28,8 +28,9 @@ from typing import Any
 from freshrag.core.stats import bootstrap_interval, mean
 from freshrag.reporting.agreement import spearman
 from freshrag.reporting.identity import group_rows, labels
+from freshrag.reporting.outcomes import is_scored
 from freshrag.reporting.render.plots import plt, save
-from freshrag.reporting.report import RUN, is_scored, markdown_table
+from freshrag.reporting.report import RUN, markdown_table
 from freshrag.scoring.judge import FIELDS
 from freshrag.scoring.store import read_scores
 

@@ -31,18 +31,18 @@ from typing import Any, Iterable, Sequence
 
 from freshrag.core.fields import value_name
 from freshrag.core.files import write_text
+from freshrag.core.samples import answer_tokens
 from freshrag.core.types import QUESTION_FIELDS
 from freshrag.reporting import breakdown
 from freshrag.reporting.analysis import LOW_SCORE
 from freshrag.reporting.identity import group_rows, labels
+from freshrag.reporting.outcomes import is_scored
 from freshrag.reporting.report import ANALYSIS_TABLES as PRINTED_TABLES
 from freshrag.reporting.report import (
     COLUMNS,
-    answer_tokens,
     columns_for,
     format_value,
     is_interval,
-    is_scored,
 )
 from freshrag.reporting.scorers import SCORER_TABLES
 

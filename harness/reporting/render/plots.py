@@ -33,7 +33,7 @@ from freshrag.core.fields import grouped  # noqa: E402
 from freshrag.core.files import write_figure  # noqa: E402
 from freshrag.reporting.groups import tag_figure  # noqa: E402
 from freshrag.reporting.identity import Identity, group_rows, labels  # noqa: E402
-from freshrag.reporting.report import is_scored  # noqa: E402
+from freshrag.reporting.outcomes import is_scored  # noqa: E402
 
 BINS = list(range(2, 11))
 Groups = dict[Identity, list[dict[str, Any]]]
