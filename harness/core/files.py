@@ -1,4 +1,4 @@
-"""Whole files written so that a crash never tears them (docs/run-format.md#files).
+"""Whole files written so that a crash never tears them (docs/design.md#files).
 
 Every file freshrag writes whole (manifests, stage lists, rebuilt JSON Lines files, reports,
 figures, the facts database) goes through `replacing`: the content goes to a new temporary file

@@ -1,6 +1,6 @@
-"""JSON Lines files as freshrag writes and reads them (docs/run-format.md#json-lines): one JSON
-object per line, appended the moment it is made (samples.jsonl, scores.jsonl, the builders' stage
-records), or rebuilt whole (`replace_jsonl`).
+"""JSON Lines files as freshrag writes and reads them (docs/design.md#files): one JSON object per
+line, appended the moment it is made (samples.jsonl, scores.jsonl, the builders' stage records), or
+rebuilt whole (`replace_jsonl`).
 
 Rows are appended as whole lines to a file opened for appending. A process killed mid-write can
 leave a last line without its newline. If that line is a whole row (valid JSON: no proper prefix

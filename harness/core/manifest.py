@@ -1,6 +1,6 @@
-"""manifest.json, the record of how a run or a dataset was made (docs/run-format.md#manifest):
-config, versions, dataset hashes, prompts, model names and endpoints, written whole at every
-change. A manifest of a newer format than this freshrag reads is refused, never misread.
+"""manifest.json, the record of how a run or a dataset was made (docs/run-format.md#manifestjson):
+config, versions, dataset hashes, prompts, model names and endpoints, written whole at every change.
+A manifest of a newer format than this freshrag reads is refused, never misread.
 """
 
 from __future__ import annotations

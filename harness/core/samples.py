@@ -1,4 +1,4 @@
-"""The row of samples.jsonl (docs/run-format.md#samples): one per (question, system), appended
+"""The row of samples.jsonl (docs/run-format.md#samplesjsonl): one per (question, system), appended
 the moment the pair finishes, with everything needed to recompute any table later:
 
 - `dataset`, `question_id`, `question`, `gold_title`, `system`

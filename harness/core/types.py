@@ -54,7 +54,7 @@ class Question:
     text: str
     gold_title: str | None  # None for a general query (kind "general"): no article answers it
     # What a question set may say about each question, None where it says nothing. Reports break
-    # their tables down by these; a row carries them (results.sample_row).
+    # their tables down by these; a row carries them (samples.sample_row).
     label: str | None = None             # one of LABELS, or "unknown"
     information_need: str | None = None  # the information need it was generated for
     kind: str | None = None              # one of KINDS

@@ -1,6 +1,6 @@
-"""What an answer came to, as every table of a report reads it (docs/reports.md): whether it was
-scored, its score, the tokens its pairs spent, whether a system decided about retrieval, and
-which answers of two run identities answer the same questions.
+"""What an answer came to, as every table of a report reads it: whether it was scored, its score,
+the tokens its pair spent, whether a system decided about retrieval, and which answers of two run
+identities answer the same questions (docs/reports.md#what-a-report-holds).
 
 The analysis (analysis.py), the decisions against need (decisions.py), the savings curve
 (savings.py), the summary (report.py) and the figures all build on these, and on nothing of each
