@@ -17,7 +17,6 @@ from freshrag.builders.stages import (
     QUESTIONS,
     RECENCY,
     SAMPLE,
-    UNKNOWN,
     BuildConfig,
     read_titles,
     titles_path,
@@ -27,7 +26,9 @@ from freshrag.builders.styles.facts import fact_counts
 from freshrag.builders.styles.needs import NEEDS_FILE, needs_funnel
 from freshrag.builders.styles.needs import PROMPTS as NEED_PROMPTS
 from freshrag.builders.styles.statement_questions import CANDIDATES_FILE, statements_funnel
-from freshrag.core.results import now, read_jsonl, read_manifest, write_manifest
+from freshrag.core.jsonl import now, read_jsonl
+from freshrag.core.manifest import read_manifest, write_manifest
+from freshrag.core.types import UNKNOWN
 from freshrag.llm.client import LLMClient
 
 

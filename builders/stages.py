@@ -25,7 +25,6 @@ A stage's title list (`A_r.txt`, `A_d.txt`, `A_f.txt`) is written when the stage
 
 from __future__ import annotations
 
-import os
 import random
 from dataclasses import asdict, dataclass
 from datetime import date
@@ -50,8 +49,9 @@ from freshrag.builders.styles.needs import NeedsPlan, generate_need_questions, n
 from freshrag.builders.styles.statement_questions import build_statement_questions
 from freshrag.builders.styles.statements import LabelSpec
 from freshrag.core.concurrency import map_with_progress
-from freshrag.core.results import JsonlWriter, read_jsonl, replace_jsonl
-from freshrag.core.types import LLMResponse
+from freshrag.core.files import write_text
+from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
+from freshrag.core.types import UNKNOWN, LLMResponse
 from freshrag.llm.client import ContextTooLong, LLMClient, chat_fitting
 from freshrag.llm.toolcall import ReplyError, tool_arguments
 
@@ -64,7 +64,6 @@ SAMPLE, ARTICLES, RECENCY, QUESTIONS = "sample.jsonl", "articles.jsonl", "recenc
     "questions.jsonl"
 STYLES = ("creative", "recent", "statements", "grounded")
 RECENCY_FUNCTION = RECENCY_TOOL["function"]["name"]
-UNKNOWN = "unknown"
 QUESTION_TRIES = 3  # an empty question is asked again, as a new attempt, up to this many times
 
 
@@ -119,10 +118,8 @@ def read_titles(out: Path, stage: str) -> list[str]:
 
 
 def write_titles(out: Path, stage: str, titles: Iterable[str]) -> None:
-    path = titles_path(out, stage)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(f"{title}\n" for title in titles), encoding="utf-8")
-    os.replace(tmp, path)  # the list appears whole or not at all: it marks the stage finished
+    # the list appears whole or not at all: it marks the stage finished
+    write_text(titles_path(out, stage), "".join(f"{title}\n" for title in titles))
 
 
 # --------------------------------------------------------------------------- stage 1: A_r

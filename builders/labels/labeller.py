@@ -15,7 +15,6 @@ labelling is refused before any call, naming the line.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,13 +25,13 @@ from freshrag.builders.prompts import article_text
 from freshrag.core.concurrency import map_with_progress
 
 # the loader's own line reader and id rule, so that ids here are the ids a run records
-from freshrag.core.dataset import DatasetError, _question_id, _rows, load_dataset_dir
-from freshrag.core.results import JsonlWriter, read_jsonl
+from freshrag.core.dataset import DatasetError, dataset_rows, load_dataset_dir, question_id
+from freshrag.core.files import atomic_open
+from freshrag.core.jsonl import JsonlWriter, read_jsonl
 from freshrag.core.textfile import lines
-from freshrag.core.types import ARTICLE_CHARS, LABELS, LLM
+from freshrag.core.types import ARTICLE_CHARS, LABELS, LLM, UNKNOWN
 
 LABELS_FILE = "labels.jsonl"
-UNKNOWN = "unknown"
 LABEL_MAX_TOKENS = 48  # one enum value: a bound keeps a padding local model from running on
 
 
@@ -108,13 +107,13 @@ def label_dataset(llm: LLM, directory: Path, concurrency: int) -> list[dict[str,
 
 def question_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """(id, row) of every question line, with the loader's ids."""
-    return [(_question_id(row, path, line_no), row) for line_no, row in _rows(path)]
+    return [(question_id(row, path, line_no), row) for line_no, row in dataset_rows(path)]
 
 
 def check_no_foreign_labels(questions_path: Path, labels_path: Path) -> None:
     given = {(record["id"], record["label"]) for record in read_jsonl(labels_path)}
-    for line_no, row in _rows(questions_path):
-        qid = _question_id(row, questions_path, line_no)
+    for line_no, row in dataset_rows(questions_path):
+        qid = question_id(row, questions_path, line_no)
         if row.get("label") is not None and (qid, row["label"]) not in given:
             raise DatasetError(
                 f"{questions_path}:{line_no}: question {qid!r} already has the label "
@@ -126,23 +125,21 @@ def check_no_foreign_labels(questions_path: Path, labels_path: Path) -> None:
 def write_labels(path: Path, labels: dict[str, str]) -> None:
     """Set `label` on every question line whose id is in `labels`, all else kept as it was;
     blank lines too, since ids made from line numbers must not move."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as out:
+    with atomic_open(path) as out:  # whole or not at all
         for line_no, line in lines(path, DatasetError):
             if line.strip():
                 row = json.loads(line)
-                qid = _question_id(row, path, line_no)
+                qid = question_id(row, path, line_no)
                 if qid in labels:
                     row["label"] = labels[qid]
                 line = json.dumps(row, ensure_ascii=False)
             out.write(line + "\n")
-    os.replace(tmp, path)  # whole or not at all
 
 
 def read_hand_labels(path: Path, ids: set[str]) -> dict[str, str]:
     """`{"id", "label"}` lines; any bad line is refused naming the file and line."""
     hand: dict[str, str] = {}
-    for line_no, row in _rows(path):
+    for line_no, row in dataset_rows(path):
         qid, label = row.get("id"), row.get("label")
         if isinstance(qid, bool) or not isinstance(qid, (str, int)) or not str(qid).strip():
             raise DatasetError(f"{path}:{line_no}: field 'id' must be a question's id (a "

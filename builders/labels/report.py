@@ -11,9 +11,6 @@ the confusion matrix, rows the reference, columns the labeller (`unknown` includ
 
 from __future__ import annotations
 
-import json
-import math
-import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,12 +19,12 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no screen
 import matplotlib.pyplot as plt  # noqa: E402
-from sklearn.exceptions import UndefinedMetricWarning  # noqa: E402
-from sklearn.metrics import cohen_kappa_score, confusion_matrix  # noqa: E402
+from sklearn.metrics import confusion_matrix  # noqa: E402
 
-from freshrag.core.types import LABELS  # noqa: E402
+from freshrag.core.files import write_figure, write_json  # noqa: E402
+from freshrag.core.stats import cohen_kappa  # noqa: E402
+from freshrag.core.types import LABELS, UNKNOWN  # noqa: E402
 
-UNKNOWN = "unknown"
 REPORT_FILE, CHART_FILE = "label-report.json", "labels.png"
 
 
@@ -45,13 +42,8 @@ def agreement(reference: list[str], labeller: list[str]) -> dict[str, Any]:
     """Cohen's kappa and the confusion matrix of the labeller against a reference labelling."""
     pairs = [(ref, got) for ref, got in zip(reference, labeller, strict=True) if ref in LABELS]
     known = [(ref, got) for ref, got in pairs if got in LABELS]
-    kappa = None
-    if known:
-        with warnings.catch_warnings():  # undefined is reported as such below, not warned about
-            warnings.simplefilter("ignore", UndefinedMetricWarning)
-            value = cohen_kappa_score([r for r, _ in known], [g for _, g in known],
-                                      labels=list(LABELS))
-        kappa = None if math.isnan(value) else round(float(value), 4)
+    kappa = cohen_kappa([r for r, _ in known], [g for _, g in known], LABELS)
+    kappa = None if kappa is None else round(kappa, 4)
     columns = [*LABELS, UNKNOWN]
     matrix = confusion_matrix([r for r, _ in pairs], [g for _, g in pairs],
                               labels=columns).tolist() if pairs else []
@@ -112,7 +104,7 @@ def render_agreement(result: dict[str, Any], title: str) -> str:
 def write_report(directory: Path, report: dict[str, Any]) -> list[Path]:
     """`label-report.json` and the bar chart `labels.png`, in `directory`."""
     path = directory / REPORT_FILE
-    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_json(path, report, ensure_ascii=True)
     return [path, bar_chart(report, directory / CHART_FILE)]
 
 
@@ -129,6 +121,6 @@ def bar_chart(report: dict[str, Any], path: Path) -> Path:
     ax.set_title(f"label composition ({report['labeller']['n']} questions)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    write_figure(fig, path, dpi=100)
     plt.close(fig)
     return path

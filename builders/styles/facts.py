@@ -15,7 +15,6 @@ end), which marks the stage finished.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import sqlite3
 from dataclasses import astuple, dataclass
@@ -26,8 +25,9 @@ import mwparserfromhell
 from mwparserfromhell.nodes import Comment, Tag, Template
 
 from freshrag.builders.sources.pages import BuildError
+from freshrag.core.files import replacing
+from freshrag.core.jsonl import read_jsonl
 from freshrag.core.reference import normalise
-from freshrag.core.results import read_jsonl
 
 FACTS = "facts.sqlite"
 SCHEMA = ("CREATE TABLE facts (article TEXT NOT NULL, created TEXT, infobox TEXT NOT NULL, "
@@ -119,25 +119,30 @@ def facts_stage(source: WikitextSource | None, out: Path, a_r: set[str]) -> dict
 def build_facts(source: WikitextSource, articles: list[dict[str, Any]], out: Path) -> Path:
     """Write `out/facts.sqlite` from the articles' wikitext; returns its path."""
     path = out / FACTS
-    tmp = path.with_suffix(".tmp")
-    tmp.unlink(missing_ok=True)
-    created = {row["title"]: row.get("created") for row in articles}
-    with sqlite3.connect(tmp) as db:
-        db.execute(SCHEMA)
-        db.execute("CREATE TABLE articles (article TEXT PRIMARY KEY, wikitext_chars INTEGER)")
-        for title, wikitext in source.wikitexts(articles):
-            db.execute("INSERT OR REPLACE INTO articles VALUES (?, ?)", (title, len(wikitext)))
-            db.executemany("INSERT INTO facts VALUES (?, ?, ?, ?, ?, ?)",
-                           (astuple(fact) for fact in
-                            infobox_facts(title, created.get(title), wikitext)))
-        db.execute("CREATE INDEX facts_by_field ON facts (field, normalised)")
-        # what reading the wikitext cost: API requests for a wiki (None for a dump)
-        db.execute("CREATE TABLE meta (source TEXT, requests INTEGER)")
-        db.execute("INSERT INTO meta VALUES (?, ?)",
-                   (source.description, getattr(source, "content_requests", None)))
-    db.close()
-    os.replace(tmp, path)
+    with replacing(path) as tmp:
+        db = sqlite3.connect(tmp)
+        try:
+            with db:  # one transaction, committed before the file is moved into place
+                _fill(db, source, articles)
+        finally:
+            db.close()
     return path
+
+
+def _fill(db: sqlite3.Connection, source: WikitextSource, articles: list[dict[str, Any]]) -> None:
+    created = {row["title"]: row.get("created") for row in articles}
+    db.execute(SCHEMA)
+    db.execute("CREATE TABLE articles (article TEXT PRIMARY KEY, wikitext_chars INTEGER)")
+    for title, wikitext in source.wikitexts(articles):
+        db.execute("INSERT OR REPLACE INTO articles VALUES (?, ?)", (title, len(wikitext)))
+        db.executemany("INSERT INTO facts VALUES (?, ?, ?, ?, ?, ?)",
+                       (astuple(fact) for fact in
+                        infobox_facts(title, created.get(title), wikitext)))
+    db.execute("CREATE INDEX facts_by_field ON facts (field, normalised)")
+    # what reading the wikitext cost: API requests for a wiki (None for a dump)
+    db.execute("CREATE TABLE meta (source TEXT, requests INTEGER)")
+    db.execute("INSERT INTO meta VALUES (?, ?)",
+               (source.description, getattr(source, "content_requests", None)))
 
 
 def fact_counts(out: Path) -> dict[str, int] | None:

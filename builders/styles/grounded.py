@@ -33,8 +33,8 @@ from freshrag.builders.styles.templates import (
     load_templates,
 )
 from freshrag.core.concurrency import map_with_progress
+from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
 from freshrag.core.reference import matches
-from freshrag.core.results import JsonlWriter, read_jsonl, replace_jsonl
 from freshrag.core.types import LLM, LLMResponse
 from freshrag.llm.client import LLMClient
 from freshrag.llm.toolcall import ReplyError, tool_arguments

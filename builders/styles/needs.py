@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.core.concurrency import map_with_progress
-from freshrag.core.results import JsonlWriter, read_jsonl, replace_jsonl
+from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
 from freshrag.core.textfile import lines
 from freshrag.core.types import Article, LLMResponse, Usage
 from freshrag.llm.client import EndpointError, EndpointUnreachable, LLMClient

@@ -30,7 +30,7 @@ from freshrag.builders.prompts import article_text
 from freshrag.builders.styles import critiques
 from freshrag.builders.styles.statements import STATEMENTS_FILE, Slot, extract, pick_statement, plan
 from freshrag.core.concurrency import map_with_progress
-from freshrag.core.results import JsonlWriter, read_jsonl, replace_jsonl
+from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
 from freshrag.core.types import ARTICLE_CHARS, LLM
 
 CANDIDATES_FILE = "candidates.jsonl"

@@ -36,7 +36,8 @@ from freshrag.builders.stages import (
     write_titles,
 )
 from freshrag.builders.traffic.general_queries import GENERAL_QUERIES
-from freshrag.core.results import JsonlWriter, now, read_jsonl, read_manifest, write_manifest
+from freshrag.core.jsonl import JsonlWriter, now, read_jsonl
+from freshrag.core.manifest import read_manifest, write_manifest
 from freshrag.llm.client import LLMClient
 
 CONTROL = "control"  # the title list of the control articles: control.txt

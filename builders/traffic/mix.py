@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.core.dataset import DatasetError, load_dataset_dir, sha256_file
-from freshrag.core.results import now
+from freshrag.core.files import write_json
+from freshrag.core.jsonl import now, replace_jsonl
 from freshrag.core.textfile import lines
 from freshrag.core.types import KINDS, Question
 
@@ -80,14 +81,12 @@ def write_mix(dataset_dir: Path, shares: dict[str, float], n: int, seed: int, ou
     chosen = draw(dataset.questions, counts, seed, dataset.files["questions"])
     raw = _raw_rows(dataset.files["questions"])
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "questions.jsonl", "w", encoding="utf-8") as handle:
-        for question in chosen:  # the ids as the source gave or numbered them, so runs line up
-            handle.write(json.dumps({**raw[question.id], "id": question.id},
-                                    ensure_ascii=False) + "\n")
+    # the ids as the source gave or numbered them, so runs line up
+    replace_jsonl(out / "questions.jsonl", ({**raw[question.id], "id": question.id}
+                                            for question in chosen))
     shutil.copyfile(dataset.files["articles"], out / "articles.jsonl")
     record["articles_sha256"] = sha256_file(out / "articles.jsonl")
-    (out / MIX).write_text(json.dumps({**record, "created_at": now()}, indent=2) + "\n",
-                           encoding="utf-8")
+    write_json(out / MIX, {**record, "created_at": now()}, ensure_ascii=True)
     shown = ", ".join(f"{counts[k]} {k}" for k in counts)
     return (f"{out}: {sum(counts.values())} questions ({shown}); "
             f"run it with: freshrag run --dataset {out}")

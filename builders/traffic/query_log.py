@@ -26,6 +26,7 @@ import numpy as np
 
 from freshrag.builders.styles.needs import MAX_NEED_CHARS, NeedsError
 from freshrag.core.concurrency import map_with_progress
+from freshrag.core.files import write_json, write_text
 from freshrag.core.textfile import lines
 from freshrag.core.types import LLMResponse, Usage
 from freshrag.llm.client import LLMClient
@@ -222,10 +223,9 @@ def write_needs(document: dict[str, Any], out: Path) -> list[Path]:
     """The needs file, and its `.json` and `.md` beside it."""
     out.parent.mkdir(parents=True, exist_ok=True)
     paths = [out, out.with_suffix(".json"), out.with_suffix(".md")]
-    paths[0].write_text("".join(f"{need}\n" for need in needs_lines(document)), encoding="utf-8")
-    paths[1].write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n",
-                        encoding="utf-8")
-    paths[2].write_text(render(document) + "\n", encoding="utf-8")
+    write_text(paths[0], "".join(f"{need}\n" for need in needs_lines(document)))
+    write_json(paths[1], document)
+    write_text(paths[2], render(document) + "\n")
     return paths
 
 

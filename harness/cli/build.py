@@ -41,7 +41,8 @@ from freshrag.builders.traffic.mix import write_mix
 from freshrag.cli.common import CACHE_FILE, UsageError, default_config, llm_client
 from freshrag.core.config import config_table, load_settings
 from freshrag.core.dataset import load_dataset_dir
-from freshrag.core.results import read_jsonl, read_manifest
+from freshrag.core.jsonl import read_jsonl
+from freshrag.core.manifest import read_manifest
 from freshrag.core.rundir import locked
 from freshrag.core.types import LABELS
 from freshrag.cost import dry_run

@@ -21,7 +21,7 @@ from typing import Callable
 
 from freshrag.builders.sources.export import DumpPage, Revision, write_dump
 from freshrag.core.dataset import example_dir
-from freshrag.core.results import read_manifest
+from freshrag.core.manifest import read_manifest
 from freshrag.scoring.probes import verdict_lines
 
 DEMO_CUTOFF = "2025-12-31"  # after the older example articles, before the invented 2026 events

@@ -39,8 +39,9 @@ from freshrag.core.dataset import (
     load_dataset,
     load_dataset_dir,
 )
-from freshrag.core.results import SAMPLES, ResultsError, read_samples
+from freshrag.core.jsonl import ResultsError
 from freshrag.core.rundir import INDEX_SETTINGS, RUN_ROLES, locked
+from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.core.types import Article
 from freshrag.cost import batch, dry_run, plan
 from freshrag.cost.budget import BudgetExceeded

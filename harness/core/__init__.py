@@ -1,1 +1,4 @@
-"""The core every other package stands on: types, configuration, text and JSON Lines files, datasets, run directories, statistics and the one concurrency helper. Imports nothing above it."""
+"""The core every other package stands on: types, configuration, datasets, text files, whole files
+written atomically (files.py), JSON Lines (jsonl.py), the samples.jsonl row (samples.py), the
+manifest (manifest.py), run directories, statistics (stats.py) and the one concurrency helper.
+Imports nothing above it."""

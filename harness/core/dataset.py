@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from freshrag.core.textfile import lines, lone_surrogate
-from freshrag.core.types import KINDS, LABELS, QUESTION_FIELDS, Article, Question
+from freshrag.core.types import KINDS, LABELS, QUESTION_FIELDS, UNKNOWN, Article, Question
 
 
 class DatasetError(ValueError):
@@ -60,7 +60,7 @@ def load_dataset_dir(directory: Path) -> Dataset:
 
 def load_articles(path: Path) -> dict[str, Article]:
     articles: dict[str, Article] = {}
-    for line_no, row in _rows(path):
+    for line_no, row in dataset_rows(path):
         title = _text_field(row, "title", path, line_no)
         content = _text_field(row, "content", path, line_no)
         if title in articles:
@@ -77,11 +77,11 @@ def load_articles(path: Path) -> dict[str, Article]:
 
 def load_questions(path: Path, articles: dict[str, Article]) -> list[Question]:
     questions, seen_ids = [], set()
-    for line_no, row in _rows(path):
+    for line_no, row in dataset_rows(path):
         fields = _question_fields(row, path, line_no)
         title = _gold_title(row, fields["kind"], articles, path, line_no)
         text = _text_field(row, "question", path, line_no)
-        qid = _question_id(row, path, line_no)
+        qid = question_id(row, path, line_no)
         if qid in seen_ids:
             raise DatasetError(f"{path}:{line_no}: duplicate question id {qid!r}")
         seen_ids.add(qid)
@@ -116,7 +116,9 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def dataset_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, row) of every line of a dataset file but blank ones, each a JSON object of
+    Unicode text, or a DatasetError naming the file and line."""
     for line_no, line in lines(path, DatasetError):
         if not line.strip():
             continue
@@ -136,7 +138,7 @@ def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield line_no, row
 
 
-def _question_id(row: dict[str, Any], path: Path, line_no: int) -> str:
+def question_id(row: dict[str, Any], path: Path, line_no: int) -> str:
     """The row's `id` (a non-empty string or a whole number), else one made of the line number."""
     value = row.get("id")
     if value is None:
@@ -157,7 +159,7 @@ def _question_fields(row: dict[str, Any], path: Path, line_no: int) -> dict[str,
             raise DatasetError(f"{path}:{line_no}: field {name!r} must be "
                                f"{'true, false' if wanted is bool else 'a string'} or null, "
                                f"got {value!r}")
-    for name, allowed in (("label", LABELS + ("unknown",)), ("kind", KINDS)):
+    for name, allowed in (("label", (*LABELS, UNKNOWN)), ("kind", KINDS)):
         if fields[name] is not None and fields[name] not in allowed:
             raise DatasetError(f"{path}:{line_no}: field {name!r} is {fields[name]!r}; "
                                f"it must be one of {', '.join(allowed)}")

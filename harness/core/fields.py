@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, TypeVar
 
-from freshrag.core.types import KINDS, LABELS, QUESTION_FIELDS
+from freshrag.core.types import KINDS, LABELS, QUESTION_FIELDS, UNKNOWN
 
 UNLABELLED = "unlabelled"  # the group of questions for which the set gives no value
 OVERALL = "overall"        # every question, in tables that add a row for all of them
 # `reference` is a free text per question: a group of one says nothing
 FIELDS = tuple(name for name in QUESTION_FIELDS if name != "reference")
-_KNOWN_ORDER = {"label": (*LABELS, "unknown"), "kind": KINDS, "need": ("yes", "no")}
+_KNOWN_ORDER = {"label": (*LABELS, UNKNOWN), "kind": KINDS, "need": ("yes", "no")}
 
 T = TypeVar("T")
 

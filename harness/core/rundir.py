@@ -23,7 +23,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from freshrag.core.results import MANIFEST, ResultsError
+from freshrag.core.jsonl import ResultsError
+from freshrag.core.manifest import MANIFEST
 
 LOCK = ".lock"
 RUN_ROLES = ("answer", "decision", "judge")  # the roles a run calls

@@ -24,6 +24,9 @@ KINDS = ("fresh", "control", "general")
 # per axis, the two values a paired test compares within semantic groups.
 WORDING_AXES = {"length": ("short", "long"), "style": ("formal", "casual"),
                 "directness": ("direct", "indirect")}
+# What a model that classifies (the labeller, the recency classifier) is recorded as saying when
+# its reply could not be parsed.
+UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,7 @@ class Question:
     text: str
     gold_title: str | None  # None for a general query (kind "general"): no article answers it
     # What a question set may say about each question, None where it says nothing. Reports break
-    # their tables down by these; a row carries them (results.sample_row).
+    # their tables down by these; a row carries them (samples.sample_row).
     label: str | None = None             # one of LABELS, or "unknown"
     information_need: str | None = None  # the information need it was generated for
     kind: str | None = None              # one of KINDS

@@ -29,7 +29,7 @@ from typing import Any
 
 from openai.types.chat import ChatCompletion
 
-from freshrag.core.results import JsonlWriter, read_jsonl
+from freshrag.core.jsonl import JsonlWriter, read_jsonl
 from freshrag.cost.budget import BudgetExceeded
 from freshrag.cost.plan import Pending, PlannedCall, Planner, walk
 from freshrag.llm.client import EndpointError, LLMClient, completion_value

@@ -56,7 +56,7 @@ from freshrag.builders.styles.grounded import (
 from freshrag.builders.styles.needs import QUESTION, NeedsPlan, ask_need, need_todo
 from freshrag.builders.styles.templates import Query
 from freshrag.builders.traffic.kinds import CONTROL, choose_control
-from freshrag.core.results import read_jsonl
+from freshrag.core.jsonl import read_jsonl
 from freshrag.cost.plan import Job, Planner
 from freshrag.cost.statements_estimate import StatementsWalk
 

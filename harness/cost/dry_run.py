@@ -11,8 +11,9 @@ from typing import Any, Iterator
 
 from freshrag.core.config import LLMSettings
 from freshrag.core.dataset import Dataset
-from freshrag.core.results import SAMPLES, read_manifest, read_samples
+from freshrag.core.manifest import read_manifest
 from freshrag.core.rundir import RUN_ROLES
+from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.cost.budget import BATCH_DISCOUNT, Budget
 from freshrag.cost.estimate import (
     MADE_UP_ITEMS,

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator
 
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.dataset import Dataset
-from freshrag.core.results import sample_row
+from freshrag.core.samples import sample_row
 from freshrag.core.types import Article, LLMResponse, Question, SystemContext, Usage
 from freshrag.llm.client import EndpointError, LLMClient
 from freshrag.scoring import judge, probes

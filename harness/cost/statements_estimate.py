@@ -17,7 +17,7 @@ from freshrag.builders.styles.statement_questions import (
     write_candidate,
 )
 from freshrag.builders.styles.statements import STATEMENTS_FILE, Slot, extract, plan
-from freshrag.core.results import read_jsonl
+from freshrag.core.jsonl import read_jsonl
 from freshrag.cost.plan import Planner
 
 

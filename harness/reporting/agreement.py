@@ -10,23 +10,25 @@ ties), the mean absolute difference, the mean difference B - A (the bias of B ag
 5 x 5 confusion matrix (A rows, B columns) and the pairs that disagree most; per (dataset,
 system) when there are several.
 
-Kappa is computed in whole numbers, so it is exactly 0 when one side gives every pair the same
-grade (observed agreement is then what chance gives with these marginals), and undefined
-(null, with the reason) only when both give one and the same grade to every pair. Spearman is
+Kappa is scikit-learn's (harness/core/stats.py). It is exactly 0 when one side gives every pair
+the same grade (observed agreement is then what chance gives with these marginals: the counts
+are whole numbers, so the two sums it divides are equal), and undefined (null, with the reason)
+only when both give one and the same grade to every pair. Spearman is
 undefined when either side is constant or there is only one pair. Nothing here is ever NaN.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from freshrag.core.results import ResultsError
+from freshrag.core.files import write_json
+from freshrag.core.jsonl import ResultsError
+from freshrag.core.stats import cohen_kappa
 from freshrag.reporting.identity import role_models
-from freshrag.reporting.report import is_scored, load_runs, markdown_table
+from freshrag.reporting.outcomes import is_scored
+from freshrag.reporting.report import load_runs, markdown_table
 from freshrag.scoring.judge import FIELDS, SCALE
 from freshrag.scoring.store import answer_sha256, read_scores
 
@@ -41,20 +43,6 @@ class AgreementError(ResultsError):
 
 
 # ------------------------------------------------------------------ statistics
-
-
-def quadratic_kappa(a: Sequence[int], b: Sequence[int],
-                    scale: Sequence[int] = SCALE) -> float | None:
-    """Cohen's kappa with quadratic weights (i - j)^2 on `scale`: 1 - observed / expected
-    weighted disagreement. None when chance expects no disagreement (both sides constant at one
-    value). Counts and weights are integers, so equal disagreements give exactly 0."""
-    n = len(a)
-    index = {value: i for i, value in enumerate(scale)}
-    count_a, count_b = Counter(a), Counter(b)
-    observed = n * sum((index[x] - index[y]) ** 2 for x, y in zip(a, b))
-    expected = sum(count_a[x] * count_b[y] * (index[x] - index[y]) ** 2
-                   for x in count_a for y in count_b)
-    return None if expected == 0 else 1 - observed / expected
 
 
 def average_ranks(values: Sequence[float]) -> list[float]:
@@ -92,7 +80,7 @@ def field_agreement(a: Sequence[int], b: Sequence[int]) -> dict[str, Any]:
     figure that is null."""
     n = len(a)
     differences = [y - x for x, y in zip(a, b)]
-    kappa, rho = quadratic_kappa(a, b), spearman(a, b)
+    kappa, rho = cohen_kappa(a, b, SCALE, weights="quadratic"), spearman(a, b)
     constant = {side: values[0] if len(set(values)) == 1 else None
                 for side, values in (("a", a), ("b", b))}
     return {
@@ -303,9 +291,7 @@ def default_out(run_a: Path, run_b: Path) -> Path:
 
 def write_agreement(out: Path, document: dict[str, Any]) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    path = out / AGREEMENT
-    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return path
+    return write_json(out / AGREEMENT, document)
 
 
 FIGURES = ("n", "exact", "within_one", "kappa", "spearman", "mean_abs_difference",

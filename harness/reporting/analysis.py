@@ -28,9 +28,12 @@ failed pairs' tokens are counted apart there (harness/reporting/report.py).
 from __future__ import annotations
 
 import random
-from typing import Any, Sequence
+from typing import Any
 
-from freshrag.core.stats import BOOTSTRAP_SAMPLES, CONFIDENCE, bootstrap_interval
+from freshrag.core.samples import answer_tokens
+from freshrag.core.stats import BOOTSTRAP_SAMPLES, CONFIDENCE, bootstrap_interval, mean
+from freshrag.reporting import decisions as by_need
+from freshrag.reporting import savings
 from freshrag.reporting.groups import analyse_groups
 from freshrag.reporting.identity import (
     Identity,
@@ -41,20 +44,21 @@ from freshrag.reporting.identity import (
     models_label,
     role_models,
 )
+from freshrag.reporting.outcomes import (
+    by_question,
+    decides,
+    is_scored,
+    shared_questions,
+    spent,
+    total_score,
+)
 from freshrag.reporting.prices import batch_calls, batch_note, row_cost
-from freshrag.reporting.report import answer_tokens, is_scored, mean, spent
 from freshrag.reporting.scorers import CORRECT_AT, scorer_attribution
 from freshrag.reporting.scorers import analyse as scorer_tables
 
 LOW_SCORE = 8  # truthfulness + relevance below this (of 10) is a poor answer
 GOLD_CONTEXT_SYSTEMS = {"oracle"}  # answer with the gold article itself: a low score is generation
 ATTRIBUTIONS = ("fine", "retrieval_miss", "generation", "knowledge_gap", "unscored")
-
-
-def total_score(row: dict[str, Any]) -> float | None:
-    if not is_scored(row):
-        return None
-    return row["grade"]["truthfulness"] + row["grade"]["relevance"]
 
 
 def retrieved_titles(row: dict[str, Any]) -> list[str] | None:
@@ -74,8 +78,8 @@ def retrieval_quality(rows: list[dict[str, Any]], with_intervals: bool = False,
     as [value, low, high] with its 95% bootstrap interval if `with_intervals`."""
     def shown(values: list[float]) -> Any:
         if not with_intervals:
-            return mean(values)
-        return [mean(values), *bootstrap_interval(values, _mean_of, seed=seed)]
+            return mean(values, places=4)
+        return [mean(values, places=4), *bootstrap_interval(values, mean, seed=seed)]
 
     table = []
     for key, group in group_rows(rows).items():
@@ -143,7 +147,7 @@ def decisions_and_notes(rows: list[dict[str, Any]], baseline: str = "baseline",
     table, judged = [], set()
     for base, rag in [(b, n) for b in groups if b.system == baseline
                       for n in groups if n.system == naive and comparable(b, n)]:
-        by_base, by_rag = _by_question(groups[base]), _by_question(groups[rag])
+        by_base, by_rag = by_question(groups[base]), by_question(groups[rag])
         needed = _needed(by_base, by_rag)
         if not needed:
             continue
@@ -155,11 +159,11 @@ def decisions_and_notes(rows: list[dict[str, Any]], baseline: str = "baseline",
                       "questions": len(needed), "needed": sum(needed.values()),
                       **_router_scores(routed)})
         for key, group in groups.items():
-            if key.system in (baseline, naive) or not _decides(group) \
+            if key.system in (baseline, naive) or not decides(group) \
                     or not (comparable(key, base) and comparable(key, rag)):
                 continue
             judged.add(key)
-            answers = _by_question(group)
+            answers = by_question(group)
             asked = [answers[q] for q in needed if q in answers and is_scored(answers[q])]
             table.append({**key.fields(), **against, **_confusion(answers, needed),
                           **_router_scores(asked)})
@@ -168,7 +172,7 @@ def decisions_and_notes(rows: list[dict[str, Any]], baseline: str = "baseline",
 
 def _needed(base: dict[str, dict[str, Any]], rag: dict[str, dict[str, Any]]) -> dict[str, bool]:
     """Per question both scored: did naive score above the baseline (retrieval was needed)?"""
-    return {q: total_score(rag[q]) > total_score(base[q]) for q in _shared(base, rag)
+    return {q: total_score(rag[q]) > total_score(base[q]) for q in shared_questions(base, rag)
             if total_score(base[q]) is not None and total_score(rag[q]) is not None}
 
 
@@ -184,7 +188,7 @@ def _decision_notes(groups: dict[Identity, list[dict[str, Any]]], names: dict[Id
                          f"models ({baseline} [{models_label(bases[0].model_map)}] vs {naive} "
                          f"[{models_label(rags[0].model_map)}])")
         for key in mine:
-            if key.system in (baseline, naive) or key in judged or not _decides(groups[key]):
+            if key.system in (baseline, naive) or key in judged or not decides(groups[key]):
                 continue
             why = (f"no {baseline} and {naive} run with the same models and scored answers to "
                    f"the same questions" if bases and rags else
@@ -194,30 +198,10 @@ def _decision_notes(groups: dict[Identity, list[dict[str, Any]]], names: dict[Id
     return notes
 
 
-def _decides(group: list[dict[str, Any]]) -> bool:
-    """A system that records retrieval decisions, or (an imported run) retrieved for some
-    questions and not for others."""
-    if any((row.get("details") or {}).get("decision") is not None for row in group):
-        return True
-    retrieving = sum(row["retrievals"] > 0 for row in group)
-    return 0 < retrieving < len(group)
-
-
-def _by_question(group: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {row["question_id"]: row for row in group}
-
-
-def _shared(first: dict[str, dict[str, Any]], second: dict[str, dict[str, Any]]) -> list[str]:
-    """Question ids both groups answered with the same question text, sorted (imported runs
-    number questions by position, so one id may name two questions in two imports)."""
-    return sorted(q for q in first.keys() & second.keys()
-                  if first[q].get("question") == second[q].get("question"))
-
-
 def _router_scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
     tokens = [answer_tokens(row) for row in rows]
-    return {"truthfulness": mean([row["grade"]["truthfulness"] for row in rows]),
-            "relevance": mean([row["grade"]["relevance"] for row in rows]),
+    return {"truthfulness": mean([row["grade"]["truthfulness"] for row in rows], places=4),
+            "relevance": mean([row["grade"]["relevance"] for row in rows], places=4),
             "input_tokens": sum(t[0] for t in tokens), "output_tokens": sum(t[1] for t in tokens),
             "retrievals": sum(row["retrievals"] for row in rows)}
 
@@ -252,7 +236,8 @@ def quality_and_cost(rows: list[dict[str, Any]],
                            for role, model in role_models(row).items()
                            if role != "judge" and role in row["usage"] and model not in prices})
         scores = [total_score(row) for row in group if is_scored(row)]
-        table.append({**key.fields(), "score": mean(scores), "input_tokens": spent(group)[0],
+        table.append({**key.fields(), "score": mean(scores, places=4),
+                      "input_tokens": spent(group)[0],
                       "cost_usd": None if None in costs else round(sum(costs), 6),
                       "batch_calls": sum(len(batch_calls(row)) for row in answered),
                       "failed": len(group) - len(answered), "unpriced_models": unpriced})
@@ -293,7 +278,8 @@ def intervals(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]
             for name, values in (("truthfulness", [g["truthfulness"] for g in scored]),
                                  ("relevance", [g["relevance"] for g in scored]),
                                  ("score", [g["truthfulness"] + g["relevance"] for g in scored])):
-                entry[name] = [mean(values), *bootstrap_interval(values, _mean_of, seed=seed)]
+                entry[name] = [mean(values, places=4),
+                                *bootstrap_interval(values, mean, seed=seed)]
         for index, name in ((0, "input_tokens"), (1, "output_tokens")):
             values = [t[index] for t in tokens]
             entry[name] = [sum(values), *bootstrap_interval(values, sum, seed=seed)] \
@@ -316,15 +302,15 @@ def paired_comparisons(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[s
         for b in keys[i + 1:]:
             if (a.dataset, a.judge) != (b.dataset, b.judge):
                 continue
-            first, second = _by_question(groups[a]), _by_question(groups[b])
-            diffs = [total_score(first[q]) - total_score(second[q]) for q in _shared(first, second)
+            first, second = by_question(groups[a]), by_question(groups[b])
+            diffs = [total_score(first[q]) - total_score(second[q]) for q in shared_questions(first, second)
                      if total_score(first[q]) is not None and total_score(second[q]) is not None]
             if len(diffs) < 2:
                 continue
             diffs.sort()  # so that the seed alone fixes the result, whatever the question ids
             table.append({"dataset": a.dataset, "a": names[a], "b": names[b],
-                          "questions": len(diffs), "mean_difference": mean(diffs),
-                          "interval": list(bootstrap_interval(diffs, _mean_of, seed=seed)),
+                          "questions": len(diffs), "mean_difference": mean(diffs, places=4),
+                          "interval": list(bootstrap_interval(diffs, mean, seed=seed)),
                           "p_value": _paired_p_value(diffs, seed),
                           "a_models": a.model_map, "b_models": b.model_map})
     return table
@@ -346,17 +332,13 @@ def judge_notes(keys: list[Identity]) -> list[str]:
 def _paired_p_value(diffs: list[float], seed: int, samples: int = BOOTSTRAP_SAMPLES) -> float:
     """Bootstrap under the null (differences centred on zero): share of resampled means at least
     as far from zero as the observed one."""
-    observed = _mean_of(diffs)
+    observed = mean(diffs)
     centred = [d - observed for d in diffs]
     rng = random.Random(seed)
     n = len(diffs)
-    extreme = sum(abs(_mean_of(rng.choices(centred, k=n))) >= abs(observed)
+    extreme = sum(abs(mean(rng.choices(centred, k=n))) >= abs(observed)
                   for _ in range(samples))
     return round((extreme + 1) / (samples + 1), 4)
-
-
-def _mean_of(values: Sequence[float]) -> float:
-    return sum(values) / len(values)
 
 
 def analyse(rows: list[dict[str, Any]], prices: dict[str, tuple[float, float]] | None = None,
@@ -366,10 +348,6 @@ def analyse(rows: list[dict[str, Any]], prices: dict[str, tuple[float, float]] |
     CRAG threshold), as written to analysis.json; `notes` says what was not compared. With
     questions that carry `kind` and `need`, decisions against need by construction and the
     savings curve (at `mixes` too)."""
-    # imported here: both build on this module's helpers
-    from freshrag.reporting import decisions as by_need
-    from freshrag.reporting import savings
-
     decisions, decision_notes = decisions_and_notes(rows)
     keys = list(group_rows(rows))
     traffic = {**by_need.analyse(rows, seed), **savings.analyse(rows, prices, mixes, seed)}

@@ -24,10 +24,10 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Sequence
 
-from freshrag.core.stats import bootstrap_interval
-from freshrag.reporting.analysis import _decides, total_score
-from freshrag.reporting.identity import Identity, comparable, group_rows, labels
-from freshrag.reporting.report import answer_tokens, is_scored
+from freshrag.core.samples import answer_tokens
+from freshrag.core.stats import bootstrap_interval, mean
+from freshrag.reporting.identity import group_rows, labels
+from freshrag.reporting.outcomes import decides, is_scored, references, total_score
 
 Row = dict[str, Any]
 KIND_ORDER = ("fresh", "control", "general", "all")
@@ -70,7 +70,7 @@ def decisions_by_kind(rows: list[Row], seed: int = 0) -> list[Row]:
     table = []
     for key, group in group_rows(rows).items():
         judged = known_need(group)
-        if not judged or not _decides(group):
+        if not judged or not decides(group):
             continue
         for kind in KIND_ORDER:
             mine = judged if kind == "all" else [r for r in judged if r.get("kind") == kind]
@@ -119,18 +119,6 @@ def _f1(pairs: Sequence[tuple[bool, bool]]) -> float | None:
 # --------------------------------------------------------------------------- thresholds
 
 
-def references(groups: dict[Identity, list[Row]], key: Identity
-               ) -> tuple[dict[str, Row], dict[str, Row]] | None:
-    """Rows by question of a `baseline` and a `naive` run comparable with `key` (same dataset,
-    judge and shared models), or None when the report has no such pair."""
-    for base in (k for k in groups if k.system == "baseline" and comparable(k, key)):
-        for rag in (k for k in groups if k.system == "naive" and comparable(k, key)
-                    and comparable(k, base)):
-            return ({r["question_id"]: r for r in groups[base]},
-                    {r["question_id"]: r for r in groups[rag]})
-    return None
-
-
 def threshold_sweep(rows: list[Row]) -> list[Row]:
     groups = group_rows(rows)
     table = []
@@ -172,7 +160,7 @@ def _estimate(sweep: Sweep, decided: list[tuple[bool, Row]], base: dict[str, Row
         tokens.append(decision["input"] + decision["output"] + answered)
     if not scores:
         return {}
-    return {"estimated_score": round(sum(scores) / len(scores), 4),
+    return {"estimated_score": mean(scores, places=4),
             "estimated_tokens_per_question": round(sum(tokens) / len(tokens), 1),
             "estimated_from": len(scores)}
 
@@ -271,7 +259,7 @@ def analyse(rows: list[Row], seed: int = 0) -> Row:
     names = labels(groups)
     notes = [f"{key.dataset} / {names[key]}: decisions not judged against need by construction: "
              f"its questions carry no `need`" for key, group in groups.items()
-             if _decides(group) and not known_need(group)]
+             if decides(group) and not known_need(group)]
     return {"decisions_by_kind": decisions_by_kind(rows, seed),
             "thresholds": threshold_sweep(rows), "roc": roc_curves(rows, seed),
             "decision_notes": notes}

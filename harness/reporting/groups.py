@@ -28,11 +28,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from freshrag.core.files import write_figure
 from freshrag.core.reference import matches
 from freshrag.core.stats import bootstrap_interval
 from freshrag.core.types import WORDING_AXES
 from freshrag.reporting.identity import Identity, group_rows, labels
-from freshrag.reporting.report import is_scored
+from freshrag.reporting.outcomes import is_scored
 
 Row = dict[str, Any]
 JUDGE_CORRECT = 4  # truthfulness (1..5) from which the judge's second opinion says correct
@@ -202,6 +203,6 @@ def tag_figure(rows: list[Row], path: Path) -> Path | None:
     ax.set_title("Semantic group tags per system")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    write_figure(fig, path, dpi=110)
     plt.close(fig)
     return path

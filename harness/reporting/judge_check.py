@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from freshrag.core.results import read_manifest
+from freshrag.core.manifest import read_manifest
 from freshrag.reporting.identity import group_rows
 from freshrag.scoring.probes import JUDGE_HINT, verdict_lines
 

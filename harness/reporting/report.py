@@ -27,8 +27,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from freshrag.core.results import SAMPLES, ResultsError, answer_tokens, read_manifest, read_samples
+from freshrag.core.files import write_text
+from freshrag.core.jsonl import ResultsError
+from freshrag.core.manifest import read_manifest
+from freshrag.core.samples import SAMPLES, read_samples
+from freshrag.core.stats import mean
 from freshrag.reporting.identity import group_rows, labels, models_label, retriever_model
+from freshrag.reporting.outcomes import is_scored, spent
 from freshrag.scoring.store import answer_scores, scores_of
 
 SUMMARY = "summary.json"
@@ -86,17 +91,6 @@ def run_notes(run_dirs: list[Path], rows: list[dict[str, Any]]) -> list[str]:
     return notes
 
 
-def is_scored(row: dict[str, Any]) -> bool:
-    return row["status"] == "ok" and row["grade"] is not None and row["grade"]["unscored_reason"] is None
-
-
-def spent(rows: list[dict[str, Any]], status: str = "ok") -> tuple[int, int]:
-    """Input and output tokens (judge excluded) of the rows with this status: "ok" rows are what
-    the tables call tokens, "failed" rows are counted apart."""
-    tokens = [answer_tokens(row) for row in rows if row["status"] == status]
-    return sum(t[0] for t in tokens), sum(t[1] for t in tokens)
-
-
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [_summary_row(key.fields(), group) for key, group in group_rows(rows).items()]
 
@@ -107,8 +101,8 @@ def _summary_row(identity: dict[str, Any], rows: list[dict[str, Any]]) -> dict[s
     return {
         "dataset": identity["dataset"], "system": identity["system"], "n": len(rows),
         "scored": len(scored), "unscored": len(rows) - len(scored),
-        "truthfulness": mean([g["truthfulness"] for g in scored]),
-        "relevance": mean([g["relevance"] for g in scored]),
+        "truthfulness": mean([g["truthfulness"] for g in scored], places=4),
+        "relevance": mean([g["relevance"] for g in scored], places=4),
         "input_tokens": ok_in, "output_tokens": ok_out,
         "retrievals": sum(row["retrievals"] for row in rows),
         "no_decision": sum((row.get("details") or {}).get("decision") == "none" for row in rows),
@@ -138,11 +132,6 @@ def columns_for(columns: Sequence[str], rows: list[dict[str, Any]]) -> tuple[str
     table `batch_calls` when some calls were priced at the Batch API's rate."""
     optional = (RUN, "against", "batch_calls")
     return tuple(columns) + tuple(c for c in optional if any(row.get(c) for row in rows))
-
-
-def mean(values: Sequence[float]) -> float | None:
-    """The mean as the tables show it (4 decimals), None for no values."""
-    return round(sum(values) / len(values), 4) if values else None
 
 
 def render(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None = None,
@@ -207,9 +196,7 @@ def is_interval(value: list[Any]) -> bool:
 def write_summary(out_dir: Path, summary: list[dict[str, Any]],
                   breakdowns: dict[str, list[dict[str, Any]]] | None = None) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / SUMMARY
-    path.write_text(render(summary, "json", breakdowns=breakdowns) + "\n", encoding="utf-8")
-    return path
+    return write_text(out_dir / SUMMARY, render(summary, "json", breakdowns=breakdowns) + "\n")
 
 
 # (key in analysis.analyse(), title, columns): the tables of the printed report, in order;

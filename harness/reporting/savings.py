@@ -21,12 +21,11 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from freshrag.core.stats import BOOTSTRAP_SAMPLES, CONFIDENCE
-from freshrag.reporting.analysis import total_score
-from freshrag.reporting.decisions import references
+from freshrag.core.samples import answer_tokens
+from freshrag.core.stats import BOOTSTRAP_SAMPLES, CONFIDENCE, mean
 from freshrag.reporting.identity import Identity, comparable, group_rows, labels
+from freshrag.reporting.outcomes import is_scored, references, total_score
 from freshrag.reporting.prices import row_cost
-from freshrag.reporting.report import answer_tokens, is_scored
 
 Row = dict[str, Any]
 KINDS = ("fresh", "control", "general")
@@ -56,11 +55,11 @@ def kind_stats(rows: list[Row], prices: dict[str, tuple[float, float]],
     scores = [total_score(row) for row in answered if is_scored(row)]
     tokens = [sum(answer_tokens(row)) for row in answered]
     costs = [row_cost(row, prices) for row in answered]
-    return KindStats(_mean(scores), _mean(tokens),
-                     None if None in costs else _mean(costs),
-                     [_mean(rng.choices(scores, k=len(scores))) for _ in range(BOOTSTRAP_SAMPLES)]
+    return KindStats(mean(scores), mean(tokens),
+                     None if None in costs else mean(costs),
+                     [mean(rng.choices(scores, k=len(scores))) for _ in range(BOOTSTRAP_SAMPLES)]
                      if scores else [],
-                     [_mean(rng.choices(tokens, k=len(tokens))) for _ in range(BOOTSTRAP_SAMPLES)])
+                     [mean(rng.choices(tokens, k=len(tokens))) for _ in range(BOOTSTRAP_SAMPLES)])
 
 
 def estimate(stats: dict[str, KindStats], weights: dict[str, float]) -> Row | None:
@@ -177,7 +176,3 @@ def mix_label(weights: dict[str, float]) -> str:
 
 def _held(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "none"
-
-
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None

@@ -25,11 +25,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from freshrag.core.stats import bootstrap_interval
+from freshrag.core.stats import bootstrap_interval, mean
 from freshrag.reporting.agreement import spearman
 from freshrag.reporting.identity import group_rows, labels
-from freshrag.reporting.render.plots import _save, plt
-from freshrag.reporting.report import RUN, is_scored, markdown_table, mean
+from freshrag.reporting.outcomes import is_scored
+from freshrag.reporting.render.plots import plt, save
+from freshrag.reporting.report import RUN, markdown_table
 from freshrag.scoring.judge import FIELDS
 from freshrag.scoring.store import read_scores
 
@@ -89,10 +90,10 @@ def scorer_means(rows: list[Row], seed: int = 0) -> list[Row]:
                     **key.fields(), "scorer": name, "metric": metric, "answers": len(answered),
                     "scored": len(values), "unscored": statuses.count("unscored")
                     + statuses.count("failed"), "not_applicable": statuses.count("not_applicable"),
-                    "mean": [mean(values), *bootstrap_interval(values, _mean, seed=seed)]
+                    "mean": [mean(values, places=4), *bootstrap_interval(values, mean, seed=seed)]
                     if values else None,
-                    **{f"{side}_tokens": mean([sum(u[side] for u in used) for used in usage])
-                       for side in ("input", "output")}})
+                    **{f"{side}_tokens": mean([sum(u[side] for u in used) for used in usage],
+                                              places=4) for side in ("input", "output")}})
     return table
 
 
@@ -165,8 +166,8 @@ def judge_spread(rows: list[Row]) -> list[Row]:
         if spreads:
             table.append({**key.fields(), "answers": len(spreads),
                           "repeats": max(s["repeats"] for s in spreads),
-                          **{f"range_{f}": mean([s[f] for s in spreads]) for f in FIELDS},
-                          "differ": mean([any(s[f] for f in FIELDS) for s in spreads])})
+                          **{f"range_{f}": mean([s[f] for s in spreads], places=4) for f in FIELDS},
+                          "differ": mean([any(s[f] for f in FIELDS) for s in spreads], places=4)})
     return table
 
 
@@ -220,7 +221,7 @@ def write_histograms(rows: list[Row], out_dir: Path) -> list[Path]:
         ax.set_xlabel("grade" if judged else "score (0..1)")
         ax.set_ylabel("answers")
         ax.legend(fontsize=7)
-        paths.append(_save(fig, out_dir / f"scores-{metric.replace('.', '-')}.png"))
+        paths.append(save(fig, out_dir / f"scores-{metric.replace('.', '-')}.png"))
     return paths
 
 
@@ -249,7 +250,3 @@ def render_spread(run_dir: Path, top: int = 10) -> str:
              for k, g, r in spread[:top]]
     return (f"judge spread over repeats: {differ} of {len(spread)} answers graded differently "
             f"at least once; widest first:\n\n" + markdown_table(table, list(table[0])))
-
-
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values)

@@ -20,16 +20,10 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from freshrag.core.results import (
-    SAMPLES,
-    JsonlWriter,
-    now,
-    read_manifest,
-    read_samples,
-    sample_problem,
-    write_manifest,
-)
+from freshrag.core.jsonl import JsonlWriter, now
+from freshrag.core.manifest import read_manifest, write_manifest
 from freshrag.core.rundir import check_kind, locked
+from freshrag.core.samples import SAMPLES, read_samples, sample_problem
 from freshrag.core.textfile import lone_surrogate
 
 PAPER_MODEL = "gpt-4-0613"  # every role of the paper's runs
@@ -81,7 +75,7 @@ def retrieved_titles(context: Any) -> list[str]:
 
 def sample_rows(rows: Any, path: Path, dataset: str, system: str,
                 model: str = PAPER_MODEL) -> list[dict[str, Any]]:
-    """The rows of a released run as `samples.jsonl` rows (see harness/core/results.py). They have no
+    """The rows of a released run as `samples.jsonl` rows (see harness/core/samples.py). They have no
     calls; `models` says which model answered, for the cost analysis."""
     if not isinstance(rows, list):
         raise LegacyError(f"{path}: expected a list of dicts, found {type(rows).__name__}")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.metadata
-import json
 import platform
 import subprocess
 import threading
@@ -23,19 +22,11 @@ from typing import Any, Callable, Iterator
 
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.dataset import Dataset
-from freshrag.core.results import (
-    SAMPLES,
-    JsonlWriter,
-    ResultsError,
-    answer_tokens,
-    check_resumable,
-    now,
-    read_manifest,
-    read_samples,
-    sample_row,
-    write_manifest,
-)
+from freshrag.core.files import write_json
+from freshrag.core.jsonl import JsonlWriter, ResultsError, now
+from freshrag.core.manifest import check_resumable, read_manifest, write_manifest
 from freshrag.core.rundir import check_kind, check_same_run, locked
+from freshrag.core.samples import SAMPLES, answer_tokens, read_samples, sample_row
 from freshrag.core.types import LLM, LLMResponse, Question, Retriever, System, SystemContext
 from freshrag.cost import batch, plan
 from freshrag.cost.budget import BudgetExceeded
@@ -149,8 +140,7 @@ def _probe_judge(dataset: Dataset, config: RunConfig, llm: LLMClient,
                 "informative": probes.informative(probed["fields"], config.probe.threshold)}
     verdict = probes.probe_judge(llm, dataset.questions, dataset.articles, config.probe.k,
                                  config.probe.seed, config.probe.threshold, config.concurrency)
-    (config.out / PROBES_FILE).write_text(json.dumps(verdict, indent=2, ensure_ascii=False) + "\n",
-                                          encoding="utf-8")
+    write_json(config.out / PROBES_FILE, verdict)
     return {key: value for key, value in verdict.items() if key != "probes"}
 
 

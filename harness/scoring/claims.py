@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from freshrag.core.types import LLM
-from freshrag.scoring import statements
+from freshrag.scoring import answer_statements
 from freshrag.scoring.base import (
     SCORER_ROLE,
     ReplyError,
@@ -41,17 +41,17 @@ class Claims:
                                    else "article"}
         metrics: dict[str, float] = {}
         try:
-            claimed = details["answer_claims"] = statements.split(
+            claimed = details["answer_claims"] = answer_statements.split(
                 llm, self.role, item.answer, item.repeat)
             if claimed:
-                verdicts = details["answer_supported"] = statements.supported(
+                verdicts = details["answer_supported"] = answer_statements.supported(
                     llm, self.role, claimed, article, item.repeat)
                 metrics["claims_precision"] = sum(verdicts) / len(verdicts)
             else:
                 details["precision"] = "no statements in the answer"
             key = details["key_claims"] = self._key_claims(llm, item, article)
             if key:
-                found = details["key_found"] = statements.supported(
+                found = details["key_found"] = answer_statements.supported(
                     llm, self.role, key, item.answer, item.repeat)
                 metrics["claims_recall"] = sum(found) / len(found)
             else:
@@ -64,5 +64,6 @@ class Claims:
 
     def _key_claims(self, llm: LLM, item: ScoreInput, article: str) -> list[str]:
         if item.question.reference:
-            return statements.split(llm, self.role, item.question.reference, item.repeat)
-        return statements.key_claims(llm, self.role, item.question.text, article, item.repeat)
+            return answer_statements.split(llm, self.role, item.question.reference, item.repeat)
+        return answer_statements.key_claims(llm, self.role, item.question.text, article,
+                                            item.repeat)

@@ -9,7 +9,7 @@ unscored, with the reason, when the answer yields no statement or a reply does n
 from __future__ import annotations
 
 from freshrag.core.types import LLM
-from freshrag.scoring import statements
+from freshrag.scoring import answer_statements
 from freshrag.scoring.base import (
     SCORER_ROLE,
     ReplyError,
@@ -33,10 +33,10 @@ class Faithfulness:
             return not_applicable("empty answer")
         found: list[str] = []
         try:
-            found = statements.split(llm, self.role, item.answer, item.repeat)
+            found = answer_statements.split(llm, self.role, item.answer, item.repeat)
             if not found:
                 return unscored("no statements in the answer")
-            verdicts = statements.supported(llm, self.role, found, item.context, item.repeat)
+            verdicts = answer_statements.supported(llm, self.role, found, item.context, item.repeat)
         except ReplyError as err:
             return unscored(str(err), statements=found)
         return ScoreResult("scored", {"faithfulness": sum(verdicts) / len(verdicts)},

@@ -23,8 +23,10 @@ from typing import Any, Iterable
 
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.dataset import DatasetError, load_articles
-from freshrag.core.results import SAMPLES, JsonlWriter, ResultsError, read_manifest, read_samples
+from freshrag.core.jsonl import JsonlWriter, ResultsError
+from freshrag.core.manifest import read_manifest
 from freshrag.core.rundir import kind
+from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.core.types import LLM, QUESTION_FIELDS, Article, LLMResponse, Question
 from freshrag.llm.client import ContextTooLong, EndpointError, EndpointUnreachable
 from freshrag.scoring import SCORERS

@@ -1,7 +1,7 @@
 """Where the scores of the scorers beyond the judge (docs/scoring.md#scorers) and the judge's
 repeats (docs/scoring.md#judge-agreement) live, beside the run's own judge grade in samples.jsonl:
 `RUN_DIR/scores.jsonl`, one row per (dataset, question_id, system, scorer, repeat), appended as
-each finishes (the JsonlWriter of harness/core/results.py, so a kill leaves whole rows), the last row
+each finishes (the JsonlWriter of harness/core/jsonl.py, so a kill leaves whole rows), the last row
 of a key winning on reading:
 
 - `dataset`, `question_id`, `system`: the samples.jsonl row scored; `answer_sha256`: of the
@@ -27,7 +27,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from freshrag.core.results import now, read_jsonl
+from freshrag.core.jsonl import now, read_jsonl
 from freshrag.core.types import LLMResponse, sum_usage_by_role
 from freshrag.scoring.base import STATUSES, ScoreResult
 

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 from tqdm import tqdm
 
 from freshrag.core.fields import OVERALL, grouped
-from freshrag.core.stats import bootstrap_interval
+from freshrag.core.stats import bootstrap_interval, mean
 from freshrag.core.types import Question
 from freshrag.systems.retrieval import lexical
 from freshrag.systems.retrieval.index import VectorIndex
@@ -58,8 +58,7 @@ def _row(field: str, name: str, members: list[int],
     recall = {}
     for weight, hits in found.items():
         values = [float(hits[i]) for i in members]
-        recall[weight_name(weight)] = [round(sum(values) / len(values), 4),
-                                       *bootstrap_interval(values, _mean)]
+        recall[weight_name(weight)] = [mean(values, places=4), *bootstrap_interval(values, mean)]
     best = max(value[0] for value in recall.values())
     return {field: name, "questions": len(members), "recall": recall,
             "best_weights": [float(w) for w, value in recall.items() if value[0] == best],
@@ -87,7 +86,3 @@ def render(result: dict[str, Any]) -> str:
 
 def _interval(value: list[float]) -> str:
     return f"{value[0]:.3f} [{value[1]:.3f}, {value[2]:.3f}]"
-
-
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values)

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from freshrag.cli.main import main as freshrag
     from freshrag.core.dataset import example_dir
-    from freshrag.core.results import read_samples
+    from freshrag.core.samples import read_samples
     from freshrag.llm.local_server import LocalServer
 
     questions = (example_dir() / "questions.jsonl").read_text().splitlines()

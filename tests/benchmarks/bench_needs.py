@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from freshrag.builders.traffic.query_log import NeedLogConfig, cluster, read_queries  # noqa: E402
-from freshrag.core.results import read_jsonl  # noqa: E402
+from freshrag.core.jsonl import read_jsonl  # noqa: E402
 from tests import WIKIRAG  # noqa: E402
 from tests.support.wikidump import article_pages, write_dump  # noqa: E402
 

@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from freshrag.core.results import read_samples  # noqa: E402
+from freshrag.core.samples import read_samples  # noqa: E402
 from freshrag.scoring import SCORERS  # noqa: E402
 from freshrag.scoring.base import sentences  # noqa: E402
 from freshrag.scoring.store import read_scores  # noqa: E402

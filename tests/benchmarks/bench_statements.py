@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from freshrag.core.results import read_jsonl  # noqa: E402
+from freshrag.core.jsonl import read_jsonl  # noqa: E402
 from tests import WIKIRAG  # noqa: E402
 from tests.support.wikidump import article_pages, write_dump  # noqa: E402
 

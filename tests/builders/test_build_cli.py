@@ -8,7 +8,8 @@ import pytest
 
 from freshrag.builders.cutoffs import created_after
 from freshrag.cli.main import main
-from freshrag.core.results import read_jsonl, read_samples
+from freshrag.core.jsonl import read_jsonl
+from freshrag.core.samples import read_samples
 from tests import WIKIRAG
 from tests.support.builds import CUTOFF, DUMP_ARTICLES, build
 from tests.support.fake_openai_server import FakeOpenAIServer

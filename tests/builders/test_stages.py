@@ -25,7 +25,7 @@ from freshrag.builders.stages import (
     sample_articles,
 )
 from freshrag.core.dataset import load_dataset_dir
-from freshrag.core.results import read_jsonl
+from freshrag.core.jsonl import read_jsonl
 from freshrag.llm.client import ContextTooLong
 from tests.support.fakes import ScriptedLLM, ToolReply
 

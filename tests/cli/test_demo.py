@@ -11,7 +11,8 @@ from freshrag.builders.sources.dump import DumpSource
 from freshrag.cli.demo import DEMO_CUTOFF, DEMO_TODAY
 from freshrag.cli.main import main
 from freshrag.core.dataset import example_dir
-from freshrag.core.results import read_jsonl, read_samples
+from freshrag.core.jsonl import read_jsonl
+from freshrag.core.samples import read_samples
 from freshrag.systems import SYSTEMS
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import use_endpoint

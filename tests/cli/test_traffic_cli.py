@@ -9,7 +9,7 @@ import math
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.core.results import read_samples
+from freshrag.core.samples import read_samples
 from freshrag.systems.prompts import NEED_PROMPT
 from tests.support.fake_openai_server import default_reply
 

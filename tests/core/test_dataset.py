@@ -85,7 +85,7 @@ def test_shipped_example_dataset_loads_every_line():
 
 
 def test_optional_question_fields_reach_the_question_and_its_row(tmp_path):
-    from freshrag.core.results import sample_row
+    from freshrag.core.samples import sample_row
     extra = {"label": "summary", "information_need": "costs", "kind": "fresh", "need": True,
              "reference": "Nine spans.", "group": "g1", "criterion": "short"}
     q = write_lines(tmp_path / "questions.jsonl", [QUESTION | extra, QUESTION])

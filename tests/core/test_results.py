@@ -6,7 +6,7 @@ import tracemalloc
 
 import pytest
 
-from freshrag.core.results import JsonlWriter, read_jsonl
+from freshrag.core.jsonl import JsonlWriter, read_jsonl
 from tests.support.runs import run_cli
 
 ROW = json.dumps({"question_id": "q1", "system": "baseline", "answer": "Zwölf Brücken"},
@@ -57,7 +57,7 @@ def test_reading_agrees_with_the_repair(tmp_path, content, rows):
 
 
 def test_a_broken_line_before_the_last_is_an_error_naming_it(tmp_path):
-    from freshrag.core.results import ResultsError
+    from freshrag.core.jsonl import ResultsError
     path = tmp_path / "rows.jsonl"
     path.write_text(f"{ROW}\n{ROW[:25]}\n{ROW}\n", encoding="utf-8")
     with pytest.raises(ResultsError, match=r"rows.jsonl:2: not valid JSON"):
@@ -94,7 +94,7 @@ def test_a_whole_last_row_without_newline_is_neither_lost_nor_run_again(tmp_path
 
 
 def test_replace_jsonl_writes_the_whole_file_or_leaves_the_old_one(tmp_path):
-    from freshrag.core.results import replace_jsonl
+    from freshrag.core.jsonl import replace_jsonl
     path = tmp_path / "questions.jsonl"
     assert replace_jsonl(path, [{"q": "é"}, {"q": 2}]) == 2
     assert path.read_text(encoding="utf-8") == '{"q": "é"}\n{"q": 2}\n'

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.core.results import read_samples
+from freshrag.core.samples import read_samples
 from freshrag.scoring import judge
 from tests.support.datasets import bridges_and_mayor, write_dataset
 from tests.support.fakes import held

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.core.results import read_samples
+from freshrag.core.samples import read_samples
 from freshrag.cost.batch import TRIES
 from tests import ROOT
 from tests.support.datasets import write_dataset

@@ -6,7 +6,7 @@ import pytest
 
 from freshrag.cli.main import main
 from freshrag.core.config import load_settings
-from freshrag.core.results import read_samples
+from freshrag.core.samples import read_samples
 from freshrag.cost.budget import Budget, BudgetExceeded
 from freshrag.llm.tokens import count_messages
 from tests import WIKIRAG

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from freshrag.builders.sources.export import DumpPage, Revision, write_dump
-from freshrag.core.results import REQUIRED, SAMPLE_FIELDS, read_samples
+from freshrag.core.samples import REQUIRED, SAMPLE_FIELDS, read_samples
 from tests.fuzz.support import (
     assert_no_calls,
     assert_refused,

@@ -22,7 +22,7 @@ from freshrag.builders.sources.mediawiki import MediaWikiSource
 from freshrag.builders.sources.pages import DISAMBIGUATION, REDIRECT, TOO_SHORT, VANISHED
 from freshrag.builders.stages import SAMPLE, BuildConfig, sample_articles
 from freshrag.cli.main import main
-from freshrag.core.results import read_jsonl
+from freshrag.core.jsonl import read_jsonl
 from tests.integration.mediawiki import SeededMediaWiki
 from tests.support.fake_openai_server import FakeOpenAIServer
 

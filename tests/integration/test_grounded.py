@@ -18,7 +18,8 @@ from freshrag.builders.styles.facts import FACTS
 from freshrag.builders.styles.grounded import FAILED, QUERIES
 from freshrag.cli.demo import example_pages, write_example_dump
 from freshrag.cli.main import main
-from freshrag.core.results import read_jsonl, read_samples
+from freshrag.core.jsonl import read_jsonl
+from freshrag.core.samples import read_samples
 from tests.integration.mediawiki import LocalMediaWiki
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.wikidump import write_dump

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from freshrag.core.results import read_samples
+from freshrag.core.samples import read_samples
 from freshrag.systems import SYSTEMS
 from tests import WIKIRAG as DATA
 from tests.support.fakes import clean_env

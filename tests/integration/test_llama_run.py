@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from freshrag.core.results import read_samples
+from freshrag.core.samples import read_samples
 from tests import WIKIRAG
 from tests.support.fakes import clean_env
 

@@ -21,7 +21,8 @@ import sys
 
 import pytest
 
-from freshrag.core.results import read_jsonl, read_samples
+from freshrag.core.jsonl import read_jsonl
+from freshrag.core.samples import read_samples
 from freshrag.scoring.judge import GENERAL_JUDGE_PROMPT
 from tests import WIKIRAG as DATA
 from tests.support.fakes import clean_env

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from freshrag.builders.styles.needs import NEEDS_FILE, read_needs
-from freshrag.core.results import read_jsonl, read_samples
+from freshrag.core.jsonl import read_jsonl
+from freshrag.core.samples import read_samples
 from tests import WIKIRAG
 from tests.support.wikidump import article_pages, write_dump
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from freshrag.core.dataset import load_dataset_dir
-from freshrag.core.results import read_jsonl
+from freshrag.core.jsonl import read_jsonl
 from freshrag.core.types import LABELS
 from tests import WIKIRAG
 from tests.support.wikidump import article_pages, write_dump

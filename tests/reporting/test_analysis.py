@@ -6,7 +6,7 @@ import statistics
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.core.results import JsonlWriter
+from freshrag.core.jsonl import JsonlWriter
 from freshrag.reporting import analysis
 
 

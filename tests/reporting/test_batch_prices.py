@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.core.results import read_samples
+from freshrag.core.samples import read_samples
 from freshrag.cost.budget import BATCH_DISCOUNT
 from freshrag.reporting.prices import batch_calls, row_cost
 from tests.support.datasets import write_dataset

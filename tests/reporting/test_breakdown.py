@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.core.results import SAMPLES, JsonlWriter
+from freshrag.core.jsonl import JsonlWriter
+from freshrag.core.samples import SAMPLES
 from freshrag.reporting import breakdown, report
 from tests.support.dom import chromium, dump_dom, parse
 from tests.support.runs import sample_rows

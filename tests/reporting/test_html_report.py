@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.core.results import SAMPLES, JsonlWriter
+from freshrag.core.jsonl import JsonlWriter
+from freshrag.core.samples import SAMPLES
 from freshrag.reporting.render import plots
 from tests.support.dom import Node, chromium, dump_dom, parse
 from tests.support.runs import EVIL_TITLE, SCRIPT_ANSWER, sample_rows

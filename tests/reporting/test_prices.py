@@ -4,7 +4,7 @@ import pytest
 
 from freshrag.cli.main import main
 from freshrag.core.config import ConfigError
-from freshrag.core.results import JsonlWriter
+from freshrag.core.jsonl import JsonlWriter
 from freshrag.reporting.analysis import quality_and_cost
 from freshrag.reporting.prices import KNOWN_PRICES, price_table, row_cost
 

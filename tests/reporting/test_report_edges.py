@@ -8,7 +8,7 @@ import json
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.core.results import SAMPLES
+from freshrag.core.samples import SAMPLES
 from freshrag.reporting import analysis, report
 from freshrag.reporting.render import plots
 from tests.support.runs import sample, write_run

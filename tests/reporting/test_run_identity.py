@@ -10,6 +10,7 @@ import pickle
 import pytest
 
 from freshrag.cli.main import main
+from freshrag.core.stats import mean
 from freshrag.reporting import analysis, identity, report
 from freshrag.run.legacy import import_legacy
 from tests.support.dom import parse
@@ -32,7 +33,7 @@ def test_two_runs_with_other_models_are_two_rows_each_of_its_own_answers(tmp_pat
     assert [(r["system"], r["n"], r["models"]["answer"]) for r in summary] == [
         ("naive", len(SCORES), "model-a"), ("naive", len(OTHER_SCORES), "model-b")]
     assert [r["truthfulness"] for r in summary] == [
-        report.mean([t for t, _ in scores]) for scores in (SCORES, OTHER_SCORES)]
+        mean([t for t, _ in scores], places=4) for scores in (SCORES, OTHER_SCORES)]
 
 
 # (what the second run changes, whether the run directory must be shown, whether the two are

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.core.results import JsonlWriter
+from freshrag.core.jsonl import JsonlWriter
 from freshrag.reporting import analysis, scorers
 from freshrag.reporting.report import load_runs
 from freshrag.scoring.store import SCORES, answer_sha256

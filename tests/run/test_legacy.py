@@ -13,7 +13,7 @@ from fractions import Fraction
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.core.results import read_samples
+from freshrag.core.samples import read_samples
 from freshrag.run.legacy import LegacyError, load_pickle, retrieved_titles
 from tests.support.legacy import import_rows, row
 

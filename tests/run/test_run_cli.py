@@ -10,7 +10,7 @@ import time
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.core.results import read_samples
+from freshrag.core.samples import read_samples
 from tests import ROOT
 from tests.support.datasets import bridges_and_mayor, write_dataset
 from tests.support.fake_openai_server import FakeOpenAIServer

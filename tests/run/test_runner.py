@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from freshrag.core.dataset import Dataset
-from freshrag.core.results import read_samples
+from freshrag.core.samples import read_samples
 from freshrag.core.types import Article, Question, RetrievedChunk, SystemContext, Usage
 from freshrag.llm.client import EndpointError
 from freshrag.run.runner import CallRecorder, answer_and_grade

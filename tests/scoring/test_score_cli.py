@@ -9,7 +9,7 @@ import json
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.core.results import read_jsonl
+from freshrag.core.jsonl import read_jsonl
 from freshrag.scoring.store import SCORES, read_scores
 from tests.support.datasets import bridges_and_mayor, write_dataset
 from tests.support.fake_openai_server import FakeOpenAIServer, forced_tool_name

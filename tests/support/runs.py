@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.cli.main import main
-from freshrag.core.results import MANIFEST, SAMPLES, JsonlWriter
+from freshrag.core.jsonl import JsonlWriter
+from freshrag.core.manifest import MANIFEST
+from freshrag.core.samples import SAMPLES
 from tests.support.datasets import bridges_and_mayor, write_dataset
 
 SCRIPT_ANSWER = "<script>alert(1)</script> The answer is 42."

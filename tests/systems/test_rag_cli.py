@@ -6,7 +6,7 @@ import json
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.core.results import read_samples
+from freshrag.core.samples import read_samples
 from freshrag.llm.local_server import free_port
 from tests.support.datasets import bridges_and_mayor, write_dataset
 from tests.support.fake_openai_server import default_reply

@@ -30,18 +30,19 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from freshrag.core.fields import value_name
+from freshrag.core.files import write_text
+from freshrag.core.samples import answer_tokens
 from freshrag.core.types import QUESTION_FIELDS
 from freshrag.reporting import breakdown
 from freshrag.reporting.analysis import LOW_SCORE
 from freshrag.reporting.identity import group_rows, labels
+from freshrag.reporting.outcomes import is_scored
 from freshrag.reporting.report import ANALYSIS_TABLES as PRINTED_TABLES
 from freshrag.reporting.report import (
     COLUMNS,
-    answer_tokens,
     columns_for,
     format_value,
     is_interval,
-    is_scored,
 )
 from freshrag.reporting.scorers import SCORER_TABLES
 
@@ -93,9 +94,8 @@ def write_html(rows: list[Row], summary: list[Row], analysis: dict[str, Any],
     directories) are named under the title so a saved page says where it came from; `notes`
     (e.g. a run with no rows) are listed below them."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(rows, summary, analysis, figures, sources, notes, breakdowns),
-                    encoding="utf-8")
-    return path
+    return write_text(path, render_html(rows, summary, analysis, figures, sources, notes,
+                                         breakdowns))
 
 
 def render_html(rows: list[Row], summary: list[Row], analysis: dict[str, Any],

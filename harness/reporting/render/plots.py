@@ -30,9 +30,10 @@ matplotlib.use("Agg")  # files only, no screen
 import matplotlib.pyplot as plt  # noqa: E402
 
 from freshrag.core.fields import grouped  # noqa: E402
+from freshrag.core.files import write_figure  # noqa: E402
 from freshrag.reporting.groups import tag_figure  # noqa: E402
 from freshrag.reporting.identity import Identity, group_rows, labels  # noqa: E402
-from freshrag.reporting.report import is_scored  # noqa: E402
+from freshrag.reporting.outcomes import is_scored  # noqa: E402
 
 BINS = list(range(2, 11))
 Groups = dict[Identity, list[dict[str, Any]]]
@@ -56,7 +57,7 @@ def write_figures(rows: list[dict[str, Any]], out_dir: Path,
         fig, ax = plt.subplots(figsize=(5, 3.5))
         _histogram(ax, combined_scores(groups[key]), f"{key.dataset} / {names[key]}",
                    len(groups[key]))
-        paths.append(_save(fig, out_dir / name))
+        paths.append(save(fig, out_dir / name))
     paths.append(_side_by_side(groups, names, out_dir / "hist-comparison.png"))
     paths.append(_token_chart(groups, names, out_dir / "tokens-by-role.png"))
     if cost:
@@ -82,7 +83,7 @@ def histograms_by_field(rows: list[dict[str, Any]], field: str, out_dir: Path) -
         for ax, (value, part) in zip(axes[0], parts.items()):
             _histogram(ax, combined_scores(part), f"{field}: {_wrap(value)}", len(part))
         fig.suptitle(f"{key.dataset} / {names[key]}", fontsize=10)
-        paths.append(_save(fig, out_dir / name.replace("hist-", f"hist-by-{slug(field)}-", 1)))
+        paths.append(save(fig, out_dir / name.replace("hist-", f"hist-by-{slug(field)}-", 1)))
     return paths
 
 
@@ -136,7 +137,7 @@ def _pareto(cost: list[dict[str, Any]], names: dict[Identity, str], path: Path) 
         ax.set_xlabel(label)
         ax.set_title(f"Quality against {label.split(' (')[0]}", fontsize=10)
     axes[0].set_ylabel("mean truthfulness + relevance")
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def _no_points(cost: list[dict[str, Any]]) -> str:
@@ -165,7 +166,7 @@ def _side_by_side(groups: Groups, names: dict[Identity, str], path: Path) -> Pat
                              squeeze=False)
     for ax, (key, group) in zip(axes[0], groups.items()):
         _histogram(ax, combined_scores(group), f"{key.dataset} / {_wrap(names[key])}", len(group))
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def _token_chart(groups: Groups, names: dict[Identity, str], path: Path) -> Path:
@@ -194,7 +195,7 @@ def _token_chart(groups: Groups, names: dict[Identity, str], path: Path) -> Path
     ax.set_xticks(bars, ticks, fontsize=7)
     if roles or any(failed):
         ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def _wrap(label: str, width: int = 22) -> str:
@@ -203,9 +204,10 @@ def _wrap(label: str, width: int = 22) -> str:
     return system + ("\n" + textwrap.fill(bracket.strip() + rest, width) if bracket else "")
 
 
-def _save(fig: Any, path: Path) -> Path:
+def save(fig: Any, path: Path) -> Path:
+    """Lay the figure out, write it whole to `path` and close it."""
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    write_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 

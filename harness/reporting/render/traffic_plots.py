@@ -15,7 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from freshrag.reporting.render.plots import _save, plt, slug
+from freshrag.core.files import write_figure
+from freshrag.reporting.render.plots import plt, save, slug
 
 
 def write(analysis: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -59,7 +60,7 @@ def _savings(curves: list[dict[str, Any]], dataset: str, path: Path) -> Path:
     handles, names = axes[1].get_legend_handles_labels()
     fig.tight_layout(rect=(0, 0.22 * rows / (4.2 + 0.22 * rows) + 0.04, 1, 1))
     fig.legend(handles, names, loc="lower center", ncol=2, fontsize=7, frameon=False)
-    fig.savefig(path, dpi=110)  # not _save: its tight_layout would pull the legend back in
+    write_figure(fig, path, dpi=110)  # not save(): its tight_layout would pull the legend back in
     plt.close(fig)
     return path
 
@@ -78,4 +79,4 @@ def _deciders(entries: list[dict[str, Any]], path: Path) -> Path:
     for ax in (roc, pr):
         ax.legend(fontsize=7, loc="lower right")
     fig.suptitle("Retrieval deciders against need by construction", fontsize=10)
-    return _save(fig, path)
+    return save(fig, path)

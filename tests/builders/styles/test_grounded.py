@@ -12,7 +12,8 @@ import pytest
 from freshrag.builders.styles.grounded import FAILED, QUERIES
 from freshrag.cli.demo import write_example_dump
 from freshrag.cli.main import main
-from freshrag.core.results import read_jsonl, read_samples
+from freshrag.core.jsonl import read_jsonl
+from freshrag.core.samples import read_samples
 from tests.support.fake_openai_server import FakeOpenAIServer, default_reply
 from tests.support.fakes import grade_call, use_endpoint
 

@@ -20,7 +20,7 @@ from freshrag.builders.styles.needs import (
     read_needs,
 )
 from freshrag.core.dataset import load_dataset_dir
-from freshrag.core.results import read_jsonl
+from freshrag.core.jsonl import read_jsonl
 from freshrag.core.types import Article, LLMResponse, Usage
 from freshrag.llm.client import ContextTooLong
 from freshrag.systems.retrieval.index import chunk_articles

@@ -9,7 +9,8 @@ import pytest
 
 from freshrag.builders.styles.needs import NEEDS_FILE, read_needs
 from freshrag.cli.main import main
-from freshrag.core.results import read_jsonl, read_samples
+from freshrag.core.jsonl import read_jsonl
+from freshrag.core.samples import read_samples
 from tests import WIKIRAG
 from tests.support.builds import NEEDS, needs_build
 

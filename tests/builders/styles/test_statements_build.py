@@ -7,7 +7,8 @@ import pytest
 
 from freshrag.cli.main import main
 from freshrag.core.dataset import load_dataset_dir
-from freshrag.core.results import read_jsonl, read_samples
+from freshrag.core.jsonl import read_jsonl
+from freshrag.core.samples import read_samples
 from tests import WIKIRAG
 from tests.support.builds import CUTOFF, statements_build, statements_reply, tool
 from tests.support.fake_openai_server import FakeOpenAIServer

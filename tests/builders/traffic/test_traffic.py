@@ -10,7 +10,8 @@ import pytest
 from freshrag.builders.traffic.general_queries import GENERAL_QUERIES
 from freshrag.builders.traffic.mix import counts_for
 from freshrag.cli.main import main
-from freshrag.core.results import read_jsonl, read_samples
+from freshrag.core.jsonl import read_jsonl
+from freshrag.core.samples import read_samples
 from freshrag.scoring.judge import GENERAL_JUDGE_PROMPT, JUDGE_PROMPT
 from tests.support.builds import CUTOFF, FRESH, OLD, traffic_build
 from tests.support.wikidump import STAND_IN_CREATED

@@ -1,0 +1,154 @@
+"""The row of samples.jsonl (docs/run-format.md#samplesjsonl): one per (question, system), appended
+the moment the pair finishes, with everything needed to recompute any table later:
+
+- `dataset`, `question_id`, `question`, `gold_title`, `system`
+- `status`: "ok", or "failed" (an LLM error; `error` says why; failed pairs are retried on resume)
+- `answer`: the system's answer text (null when failed)
+- `retrievals`: how many times the system retrieved
+- `usage`: per role (answer, decision, judge, ...) `{"input", "output", "estimated"}`, summed
+  over `calls`
+- `grade`: `{"truthfulness", "relevance", "unscored_reason", "raw", "context_cut"}` (scores null
+  when unscored; `context_cut` `{"chars", "halvings"}` when the article was halved to fit)
+- `calls`: every LLM call the pair made (the system's, then the judge's), with the messages sent,
+  tool arguments, usage, latency, cache hit and `batch` (answered by the Batch API, so priced
+  at the batch rate; absent from rows written before it, which are list price). A failed row
+  holds the calls that succeeded before the failure, so that the tokens spent on failed pairs
+  are counted too
+- `details`: what the strategy reports about itself (decision, retrieved chunks, cuts)
+- `latency_s`: wall time of the pair, `error`, `finished_at`
+
+The file itself is JSON Lines, appended to and repaired as harness/core/jsonl.py describes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from freshrag.core.jsonl import now, read_jsonl
+from freshrag.core.types import Grade, LLMResponse, Question, SystemAnswer, sum_usage_by_role
+
+SAMPLES = "samples.jsonl"
+
+
+def sample_row(dataset: str, question: Question, system: str, answer: SystemAnswer | None,
+               grade: Grade | None, calls: list[LLMResponse], latency_s: float,
+               error: str | None = None) -> dict[str, Any]:
+    """One row; `calls` are all the pair's calls, the judge's included."""
+    return {
+        "dataset": dataset, "question_id": question.id, "question": question.text,
+        "gold_title": question.gold_title, **question.fields(), "system": system,
+        "status": "failed" if error else "ok",
+        "answer": answer.text if answer else None,
+        "retrievals": answer.retrievals if answer else 0,
+        "usage": {role: asdict(usage) for role, usage in sum_usage_by_role(calls).items()},
+        "grade": asdict(grade) if grade else None,
+        "calls": [asdict(call) for call in calls],
+        "details": answer.details if answer else {},
+        "latency_s": round(latency_s, 4), "error": error, "finished_at": now(),
+    }
+
+
+def read_samples(path: Path) -> list[dict[str, Any]]:
+    """Every row, the last one per (question, system) winning, in file order."""
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in read_jsonl(path, sample_problem):
+        latest.pop((row["question_id"], row["system"]), None)
+        latest[row["question_id"], row["system"]] = row
+    return list(latest.values())
+
+
+def answer_tokens(row: dict[str, Any]) -> tuple[int, int]:
+    """Tokens the system spent on this row (all roles but the judge)."""
+    used = [u for role, u in (row.get("usage") or {}).items() if role != "judge"]
+    return sum(u["input"] for u in used), sum(u["output"] for u in used)
+
+
+# --------------------------------------------------------------------------- the rows' shape
+
+_NONE = type(None)
+_NUMBER = (int, float)
+# Every field sample_row writes, with the JSON types a reader may meet there; the readers index
+# the REQUIRED ones directly, and only look at the others if present (rows made by hand and older
+# rows may lack them).
+REQUIRED = ("question_id", "gold_title", "system", "status", "retrievals", "usage", "grade")
+SAMPLE_FIELDS: dict[str, tuple[type, ...]] = {
+    "dataset": (str, _NONE), "question_id": (str,), "question": (str,), "gold_title": (str, _NONE),
+    "system": (str,), "status": (str,), "answer": (str, _NONE), "retrievals": (int,),
+    "usage": (dict,), "grade": (dict, _NONE), "calls": (list,), "details": (dict, _NONE),
+    "latency_s": (*_NUMBER, _NONE), "error": (str, _NONE), "finished_at": (str, _NONE),
+}
+
+
+def sample_problem(row: dict[str, Any]) -> str | None:
+    """What is wrong with a samples.jsonl row for the readers (report, analysis, resume), or
+    None: every field present with its type, usage as counts, grades as finite numbers."""
+    missing = [name for name in REQUIRED if name not in row]
+    if row.get("status") == "failed" and "error" not in row:
+        missing.append("error")  # the reason a failed pair is reported with
+    if missing:
+        return f"field(s) {missing} missing"
+    for name, types in SAMPLE_FIELDS.items():
+        if name in row and not _is(row[name], types):
+            return f"field {name!r} must be {_names(types)}, got {row[name]!r:.80}"
+    if row["gold_title"] is None and row.get("kind") != "general":
+        return "field 'gold_title' is null, which only a general query (kind 'general') may be"
+    if row["status"] not in ("ok", "failed"):
+        return f"field 'status' must be 'ok' or 'failed', got {row['status']!r:.80}"
+    if row["retrievals"] < 0:
+        return f"field 'retrievals' must be a count, got {row['retrievals']}"
+    return (_usage_problem(row["usage"]) or _grade_problem(row["grade"])
+            or _details_problem(row.get("details"), row.get("calls") or [], row.get("models")))
+
+
+def _usage_problem(usage: dict[str, Any]) -> str | None:
+    for role, counts in usage.items():
+        if not isinstance(counts, dict) or not all(
+                _is(counts.get(k), (int,)) and counts[k] >= 0 for k in ("input", "output")):
+            return f"usage of {role!r} must be {{\"input\": count, \"output\": count}}, got {counts!r:.80}"
+    return None
+
+
+def _grade_problem(grade: dict[str, Any] | None) -> str | None:
+    if grade is None:
+        return None
+    reason = grade.get("unscored_reason")
+    if not _is(reason, (str, _NONE)) or not _is(grade.get("raw", []), (list,)):
+        return f"grade must hold unscored_reason (text or null) and raw (a list), got {grade!r:.80}"
+    for name in ("truthfulness", "relevance"):
+        value = grade.get(name)
+        scored = _is(value, _NUMBER) and math.isfinite(value)
+        if not scored and (reason is None or value is not None):
+            return f"grade {name!r} must be a finite number (or null when unscored), got {value!r:.80}"
+    return None
+
+
+def _details_problem(details: dict[str, Any] | None, calls: list[Any],
+                     models: Any) -> str | None:
+    details = details or {}
+    retrieved = details.get("retrieved")
+    if retrieved is not None and not (isinstance(retrieved, list) and all(
+            isinstance(chunk, dict) and isinstance(chunk.get("title"), str) for chunk in retrieved)):
+        return f"details.retrieved must be null or a list of {{\"title\": text}}, got {retrieved!r:.80}"
+    if not _is(details.get("decision"), (str, _NONE)):
+        return f"details.decision must be text or null, got {details['decision']!r:.80}"
+    if not all(isinstance(call, dict) and isinstance(call.get("role"), str)
+               and _is(call.get("model"), (str, _NONE)) for call in calls):
+        return "calls must be a list of objects with a role (and model) as text"
+    if models is not None and not (isinstance(models, dict)
+                                   and all(isinstance(m, str) for m in models.values())):
+        return f"field 'models' must map roles to model names, got {models!r:.80}"
+    return None
+
+
+def _is(value: Any, types: tuple[type, ...]) -> bool:
+    """isinstance, where a JSON true/false is not a number."""
+    return isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+
+
+def _names(types: tuple[type, ...]) -> str:
+    words = {str: "text", int: "a whole number", float: "a number", dict: "an object",
+             list: "a list", _NONE: "null"}
+    return " or ".join(dict.fromkeys(words[t] for t in types))

@@ -1,0 +1,66 @@
+"""What an answer came to, as every table of a report reads it: whether it was scored, its score,
+the tokens its pair spent, whether a system decided about retrieval, and which answers of two run
+identities answer the same questions (docs/reports.md#what-a-report-holds).
+
+The analysis (analysis.py), the decisions against need (decisions.py), the savings curve
+(savings.py), the summary (report.py) and the figures all build on these, and on nothing of each
+other's: imports among the reporting modules go one way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from freshrag.core.samples import answer_tokens
+from freshrag.reporting.identity import Identity, comparable
+
+Row = dict[str, Any]
+
+
+def is_scored(row: Row) -> bool:
+    return row["status"] == "ok" and row["grade"] is not None and row["grade"]["unscored_reason"] is None
+
+
+def total_score(row: Row) -> float | None:
+    """Truthfulness + relevance (2..10), None for an answer that was not scored."""
+    if not is_scored(row):
+        return None
+    return row["grade"]["truthfulness"] + row["grade"]["relevance"]
+
+
+def spent(rows: list[Row], status: str = "ok") -> tuple[int, int]:
+    """Input and output tokens (judge excluded) of the rows with this status: "ok" rows are what
+    the tables call tokens, "failed" rows are counted apart."""
+    tokens = [answer_tokens(row) for row in rows if row["status"] == status]
+    return sum(t[0] for t in tokens), sum(t[1] for t in tokens)
+
+
+def decides(group: list[Row]) -> bool:
+    """A system that records retrieval decisions, or (an imported run) retrieved for some
+    questions and not for others."""
+    if any((row.get("details") or {}).get("decision") is not None for row in group):
+        return True
+    retrieving = sum(row["retrievals"] > 0 for row in group)
+    return 0 < retrieving < len(group)
+
+
+def by_question(group: list[Row]) -> dict[str, Row]:
+    return {row["question_id"]: row for row in group}
+
+
+def shared_questions(first: dict[str, Row], second: dict[str, Row]) -> list[str]:
+    """Question ids both groups answered with the same question text, sorted (imported runs
+    number questions by position, so one id may name two questions in two imports)."""
+    return sorted(q for q in first.keys() & second.keys()
+                  if first[q].get("question") == second[q].get("question"))
+
+
+def references(groups: dict[Identity, list[Row]], key: Identity
+               ) -> tuple[dict[str, Row], dict[str, Row]] | None:
+    """Rows by question of a `baseline` and a `naive` run comparable with `key` (same dataset,
+    judge and shared models), or None when the report has no such pair."""
+    for base in (k for k in groups if k.system == "baseline" and comparable(k, key)):
+        for rag in (k for k in groups if k.system == "naive" and comparable(k, key)
+                    and comparable(k, base)):
+            return by_question(groups[base]), by_question(groups[rag])
+    return None
