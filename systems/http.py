@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from freshrag.core.config import url_problem
-from freshrag.core.types import LLMResponse, Question, SystemAnswer, SystemContext, Usage
+from freshrag.core.types import Question, SystemAnswer, SystemContext
 from freshrag.llm.client import EndpointError, EndpointUnreachable
+from freshrag.systems.reported import REPORTED, reported_answer
 
-REPLY_FIELDS = ("answer", "contexts", "input_tokens", "output_tokens", "retrievals", "decision")
-DECISIONS = ("retrieve", "no-retrieve", "none")
+REPLY_FIELDS = REPORTED
 MAX_REPLY_BYTES = 10_000_000  # a larger reply is a fault, not a row
 
 
@@ -73,9 +73,7 @@ class HttpSystem:
         self.headers = headers(settings)  # a missing variable is named before any request
 
     def answer(self, question: Question) -> SystemAnswer:
-        started = time.monotonic()
-        reply = self._ask(question)
-        return read_reply(self.settings, question, reply, time.monotonic() - started)
+        return read_reply(self.settings, question, self._ask(question))
 
     def _ask(self, question: Question) -> Any:
         settings = self.settings
@@ -173,41 +171,19 @@ def _read_body(response: Any, deadline: float) -> bytes:
     return b"".join(chunks)
 
 
-def read_reply(settings: HttpSettings, question: Question, reply: Any,
-               latency_s: float) -> SystemAnswer:
+def read_reply(settings: HttpSettings, question: Question, reply: Any) -> SystemAnswer:
     """The answer and what the service reported; a reply without the answer is a fault."""
     where = f"system {settings.name!r} at {settings.url}"
     if not isinstance(reply, dict):
         raise EndpointError(f"{where}: the reply is a JSON {type(reply).__name__}, not an object")
     values = {name: _at(reply, settings.reply.get(name)) for name in REPLY_FIELDS}
-    answer = values["answer"]
-    if not isinstance(answer, str):
-        raise EndpointError(f"{where}: the reply has no text at {settings.reply['answer']!r} "
-                            f"(got {answer!r:.80})")
     try:
-        contexts = _contexts(values["contexts"])
-        tokens = [_count(values[name], name) for name in ("input_tokens", "output_tokens")]
-        retrievals = _count(values["retrievals"], "retrievals")
-        decision = _decision(values["decision"])
+        answer = reported_answer(values, settings.name, question)
     except ValueError as err:
-        raise EndpointError(f"{where}: {err}") from None
-    if retrievals is None and contexts is not None:
-        retrievals = int(bool(contexts))  # contexts came back: one retrieval, as naive RAG counts
-    unknown = [name for name, value in (("input_tokens", tokens[0]),
-                                        ("output_tokens", tokens[1]),
-                                        ("retrievals", retrievals), ("decision", decision))
-               if value is None]
-    calls = [] if None in tokens else [LLMResponse(
-        role="answer", model=settings.name, text=answer, tool_name=None, tool_arguments=None,
-        usage=Usage(tokens[0], tokens[1]), latency_s=round(latency_s, 4), cache_hit=False,
-        messages=[{"role": "user", "content": question.text}])]
-    details: dict[str, Any] = {"decision": decision, "unknown": unknown,
-                               "service": {"url": settings.url}}
-    if contexts:
-        details["retrieved"] = [{"title": title, "index": i, "score": score}
-                                for i, (title, _, score) in enumerate(contexts)]
-        details["context"] = "\n\n".join(text for _, text, _ in contexts)
-    return SystemAnswer(answer, calls=calls, retrievals=retrievals, details=details)
+        message = str(err).replace("{answer!r}", repr(settings.reply["answer"]))
+        raise EndpointError(f"{where}: {message}") from None
+    answer.details["service"] = {"url": settings.url}
+    return answer
 
 
 def _at(reply: dict[str, Any], path: str | None) -> Any:
@@ -217,47 +193,6 @@ def _at(reply: dict[str, Any], path: str | None) -> Any:
             return None
         value = value[part]
     return None if value is reply else value
-
-
-def _contexts(value: Any) -> list[tuple[str, str, float | None]] | None:
-    """(title, text, score) of each context: plain strings or {title, text|content, score}."""
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        raise ValueError(f"contexts must be a list, got {value!r:.80}")
-    found = []
-    for item in value:
-        if isinstance(item, str):
-            found.append(("", item, None))
-            continue
-        text = item.get("text", item.get("content", item.get("page_content"))) \
-            if isinstance(item, dict) else None
-        score = item.get("score") if isinstance(item, dict) else None
-        if not isinstance(text, str) or not isinstance(score, (int, float, type(None))) \
-                or isinstance(score, bool):
-            raise ValueError(f"a context must be text or {{title, text, score}}, got {item!r:.80}")
-        title = item.get("title")
-        found.append((title if isinstance(title, str) else "", text, score))
-    return found
-
-
-def _count(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 10**12:
-        raise ValueError(f"{name} must be a whole number from 0, got {value!r:.80}")
-    return value
-
-
-def _decision(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "retrieve" if value else "no-retrieve"
-    if value not in DECISIONS:
-        raise ValueError(f"decision must be true/false or one of {', '.join(DECISIONS)}, "
-                         f"got {value!r:.80}")
-    return value
 
 
 SETTINGS_KEYS = ("url", "timeout_s", "max_attempts", "headers", "request", "reply")

@@ -31,7 +31,8 @@ from types import ModuleType
 from typing import Any, Callable
 
 from freshrag.core.config import url_problem
-from freshrag.core.types import System, SystemContext
+from freshrag.core.types import Question, System, SystemContext
+from freshrag.systems import answers_file
 from freshrag.systems.http import HttpSettings, HttpSystem
 
 ENTRY_POINT_GROUP = "freshrag.systems"
@@ -50,7 +51,7 @@ class SystemSource:
 
     name: str
     factory: Factory
-    origin: str  # "built-in", "file", "module", "entry point" or "http"
+    origin: str  # "built-in", "file", "module", "entry point", "http" or "answers file"
     where: str  # the spec as given, the built-in's module, or the service's URL
     sha256: str | None = None  # of the file that defines it; of a service's settings
     version: str | None = None  # of the installed package that ships it
@@ -67,10 +68,12 @@ class SystemSource:
 
 
 def resolve(spec: str, builtins: dict[str, Factory],
-            services: dict[str, HttpSettings] | None = None) -> SystemSource:
+            services: dict[str, HttpSettings] | None = None,
+            questions: list[Question] | None = None) -> SystemSource:
     """The system `spec` names: `[NAME=]` then a built-in name, a service of `services` (the
-    `[systems.*]` tables of freshrag.toml), an http(s):// URL, `FILE.py:ATTR`, `MODULE:ATTR`, or
-    the name of an installed package's entry point in the `freshrag.systems` group."""
+    `[systems.*]` tables of freshrag.toml), an http(s):// URL, an answers file (`.jsonl` or
+    `.csv`, matched to `questions`, the run's dataset), `FILE.py:ATTR`, `MODULE:ATTR`, or the name
+    of an installed package's entry point in the `freshrag.systems` group."""
     name, _, target = spec.partition("=") if "=" in spec.split(":", 1)[0] else ("", "", spec)
     name, target = name.strip(), target.strip()
     services = services or {}
@@ -78,6 +81,8 @@ def resolve(spec: str, builtins: dict[str, Factory],
         found = _builtin(target, builtins[target])
     elif target in services or target.lower().startswith(("http://", "https://")):
         found = _service(services.get(target) or _url_settings(name, target, spec))
+    elif target.lower().endswith(answers_file.SUFFIXES):
+        found = _answers(spec, Path(target), name or Path(target).stem, questions)
     elif ":" in target:
         where, _, attribute = target.rpartition(":")
         if not attribute.isidentifier():
@@ -125,6 +130,18 @@ def _service(settings: HttpSettings) -> SystemSource:
     return SystemSource(settings.name, functools.partial(HttpSystem, settings=settings), "http",
                         settings.url, hashlib.sha256(record).hexdigest(), None,
                         f"the service at {settings.url}")
+
+
+def _answers(spec: str, path: Path, name: str, questions: list[Question] | None) -> SystemSource:
+    if questions is None:
+        raise PluginError(f"system {spec!r}: an answers file is matched to a run's dataset; "
+                          f"name it in `freshrag run --systems`")
+    try:
+        answers = answers_file.load_answers(path, questions, name)
+    except answers_file.AnswersFileError as err:
+        raise PluginError(f"system {spec!r}: {err}") from None
+    return SystemSource(name, answers_file.factory(answers), "answers file", str(path),
+                        answers.sha256, None, f"the answers in {path}")
 
 
 def _url_settings(name: str, url: str, spec: str) -> HttpSettings:

@@ -125,8 +125,11 @@ class SystemAnswer:
 
     text: str
     calls: list[LLMResponse] = field(default_factory=list)
-    retrievals: int = 0
+    retrievals: int | None = 0  # None: a system outside freshrag did not say
     details: dict[str, Any] = field(default_factory=dict)  # strategy-specific: decision, chunks, cuts
+    # The answer's own latency where the system knows it better than freshrag's clock can (an
+    # answers file made elsewhere); None: the runner times `answer` itself.
+    latency_s: float | None = None
 
     def usage_by_role(self) -> dict[str, Usage]:
         return sum_usage_by_role(self.calls)

@@ -90,7 +90,7 @@ def test_a_server_error_is_asked_again_then_answers():
                  r"cannot be read as JSON \(text/html\): '<html>login</html>'", id="html"),
     pytest.param({"body": '{"answer": "x", "usage": {"input_tokens": ' + "7" * 5000 + "}}",
                   "content_type": "application/json"}, r"cannot be read as JSON", id="huge-int"),
-    pytest.param({"json": {"text": "Four."}}, r"no text at 'answer'", id="no-answer-field"),
+    pytest.param({"json": {"text": "Four."}}, r"no answer text at 'answer'", id="no-answer-field"),
     pytest.param({"json": ["Four."]}, r"the reply is a JSON list, not an object", id="not-object"),
     pytest.param({"json": {"answer": "x", "retrievals": -1}}, r"retrievals must be a whole",
                  id="negative-count"),

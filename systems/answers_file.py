@@ -1,0 +1,178 @@
+"""Answers made elsewhere, as a system (docs/running.md#systems): a JSON Lines or CSV file with one
+answer per question, replayed through the run so that the judge, the scorers, resume and every
+report treat them like any other system's.
+
+A row names its question by id (`question_id` or `id`) or by its text (`question`, or Ragas'
+`user_input`) and gives the answer (`answer`, or Ragas' `response`); optional columns are the
+retrieved contexts (`contexts`, or Ragas' `retrieved_contexts`: a list of texts or of
+{title, text, score}; in CSV a JSON list), `input_tokens`, `output_tokens`, `retrievals`,
+`decision`, `latency_s`, and Ragas' `reference` (kept in the answer's details). What a row does
+not report is unknown, never 0. The whole file is read and checked before the run starts: an
+unknown column, a bad value, a question the dataset does not hold or a question answered twice is
+named with its file and line.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import functools
+import hashlib
+import io
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from freshrag.core.textfile import lines, read_text
+from freshrag.core.types import Question, SystemAnswer, SystemContext
+from freshrag.llm.client import EndpointError
+from freshrag.systems.reported import reported_answer
+
+SUFFIXES = (".jsonl", ".csv")
+# column -> the reported value it is (systems/reported.py), Ragas' names beside ours
+COLUMNS = {"answer": "answer", "response": "answer", "contexts": "contexts",
+           "retrieved_contexts": "contexts", "input_tokens": "input_tokens",
+           "output_tokens": "output_tokens", "retrievals": "retrievals", "decision": "decision",
+           "latency_s": "latency_s"}
+QUESTION_COLUMNS = ("question_id", "id", "question", "user_input")
+KEPT = ("reference",)  # Ragas' reference answer: kept in the answer's details
+
+
+class AnswersFileError(ValueError):
+    """An answers file that cannot be replayed; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Answers:
+    """Every answer of one file, by question id, ready to replay."""
+
+    path: Path
+    sha256: str
+    by_question: dict[str, SystemAnswer]
+
+
+def load_answers(path: Path, questions: list[Question], name: str) -> Answers:
+    """The file's answers matched to `questions` (by id, else by exact text), each row checked."""
+    if not path.is_file():
+        raise AnswersFileError(f"{path}: answers file not found")
+    ids = {question.id: question for question in questions}
+    texts = {question.text.strip(): question for question in questions}
+    found: dict[str, tuple[int, SystemAnswer]] = {}
+    for line_no, row in _rows(path):
+        where = f"{path}:{line_no}"
+        question = _question(row, ids, texts, where)
+        if question.id in found:
+            raise AnswersFileError(f"{where}: answers question {question.id!r} again (first at "
+                                   f"line {found[question.id][0]})")
+        found[question.id] = (line_no, _answer(row, question, name, where))
+    if not found:
+        raise AnswersFileError(f"{path}: holds no answers")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return Answers(path, digest, {qid: answer for qid, (_, answer) in found.items()})
+
+
+class AnswersFile:
+    """The file as a system: each question's answer is the file's, its calls and tokens as the
+    file reports them."""
+
+    def __init__(self, context: SystemContext, answers: Answers):
+        self.answers = answers
+
+    def answer(self, question: Question) -> SystemAnswer:
+        found = self.answers.by_question.get(question.id)
+        if found is None:
+            raise EndpointError(f"{self.answers.path} has no answer for question {question.id}")
+        return replace(found, calls=list(found.calls), details=dict(found.details))
+
+
+def factory(answers: Answers) -> functools.partial:
+    return functools.partial(AnswersFile, answers=answers)
+
+
+def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    if path.suffix.lower() == ".csv":
+        reader = csv.DictReader(io.StringIO(read_text(path, AnswersFileError), newline=""))
+        rows = [(reader.line_num, dict(row)) for row in reader]
+        if extra := next((line_no for line_no, row in rows if None in row), None):
+            raise AnswersFileError(f"{path}:{extra}: more cells than the header has columns")
+        return [(line_no, _csv_values(row, f"{path}:{line_no}")) for line_no, row in rows]
+    found = []
+    for line_no, text in lines(path, AnswersFileError):
+        if not text.strip():
+            continue
+        try:
+            row = json.loads(text)
+        except (ValueError, RecursionError) as err:  # ValueError: an integer too long too
+            raise AnswersFileError(f"{path}:{line_no}: not a JSON object ({err})") from None
+        if not isinstance(row, dict):
+            raise AnswersFileError(f"{path}:{line_no}: not a JSON object")
+        found.append((line_no, row))
+    return found
+
+
+def _csv_values(row: dict[str, str], where: str) -> dict[str, Any]:
+    """A CSV row's cells as values: numbers for counts, a list for contexts, empty as absent."""
+    values: dict[str, Any] = {}
+    for column, cell in row.items():
+        if cell is None or cell == "":
+            continue
+        if COLUMNS.get(column) == "contexts":
+            values[column] = _list_cell(cell, column, where)
+        elif COLUMNS.get(column) in ("input_tokens", "output_tokens", "retrievals", "latency_s"):
+            try:
+                values[column] = float(cell) if column == "latency_s" else int(cell)
+            except ValueError:
+                raise AnswersFileError(f"{where}: {column} {cell[:80]!r} is not a number") from None
+        elif COLUMNS.get(column) == "decision" and cell.lower() in ("true", "false"):
+            values[column] = cell.lower() == "true"
+        else:
+            values[column] = cell
+    return values
+
+
+def _list_cell(cell: str, column: str, where: str) -> Any:
+    try:
+        return json.loads(cell)
+    except ValueError:
+        pass
+    try:  # a list written by Python (pandas' to_csv of a Ragas dataset)
+        return ast.literal_eval(cell)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        raise AnswersFileError(f"{where}: {column} is neither a JSON nor a Python list: "
+                               f"{cell[:80]!r}") from None
+
+
+def _question(row: dict[str, Any], ids: dict[str, Question], texts: dict[str, Question],
+              where: str) -> Question:
+    if unknown := sorted(set(row) - set(COLUMNS) - set(QUESTION_COLUMNS) - set(KEPT)):
+        raise AnswersFileError(f"{where}: unknown column(s) {unknown}; known: "
+                               f"{', '.join([*QUESTION_COLUMNS, *COLUMNS, *KEPT])}")
+    qid = row.get("question_id", row.get("id"))
+    if qid is not None:
+        if str(qid) not in ids:
+            raise AnswersFileError(f"{where}: question id {str(qid)[:80]!r} is not in the dataset")
+        return ids[str(qid)]
+    text = row.get("question", row.get("user_input"))
+    if not isinstance(text, str) or not text.strip():
+        raise AnswersFileError(f"{where}: names no question (question_id, id, question or "
+                               f"user_input)")
+    if text.strip() not in texts:
+        raise AnswersFileError(f"{where}: the question {text[:80]!r} is not in the dataset")
+    return texts[text.strip()]
+
+
+def _answer(row: dict[str, Any], question: Question, name: str, where: str) -> SystemAnswer:
+    values: dict[str, Any] = {}
+    for column, value in row.items():
+        if column in COLUMNS:
+            values[COLUMNS[column]] = value
+    try:
+        answer = reported_answer(values, name, question)
+    except ValueError as err:
+        raise AnswersFileError(f"{where}: " + str(err).replace("{answer!r}", "answer or response")
+                               ) from None
+    for column in KEPT:
+        if isinstance(row.get(column), str):
+            answer.details[column] = row[column]
+    return answer
