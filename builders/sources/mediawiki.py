@@ -21,6 +21,7 @@ import wikipediaapi
 
 from freshrag.builders.sources.pages import DISAMBIGUATION, REDIRECT, VANISHED, Page
 from freshrag.builders.styles.facts import batches
+from freshrag.core.errors import UserError
 
 WIKIPEDIA_API = "https://en.wikipedia.org/w/api.php"
 DEFAULT_USER_AGENT = "freshrag/0.1 (https://github.com/freshrag/freshrag; set --user-agent)"
@@ -33,7 +34,7 @@ EXHAUSTED_AFTER = 3
 DISAMBIGUATION_TEMPLATES = ("Template:Disambiguation", "Template:Disambig", "Template:Dab")
 
 
-class SourceError(RuntimeError):
+class SourceError(UserError, RuntimeError):
     """The wiki cannot be used; the message names its API URL."""
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Iterator
 
 from freshrag.core.config import DEFAULT_CONFIG_FILE, LLMSettings
+from freshrag.core.errors import UserError
 from freshrag.core.rundir import RUN_ROLES
 from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import LLMClient
@@ -18,7 +19,7 @@ from freshrag.llm.local_server import LocalServer
 CACHE_FILE = ".llm-cache.sqlite"
 
 
-class UsageError(Exception):
+class UsageError(UserError):
     """Options that do not fit together or name nothing known."""
 
 

@@ -19,32 +19,25 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from freshrag.builders.cutoffs import CutoffError
-from freshrag.builders.sources.dump import DumpError
-from freshrag.builders.sources.mediawiki import SourceError
-from freshrag.builders.stages import BuildError
-from freshrag.builders.styles.needs import NeedsError
-from freshrag.builders.styles.templates import TemplateError
-from freshrag.builders.traffic.mix import MixError
 from freshrag.cli.build import cmd_build, cmd_label, cmd_mix, cmd_needs
 from freshrag.cli.common import CACHE_FILE, UsageError, default_config, llm_client
 from freshrag.cli.demo import run_demo
 from freshrag.cli.parser import INDEX_DIR, build_parser
-from freshrag.core.config import ConfigError, LLMSettings, load_settings
+from freshrag.core.config import LLMSettings, load_settings
 from freshrag.core.dataset import (
     Dataset,
-    DatasetError,
     example_dir,
     load_articles,
     load_dataset,
     load_dataset_dir,
 )
-from freshrag.core.results import SAMPLES, ResultsError, read_samples
+from freshrag.core.errors import UserError
+from freshrag.core.results import SAMPLES, read_samples
 from freshrag.core.rundir import INDEX_SETTINGS, RUN_ROLES, locked
 from freshrag.core.types import Article
 from freshrag.cost import batch, dry_run, plan
 from freshrag.cost.budget import BudgetExceeded
-from freshrag.llm.client import EndpointError, LLMClient
+from freshrag.llm.client import LLMClient
 from freshrag.llm.local_server import LocalServer, LocalServerError
 from freshrag.reporting import agreement, analysis, breakdown, report
 from freshrag.reporting import scorers as scorer_report
@@ -52,7 +45,7 @@ from freshrag.reporting.judge_check import judge_checks
 from freshrag.reporting.prices import price_table
 from freshrag.reporting.render import plots, traffic_plots
 from freshrag.reporting.render.html import write_html
-from freshrag.run.legacy import LegacyError, import_legacy
+from freshrag.run.legacy import import_legacy
 from freshrag.run.runner import RunConfig, check_resume, run
 from freshrag.scoring import SCORERS, judge, probes, scorepass
 from freshrag.scoring.scorepass import score_inputs, scorer_names, scorer_roles
@@ -60,13 +53,9 @@ from freshrag.systems import SYSTEMS, uses_index
 from freshrag.systems.prompts import PROMPTS
 from freshrag.systems.retrieval import scan
 from freshrag.systems.retrieval.embeddings import embedder_for
-from freshrag.systems.retrieval.index import IndexConfig, RetrievalError, open_index
+from freshrag.systems.retrieval.index import IndexConfig, open_index
 
 ANALYSIS = "analysis.json"  # retrieval quality, attribution, decisions, intervals, paired tests
-
-USER_ERRORS = (UsageError, ConfigError, DatasetError, ResultsError, EndpointError, LocalServerError,
-               RetrievalError, CutoffError, SourceError, DumpError, BuildError, LegacyError,
-               NeedsError, MixError, TemplateError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _check_options(args)
         return args.handler(args)
-    except USER_ERRORS as err:
+    except UserError as err:  # what the user can fix (freshrag.core.errors): no traceback
         print(f"freshrag: error: {err}", file=sys.stderr)
         return 2
     except OSError as err:  # a read-only directory, a full disk: named, what was written is kept

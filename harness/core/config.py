@@ -32,6 +32,7 @@ from typing import Any
 
 import httpx
 
+from freshrag.core.errors import UserError
 from freshrag.core.textfile import read_text
 from freshrag.core.types import ROLES
 
@@ -47,7 +48,7 @@ TABLES = ("roles", "cutoffs", "prices", "build")
 BUILD_KEYS = ("user_agent",)
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A configuration value that cannot be used, named by where it came from."""
 
 

@@ -38,6 +38,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable
 
+from freshrag.core.errors import UserError
 from freshrag.core.textfile import lines, lone_surrogate, read_text
 from freshrag.core.types import Grade, LLMResponse, Question, SystemAnswer, sum_usage_by_role
 
@@ -49,7 +50,7 @@ TAIL_BLOCK = 1 << 16  # bytes read at a time when looking back for the last newl
 FORMAT_VERSION = 1
 
 
-class ResultsError(ValueError):
+class ResultsError(UserError, ValueError):
     pass
 
 

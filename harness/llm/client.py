@@ -32,12 +32,13 @@ import openai
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from freshrag.core.config import LLMSettings, RoleConfig
+from freshrag.core.errors import UserError
 from freshrag.core.types import LLM, LLMResponse, Usage
 from freshrag.llm.cache import ResponseCache, cache_key
 from freshrag.llm.tokens import estimate_usage
 
 
-class EndpointError(RuntimeError):
+class EndpointError(UserError, RuntimeError):
     """A call that failed for good; the message names the role and base URL, never the key."""
 
 

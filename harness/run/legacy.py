@@ -20,6 +20,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
+from freshrag.core.errors import UserError
 from freshrag.core.results import (
     SAMPLES,
     JsonlWriter,
@@ -41,7 +42,7 @@ ALLOWED_CLASSES = {(module, name) for module in ("builtins", "__builtin__")
                    for name in ("set", "frozenset")}
 
 
-class LegacyError(ValueError):
+class LegacyError(UserError, ValueError):
     """The file is not a released run; the message names the file and, for a row, its index."""
 
 

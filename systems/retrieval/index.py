@@ -30,6 +30,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from qdrant_client import QdrantClient, models
 from tqdm import tqdm
 
+from freshrag.core.errors import UserError
 from freshrag.core.types import Article, RetrievedChunk
 from freshrag.systems.retrieval import lexical
 
@@ -38,7 +39,7 @@ LEXICAL = "bm25"  # the sparse vector's name; the dense one is the collection's 
 SCORE_DIGITS = 6  # significant digits a score keeps: beyond them float32 noise, not ranking
 
 
-class RetrievalError(RuntimeError):
+class RetrievalError(UserError, RuntimeError):
     """A corpus, embedder or Qdrant store the index cannot use; the message names which."""
 
 
