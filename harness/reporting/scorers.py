@@ -28,7 +28,6 @@ from typing import Any
 from freshrag.core.stats import bootstrap_interval
 from freshrag.reporting.agreement import spearman
 from freshrag.reporting.identity import group_rows, labels
-from freshrag.reporting.render.plots import _save, plt
 from freshrag.reporting.report import RUN, is_scored, markdown_table, mean
 from freshrag.scoring.judge import FIELDS
 from freshrag.scoring.store import read_scores
@@ -202,6 +201,9 @@ def render(details: dict[str, Any]) -> str:
 def write_histograms(rows: list[Row], out_dir: Path) -> list[Path]:
     """One figure per metric: its values per identity, side by side, 10 bins over 0..1 (the
     judge's fields over 1..5)."""
+    # here, not above: matplotlib takes a third of a second, and --help reads CORRECT_AT
+    from freshrag.reporting.render.plots import _save, plt
+
     groups = group_rows(rows)
     names = labels(groups)
     per_metric: dict[str, dict[str, list[float]]] = defaultdict(dict)
