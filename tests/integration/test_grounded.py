@@ -16,7 +16,7 @@ import pytest
 
 from freshrag.builders.styles.facts import FACTS
 from freshrag.builders.styles.grounded import FAILED, QUERIES
-from freshrag.cli.demo import example_pages, write_example_dump
+from freshrag.cli.commands.demo import example_pages, write_example_dump
 from freshrag.cli.main import main
 from freshrag.core.results import read_jsonl, read_samples
 from tests.fake_openai_server import FakeOpenAIServer

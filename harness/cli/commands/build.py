@@ -1,225 +1,181 @@
-"""The commands that make question sets: `build` (PAPER.md section III.A and the stages of
-builders/stages.py), `label`, `needs` and `mix`; harness/cli/main.py wires them with the rest."""
+"""`freshrag build`: a dataset of post-cutoff Wikipedia articles and questions (docs/building.md).
+
+The options become a BuildConfig and a Source; builders/build.py decides which stages run and
+runs them. Like every command module, this one imports at its top only what its options need,
+and the rest when the command runs, so that `--help` stays fast.
+"""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 from pathlib import Path
 
-from freshrag.builders.cutoffs import resolve_cutoff
-from freshrag.builders.labels.labeller import (
-    LABELS_FILE,
-    check_no_foreign_labels,
-    label_dataset,
-    read_hand_labels,
-)
-from freshrag.builders.labels.report import label_report, render, write_report
-from freshrag.builders.manifest import check_settings, update_manifest
-from freshrag.builders.sources.dump import SUFFIXES as DUMP_SUFFIXES
-from freshrag.builders.sources.dump import DumpSource
-from freshrag.builders.sources.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSource
-from freshrag.builders.sources.split_dump import SplitDumpSource, expand
-from freshrag.builders.stages import (
-    STAGES,
-    BuildConfig,
-    classify_recency,
-    extract_facts,
-    filter_created,
-    generate_questions,
-    sample_articles,
-    titles_path,
-)
-from freshrag.builders.styles.facts import FACTS
-from freshrag.builders.styles.needs import read_needs
+from freshrag.builders.sources.mediawiki import WIKIPEDIA_API
+from freshrag.builders.stages import ARTICLE_STAGES, STAGES, STYLES, BuildConfig
+from freshrag.builders.styles.critiques import parse_thresholds
+from freshrag.builders.styles.grounded import CRITERIA
 from freshrag.builders.styles.statements import parse_label_spec
-from freshrag.builders.styles.templates import load_templates
-from freshrag.builders.traffic import query_log
-from freshrag.builders.traffic.kinds import add_traffic
-from freshrag.builders.traffic.mix import write_mix
-from freshrag.cli.common import CACHE_FILE, UsageError, default_config, llm_client
-from freshrag.core.config import config_table, load_settings
-from freshrag.core.dataset import load_dataset_dir
-from freshrag.core.results import read_jsonl, read_manifest
-from freshrag.core.rundir import locked
-from freshrag.core.types import LABELS
-from freshrag.cost import dry_run
-from freshrag.llm.client import LLMClient
-from freshrag.reporting.prices import price_table
-from freshrag.systems.retrieval.embeddings import embedder_for
+from freshrag.builders.traffic.general_queries import GENERAL_QUERIES
+from freshrag.cli.options import (
+    MAX_QUESTIONS,
+    UsageError,
+    add_concurrency,
+    add_config,
+    add_dry_run,
+    add_no_cache,
+    add_seed,
+    choices,
+    header,
+    name,
+    out_dir,
+    url,
+    whole,
+)
+
+HELP = "build a dataset of post-cutoff Wikipedia articles and questions (section III.A)"
 
 
-def cmd_build(args: argparse.Namespace) -> int:
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("build", help=HELP)
+    _sample_options(p)
+    add_concurrency(p, 4, "pages fetched, and LLM calls made, at once")
+    _question_options(p)
+    add_seed(p, "of the dump's random sample and of every LLM request", default=0)
+    _traffic_options(p)
+    add_no_cache(p)
+    add_config(p)
+    add_dry_run(p, "the builder calls, tokens and dollars stages A_f and questions would spend")
+    p.set_defaults(handler=handle)
+
+
+def _sample_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=out_dir, required=True,
+                   help="dataset directory; building into it again resumes")
+    p.add_argument("--n", type=whole(1, 100_000_000), help="articles in the random sample A_r "
+                   "(required for a wiki; with --dump, a seeded random sample of the dump, else "
+                   "all of it)")
+    p.add_argument("--cutoff", help="knowledge cutoff YYYY-MM-DD: A_d holds articles created "
+                   "after it")
+    p.add_argument("--model", type=name, help="take the cutoff of this model from the table "
+                   "(built-in, extended by [cutoffs] in freshrag.toml), e.g. gpt-4-0613")
+    p.add_argument("--wiki-api", type=url,
+                   help=f"MediaWiki api.php to sample (default: {WIKIPEDIA_API})")
+    p.add_argument("--dump", nargs="+", metavar="FILE", help="MediaWiki XML dump (.xml, .xml.bz2, "
+                   ".xml.gz) instead of a wiki: one file, several (the split files of a dump), "
+                   "or a quoted glob; a history dump gives creation dates")
+    p.add_argument("--stub-dump", nargs="+", metavar="FILE", help="stub-meta-history dump files "
+                   "(or a quoted glob) whose first revisions give the creation dates of a "
+                   "pages-articles --dump")
+    p.add_argument("--dump-processes", type=whole(1, 256), default=2, help="processes reading "
+                   "the dump files at once (default: %(default)s)")
+    p.add_argument("--user-agent", type=header, help="User-Agent naming you and a contact, as "
+                   "Wikimedia asks (default: [build] user_agent in freshrag.toml, else a generic "
+                   "freshrag one)")
+    p.add_argument("--max-lag", type=whole(1, 3600), default=5,
+                   help="maxlag sent to the wiki, in seconds (default: %(default)s)")
+
+
+def _question_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--stage", choices=STAGES, help="run only this stage (the earlier ones must "
+                   "have finished); default: every stage not finished yet")
+    p.add_argument("--questions-per-article", type=whole(1, 100), default=1,
+                   help="questions written per article (default: %(default)s)")
+    p.add_argument("--style", choices=STYLES, default="creative", help="question prompt: "
+                   "creative (the paper's), recent (about facts after the cutoff; harder) or "
+                   "statements (label-targeted from extracted statements, critiqued, labelled) or "
+                   "grounded (text forms of SQL queries over the articles' infobox facts)")
+    p.add_argument("--labels", type=parse_label_spec, help="statements style: questions per "
+                   "label over the set, as counts (fact_single=4,summary=4,reasoning=4,"
+                   "unanswerable=2) or shares (fact_single=0.5,summary=0.5) of --questions-per-"
+                   "article x articles (default: equal shares of the four labels)")
+    p.add_argument("--min-critique", type=parse_thresholds, default=(), help="statements style: "
+                   "drop questions rated below N (1-5) on any critique criterion, or per "
+                   "criterion: stand_alone=4,specificity=3,question_grounding=3,answer_grounding=3")
+    p.add_argument("--label", action="store_true", help="label every question with the labeller "
+                   "role (always done for the statements style)")
+    p.add_argument("--templates", type=Path, help="--style grounded: a TOML or JSON file of "
+                   "more SQL query templates (see builders/styles/templates.py)")
+    p.add_argument("--criteria", type=choices(CRITERIA), default=tuple(CRITERIA),
+                   help="--style grounded: the wording criteria, one text form each per group "
+                        f"(default: {','.join(CRITERIA)})")
+    p.add_argument("--groups", type=whole(1, MAX_QUESTIONS), help="--style grounded: semantic "
+                   "groups at most, a seeded sample (default: every answerable query)")
+    p.add_argument("--questions-from", choices=ARTICLE_STAGES, default="A_f",
+                   help="the stage whose articles get questions (default: %(default)s)")
+    p.add_argument("--needs", type=Path, metavar="FILE", help="generate the questions for these "
+                   "information needs (UTF-8, one description a line; see freshrag needs): for "
+                   "each chunk and need, a question or BLANK")
+    p.add_argument("--per-need", type=whole(1, MAX_QUESTIONS), metavar="N", help="with --needs: "
+                   "ask at most N chunks per need, a seeded sample (default: every chunk)")
+
+
+def _traffic_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--control", type=whole(0, MAX_QUESTIONS), default=0, help="control questions "
+                   "(need no retrieval) about A_r articles created --control-margin days or more "
+                   "before the cutoff, in the traffic stage (default: %(default)s)")
+    p.add_argument("--control-margin", type=whole(0, 100_000), default=365, metavar="DAYS",
+                   help="how long before the cutoff a control article was created "
+                        "(default: %(default)s)")
+    p.add_argument("--general", type=whole(0, len(GENERAL_QUERIES)), default=0, help="general "
+                   "queries that need no document (greetings, arithmetic, definitions, writing "
+                   "requests), drawn from the shipped list in the traffic stage "
+                   "(default: %(default)s)")
+
+
+def handle(args: argparse.Namespace) -> int:
+    from freshrag.builders import build as builder
+    from freshrag.builders.cutoffs import resolve_cutoff
+    from freshrag.builders.manifest import check_settings
+    from freshrag.builders.styles.needs import read_needs
+    from freshrag.builders.styles.templates import load_templates
+    from freshrag.cli.common import CACHE_FILE, default_config, llm_client
+    from freshrag.core.config import load_settings
+
     config_file = args.config or default_config()
     cutoff, cutoff_source = resolve_cutoff(args.cutoff, args.model, config_file)
-    if args.dump and args.wiki_api:
-        raise UsageError("give either --dump or --wiki-api, not both")
-    if args.per_need and not args.needs:
-        raise UsageError("--per-need caps the questions of --needs; give --needs too")
-    if args.needs and (args.style != "creative" or args.questions_per_article != 1):
-        raise UsageError("--needs asks one question per need and chunk with its own prompt; "
-                         "it takes no --style or --questions-per-article")
-    if args.stub_dump and not args.dump:
-        raise UsageError("--stub-dump gives creation dates to the pages of a --dump: give both")
-    config = BuildConfig(out=args.out, cutoff=cutoff, n=args.n,
-                         questions_per_article=args.questions_per_article, style=args.style,
-                         questions_from=args.questions_from, concurrency=args.concurrency,
-                         seed=args.seed, labels=_label_spec(args), min_critique=args.min_critique,
-                         needs=read_needs(args.needs) if args.needs else (),
-                         per_need=args.per_need, control=args.control,
-                         general=args.general, control_margin_days=args.control_margin,
-                         templates=args.templates, criteria=args.criteria, groups=args.groups)
+    source = builder.Source(tuple(args.dump or ()), tuple(args.stub_dump or ()),
+                            args.dump_processes, args.wiki_api, args.user_agent, args.max_lag,
+                            args.concurrency, config_file)
+    builder.check_options(source, args.needs, args.per_need, args.style,
+                          args.questions_per_article)
+    config = BuildConfig(
+        out=args.out, cutoff=cutoff, n=args.n, questions_per_article=args.questions_per_article,
+        style=args.style, questions_from=args.questions_from, concurrency=args.concurrency,
+        seed=args.seed, labels=builder.label_spec(args.style, args.labels, args.min_critique),
+        min_critique=args.min_critique, needs=read_needs(args.needs) if args.needs else (),
+        per_need=args.per_need, control=args.control, general=args.general,
+        control_margin_days=args.control_margin, templates=args.templates,
+        criteria=args.criteria, groups=args.groups)
     check_settings(config)
     if args.templates:
         load_templates(args.templates)  # a bad file is refused before any source or model
-    if args.dry_run:
-        _check_build_estimable(args)
-        print(dry_run.dry_run_build(config, load_settings(args.config), None if args.no_cache else
-                                  args.out.parent / CACHE_FILE, args.seed,
-                                  price_table(config_file),
-                                  args.label or args.style == "statements"))
-        return 0
-    labelling = args.label or args.style == "statements"
-    if args.stage == "labels" and not labelling:
-        raise UsageError("--stage labels needs --label (or --style statements)")
-    stages = STAGES[STAGES.index(args.stage):STAGES.index(args.stage) + 1] if args.stage else \
-        tuple(stage for stage in STAGES if stage != "labels" or labelling)
-    sampled = titles_path(args.out, "A_r").exists()
-    if "A_r" in stages and not sampled and args.n is None and not args.dump:
-        raise UsageError("--n is required when sampling a wiki (how many articles A_r should hold)")
-    settings = load_settings(args.config)
+    labelled = builder.labelling(args.label, args.style)
     cache = None if args.no_cache else args.out.parent / CACHE_FILE
-    llm = sampler = None
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(locked(args.out))  # one build of a directory at a time
-        for stage in stages:
-            source = None
-            if (stage in ("A_f", "questions", "labels") or stage == "traffic" and config.control) \
-                    and llm is None:
-                llm = stack.enter_context(llm_client(
-                    settings, cache, args.seed,
-                    roles=("builder", "labeller") if labelling else ("builder",)))
-            if stage == "A_r":
-                source = sampler = None if sampled else _page_source(args, config_file)
-                done = f"{len(sample_articles(source, config))} articles"
-            elif stage == "facts":
-                source = None if (args.out / FACTS).exists() else (
-                    sampler or _sampled_source(args, config_file))
-                done = ", ".join(f"{value} {key}" for key, value in
-                                 extract_facts(source, config).items())
-            elif stage == "A_d":
-                done = f"{len(filter_created(config))} articles"
-            elif stage == "A_f":
-                done = f"{len(classify_recency(llm, config))} articles"
-            elif stage == "labels":  # a critique threshold may have dropped every question
-                done = _label_and_report(llm, args.out, args.concurrency, None) \
-                    if read_jsonl(args.out / "questions.jsonl") else "no questions to label"
-            elif stage == "questions":
-                done = f"{generate_questions(llm, config)} questions"
-            else:
-                done = add_traffic(llm, config) or "no control or general questions asked for"
-            update_manifest(config, source and source.description, cutoff_source, llm, stage)
-            print(f"{stage}: {done}", flush=True)
-    manifest = json.loads((args.out / "manifest.json").read_text(encoding="utf-8"))
+    if args.dry_run:
+        return _dry_run(args, config, config_file, cache, labelled)
+    stages = builder.stages_to_run(config, args.stage, labelled, source)
+    settings = load_settings(args.config)
+    manifest = builder.build(config, stages, source, cutoff_source,
+                             lambda roles: llm_client(settings, cache, args.seed, roles=roles),
+                             labelled)
     print(json.dumps(manifest["funnel"], indent=2))
     print(f"dataset written to {args.out}/ (articles.jsonl, questions.jsonl, manifest.json); "
           f"run it with: freshrag run --dataset {args.out}")
     return 0
 
 
-def _check_build_estimable(args: argparse.Namespace) -> None:
-    """A build dry run counts every stage (harness/cost/build_estimate.py) but the control questions of a
-    --needs build; it refuses what it would leave out rather than under-count."""
+def _dry_run(args: argparse.Namespace, config: BuildConfig, config_file: Path | None,
+             cache: Path | None, labelled: bool) -> int:
+    """A build dry run counts every stage (harness/cost/build_estimate.py) but the control
+    questions of a --needs build; it refuses what it would leave out rather than under-count."""
+    from freshrag.core.config import load_settings
+    from freshrag.cost import dry_run
+    from freshrag.reporting.prices import price_table
+
     if args.control and args.needs:
         raise UsageError("--dry-run cannot count the control questions of a --needs build yet: "
                          "leave --control out to estimate the rest")
-
-
-def _label_spec(args: argparse.Namespace):
-    """The statements style's labels (equal shares unless --labels); refused with another style."""
-    if args.style != "statements":
-        if args.labels or args.min_critique:
-            raise UsageError("--labels and --min-critique go with --style statements")
-        return None
-    return args.labels or parse_label_spec(",".join(f"{label}=0.25" for label in LABELS))
-
-
-def cmd_label(args: argparse.Namespace) -> int:
-    dataset = load_dataset_dir(args.dataset)  # every input checked before a server starts
-    hand = read_hand_labels(args.hand_labels, {q.id for q in dataset.questions}) \
-        if args.hand_labels else None
-    check_no_foreign_labels(dataset.files["questions"], args.dataset / LABELS_FILE)
-    cache = None if args.no_cache else args.dataset.parent / CACHE_FILE
-    with locked(args.dataset), llm_client(load_settings(args.config), cache, args.seed,
-                                          roles=("labeller",)) as llm:
-        print(f"labels: {_label_and_report(llm, args.dataset, args.concurrency, hand)}")
-    return 0
-
-
-def _label_and_report(llm: LLMClient, directory: Path, concurrency: int,
-                      hand: dict[str, str] | None) -> str:
-    """Label the dataset, print the composition (and agreements), write the report files."""
-    rows = label_dataset(llm, directory, concurrency)
-    details = label_report(rows, hand)
-    paths = write_report(directory, details)
-    print(render(details), flush=True)
-    return f"{len(rows)} questions labelled ({', '.join(path.name for path in paths)} written)"
-
-
-def _page_source(args: argparse.Namespace, config_file: Path | None
-                 ) -> DumpSource | SplitDumpSource | MediaWikiSource:
-    if args.dump:
-        paths = expand(args.dump)
-        if len(paths) == 1 and not args.stub_dump:
-            return DumpSource(paths[0])
-        return SplitDumpSource(paths, args.out, expand(args.stub_dump or []), args.dump_processes)
-    user_agent = (args.user_agent
-                  or config_table(config_file, "build").get("user_agent", DEFAULT_USER_AGENT))
-    return MediaWikiSource(args.wiki_api or WIKIPEDIA_API, user_agent=user_agent,
-                           concurrency=args.concurrency, max_lag=args.max_lag)
-
-
-def _sampled_source(args: argparse.Namespace, config_file: Path | None
-                    ) -> DumpSource | SplitDumpSource | MediaWikiSource:
-    """The source A_r was sampled from, for the facts stage of a resumed build: the one the
-    manifest names, which --dump or --wiki-api, if given, must be."""
-    recorded = (read_manifest(args.out) or {}).get("source")
-    given = _page_source(args, config_file) if args.dump or args.wiki_api else None
-    if recorded and given and given.description != recorded:
-        raise UsageError(f"{args.out}: its articles were sampled from {recorded}, not "
-                         f"{given.description}; the facts stage reads the same source (give it, "
-                         f"or neither option)")
-    if recorded and not given:
-        if not recorded.endswith(DUMP_SUFFIXES):
-            return _page_source(argparse.Namespace(**{**vars(args), "wiki_api": recorded}),
-                                config_file)
-        if " (creation dates from " in recorded or ", " in recorded:
-            raise UsageError(f"{args.out}: its articles were sampled from the split dump "
-                             f"{recorded}; give the same --dump (and --stub-dump) for the facts "
-                             f"stage")
-        return DumpSource(Path(recorded))
-    return given or _page_source(args, config_file)
-
-
-def cmd_needs(args: argparse.Namespace) -> int:
-    if args.out.is_dir():
-        raise UsageError(f"--out {args.out} is a directory; give the needs file to write")
-    queries = query_log.read_queries(args.queries)  # refused before a model loads
-    config = query_log.NeedLogConfig(args.distance_threshold, args.min_size, args.examples,
-                                   args.max_queries, args.seed, args.concurrency)
-    cache = None if args.no_cache else Path("results") / CACHE_FILE
-    with llm_client(load_settings(args.config), cache, args.seed, roles=("builder",)) as llm:
-        document = query_log.derive_needs(queries, llm, embedder_for(llm).embed, config)
-    document["queries_file"] = str(args.queries)
-    paths = query_log.write_needs(document, args.out)
-    print(query_log.render(document))
-    print(f"\n{', '.join(map(str, paths))} written; build questions for these needs with: "
-          f"freshrag build ... --needs {paths[0]}")
-    return 0
-
-
-def cmd_mix(args: argparse.Namespace) -> int:
-    shares = {"fresh": args.fresh, "control": args.control, "general": args.general}
-    print(write_mix(args.dataset, shares, args.n, args.seed, args.out))
+    print(dry_run.dry_run_build(config, load_settings(args.config), cache, args.seed,
+                                price_table(config_file), labelled))
     return 0
