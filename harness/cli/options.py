@@ -18,7 +18,7 @@ from typing import Callable, Iterable
 
 from freshrag.core.config import header_problem, url_problem
 from freshrag.core.errors import UserError
-from freshrag.scoring import probes
+from freshrag.scoring import SCORERS, probes
 from freshrag.systems.retrieval.index import DEFAULT_DIRECTORY, IndexConfig
 
 MAX_SEED = 2**31 - 1  # fits every server's seed (llama.cpp's is 32 bits, and -1 means "random")
@@ -204,6 +204,12 @@ def add_articles(p: argparse.ArgumentParser, detail: str = " (title, content)",
                  required: bool = False) -> None:
     p.add_argument("--articles", type=Path, required=required,
                    help=f"articles JSON Lines file{detail}")
+
+
+def add_scorers(p: argparse.ArgumentParser, default: str | None = None, detail: str = "") -> None:
+    """--scorers, required unless it has a `default`."""
+    p.add_argument("--scorers", required=default is None, default=default,
+                   help=f"comma-separated scorers, from: {', '.join(SCORERS)}{detail}")
 
 
 def add_probe_options(p: argparse.ArgumentParser) -> None:

@@ -18,12 +18,12 @@ from freshrag.cli.options import (
     add_limit,
     add_no_cache,
     add_probe_options,
+    add_scorers,
     add_seed,
     iso_date,
     out_dir,
     whole,
 )
-from freshrag.scoring import SCORERS
 from freshrag.systems import SYSTEMS
 
 if TYPE_CHECKING:
@@ -60,9 +60,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "(default: %(default)s)")
     p.add_argument("--no-probe", action="store_true", help="do not probe the judge before "
                    "grading (the report then says that nothing checked the judge)")
-    p.add_argument("--scorers", default="judge", help="comma-separated scorers, from: "
-                   f"{', '.join(SCORERS)}; the judge grades every pair, the others score the "
-                   "answers into scores.jsonl after the pairs (default: %(default)s)")
+    add_scorers(p, "judge", "; the judge grades every pair, the others score the answers into "
+                "scores.jsonl after the pairs (default: %(default)s)")
     add_probe_options(p)
     add_index_options(p)
     add_cost_options(p)

@@ -14,10 +14,10 @@ from freshrag.cli.options import (
     add_cost_options,
     add_dataset_options,
     add_no_cache,
+    add_scorers,
     add_seed,
     whole,
 )
-from freshrag.scoring import SCORERS
 
 if TYPE_CHECKING:
     from freshrag.core.config import LLMSettings
@@ -30,8 +30,7 @@ HELP = "add scorers to a finished (or imported) run without answering again; res
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("score", help=HELP)
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
-    p.add_argument("--scorers", required=True,
-                   help=f"comma-separated scorers, from: {', '.join(SCORERS)}")
+    add_scorers(p)
     p.add_argument("--repeats", type=whole(1, 100), default=1, help="ask each scorer this many "
                    "times per answer, each repeat with its own seeds and cache entries (the "
                    "judge's spread; default: %(default)s)")
