@@ -1,5 +1,5 @@
 """`freshrag index`: build the retrieval index of a corpus ahead of a run, or check that it is
-built (docs/running.md); the index is systems/retrieval/index.py."""
+built (docs/retrieval.md); the index is systems/retrieval/index.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`freshrag label`: label a dataset's questions fact_single, summary, reasoning or unanswerable
 with the labeller role, and report the composition and the agreement with hand labels
-(docs/building.md). The same step as the labels stage of a build, on a dataset made elsewhere."""
+(docs/labels.md). The same step as the labels stage of a build, on a dataset made elsewhere."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`freshrag needs`: information needs derived from a log of user queries (embedded, clustered,
 each cluster described in one sentence), written as the needs file `build --needs` reads
-(docs/traffic.md)."""
+(docs/needs.md)."""
 
 from __future__ import annotations
 

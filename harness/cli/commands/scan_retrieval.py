@@ -1,5 +1,5 @@
 """`freshrag scan-retrieval`: recall@k of the index per question label and overall, for several
-text weights, and the best weight of each; no LLM calls (docs/running.md). The scan is
+text weights, and the best weight of each; no LLM calls (docs/retrieval.md). The scan is
 systems/retrieval/scan.py."""
 
 from __future__ import annotations
