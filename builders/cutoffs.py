@@ -11,6 +11,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 
 from freshrag.core.config import config_table
+from freshrag.core.errors import UserError
 
 # Dates as the providers document them; a month-only cutoff is given as that month's last day.
 KNOWN_CUTOFFS = {
@@ -26,7 +27,7 @@ KNOWN_CUTOFFS = {
 }
 
 
-class CutoffError(ValueError):
+class CutoffError(UserError, ValueError):
     """A cutoff that is not a date, or a model whose cutoff is unknown."""
 
 

@@ -31,8 +31,6 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Iterable
 
-from tqdm import tqdm
-
 from freshrag.builders.cutoffs import created_after
 from freshrag.builders.prompts import (
     ARTICLE_CHARS,
@@ -129,6 +127,8 @@ def sample_articles(source: PageSource | None, config: BuildConfig) -> list[str]
     """A_r. From a random-order source (the API) pages are taken until `n` are kept; from a dump,
     every page (n None), or a seeded reservoir sample of `n` over the whole dump. `source` may be
     None when the stage has finished."""
+    from tqdm import tqdm  # here, not above: `freshrag build --help` imports this module
+
     out = config.out
     if titles_path(out, "A_r").exists():
         return read_titles(out, "A_r")
@@ -168,6 +168,8 @@ def _reservoir_sample(source: PageSource, config: BuildConfig) -> list[str]:
     """A uniform random sample of `n` articles from a dump in one pass (Algorithm R), holding
     only the sample in memory; discards stream to a partial file. Written when the dump has been
     read to its end."""
+    from tqdm import tqdm
+
     rng = random.Random(config.seed)
     reservoir: list[Page] = []
     seen = 0

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from freshrag.core.errors import UserError
 from freshrag.core.textfile import lines, read_text
 from freshrag.core.types import Question, SystemAnswer, SystemContext
 from freshrag.llm.client import EndpointError
@@ -39,7 +40,7 @@ QUESTION_COLUMNS = ("question_id", "id", "question", "user_input")
 KEPT = ("reference",)  # Ragas' reference answer: kept in the answer's details
 
 
-class AnswersFileError(ValueError):
+class AnswersFileError(UserError, ValueError):
     """An answers file that cannot be replayed; the message names the file and line."""
 
 

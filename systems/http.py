@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from freshrag.core.config import url_problem
+from freshrag.core.errors import FreshragError, UserError
 from freshrag.core.types import Question, SystemAnswer, SystemContext
 from freshrag.llm.client import EndpointError, EndpointUnreachable
 from freshrag.systems.reported import REPORTED, reported_answer
@@ -53,11 +54,11 @@ class HttpSettings:
                 "reply": self.reply, "headers": sorted(self.headers_env)}
 
 
-class HttpConfigError(ValueError):
+class HttpConfigError(UserError, ValueError):
     """A `[systems.NAME]` table or a URL that cannot describe a service; the message names it."""
 
 
-class HttpFault(Exception):
+class HttpFault(FreshragError):
     """One request that did not give a usable reply; `retry` if asking again may help."""
 
     def __init__(self, reason: str, retry: bool = False):

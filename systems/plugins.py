@@ -31,6 +31,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from freshrag.core.config import url_problem
+from freshrag.core.errors import UserError
 from freshrag.core.types import Question, System, SystemContext
 from freshrag.systems import answers_file
 from freshrag.systems.http import HttpSettings, HttpSystem
@@ -40,7 +41,7 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a system's name in ro
 Factory = Callable[[SystemContext], System]
 
 
-class PluginError(ValueError):
+class PluginError(UserError, ValueError):
     """A system that cannot be loaded: the input it came from is named; the cause, where the
     user's own code raised, is chained (`__cause__`) so that its traceback can be shown once."""
 

@@ -116,7 +116,10 @@ def test_the_check_sees_a_forbidden_import(module, source, expected):
 
 # Modules that may still import each other, as the sorted tuple of a cycle's modules: one line
 # each, saying why the cycle stays for now. Empty: every cycle found so far was broken.
-ALLOWED_CYCLES: dict[tuple[str, ...], str] = {}
+ALLOWED_CYCLES: dict[tuple[str, ...], str] = {
+    ("freshrag.cli.commands.demo", "freshrag.cli.main"):
+        "the demo runs the real commands through main(), imported when the demo runs",
+}
 
 
 def import_graph(extra: dict[str, str] | None = None) -> dict[str, set[str]]:

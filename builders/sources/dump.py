@@ -27,6 +27,7 @@ from mwparserfromhell.nodes import Heading, Tag, Wikilink
 from mwxml.element_iterator import ElementIterator
 
 from freshrag.builders.sources.pages import DISAMBIGUATION, NO_CONTENT, REDIRECT, Page
+from freshrag.core.errors import UserError
 
 SUFFIXES = (".xml", ".xml.bz2", ".xml.gz")
 # Link namespaces whose links are not prose: images and categories carry no sentence.
@@ -35,7 +36,7 @@ NON_PROSE_TAGS = ("ref", "references", "gallery", "math", "score", "timeline")
 DISAMBIGUATION_TEMPLATES = {"disambiguation", "disambig", "dab", "hndis", "geodis"}
 
 
-class DumpError(RuntimeError):
+class DumpError(UserError, RuntimeError):
     """The dump cannot be read (any further); the message names the file and where it broke."""
 
 

@@ -12,15 +12,17 @@ from __future__ import annotations
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 from urllib.parse import quote, urlsplit
-
-import mwclient
-import requests
-import wikipediaapi
 
 from freshrag.builders.sources.pages import DISAMBIGUATION, REDIRECT, VANISHED, Page
 from freshrag.builders.styles.facts import batches
+from freshrag.core.errors import UserError
+
+# The wiki clients are imported where they are used: `freshrag build --help` names WIKIPEDIA_API.
+if TYPE_CHECKING:
+    import mwclient
+    import wikipediaapi
 
 WIKIPEDIA_API = "https://en.wikipedia.org/w/api.php"
 DEFAULT_USER_AGENT = "freshrag/0.1 (https://github.com/freshrag/freshrag; set --user-agent)"
@@ -33,7 +35,7 @@ EXHAUSTED_AFTER = 3
 DISAMBIGUATION_TEMPLATES = ("Template:Disambiguation", "Template:Disambig", "Template:Dab")
 
 
-class SourceError(RuntimeError):
+class SourceError(UserError, RuntimeError):
     """The wiki cannot be used; the message names its API URL."""
 
 
@@ -124,6 +126,9 @@ class MediaWikiSource:
 
     def site(self) -> mwclient.Site:
         """This thread's mwclient connection (a requests session is not shared across threads)."""
+        import mwclient
+        import requests
+
         if getattr(self._local, "site", None) is None:
             try:
                 self._local.site = mwclient.Site(**self._site_args)
@@ -133,6 +138,9 @@ class MediaWikiSource:
         return self._local.site
 
     def _api(self, action: str, **params: Any) -> dict[str, Any]:
+        import mwclient
+        import requests
+
         try:
             # mwclient adds maxlag to index.php calls only; the API calls carry it from here
             return self.site().get(action, maxlag=self.max_lag, **params)
@@ -142,6 +150,8 @@ class MediaWikiSource:
 
     def _plain_text(self, title: str) -> str | None:
         """The page's plain text from TextExtracts, headings as `== Heading ==`; None if gone."""
+        import wikipediaapi
+
         wiki = self._wiki()
         try:
             page = wiki.page(title)
@@ -177,6 +187,8 @@ def _wikipedia_at(api_url: str) -> type[wikipediaapi.Wikipedia]:
     in the HTTP client's `_build_url`; this subclass returns the given URL instead, so that the
     same library reads any MediaWiki with TextExtracts (the test wiki, a mirror, another project).
     """
+    import wikipediaapi
+
     if not hasattr(wikipediaapi.Wikipedia, "_build_url"):
         raise SourceError(f"this wikipedia-api version ({wikipediaapi.__version__}) has no "
                           f"_build_url to point it at {api_url}; install wikipedia-api>=0.16")

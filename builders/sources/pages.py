@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Generator, Protocol
 
+from freshrag.core.errors import UserError
+
 # Why a sampled page is not in A_r; the manifest counts each.
 REDIRECT = "redirect"
 DISAMBIGUATION = "disambiguation"
@@ -16,7 +18,7 @@ NO_CONTENT = "no_content"
 MIN_CHARS = 1000  # the paper keeps articles of more than 1,000 characters
 
 
-class BuildError(ValueError):
+class BuildError(UserError, ValueError):
     """A build that cannot go on as asked; the message says which file or option."""
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.core.concurrency import map_with_progress
+from freshrag.core.errors import UserError
 from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
 from freshrag.core.textfile import lines
 from freshrag.core.types import Article, LLMResponse, Usage
@@ -69,7 +70,7 @@ NEED_FUNCTION = NEED_TOOL["function"]["name"]
 PROMPTS = {"need_question": NEED_PROMPT, "need_question_tool": json.dumps(NEED_TOOL)}
 
 
-class NeedsError(ValueError):
+class NeedsError(UserError, ValueError):
     """A needs file (or query log) that cannot be used; the message names the file and line."""
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.builders.styles.facts import SCHEMA
+from freshrag.core.errors import UserError
 
 KINDS = ("selection", "projection", "join")
 PARAMETER = re.compile(r"(?<!:):([A-Za-z_]\w*)")
@@ -51,7 +52,7 @@ JOIN_FIELDS = ("country", "location", "birth_place", "nationality", "county", "c
                "architect", "director")
 
 
-class TemplateError(ValueError):
+class TemplateError(UserError, ValueError):
     """A template file that cannot be used; the message names the file and the template."""
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.core.dataset import DatasetError, load_dataset_dir, sha256_file
+from freshrag.core.errors import UserError
 from freshrag.core.files import write_json
 from freshrag.core.jsonl import now, replace_jsonl
 from freshrag.core.textfile import lines
@@ -30,7 +31,7 @@ MIX = "mix.json"
 TOLERANCE = 1e-6  # shares typed as decimals (0.1 + 0.6 + 0.3) need not add up to 1 exactly
 
 
-class MixError(ValueError):
+class MixError(UserError, ValueError):
     """A mix that cannot be drawn; the message names the option, kind or file."""
 
 

@@ -20,9 +20,7 @@ import json
 import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Callable
 
 from freshrag.builders.styles.needs import MAX_NEED_CHARS, NeedsError
 from freshrag.core.concurrency import map_with_progress
@@ -31,6 +29,9 @@ from freshrag.core.textfile import lines
 from freshrag.core.types import LLMResponse, Usage
 from freshrag.llm.client import LLMClient
 from freshrag.llm.toolcall import ReplyError, tool_arguments
+
+if TYPE_CHECKING:  # numpy is imported where it is used: `freshrag --help` imports this module
+    import numpy as np
 
 DESCRIBED, FAILED, DUPLICATE = "described", "failed", "duplicate"
 DESCRIBE_TRIES = 2
@@ -109,6 +110,8 @@ def distinct_queries(queries: list[str]) -> tuple[list[str], list[int]]:
 
 def cluster(vectors: np.ndarray, distance_threshold: float) -> np.ndarray:
     """A cluster label per vector; how many clusters there are follows from the threshold."""
+    import numpy as np
+
     if len(vectors) == 1:
         return np.zeros(1, dtype=int)  # scikit-learn needs two samples to cluster
     from sklearn.cluster import AgglomerativeClustering  # 1.3 s to import: only when used
@@ -119,6 +122,8 @@ def cluster(vectors: np.ndarray, distance_threshold: float) -> np.ndarray:
 
 def representatives(vectors: np.ndarray, members: np.ndarray, k: int) -> list[int]:
     """The `k` members nearest the cluster's centroid by cosine, nearest first."""
+    import numpy as np
+
     unit = vectors[members] / np.linalg.norm(vectors[members], axis=1, keepdims=True)
     centroid = unit.mean(axis=0)
     order = np.argsort(-(unit @ centroid), kind="stable")
@@ -149,6 +154,8 @@ def derive_needs(queries: list[str], llm: LLMClient, embed: Callable[[list[str]]
                  config: NeedLogConfig) -> dict[str, Any]:
     """The needs document: every cluster of at least `min_size` queries with its description (or
     why it has none), size and examples, largest first; the small clusters apart."""
+    import numpy as np
+
     texts, counts = distinct_queries(queries)
     distinct, sampled = len(texts), None
     if len(texts) > config.max_queries:

@@ -1,1 +1,3 @@
-"""The freshrag command: the parser with its option types, the commands, and the offline demo. The only package that wires the registries together."""
+"""The freshrag command (docs/cli.md): main.py parses and dispatches, commands/ holds one module
+per command, options.py the option types and the options several commands share, common.py what
+the commands share when they run. The only package that wires the registries together."""

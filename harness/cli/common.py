@@ -1,25 +1,31 @@
-"""What the commands of harness/cli/main.py and harness/cli/build.py share: the usage error, the
-response cache's file name, the default config file and the LLM client with the embedded server
-started when a role needs it."""
+"""What the commands' handlers share when they run (docs/cli.md): the response cache's file, the
+default config file, the LLM client with the embedded server started when a role needs it, the
+dataset and index named on the command line, and the lines a run and a report both print.
+
+Only handlers import this module, when their command runs; options are in harness/cli/options.py.
+"""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import sqlite3
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
+from freshrag.cli.options import INDEX_DIR, UsageError
 from freshrag.core.config import DEFAULT_CONFIG_FILE, LLMSettings
+from freshrag.core.dataset import Dataset, example_dir, load_dataset, load_dataset_dir
 from freshrag.core.rundir import RUN_ROLES
 from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import LLMClient
 from freshrag.llm.local_server import LocalServer
+from freshrag.reporting import report
+from freshrag.scoring import SCORERS
+from freshrag.systems.retrieval.embeddings import embedder_for
+from freshrag.systems.retrieval.index import IndexConfig
 
 CACHE_FILE = ".llm-cache.sqlite"
-
-
-class UsageError(Exception):
-    """Options that do not fit together or name nothing known."""
 
 
 def default_config() -> Path | None:
@@ -41,3 +47,50 @@ def llm_client(settings: LLMSettings, cache_path: Path | None, seed: int | None,
         if cache:
             stack.callback(cache.close)
         yield LLMClient(settings, cache, local=local, seed=seed)
+
+
+def dataset(args: argparse.Namespace) -> Dataset:
+    """The dataset of --dataset (or DATASET), or of --questions and --articles; by default the
+    example dataset shipped with freshrag."""
+    if args.dataset and (args.questions or args.articles):
+        raise UsageError("give either --dataset or --questions/--articles, not both")
+    if args.questions or args.articles:
+        if not (args.questions and args.articles):
+            raise UsageError("--questions and --articles go together")
+        return load_dataset(args.questions, args.articles)
+    return load_dataset_dir(args.dataset or example_dir())
+
+
+def index_config(args: argparse.Namespace, results_dir: Path) -> IndexConfig:
+    return IndexConfig(directory=args.index_dir or results_dir / INDEX_DIR,
+                       qdrant_url=args.qdrant_url, chunk_size=args.chunk_size,
+                       chunk_overlap=args.chunk_overlap, top_k=args.top_k,
+                       text_weight=args.text_weight)
+
+
+def check_batch(args: argparse.Namespace, settings: LLMSettings, roles: tuple[str, ...]) -> None:
+    """--batch keeps its results in the response cache, on an endpoint with the Batch API."""
+    if args.no_cache:
+        raise UsageError("--batch hands its results to the run through the response cache: "
+                         "drop --no-cache")
+    local = [role for role in roles if settings.role(role).is_local]
+    if local:
+        raise UsageError(f"--batch needs an endpoint with the Batch API (/v1/files, /v1/batches), "
+                         f"such as OpenAI's; the {', '.join(local)} role(s) use the embedded "
+                         f"server, which has none")
+
+
+def embed_for(llm: LLMClient, scorers: tuple[str, ...], retriever: object | None = None
+              ) -> Callable[[list[str]], list[list[float]]] | None:
+    """The embeddings role's function, if a scorer needs it (the retrieval index's own model)."""
+    if not any("embeddings" in SCORERS[name].needs for name in scorers):
+        return None
+    return (getattr(retriever, "embedder", None) or embedder_for(llm)).embed
+
+
+def print_unscored(rows: list[dict]) -> None:
+    reasons = report.unscored_reasons(rows)
+    if reasons:
+        print("\nunscored answers (system: reason × count):")
+        for (system, reason), count in reasons.most_common():
+            print(f"  {system}: {reason[:300]} × {count}")

@@ -1,9 +1,10 @@
-"""The types of the `freshrag` command's options: every value is checked when it is parsed.
+"""The options of the `freshrag` command (docs/cli.md): the type of every value, checked when it
+is parsed, and the options several commands share, each declared once here.
 
 argparse puts the option's name before the message (`argument --limit: expected a whole number
 from 1 to 1,000,000,000, got '0'`) and exits with status 2, so that a bad value is refused before
 any file is written or any endpoint called. Every numeric option has a range; the message states
-it.
+it. Rules between options, which argparse checks one at a time, are `check_together`'s.
 """
 
 from __future__ import annotations
@@ -16,8 +17,20 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from freshrag.core.config import header_problem, url_problem
+from freshrag.core.errors import UserError
+from freshrag.scoring import SCORERS, probes
+from freshrag.systems.retrieval.index import DEFAULT_DIRECTORY, IndexConfig
 
 MAX_SEED = 2**31 - 1  # fits every server's seed (llama.cpp's is 32 bits, and -1 means "random")
+# Ranges of the numeric options, stated in their messages.
+MAX_CONCURRENCY = 256  # threads; endpoints rate-limit far below this
+MAX_QUESTIONS = 1_000_000_000
+MAX_CHUNK = 10_000_000  # characters
+INDEX_DIR = ".index"  # embedded Qdrant storage beside the run directories, shared by them
+
+
+class UsageError(UserError):
+    """Options that do not fit together or name nothing known."""
 
 
 def whole(low: int, high: int) -> Callable[[str], int]:
@@ -144,3 +157,113 @@ def _positive(what: str, high: float) -> Callable[[str], float]:
 
 dollars = _positive("US dollars", 1_000_000)  # --max-cost
 seconds = _positive("seconds", 3600)          # --batch-poll
+
+
+# ------------------------------------------------------------------ options several commands share
+
+
+def add_config(p: argparse.ArgumentParser, what: str = "with role endpoints") -> None:
+    p.add_argument("--config", type=Path, help=f"TOML file {what} (default: ./freshrag.toml)")
+
+
+def add_no_cache(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-cache", action="store_true",
+                   help="do not read or write the response cache")
+
+
+def add_concurrency(p: argparse.ArgumentParser, default: int, what: str) -> None:
+    """`what` says what runs at once, e.g. "questions labelled at once"."""
+    p.add_argument("--concurrency", type=whole(1, MAX_CONCURRENCY), default=default,
+                   help=f"{what} (default: %(default)s)")
+
+
+def add_seed(p: argparse.ArgumentParser, what: str = "sent with every LLM request",
+             default: int | None = None) -> None:
+    p.add_argument("--seed", type=whole(0, MAX_SEED), default=default, help=f"seed {what}"
+                   + ("" if default is None else " (default: %(default)s)"))
+
+
+def add_limit(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--limit", type=whole(1, MAX_QUESTIONS), help="only the first N questions")
+
+
+def add_dataset_options(p: argparse.ArgumentParser, positional: bool = False) -> None:
+    """A dataset directory (--dataset, or the positional DATASET), or its two files."""
+    directory = "directory with questions.jsonl and articles.jsonl"
+    if positional:
+        p.add_argument("dataset", type=Path, nargs="?", metavar="DATASET", help=directory)
+    else:
+        p.add_argument("--dataset", type=Path, help=f"{directory} (default: the example dataset "
+                       "shipped with freshrag)")
+    p.add_argument("--questions", type=Path, help="questions JSON Lines file"
+                   + (", instead of DATASET" if positional else " (title, question)"))
+    add_articles(p, ", instead of DATASET" if positional else " (title, content)")
+
+
+def add_articles(p: argparse.ArgumentParser, detail: str = " (title, content)",
+                 required: bool = False) -> None:
+    p.add_argument("--articles", type=Path, required=required,
+                   help=f"articles JSON Lines file{detail}")
+
+
+def add_scorers(p: argparse.ArgumentParser, default: str | None = None, detail: str = "") -> None:
+    """--scorers, required unless it has a `default`."""
+    p.add_argument("--scorers", required=default is None, default=default,
+                   help=f"comma-separated scorers, from: {', '.join(SCORERS)}{detail}")
+
+
+def add_probe_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--probe-k", dest="probe_k", type=whole(1, 1_000_000), default=probes.PROBES,
+                   help="questions whose probes the judge grades (default: %(default)s)")
+    p.add_argument("--probe-seed", type=whole(0, MAX_SEED), default=0,
+                   help="seed of the probes' questions (default: %(default)s)")
+    p.add_argument("--probe-threshold", dest="probe_threshold", type=share,
+                   default=probes.THRESHOLD,
+                   help="discrimination below which the judge's scores are reported as not "
+                        "informative (default: %(default)s; 0.5 is chance)")
+
+
+def add_index_options(p: argparse.ArgumentParser, query: bool = True) -> None:
+    """Where the index is and how it chunks; with `query`, how a run retrieves from it."""
+    defaults = IndexConfig()
+    p.add_argument("--qdrant-url", type=url,
+                   help="Qdrant server URL (default: embedded Qdrant on disk)")
+    p.add_argument("--index-dir", type=Path, help="embedded Qdrant's directory "
+                   f"(default: {INDEX_DIR} beside the run directories, e.g. {DEFAULT_DIRECTORY})")
+    p.add_argument("--chunk-size", type=whole(1, MAX_CHUNK), default=defaults.chunk_size,
+                   help="characters per chunk (default: %(default)s)")
+    p.add_argument("--chunk-overlap", type=whole(0, MAX_CHUNK - 1), default=defaults.chunk_overlap,
+                   help="characters shared by neighbouring chunks (default: %(default)s)")
+    if not query:
+        return
+    p.add_argument("--top-k", type=whole(1, 1000), default=defaults.top_k,
+                   help="chunks retrieved per query (default: %(default)s)")
+    p.add_argument("--text-weight", type=share, default=defaults.text_weight,
+                   help="weight of the lexical (BM25) side in retrieval: 0 dense only, 1 lexical "
+                        "only, between: both fused (default: %(default)s)")
+
+
+def add_dry_run(p: argparse.ArgumentParser, what: str = "the calls, tokens and dollars per role "
+                "and model this command would spend") -> None:
+    p.add_argument("--dry-run", action="store_true",
+                   help=f"print {what}, and exit without calling")
+
+
+def add_cost_options(p: argparse.ArgumentParser) -> None:
+    add_dry_run(p)
+    p.add_argument("--max-cost", type=dollars, metavar="USD", help="stop making new calls once "
+                   "dollars spent plus the estimate of the calls in flight would pass USD; the "
+                   "run ends resumable (exit 3)")
+    p.add_argument("--batch", action="store_true", help="send the calls through the OpenAI Batch "
+                   "API first (half price, within 24 h), stage by stage; resumes polling if killed")
+    p.add_argument("--batch-poll", type=seconds, metavar="S",
+                   help="first wait between polls of a batch, growing 1.5x to 60 s "
+                        "(default: 5)")
+
+
+def check_together(args: argparse.Namespace) -> None:
+    """Rules between options, which argparse checks one at a time."""
+    size, overlap = getattr(args, "chunk_size", None), getattr(args, "chunk_overlap", None)
+    if size is not None and overlap is not None and overlap >= size:
+        raise UsageError(f"--chunk-overlap must be less than --chunk-size ({size:,}), "
+                         f"got {overlap:,}")

@@ -7,8 +7,6 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable, Sequence, TypeVar
 
-from tqdm import tqdm
-
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -22,6 +20,8 @@ def map_with_progress(fn: Callable[[T], R], items: Sequence[T], concurrency: int
     `postfix` is told of each result as it arrives and returns a short status for the bar
     (e.g. running token totals).
     """
+    from tqdm import tqdm  # here, not above: tqdm reads its own version at import, which is slow
+
     results: list[R] = []
     with tqdm(total=len(items), desc=desc, unit=unit, dynamic_ncols=True) as bar:
         def done(result: R) -> None:

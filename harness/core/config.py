@@ -30,8 +30,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-import httpx
-
+from freshrag.core.errors import UserError
 from freshrag.core.textfile import read_text
 from freshrag.core.types import ROLES
 
@@ -47,7 +46,7 @@ TABLES = ("roles", "cutoffs", "prices", "build")
 BUILD_KEYS = ("user_agent",)
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A configuration value that cannot be used, named by where it came from."""
 
 
@@ -227,6 +226,8 @@ def checked_value(attr: str, value: str, where: str) -> str:
 
 def url_problem(text: str) -> str | None:
     """Why `text` is not an http(s)://host[:port][/path] URL, or None if it is one."""
+    import httpx  # here, not above: the CLI's option types import this module for --help
+
     if not text.lower().startswith(("http://", "https://")):
         return "it does not start with http:// or https://"
     if not text.isprintable() or any(c.isspace() for c in text):

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from freshrag.core.errors import UserError
 from freshrag.core.textfile import lines, lone_surrogate
 from freshrag.core.types import KINDS, LABELS, QUESTION_FIELDS, UNKNOWN, Article, Question
 
 
-class DatasetError(ValueError):
+class DatasetError(UserError, ValueError):
     """A dataset file that cannot be used; the message starts with `file:line:`."""
 
 

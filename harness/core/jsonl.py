@@ -19,13 +19,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable
 
+from freshrag.core.errors import UserError
 from freshrag.core.files import atomic_open
 from freshrag.core.textfile import lines, lone_surrogate
 
 TAIL_BLOCK = 1 << 16  # bytes read at a time when looking back for the last newline
 
 
-class ResultsError(ValueError):
+class ResultsError(UserError, ValueError):
     """A run's or a dataset's file that cannot be read as freshrag wrote it."""
 
 

@@ -18,6 +18,7 @@ import threading
 from typing import Any
 
 from freshrag.core.config import ConfigError, LLMSettings
+from freshrag.core.errors import FreshragError
 from freshrag.llm.tokens import count_messages
 
 UNBOUNDED_OUTPUT = 512  # output tokens assumed for a request that sets no max_tokens
@@ -26,7 +27,7 @@ UNBOUNDED_OUTPUT = 512  # output tokens assumed for a request that sets no max_t
 BATCH_DISCOUNT = 0.5
 
 
-class BudgetExceeded(RuntimeError):
+class BudgetExceeded(FreshragError, RuntimeError):
     """The next call would pass the cap; nothing more is sent."""
 
 

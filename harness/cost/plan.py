@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterator
 
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.dataset import Dataset
+from freshrag.core.errors import FreshragError
 from freshrag.core.samples import sample_row
 from freshrag.core.types import Article, LLMResponse, Question, SystemContext, Usage
 from freshrag.llm.client import EndpointError, LLMClient
@@ -47,7 +48,7 @@ class PlannedCall:
     value: dict[str, Any]
 
 
-class Pending(Exception):
+class Pending(FreshragError):
     """A call the cache cannot answer yet: the job waits for it."""
 
     def __init__(self, call: PlannedCall):

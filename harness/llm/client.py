@@ -26,18 +26,23 @@ import re
 import threading
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-import openai
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from freshrag.core.config import LLMSettings, RoleConfig
+from freshrag.core.errors import UserError
 from freshrag.core.types import LLM, LLMResponse, Usage
 from freshrag.llm.cache import ResponseCache, cache_key
 from freshrag.llm.tokens import estimate_usage
 
+# openai is imported where a call is made: importing it takes half a second, and every
+# command's --help imports this module.
+if TYPE_CHECKING:
+    import openai
 
-class EndpointError(RuntimeError):
+
+class EndpointError(UserError, RuntimeError):
     """A call that failed for good; the message names the role and base URL, never the key."""
 
 
@@ -125,6 +130,8 @@ class CallGate(Protocol):
 
 def is_transient(err: BaseException) -> bool:
     """Errors worth another attempt: rate limits, timeouts, connection errors and 5xx."""
+    import openai
+
     if isinstance(err, (openai.RateLimitError, openai.APIConnectionError)):
         return True  # APITimeoutError is an APIConnectionError
     return isinstance(err, openai.APIStatusError) and err.status_code >= 500
@@ -241,6 +248,8 @@ class LLMClient:
         return cfg.base_url
 
     def _call(self, role: str, cfg: RoleConfig, request: dict[str, Any]) -> dict[str, Any]:
+        import openai
+
         client = self._client(role, cfg)
         started = time.monotonic()
         attempts = 0
@@ -276,6 +285,8 @@ class LLMClient:
     def sdk_call(self, role: str, what: str, call: Callable[[openai.OpenAI], Any]) -> Any:
         """`call(client)` on the role's openai client, retried as a chat call is (transient
         errors only, bounded, with backoff); for the Batch API's files and batches."""
+        import openai
+
         cfg = self.settings.role(role)
         client = self._client(role, cfg)
         attempts = 0
@@ -300,6 +311,8 @@ class LLMClient:
                         retry=retry_if_exception(worth_retrying), reraise=True)
 
     def _client(self, role: str, cfg: RoleConfig) -> openai.OpenAI:
+        import openai
+
         base_url = self.base_url(role)
         with self._lock:
             if (base_url, cfg.key()) not in self._clients:

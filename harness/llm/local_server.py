@@ -29,6 +29,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from freshrag.core.errors import UserError
+
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # llama-cpp-python's chat handler that renders requests: it gives tool calls, forced ones too
 # (harness/llm/local_tokens.py renders with it to count a request's tokens as the server does)
@@ -42,7 +44,7 @@ PORTABLE_REBUILD = ('CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --no-cache-dir -
 CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGILL, signal.SIGBUS, signal.SIGABRT}
 
 
-class LocalServerError(RuntimeError):
+class LocalServerError(UserError, RuntimeError):
     pass
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from freshrag.core.errors import FreshragError
 from freshrag.core.types import LLMResponse
 
 
-class ReplyError(ValueError):
+class ReplyError(FreshragError, ValueError):
     """Why a reply is not what the forced call asked for."""
 
 

@@ -29,7 +29,6 @@ from freshrag.core.stats import bootstrap_interval, mean
 from freshrag.reporting.agreement import spearman
 from freshrag.reporting.identity import group_rows, labels
 from freshrag.reporting.outcomes import is_scored
-from freshrag.reporting.render.plots import plt, save
 from freshrag.reporting.report import RUN, markdown_table
 from freshrag.scoring.judge import FIELDS
 from freshrag.scoring.store import read_scores
@@ -203,6 +202,9 @@ def render(details: dict[str, Any]) -> str:
 def write_histograms(rows: list[Row], out_dir: Path) -> list[Path]:
     """One figure per metric: its values per identity, side by side, 10 bins over 0..1 (the
     judge's fields over 1..5)."""
+    # here, not above: matplotlib takes a third of a second, and --help reads CORRECT_AT
+    from freshrag.reporting.render.plots import plt, save
+
     groups = group_rows(rows)
     names = labels(groups)
     per_metric: dict[str, dict[str, list[float]]] = defaultdict(dict)

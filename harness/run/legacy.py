@@ -20,6 +20,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
+from freshrag.core.errors import UserError
 from freshrag.core.jsonl import JsonlWriter, now
 from freshrag.core.manifest import read_manifest, write_manifest
 from freshrag.core.rundir import check_kind, locked
@@ -35,7 +36,7 @@ ALLOWED_CLASSES = {(module, name) for module in ("builtins", "__builtin__")
                    for name in ("set", "frozenset")}
 
 
-class LegacyError(ValueError):
+class LegacyError(UserError, ValueError):
     """The file is not a released run; the message names the file and, for a row, its index."""
 
 

@@ -43,7 +43,7 @@ class AnswerRelevance:
     metrics = ("answer_relevance",)
 
     def __init__(self, embed: Embed | None = None):
-        self.embed = embed  # set by the caller that wires the embeddings role (harness/cli/main.py)
+        self.embed = embed  # set by the caller that wires the embeddings role (harness/cli/common.py)
 
     def score(self, llm: LLM, item: ScoreInput) -> ScoreResult:
         if not item.answer.strip():

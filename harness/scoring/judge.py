@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from freshrag.core.errors import FreshragError
 from freshrag.core.types import LLM, Article, Grade, LLMResponse, Question
 from freshrag.llm.client import ContextTooLong, chat_fitting
 from freshrag.llm.toolcall import ReplyError, tool_arguments
@@ -65,7 +66,7 @@ GRADE_TOOL = {
 FIELDS = ("truthfulness", "relevance")
 
 
-class GradeParseError(ValueError):
+class GradeParseError(FreshragError, ValueError):
     """Why a judge reply is not a grade."""
 
 

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from freshrag.core.concurrency import map_with_progress
+from freshrag.core.errors import FreshragError
 from freshrag.core.stats import bootstrap_interval
 from freshrag.core.types import LLM, Article, Grade, Question, Usage, sum_usage_by_role
 from freshrag.llm.client import EndpointError, EndpointUnreachable
@@ -91,7 +92,7 @@ class Probe:
     answer: str
 
 
-class ProbeError(ValueError):
+class ProbeError(FreshragError, ValueError):
     """The dataset cannot give probes (a single article)."""
 
 

@@ -24,21 +24,23 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Protocol
+from typing import TYPE_CHECKING, Any, Iterable, Protocol
 
-from langchain_text_splitters import RecursiveCharacterTextSplitter
-from qdrant_client import QdrantClient, models
-from tqdm import tqdm
-
+from freshrag.core.errors import UserError
 from freshrag.core.types import Article, RetrievedChunk
 from freshrag.systems.retrieval import lexical
+
+# qdrant-client, the text splitter and tqdm are imported where they are used: together they take
+# over a second to import, and every command's --help imports this module (for IndexConfig).
+if TYPE_CHECKING:
+    from qdrant_client import QdrantClient, models
 
 DEFAULT_DIRECTORY = Path("results") / ".index"
 LEXICAL = "bm25"  # the sparse vector's name; the dense one is the collection's unnamed vector
 SCORE_DIGITS = 6  # significant digits a score keeps: beyond them float32 noise, not ranking
 
 
-class RetrievalError(RuntimeError):
+class RetrievalError(UserError, RuntimeError):
     """A corpus, embedder or Qdrant store the index cannot use; the message names which."""
 
 
@@ -71,6 +73,8 @@ class Chunk:
 
 
 def chunk_articles(articles: Iterable[Article], size: int, overlap: int) -> list[Chunk]:
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
     splitter = RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap)
     return [Chunk(article.title, i, f"Title: {article.title}\n{piece}")
             for article in articles
@@ -147,6 +151,8 @@ class VectorIndex:
     def candidates(self, queries: list[str], depth: int, dense: bool = True) -> list[Candidates]:
         """Per query, the best `depth` chunks of each side (dense ones only if `dense`), from
         which `Candidates.top` fuses any weight: one search per side however many weights."""
+        from qdrant_client import models
+
         vectors = _embed(self.embedder, queries, self.dimension) if dense else [None] * len(queries)
         requests = []
         for query, vector in zip(queries, vectors):
@@ -214,6 +220,8 @@ def open_index(articles: dict[str, Article], config: IndexConfig, embedder: Embe
 
 
 def connect(config: IndexConfig) -> QdrantClient:
+    from qdrant_client import QdrantClient
+
     if config.qdrant_url:
         client = QdrantClient(url=config.qdrant_url, timeout=30)
         try:
@@ -259,6 +267,9 @@ def _missing_ids(client: QdrantClient, collection: str, total: int) -> list[int]
 def _embed_and_store(client: QdrantClient, collection: str, chunks: list[Chunk],
                      missing: list[int], embedder: Embedder, config: IndexConfig,
                      progress: bool) -> None:
+    from qdrant_client import models
+    from tqdm import tqdm
+
     # Chunks of similar length share a batch, so that little of each batch is padding.
     missing = sorted(missing, key=lambda i: len(chunks[i].text))
     # over every chunk, not the missing ones: a resumed build weighs terms as a whole one does
@@ -285,6 +296,8 @@ def _embed_and_store(client: QdrantClient, collection: str, chunks: list[Chunk],
 
 
 def _point(i: int, chunk: Chunk, vector: list[float], average: float) -> models.PointStruct:
+    from qdrant_client import models
+
     terms = lexical.document_vector(chunk.text, average)
     return models.PointStruct(
         id=i, vector={"": vector, LEXICAL: models.SparseVector(indices=terms.indices,

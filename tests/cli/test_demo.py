@@ -8,7 +8,7 @@ from datetime import date
 
 from freshrag.builders.cutoffs import created_after
 from freshrag.builders.sources.dump import DumpSource
-from freshrag.cli.demo import DEMO_CUTOFF, DEMO_TODAY
+from freshrag.cli.commands.demo import DEMO_CUTOFF, DEMO_TODAY
 from freshrag.cli.main import main
 from freshrag.core.dataset import example_dir
 from freshrag.core.jsonl import read_jsonl

@@ -4,7 +4,7 @@ counts the calls the real build with the same options then sends to the fake ser
 
 from pathlib import Path
 
-from freshrag.cli.demo import write_example_dump
+from freshrag.cli.commands.demo import write_example_dump
 from freshrag.cli.main import main
 from tests import WIKIRAG
 from tests.support.builds import (

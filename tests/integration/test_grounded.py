@@ -16,7 +16,7 @@ import pytest
 
 from freshrag.builders.styles.facts import FACTS
 from freshrag.builders.styles.grounded import FAILED, QUERIES
-from freshrag.cli.demo import example_pages, write_example_dump
+from freshrag.cli.commands.demo import example_pages, write_example_dump
 from freshrag.cli.main import main
 from freshrag.core.jsonl import read_jsonl
 from freshrag.core.samples import read_samples

@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from freshrag.builders.styles.facts import FACTS, infobox_facts
-from freshrag.cli.demo import write_example_dump
+from freshrag.cli.commands.demo import write_example_dump
 from freshrag.cli.main import main
 from freshrag.core.dataset import example_dir
 

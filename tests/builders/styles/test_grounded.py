@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from freshrag.builders.styles.grounded import FAILED, QUERIES
-from freshrag.cli.demo import write_example_dump
+from freshrag.cli.commands.demo import write_example_dump
 from freshrag.cli.main import main
 from freshrag.core.jsonl import read_jsonl
 from freshrag.core.samples import read_samples

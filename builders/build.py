@@ -1,0 +1,188 @@
+"""A build of a dataset directory, start to end: the options that go together, which stages run,
+where A_r's articles come from, and each stage in turn, recorded in the manifest as it finishes
+(docs/building.md). The stages themselves are builders/stages.py; `freshrag build` parses its
+options into a BuildConfig and a Source and calls `build`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, ContextManager
+
+from freshrag.builders.labels.labeller import label_dataset
+from freshrag.builders.labels.report import label_report, render, write_report
+from freshrag.builders.manifest import update_manifest
+from freshrag.builders.sources.dump import SUFFIXES as DUMP_SUFFIXES
+from freshrag.builders.sources.dump import DumpSource
+from freshrag.builders.sources.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSource
+from freshrag.builders.sources.pages import BuildError, PageSource
+from freshrag.builders.sources.split_dump import SplitDumpSource, expand
+from freshrag.builders.stages import (
+    STAGES,
+    BuildConfig,
+    classify_recency,
+    extract_facts,
+    filter_created,
+    generate_questions,
+    sample_articles,
+    titles_path,
+)
+from freshrag.builders.styles.facts import FACTS
+from freshrag.builders.styles.statements import LabelSpec, parse_label_spec
+from freshrag.builders.traffic.kinds import add_traffic
+from freshrag.core.config import config_table
+from freshrag.core.jsonl import read_jsonl
+from freshrag.core.manifest import read_manifest
+from freshrag.core.rundir import locked
+from freshrag.core.types import LABELS
+from freshrag.llm.client import LLMClient
+
+# The client for the given roles, with the embedded server running if one of them needs it.
+OpenLLM = Callable[[tuple[str, ...]], ContextManager[LLMClient]]
+say = functools.partial(print, flush=True)  # each stage's line as soon as it has finished
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where A_r's articles are sampled from: dump files (quoted globs allowed, stub-meta-history
+    files giving the creation dates of a pages-articles dump), else a wiki's api.php."""
+
+    dump: tuple[str, ...] = ()
+    stub_dump: tuple[str, ...] = ()
+    dump_processes: int = 2
+    wiki_api: str | None = None
+    user_agent: str | None = None  # None: [build] user_agent of the config file, else ours
+    max_lag: int = 5
+    concurrency: int = 4  # pages fetched at once from a wiki
+    config_file: Path | None = None
+
+    def open(self, out: Path) -> PageSource:
+        if self.dump:
+            paths = expand(list(self.dump))
+            if len(paths) == 1 and not self.stub_dump:
+                return DumpSource(paths[0])
+            return SplitDumpSource(paths, out, expand(list(self.stub_dump)), self.dump_processes)
+        user_agent = (self.user_agent or config_table(self.config_file, "build")
+                      .get("user_agent", DEFAULT_USER_AGENT))
+        return MediaWikiSource(self.wiki_api or WIKIPEDIA_API, user_agent=user_agent,
+                               concurrency=self.concurrency, max_lag=self.max_lag)
+
+    def recorded(self, out: Path) -> PageSource:
+        """The source A_r was sampled from, for the facts stage of a resumed build: the one the
+        manifest names, which --dump or --wiki-api, if given, must be."""
+        recorded = (read_manifest(out) or {}).get("source")
+        given = self.open(out) if self.dump or self.wiki_api else None
+        if recorded and given and given.description != recorded:
+            raise BuildError(f"{out}: its articles were sampled from {recorded}, not "
+                             f"{given.description}; the facts stage reads the same source (give "
+                             f"it, or neither option)")
+        if recorded and not given:
+            if not recorded.endswith(DUMP_SUFFIXES):
+                return replace(self, wiki_api=recorded).open(out)
+            if " (creation dates from " in recorded or ", " in recorded:
+                raise BuildError(f"{out}: its articles were sampled from the split dump "
+                                 f"{recorded}; give the same --dump (and --stub-dump) for the "
+                                 f"facts stage")
+            return DumpSource(Path(recorded))
+        return given or self.open(out)
+
+
+def check_options(source: Source, needs: Path | None, per_need: int | None, style: str,
+                  questions_per_article: int) -> None:
+    """Options that do not go together, refused before any file is read."""
+    if source.dump and source.wiki_api:
+        raise BuildError("give either --dump or --wiki-api, not both")
+    if per_need and not needs:
+        raise BuildError("--per-need caps the questions of --needs; give --needs too")
+    if needs and (style != "creative" or questions_per_article != 1):
+        raise BuildError("--needs asks one question per need and chunk with its own prompt; "
+                         "it takes no --style or --questions-per-article")
+    if source.stub_dump and not source.dump:
+        raise BuildError("--stub-dump gives creation dates to the pages of a --dump: give both")
+
+
+def label_spec(style: str, labels: LabelSpec | None,
+               min_critique: tuple[tuple[str, int], ...]) -> LabelSpec | None:
+    """The statements style's labels (equal shares unless --labels); refused with another style."""
+    if style != "statements":
+        if labels or min_critique:
+            raise BuildError("--labels and --min-critique go with --style statements")
+        return None
+    return labels or parse_label_spec(",".join(f"{label}=0.25" for label in LABELS))
+
+
+def labelling(label: bool, style: str) -> bool:
+    """Whether the build labels its questions: when asked, and always for the statements style."""
+    return label or style == "statements"
+
+
+def stages_to_run(config: BuildConfig, stage: str | None, labelled: bool,
+                  source: Source) -> tuple[str, ...]:
+    """The one stage asked for, else every stage (labels only when `labelled`); a stage that
+    cannot run as asked is refused before anything starts."""
+    if stage == "labels" and not labelled:
+        raise BuildError("--stage labels needs --label (or --style statements)")
+    stages = (stage,) if stage else tuple(name for name in STAGES
+                                          if name != "labels" or labelled)
+    sampled = titles_path(config.out, "A_r").exists()
+    if "A_r" in stages and not sampled and config.n is None and not source.dump:
+        raise BuildError("--n is required when sampling a wiki (how many articles A_r should "
+                         "hold)")
+    return stages
+
+
+def build(config: BuildConfig, stages: tuple[str, ...], source: Source,
+          cutoff_source: str | None, open_llm: OpenLLM, labelled: bool) -> dict[str, Any]:
+    """Run `stages` in order, holding the directory, each recorded in the manifest as it
+    finishes and said in a line; the manifest at the end."""
+    sampled = titles_path(config.out, "A_r").exists()
+    roles = ("builder", "labeller") if labelled else ("builder",)
+    llm = sampler = manifest = None
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(locked(config.out))  # one build of a directory at a time
+        for stage in stages:
+            if llm is None and (stage in ("A_f", "questions", "labels")
+                                or stage == "traffic" and config.control):
+                llm = stack.enter_context(open_llm(roles))
+            page_source = None
+            if stage == "A_r":
+                page_source = sampler = None if sampled else source.open(config.out)
+                done = f"{len(sample_articles(page_source, config))} articles"
+            elif stage == "facts":
+                page_source = None if (config.out / FACTS).exists() else (
+                    sampler or source.recorded(config.out))
+                done = ", ".join(f"{value} {key}" for key, value in
+                                 extract_facts(page_source, config).items())
+            else:
+                done = _run_stage(stage, config, llm)
+            manifest = update_manifest(config, page_source and page_source.description,
+                                       cutoff_source, llm, stage)
+            say(f"{stage}: {done}")
+    return manifest
+
+
+def _run_stage(stage: str, config: BuildConfig, llm: LLMClient | None) -> str:
+    """A stage that reads only the directory (and the model); what it did, in a few words."""
+    if stage == "A_d":
+        return f"{len(filter_created(config))} articles"
+    if stage == "A_f":
+        return f"{len(classify_recency(llm, config))} articles"
+    if stage == "labels":  # a critique threshold may have dropped every question
+        return label_and_report(llm, config.out, config.concurrency, None) \
+            if read_jsonl(config.out / "questions.jsonl") else "no questions to label"
+    if stage == "questions":
+        return f"{generate_questions(llm, config)} questions"
+    return add_traffic(llm, config) or "no control or general questions asked for"
+
+
+def label_and_report(llm: LLMClient, directory: Path, concurrency: int,
+                     hand: dict[str, str] | None) -> str:
+    """Label the dataset, print the composition (and agreements), write the report files."""
+    rows = label_dataset(llm, directory, concurrency)
+    details = label_report(rows, hand)
+    paths = write_report(directory, details)
+    say(render(details))
+    return f"{len(rows)} questions labelled ({', '.join(path.name for path in paths)} written)"

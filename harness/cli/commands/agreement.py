@@ -1,0 +1,47 @@
+"""`freshrag agreement`: how alike two judges (or two repeats of one) grade the same answers:
+agreement, weighted kappa, Spearman, confusion matrices (docs/scoring.md); the statistics are
+harness/reporting/agreement.py."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from freshrag.cli.options import whole
+from freshrag.reporting import agreement
+
+HELP = ("how alike two judges (or two repeats of one) grade the same answers: agreement, "
+        "weighted kappa, Spearman, confusion matrices")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("agreement", help=HELP)
+    p.add_argument("run_a", type=Path, metavar="RUN_A", help="run directory A (rows of the matrix)")
+    p.add_argument("run_b", type=Path, metavar="RUN_B", help="run directory B (columns; "
+                   "differences are B - A)")
+    p.add_argument("--format", choices=("markdown", "json"), default="markdown",
+                   help="what is printed (default: %(default)s)")
+    p.add_argument("--out", type=Path, help=f"where {agreement.AGREEMENT} goes "
+                   "(default: results/agreement-A-vs-B, A and B the directories' names)")
+    p.add_argument("--top", type=whole(1, 10_000), default=agreement.TOP,
+                   help="pairs that disagree most, listed per field (default: %(default)s)")
+    for side in ("a", "b"):
+        p.add_argument(f"--repeat-{side}", type=whole(0, 99), metavar="K", help=f"compare the "
+                       f"grades of `freshrag score --scorers judge` repeat K in RUN_{side.upper()}'s "
+                       "scores.jsonl instead of its run's own grades")
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    import json
+    import sys
+
+    document = agreement.compare_runs(args.run_a, args.run_b, args.top,
+                                      repeats=(args.repeat_a, args.repeat_b))
+    path = agreement.write_agreement(args.out or agreement.default_out(args.run_a, args.run_b),
+                                     document)
+    markdown = args.format == "markdown"
+    print(agreement.render(document) if markdown else json.dumps(document, indent=2))
+    # stderr when stdout carries JSON, so that output stays parseable
+    print(f"\n{path} written", file=sys.stdout if markdown else sys.stderr)
+    return 0

@@ -1,0 +1,181 @@
+"""`freshrag build`: a dataset of post-cutoff Wikipedia articles and questions (docs/building.md).
+
+The options become a BuildConfig and a Source; builders/build.py decides which stages run and
+runs them. Like every command module, this one imports at its top only what its options need,
+and the rest when the command runs, so that `--help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from freshrag.builders.sources.mediawiki import WIKIPEDIA_API
+from freshrag.builders.stages import ARTICLE_STAGES, STAGES, STYLES, BuildConfig
+from freshrag.builders.styles.critiques import parse_thresholds
+from freshrag.builders.styles.grounded import CRITERIA
+from freshrag.builders.styles.statements import parse_label_spec
+from freshrag.builders.traffic.general_queries import GENERAL_QUERIES
+from freshrag.cli.options import (
+    MAX_QUESTIONS,
+    UsageError,
+    add_concurrency,
+    add_config,
+    add_dry_run,
+    add_no_cache,
+    add_seed,
+    choices,
+    header,
+    name,
+    out_dir,
+    url,
+    whole,
+)
+
+HELP = "build a dataset of post-cutoff Wikipedia articles and questions (section III.A)"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("build", help=HELP)
+    _sample_options(p)
+    add_concurrency(p, 4, "pages fetched, and LLM calls made, at once")
+    _question_options(p)
+    add_seed(p, "of the dump's random sample and of every LLM request", default=0)
+    _traffic_options(p)
+    add_no_cache(p)
+    add_config(p)
+    add_dry_run(p, "the builder calls, tokens and dollars stages A_f and questions would spend")
+    p.set_defaults(handler=handle)
+
+
+def _sample_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=out_dir, required=True,
+                   help="dataset directory; building into it again resumes")
+    p.add_argument("--n", type=whole(1, 100_000_000), help="articles in the random sample A_r "
+                   "(required for a wiki; with --dump, a seeded random sample of the dump, else "
+                   "all of it)")
+    p.add_argument("--cutoff", help="knowledge cutoff YYYY-MM-DD: A_d holds articles created "
+                   "after it")
+    p.add_argument("--model", type=name, help="take the cutoff of this model from the table "
+                   "(built-in, extended by [cutoffs] in freshrag.toml), e.g. gpt-4-0613")
+    p.add_argument("--wiki-api", type=url,
+                   help=f"MediaWiki api.php to sample (default: {WIKIPEDIA_API})")
+    p.add_argument("--dump", nargs="+", metavar="FILE", help="MediaWiki XML dump (.xml, .xml.bz2, "
+                   ".xml.gz) instead of a wiki: one file, several (the split files of a dump), "
+                   "or a quoted glob; a history dump gives creation dates")
+    p.add_argument("--stub-dump", nargs="+", metavar="FILE", help="stub-meta-history dump files "
+                   "(or a quoted glob) whose first revisions give the creation dates of a "
+                   "pages-articles --dump")
+    p.add_argument("--dump-processes", type=whole(1, 256), default=2, help="processes reading "
+                   "the dump files at once (default: %(default)s)")
+    p.add_argument("--user-agent", type=header, help="User-Agent naming you and a contact, as "
+                   "Wikimedia asks (default: [build] user_agent in freshrag.toml, else a generic "
+                   "freshrag one)")
+    p.add_argument("--max-lag", type=whole(1, 3600), default=5,
+                   help="maxlag sent to the wiki, in seconds (default: %(default)s)")
+
+
+def _question_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--stage", choices=STAGES, help="run only this stage (the earlier ones must "
+                   "have finished); default: every stage not finished yet")
+    p.add_argument("--questions-per-article", type=whole(1, 100), default=1,
+                   help="questions written per article (default: %(default)s)")
+    p.add_argument("--style", choices=STYLES, default="creative", help="question prompt: "
+                   "creative (the paper's), recent (about facts after the cutoff; harder) or "
+                   "statements (label-targeted from extracted statements, critiqued, labelled) or "
+                   "grounded (text forms of SQL queries over the articles' infobox facts)")
+    p.add_argument("--labels", type=parse_label_spec, help="statements style: questions per "
+                   "label over the set, as counts (fact_single=4,summary=4,reasoning=4,"
+                   "unanswerable=2) or shares (fact_single=0.5,summary=0.5) of --questions-per-"
+                   "article x articles (default: equal shares of the four labels)")
+    p.add_argument("--min-critique", type=parse_thresholds, default=(), help="statements style: "
+                   "drop questions rated below N (1-5) on any critique criterion, or per "
+                   "criterion: stand_alone=4,specificity=3,question_grounding=3,answer_grounding=3")
+    p.add_argument("--label", action="store_true", help="label every question with the labeller "
+                   "role (always done for the statements style)")
+    p.add_argument("--templates", type=Path, help="--style grounded: a TOML or JSON file of "
+                   "more SQL query templates (see builders/styles/templates.py)")
+    p.add_argument("--criteria", type=choices(CRITERIA), default=tuple(CRITERIA),
+                   help="--style grounded: the wording criteria, one text form each per group "
+                        f"(default: {','.join(CRITERIA)})")
+    p.add_argument("--groups", type=whole(1, MAX_QUESTIONS), help="--style grounded: semantic "
+                   "groups at most, a seeded sample (default: every answerable query)")
+    p.add_argument("--questions-from", choices=ARTICLE_STAGES, default="A_f",
+                   help="the stage whose articles get questions (default: %(default)s)")
+    p.add_argument("--needs", type=Path, metavar="FILE", help="generate the questions for these "
+                   "information needs (UTF-8, one description a line; see freshrag needs): for "
+                   "each chunk and need, a question or BLANK")
+    p.add_argument("--per-need", type=whole(1, MAX_QUESTIONS), metavar="N", help="with --needs: "
+                   "ask at most N chunks per need, a seeded sample (default: every chunk)")
+
+
+def _traffic_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--control", type=whole(0, MAX_QUESTIONS), default=0, help="control questions "
+                   "(need no retrieval) about A_r articles created --control-margin days or more "
+                   "before the cutoff, in the traffic stage (default: %(default)s)")
+    p.add_argument("--control-margin", type=whole(0, 100_000), default=365, metavar="DAYS",
+                   help="how long before the cutoff a control article was created "
+                        "(default: %(default)s)")
+    p.add_argument("--general", type=whole(0, len(GENERAL_QUERIES)), default=0, help="general "
+                   "queries that need no document (greetings, arithmetic, definitions, writing "
+                   "requests), drawn from the shipped list in the traffic stage "
+                   "(default: %(default)s)")
+
+
+def handle(args: argparse.Namespace) -> int:
+    from freshrag.builders import build as builder
+    from freshrag.builders.cutoffs import resolve_cutoff
+    from freshrag.builders.manifest import check_settings
+    from freshrag.builders.styles.needs import read_needs
+    from freshrag.builders.styles.templates import load_templates
+    from freshrag.cli.common import CACHE_FILE, default_config, llm_client
+    from freshrag.core.config import load_settings
+
+    config_file = args.config or default_config()
+    cutoff, cutoff_source = resolve_cutoff(args.cutoff, args.model, config_file)
+    source = builder.Source(tuple(args.dump or ()), tuple(args.stub_dump or ()),
+                            args.dump_processes, args.wiki_api, args.user_agent, args.max_lag,
+                            args.concurrency, config_file)
+    builder.check_options(source, args.needs, args.per_need, args.style,
+                          args.questions_per_article)
+    config = BuildConfig(
+        out=args.out, cutoff=cutoff, n=args.n, questions_per_article=args.questions_per_article,
+        style=args.style, questions_from=args.questions_from, concurrency=args.concurrency,
+        seed=args.seed, labels=builder.label_spec(args.style, args.labels, args.min_critique),
+        min_critique=args.min_critique, needs=read_needs(args.needs) if args.needs else (),
+        per_need=args.per_need, control=args.control, general=args.general,
+        control_margin_days=args.control_margin, templates=args.templates,
+        criteria=args.criteria, groups=args.groups)
+    check_settings(config)
+    if args.templates:
+        load_templates(args.templates)  # a bad file is refused before any source or model
+    labelled = builder.labelling(args.label, args.style)
+    cache = None if args.no_cache else args.out.parent / CACHE_FILE
+    if args.dry_run:
+        return _dry_run(args, config, config_file, cache, labelled)
+    stages = builder.stages_to_run(config, args.stage, labelled, source)
+    settings = load_settings(args.config)
+    manifest = builder.build(config, stages, source, cutoff_source,
+                             lambda roles: llm_client(settings, cache, args.seed, roles=roles),
+                             labelled)
+    print(json.dumps(manifest["funnel"], indent=2))
+    print(f"dataset written to {args.out}/ (articles.jsonl, questions.jsonl, manifest.json); "
+          f"run it with: freshrag run --dataset {args.out}")
+    return 0
+
+
+def _dry_run(args: argparse.Namespace, config: BuildConfig, config_file: Path | None,
+             cache: Path | None, labelled: bool) -> int:
+    """A build dry run counts every stage (harness/cost/build_estimate.py) but the control
+    questions of a --needs build; it refuses what it would leave out rather than under-count."""
+    from freshrag.core.config import load_settings
+    from freshrag.cost import dry_run
+    from freshrag.reporting.prices import price_table
+
+    if args.control and args.needs:
+        raise UsageError("--dry-run cannot count the control questions of a --needs build yet: "
+                         "leave --control out to estimate the rest")
+    print(dry_run.dry_run_build(config, load_settings(args.config), cache, args.seed,
+                                price_table(config_file), labelled))
+    return 0

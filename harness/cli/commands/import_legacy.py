@@ -1,0 +1,35 @@
+"""`freshrag import-legacy`: a run file released with the paper (a pickled list of dicts) into a
+run directory, which `freshrag report` and `freshrag score` then read (docs/running.md); the
+import is harness/run/legacy.py."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from freshrag.cli.options import name, out_dir
+from freshrag.run.legacy import PAPER_MODEL
+
+HELP = "import a run file released with the paper (a pickled list of dicts) into a run directory"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("import-legacy", help=HELP)
+    p.add_argument("pickle", type=Path, metavar="PICKLE")
+    p.add_argument("--dataset", type=name, required=True,
+                   help="dataset name for the tables, e.g. A_f")
+    p.add_argument("--system", type=name, required=True,
+                   help="system name for the tables, e.g. naive")
+    p.add_argument("--out", type=out_dir, required=True, help="run directory to write (or add to)")
+    p.add_argument("--model", type=name, default=PAPER_MODEL, help="the model that answered, for "
+                   "the cost analysis (default: %(default)s, the paper's)")
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from freshrag.run.legacy import import_legacy
+
+    n = import_legacy(args.pickle, args.dataset, args.system, args.out, args.model)
+    print(f"{n} rows of {args.pickle} imported into {args.out}/ as {args.dataset}/{args.system}; "
+          f"see them with: freshrag report {args.out}")
+    return 0

@@ -1,0 +1,50 @@
+"""`freshrag label`: label a dataset's questions fact_single, summary, reasoning or unanswerable
+with the labeller role, and report the composition and the agreement with hand labels
+(docs/labels.md). The same step as the labels stage of a build, on a dataset made elsewhere."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from freshrag.cli.options import add_concurrency, add_config, add_no_cache, add_seed
+
+HELP = ("label a dataset's questions fact_single, summary, reasoning or unanswerable (the "
+        "labeller role); composition table and chart, and agreement with hand labels")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("label", help=HELP)
+    p.add_argument("dataset", type=Path, metavar="DATASET",
+                   help="dataset directory (questions.jsonl, articles.jsonl); labels are written "
+                        "into its questions.jsonl, their records into labels.jsonl")
+    p.add_argument("--hand-labels", type=Path, metavar="FILE", help="JSON Lines of {id, label}: "
+                   "report Cohen's kappa and the confusion matrix of the labeller against them")
+    add_concurrency(p, 4, "questions labelled at once")
+    add_seed(p)
+    add_no_cache(p)
+    add_config(p)
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from freshrag.builders.build import label_and_report
+    from freshrag.builders.labels.labeller import (
+        LABELS_FILE,
+        check_no_foreign_labels,
+        read_hand_labels,
+    )
+    from freshrag.cli.common import CACHE_FILE, llm_client
+    from freshrag.core.config import load_settings
+    from freshrag.core.dataset import load_dataset_dir
+    from freshrag.core.rundir import locked
+
+    dataset = load_dataset_dir(args.dataset)  # every input checked before a server starts
+    hand = read_hand_labels(args.hand_labels, {q.id for q in dataset.questions}) \
+        if args.hand_labels else None
+    check_no_foreign_labels(dataset.files["questions"], args.dataset / LABELS_FILE)
+    cache = None if args.no_cache else args.dataset.parent / CACHE_FILE
+    with locked(args.dataset), llm_client(load_settings(args.config), cache, args.seed,
+                                          roles=("labeller",)) as llm:
+        print(f"labels: {label_and_report(llm, args.dataset, args.concurrency, hand)}")
+    return 0

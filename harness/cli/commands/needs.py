@@ -1,0 +1,72 @@
+"""`freshrag needs`: information needs derived from a log of user queries (embedded, clustered,
+each cluster described in one sentence), written as the needs file `build --needs` reads
+(docs/needs.md)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from freshrag.builders.traffic.query_log import NeedLogConfig
+from freshrag.cli.options import (
+    MAX_QUESTIONS,
+    UsageError,
+    add_concurrency,
+    add_config,
+    add_no_cache,
+    add_seed,
+    share,
+    whole,
+)
+
+HELP = ("derive information needs from a log of user queries: embed, cluster, describe each "
+        "cluster in one sentence")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    defaults = NeedLogConfig()
+    p = sub.add_parser("needs", help=HELP)
+    p.add_argument("--queries", type=Path, required=True, metavar="LOG",
+                   help="JSON Lines log of user queries, a 'query' field a line")
+    p.add_argument("--out", type=Path, default=Path("needs.txt"), help="the needs file to write "
+                   "(one need a line, for build --needs); its .json and .md go beside it "
+                   "(default: %(default)s)")
+    p.add_argument("--distance-threshold", type=share, default=defaults.distance_threshold,
+                   help="cosine distance beyond which clusters are not merged: lower gives more, "
+                        "narrower needs (default: %(default)s)")
+    p.add_argument("--min-size", type=whole(1, MAX_QUESTIONS), default=defaults.min_size,
+                   help="queries a cluster needs to be a need; smaller ones are counted apart "
+                        "(default: %(default)s)")
+    p.add_argument("--examples", type=whole(1, 100), default=defaults.examples,
+                   help="representative queries per need, shown to the model and in the table "
+                        "(default: %(default)s)")
+    p.add_argument("--max-queries", type=whole(2, 100_000), default=defaults.max_queries,
+                   help="distinct queries clustered; a larger log is sampled (seeded by --seed), "
+                        "as clustering holds n² distances (default: %(default)s)")
+    add_concurrency(p, defaults.concurrency, "descriptions asked at once")
+    add_seed(p, "of the sample and of every LLM request", default=0)
+    add_no_cache(p)
+    add_config(p)
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from freshrag.builders.traffic import query_log
+    from freshrag.cli.common import CACHE_FILE, llm_client
+    from freshrag.core.config import load_settings
+    from freshrag.systems.retrieval.embeddings import embedder_for
+
+    if args.out.is_dir():
+        raise UsageError(f"--out {args.out} is a directory; give the needs file to write")
+    queries = query_log.read_queries(args.queries)  # refused before a model loads
+    config = query_log.NeedLogConfig(args.distance_threshold, args.min_size, args.examples,
+                                     args.max_queries, args.seed, args.concurrency)
+    cache = None if args.no_cache else Path("results") / CACHE_FILE
+    with llm_client(load_settings(args.config), cache, args.seed, roles=("builder",)) as llm:
+        document = query_log.derive_needs(queries, llm, embedder_for(llm).embed, config)
+    document["queries_file"] = str(args.queries)
+    paths = query_log.write_needs(document, args.out)
+    print(query_log.render(document))
+    print(f"\n{', '.join(map(str, paths))} written; build questions for these needs with: "
+          f"freshrag build ... --needs {paths[0]}")
+    return 0

@@ -1,0 +1,106 @@
+"""`freshrag report`: tables, analysis and figures from one or more run directories, optionally
+broken down by a question field, at other traffic compositions, and as one HTML page
+(docs/reports.md). Reading only the runs' files, it makes no call."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from freshrag.cli.options import add_config, mix_shares, out_dir, whole
+from freshrag.core.fields import FIELDS
+from freshrag.reporting.scorers import CORRECT_AT
+
+HELP = "tables and figures from one or more run directories"
+ANALYSIS = "analysis.json"  # retrieval quality, attribution, decisions, intervals, paired tests
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help=HELP)
+    p.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
+    p.add_argument("--format", choices=("markdown", "json", "csv"), default="markdown",
+                   help="table format printed (default: %(default)s)")
+    p.add_argument("--out", type=out_dir, help="where summary.json and the PNGs go "
+                   "(default: the run directory, or results/report for several)")
+    p.add_argument("--html", type=Path, metavar="PATH", help="also write the whole report (tables, "
+                   "figures, every answer) as one self-contained HTML file")
+    p.add_argument("--by", action="append", choices=FIELDS, metavar="FIELD",
+                   help="also break every table down by this question field (one of: "
+                        f"{', '.join(FIELDS)}); may be given more than once")
+    add_config(p, "whose [prices] table adds or overrides model prices for the cost analysis")
+    p.add_argument("--correct-at", type=whole(1, 5), default=CORRECT_AT, help="CRAG outcome: an "
+                   "answer that did not abstain is correct when the judge's truthfulness is at "
+                   "least this, else incorrect (default: %(default)s)")
+    p.add_argument("--mix", type=mix_shares, action="append", metavar="F:C:G",
+                   help="also estimate every system at this traffic composition (shares of "
+                        "fresh, control and general questions), recombined from the runs' rows "
+                        "without a call; repeatable")
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    import json
+
+    from freshrag.cli.common import default_config
+    from freshrag.reporting import analysis, breakdown, report
+    from freshrag.reporting.judge_check import judge_checks
+    from freshrag.reporting.prices import price_table
+
+    prices = price_table(args.config or default_config())  # refused before anything is written
+    rows = report.load_runs(args.run_dirs)
+    summary = report.summarise(rows)
+    out = args.out or (args.run_dirs[0] if len(args.run_dirs) == 1 else Path("results") / "report")
+    details = analysis.analyse(rows, prices, correct_at=args.correct_at, mixes=args.mix)
+    details["judge"] = judge_checks(args.run_dirs, rows)
+    breakdowns = {field: breakdown.breakdown(rows, field, prices) for field in args.by or ()}
+    by_field = breakdown.summary_tables(breakdowns)
+    report.write_summary(out, summary, by_field)
+    if breakdowns:
+        details["breakdowns"] = breakdowns
+    (out / ANALYSIS).write_text(json.dumps(details, indent=2) + "\n", encoding="utf-8")
+    figures = _figures(rows, out, details, breakdowns)
+    notes = report.run_notes(args.run_dirs, rows)
+    # the judge's verdict first, then the notes; on stderr when stdout carries JSON or CSV
+    side = sys.stdout if args.format == "markdown" else sys.stderr
+    for line in details["judge"]["lines"] + notes:
+        print(line, file=side)
+    print(report.render(summary, args.format, judge=details["judge"], breakdowns=by_field))
+    if args.format == "markdown":
+        _print_analysis(rows, details, breakdowns)
+        print(f"\nsummary.json, {ANALYSIS} and {len(figures)} figures written to {out}/")
+    elif args.format == "csv" and breakdowns:
+        print(f"the tables by {', '.join(breakdowns)} are in {out / report.SUMMARY} and "
+              f"{out / ANALYSIS} (CSV holds the summary)", file=sys.stderr)
+    if args.html:
+        from freshrag.reporting.render.html import write_html
+
+        page = write_html(rows, summary, details, figures, args.html,
+                          sources=[str(run_dir) for run_dir in args.run_dirs], notes=notes,
+                          breakdowns=breakdowns)
+        print(f"HTML report written to {page}", file=side)  # stderr keeps JSON or CSV parseable
+    return 0
+
+
+def _figures(rows: list[dict], out: Path, details: dict, breakdowns: dict) -> list[Path]:
+    from freshrag.reporting import scorers as scorer_report
+    from freshrag.reporting.render import plots, traffic_plots
+
+    figures = plots.write_figures(rows, out, details["cost"]) + traffic_plots.write(details, out)
+    figures += scorer_report.write_histograms(rows, out)
+    for field in breakdowns:
+        figures += plots.histograms_by_field(rows, field, out)
+    return figures
+
+
+def _print_analysis(rows: list[dict], details: dict, breakdowns: dict) -> None:
+    from freshrag.cli.common import print_unscored
+    from freshrag.reporting import breakdown, report
+    from freshrag.reporting import scorers as scorer_report
+
+    print_unscored(rows)
+    print("\n" + report.render_analysis(details))
+    if scored := scorer_report.render(details):
+        print("\n" + scored)
+    for document in breakdowns.values():
+        print("\n" + breakdown.render(document))

@@ -1,0 +1,178 @@
+"""`freshrag run`: answer, judge and account every (question, system) pair of a dataset into a run
+directory, resumably (docs/running.md); the runner is harness/run/runner.py."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from freshrag.cli.options import (
+    UsageError,
+    add_concurrency,
+    add_config,
+    add_cost_options,
+    add_dataset_options,
+    add_index_options,
+    add_limit,
+    add_no_cache,
+    add_probe_options,
+    add_scorers,
+    add_seed,
+    iso_date,
+    out_dir,
+    whole,
+)
+from freshrag.systems import SYSTEMS
+
+if TYPE_CHECKING:
+    from freshrag.core.config import LLMSettings
+    from freshrag.core.dataset import Dataset
+    from freshrag.cost.budget import Budget
+    from freshrag.run.runner import RunConfig
+    from freshrag.systems.retrieval.index import IndexConfig
+
+HELP = "answer, judge and account every (question, system) pair"
+PAPER_CUTOFF = "2021-09-30"  # GPT-4-0613's knowledge cutoff, the model of the paper's datasets
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help=HELP)
+    add_dataset_options(p)
+    p.add_argument("--systems", default="baseline,oracle,naive,advanced",
+                   help=f"comma-separated systems, from: {', '.join(SYSTEMS)} "
+                        f"(default: %(default)s)")
+    p.add_argument("--out", type=out_dir, help="run directory (default: results/DATASET_NAME); "
+                   "running again into it resumes")
+    add_limit(p)
+    add_concurrency(p, 8, "pairs in flight at once; 1 runs serially")
+    add_no_cache(p)
+    add_seed(p)
+    add_config(p)
+    p.add_argument("--knowledge-cutoff", type=iso_date, default=PAPER_CUTOFF,
+                   help="the answering model's knowledge cutoff, stated by dated-boolean "
+                        "(default: %(default)s, GPT-4-0613's)")
+    p.add_argument("--today", type=iso_date, default=date.today().isoformat(),
+                   help="today's date as dated-boolean states it (default: today)")
+    p.add_argument("--context-tokens", type=whole(1, 10_000_000), default=8192,
+                   help="the answering model's context window; retrieved text is cut to fit "
+                        "(default: %(default)s)")
+    p.add_argument("--no-probe", action="store_true", help="do not probe the judge before "
+                   "grading (the report then says that nothing checked the judge)")
+    add_scorers(p, "judge", "; the judge grades every pair, the others score the answers into "
+                "scores.jsonl after the pairs (default: %(default)s)")
+    add_probe_options(p)
+    add_index_options(p)
+    add_cost_options(p)
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from freshrag.cli.common import CACHE_FILE, check_batch, dataset, default_config, index_config
+    from freshrag.core.config import load_settings
+    from freshrag.core.rundir import INDEX_SETTINGS, RUN_ROLES
+    from freshrag.cost import dry_run
+    from freshrag.llm.client import LLMClient
+    from freshrag.reporting.prices import price_table
+    from freshrag.run.runner import check_resume
+    from freshrag.scoring.scorepass import scorer_names, scorer_roles
+    from freshrag.systems import uses_index
+
+    systems = tuple(name.strip() for name in args.systems.split(",") if name.strip())
+    unknown = [name for name in systems if name not in SYSTEMS]
+    if unknown or not systems:
+        raise UsageError(f"unknown system(s) {unknown}; valid systems: {', '.join(SYSTEMS)}")
+    scorers = scorer_names(args.scorers)
+    data = dataset(args)
+    out = args.out or Path("results") / data.name
+    config = _run_config(args, out, systems, scorers)
+    settings = load_settings(args.config)
+    roles = tuple(dict.fromkeys(RUN_ROLES + scorer_roles(scorers)))
+    if args.batch and not args.dry_run:
+        check_batch(args, settings, roles)
+    prompts = _prompts()
+    index = index_config(args, out.parent) if any(uses_index(name) for name in systems) else None
+    # Refused before a server starts or an index is built; `run` checks again, holding the lock.
+    check_resume(data, config, LLMClient(settings, seed=args.seed), SYSTEMS, prompts,
+                 index and {name: getattr(index, name) for name in INDEX_SETTINGS})
+    cache = None if args.no_cache else out.parent / CACHE_FILE
+    if args.dry_run:
+        print(dry_run.dry_run(data, config, settings, cache, args.seed, index,
+                              price_table(args.config or default_config()), SYSTEMS))
+        return 0
+    budget = args.max_cost and dry_run.budget(  # refused before any call if a price is missing
+        args.max_cost, args.batch, settings, price_table(args.config or default_config()), roles)
+    rows, capped = _answer(data, config, settings, cache, args.seed, roles, budget, index, prompts)
+    return _summarise(out, rows, capped)
+
+
+def _run_config(args: argparse.Namespace, out: Path, systems: tuple[str, ...],
+                scorers: tuple[str, ...]) -> RunConfig:
+    from freshrag.cost import batch
+    from freshrag.run.runner import RunConfig
+    from freshrag.scoring import probes
+
+    return RunConfig(out=out, systems=systems, limit=args.limit, scorers=scorers,
+                     concurrency=args.concurrency, use_cache=not args.no_cache,
+                     today=args.today, knowledge_cutoff=args.knowledge_cutoff,
+                     context_tokens=args.context_tokens,
+                     probe=None if args.no_probe else probes.ProbeSettings(
+                         args.probe_k, args.probe_seed, args.probe_threshold),
+                     batch_poll=(args.batch_poll or batch.POLL_S) if args.batch else None)
+
+
+def _prompts() -> dict[str, str]:
+    """The prompts a run records in its manifest: the systems' and the judge's."""
+    import json
+
+    from freshrag.scoring import judge
+    from freshrag.systems.prompts import PROMPTS
+
+    return {**PROMPTS, "judge": judge.JUDGE_PROMPT, "judge_tool": json.dumps(judge.GRADE_TOOL),
+            "judge_general": judge.GENERAL_JUDGE_PROMPT}
+
+
+def _answer(data: Dataset, config: RunConfig, settings: LLMSettings, cache: Path | None,
+            seed: int | None, roles: tuple[str, ...], budget: Budget | None,
+            index: IndexConfig | None, prompts: dict[str, str]) -> tuple[list[dict], Exception | None]:
+    """Every pair answered, or as many as --max-cost allowed: the rows, and the cap if it was hit."""
+    import contextlib
+
+    from freshrag.cli.common import embed_for, llm_client
+    from freshrag.core.samples import SAMPLES, read_samples
+    from freshrag.cost.budget import BudgetExceeded
+    from freshrag.run.runner import run
+    from freshrag.systems.retrieval.embeddings import embedder_for
+    from freshrag.systems.retrieval.index import open_index
+
+    with llm_client(settings, cache, seed, roles=roles) as llm, contextlib.ExitStack() as stack:
+        llm.gate = budget or None
+        retriever = None
+        if index:
+            retriever = open_index(data.articles, index, embedder_for(llm))
+            stack.callback(retriever.close)
+        embed = embed_for(llm, config.scorers, retriever)
+        try:
+            return run(data, config, llm, SYSTEMS, prompts, retriever, embed), None
+        except BudgetExceeded as err:
+            return read_samples(config.out / SAMPLES), err
+
+
+def _summarise(out: Path, rows: list[dict], capped: Exception | None) -> int:
+    """The run's tables and notes; exit 3 when capped, 1 when a pair failed."""
+    from freshrag.cli.common import print_unscored
+    from freshrag.reporting import report
+    from freshrag.reporting.judge_check import judge_checks
+
+    summary = report.summarise(rows)
+    report.write_summary(out, summary)
+    print(report.render(summary, "markdown"))
+    print_unscored(rows)
+    print("\n" + "\n".join(judge_checks([out], rows)["lines"]))
+    print(f"\nrun written to {out}/ (samples.jsonl, manifest.json, summary.json)")
+    if capped:
+        print(f"\nCAPPED: {capped}; finished pairs are kept: run the same command without "
+              f"--max-cost (or with a higher one) to finish")
+        return 3
+    return 1 if any(row["status"] == "failed" for row in rows) else 0

@@ -1,0 +1,119 @@
+"""`freshrag score`: add scorers to a finished (or imported) run without answering again, into its
+scores.jsonl, resumably (docs/scoring.md); the pass itself is harness/scoring/scorepass.py."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from freshrag.cli.options import (
+    UsageError,
+    add_concurrency,
+    add_config,
+    add_cost_options,
+    add_dataset_options,
+    add_no_cache,
+    add_scorers,
+    add_seed,
+    whole,
+)
+
+if TYPE_CHECKING:
+    from freshrag.core.config import LLMSettings
+    from freshrag.core.types import Article
+    from freshrag.cost.budget import Budget
+
+HELP = "add scorers to a finished (or imported) run without answering again; resumable"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("score", help=HELP)
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    add_scorers(p)
+    p.add_argument("--repeats", type=whole(1, 100), default=1, help="ask each scorer this many "
+                   "times per answer, each repeat with its own seeds and cache entries (the "
+                   "judge's spread; default: %(default)s)")
+    add_dataset_options(p)
+    add_concurrency(p, 8, "scores asked at once; 1 runs serially")
+    add_seed(p, "sent with every request; repeat k of the judge sends seed + 2k", default=0)
+    add_no_cache(p)
+    add_config(p)
+    add_cost_options(p)
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from freshrag.cli.common import CACHE_FILE, check_batch, default_config
+    from freshrag.core.config import load_settings
+    from freshrag.cost import dry_run
+    from freshrag.reporting import scorers as scorer_report
+    from freshrag.reporting.prices import price_table
+    from freshrag.scoring import scorepass
+
+    names = scorepass.scorer_names(args.scorers)
+    rows, articles = scorepass.score_inputs(args.run_dir, _score_articles(args))
+    problem = scorepass.missing_inputs(rows, names, articles)
+    if problem:
+        raise UsageError(f"{args.run_dir}: {problem}")
+    settings = load_settings(args.config)
+    cache = None if args.no_cache else args.run_dir.parent / CACHE_FILE
+    prices = price_table(args.config or default_config()) if args.dry_run or args.max_cost else {}
+    if args.dry_run:
+        print(dry_run.dry_run_score(args.run_dir, rows, names, articles, args.repeats, settings,
+                                    cache, args.seed, prices, args.batch, args.concurrency))
+        return 0
+    if args.batch:
+        check_batch(args, settings, scorepass.scorer_roles(names))
+    budget = args.max_cost and dry_run.budget(args.max_cost, args.batch, settings, prices,
+                                              scorepass.scorer_roles(names))
+    counts, capped = _score(args, rows, names, articles, settings, cache, budget)
+    if capped:
+        print(f"CAPPED: {capped}; finished scores are kept in scores.jsonl: run the same "
+              f"command without --max-cost (or with a higher one) to finish")
+        return 3
+    print(scorer_report.render_pass(counts, args.run_dir))
+    if args.repeats > 1 and "judge" in names:
+        print("\n" + scorer_report.render_spread(args.run_dir))
+    return 0
+
+
+def _score(args: argparse.Namespace, rows: list[dict], names: tuple[str, ...],
+           articles: dict[str, Article] | None, settings: LLMSettings, cache: Path | None,
+           budget: Budget | None) -> tuple[dict[str, Any] | None, Exception | None]:
+    """The pass over the run, holding its directory: the counts, or the cap if it was hit."""
+    import contextlib
+
+    from freshrag.cli.common import embed_for, llm_client
+    from freshrag.core.rundir import locked
+    from freshrag.cost import batch, plan
+    from freshrag.cost.budget import BudgetExceeded
+    from freshrag.scoring import scorepass
+
+    with locked(args.run_dir), contextlib.ExitStack() as stack:
+        llm = embed = None
+        todo = scorepass.pending(args.run_dir, rows, names, args.repeats)
+        if todo:  # else no server starts
+            llm = stack.enter_context(llm_client(settings, cache, args.seed,
+                                                 roles=scorepass.scorer_roles(names)))
+            llm.gate, embed = budget or None, embed_for(llm, names)
+        scorers = scorepass.make_scorers(names, embed)
+        try:
+            if todo and args.batch:  # chat calls only: answer-relevance's embeddings stay live
+                scorepass.check_same_models(args.run_dir, scorers, llm)  # before any upload
+                batch.prefill(llm, args.run_dir, plan.score_jobs(todo, names, articles),
+                              args.batch_poll or batch.POLL_S, args.concurrency)
+            return scorepass.score_rows(args.run_dir, rows, scorers, llm, articles,
+                                        args.repeats, args.concurrency), None
+        except BudgetExceeded as err:
+            return None, err
+
+
+def _score_articles(args: argparse.Namespace) -> dict[str, Article] | None:
+    """The gold articles named on the command line, or None (the run's own, if it has them)."""
+    from freshrag.cli.common import dataset
+    from freshrag.core.dataset import load_articles
+
+    if args.dataset or args.questions:
+        return dataset(args).articles
+    return load_articles(args.articles) if args.articles else None

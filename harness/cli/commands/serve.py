@@ -1,0 +1,26 @@
+"""`freshrag serve`: the embedded llama.cpp server (SmolLM2-135M-Instruct) in the foreground, for
+other tools or other freshrag commands to share (docs/running.md)."""
+
+from __future__ import annotations
+
+import argparse
+
+from freshrag.cli.options import whole
+
+HELP = "run the embedded llama.cpp server in the foreground"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help=HELP)
+    p.add_argument("--port", type=whole(1, 65_535), help="port on 127.0.0.1 (default: a free one)")
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from freshrag.llm.local_server import LocalServer, LocalServerError
+
+    with LocalServer(port=args.port) as server:
+        print(f"serving SmolLM2-135M-Instruct at {server.base_url} (Ctrl-C stops it)\n"
+              f"point freshrag at it with: export FRESHRAG_BASE_URL={server.base_url}", flush=True)
+        server.process.wait()
+    raise LocalServerError(server.death())  # Ctrl-C ends serve by KeyboardInterrupt, not here

@@ -1,0 +1,27 @@
+"""freshrag's exceptions: one base, and a branch for what the user can fix (docs/design.md).
+
+Every exception class of freshrag derives from `FreshragError`, most through `UserError`:
+
+- `UserError` is what the person running freshrag can fix: an option or input file that cannot be
+  used (a dataset, a dump, a needs file, a template, a released run), a configuration value, a
+  run or dataset directory this command must not write, a wiki, endpoint or Qdrant store that
+  refuses or cannot be reached. Its message names the file, option or URL at fault. The
+  `freshrag` command catches it once, prints `freshrag: error: MESSAGE` and exits with status 2.
+- Any other `FreshragError` is caught inside freshrag where it is raised, as part of the work: a
+  reply that is not what a forced call asked for (recorded as unscored or retried), a dataset
+  that cannot give judge probes (reported as such), the cap of `--max-cost` (the command ends
+  resumable, exit 3). One that reaches the command is a bug and ends in a traceback.
+
+A class keeps the standard exception it has always derived from (ValueError, RuntimeError) as a
+second base, so that code catching that one still catches it.
+"""
+
+from __future__ import annotations
+
+
+class FreshragError(Exception):
+    """The base of every exception freshrag raises on purpose."""
+
+
+class UserError(FreshragError):
+    """Something the user can fix; the message says what and where (exit status 2)."""
