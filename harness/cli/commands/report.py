@@ -40,9 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    import json
-
     from freshrag.cli.common import default_config
+    from freshrag.core.files import write_json
     from freshrag.reporting import analysis, breakdown, report
     from freshrag.reporting.judge_check import judge_checks
     from freshrag.reporting.prices import price_table
@@ -58,7 +57,7 @@ def handle(args: argparse.Namespace) -> int:
     report.write_summary(out, summary, by_field)
     if breakdowns:
         details["breakdowns"] = breakdowns
-    (out / ANALYSIS).write_text(json.dumps(details, indent=2) + "\n", encoding="utf-8")
+    write_json(out / ANALYSIS, details, ensure_ascii=True)
     figures = _figures(rows, out, details, breakdowns)
     notes = report.run_notes(args.run_dirs, rows)
     # the judge's verdict first, then the notes; on stderr when stdout carries JSON or CSV

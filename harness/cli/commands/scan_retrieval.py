@@ -42,10 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    import json
-
     from freshrag.cli.common import dataset
     from freshrag.core.config import load_settings
+    from freshrag.core.files import write_json
     from freshrag.llm.client import LLMClient
     from freshrag.systems.retrieval import scan
     from freshrag.systems.retrieval.embeddings import embedder_for
@@ -62,8 +61,7 @@ def handle(args: argparse.Namespace) -> int:
         index.close()
     out = args.out or Path("results") / f"scan-retrieval-{data.name}"
     out.mkdir(parents=True, exist_ok=True)
-    document = json.dumps({"dataset": data.name, **result}, indent=2) + "\n"
-    (out / scan.SCAN_FILE).write_text(document, encoding="utf-8")
+    write_json(out / scan.SCAN_FILE, {"dataset": data.name, **result}, ensure_ascii=True)
     print(scan.render(result))
     print(f"\n{result['questions']:,} questions, {result['index']['chunks']:,} chunks, "
           f"{result['seconds']} s; {out / scan.SCAN_FILE} written")
