@@ -30,7 +30,3 @@ SYSTEMS: dict[str, Callable[[SystemContext], System]] = {
     "confidence": Confidence,
     "self-check": SelfCheck,
 }
-
-
-def uses_index(name: str) -> bool:
-    return getattr(SYSTEMS[name], "uses_index", False)

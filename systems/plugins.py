@@ -34,7 +34,7 @@ from freshrag.core.config import url_problem
 from freshrag.core.errors import UserError
 from freshrag.core.types import Question, System, SystemContext
 from freshrag.systems import answers_file
-from freshrag.systems.http import HttpSettings, HttpSystem
+from freshrag.systems.http import HttpSettings, HttpSystem, settings_from_table
 
 ENTRY_POINT_GROUP = "freshrag.systems"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a system's name in rows and reports
@@ -44,6 +44,8 @@ Factory = Callable[[SystemContext], System]
 class PluginError(UserError, ValueError):
     """A system that cannot be loaded: the input it came from is named; the cause, where the
     user's own code raised, is chained (`__cause__`) so that its traceback can be shown once."""
+
+    show_cause = True
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,46 @@ class SystemSource:
         return {"origin": self.origin, "where": self.where, "sha256": self.sha256,
                 "version": self.version}
 
+    def build(self, context: SystemContext) -> System:
+        """The system for a run, checked; the user's code failing here is named, with its
+        error chained."""
+        if self.origin == "built-in":
+            return self.factory(context)
+        try:
+            system = self.factory(context)
+        except (PluginError, UserError):
+            raise
+        except Exception as err:  # the user's code: any error, named with its system
+            raise PluginError(f"system {self.name!r} ({self.where}): building it failed: "
+                              f"{type(err).__name__}: {err}") from err
+        return check_system(self, system)
+
+
+def resolve_all(specs: str, builtins: dict[str, Factory],
+                services: dict[str, HttpSettings] | None = None,
+                questions: list[Question] | None = None) -> list[SystemSource]:
+    """The systems of a comma-separated list of specs (`--systems`), each name once."""
+    found: dict[str, SystemSource] = {}
+    for spec in (part.strip() for part in specs.split(",")):
+        if not spec:
+            continue
+        source = resolve(spec, builtins, services, questions)
+        if source.origin != "built-in" and source.name in builtins:
+            raise PluginError(f"system {spec!r}: {source.name!r} is a built-in system's name; "
+                              f"name yours apart, as NAME={spec}")
+        if source.name in found:
+            raise PluginError(f"two systems named {source.name!r} ({found[source.name].where} "
+                              f"and {source.where}); name one as NAME={spec}")
+        found[source.name] = source
+    if not found:
+        raise PluginError("no system given; --systems takes a comma-separated list")
+    return list(found.values())
+
+
+def services_from(table: dict[str, Any], where: str) -> dict[str, HttpSettings]:
+    """The services of freshrag.toml's `[systems]` table, by name (`where` names the file)."""
+    return {name: settings_from_table(name, value, where) for name, value in table.items()}
+
 
 def resolve(spec: str, builtins: dict[str, Factory],
             services: dict[str, HttpSettings] | None = None,
@@ -79,6 +121,8 @@ def resolve(spec: str, builtins: dict[str, Factory],
     name, target = name.strip(), target.strip()
     services = services or {}
     if target in builtins:
+        if name and name != target:
+            raise PluginError(f"system {spec!r}: a built-in system keeps its name ({target!r})")
         found = _builtin(target, builtins[target])
     elif target in services or target.lower().startswith(("http://", "https://")):
         found = _service(services.get(target) or _url_settings(name, target, spec))
@@ -95,7 +139,7 @@ def resolve(spec: str, builtins: dict[str, Factory],
     elif (entry := _entry_points().get(target)) is not None:
         found = _from_entry_point(entry)
     else:
-        raise PluginError(f"unknown system {target!r}; valid systems: "
+        raise PluginError(f"unknown system(s) [{target!r}]; valid systems: "
                           f"{', '.join([*builtins, *_entry_points()])}, or FILE.py:NAME, or "
                           f"MODULE:NAME for your own (see `freshrag systems`)")
     return _named(found, name or None, spec)
@@ -123,7 +167,8 @@ def check_system(source: SystemSource, system: Any) -> System:
 
 def _builtin(name: str, factory: Factory) -> SystemSource:
     return SystemSource(name, factory, "built-in", factory.__module__,
-                        description=_first_line(factory))
+                        description=_first_line(factory)
+                        or _first_line(sys.modules.get(factory.__module__)))
 
 
 def _service(settings: HttpSettings) -> SystemSource:
@@ -258,8 +303,10 @@ def _module_version(module_name: str) -> str | None:
 
 
 def _first_line(thing: Any) -> str:
-    doc = inspect.cleandoc(getattr(thing, "__doc__", None) or "")  # its own, never inherited
-    return doc.splitlines()[0] if doc else ""
+    """The first sentence of `thing`'s own docstring (never an inherited one), on one line."""
+    doc = inspect.cleandoc(getattr(thing, "__doc__", None) or "")
+    paragraph = " ".join(doc.split("\n\n", 1)[0].split())
+    return paragraph.split(". ", 1)[0].rstrip(".") + "." if paragraph else ""
 
 
 def _broken(context: SystemContext) -> System:

@@ -22,6 +22,7 @@ from freshrag.llm.client import LLMClient
 from freshrag.llm.local_server import LocalServer
 from freshrag.reporting import report
 from freshrag.scoring import SCORERS
+from freshrag.systems.plugins import SystemSource
 from freshrag.systems.retrieval.embeddings import embedder_for
 from freshrag.systems.retrieval.index import IndexConfig
 
@@ -59,6 +60,18 @@ def dataset(args: argparse.Namespace) -> Dataset:
             raise UsageError("--questions and --articles go together")
         return load_dataset(args.questions, args.articles)
     return load_dataset_dir(args.dataset or example_dir())
+
+
+def system_sources(specs: str, data: Dataset | None, config: Path | None) -> list[SystemSource]:
+    """The systems `--systems` names: built-in, the user's (files, modules, entry points),
+    services of freshrag.toml's [systems] (or --config's), answers files matched to `data`."""
+    from freshrag.core.config import config_table
+    from freshrag.systems import SYSTEMS
+    from freshrag.systems.plugins import resolve_all, services_from
+
+    file = config or default_config()
+    services = services_from(config_table(file, "systems"), str(file)) if file else {}
+    return resolve_all(specs, SYSTEMS, services, data.questions if data else None)
 
 
 def index_config(args: argparse.Namespace, results_dir: Path) -> IndexConfig:

@@ -1,4 +1,4 @@
-"""The `freshrag` command: build, label, needs, mix, run, index, scan-retrieval, report,
+"""The `freshrag` command: build, label, needs, mix, run, systems, index, scan-retrieval, report,
 score, agreement, import-legacy, demo, probe-judge and serve.
 
 One module per command in harness/cli/commands/ declares its options and does its work; this one
@@ -14,6 +14,7 @@ import argparse
 import errno
 import signal
 import sys
+import traceback
 
 from freshrag.cli.commands import (
     agreement,
@@ -30,12 +31,13 @@ from freshrag.cli.commands import (
     scan_retrieval,
     score,
     serve,
+    systems,
 )
 from freshrag.cli.options import check_together
 from freshrag.core.errors import UserError
 
 # In the order `freshrag --help` lists them.
-COMMANDS = (build, label, mix, run, score, index, scan_retrieval, report, agreement,
+COMMANDS = (build, label, mix, run, systems, score, index, scan_retrieval, report, agreement,
             import_legacy, demo, probe_judge, needs, serve)
 
 
@@ -56,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.handler(args)
     except UserError as err:  # what the user can fix (freshrag.core.errors): no traceback
         print(f"freshrag: error: {err}", file=sys.stderr)
+        if err.show_cause and err.__cause__ is not None:  # their own code's, once
+            cause = traceback.format_exception(err.__cause__)
+            print("".join(cause).rstrip(), file=sys.stderr)
         return 2
     except OSError as err:  # a read-only directory, a full disk: named, what was written is kept
         print(f"freshrag: error: {_describe_os_error(err)}", file=sys.stderr)

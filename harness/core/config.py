@@ -41,8 +41,8 @@ MAX_TIMEOUT_S = 86_400  # a day: beyond it the HTTP client's clock overflows on 
 MAX_ATTEMPTS = 100
 # The top level of freshrag.toml; [cutoffs] and [prices] are checked by builders/cutoffs.py and
 # harness/reporting/prices.py, which read them.
-TOP_LEVEL = ("timeout_s", "max_attempts", "roles", "cutoffs", "prices", "build")
-TABLES = ("roles", "cutoffs", "prices", "build")
+TOP_LEVEL = ("timeout_s", "max_attempts", "roles", "cutoffs", "prices", "build", "systems")
+TABLES = ("roles", "cutoffs", "prices", "build", "systems")  # [systems.NAME]: systems/http.py
 BUILD_KEYS = ("user_agent",)
 
 

@@ -24,4 +24,8 @@ class FreshragError(Exception):
 
 
 class UserError(FreshragError):
-    """Something the user can fix; the message says what and where (exit status 2)."""
+    """Something the user can fix; the message says what and where (exit status 2). Where the
+    user's own code failed (a plugged-in system), `show_cause` asks for the traceback of the
+    chained cause, printed once under the message."""
+
+    show_cause = False

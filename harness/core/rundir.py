@@ -29,6 +29,7 @@ from freshrag.core.manifest import MANIFEST
 LOCK = ".lock"
 RUN_ROLES = ("answer", "decision", "judge")  # the roles a run calls
 INDEX_SETTINGS = ("chunk_size", "chunk_overlap", "top_k", "text_weight")  # how chunks are found
+SOURCE_SETTINGS = ("origin", "sha256", "version")  # of a system, as systems/plugins.py records it
 DATE_SETTINGS = ("today", "knowledge_cutoff")  # stated only by systems with `uses_date`
 # The option that sets an identity setting, for the way out of a refusal.
 OPTIONS = {"seed": "--seed", "context_tokens": "--context-tokens", "today": "--today",
@@ -101,6 +102,10 @@ def identity(manifest: dict[str, Any], date_systems: Iterable[str]) -> dict[str,
         settings.update(_pick(config, DATE_SETTINGS))
     settings.update(_pick(manifest.get("prompts_sha256", {}), manifest.get("prompts_sha256", {}),
                           "prompt."))
+    sources = manifest.get("system_sources")
+    for name, source in (sources.items() if isinstance(sources, dict) else ()):
+        if isinstance(source, dict):  # a system from the user's code: its file hash and version
+            settings.update(_pick(source, SOURCE_SETTINGS, f"system.{name}."))
     return settings
 
 
@@ -128,7 +133,8 @@ def check_same_run(run_dir: Path, previous: dict[str, Any], planned: dict[str, A
 def _show(name: str, value: Any) -> str:
     if value is None:
         return "(not set)"
-    return str(value)[:12] if name.startswith("prompt.") else str(value)  # a sha256
+    hashed = name.startswith("prompt.") or name.endswith(".sha256")
+    return str(value)[:12] if hashed else str(value)
 
 
 def _way_back(name: str, old: Any) -> str:

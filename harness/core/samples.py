@@ -2,9 +2,11 @@
 the moment the pair finishes, with everything needed to recompute any table later:
 
 - `dataset`, `question_id`, `question`, `gold_title`, `system`
-- `status`: "ok", or "failed" (an LLM error; `error` says why; failed pairs are retried on resume)
+- `status`: "ok", or "failed" (an LLM error, or an exception a system's own code raised; `error`
+  says why; failed pairs are retried on resume)
 - `answer`: the system's answer text (null when failed)
-- `retrievals`: how many times the system retrieved
+- `retrievals`: how many times the system retrieved; null when a system outside freshrag (a
+  service, an answers file) did not say
 - `usage`: per role (answer, decision, judge, ...) `{"input", "output", "estimated"}`, summed
   over `calls`
 - `grade`: `{"truthfulness", "relevance", "unscored_reason", "raw", "context_cut"}` (scores null
@@ -14,8 +16,10 @@ the moment the pair finishes, with everything needed to recompute any table late
   at the batch rate; absent from rows written before it, which are list price). A failed row
   holds the calls that succeeded before the failure, so that the tokens spent on failed pairs
   are counted too
-- `details`: what the strategy reports about itself (decision, retrieved chunks, cuts)
-- `latency_s`: wall time of the pair, `error`, `finished_at`
+- `details`: what the strategy reports about itself (decision, retrieved chunks, cuts; for a
+  system outside freshrag, `unknown`: what it did not report)
+- `latency_s`: wall time of the pair (the judge included); `answer_latency_s`: the system's own
+  (what it reported, else the wall time of its `answer`); `error`, `finished_at`
 
 The file itself is JSON Lines, appended to and repaired as harness/core/jsonl.py describes.
 """
@@ -35,19 +39,26 @@ SAMPLES = "samples.jsonl"
 
 def sample_row(dataset: str, question: Question, system: str, answer: SystemAnswer | None,
                grade: Grade | None, calls: list[LLMResponse], latency_s: float,
-               error: str | None = None) -> dict[str, Any]:
-    """One row; `calls` are all the pair's calls, the judge's included."""
+               error: str | None = None,
+               answer_latency_s: float | None = None) -> dict[str, Any]:
+    """One row; `calls` are all the pair's calls, the judge's included. `latency_s` is the pair's
+    wall time, judge included; `answer_latency_s` the system's own (what it reports, else
+    freshrag's clock around `answer`), None when it gave no answer."""
+    if answer is not None and answer.latency_s is not None:
+        answer_latency_s = answer.latency_s
     return {
         "dataset": dataset, "question_id": question.id, "question": question.text,
         "gold_title": question.gold_title, **question.fields(), "system": system,
         "status": "failed" if error else "ok",
         "answer": answer.text if answer else None,
-        "retrievals": answer.retrievals if answer else 0,
+        "retrievals": answer.retrievals if answer else 0,  # None: the system did not say
         "usage": {role: asdict(usage) for role, usage in sum_usage_by_role(calls).items()},
         "grade": asdict(grade) if grade else None,
         "calls": [asdict(call) for call in calls],
         "details": answer.details if answer else {},
-        "latency_s": round(latency_s, 4), "error": error, "finished_at": now(),
+        "latency_s": round(latency_s, 4),
+        "answer_latency_s": None if answer_latency_s is None else round(answer_latency_s, 4),
+        "error": error, "finished_at": now(),
     }
 
 
@@ -76,9 +87,10 @@ _NUMBER = (int, float)
 REQUIRED = ("question_id", "gold_title", "system", "status", "retrievals", "usage", "grade")
 SAMPLE_FIELDS: dict[str, tuple[type, ...]] = {
     "dataset": (str, _NONE), "question_id": (str,), "question": (str,), "gold_title": (str, _NONE),
-    "system": (str,), "status": (str,), "answer": (str, _NONE), "retrievals": (int,),
+    "system": (str,), "status": (str,), "answer": (str, _NONE), "retrievals": (int, _NONE),
     "usage": (dict,), "grade": (dict, _NONE), "calls": (list,), "details": (dict, _NONE),
-    "latency_s": (*_NUMBER, _NONE), "error": (str, _NONE), "finished_at": (str, _NONE),
+    "latency_s": (*_NUMBER, _NONE), "answer_latency_s": (*_NUMBER, _NONE),
+    "error": (str, _NONE), "finished_at": (str, _NONE),
 }
 
 
@@ -97,7 +109,7 @@ def sample_problem(row: dict[str, Any]) -> str | None:
         return "field 'gold_title' is null, which only a general query (kind 'general') may be"
     if row["status"] not in ("ok", "failed"):
         return f"field 'status' must be 'ok' or 'failed', got {row['status']!r:.80}"
-    if row["retrievals"] < 0:
+    if row["retrievals"] is not None and row["retrievals"] < 0:
         return f"field 'retrievals' must be a count, got {row['retrievals']}"
     return (_usage_problem(row["usage"]) or _grade_problem(row["grade"])
             or _details_problem(row.get("details"), row.get("calls") or [], row.get("models")))

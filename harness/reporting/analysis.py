@@ -48,9 +48,12 @@ from freshrag.reporting.outcomes import (
     by_question,
     decides,
     is_scored,
+    latency,
+    retrievals,
     shared_questions,
     spent,
     total_score,
+    unreported,
 )
 from freshrag.reporting.prices import batch_calls, batch_note, row_cost
 from freshrag.reporting.scorers import CORRECT_AT, scorer_attribution
@@ -203,11 +206,12 @@ def _router_scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"truthfulness": mean([row["grade"]["truthfulness"] for row in rows], places=4),
             "relevance": mean([row["grade"]["relevance"] for row in rows], places=4),
             "input_tokens": sum(t[0] for t in tokens), "output_tokens": sum(t[1] for t in tokens),
-            "retrievals": sum(row["retrievals"] for row in rows)}
+            "retrievals": retrievals(rows)}
 
 
 def _confusion(rows: dict[str, dict[str, Any]], needed: dict[str, bool]) -> dict[str, Any]:
-    pairs = [(rows[q]["retrievals"] > 0, needed[q]) for q in needed if q in rows]
+    pairs = [(rows[q]["retrievals"] > 0, needed[q]) for q in needed
+             if q in rows and rows[q]["retrievals"] is not None]
     tp = sum(r and n for r, n in pairs)
     fp = sum(r and not n for r, n in pairs)
     fn = sum(n and not r for r, n in pairs)
@@ -236,9 +240,10 @@ def quality_and_cost(rows: list[dict[str, Any]],
                            for role, model in role_models(row).items()
                            if role != "judge" and role in row["usage"] and model not in prices})
         scores = [total_score(row) for row in group if is_scored(row)]
+        unknown = unreported(group, "input_tokens") or unreported(group, "output_tokens")
         table.append({**key.fields(), "score": mean(scores, places=4),
-                      "input_tokens": spent(group)[0],
-                      "cost_usd": None if None in costs else round(sum(costs), 6),
+                      "input_tokens": None if unknown else spent(group)[0],
+                      "cost_usd": None if None in costs or unknown else round(sum(costs), 6),
                       "batch_calls": sum(len(batch_calls(row)) for row in answered),
                       "failed": len(group) - len(answered), "unpriced_models": unpriced})
     for axis in ("input_tokens", "cost_usd"):
@@ -283,9 +288,16 @@ def intervals(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]
         for index, name in ((0, "input_tokens"), (1, "output_tokens")):
             values = [t[index] for t in tokens]
             entry[name] = [sum(values), *bootstrap_interval(values, sum, seed=seed)] \
-                if values else None
+                if values and not unreported(group, name) else None
         table.append(entry)
     return table
+
+
+def latencies(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per run identity, the answer latency's median and 95th percentile (outcomes.latency);
+    identities whose rows record none (runs written before it) are left out."""
+    return [{**key.fields(), **found} for key, group in group_rows(rows).items()
+            if (found := latency(group))]
 
 
 def paired_comparisons(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]:
@@ -355,6 +367,7 @@ def analyse(rows: list[dict[str, Any]], prices: dict[str, tuple[float, float]] |
             "cost": quality_and_cost(rows, prices or {}),
             "decisions": decisions, "intervals": intervals(rows, seed),
             "paired": paired_comparisons(rows, seed), "low_score": LOW_SCORE,
+            "latency": latencies(rows),
             "bootstrap_samples": BOOTSTRAP_SAMPLES, "confidence": CONFIDENCE,
             "notes": mixed_notes(keys) + judge_notes(keys) + decision_notes
             + traffic.pop("decision_notes") + traffic.pop("savings_notes") + batch_note(rows),

@@ -27,7 +27,13 @@ from typing import Any, Callable, Sequence
 from freshrag.core.samples import answer_tokens
 from freshrag.core.stats import bootstrap_interval, mean
 from freshrag.reporting.identity import group_rows, labels
-from freshrag.reporting.outcomes import decides, is_scored, references, total_score
+from freshrag.reporting.outcomes import (
+    decides,
+    is_scored,
+    known_retrievals,
+    references,
+    total_score,
+)
 
 Row = dict[str, Any]
 KIND_ORDER = ("fresh", "control", "general", "all")
@@ -75,7 +81,7 @@ def decisions_by_kind(rows: list[Row], seed: int = 0) -> list[Row]:
         for kind in KIND_ORDER:
             mine = judged if kind == "all" else [r for r in judged if r.get("kind") == kind]
             if mine:
-                pairs = [(row["retrievals"] > 0, row["need"]) for row in mine]
+                pairs = [(row["retrievals"] > 0, row["need"]) for row in known_retrievals(mine)]
                 table.append({**key.fields(), "kind": kind, **metrics(pairs, seed)})
     return table
 

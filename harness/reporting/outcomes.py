@@ -9,6 +9,7 @@ other's: imports among the reporting modules go one way.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from freshrag.core.samples import answer_tokens
@@ -35,13 +36,43 @@ def spent(rows: list[Row], status: str = "ok") -> tuple[int, int]:
     return sum(t[0] for t in tokens), sum(t[1] for t in tokens)
 
 
+def unreported(rows: list[Row], name: str) -> bool:
+    """Whether a system outside freshrag left `name` (input_tokens, output_tokens, retrievals,
+    decision) unreported for any answered row: its totals are then unknown, never a sum of 0s."""
+    return any(name in ((row.get("details") or {}).get("unknown") or ())
+               for row in rows if row["status"] == "ok")
+
+
+def retrievals(rows: list[Row]) -> int | None:
+    """The rows' retrievals, None (unknown) when some system did not say how many it made."""
+    counts = [row["retrievals"] for row in rows]
+    return None if None in counts else sum(counts)
+
+
+def known_retrievals(rows: list[Row]) -> list[Row]:
+    """The rows whose retrievals are known: what decisions against need can be judged on."""
+    return [row for row in rows if row["retrievals"] is not None]
+
+
+def latency(rows: list[Row]) -> dict[str, Any] | None:
+    """The median and 95th percentile of the answered rows' own answer latency, in seconds
+    (nearest rank), None when no row records one."""
+    values = sorted(row["answer_latency_s"] for row in rows
+                    if row["status"] == "ok" and row.get("answer_latency_s") is not None)
+    if not values:
+        return None
+    rank = {q: values[max(0, math.ceil(q / 100 * len(values)) - 1)] for q in (50, 95)}
+    return {"answers": len(values), "p50_s": round(rank[50], 3), "p95_s": round(rank[95], 3)}
+
+
 def decides(group: list[Row]) -> bool:
     """A system that records retrieval decisions, or (an imported run) retrieved for some
     questions and not for others."""
     if any((row.get("details") or {}).get("decision") is not None for row in group):
         return True
-    retrieving = sum(row["retrievals"] > 0 for row in group)
-    return 0 < retrieving < len(group)
+    known = known_retrievals(group)
+    retrieving = sum(row["retrievals"] > 0 for row in known)
+    return 0 < retrieving < len(known)
 
 
 def by_question(group: list[Row]) -> dict[str, Row]:

@@ -33,7 +33,7 @@ from freshrag.core.manifest import read_manifest
 from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.core.stats import mean
 from freshrag.reporting.identity import group_rows, labels, models_label, retriever_model
-from freshrag.reporting.outcomes import is_scored, spent
+from freshrag.reporting.outcomes import is_scored, retrievals, spent, unreported
 from freshrag.scoring.store import answer_scores, scores_of
 
 SUMMARY = "summary.json"
@@ -103,8 +103,9 @@ def _summary_row(identity: dict[str, Any], rows: list[dict[str, Any]]) -> dict[s
         "scored": len(scored), "unscored": len(rows) - len(scored),
         "truthfulness": mean([g["truthfulness"] for g in scored], places=4),
         "relevance": mean([g["relevance"] for g in scored], places=4),
-        "input_tokens": ok_in, "output_tokens": ok_out,
-        "retrievals": sum(row["retrievals"] for row in rows),
+        "input_tokens": None if unreported(rows, "input_tokens") else ok_in,
+        "output_tokens": None if unreported(rows, "output_tokens") else ok_out,
+        "retrievals": retrievals(rows),
         "no_decision": sum((row.get("details") or {}).get("decision") == "none" for row in rows),
         "failed": sum(row["status"] == "failed" for row in rows),
         "failed_input_tokens": failed_in, "failed_output_tokens": failed_out,
@@ -217,6 +218,9 @@ ANALYSIS_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
              "judge excluded; batch_calls, where shown: calls priced at the Batch API's rate)",
      ("dataset", "system", "score", "input_tokens", "cost_usd", "pareto_input_tokens",
       "pareto_cost_usd", "unpriced_models", "failed", "models")),
+    ("latency", "Answer latency (the system's own: what it reported, else the wall time of its "
+                "answer; answered pairs)",
+     ("dataset", "system", "answers", "p50_s", "p95_s", "models")),
     ("paired", "Paired comparisons (truthfulness + relevance, a minus b; same judge only)",
      ("dataset", "a", "b", "questions", "mean_difference", "interval", "p_value")),
     # need by construction and the savings curve: harness/reporting/decisions.py and savings.py

@@ -64,6 +64,9 @@ class RunConfig:
                 "scores.jsonl after the pairs"})
     batch_poll: float | None = field(default=None, metadata={
         "help": "first wait between batch polls; None: every call live (no --batch)"})
+    system_sources: dict[str, dict[str, Any]] = field(default_factory=dict, metadata={
+        "help": "where each system came from (systems/plugins.py record()), for the manifest "
+                "and the resume check"})
 
 
 def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
@@ -75,11 +78,14 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
     the cache), then the pairs and scores run as usual from the cache. A budget
     (harness/cost/budget.py) that refuses a call stops the run, its manifest saying `capped`."""
     with locked(config.out):
-        manifest = _start_manifest(dataset, config, llm, factories, prompts, retriever)
         recorder = CallRecorder(llm)
         context = SystemContext(llm=recorder, articles=dataset.articles, retriever=retriever,
                                 today=config.today, knowledge_cutoff=config.knowledge_cutoff,
                                 context_tokens=config.context_tokens)
+        # Built first: a system that cannot be built (a user's plugin) stops the run before
+        # anything is written or any call is made.
+        systems = {name: factories[name](context) for name in config.systems}
+        manifest = _start_manifest(dataset, config, llm, factories, prompts, retriever)
         finished = {(row["question_id"], row["system"])
                     for row in read_samples(config.out / SAMPLES) if row["status"] == "ok"}
         pairs = [(q, name) for q in dataset.questions[:config.limit] for name in config.systems
@@ -96,7 +102,6 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
                                                   config.concurrency)
             manifest["judge_probe"] = _probe_judge(dataset, config, llm, manifest["judge_probe"])
             write_manifest(config.out, manifest)
-            systems = {name: factories[name](context) for name in config.systems}
             _answer_pairs(dataset, pairs, systems, recorder, config)
             if extra:  # the judge graded each pair above; the others score the finished rows
                 score_rows(config.out, read_samples(config.out / SAMPLES),
@@ -190,19 +195,25 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
                      llm: CallRecorder) -> dict[str, Any]:
     """One pair's row; `system` must call `llm` too, so that its calls are recorded."""
     started = time.monotonic()
-    answer = grade = None
+    answer = grade = answered = None
     with llm.recording() as calls:
         try:
             answer = system.answer(question)
+            answered = time.monotonic() - started
             grade, _ = judge.grade(llm, question, answer.text,
                                    dataset.articles.get(question.gold_title or ""))
-        except EndpointUnreachable:
-            raise
+        except (EndpointUnreachable, BudgetExceeded):
+            raise  # no other pair can succeed (or may be paid for): the run stops, resumable
         except EndpointError as err:
             return sample_row(dataset.name, question, name, answer, None, calls,
-                              time.monotonic() - started, error=str(err))
+                              time.monotonic() - started, error=str(err),
+                              answer_latency_s=answered)
+        except Exception as err:  # a system's own code (a user's plugin): this pair fails
+            return sample_row(dataset.name, question, name, answer, None, calls,
+                              time.monotonic() - started, answer_latency_s=answered,
+                              error=f"system {name!r} raised {type(err).__name__}: {err}"[:2000])
     return sample_row(dataset.name, question, name, answer, grade, calls,
-                      time.monotonic() - started)
+                      time.monotonic() - started, answer_latency_s=answered)
 
 
 class _RunningTotals:
@@ -261,6 +272,7 @@ def _manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, prompts: dict
         "dataset": {"name": dataset.name, "files": {k: str(p) for k, p in dataset.files.items()},
                     "sha256": dataset.file_hashes(), "questions": len(dataset.questions)},
         "systems": list(dict.fromkeys(previous.get("systems", []) + list(config.systems))),
+        "system_sources": {**previous.get("system_sources", {}), **config.system_sources},
         "config": {"limit": config.limit, "concurrency": config.concurrency,
                    "cache": config.use_cache, "seed": llm.seed, **dates,
                    "context_tokens": config.context_tokens},

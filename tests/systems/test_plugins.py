@@ -146,7 +146,7 @@ def test_a_broken_entry_point_is_listed_with_its_problem(tmp_path, monkeypatch):
     pytest.param("{rag}:9x", r"'9x' after the ':' is not a Python name", id="bad-attribute"),
     pytest.param("no_such_module_here:X", r"no module named 'no_such_module_here'",
                  id="no-module"),
-    pytest.param("nonsense", r"unknown system 'nonsense'; valid systems: baseline, oracle",
+    pytest.param("nonsense", r"unknown system\(s\) \['nonsense'\]; valid systems: baseline, oracle",
                  id="unknown-name"),
     pytest.param("a b={rag}:MyRag", r"'a b' is not a usable name", id="bad-name"),
 ])
@@ -178,3 +178,14 @@ def test_a_built_in_keeps_its_registry_name():
     source = resolve("naive", SYSTEMS)
     assert (source.name, source.origin, source.factory) == ("naive", "built-in", SYSTEMS["naive"])
     assert source.uses_index
+
+
+def test_a_plugged_system_may_not_take_a_built_in_name(my_rag):
+    from freshrag.systems.plugins import resolve_all
+
+    with pytest.raises(PluginError, match=r"'naive' is a built-in system's name"):
+        resolve_all(f"naive={my_rag}:MyRag", SYSTEMS)
+    with pytest.raises(PluginError, match=r"two systems named 'mine'"):
+        resolve_all(f"mine={my_rag}:MyRag,mine={my_rag}:make_system", SYSTEMS)
+    assert [s.name for s in resolve_all(f" naive, ,mine={my_rag}:MyRag", SYSTEMS)] == [
+        "naive", "mine"]

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from freshrag.cli.options import (
-    UsageError,
     add_concurrency,
     add_config,
     add_cost_options,
@@ -41,8 +40,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help=HELP)
     add_dataset_options(p)
     p.add_argument("--systems", default="baseline,oracle,naive,advanced",
-                   help=f"comma-separated systems, from: {', '.join(SYSTEMS)} "
-                        f"(default: %(default)s)")
+                   help=f"comma-separated systems: built-in ({', '.join(SYSTEMS)}), your own as "
+                        f"FILE.py:NAME or MODULE:NAME, a service as NAME=URL or a [systems.NAME] "
+                        f"of freshrag.toml, answers made elsewhere as FILE.jsonl or FILE.csv, any "
+                        f"prefixed with NAME= to name it; `freshrag systems` lists what is "
+                        f"installed (default: %(default)s)")
     p.add_argument("--out", type=out_dir, help="run directory (default: results/DATASET_NAME); "
                    "running again into it resumes")
     add_limit(p)
@@ -69,7 +71,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from freshrag.cli.common import CACHE_FILE, check_batch, dataset, default_config, index_config
+    from freshrag.cli.common import (
+        CACHE_FILE,
+        check_batch,
+        dataset,
+        default_config,
+        index_config,
+        system_sources,
+    )
     from freshrag.core.config import load_settings
     from freshrag.core.rundir import INDEX_SETTINGS, RUN_ROLES
     from freshrag.cost import dry_run
@@ -77,38 +86,40 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.reporting.prices import price_table
     from freshrag.run.runner import check_resume
     from freshrag.scoring.scorepass import scorer_names, scorer_roles
-    from freshrag.systems import uses_index
 
-    systems = tuple(name.strip() for name in args.systems.split(",") if name.strip())
-    unknown = [name for name in systems if name not in SYSTEMS]
-    if unknown or not systems:
-        raise UsageError(f"unknown system(s) {unknown}; valid systems: {', '.join(SYSTEMS)}")
     scorers = scorer_names(args.scorers)
     data = dataset(args)
+    sources = system_sources(args.systems, data, args.config)
+    # Every built-in, so that a resume knows which of the systems run before stated a date (their
+    # classes say `uses_date`), and the user's, built and checked.
+    factories = {**SYSTEMS, **{source.name: source.build for source in sources
+                               if source.origin != "built-in"}}
     out = args.out or Path("results") / data.name
-    config = _run_config(args, out, systems, scorers)
+    config = _run_config(args, out, tuple(source.name for source in sources), scorers,
+                         {source.name: source.record() for source in sources})
     settings = load_settings(args.config)
     roles = tuple(dict.fromkeys(RUN_ROLES + scorer_roles(scorers)))
     if args.batch and not args.dry_run:
         check_batch(args, settings, roles)
     prompts = _prompts()
-    index = index_config(args, out.parent) if any(uses_index(name) for name in systems) else None
+    index = index_config(args, out.parent) if any(s.uses_index for s in sources) else None
     # Refused before a server starts or an index is built; `run` checks again, holding the lock.
-    check_resume(data, config, LLMClient(settings, seed=args.seed), SYSTEMS, prompts,
+    check_resume(data, config, LLMClient(settings, seed=args.seed), factories, prompts,
                  index and {name: getattr(index, name) for name in INDEX_SETTINGS})
     cache = None if args.no_cache else out.parent / CACHE_FILE
     if args.dry_run:
         print(dry_run.dry_run(data, config, settings, cache, args.seed, index,
-                              price_table(args.config or default_config()), SYSTEMS))
+                              price_table(args.config or default_config()), factories))
         return 0
     budget = args.max_cost and dry_run.budget(  # refused before any call if a price is missing
         args.max_cost, args.batch, settings, price_table(args.config or default_config()), roles)
-    rows, capped = _answer(data, config, settings, cache, args.seed, roles, budget, index, prompts)
+    rows, capped = _answer(data, config, settings, cache, args.seed, roles, budget, index, prompts,
+                           factories)
     return _summarise(out, rows, capped)
 
 
 def _run_config(args: argparse.Namespace, out: Path, systems: tuple[str, ...],
-                scorers: tuple[str, ...]) -> RunConfig:
+                scorers: tuple[str, ...], sources: dict[str, dict]) -> RunConfig:
     from freshrag.cost import batch
     from freshrag.run.runner import RunConfig
     from freshrag.scoring import probes
@@ -119,7 +130,8 @@ def _run_config(args: argparse.Namespace, out: Path, systems: tuple[str, ...],
                      context_tokens=args.context_tokens,
                      probe=None if args.no_probe else probes.ProbeSettings(
                          args.probe_k, args.probe_seed, args.probe_threshold),
-                     batch_poll=(args.batch_poll or batch.POLL_S) if args.batch else None)
+                     batch_poll=(args.batch_poll or batch.POLL_S) if args.batch else None,
+                     system_sources=sources)
 
 
 def _prompts() -> dict[str, str]:
@@ -135,7 +147,8 @@ def _prompts() -> dict[str, str]:
 
 def _answer(data: Dataset, config: RunConfig, settings: LLMSettings, cache: Path | None,
             seed: int | None, roles: tuple[str, ...], budget: Budget | None,
-            index: IndexConfig | None, prompts: dict[str, str]) -> tuple[list[dict], Exception | None]:
+            index: IndexConfig | None, prompts: dict[str, str],
+            factories: dict) -> tuple[list[dict], Exception | None]:
     """Every pair answered, or as many as --max-cost allowed: the rows, and the cap if it was hit."""
     import contextlib
 
@@ -154,7 +167,7 @@ def _answer(data: Dataset, config: RunConfig, settings: LLMSettings, cache: Path
             stack.callback(retriever.close)
         embed = embed_for(llm, config.scorers, retriever)
         try:
-            return run(data, config, llm, SYSTEMS, prompts, retriever, embed), None
+            return run(data, config, llm, factories, prompts, retriever, embed), None
         except BudgetExceeded as err:
             return read_samples(config.out / SAMPLES), err
 

@@ -1,0 +1,36 @@
+"""`freshrag systems`: every system a run can name without a path, where it comes from and what it
+does: the built-in strategies, the ones installed packages register under the entry-point group
+`freshrag.systems`, and the services of freshrag.toml's `[systems]` (docs/running.md#systems)."""
+
+from __future__ import annotations
+
+import argparse
+
+from freshrag.cli.options import add_config
+
+HELP = "list the systems a run can name: built-in, installed plugins, configured services"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("systems", help=HELP)
+    add_config(p)
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from freshrag.cli.common import default_config
+    from freshrag.core.config import config_table
+    from freshrag.reporting.report import markdown_table
+    from freshrag.systems import SYSTEMS
+    from freshrag.systems.plugins import available, resolve, services_from
+
+    file = args.config or default_config()
+    services = services_from(config_table(file, "systems"), str(file)) if file else {}
+    listed = available(SYSTEMS) + [resolve(name, SYSTEMS, services) for name in services]
+    rows = [{"system": source.name, "from": source.origin,
+             "where": source.where + (f" {source.version}" if source.version else ""),
+             "what it does": source.description} for source in listed]
+    print(markdown_table(rows, ("system", "from", "where", "what it does")))
+    print("\nYour own, without installing: --systems FILE.py:NAME, MODULE:NAME, NAME=URL, or an "
+          "answers file FILE.jsonl / FILE.csv (docs/running.md#systems)")
+    return 0
