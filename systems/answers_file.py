@@ -1,4 +1,4 @@
-"""Answers made elsewhere, as a system (docs/running.md#systems): a JSON Lines or CSV file with one
+"""Answers made elsewhere, as a system (docs/own-system.md): a JSON Lines or CSV file with one
 answer per question, replayed through the run so that the judge, the scorers, resume and every
 report treat them like any other system's.
 

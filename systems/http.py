@@ -1,4 +1,4 @@
-"""A system behind HTTP (docs/running.md#systems): the user's own RAG service, asked one question
+"""A system behind HTTP (docs/own-system.md): the user's own RAG service, asked one question
 per request.
 
 freshrag POSTs a JSON body (`{"question": ..., "id": ...}`, field names configurable) and reads

@@ -1,4 +1,4 @@
-"""Systems from the user's own code (docs/running.md#systems): a class or factory named by a file
+"""Systems from the user's own code (docs/own-system.md): a class or factory named by a file
 (`path/to/my_rag.py:MyRag`) or a module (`my_package.rag:make_system`), or registered by an
 installed package under the entry-point group `freshrag.systems`, beside the built-in ones.
 

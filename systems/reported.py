@@ -1,4 +1,4 @@
-"""What a system outside freshrag reports about an answer (docs/running.md#systems): an HTTP
+"""What a system outside freshrag reports about an answer (docs/own-system.md): an HTTP
 service's reply or a row of an answers file. The answer text is required; the retrieved contexts,
 the tokens spent, the retrievals, the retrieval decision and the latency are read where reported
 and recorded as unknown (the answer's `details["unknown"]`, `retrievals` None) where not, never

@@ -50,3 +50,21 @@ def test_importing_freshrag_loads_no_heavy_dependency():
     code = f"import sys, freshrag; print([m for m in {heavy!r} if m in sys.modules])"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/own-system.md"])
+def test_the_documented_own_system_runs_as_written(page):
+    from tests import ROOT
+
+    text = (ROOT / page).read_text(encoding="utf-8")
+    block = next(b for b in text.split("```python")[1:] if "class MyRag" in b).split("```")[0]
+    namespace: dict = {}
+    exec(compile(textwrap.dedent(block), page, "exec"), namespace)
+    chunk = RetrievedChunk(title="Town 1", index=0, text="Town 1 has 4 bridges.", score=0.9)
+    llm = ScriptedLLM(["Four bridges."], usage=Usage(20, 3))
+    system = namespace["MyRag"](freshrag.SystemContext(llm=llm, articles={},
+                                                       retriever=FakeRetriever([chunk])))
+    answer = system.answer(freshrag.Question(id="q1", text="How many?", gold_title="Town 1"))
+    assert (answer.text, answer.retrievals, namespace["MyRag"].uses_index) == (
+        "Four bridges.", 1, True)
+    assert llm.requests[0]["messages"][0]["content"] == "Town 1 has 4 bridges."

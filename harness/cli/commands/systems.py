@@ -1,6 +1,6 @@
 """`freshrag systems`: every system a run can name without a path, where it comes from and what it
 does: the built-in strategies, the ones installed packages register under the entry-point group
-`freshrag.systems`, and the services of freshrag.toml's `[systems]` (docs/running.md#systems)."""
+`freshrag.systems`, and the services of freshrag.toml's `[systems]` (docs/own-system.md)."""
 
 from __future__ import annotations
 
@@ -32,5 +32,5 @@ def handle(args: argparse.Namespace) -> int:
              "what it does": source.description} for source in listed]
     print(markdown_table(rows, ("system", "from", "where", "what it does")))
     print("\nYour own, without installing: --systems FILE.py:NAME, MODULE:NAME, NAME=URL, or an "
-          "answers file FILE.jsonl / FILE.csv (docs/running.md#systems)")
+          "answers file FILE.jsonl / FILE.csv (docs/own-system.md)")
     return 0
