@@ -22,7 +22,7 @@ from freshrag.llm.client import LLMClient
 from freshrag.llm.local_server import LocalServer
 from freshrag.reporting import report
 from freshrag.scoring import SCORERS
-from freshrag.systems.plugins import SystemSource
+from freshrag.systems.external.plugins import SystemSource
 from freshrag.systems.retrieval.embeddings import embedder_for
 from freshrag.systems.retrieval.index import IndexConfig
 
@@ -67,7 +67,7 @@ def system_sources(specs: str, data: Dataset | None, config: Path | None) -> lis
     services of freshrag.toml's [systems] (or --config's), answers files matched to `data`."""
     from freshrag.core.config import config_table
     from freshrag.systems import SYSTEMS
-    from freshrag.systems.plugins import resolve_all, services_from
+    from freshrag.systems.external.plugins import resolve_all, services_from
 
     file = config or default_config()
     services = services_from(config_table(file, "systems"), str(file)) if file else {}

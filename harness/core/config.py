@@ -42,7 +42,7 @@ MAX_ATTEMPTS = 100
 # The top level of freshrag.toml; [cutoffs] and [prices] are checked by builders/cutoffs.py and
 # harness/reporting/prices.py, which read them.
 TOP_LEVEL = ("timeout_s", "max_attempts", "roles", "cutoffs", "prices", "build", "systems")
-TABLES = ("roles", "cutoffs", "prices", "build", "systems")  # [systems.NAME]: systems/http.py
+TABLES = ("roles", "cutoffs", "prices", "build", "systems")  # [systems.NAME]: systems/external/http.py
 BUILD_KEYS = ("user_agent",)
 
 

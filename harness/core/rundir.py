@@ -29,7 +29,7 @@ from freshrag.core.manifest import MANIFEST
 LOCK = ".lock"
 RUN_ROLES = ("answer", "decision", "judge")  # the roles a run calls
 INDEX_SETTINGS = ("chunk_size", "chunk_overlap", "top_k", "text_weight")  # how chunks are found
-SOURCE_SETTINGS = ("origin", "sha256", "version")  # of a system, as systems/plugins.py records it
+SOURCE_SETTINGS = ("origin", "sha256", "version")  # of a system, as systems/external/plugins.py records it
 DATE_SETTINGS = ("today", "knowledge_cutoff")  # stated only by systems with `uses_date`
 # The option that sets an identity setting, for the way out of a refusal.
 OPTIONS = {"seed": "--seed", "context_tokens": "--context-tokens", "today": "--today",

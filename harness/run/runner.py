@@ -65,7 +65,7 @@ class RunConfig:
     batch_poll: float | None = field(default=None, metadata={
         "help": "first wait between batch polls; None: every call live (no --batch)"})
     system_sources: dict[str, dict[str, Any]] = field(default_factory=dict, metadata={
-        "help": "where each system came from (systems/plugins.py record()), for the manifest "
+        "help": "where each system came from (systems/external/plugins.py record()), for the manifest "
                 "and the resume check"})
 
 

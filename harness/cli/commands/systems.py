@@ -22,7 +22,7 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.core.config import config_table
     from freshrag.reporting.report import markdown_table
     from freshrag.systems import SYSTEMS
-    from freshrag.systems.plugins import available, resolve, services_from
+    from freshrag.systems.external.plugins import available, resolve, services_from
 
     file = args.config or default_config()
     services = services_from(config_table(file, "systems"), str(file)) if file else {}

@@ -1,5 +1,5 @@
 """Systems from the user's own code: a file, a module, an installed package's entry point; their
-identity; and every bad input named (systems/plugins.py)."""
+identity; and every bad input named (systems/external/plugins.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from freshrag.core.types import Question, Usage
 from freshrag.systems import SYSTEMS
-from freshrag.systems.plugins import (
+from freshrag.systems.external.plugins import (
     ENTRY_POINT_GROUP,
     PluginError,
     available,
@@ -181,7 +181,7 @@ def test_a_built_in_keeps_its_registry_name():
 
 
 def test_a_plugged_system_may_not_take_a_built_in_name(my_rag):
-    from freshrag.systems.plugins import resolve_all
+    from freshrag.systems.external.plugins import resolve_all
 
     with pytest.raises(PluginError, match=r"'naive' is a built-in system's name"):
         resolve_all(f"naive={my_rag}:MyRag", SYSTEMS)

@@ -1,4 +1,4 @@
-"""A system behind HTTP (systems/http.py) against a real HTTP service: the fake server's service
+"""A system behind HTTP (systems/external/http.py) against a real HTTP service: the fake server's service
 route, which can answer anything, slowly, or not at all."""
 
 from __future__ import annotations
@@ -10,8 +10,13 @@ import pytest
 from freshrag.core.types import Question, SystemContext, Usage
 from freshrag.llm.client import EndpointError, EndpointUnreachable
 from freshrag.systems import SYSTEMS
-from freshrag.systems.http import HttpConfigError, HttpSettings, HttpSystem, settings_from_table
-from freshrag.systems.plugins import PluginError, resolve
+from freshrag.systems.external.http import (
+    HttpConfigError,
+    HttpSettings,
+    HttpSystem,
+    settings_from_table,
+)
+from freshrag.systems.external.plugins import PluginError, resolve
 from tests.support.fake_openai_server import FakeOpenAIServer
 
 QUESTION = Question(id="q7", text="How many bridges does Town 1 have?", gold_title="Town 1")

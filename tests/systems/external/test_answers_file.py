@@ -1,4 +1,4 @@
-"""Answers made elsewhere as a system (systems/answers_file.py): JSON Lines and CSV in freshrag's
+"""Answers made elsewhere as a system (systems/external/answers_file.py): JSON Lines and CSV in freshrag's
 and Ragas' columns, replayed per question; every bad row named by file and line."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from freshrag.core.types import Question, SystemContext, Usage
 from freshrag.llm.client import EndpointError
 from freshrag.systems import SYSTEMS
-from freshrag.systems.answers_file import AnswersFileError, factory, load_answers
-from freshrag.systems.plugins import PluginError, resolve
+from freshrag.systems.external.answers_file import AnswersFileError, factory, load_answers
+from freshrag.systems.external.plugins import PluginError, resolve
 
 QUESTIONS = [Question(id=f"q{i}", text=f"How many bridges does Town {i} have?",
                       gold_title=f"Town {i}") for i in range(1, 4)]

@@ -28,10 +28,10 @@ from freshrag.core.errors import UserError
 from freshrag.core.textfile import lines, read_text
 from freshrag.core.types import Question, SystemAnswer, SystemContext
 from freshrag.llm.client import EndpointError
-from freshrag.systems.reported import reported_answer
+from freshrag.systems.external.reported import reported_answer
 
 SUFFIXES = (".jsonl", ".csv")
-# column -> the reported value it is (systems/reported.py), Ragas' names beside ours
+# column -> the reported value it is (systems/external/reported.py), Ragas' names beside ours
 COLUMNS = {"answer": "answer", "response": "answer", "contexts": "contexts",
            "retrieved_contexts": "contexts", "input_tokens": "input_tokens",
            "output_tokens": "output_tokens", "retrievals": "retrievals", "decision": "decision",

@@ -33,8 +33,8 @@ from typing import Any, Callable
 from freshrag.core.config import url_problem
 from freshrag.core.errors import UserError
 from freshrag.core.types import Question, System, SystemContext
-from freshrag.systems import answers_file
-from freshrag.systems.http import HttpSettings, HttpSystem, settings_from_table
+from freshrag.systems.external import answers_file
+from freshrag.systems.external.http import HttpSettings, HttpSystem, settings_from_table
 
 ENTRY_POINT_GROUP = "freshrag.systems"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a system's name in rows and reports

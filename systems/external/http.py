@@ -27,7 +27,7 @@ from freshrag.core.config import url_problem
 from freshrag.core.errors import FreshragError, UserError
 from freshrag.core.types import Question, SystemAnswer, SystemContext
 from freshrag.llm.client import EndpointError, EndpointUnreachable
-from freshrag.systems.reported import REPORTED, reported_answer
+from freshrag.systems.external.reported import REPORTED, reported_answer
 
 REPLY_FIELDS = REPORTED
 MAX_REPLY_BYTES = 10_000_000  # a larger reply is a fault, not a row
