@@ -1,5 +1,5 @@
 """The `freshrag` command: build, label, needs, mix, run, systems, index, scan-retrieval, report,
-score, agreement, import-legacy, demo, probe-judge and serve.
+score, agreement, import, import-legacy, demo, probe-judge and serve.
 
 One module per command in harness/cli/commands/ declares its options and does its work; this one
 parses, dispatches and reports what the user can fix (freshrag.core.errors.UserError) as one
@@ -20,6 +20,7 @@ from freshrag.cli.commands import (
     agreement,
     build,
     demo,
+    import_answers,
     import_legacy,
     index,
     label,
@@ -38,7 +39,7 @@ from freshrag.core.errors import UserError
 
 # In the order `freshrag --help` lists them.
 COMMANDS = (build, label, mix, run, systems, score, index, scan_retrieval, report, agreement,
-            import_legacy, demo, probe_judge, needs, serve)
+            import_answers, import_legacy, demo, probe_judge, needs, serve)
 
 
 def parser() -> argparse.ArgumentParser:

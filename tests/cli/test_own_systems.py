@@ -153,3 +153,21 @@ def test_a_system_that_cannot_be_built_stops_the_run_before_anything_is_written(
     assert "system 'mine' (" in error and "building it failed: RuntimeError: no API key" in error
     assert error.count("Traceback (most recent call last)") == 1
     assert not (tmp_path / "run" / "manifest.json").exists()
+
+
+def test_import_turns_an_answers_file_into_a_judged_run(own, capsys):
+    tmp_path, command, _ = own
+    data = ["--questions", command[command.index("--questions") + 1],
+            "--articles", command[command.index("--articles") + 1]]
+    assert main(["import", str(tmp_path / "ragas.csv"), "--system", "theirs", *data,
+                 "--out", str(tmp_path / "imported"), "--no-probe"]) == 0
+    rows = read_samples(tmp_path / "imported" / "samples.jsonl")
+    assert [(row["system"], row["answer"]) for row in rows] == [("theirs", "Three bridges.")] * 3
+    assert all(row["grade"]["truthfulness"] for row in rows)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "q00001", "answer": "x"}\n{"id": "q00009", "answer": "y"}\n')
+    capsys.readouterr()
+    assert main(["import", str(bad), "--system", "bad", *data, "--out",
+                 str(tmp_path / "bad-run"), "--no-probe"]) == 2
+    assert f"{bad}:2: question id 'q00009' is not in the dataset" in capsys.readouterr().err
+    assert not (tmp_path / "bad-run").exists()

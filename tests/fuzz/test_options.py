@@ -26,6 +26,7 @@ from tests.support.datasets import write_dataset
 # The least each command needs besides the option under test (argparse stops before using them).
 BASE = {"build": ["--out", "o", "--cutoff", "2020-01-01"], "run": [], "index": ["--articles", "a"],
         "report": ["d"], "import-legacy": ["p.pkl", "--dataset", "A", "--system", "s", "--out", "o"],
+        "import": ["a.jsonl", "--system", "s"], "systems": [],
         "demo": [], "probe-judge": [], "serve": [], "agreement": ["a", "b"],
         "score": ["d", "--scorers", "judge"],
         "scan-retrieval": [],

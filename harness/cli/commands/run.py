@@ -39,12 +39,22 @@ PAPER_CUTOFF = "2021-09-30"  # GPT-4-0613's knowledge cutoff, the model of the p
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help=HELP)
     add_dataset_options(p)
+    add_systems(p)
+    add_run_options(p)
+    p.set_defaults(handler=handle)
+
+
+def add_systems(p: argparse.ArgumentParser) -> None:
     p.add_argument("--systems", default="baseline,oracle,naive,advanced",
                    help=f"comma-separated systems: built-in ({', '.join(SYSTEMS)}), your own as "
                         f"FILE.py:NAME or MODULE:NAME, a service as NAME=URL or a [systems.NAME] "
                         f"of freshrag.toml, answers made elsewhere as FILE.jsonl or FILE.csv, any "
                         f"prefixed with NAME= to name it; `freshrag systems` lists what is "
                         f"installed (default: %(default)s)")
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """Every option of a run but the dataset and the systems (`freshrag import` shares them)."""
     p.add_argument("--out", type=out_dir, help="run directory (default: results/DATASET_NAME); "
                    "running again into it resumes")
     add_limit(p)
@@ -67,7 +77,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_probe_options(p)
     add_index_options(p)
     add_cost_options(p)
-    p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -1,0 +1,30 @@
+"""`freshrag import`: answers made elsewhere (a JSON Lines or CSV file, freshrag's or Ragas'
+columns) into a run directory, judged and scored like any run's (docs/own-system.md). It is
+`freshrag run --systems NAME=FILE`: the file's answers are replayed as a system, so the runner's
+resume, cache, judge, scorers and reports all apply."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from freshrag.cli.commands import run
+from freshrag.cli.options import add_dataset_options
+
+HELP = "answers made elsewhere (JSONL or CSV, Ragas' columns too) into a judged run directory"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("import", help=HELP)
+    p.add_argument("answers", type=Path, metavar="ANSWERS",
+                   help="the answers file: .jsonl or .csv, one answer per question")
+    p.add_argument("--system", required=True, metavar="NAME",
+                   help="the name the answers go by in rows and reports")
+    add_dataset_options(p)
+    run.add_run_options(p)
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    args.systems = f"{args.system}={args.answers}"
+    return run.handle(args)
