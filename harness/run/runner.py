@@ -200,6 +200,9 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
         try:
             answer = system.answer(question)
             answered = time.monotonic() - started
+            # Calls the system returns that the recorder did not see: made on threads of its
+            # own (a LangChain pipeline's) or reported by a system outside freshrag.
+            calls += [call for call in answer.calls if not any(call is seen for seen in calls)]
             grade, _ = judge.grade(llm, question, answer.text,
                                    dataset.articles.get(question.gold_title or ""))
         except (EndpointUnreachable, BudgetExceeded):
