@@ -120,7 +120,9 @@ def pair_jobs(dataset: Dataset, pairs: list[tuple[Question, str]], factories: di
         def run(planner: Planner) -> None:
             recorder = Recorder(planner)
             system = factories[name](replace(context, llm=recorder))
-            answer = system.answer(question)
+            # A system that calls out of freshrag (a service) is not asked in a walk: its
+            # stand-in answer feeds the judge's estimate instead.
+            answer = (system.stand_in if hasattr(system, "stand_in") else system.answer)(question)
             grade, _ = judge.grade(recorder, question, answer.text,
                                    dataset.articles[question.gold_title])
             if walkers:  # the row the runner writes, as its score pass reads it

@@ -76,6 +76,12 @@ class HttpSystem:
     def answer(self, question: Question) -> SystemAnswer:
         return read_reply(self.settings, question, self._ask(question))
 
+    def stand_in(self, question: Question) -> SystemAnswer:
+        """What a dry run or a batch pre-pass walks instead of asking the service: an answer of
+        typical length, so that the judge's call can be estimated without a request."""
+        text = f"A stand-in for the answer of {self.settings.name} to: {question.text}"
+        return SystemAnswer(text, retrievals=None, details={"decision": None})
+
     def _ask(self, question: Question) -> Any:
         settings = self.settings
         body = {settings.request["question"]: question.text}

@@ -60,11 +60,11 @@ def own(tmp_path, fake_server):
              f"theirs={answers}")
     command = ["run", "--questions", str(questions), "--articles", str(articles), "--out",
                str(tmp_path / "run"), "--systems", specs, "--no-probe", "--concurrency", "2"]
-    return tmp_path, command, plugin
+    return tmp_path, command, plugin, server
 
 
 def test_own_systems_run_beside_a_built_in_one_with_their_identity(own, capsys):
-    tmp_path, command, plugin = own
+    tmp_path, command, plugin, _ = own
     assert main(command) == 0
     rows = read_samples(tmp_path / "run" / "samples.jsonl")
     by_system = {system: [r for r in rows if r["system"] == system]
@@ -95,7 +95,7 @@ def test_own_systems_run_beside_a_built_in_one_with_their_identity(own, capsys):
 
 
 def test_a_resume_with_changed_code_is_refused_naming_the_system(own, capsys):
-    tmp_path, command, plugin = own
+    tmp_path, command, plugin, _ = own
     assert main(command) == 0
     plugin.write_text(MY_RAG.replace("restated", "restated again"), encoding="utf-8")
     capsys.readouterr()
@@ -105,7 +105,7 @@ def test_a_resume_with_changed_code_is_refused_naming_the_system(own, capsys):
 
 
 def test_a_system_that_raises_fails_its_pair_and_the_run_goes_on(own):
-    tmp_path, command, plugin = own
+    tmp_path, command, plugin, _ = own
     plugin.write_text(MY_RAG.replace("FAIL_ON_TOWN_2 = False", "FAIL_ON_TOWN_2 = True"))
     assert main(command) == 1  # some pairs failed: exit 1, every other row written
     rows = read_samples(tmp_path / "run" / "samples.jsonl")
@@ -116,7 +116,7 @@ def test_a_system_that_raises_fails_its_pair_and_the_run_goes_on(own):
 
 
 def test_a_plugin_that_fails_to_import_is_one_error_with_its_own_traceback(own, capsys):
-    tmp_path, command, plugin = own
+    tmp_path, command, plugin, _ = own
     plugin.write_text("import json\nSETTINGS = json.loads('{broken')\n")
     assert main(command) == 2
     error = capsys.readouterr().err
@@ -137,7 +137,7 @@ def test_freshrag_systems_lists_built_in_and_configured_services(tmp_path, capsy
 
 
 def test_an_unknown_system_names_the_valid_ones(own, capsys):
-    tmp_path, command, _ = own
+    tmp_path, command, _, _ = own
     command[command.index("--systems") + 1] = "naive,nonsense"
     assert main(command) == 2
     assert "unknown system(s) ['nonsense']; valid systems: baseline, oracle" in \
@@ -145,7 +145,7 @@ def test_an_unknown_system_names_the_valid_ones(own, capsys):
 
 
 def test_a_system_that_cannot_be_built_stops_the_run_before_anything_is_written(own, capsys):
-    tmp_path, command, plugin = own
+    tmp_path, command, plugin, _ = own
     plugin.write_text(MY_RAG.replace("        self.context = context",
                                      "        raise RuntimeError('no API key for my store')"))
     assert main(command) == 2
@@ -156,7 +156,7 @@ def test_a_system_that_cannot_be_built_stops_the_run_before_anything_is_written(
 
 
 def test_import_turns_an_answers_file_into_a_judged_run(own, capsys):
-    tmp_path, command, _ = own
+    tmp_path, command, _, _ = own
     data = ["--questions", command[command.index("--questions") + 1],
             "--articles", command[command.index("--articles") + 1]]
     assert main(["import", str(tmp_path / "ragas.csv"), "--system", "theirs", *data,
@@ -171,3 +171,12 @@ def test_import_turns_an_answers_file_into_a_judged_run(own, capsys):
                  str(tmp_path / "bad-run"), "--no-probe"]) == 2
     assert f"{bad}:2: question id 'q00009' is not in the dataset" in capsys.readouterr().err
     assert not (tmp_path / "bad-run").exists()
+
+
+def test_a_dry_run_asks_no_service_and_counts_the_judge(own, capsys):
+    tmp_path, command, _, server = own
+    capsys.readouterr()
+    assert main([*command, "--dry-run"]) == 0
+    table = capsys.readouterr().out
+    assert "judge" in table and server.service_requests == [] and server.calls == 0
+    assert not (tmp_path / "run" / "samples.jsonl").exists()
