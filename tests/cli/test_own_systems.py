@@ -83,8 +83,10 @@ def test_own_systems_run_beside_a_built_in_one_with_their_identity(own, capsys):
             sources["naive"]["origin"]) == ("file", "http", "answers file", "built-in")
 
     capsys.readouterr()
-    assert main(["report", str(tmp_path / "run"), "--format", "json"]) == 0
+    page = tmp_path / "report.html"
+    assert main(["report", str(tmp_path / "run"), "--format", "json", "--html", str(page)]) == 0
     summary = {row["system"]: row for row in json.loads(capsys.readouterr().out)["rows"]}
+    assert page.read_text().count("tokens unknown") == 6  # svc's and theirs' answers
     assert summary["svc"]["input_tokens"] is None and summary["svc"]["retrievals"] == 3
     assert summary["theirs"]["input_tokens"] is None  # unknown, never 0
     assert summary["mine"]["input_tokens"] > 0 and summary["naive"]["retrievals"] == 3

@@ -296,8 +296,11 @@ def _answer(row: Row, label: str) -> str:
     kind, verdict = _verdict(row)
     tokens_in, tokens_out = answer_tokens(row)
     decision = (row.get("details") or {}).get("decision")
-    meta = [verdict, f"tokens {tokens_in:,} in / {tokens_out:,} out",
-            f"retrievals {row.get('retrievals', 0)}"]
+    unknown = (row.get("details") or {}).get("unknown") or ()
+    tokens = "tokens unknown" if "input_tokens" in unknown or "output_tokens" in unknown else \
+        f"tokens {tokens_in:,} in / {tokens_out:,} out"
+    retrievals = row.get("retrievals", 0)
+    meta = [verdict, tokens, f"retrievals {'unknown' if retrievals is None else retrievals}"]
     if decision is not None:
         meta.append(f"decision {decision}")
     meta += [f"{name} " + (", ".join(f"{m} {format_value(v)}" for m, v in score["metrics"].items())
