@@ -31,6 +31,7 @@ from typing import Any
 
 from freshrag.builders.styles.facts import SCHEMA
 from freshrag.core.errors import UserError
+from freshrag.core.jsonl import loads
 
 KINDS = ("selection", "projection", "join")
 PARAMETER = re.compile(r"(?<!:):([A-Za-z_]\w*)")
@@ -135,7 +136,7 @@ def load_templates(path: Path) -> list[Template]:
         raise TemplateError(f"{path}: cannot read the templates file ({err})") from None
     if path.suffix == ".json":
         try:
-            document: Any = json.loads(raw)
+            document: Any = loads(raw)
         except json.JSONDecodeError as err:
             raise TemplateError(f"{path}:{err.lineno}: not valid JSON: {err.msg} "
                                 f"(column {err.colno})") from None

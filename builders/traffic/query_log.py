@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from freshrag.builders.styles.needs import MAX_NEED_CHARS, NeedsError
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.files import write_json, write_text
+from freshrag.core.jsonl import loads
 from freshrag.core.textfile import lines
 from freshrag.core.types import LLMResponse, Usage
 from freshrag.llm.client import LLMClient
@@ -78,7 +79,7 @@ def read_queries(path: Path) -> list[str]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = loads(line)
         except json.JSONDecodeError as err:
             raise NeedsError(f"{path}:{line_no}: not valid JSON: {err.msg} "
                              f"(column {err.colno})") from None

@@ -134,10 +134,13 @@ def read_config(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found" + (" (it is a directory)"
                                                               if path.is_dir() else ""))
+    text = read_text(path, ConfigError)
     try:
-        data = tomllib.loads(read_text(path, ConfigError))
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{path}: not valid TOML: {err}") from None
+    except ValueError as err:  # an integer of over 4,300 digits, which int() refuses
+        raise ConfigError(f"{path}: not readable TOML: {str(err).split(';')[0]}") from None
     except RecursionError:
         raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
     unknown = sorted(set(data) - set(TOP_LEVEL))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from freshrag.core.errors import UserError
+from freshrag.core.jsonl import loads
 from freshrag.core.textfile import lines, lone_surrogate
 from freshrag.core.types import KINDS, LABELS, QUESTION_FIELDS, UNKNOWN, Article, Question
 
@@ -124,7 +125,7 @@ def dataset_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = loads(line)
         except json.JSONDecodeError as err:
             raise DatasetError(f"{path}:{line_no}: not valid JSON: {err.msg} "
                                f"(column {err.colno})") from None

@@ -35,6 +35,18 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def loads(text: str, **options: Any) -> Any:
+    """`json.loads`, where a value Python cannot hold (an integer of over 4,300 digits, which
+    `int()` refuses with a ValueError) is a `json.JSONDecodeError` too: every reader's one
+    `except json.JSONDecodeError` then names the file and line of any input json cannot take."""
+    try:
+        return json.loads(text, **options)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as err:  # Python's limit on the digits of an integer
+        raise json.JSONDecodeError(str(err).split(";")[0], text, 0) from None
+
+
 class JsonlWriter:
     """Appends rows to a JSON Lines file (samples.jsonl, the builders' stage files), safe across
     threads.
@@ -116,7 +128,7 @@ def read_jsonl(path: Path, check: Callable[[dict[str, Any]], str | None] | None 
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = loads(line)
         except json.JSONDecodeError as err:
             if not line.endswith("\n"):  # the last line, torn by a kill mid-write
                 print(f"{path}:{line_no}: ignoring an unfinished last row", file=sys.stderr)

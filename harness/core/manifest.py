@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.core.files import write_json
-from freshrag.core.jsonl import ResultsError
+from freshrag.core.jsonl import ResultsError, loads
 from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.core.textfile import read_text
 
@@ -31,7 +31,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        manifest = json.loads(read_text(path, ResultsError))
+        manifest = loads(read_text(path, ResultsError))
     except json.JSONDecodeError as err:
         raise ResultsError(f"{path}: not valid JSON: {err.msg} (line {err.lineno})") from None
     except RecursionError:

@@ -32,6 +32,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_rand
 
 from freshrag.core.config import LLMSettings, RoleConfig
 from freshrag.core.errors import UserError
+from freshrag.core.jsonl import loads
 from freshrag.core.types import LLM, LLMResponse, Usage
 from freshrag.llm.cache import ResponseCache, cache_key
 from freshrag.llm.tokens import estimate_usage
@@ -343,7 +344,7 @@ def is_usable(value: dict[str, Any]) -> bool:
     if value["tool_name"] is None:
         return False
     try:
-        return isinstance(json.loads(value["tool_arguments"] or ""), dict)
+        return isinstance(loads(value["tool_arguments"] or ""), dict)
     except json.JSONDecodeError:
         return False
 

@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from freshrag.core.errors import FreshragError
+from freshrag.core.jsonl import loads
 from freshrag.core.types import LLMResponse
 
 
@@ -29,7 +30,7 @@ def tool_arguments(response: LLMResponse, name: str) -> dict[str, Any]:
         # strict=False: a raw line break inside a string is the one slip grammar-constrained
         # servers let through (llama.cpp's JSON grammar allows any character but `"` and `\`);
         # the callers' own checks of each field stay strict
-        value = json.loads(response.tool_arguments, strict=False)
+        value = loads(response.tool_arguments, strict=False)
     except json.JSONDecodeError as err:
         raise ReplyError(f"invalid JSON arguments ({err.msg}, column {err.colno})") from None
     if not isinstance(value, dict):
