@@ -144,6 +144,28 @@ def redact(text: str, secrets: list[str]) -> str:
     return text
 
 
+class CallTally:
+    """Calls made in this process (cache hits not counted), per role: the demo's stage table."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.by_role: dict[str, list[int]] = {}  # role -> [calls, input tokens, output tokens]
+
+    def add(self, role: str, usage: Usage) -> None:
+        with self._lock:
+            counts = self.by_role.setdefault(role, [0, 0, 0])
+            counts[0] += 1
+            counts[1] += usage.input
+            counts[2] += usage.output
+
+    def snapshot(self) -> dict[str, tuple[int, int, int]]:
+        with self._lock:
+            return {role: tuple(counts) for role, counts in self.by_role.items()}
+
+
+TALLY = CallTally()
+
+
 class LLMClient:
     """Chat completions for every role, cached, retried and accounted."""
 
@@ -190,7 +212,9 @@ class LLMClient:
             self.store(key, role, value)
         finally:
             self._land(key)
-        return _response(role, cfg.model, messages, value, cache_hit=False)
+        response = _response(role, cfg.model, messages, value, cache_hit=False)
+        TALLY.add(role, response.usage)
+        return response
 
     def _cached_or_lead(self, key: str) -> dict[str, Any] | None:
         """The cached reply to `key`, waiting first for an identical call in flight; or None, and

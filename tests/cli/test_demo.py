@@ -45,6 +45,14 @@ def test_the_demo_runs_the_whole_workflow(tmp_path, monkeypatch, capsys):
     said = capsys.readouterr().out
     assert str(out / "report.html") in said
     # the fake's judge gives every answer the same grade: the closing lines say so
-    assert said.rstrip().splitlines()[-2].startswith(
-        "WARNING: the judge's scores are not informative: probe discrimination truthfulness 0.50")
+    assert any(line.startswith("WARNING: the judge's scores are not informative: probe "
+                               "discrimination truthfulness 0.50") for line in said.splitlines())
+    # then each command's time and the model calls made in it, which are the calls the server got
+    stages = json.loads((out / "timings.json").read_text())["stages"]
+    assert [s["stage"] for s in stages] == ["build", "run", "report"]
+    calls = {s["stage"]: sum(c["calls"] for c in s["roles"].values()) for s in stages}
+    assert calls["build"] > 0 and calls["run"] > 0 and calls["report"] == 0
+    assert sum(calls.values()) == server.calls
+    assert set(stages[1]["roles"]) >= {"judge", "answer", "decision"}
+    assert "the demo's stages" in said and said.rstrip().splitlines()[-1].split()[0] == "total"
     assert "WARNING: the judge" in html.replace("&#x27;", "'")

@@ -17,11 +17,14 @@ classifier's verdicts are close to chance, and an empty A_f would leave nothing 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from freshrag.cli.options import MAX_QUESTIONS, out_dir, whole
+from freshrag.core.files import write_json
 
 if TYPE_CHECKING:
     from freshrag.builders.sources.export import DumpPage
@@ -33,17 +36,28 @@ DEMO_CUTOFF = "2025-12-31"  # after the older example articles, before the inven
 # The example corpus' present, after its last invented event: dated-boolean states it, and a
 # fixed date lets a demo interrupted one day resume the next (a run's date is part of its identity).
 DEMO_TODAY = "2026-12-01"
-# questions run through every system: 6 through 7 systems took 21 min on 2 cores; there are 9
-# systems now, so 4 questions keep the demo near that
-DEMO_QUESTIONS = 4
+# The demo's size: each step does enough work to show what it shows, and the whole fits in under 5
+# minutes on 2 cores (tests/benchmarks/bench_demo_floor.py times it against the time its tokens
+# alone need). A seeded sample of 24 of the 40 example pages leaves about a dozen created after
+# the cutoff, each classified and given a question; 3 questions go through every system; the
+# judge grades the probes of 6 questions (18 answers). --full runs the size of the first
+# releases: the whole corpus, 4 questions and the run's own 12 probe questions.
+DEMO_QUESTIONS, FULL_QUESTIONS = 3, 4
+DEMO_PAGES = 24
+DEMO_PROBE_K = 6
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help=HELP)
     p.add_argument("--out", type=out_dir, default=Path("results") / "demo",
                    help="where the dataset, the run and report.html go (default: %(default)s)")
-    p.add_argument("--questions", type=whole(1, MAX_QUESTIONS), default=DEMO_QUESTIONS,
-                   help="questions run through every system (default: %(default)s)")
+    p.add_argument("--questions", type=whole(1, MAX_QUESTIONS), default=None,
+                   help=f"questions run through every system (default: {DEMO_QUESTIONS}, "
+                        f"with --full {FULL_QUESTIONS})")
+    p.add_argument("--full", action="store_true",
+                   help=f"the whole example corpus and the run's default judge probes, not a "
+                        f"sample of {DEMO_PAGES} pages and {DEMO_PROBE_K} probe questions "
+                        f"(about twice as long)")
     p.set_defaults(handler=handle)
 
 
@@ -51,7 +65,8 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.cli.main import main
     from freshrag.systems import SYSTEMS
 
-    return run_demo(args.out, args.questions, list(SYSTEMS), main)
+    questions = args.questions or (FULL_QUESTIONS if args.full else DEMO_QUESTIONS)
+    return run_demo(args.out, questions, list(SYSTEMS), main, full=args.full)
 
 
 def example_pages() -> list[DumpPage]:
@@ -80,31 +95,75 @@ def write_example_dump(path: Path) -> Path:
     return write_dump(path, pages)
 
 
-def demo_commands(out: Path, questions: int, systems: list[str]) -> list[list[str]]:
+def demo_commands(out: Path, questions: int, systems: list[str],
+                  full: bool = False) -> list[list[str]]:
     dataset, run = out / "example", out / "run"  # the tables name the dataset by its directory
     return [
         ["build", "--dump", str(out / "example-wiki.xml"), "--cutoff", DEMO_CUTOFF,
-         "--out", str(dataset), "--questions-from", "A_d"],
+         "--out", str(dataset), "--questions-from", "A_d",
+         *([] if full else ["--n", str(DEMO_PAGES)])],
         ["run", "--dataset", str(dataset), "--systems", ",".join(systems), "--limit",
          str(questions), "--knowledge-cutoff", DEMO_CUTOFF, "--today", DEMO_TODAY,
-         "--out", str(run)],
+         "--out", str(run), *([] if full else ["--probe-k", str(DEMO_PROBE_K)])],
         ["report", str(run), "--html", str(out / "report.html")],
     ]
 
 
 def run_demo(out: Path, questions: int, systems: list[str],
-             command: Callable[[list[str]], int]) -> int:
+             command: Callable[[list[str]], int], full: bool = False) -> int:
     """Write the dump, then run each command through `command` (the CLI's main), stopping at the
     first that fails; returns its exit status."""
     from freshrag.core.manifest import read_manifest
     from freshrag.scoring.probes import verdict_lines
 
     write_example_dump(out / "example-wiki.xml")
-    for argv in demo_commands(out, questions, systems):
+    stages = []
+    for argv in demo_commands(out, questions, systems, full):
         print(f"\n$ freshrag {' '.join(argv)}", flush=True)
-        status = command(argv)
+        with timed_stage(argv[0], stages):
+            status = command(argv)
         if status != 0:
             return status
     print(f"\nthe demo's report: {out / 'report.html'}  (tables also in {out / 'run'}/)")
     print("\n".join(verdict_lines(read_manifest(out / "run").get("judge_probe"))))
+    print("\n" + stage_table(stages))
+    write_json(out / TIMINGS_FILE, {"stages": stages})
     return 0
+
+
+TIMINGS_FILE = "timings.json"  # read by tests/benchmarks/bench_demo_floor.py
+
+
+@contextlib.contextmanager
+def timed_stage(name: str, stages: list[dict]) -> Iterator[None]:
+    """Appends the stage's wall time and the model calls made in it, per role (calls answered
+    from the cache are not counted: they cost no model time)."""
+    from freshrag.llm.client import TALLY
+
+    before, started = TALLY.snapshot(), time.perf_counter()
+    try:
+        yield
+    finally:
+        after = TALLY.snapshot()
+        roles = {role: dict(zip(("calls", "input", "output"),
+                                (a - b for a, b in zip(counts, before.get(role, (0, 0, 0))))))
+                 for role, counts in sorted(after.items())}
+        stages.append({"stage": name, "seconds": round(time.perf_counter() - started, 2),
+                       "roles": {role: c for role, c in roles.items() if c["calls"]}})
+
+
+def stage_table(stages: list[dict]) -> str:
+    """The demo's closing table: each command's time and the model's calls and tokens in it."""
+    lines = ["the demo's stages (wall time; live model calls and their tokens):",
+             f"  {'stage':<18}{'seconds':>8}{'calls':>7}{'prompt tok':>12}{'output tok':>12}"]
+    for stage in stages:
+        rows = [(stage["stage"], stage["seconds"], stage["roles"].values())]
+        rows += [(f"  {role}", None, [c]) for role, c in stage["roles"].items()]
+        for name, seconds, counts in rows:
+            counts = list(counts)
+            lines.append(f"  {name:<18}{'' if seconds is None else f'{seconds:.1f}':>8}"
+                         f"{sum(c['calls'] for c in counts):>7,}"
+                         f"{sum(c['input'] for c in counts):>12,}"
+                         f"{sum(c['output'] for c in counts):>12,}")
+    lines.append(f"  {'total':<18}{sum(s['seconds'] for s in stages):>8.1f}")
+    return "\n".join(lines)
