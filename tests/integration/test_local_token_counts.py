@@ -1,8 +1,11 @@
 """The dry run's input count of a request to the embedded model equals the prompt tokens the
-real server (llama.cpp, SmolLM2-135M) reports for it: both render the request with
-llama-cpp-python's `chatml-function-calling` handler and tokenize with SmolLM2's vocabulary
-(harness/llm/local_tokens.py). Three of the project's own requests, each kind of tool choice once:
-an answer (no tools), the boolean agent's decision (tool choice "auto") and the judge (forced).
+real server (llama.cpp, SmolLM2-135M) reports for it, on both runtimes
+(harness/llm/local_tokens.py): with the prebuilt one (xllamacpp), both go through the adapter's
+translation and llama.cpp's own template and vocabulary; with the source-built fallback
+(llama-cpp-python), both render the request with its `chatml-function-calling` handler and
+tokenize with SmolLM2's vocabulary. Three of the project's own requests, each kind of tool choice
+once: an answer (no tools), the boolean agent's decision (tool choice "auto") and the judge
+(forced).
 
 Exact, not approximate: the only way the two could part is a model that, with tool choice
 "auto", calls a function twice in one reply (the server then adds the prompts of both calls);
@@ -17,7 +20,8 @@ from freshrag.core.config import load_settings
 from freshrag.core.dataset import example_dir, load_dataset_dir
 from freshrag.cost.estimate import MadeUpReply, counters
 from freshrag.llm.client import LLMClient
-from freshrag.llm.local_server import GGUF_FILE, LocalServer
+from freshrag.llm import local_tokens
+from freshrag.llm.local_server import GGUF_FILE, PREBUILT, RUNTIME_ENV, SOURCE, LocalServer
 from freshrag.llm.tokens import TiktokenCounter
 from freshrag.scoring.judge import GRADE_TOOL, judge_messages
 from freshrag.systems.prompts import BOOLEAN_PROMPT, RETRIEVE_TOOL, answer_messages
@@ -41,11 +45,19 @@ def requests() -> list[tuple[str, list, dict]]:
     ]
 
 
-def test_dry_run_input_counts_equal_the_embedded_servers_prompt_tokens():
+@pytest.mark.parametrize("runtime, tokenizer", [
+    pytest.param(PREBUILT, f"{GGUF_FILE} ({PREBUILT} adapter)", id="prebuilt"),
+    pytest.param(SOURCE, f"{GGUF_FILE} (chatml-function-calling)", id="source-built"),
+])
+def test_dry_run_input_counts_equal_the_embedded_servers_prompt_tokens(monkeypatch, runtime,
+                                                                        tokenizer):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FRESHRAG_", "OPENAI_"))}
     settings = load_settings(None, env)
+    monkeypatch.setenv(RUNTIME_ENV, runtime)
+    local_tokens.embedded.cache_clear()  # the counter of the runtime under test
     counted = []
     with LocalServer() as server:
+        assert server.runtime == runtime
         client = LLMClient(settings, cache=None, local=server)
         for role, messages, options in requests():
             sent = client.chat(role, messages, **options)
@@ -53,10 +65,11 @@ def test_dry_run_input_counts_equal_the_embedded_servers_prompt_tokens():
             # the dry run's made-up reply takes the decision the model took: a message and a
             # function call are rendered with different endings
             dry = MadeUpReply(sent.tool_name is not None, {}, counters(client))(role, request, key)
-            assert dry["tokenizer"] == f"{GGUF_FILE} (chatml-function-calling)"
+            assert dry["tokenizer"] == tokenizer
             assert not sent.usage.estimated  # the server's own count
             tiktoken = TiktokenCounter(request["model"]).count_request(request)[0]
             counted.append((role, dry["usage"]["input"], sent.usage.input, tiktoken))
     # the figures docs/measurements.md#cost-estimates cites
-    print("\n(role, dry run, server, tiktoken):", counted)
+    print(f"\n{runtime} (role, dry run, server, tiktoken):", counted)
+    local_tokens.embedded.cache_clear()
     assert all(dry == served for _, dry, served, _ in counted), counted

