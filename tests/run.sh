@@ -15,10 +15,11 @@ if ! dpkg -s "${DEBS[@]}" >/dev/null 2>&1; then
     $SUDO apt-get install -y -qq --no-install-recommends "${DEBS[@]}" >/dev/null \
         || { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends "${DEBS[@]}" >/dev/null; }
 fi
-# The README's install, with the test extras: torch==2.13.0 named beside the project (its CPU build
-# is on the test machines' disk, while the project's range alone could pull a multi-GB CUDA build);
-# llama.cpp compiled portably (a native build dies on CPUs that report AVX-512/AMX), and no cached
-# wheel, which pip would reuse whatever CMAKE_ARGS say.
+# The README's install, with the test extras and the source-built fallback runtime (local-source:
+# llama-cpp-python, whose tests compare it with the prebuilt default): torch==2.13.0 named beside
+# the project (its CPU build is on the test machines' disk, while the project's range alone could
+# pull a multi-GB CUDA build); llama.cpp compiled portably (a native build dies on CPUs that report
+# AVX-512/AMX), and no cached wheel, which pip would reuse whatever CMAKE_ARGS say.
 CMAKE_ARGS="-DGGML_NATIVE=OFF" python3 -m pip install --quiet --disable-pip-version-check \
-    --no-cache-dir torch==2.13.0 -e '.[local,test]'
+    --no-cache-dir torch==2.13.0 -e '.[local,local-source,test]'
 exec python3 -m pytest -q "$@"
