@@ -31,6 +31,8 @@ import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from freshrag.core.errors import UserError
+
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 FORCED, REQUIRED, AUTO = "forced", "required", "auto"
 
@@ -175,8 +177,8 @@ def stream_events(reply: dict[str, Any]) -> bytes:
     return f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
 
 
-class AdapterError(ValueError):
-    pass
+class AdapterError(UserError, ValueError):
+    """A request the adapter cannot translate; its client gets a 400 naming the problem."""
 
 
 # -- the process: llama.cpp on a private port, the adapter on the public one ------------------

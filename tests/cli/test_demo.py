@@ -8,7 +8,7 @@ from datetime import date
 
 from freshrag.builders.cutoffs import created_after
 from freshrag.builders.sources.dump import DumpSource
-from freshrag.cli.commands.demo import DEMO_CUTOFF, DEMO_TODAY
+from freshrag.cli.commands.demo import DEMO_CUTOFF, DEMO_PAGES, DEMO_TODAY
 from freshrag.cli.main import main
 from freshrag.core.dataset import example_dir
 from freshrag.core.jsonl import read_jsonl
@@ -29,9 +29,10 @@ def test_the_demo_runs_the_whole_workflow(tmp_path, monkeypatch, capsys):
     out = tmp_path / "demo"
     pages = list(DumpSource(out / "example-wiki.xml").pages(set()))
     assert sorted(p.title for p in pages) == sorted(r["title"] for r in examples)
+    # the build samples DEMO_PAGES of them, some created after the cutoff
     funnel = json.loads((out / "example" / "manifest.json").read_text())["funnel"]
-    assert funnel["n_r"] == len(examples) and funnel["n_d"] == len(after)
-    assert 0 < len(after) < len(examples)
+    assert funnel["n_r"] == DEMO_PAGES < len(examples)
+    assert 0 < funnel["n_d"] < funnel["n_r"] and funnel["n_d"] <= len(after)
     samples = read_samples(out / "run" / "samples.jsonl")
     assert sorted({s["system"] for s in samples}) == sorted(SYSTEMS)
     assert len(samples) == 3 * len(SYSTEMS) and all(s["status"] == "ok" for s in samples)
@@ -56,3 +57,16 @@ def test_the_demo_runs_the_whole_workflow(tmp_path, monkeypatch, capsys):
     assert set(stages[1]["roles"]) >= {"judge", "answer", "decision"}
     assert "the demo's stages" in said and said.rstrip().splitlines()[-1].split()[0] == "total"
     assert "WARNING: the judge" in html.replace("&#x27;", "'")
+
+
+def test_full_runs_the_whole_corpus_and_the_runs_own_probes():
+    from pathlib import Path
+
+    from freshrag.cli.commands.demo import DEMO_PROBE_K, demo_commands
+
+    small = demo_commands(Path("d"), 3, ["baseline"])
+    full = demo_commands(Path("d"), 4, ["baseline"], full=True)
+    assert small[0][small[0].index("--n") + 1] == str(DEMO_PAGES)
+    assert small[1][small[1].index("--probe-k") + 1] == str(DEMO_PROBE_K)
+    assert "--n" not in full[0] and "--probe-k" not in full[1]
+    assert full[1][full[1].index("--limit") + 1] == "4"

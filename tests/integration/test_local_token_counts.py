@@ -19,8 +19,8 @@ import pytest
 from freshrag.core.config import load_settings
 from freshrag.core.dataset import example_dir, load_dataset_dir
 from freshrag.cost.estimate import MadeUpReply, counters
-from freshrag.llm.client import LLMClient
 from freshrag.llm import local_tokens
+from freshrag.llm.client import LLMClient
 from freshrag.llm.local_server import GGUF_FILE, PREBUILT, RUNTIME_ENV, SOURCE, LocalServer
 from freshrag.llm.tokens import TiktokenCounter
 from freshrag.scoring.judge import GRADE_TOOL, judge_messages

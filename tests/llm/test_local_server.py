@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import pytest
 
 from freshrag.core.config import LLMSettings, RoleConfig
+from freshrag.llm import local_server
 from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import EndpointUnreachable, LLMClient, LocalServerDied
-from freshrag.llm import local_server
 from freshrag.llm.local_server import (
     RUNTIME_ENV,
     SOURCE_FALLBACK,
