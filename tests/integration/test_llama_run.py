@@ -54,14 +54,15 @@ def server_answers(base_url: str) -> bool:
 
 
 def server_processes(port: int) -> list[int]:
-    """Pids of llama.cpp servers started for `port` (from /proc, Linux)."""
+    """Pids of embedded servers started for `port`, either runtime (from /proc, Linux)."""
     found = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             args = cmdline.read_bytes().split(b"\0")
         except OSError:
             continue  # the process ended while we looked
-        if b"llama_cpp.server" in args and str(port).encode() in args:
+        runtime = b"llama_cpp.server" in args or b"freshrag.llm.embedded_server" in args
+        if runtime and str(port).encode() in args:
             found.append(int(cmdline.parent.name))
     return found
 
