@@ -35,6 +35,7 @@ from freshrag.core.errors import UserError
 from freshrag.core.jsonl import loads
 from freshrag.core.types import LLM, LLMResponse, Usage
 from freshrag.llm.cache import ResponseCache, cache_key
+from freshrag.llm.tally import TALLY
 from freshrag.llm.tokens import estimate_usage
 
 # openai is imported where a call is made: importing it takes half a second, and every
@@ -142,28 +143,6 @@ def redact(text: str, secrets: list[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, "[key]")
     return text
-
-
-class CallTally:
-    """Calls made in this process (cache hits not counted), per role: the demo's stage table."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.by_role: dict[str, list[int]] = {}  # role -> [calls, input tokens, output tokens]
-
-    def add(self, role: str, usage: Usage) -> None:
-        with self._lock:
-            counts = self.by_role.setdefault(role, [0, 0, 0])
-            counts[0] += 1
-            counts[1] += usage.input
-            counts[2] += usage.output
-
-    def snapshot(self) -> dict[str, tuple[int, int, int]]:
-        with self._lock:
-            return {role: tuple(counts) for role, counts in self.by_role.items()}
-
-
-TALLY = CallTally()
 
 
 class LLMClient:

@@ -1,4 +1,5 @@
-"""`freshrag run --dry-run` on the embedded model: no server is started, and after a real run on
+"""`freshrag run --dry-run` on the embedded model: no model call is made (on the prebuilt runtime
+only a private server for its tokenizer starts, logging to its own file), and after a real run on
 SmolLM2 the dry run finds every call in the response cache (its cache keys, made without the
 server, name the same model file as the running server's). The same for `freshrag score
 --dry-run` on that run: it counts the calls the score pass then sends, and then finds them

@@ -138,7 +138,7 @@ TIMINGS_FILE = "timings.json"  # read by tests/benchmarks/bench_demo_floor.py
 def timed_stage(name: str, stages: list[dict]) -> Iterator[None]:
     """Appends the stage's wall time and the model calls made in it, per role (calls answered
     from the cache are not counted: they cost no model time)."""
-    from freshrag.llm.client import TALLY
+    from freshrag.llm.tally import TALLY
 
     before, started = TALLY.snapshot(), time.perf_counter()
     try:
