@@ -8,9 +8,12 @@ import json
 from freshrag.core.types import (
     ARTICLE_CHARS,  # title + text handed to the classifier, as in the paper
 )
+from freshrag.llm.toolcall import line_of_text, room_for
 
 RECENCY_MAX_TOKENS = 128
 QUESTION_MAX_TOKENS = 200
+FORM_CHARS = 300  # a grounded question, one line
+FORM_MAX_TOKENS = room_for(FORM_CHARS)
 
 RECENCY_PROMPT = (
     "You decide whether a Wikipedia article is mostly about things that happened after "
@@ -65,7 +68,7 @@ WRITE_QUESTION_TOOL = {
         "description": "Submit the question that asks for the query's answer.",
         "parameters": {
             "type": "object",
-            "properties": {"question": {"type": "string", "description": "the question"}},
+            "properties": {"question": line_of_text(FORM_CHARS) | {"description": "the question"}},
             "required": ["question"],
         },
     },

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from freshrag.core.types import LABELS
+from freshrag.llm.toolcall import line_of_text
 
 SUMMARIES = CONCLUSIONS = 3  # merged and derived statements asked per article
 MAX_FACTS = 6
@@ -80,12 +81,7 @@ def _tool(name: str, description: str, properties: dict[str, Any]) -> dict[str, 
         "parameters": {"type": "object", "properties": properties, "required": list(properties)}}}
 
 
-# The pattern reaches the grammar of constrained servers (llama.cpp), where it wins over the
-# length bounds: a sentence starts with neither whitespace nor JSON punctuation and holds no line
-# break, so a small model cannot fill a string with `]\n{`, nor run one on until max_tokens cuts
-# the JSON short. Servers without a grammar ignore it; the parsers check what matters.
-SENTENCE = {"type": "string", "minLength": 8, "maxLength": 240,
-            "pattern": '^[^ \\n\\t"\\\\\\[\\]{}][^\\n"\\\\]{7,239}$'}
+SENTENCE = line_of_text(240, min_chars=8)  # one sentence; its pattern bounds a small model
 
 
 def _statements(max_items: int) -> dict[str, Any]:

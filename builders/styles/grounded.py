@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from freshrag.builders.prompts import GROUNDED_PROMPT, WRITE_QUESTION_TOOL
+from freshrag.builders.prompts import FORM_MAX_TOKENS, GROUNDED_PROMPT, WRITE_QUESTION_TOOL
 from freshrag.builders.sources.pages import BuildError
 from freshrag.builders.styles.facts import FACTS, closing_db
 from freshrag.builders.styles.templates import (
@@ -42,7 +42,6 @@ from freshrag.llm.toolcall import ReplyError, tool_arguments
 QUERIES, FAILED = "queries.jsonl", "forms-failed.jsonl"
 WRITE_QUESTION = WRITE_QUESTION_TOOL["function"]["name"]
 QUESTION_TRIES = 3
-FORM_MAX_TOKENS = 200
 # The instruction of each wording criterion. freshrag.core.types.WORDING_AXES pairs them by axis: the
 # report compares the two values of an axis within groups (harness/reporting/groups.py).
 CRITERIA = {

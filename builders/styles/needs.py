@@ -30,13 +30,14 @@ from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
 from freshrag.core.textfile import lines
 from freshrag.core.types import Article, LLMResponse, Usage
 from freshrag.llm.client import EndpointError, EndpointUnreachable, LLMClient
-from freshrag.llm.toolcall import ReplyError, tool_arguments
+from freshrag.llm.toolcall import ReplyError, line_of_text, room_for, tool_arguments
 from freshrag.systems.retrieval.index import Chunk, IndexConfig, chunk_articles
 
 NEEDS_FILE = "needs.jsonl"   # one line per (need, chunk) call, whatever came of it
 QUESTION, BLANK, FAILED = "question", "blank", "failed"
 NEED_TRIES = 2               # an unparseable reply is asked once more, as a new attempt
-NEED_MAX_TOKENS = 150  # a question and its answer
+QUESTION_CHARS, ANSWER_CHARS = 200, 300
+NEED_MAX_TOKENS = room_for(QUESTION_CHARS, ANSWER_CHARS)  # a question and its answer
 MAX_NEED_CHARS = 500         # a need is one sentence; a longer line is a pasted paragraph
 MAX_NEEDS = 1000
 
@@ -57,10 +58,10 @@ NEED_TOOL = {
         "parameters": {
             "type": "object",
             "properties": {
-                "question": {"type": "string",
-                             "description": "the question, or BLANK if the passage has none"},
-                "answer": {"type": "string",
-                           "description": "the answer as the passage gives it; empty for BLANK"},
+                "question": line_of_text(QUESTION_CHARS) | {
+                    "description": "the question, or BLANK if the passage has none"},
+                "answer": line_of_text(ANSWER_CHARS, min_chars=0) | {
+                    "description": "the answer as the passage gives it; empty for BLANK"},
             },
             "required": ["question", "answer"],
         },

@@ -29,14 +29,15 @@ from freshrag.core.jsonl import loads
 from freshrag.core.textfile import lines
 from freshrag.core.types import LLMResponse, Usage
 from freshrag.llm.client import LLMClient
-from freshrag.llm.toolcall import ReplyError, tool_arguments
+from freshrag.llm.toolcall import ReplyError, line_of_text, room_for, tool_arguments
 
 if TYPE_CHECKING:  # numpy is imported where it is used: `freshrag --help` imports this module
     import numpy as np
 
 DESCRIBED, FAILED, DUPLICATE = "described", "failed", "duplicate"
 DESCRIBE_TRIES = 2
-DESCRIBE_MAX_TOKENS = 80  # one sentence; a reply cut short is unparseable and asked again
+DESCRIPTION_CHARS = 200  # one sentence
+DESCRIBE_MAX_TOKENS = room_for(DESCRIPTION_CHARS)  # a reply cut short is unparseable
 EMBED_BATCH = 256  # texts per embedding request: endpoints cap the inputs of one request
 
 DESCRIBE_PROMPT = (
@@ -52,8 +53,8 @@ DESCRIBE_TOOL = {
         "description": "Describe in one sentence the information need a group of queries shares.",
         "parameters": {
             "type": "object",
-            "properties": {"description": {"type": "string",
-                                           "description": "one sentence naming the need"}},
+            "properties": {"description": line_of_text(DESCRIPTION_CHARS) | {
+                "description": "one sentence naming the need"}},
             "required": ["description"],
         },
     },

@@ -36,3 +36,28 @@ def tool_arguments(response: LLMResponse, name: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ReplyError(f"arguments are {type(value).__name__}, not an object")
     return value
+
+
+# What a forced call's JSON needs beyond its strings: braces, keys, quotes, spacing.
+JSON_OVERHEAD_TOKENS = 32
+
+
+def line_of_text(max_chars: int, min_chars: int = 1) -> dict[str, Any]:
+    """The JSON Schema of one line of text of `min_chars` to `max_chars` characters, for a field
+    of a forced call's arguments.
+
+    The pattern reaches the grammar of constrained servers (llama.cpp), where it wins over the
+    length bounds: the text starts with neither whitespace nor JSON punctuation and holds no line
+    break, so a small model can neither fill a string with `]\\n{` nor run one on until
+    `max_tokens` cuts the JSON short. Servers without a grammar ignore it; the callers' parsers
+    check what matters."""
+    rest = f"{max(min_chars - 1, 0)},{max_chars - 1}"
+    body = f'[^ \\n\\t"\\\\\\[\\]{{}}][^\\n"\\\\]{{{rest}}}'
+    pattern = f"^{body}$" if min_chars else f"^({body})?$"  # min 0: the empty string too
+    return {"type": "string", "minLength": min_chars, "maxLength": max_chars, "pattern": pattern}
+
+
+def room_for(*max_chars: int) -> int:
+    """A `max_tokens` that lets a grammar-constrained reply close its JSON: a token is at least
+    one character, so strings of at most these lengths fit, with the JSON around them."""
+    return sum(max_chars) + JSON_OVERHEAD_TOKENS
