@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import signal
 import sys
 import traceback
@@ -36,6 +37,7 @@ from freshrag.cli.commands import (
 )
 from freshrag.cli.options import check_together
 from freshrag.core.errors import UserError
+from freshrag.llm import deadline
 
 # In the order `freshrag --help` lists them.
 COMMANDS = (build, label, mix, run, systems, score, index, scan_retrieval, report, agreement,
@@ -53,7 +55,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)  # so the local server is stopped on kill too
+    before = {signum: signal.signal(signum, _stop) for signum in (signal.SIGINT, signal.SIGTERM)
+              if signal.getsignal(signum) is not signal.SIG_IGN}  # nohup's and `&`'s stay ignored
     try:
         check_together(args)
         return args.handler(args)
@@ -66,10 +69,13 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:  # a read-only directory, a full disk: named, what was written is kept
         print(f"freshrag: error: {_describe_os_error(err)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("freshrag: interrupted; finished pairs are kept, run the same command to resume",
+    except KeyboardInterrupt:  # _stop's, or a Stopped from a request the stop abandoned
+        print("freshrag: stopped; finished work is kept, run the same command to resume",
               file=sys.stderr)
-        return 130
+        return 128 + (_received or signal.SIGINT)
+    finally:  # as they were (a caller's, when main runs inside another program or a test)
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
 
 
 def _describe_os_error(err: OSError) -> str:
@@ -83,5 +89,18 @@ def _describe_os_error(err: OSError) -> str:
     return message
 
 
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
+_received: int | None = None  # the signal that stopped the command
+
+
+def _stop(signum: int, frame: object) -> None:
+    """The first SIGINT or SIGTERM stops the command within a second: requests in flight are
+    abandoned (harness/llm/deadline.py), finished rows are kept, and the embedded server is
+    stopped on the way out. A second one ends the process at once."""
+    global _received
+    if deadline.STOP.is_set():
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    _received = signum
+    deadline.STOP.set()
+    raise deadline.Stopped(signal.Signals(signum).name)

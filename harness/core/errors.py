@@ -12,6 +12,9 @@ Every exception class of freshrag derives from `FreshragError`, most through `Us
   that cannot give judge probes (reported as such), the cap of `--max-cost` (the command ends
   resumable, exit 3). One that reaches the command is a bug and ends in a traceback.
 
+One exception stands apart: `freshrag.llm.deadline.Stopped`, raised when a signal stops the
+command, is a KeyboardInterrupt, so that no `except Exception` (a pair's own failure) catches it.
+
 A class keeps the standard exception it has always derived from (ValueError, RuntimeError) as a
 second base, so that code catching that one still catches it.
 """

@@ -6,6 +6,14 @@ counted with tiktoken and flagged estimated), where the response cache is consul
 transient failures (rate limits, timeouts, connection errors, 5xx) are retried with bounded
 exponential backoff and jitter. Nothing else is retried.
 
+Every attempt has a deadline for the whole exchange (`timeout_s`, harness/llm/deadline.py), and
+a stop (SIGINT, SIGTERM) ends it within a second. Whatever comes back is checked before it is
+used: a reply the SDK cannot read (an HTML page, a cut JSON body, a 5,000-digit number), a reply
+without text or call, text or arguments over `MAX_REPLY_CHARS`, is an `EndpointError` naming the
+role and endpoint, so the caller records that one call as failed and goes on. A 401 or 403 is
+`AccessDenied`: the key is wrong for every call, so the run stops at the first and no other call
+is sent to that endpoint with that key.
+
 Only usable replies are cached: some text, or a tool call whose arguments are a JSON object. An
 empty reply, or a tool call whose arguments do not parse, is returned to the caller (which
 decides what it means: a missing question, an unscored grade, decision `none`) but never stored,
@@ -34,6 +42,7 @@ from freshrag.core.config import LLMSettings, RoleConfig
 from freshrag.core.errors import UserError
 from freshrag.core.jsonl import loads
 from freshrag.core.types import LLM, LLMResponse, Usage
+from freshrag.llm import deadline
 from freshrag.llm.cache import ResponseCache, cache_key
 from freshrag.llm.tally import TALLY
 from freshrag.llm.tokens import estimate_usage
@@ -103,6 +112,16 @@ class EndpointUnreachable(EndpointError):
     """The endpoint could not be reached at all after the retries: no pair can succeed."""
 
 
+class AccessDenied(EndpointUnreachable):
+    """The endpoint refused the key (HTTP 401 or 403): no call with it can succeed."""
+
+
+# Text or arguments longer than this are no reply to any request freshrag makes (its max_tokens
+# are in the hundreds): refused before anything is cached or written.
+MAX_REPLY_CHARS = 1_000_000
+MAX_USAGE_TOKENS = 100_000_000  # a usage count beyond this is not a count: estimated instead
+
+
 class LocalServerDied(EndpointUnreachable):
     """The embedded llama.cpp server is gone; the message says how it died and where its log is."""
 
@@ -160,6 +179,7 @@ class LLMClient:
         self._clients: dict[str, openai.OpenAI] = {}
         self._lock = threading.Lock()
         self._in_flight: dict[str, threading.Event] = {}  # cache key -> set when its call ends
+        self._denied: dict[tuple[str, str], str] = {}  # (base URL, key) -> why it was refused
 
     def base_url(self, role: str) -> str:
         cfg = self.settings.role(role)
@@ -259,36 +279,44 @@ class LLMClient:
         attempts = 0
         try:
             for attempt in self._retrying(cfg):
-                with attempt:
+                with attempt, deadline.within(self.settings.timeout_s):
                     attempts = attempt.retry_state.attempt_number
                     completion = client.chat.completions.create(**request)
+            return completion_value(completion, request, time.monotonic() - started)
         except openai.APIConnectionError as err:
             if cfg.is_local and self.local is not None and self.local.death():
                 raise LocalServerDied(self.local.death()) from None
-            kind = EndpointError if isinstance(err, openai.APITimeoutError) else EndpointUnreachable
-            raise kind(self._describe(role, err, attempts)) from None
+            raise _connection_error(err)(self._describe(role, err, attempts)) from None
         except openai.BadRequestError as err:
             kind = ContextTooLong if _CONTEXT_OVERFLOW.search(str(err)) else EndpointError
             raise kind(self._describe(role, err, attempts)) from None
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
+            raise self._deny(role, cfg, err) from None
         except openai.OpenAIError as err:
             raise EndpointError(self._describe(role, err, attempts)) from None
-        return completion_value(completion, request, time.monotonic() - started)
+        except EndpointError as err:  # completion_value's checks of the reply
+            raise EndpointError(f"{role} endpoint {self.base_url(role)}: {err}") from None
+        except Exception as err:  # the SDK could not read the reply: HTML, cut JSON, huge numbers
+            raise EndpointError(self._unreadable(role, err)) from None
 
     def embed(self, role: str, texts: list[str]) -> list[list[float]]:
         """Embeddings of `texts` from the role's `/v1/embeddings` endpoint, in input order,
         retried like chat calls. Not cached: the retrieval index stores what it embedded."""
         model = self.settings.role(role).model
         result = self.sdk_call(role, "embeddings",
-                               lambda client: client.embeddings.create(model=model, input=texts))
+                               lambda client: client.embeddings.create(model=model, input=texts),
+                               deadline_s=self.settings.timeout_s)
         vectors = [item.embedding for item in sorted(result.data, key=lambda item: item.index)]
         if len(vectors) != len(texts):
             raise EndpointError(f"{role} endpoint {self.base_url(role)} returned {len(vectors)} "
                                 f"embeddings for {len(texts)} texts")
         return vectors
 
-    def sdk_call(self, role: str, what: str, call: Callable[[openai.OpenAI], Any]) -> Any:
+    def sdk_call(self, role: str, what: str, call: Callable[[openai.OpenAI], Any],
+                 deadline_s: float | None = None) -> Any:
         """`call(client)` on the role's openai client, retried as a chat call is (transient
-        errors only, bounded, with backoff); for the Batch API's files and batches."""
+        errors only, bounded, with backoff); for embeddings and the Batch API's files and
+        batches (whose uploads may take longer than a chat call: no deadline unless given)."""
         import openai
 
         cfg = self.settings.role(role)
@@ -296,13 +324,17 @@ class LLMClient:
         attempts = 0
         try:
             for attempt in self._retrying(cfg):
-                with attempt:
+                with attempt, deadline.within(deadline_s):
                     attempts = attempt.retry_state.attempt_number
                     return call(client)
         except openai.APIConnectionError as err:
             raise EndpointUnreachable(self._describe(role, err, attempts) + f" ({what})") from None
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
+            raise self._deny(role, cfg, err) from None
         except openai.OpenAIError as err:
             raise EndpointError(self._describe(role, err, attempts) + f" ({what})") from None
+        except Exception as err:  # a reply the SDK could not read
+            raise EndpointError(self._unreadable(role, err) + f" ({what})") from None
 
     def _retrying(self, cfg: RoleConfig) -> Retrying:
         def worth_retrying(err: BaseException) -> bool:
@@ -312,24 +344,51 @@ class LLMClient:
 
         return Retrying(stop=stop_after_attempt(self.settings.max_attempts),
                         wait=wait_random_exponential(multiplier=self.backoff_s, max=60),
-                        retry=retry_if_exception(worth_retrying), reraise=True)
+                        retry=retry_if_exception(worth_retrying), reraise=True,
+                        sleep=deadline.sleep)  # a stop cuts the wait short
 
     def _client(self, role: str, cfg: RoleConfig) -> openai.OpenAI:
         import openai
 
         base_url = self.base_url(role)
+        deadline.check_stop()
         with self._lock:
+            if (base_url, cfg.key()) in self._denied:  # refused once: refused for every call
+                raise AccessDenied(self._denied[base_url, cfg.key()])
             if (base_url, cfg.key()) not in self._clients:
                 self._clients[base_url, cfg.key()] = openai.OpenAI(
                     base_url=base_url, api_key=cfg.key(), timeout=self.settings.timeout_s,
+                    http_client=deadline.deadline_client(),  # the exchange's deadline, the stop
                     max_retries=0)  # retries are ours, so that they are bounded and visible
             return self._clients[base_url, cfg.key()]
+
+    def _deny(self, role: str, cfg: RoleConfig, err: Exception) -> AccessDenied:
+        """AccessDenied for the role's endpoint and key; later calls with them are not sent."""
+        source = f"${cfg.api_key_env}" if cfg.api_key_env else "api_key" if cfg.api_key else "no key"
+        message = redact(f"{role} endpoint {self.base_url(role)} refused the key ({source}): "
+                         f"HTTP {getattr(err, 'status_code', '?')}: {err}; check the key and the "
+                         f"model's access, then run the same command again", self.settings.secrets())
+        with self._lock:
+            self._denied[self.base_url(role), cfg.key()] = message
+        return AccessDenied(message)
+
+    def _unreadable(self, role: str, err: Exception) -> str:
+        detail = redact(str(err), self.settings.secrets())[:300]
+        return (f"{role} endpoint {self.base_url(role)} sent a reply that is not an OpenAI "
+                f"response ({type(err).__name__}: {detail})")
 
     def _describe(self, role: str, err: Exception, attempts: int) -> str:
         status = getattr(err, "status_code", None)
         what = f"HTTP {status}: {err}" if status else f"{type(err).__name__}: {err}"
         message = f"{role} endpoint {self.base_url(role)} failed after {attempts} attempt(s): {what}"
         return redact(message, self.settings.secrets())
+
+
+def _connection_error(err: Exception) -> type[EndpointError]:
+    """EndpointUnreachable when no connection could be made (no call can succeed: the run stops);
+    EndpointError when one was and the exchange failed (a timeout, a reply cut short)."""
+    cause = type(err.__cause__).__name__  # httpx's or httpx2's exception, by name for either
+    return EndpointUnreachable if cause in ("ConnectError", "UnsupportedProtocol") else EndpointError
 
 
 def _tool_choice(choice: str | None) -> Any:
@@ -353,22 +412,47 @@ def is_usable(value: dict[str, Any]) -> bool:
 
 
 def completion_value(completion: Any, request: dict[str, Any], latency_s: float) -> dict[str, Any]:
-    """The cacheable part of a completion, with usage normalised."""
-    if not completion.choices:
+    """The cacheable part of a completion, with usage normalised; EndpointError for a reply that
+    is not one (the SDK builds its objects without checking them): no choices, text or arguments
+    that are not strings or are longer than MAX_REPLY_CHARS."""
+    choices = getattr(completion, "choices", None)
+    if not isinstance(choices, list):
+        start = str(completion)[:80]
+        raise EndpointError(f"the reply is not a chat completion (it starts {start!r})")
+    if not choices:
         raise EndpointError(f"endpoint returned no choices for model {request['model']!r}")
-    message = completion.choices[0].message
+    message = getattr(choices[0], "message", None)
+    text = getattr(message, "content", None)
+    calls = getattr(message, "tool_calls", None) or []
     tool_name = tool_arguments = None
-    if message.tool_calls:
-        tool_name = message.tool_calls[0].function.name
-        tool_arguments = message.tool_calls[0].function.arguments
-    if completion.usage is not None and completion.usage.prompt_tokens is not None:
-        usage = Usage(completion.usage.prompt_tokens, completion.usage.completion_tokens or 0)
-    else:
-        usage = estimate_usage(request["messages"], request.get("tools"), message.content,
-                               tool_arguments, request["model"])
-    return {"text": message.content, "tool_name": tool_name, "tool_arguments": tool_arguments,
+    if calls:
+        function = getattr(calls[0], "function", None) if isinstance(calls, list) else None
+        tool_name = getattr(function, "name", None)
+        tool_arguments = getattr(function, "arguments", None)
+        if not isinstance(tool_name, str) or not isinstance(tool_arguments, str):
+            raise EndpointError("the reply's tool call has no function name and arguments as text")
+    for what, value in (("text", text), ("tool-call arguments", tool_arguments)):
+        if value is not None and not isinstance(value, str):
+            raise EndpointError(f"the reply's {what} is {type(value).__name__}, not text")
+        if value is not None and len(value) > MAX_REPLY_CHARS:
+            raise EndpointError(f"the reply's {what} hold {len(value):,} characters, more than "
+                                f"the {MAX_REPLY_CHARS:,} freshrag accepts from one call")
+    usage = _usage(getattr(completion, "usage", None))
+    if usage is None:  # none given, or not counts: counted here, and flagged estimated
+        usage = estimate_usage(request["messages"], request.get("tools"), text, tool_arguments,
+                               request["model"])
+    return {"text": text, "tool_name": tool_name, "tool_arguments": tool_arguments,
             "usage": asdict(usage), "latency_s": latency_s,
-            "logprobs": _logprobs(completion.choices[0]) if request.get("logprobs") else None}
+            "logprobs": _logprobs(choices[0]) if request.get("logprobs") else None}
+
+
+def _usage(given: Any) -> Usage | None:
+    """The endpoint's token counts, if it gave counts (whole numbers in a sane range)."""
+    prompt = getattr(given, "prompt_tokens", None)
+    output = getattr(given, "completion_tokens", None) or 0
+    if not all(type(n) is int and 0 <= n <= MAX_USAGE_TOKENS for n in (prompt, output)):
+        return None
+    return Usage(prompt, output)
 
 
 def _logprobs(choice: Any) -> list[dict[str, Any]] | None:

@@ -6,8 +6,9 @@ the official ``openai`` Python SDK to parse them, and ``POST /v1/embeddings`` wi
 bag-of-words vectors of ``embedding_dim`` dimensions (after ``embedding_delay`` seconds), with:
 
 * a fixed per-call latency (``delay``),
-* scripted replies (``reply`` callable; ``{"error": {"status", "message"}}`` refuses the call)
-  or a schema-aware default reply,
+* scripted replies (``reply`` callable; ``{"error": {"status", "message"}}`` refuses the call;
+  ``{"raw": {...}}`` sends any bytes, slowly if asked: see ``_send_raw``) or a schema-aware
+  default reply,
 * seeded, repeatable fault injection (429 / 500 / hang) via :class:`FaultPlan`,
 * thread-safe call counting and capture of every request body.
 
@@ -446,7 +447,13 @@ class FakeOpenAIServer:
         headers = {key.lower(): value for key, value in handler.headers.items()}
         with self._lock:
             self.service_requests.append((path, request, headers))
-        spec = self.services[path](request, headers)
+        self._send_raw(handler, self.services[path](request, headers))
+
+    def _send_raw(self, handler: _Handler, spec: dict) -> None:
+        """A reply of any shape: {"json": value} or {"body": bytes or text, "content_type": ...}
+        (text/html unless given), with optional "status" (200), "delay" (seconds before the
+        reply) and "drip" (seconds between bytes, the status line and headers included: a server
+        that sends slowly); "length" overrides the Content-Length header (a body cut short)."""
         if self._stopping.wait(spec.get("delay", 0)):
             return
         if "json" in spec:
@@ -454,18 +461,20 @@ class FakeOpenAIServer:
         else:
             data = spec["body"].encode() if isinstance(spec["body"], str) else spec["body"]
             kind = spec.get("content_type", "text/html")
+        status = spec.get("status", 200)
+        head = (f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\n"
+                f"Content-Type: {kind}\r\nContent-Length: {spec.get('length', len(data))}\r\n"
+                f"Connection: close\r\n\r\n").encode()
+        whole, step = head + data, 1 if spec.get("drip") else len(head) + len(data)
+        handler.close_connection = True
         try:
-            handler.send_response(spec.get("status", 200))
-            handler.send_header("Content-Type", kind)
-            handler.send_header("Content-Length", str(len(data)))
-            handler.end_headers()
-            for start in range(0, len(data), 1 if spec.get("drip") else len(data) or 1):
-                handler.wfile.write(data[start:start + (1 if spec.get("drip") else len(data))])
+            for start in range(0, len(whole), step):
+                handler.wfile.write(whole[start:start + step])
                 handler.wfile.flush()
                 if spec.get("drip") and self._stopping.wait(spec["drip"]):
                     return
         except OSError:  # the client gave up (its deadline) or stop() closed us
-            handler.close_connection = True
+            pass
 
     def _handle_chat(self, handler: _Handler, body: bytes) -> None:
         try:
@@ -501,6 +510,9 @@ class FakeOpenAIServer:
 
         try:
             spec = (self.reply or default_reply)(request)
+            if isinstance(spec, dict) and "raw" in spec:  # any bytes: an HTML page, a cut body
+                self._send_raw(handler, spec["raw"])
+                return
             if isinstance(spec, dict) and "error" in spec:  # a scripted refusal, e.g. a 400
                 error = spec["error"]
                 handler._send_error(error["status"], error["message"],
