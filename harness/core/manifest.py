@@ -1,6 +1,8 @@
 """manifest.json, the record of how a run or a dataset was made (docs/run-format.md#manifestjson):
 config, versions, dataset hashes, prompts, model names and endpoints, written whole at every change.
-A manifest of a newer format than this freshrag reads is refused, never misread.
+A manifest of a newer format than this freshrag reads is refused, never misread; so is a run's
+manifest whose parts have the wrong shape (`"capped": true`, `"judge_probe": {}`, a missing
+`config`), checked once here (harness/core/manifest_shape.py) rather than by every reader.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 from freshrag.core.files import write_json
 from freshrag.core.jsonl import ResultsError, loads
+from freshrag.core.manifest_shape import shape_problem
 from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.core.textfile import read_text
 
@@ -46,6 +49,10 @@ def read_manifest(run_dir: Path) -> dict[str, Any] | None:
                            f"one reads up to {FORMAT_VERSION}): upgrade freshrag to use it")
     if not isinstance(manifest.get("dataset", {}), dict):
         raise ResultsError(f"{path}: 'dataset' must be a JSON object")
+    problem = shape_problem(manifest)
+    if problem:
+        raise ResultsError(f"{path}: {problem}; it was not written by freshrag as it is (restore "
+                           f"it, or write the run into another directory)")
     return manifest
 
 
