@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sqlite3
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -37,11 +36,7 @@ def default_config() -> Path | None:
 def llm_client(settings: LLMSettings, cache_path: Path | None, seed: int | None,
                roles: tuple[str, ...] = RUN_ROLES) -> Iterator[LLMClient]:
     """The client, with the embedded server running if any of `roles` needs it."""
-    try:
-        cache = ResponseCache(cache_path) if cache_path else None
-    except sqlite3.Error as err:
-        raise UsageError(f"{cache_path}: cannot open the response cache ({err}); give --no-cache "
-                         f"or run where that directory is writable") from None
+    cache = ResponseCache(cache_path) if cache_path else None  # CacheError names its file
     needs_local = any(settings.role(role).is_local for role in roles)
     with contextlib.ExitStack() as stack:
         local = stack.enter_context(LocalServer()) if needs_local else None

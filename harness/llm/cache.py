@@ -4,6 +4,10 @@ The key is a hash of everything that determines a reply (base URL, model, messag
 choice, temperature, seed, max tokens, attempt) and never the API key. Only usable replies are
 stored (`freshrag.llm.client.is_usable`): an empty one is asked again. SQLite in WAL mode gives atomic
 writes, so a killed process leaves every finished call in the cache.
+
+Whatever SQLite says about the file (not a database, corrupt pages, a full disk, a read-only
+directory) is a `CacheError` naming the file and what to do: the command stops there, resumable,
+rather than answering calls it could not record. A stored value that no longer parses is a miss.
 """
 
 from __future__ import annotations
@@ -13,7 +17,16 @@ import json
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
+
+from freshrag.core.errors import UserError
+from freshrag.core.jsonl import loads
+
+T = TypeVar("T")
+
+
+class CacheError(UserError, RuntimeError):
+    """The response cache's file cannot be read or written; the message names it."""
 
 
 def cache_key(request: dict[str, Any]) -> str:
@@ -29,27 +42,58 @@ class ResponseCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT)")
+
+        def connect() -> sqlite3.Connection:
+            db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT)")
+            return db
+
+        self._db = self._sqlite(connect)
+
+    def _sqlite(self, work: Callable[[], T]) -> T:
+        """`work()`, with SQLite's errors said as what they mean for this file."""
+        try:
+            return work()
+        except sqlite3.Error as err:
+            text = str(err)
+            if "full" in text:
+                advice = "free some space and run the same command again, which resumes"
+            elif "readonly" in text or "unable to open" in text:
+                advice = "make its directory writable, or pass --no-cache"
+            else:  # not a database, corrupt pages: only cached replies are in it
+                advice = ("delete it (only cached replies are lost: finished rows are kept) or "
+                          "pass --no-cache")
+            raise CacheError(f"response cache {self.path}: {text}; {advice}") from None
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
-            row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+            row = self._sqlite(lambda: self._db.execute(
+                "SELECT value FROM responses WHERE key = ?", (key,)).fetchone())
+        return _parsed(row[0]) if row else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
+        text = json.dumps(value, ensure_ascii=False)
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)",
-                             (key, json.dumps(value, ensure_ascii=False)))
+            self._sqlite(lambda: self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)",
+                                                  (key, text)))
 
     def values(self) -> list[dict[str, Any]]:
         """Every stored reply (a dry run's observed output lengths come from them)."""
         with self._lock:
-            rows = self._db.execute("SELECT value FROM responses").fetchall()
-        return [json.loads(row[0]) for row in rows]
+            rows = self._sqlite(lambda: self._db.execute("SELECT value FROM responses").fetchall())
+        return [value for value in (_parsed(row[0]) for row in rows) if value is not None]
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _parsed(text: Any) -> dict[str, Any] | None:
+    """A stored value, or None (a miss: asked again) if it is not the JSON object it was."""
+    try:
+        value = loads(text) if isinstance(text, str) else None
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None

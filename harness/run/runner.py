@@ -30,6 +30,7 @@ from freshrag.core.samples import SAMPLES, answer_tokens, read_samples, sample_r
 from freshrag.core.types import LLM, LLMResponse, Question, Retriever, System, SystemContext
 from freshrag.cost import batch, plan
 from freshrag.cost.budget import BudgetExceeded
+from freshrag.llm.cache import CacheError
 from freshrag.llm.client import EndpointError, EndpointUnreachable, LLMClient
 from freshrag.scoring import judge, probes
 from freshrag.scoring.base import Embed
@@ -205,8 +206,8 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
             calls += [call for call in answer.calls if not any(call is seen for seen in calls)]
             grade, _ = judge.grade(llm, question, answer.text,
                                    dataset.articles.get(question.gold_title or ""))
-        except (EndpointUnreachable, BudgetExceeded):
-            raise  # no other pair can succeed (or may be paid for): the run stops, resumable
+        except (EndpointUnreachable, BudgetExceeded, CacheError):
+            raise  # no other pair can succeed, be paid for or be kept: the run stops, resumable
         except EndpointError as err:
             return sample_row(dataset.name, question, name, answer, None, calls,
                               time.monotonic() - started, error=str(err),
