@@ -17,6 +17,12 @@ from it, and each batch collected, so a killed process resumes: it polls the bat
 created, creates the batch of an uploaded file that has none (after asking the endpoint whether
 one exists, so none is created twice), and submits nothing the cache or an open batch holds.
 A budget (`--max-cost`) reserves each request before it is uploaded. docs/costs.md#batch.
+
+A batch has a deadline: its 24-hour window and an hour's grace from when the endpoint created it.
+One still open after that, or in a status the Batch API does not document, stops the command with
+a `BatchError` naming the batch and its status (a resume polls it again; a run without --batch
+answers the same calls live). A results file is read line by line: a line that is not JSON, or
+names no request, is counted as failed, never a traceback.
 """
 
 from __future__ import annotations
@@ -29,9 +35,11 @@ from typing import Any
 
 from openai.types.chat import ChatCompletion
 
-from freshrag.core.jsonl import JsonlWriter, read_jsonl
+from freshrag.core.errors import UserError
+from freshrag.core.jsonl import JsonlWriter, loads, read_jsonl
 from freshrag.cost.budget import BudgetExceeded
 from freshrag.cost.plan import Pending, PlannedCall, Planner, walk
+from freshrag.llm import deadline
 from freshrag.llm.client import EndpointError, LLMClient, completion_value
 
 BATCHES = "batches.jsonl"
@@ -40,6 +48,12 @@ POLL_S = 5.0  # first wait between polls (--batch-poll)
 MAX_POLL_S = 60.0
 ENDPOINT = "/v1/chat/completions"
 TERMINAL = ("completed", "failed", "expired", "cancelled")
+OPEN = ("validating", "in_progress", "finalizing", "cancelling")  # the Batch API's other statuses
+DEADLINE_S = 25 * 3600  # the 24 h completion window and an hour's grace, from its creation
+
+
+class BatchError(UserError, RuntimeError):
+    """A batch freshrag cannot wait for: a status it does not know, or past its deadline."""
 
 
 def pending(role: str, request: dict[str, Any], key: str) -> dict[str, Any]:
@@ -169,24 +183,38 @@ def _collect(llm: LLMClient, log: BatchLog, role: str, batch_id: str, keys: list
     while True:
         batch = llm.sdk_call(role, f"batch {batch_id} poll",
                              lambda client: client.batches.retrieve(batch_id))
-        if batch.status in TERMINAL:
+        status = getattr(batch, "status", None)
+        if status in TERMINAL:
             break
-        time.sleep(wait)
+        where = f"batch {batch_id} on {llm.base_url(role)} ({role})"
+        if status not in OPEN:
+            raise BatchError(f"{where} has the status {status!r}, which the Batch API does not "
+                             f"document: freshrag stops polling it; cancel it there, or run "
+                             f"without --batch (the same calls, live)")
+        created = getattr(batch, "created_at", None)
+        if isinstance(created, (int, float)) and time.time() - created > DEADLINE_S:
+            raise BatchError(f"{where} is still {status} {(time.time() - created) / 3600:.0f} h "
+                             f"after it was created, past its 24 h window: run the same command "
+                             f"to poll it again, or cancel it there and run without --batch")
+        deadline.sleep(wait)  # a stop (Ctrl-C, SIGTERM) cuts the wait short
         wait = min(wait * 1.5, MAX_POLL_S)
     outcome = {"filled": 0, "failed": 0, "expired": 0}
+    asked = set(keys)
     left_live: list[str] = []
     values: dict[str, dict[str, Any] | None] = {}
     for file_id in (batch.output_file_id, batch.error_file_id):
         if file_id:
             text = llm.sdk_call(role, f"batch {batch_id} results",
                                 lambda client: client.files.content(file_id).text)
-            for line in text.splitlines():
-                if line.strip():
-                    key, value, kind = _result(json.loads(line))
-                    values[key] = value
-                    outcome[kind] += 1
-                    if kind == "failed" and _refused(json.loads(line)):
-                        left_live.append(key)
+            for line in _lines(text):
+                if line is None or line["custom_id"] not in asked:  # none of this batch's
+                    outcome["failed"] += 1
+                    continue
+                key, value, kind = _result(line)
+                values[key] = value
+                outcome[kind] += 1
+                if kind == "failed" and _refused(line):
+                    left_live.append(key)
     for key, value in values.items():
         if value is not None and not llm.store(key, role, value):
             outcome["filled"] -= 1  # an empty reply: not cached, asked again
@@ -197,25 +225,40 @@ def _collect(llm: LLMClient, log: BatchLog, role: str, batch_id: str, keys: list
                "left_live": left_live})
 
 
+def _lines(text: str) -> list[dict[str, Any] | None]:
+    """The results file's lines: each a JSON object with a `custom_id`, or None."""
+    lines = []
+    for raw in text.splitlines():
+        if raw.strip():
+            try:
+                line = loads(raw)
+            except (json.JSONDecodeError, RecursionError):
+                line = None
+            ok = isinstance(line, dict) and isinstance(line.get("custom_id"), str)
+            lines.append(line if ok else None)
+    return lines
+
+
 def _result(line: dict[str, Any]) -> tuple[str, dict[str, Any] | None, str]:
     """(custom_id, the reply as the cache stores it or None, "filled" | "failed" | "expired")."""
     key = line["custom_id"]
-    error = line.get("error") or {}
-    if error.get("code") == "batch_expired":
+    error = line.get("error")
+    if isinstance(error, dict) and error.get("code") == "batch_expired":
         return key, None, "expired"
     response = line.get("response") or {}
-    if response.get("status_code") != 200:
+    if not isinstance(response, dict) or response.get("status_code") != 200:
         return key, None, "failed"
     try:
         completion = ChatCompletion.model_validate(response["body"])
         body = response["body"]
         value = completion_value(completion, {"model": body.get("model"), "messages": []}, 0.0)
         return key, {**value, "batch": True}, "filled"  # priced at the batch rate in reports
-    except (ValueError, KeyError, EndpointError):
+    except (ValueError, KeyError, TypeError, AttributeError, EndpointError):
         return key, None, "failed"
 
 
 def _refused(line: dict[str, Any]) -> bool:
     """A 4xx other than 429: the same request would be refused again in a batch."""
-    status = (line.get("response") or {}).get("status_code") or 0
-    return 400 <= status < 500 and status != 429
+    response = line.get("response")
+    status = response.get("status_code") if isinstance(response, dict) else None
+    return isinstance(status, int) and 400 <= status < 500 and status != 429

@@ -3,6 +3,7 @@ stage by stage, failed and expired lines sent again, a killed process resuming i
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -115,3 +116,47 @@ def test_batch_refuses_what_cannot_work_before_any_call(tmp_path, monkeypatch, c
     assert main(["run", *batch_run(tmp_path, 2), *extra]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("fake, named", [
+    pytest.param(FakeBatches(stuck="paused"), "has the status 'paused', which the Batch API does "
+                 "not document", id="unknown-status"),
+    pytest.param(FakeBatches(stuck="in_progress", age_s=26 * 3600), "is still in_progress 26 h "
+                 "after it was created", id="past-its-window"),
+])
+def test_a_batch_that_cannot_end_stops_the_run_naming_it(tmp_path, monkeypatch, capsys, fake,
+                                                        named):
+    with FakeOpenAIServer(batches=fake) as server:
+        use_endpoint(monkeypatch, server.base_url, "sk-x")
+        assert main(["run", *batch_run(tmp_path, 2)]) == 2
+        assert fake.retrieves == 1  # one poll, then named: never polled forever
+        url = server.base_url
+    err = capsys.readouterr().err
+    assert re.search(rf"batch batch_\d+ on {re.escape(url)} \((answer|decision)\) {named}", err)
+    assert "Traceback" not in err
+    assert "without --batch" in err
+    assert server.calls == 0
+
+
+def test_a_damaged_results_file_counts_its_bad_lines_as_failed_and_sends_them_again(
+        tmp_path, monkeypatch):
+    damage = ["once"]
+
+    def damaged(rows):  # the first results of 3 lines or more: the first line cut, the second
+        lines = [json.dumps(row) for row in rows]  # one's request renamed, a 5,000-digit number
+        if len(rows) < 3 or not damage:
+            return "\n".join(lines) + "\n"
+        damage.pop()
+        other = json.dumps({**rows[1], "custom_id": "not-ours"})
+        return "\n".join([lines[0][:30], other, "9" * 5000, *lines[2:]]) + "\n"
+
+    fake = FakeBatches(results=damaged)
+    with FakeOpenAIServer(batches=fake) as server:
+        use_endpoint(monkeypatch, server.base_url, "sk-x")
+        assert main(["run", *batch_run(tmp_path, 4)]) == 0
+    assert sorted(fake.submitted.values()).count(2) == 2  # the two lost requests, sent again
+    rows = read_samples(tmp_path / "run" / "samples.jsonl")
+    assert len(rows) == 8 and all(r["status"] == "ok" for r in rows)
+    log = [json.loads(line) for line in (tmp_path / "run" / "batches.jsonl").read_text().splitlines()]
+    first = next(event for event in log if event["event"] == "collected")
+    assert first["failed"] >= 3

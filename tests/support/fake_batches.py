@@ -20,11 +20,16 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, Callable
 
 
 class FakeBatches:
-    def __init__(self, failed: float = 0.0, expired: float = 0.0, polls: int = 1, seed: int = 0):
+    def __init__(self, failed: float = 0.0, expired: float = 0.0, polls: int = 1, seed: int = 0,
+                 stuck: str | None = None, age_s: float = 0.0,
+                 results: Callable[[list[dict[str, Any]]], str] | None = None):
+        # stuck: a status every batch keeps; age_s: how long ago batches say they were created;
+        # results: the text of the output file from its rows (a damaged file)
+        self.stuck, self.age_s, self.results = stuck, age_s, results
         self.failed = failed
         self.expired = expired
         self.polls = polls
@@ -86,7 +91,8 @@ class FakeBatches:
             self.submitted[line["custom_id"]] += 1
         obj = {"id": batch_id, "object": "batch", "endpoint": request["endpoint"],
                "input_file_id": request["input_file_id"], "completion_window": "24h",
-               "status": "in_progress", "created_at": int(time.time()),
+               "status": self.stuck or "in_progress",
+               "created_at": int(time.time() - self.age_s),
                "output_file_id": None, "error_file_id": None, "metadata": request.get("metadata"),
                "request_counts": {"total": len(lines), "completed": 0, "failed": 0}}
         self.batches[batch_id] = {"object": obj, "lines": lines, "polls": 0}
@@ -127,6 +133,8 @@ class FakeBatches:
         for name, rows in (("output_file_id", output), ("error_file_id", errors)):
             if rows:
                 data = "".join(json.dumps(row) + "\n" for row in rows).encode()
+                if self.results and name == "output_file_id":
+                    data = self.results(rows).encode()
                 obj[name] = self._store(data, f"{name}.jsonl", "batch_output")["id"]
         obj["status"] = "expired" if any(e["error"] for e in errors) else "completed"
         obj["request_counts"] = {"total": len(batch["lines"]), "completed": len(output),
