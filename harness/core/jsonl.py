@@ -21,7 +21,7 @@ from typing import Any, BinaryIO, Callable, Iterable
 
 from freshrag.core.errors import UserError
 from freshrag.core.files import atomic_open
-from freshrag.core.textfile import lines, lone_surrogate
+from freshrag.core.textfile import MAX_LINE_BYTES, lines, lone_surrogate
 
 TAIL_BLOCK = 1 << 16  # bytes read at a time when looking back for the last newline
 
@@ -47,6 +47,10 @@ def loads(text: str, **options: Any) -> Any:
         raise json.JSONDecodeError(str(err).split(";")[0], text, 0) from None
 
 
+class RowTooLong(ResultsError):
+    """A row longer than a reader accepts (MAX_LINE_BYTES): refused by the writer."""
+
+
 class JsonlWriter:
     """Appends rows to a JSON Lines file (samples.jsonl, the builders' stage files), safe across
     threads.
@@ -64,6 +68,9 @@ class JsonlWriter:
 
     def write(self, row: dict[str, Any]) -> None:
         data = memoryview((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
+        if len(data) > MAX_LINE_BYTES:  # never a row that every reader would then refuse
+            raise RowTooLong(f"{self.path}: a row of {len(data):,} bytes, more than the "
+                               f"{MAX_LINE_BYTES:,} a line may hold: not written")
         with self._lock:
             try:
                 while data:  # os.write may write less than asked (a full disk, a signal)

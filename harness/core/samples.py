@@ -131,9 +131,9 @@ def _grade_problem(grade: dict[str, Any] | None) -> str | None:
         return f"grade must hold unscored_reason (text or null) and raw (a list), got {grade!r:.80}"
     for name in ("truthfulness", "relevance"):
         value = grade.get(name)
-        scored = _is(value, _NUMBER) and math.isfinite(value)
+        scored = _is(value, _NUMBER) and math.isfinite(value) and 1 <= value <= 5
         if not scored and (reason is None or value is not None):
-            return f"grade {name!r} must be a finite number (or null when unscored), got {value!r:.80}"
+            return f"grade {name!r} must be a number from 1 to 5 (or null when unscored), got {value!r:.80}"
     return None
 
 

@@ -165,8 +165,9 @@ def _grade(row: dict[str, Any], where: str) -> dict[str, Any] | None:
     scores = {}
     for field in ("truthfulness", "relevance"):
         value = row.get(field)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise LegacyError(f"{where}: {field} is {value!r:.80}, not a score")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                not (math.isfinite(value) and 1 <= value <= 5):
+            raise LegacyError(f"{where}: {field} is {value!r:.80}, not a score from 1 to 5")
         scores[field] = value
     return {**scores, "unscored_reason": None, "raw": []}
 

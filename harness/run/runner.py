@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.dataset import Dataset
 from freshrag.core.files import write_json
-from freshrag.core.jsonl import JsonlWriter, ResultsError, now
+from freshrag.core.jsonl import JsonlWriter, ResultsError, RowTooLong, now
 from freshrag.core.manifest import check_resumable, read_manifest, write_manifest
 from freshrag.core.rundir import check_kind, check_same_run, locked
 from freshrag.core.samples import SAMPLES, answer_tokens, read_samples, sample_row
@@ -123,7 +123,12 @@ def _answer_pairs(dataset: Dataset, pairs: list[tuple[Question, str]], systems: 
 
     def run_pair(pair: tuple[Question, str]) -> dict[str, Any]:
         row = answer_and_grade(dataset, pair[0], pair[1], systems[pair[1]], recorder)
-        writer.write(row)
+        try:
+            writer.write(row)
+        except RowTooLong as err:  # its calls or details: the pair fails, without them
+            row = sample_row(dataset.name, pair[0], pair[1], None, None, [], row["latency_s"],
+                             error=f"its row was not kept: {err}")
+            writer.write(row)
         return row
 
     try:
@@ -166,6 +171,13 @@ def check_resume(dataset: Dataset, config: RunConfig, llm: LLMClient, factories:
             pass
 
 
+MAX_ANSWER_CHARS = 1_000_000  # as the LLM client's MAX_REPLY_CHARS: no answer is longer
+
+
+class AnswerTooLong(EndpointError):
+    """A system's answer longer than freshrag keeps: the pair fails."""
+
+
 class CallRecorder:
     """The LLM as the systems and the judge see it in a run: each call goes to the client and is
     also kept for the pair that the calling thread is working on, so that a pair failing part-way
@@ -201,6 +213,10 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
         try:
             answer = system.answer(question)
             answered = time.monotonic() - started
+            if len(answer.text or "") > MAX_ANSWER_CHARS:
+                raise AnswerTooLong(f"system {name!r} answered with {len(answer.text):,} "
+                                    f"characters, more than the {MAX_ANSWER_CHARS:,} freshrag "
+                                    f"keeps of one answer")
             # Calls the system returns that the recorder did not see: made on threads of its
             # own (a LangChain pipeline's) or reported by a system outside freshrag.
             calls += [call for call in answer.calls if not any(call is seen for seen in calls)]
@@ -208,6 +224,9 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
                                    dataset.articles.get(question.gold_title or ""))
         except (EndpointUnreachable, BudgetExceeded, CacheError):
             raise  # no other pair can succeed, be paid for or be kept: the run stops, resumable
+        except AnswerTooLong as err:  # not kept: the row would be refused by its readers
+            return sample_row(dataset.name, question, name, None, None, calls,
+                              time.monotonic() - started, error=str(err))
         except EndpointError as err:
             return sample_row(dataset.name, question, name, answer, None, calls,
                               time.monotonic() - started, error=str(err),

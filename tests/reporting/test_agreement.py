@@ -251,7 +251,7 @@ def test_the_default_output_directory_names_both_runs(tmp_path, monkeypatch):
     pytest.param(five_pairs("j1", TRUTH_A), five_pairs("j2", [None] * 5),
                  "5 unscored on either side (A 0, B 5)", id="unscored-in-b"),
     pytest.param([], five_pairs("j2", TRUTH_B), "of 0 in A and 5 in B", id="a-empty"),
-    pytest.param(five_pairs("j1", TRUTH_A), five_pairs("j2", [7, 0, 3.5, 6, 9]),
+    pytest.param(five_pairs("j1", TRUTH_A), five_pairs("j2", [3.5, 1.5, 2.5, 4.5, 3.5]),
                  "5 with a grade off the 1..5 scale", id="off-scale"),
 ])
 def test_no_pair_to_compare_exits_2_naming_both_directories(tmp_path, capsys, rows_a, rows_b,

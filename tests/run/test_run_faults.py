@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+from freshrag.cli.main import main
 from freshrag.core.samples import read_samples
 from freshrag.llm.client import MAX_REPLY_CHARS
 from tests import ROOT
@@ -119,3 +120,40 @@ def test_sigterm_ends_a_run_stuck_in_requests_within_seconds_then_it_resumes(tmp
     assert redone == []
     rows = read_samples(samples)
     assert len(rows) == 12 and all(row["status"] == "ok" for row in rows)
+
+
+RUNAWAY = '''
+from freshrag import SystemAnswer
+
+
+class Runaway:
+    """Answers Town 1's question with two million characters, the others with a short text;
+    with details of a million characters for Town 2."""
+
+    def __init__(self, context):
+        pass
+
+    def answer(self, question):
+        if "Town 1 " in question.text:
+            return SystemAnswer("x" * 2_000_000)
+        details = {"notes": "y" * 1_000_000} if "Town 2 " in question.text else {}
+        return SystemAnswer("It has some bridges.", details=details)
+'''
+
+
+def test_an_answer_or_a_row_too_long_to_keep_fails_its_pair_and_the_rest_run(tmp_path, fake,
+                                                                             monkeypatch):
+    (tmp_path / "runaway.py").write_text(RUNAWAY)
+    monkeypatch.setattr("freshrag.core.jsonl.MAX_LINE_BYTES", 500_000)  # rows of 1 MB too long
+    q, a = write_dataset(tmp_path, n=4, content=bridges_and_mayor)
+    status = main(["run", "--questions", str(q), "--articles", str(a), "--out",
+                   str(tmp_path / "run"), "--systems", f"big={tmp_path / 'runaway.py'}:Runaway",
+                   "--no-probe"])
+    assert status == 1  # finished, with failed pairs
+    rows = {row["gold_title"]: row for row in read_samples(tmp_path / "run" / "samples.jsonl")}
+    assert set(rows) == {"Town 0", "Town 1", "Town 2", "Town 3"}
+    assert "answered with 2,000,000 characters, more than the 1,000,000" in rows["Town 1"]["error"]
+    assert rows["Town 1"]["answer"] is None
+    assert "its row was not kept" in rows["Town 2"]["error"] and rows["Town 2"]["details"] == {}
+    assert rows["Town 0"]["status"] == rows["Town 3"]["status"] == "ok"
+    assert max(map(len, (tmp_path / "run" / "samples.jsonl").read_text().splitlines())) < 500_000
