@@ -5,13 +5,19 @@ From the run's own dataset, with no other model, k seeded questions each get thr
 - *grounded*: the gold article's sentences that share the most words with the question;
 - *wrong*: sentences chosen the same way from the article that shares the fewest words with the
   gold one (another topic), so it is fluent text that does not answer;
-- *abstaining*: "I don't know."
+- *abstaining*: "I don't know.";
+- *near miss*: the grounded answer with one number, month or name changed (a hard negative:
+  on topic, fluent, sharing every other word with the article), where the grounded answer has
+  one to change.
 
 The judge grades each against the gold article as it grades a run. A judge that works gives the
 grounded answer a higher truthfulness than the wrong one, and the abstaining answer a lower
 relevance than the grounded one (the paper's instruction: relevance 1 for "I don't know").
 Discrimination per field is the share of probes ordered correctly, ties counted half, with a
 bootstrap interval; below the threshold the judge's scores are reported as not informative.
+Against the near misses the truthfulness discrimination is reported apart (`near_miss`): a judge
+that matches words passes the wrong answer of another topic, and fails here. It does not decide
+the verdict, which stays the paper's two fields.
 The probes are judge calls like any other: cached, and counted apart from the run's tokens.
 """
 
@@ -34,7 +40,7 @@ PROBES = 12
 THRESHOLD = 0.7
 ABSTAIN = "I don't know."
 SENTENCES = 2  # sentences per made-up answer
-KINDS = ("grounded", "wrong", "abstaining")
+KINDS = ("grounded", "wrong", "abstaining", "near_miss")
 # field -> (the answer that should be graded higher, the one that should be graded lower)
 ORDERINGS = {"truthfulness": ("grounded", "wrong"), "relevance": ("grounded", "abstaining")}
 _STOPWORDS = frozenset("""a an and are as at be by did does for from had has have he her his how in
@@ -42,6 +48,12 @@ into is it its of on or she that the their them they this to was were what when 
 whom whose why with would""".split())
 _WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+          "October", "November", "December")
+_MONTH = re.compile(r"\b(" + "|".join(MONTHS) + r")\b")
+# A capitalised word that does not start a sentence: a name, most often.
+_NAME = re.compile(r"(?<=[a-z0-9,;:] )[A-Z][a-z]{2,}")
 
 
 def words(text: str) -> set[str]:
@@ -85,11 +97,40 @@ def most_distant_article(gold: Article, articles: dict[str, Article], rng: rando
     return articles[min(candidates, key=overlap)]
 
 
+def near_miss(answer: str, rng: random.Random, names: list[str]) -> tuple[str, str] | None:
+    """(the answer with one number, month or name changed, which of the three), or None when it
+    has none. A number's last digit becomes another (a year stays a year); a month becomes
+    another month; a name becomes one of `names` (from another article) that the answer lacks."""
+    numbers = list(_NUMBER.finditer(answer))
+    if numbers:  # its last digit becomes another: 1937 -> 1934, 4.5 -> 4.8
+        found = rng.choice(numbers)
+        last = found.end() - 1
+        other = rng.choice([d for d in "0123456789" if d != answer[last]])
+        return answer[:last] + other + answer[found.end():], "number"
+    months = list(_MONTH.finditer(answer))
+    if months:
+        found = rng.choice(months)
+        other = rng.choice([m for m in MONTHS if m != found.group()])
+        return answer[:found.start()] + other + answer[found.end():], "month"
+    present = list(_NAME.finditer(answer))
+    others = sorted({n for n in names if n not in answer})
+    if present and others:
+        found = rng.choice(present)
+        return answer[:found.start()] + rng.choice(others) + answer[found.end():], "name"
+    return None
+
+
+def names_in(text: str) -> list[str]:
+    """The capitalised words of a text that do not start its sentences."""
+    return [match.group() for match in _NAME.finditer(text)]
+
+
 @dataclass(frozen=True)
 class Probe:
     question: Question
     kind: str
     answer: str
+    changed: str | None = None  # a near miss's: "number", "month" or "name"
 
 
 class ProbeError(FreshragError, ValueError):
@@ -106,7 +147,8 @@ class ProbeSettings:
 
 def make_probes(questions: list[Question], articles: dict[str, Article], k: int = PROBES,
                 seed: int = 0) -> list[Probe]:
-    """Three probes (grounded, wrong, abstaining) for each of k seeded questions."""
+    """Three probes (grounded, wrong, abstaining) for each of k seeded questions, and a near
+    miss where the grounded answer has a number, month or name to change."""
     rng = random.Random(seed)
     questions = [q for q in questions if q.gold_title is not None]  # general queries have none
     chosen = rng.sample(questions, min(k, len(questions)))
@@ -115,9 +157,13 @@ def make_probes(questions: list[Question], articles: dict[str, Article], k: int 
     for question in chosen:
         gold = articles[question.gold_title]
         other = most_distant_article(gold, articles, rng, vocabulary)
-        probes += [Probe(question, "grounded", closest_sentences(question.text, gold)),
+        grounded = closest_sentences(question.text, gold)
+        probes += [Probe(question, "grounded", grounded),
                    Probe(question, "wrong", closest_sentences(question.text, other)),
                    Probe(question, "abstaining", ABSTAIN)]
+        missed = near_miss(grounded, rng, names_in(other.full_text()))
+        if missed:
+            probes.append(Probe(question, "near_miss", missed[0], missed[1]))
     return probes
 
 
@@ -147,14 +193,19 @@ def probe_judge(llm: LLM, questions: list[Question], articles: dict[str, Article
     usage = sum_usage_by_role(calls).get("judge", Usage())
     fields = {name: discrimination(grades, *ORDERINGS[name], name, seed)
               for name in ORDERINGS}
+    misses = [p for p in probes if p.kind == "near_miss"]
     return {
-        "k": len(probes) // len(KINDS), "seed": seed, "threshold": threshold,
+        "k": len({p.question.id for p in probes}), "seed": seed, "threshold": threshold,
         "fields": fields, "informative": informative(fields, threshold),
+        "near_miss": {**discrimination(grades, "grounded", "near_miss", "truthfulness", seed),
+                      "changed": {kind: sum(p.changed == kind for p in misses)
+                                  for kind in ("number", "month", "name")}},
         "unscored": sum(not g.scored for g in grades.values()),
         "calls": len(calls), "cache_hits": sum(c.cache_hit for c in calls),
         "usage": asdict(usage), "seconds": round(time.monotonic() - started, 2),
         "probes": [{"question_id": p.question.id, "kind": p.kind, "answer": p.answer,
-                    "grade": asdict(g)} for p, g, _ in sorted(graded, key=_probe_order)],
+                    **({"changed": p.changed} if p.changed else {}), "grade": asdict(g)}
+                   for p, g, _ in sorted(graded, key=_probe_order)],
     }
 
 
@@ -182,7 +233,7 @@ def informative(fields: dict[str, dict[str, Any]], threshold: float) -> bool:
                for f in fields.values())
 
 
-def _probe_order(item: tuple[Probe, Grade, list]) -> tuple[str, int]:
+def _probe_order(item: tuple[Probe, Grade, list]) -> tuple[str, int]:  # as KINDS lists them
     return item[0].question.id, KINDS.index(item[0].kind)
 
 
@@ -197,11 +248,24 @@ def verdict_lines(probe: dict[str, Any] | None) -> list[str]:
                 "checked that its scores tell right from wrong."]
     shown = ", ".join(f"{name} {_share(field)}" for name, field in probe["fields"].items())
     if probe["informative"]:
-        return [f"judge probes: discrimination {shown} over {probe['k']} questions "
-                f"(threshold {probe['threshold']}; 0.5 is chance): the judge tells right from wrong."]
-    return [f"WARNING: the judge's scores are not informative: probe discrimination {shown} over "
-            f"{probe['k']} questions, below the threshold {probe['threshold']} (0.5 is chance).",
-            JUDGE_HINT]
+        lines = [f"judge probes: discrimination {shown} over {probe['k']} questions (threshold "
+                 f"{probe['threshold']}; 0.5 is chance): the judge tells right from wrong."]
+    else:
+        lines = [f"WARNING: the judge's scores are not informative: probe discrimination {shown} "
+                 f"over {probe['k']} questions, below the threshold {probe['threshold']} (0.5 is "
+                 f"chance).", JUDGE_HINT]
+    return lines + near_miss_lines(probe.get("near_miss"))
+
+
+def near_miss_lines(near: dict[str, Any] | None) -> list[str]:
+    """What the near misses showed, apart from the verdict (absent from runs before them)."""
+    if not near or not near.get("pairs"):
+        return []
+    changed = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}"
+                        for kind, n in near["changed"].items() if n)
+    return [f"judge probes, near misses (the grounded answer with one number, month or name "
+            f"changed: {changed}): truthfulness discrimination {_share(near)} over "
+            f"{near['pairs']} pairs."]
 
 
 JUDGE_HINT = ("Point the judge role at a stronger model: FRESHRAG_JUDGE_BASE_URL, "

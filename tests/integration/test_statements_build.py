@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from freshrag.builders.styles.statement_questions import drop_reason
 from freshrag.core.dataset import load_dataset_dir
 from freshrag.core.jsonl import read_jsonl
 from freshrag.core.types import LABELS
@@ -56,8 +57,9 @@ def check_candidate(row: dict, statements: dict) -> None:
         return
     assert row["question"].strip() and row["question_raw"]
     kind = KINDS.get(row["requested_label"])
-    assert row["reference"] == (None if kind is None else row["reference"])
-    if kind:
+    if kind is None:  # a label asked of the article, not of a statement: no reference
+        assert row["reference"] is None
+    else:
         assert row["reference"] in statements[kind]  # the statement it was written from
     if row["critique"] is None:
         assert row["critique_reason"] and row["critique_raw"]
@@ -89,7 +91,17 @@ def test_a_statements_build_and_its_labels_on_the_embedded_model(tmp_path):
     assert funnel["candidates"] == 4 == funnel["written"] + sum(funnel["not_written"].values())
     assert funnel["written"] == funnel["questions"] + sum(funnel["dropped"].values())
     assert {"builder", "labeller"} <= set(manifest["models"])
-    assert funnel["questions"] >= 1, f"no question survived: {candidates}"
+    # every requested label is a question of the set, or the funnel names why it is not
+    kept = {row["id"] for row in read_jsonl(out / "questions.jsonl")}
+    thresholds = tuple(manifest.get("min_critique", {}).items())  # none asked: none dropped
+    for row in candidates:
+        if row["id"] in kept:
+            assert row["status"] == "ok" and drop_reason(row, thresholds) is None
+        elif row["status"] == "ok":
+            assert funnel["dropped"][drop_reason(row, thresholds)] >= 1
+        else:
+            assert funnel["not_written"][row["failure"]] >= 1 and row["reason"]
+    assert funnel["questions"] == len(kept)
 
     questions = load_dataset_dir(out).questions
     labels = {row["id"]: row for row in read_jsonl(out / "labels.jsonl")}

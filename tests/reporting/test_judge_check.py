@@ -41,9 +41,13 @@ def test_a_working_judge_is_said_to_tell_right_from_wrong(tmp_path, monkeypatch,
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["judge_probe"]["informative"] is True and manifest["judge_probe"]["k"] == 3
     graded = json.loads((tmp_path / "run" / "judge-probes.json").read_text())["probes"]
-    assert [p["kind"] for p in graded] == ["grounded", "wrong", "abstaining"] * 3
+    # each town's answer has a number to change: a near miss for every question, apart
+    assert [p["kind"] for p in graded] == ["grounded", "wrong", "abstaining", "near_miss"] * 3
+    assert manifest["judge_probe"]["near_miss"]["pairs"] == 3
     out, _, page = report(tmp_path, capsys)
     assert "the judge tells right from wrong" in out and NOT_INFORMATIVE not in out
+    assert "near misses (the grounded answer with one number, month or name changed: 3 " \
+           "numbers): truthfulness discrimination 1.00 [1.00, 1.00] over 3 pairs" in out
     assert 'class="judge"' in page and "the judge tells right from wrong" in page
 
 

@@ -15,6 +15,7 @@ from freshrag.scoring.probes import (
     discrimination,
     make_probes,
     most_distant_article,
+    near_miss,
     probe_judge,
     sentences,
     verdict_lines,
@@ -31,14 +32,41 @@ def judge_client(server) -> LLMClient:
     return LLMClient(LLMSettings(roles=roles, timeout_s=5, max_attempts=2), backoff_s=0.01)
 
 
-def test_a_working_judge_passes_the_probes():
+def test_a_working_judge_passes_the_probes_and_the_near_misses():
+    made = make_probes(EXAMPLE.questions, EXAMPLE.articles, k=6)
+    misses = [p for p in made if p.kind == "near_miss"]
+    assert misses  # the example's answers hold numbers, months or names
     with FakeOpenAIServer(reply=discerning_judge) as server:
         verdict = probe_judge(judge_client(server), EXAMPLE.questions, EXAMPLE.articles, k=6)
-        assert server.calls == 18  # three probes a question
-    assert verdict["informative"] is True
+        assert server.calls == len(made) == 18 + len(misses)  # three a question, and the misses
+    assert verdict["informative"] is True and verdict["k"] == 6
     assert verdict["fields"]["truthfulness"]["discrimination"] == 1.0
     assert verdict["fields"]["relevance"]["discrimination"] == 1.0
-    assert verdict["calls"] == 18 and verdict["usage"]["input"] > 0 and verdict["unscored"] == 0
+    assert verdict["near_miss"]["discrimination"] == 1.0
+    assert verdict["near_miss"]["pairs"] == len(misses) == sum(verdict["near_miss"]["changed"].values())
+    assert verdict["calls"] == len(made) and verdict["usage"]["input"] > 0
+    assert verdict["unscored"] == 0
+
+
+def word_matching_judge(request):
+    """Grades by the share of the answer's words found in the article: it tells an answer about
+    another topic from the right one, but not an answer with one fact changed."""
+    user = request["messages"][-1]["content"]
+    answer = user.split("Chatbot's answer: ", 1)[1].split("\n\nWikipedia article:", 1)[0]
+    article = words(user.split("Wikipedia article:\n", 1)[1])
+    if answer == ABSTAIN:
+        return grade_call(3, 1)
+    share = len(words(answer) & article) / max(1, len(words(answer)))
+    return grade_call(5, 5) if share > 0.8 else grade_call(1, 4)
+
+
+def test_a_judge_that_matches_words_passes_the_probes_but_not_the_near_misses():
+    with FakeOpenAIServer(reply=word_matching_judge) as server:
+        verdict = probe_judge(judge_client(server), EXAMPLE.questions, EXAMPLE.articles, k=6)
+    assert verdict["informative"] is True  # the paper's probes cannot tell it from a good judge
+    assert verdict["near_miss"]["pairs"] > 0
+    assert verdict["near_miss"]["discrimination"] == 0.5  # every near miss graded as the truth
+    assert "near misses" in verdict_lines(verdict)[-1]
 
 
 def test_a_constant_judge_fails_the_probes():
@@ -54,7 +82,8 @@ def test_a_constant_judge_fails_the_probes():
 def test_a_judge_that_scores_nothing_is_not_informative():
     with FakeOpenAIServer(reply=lambda request: {"content": "Looks fine to me."}) as server:
         verdict = probe_judge(judge_client(server), EXAMPLE.questions, EXAMPLE.articles, k=3)
-    assert verdict["informative"] is False and verdict["unscored"] == 9
+    assert verdict["informative"] is False
+    assert verdict["unscored"] == len(make_probes(EXAMPLE.questions, EXAMPLE.articles, k=3))
     assert verdict["fields"]["truthfulness"] == {"discrimination": None, "interval": None,
                                                  "pairs": 0}
 
@@ -63,12 +92,42 @@ def test_probes_are_seeded_and_made_from_the_dataset():
     probes = make_probes(EXAMPLE.questions, EXAMPLE.articles, k=5, seed=3)
     assert probes == make_probes(EXAMPLE.questions, EXAMPLE.articles, k=5, seed=3)
     assert probes != make_probes(EXAMPLE.questions, EXAMPLE.articles, k=5, seed=4)
-    assert [p.kind for p in probes] == ["grounded", "wrong", "abstaining"] * 5
-    for grounded, wrong, abstaining in zip(probes[::3], probes[1::3], probes[2::3]):
+    by_question = {}
+    for probe in probes:
+        by_question.setdefault(probe.question.id, []).append(probe)
+    assert len(by_question) == 5
+    for made in by_question.values():
+        assert [p.kind for p in made] in (["grounded", "wrong", "abstaining"],
+                                          ["grounded", "wrong", "abstaining", "near_miss"])
+        grounded, wrong, abstaining = made[:3]
         gold = EXAMPLE.articles[grounded.question.gold_title]
         assert grounded.answer.split(". ")[0] in gold.content
         assert wrong.answer.split(". ")[0] not in gold.content
         assert abstaining.answer == ABSTAIN
+        if len(made) == 4:  # one word of the grounded answer changed, the rest as it was
+            miss = made[3]
+            before, after = grounded.answer.split(" "), miss.answer.split(" ")
+            assert len(before) == len(after)
+            assert sum(a != b for a, b in zip(before, after)) == 1
+            assert miss.changed in ("number", "month", "name")
+
+
+@pytest.mark.parametrize("answer, changed, kept", [
+    pytest.param("The bridge opened in 1937 with nine spans.", "number", "The bridge opened in ",
+                 id="number"),
+    pytest.param("It was opened in May by the mayor.", "month", "It was opened in ", id="month"),
+    pytest.param("It was designed by Ola Hansen in the north.", "name", "It was designed by ",
+                 id="name"),
+])
+def test_a_near_miss_changes_one_number_month_or_name(answer, changed, kept):
+    missed, kind = near_miss(answer, random.Random(1), ["Kettering", "Ostrava"])
+    assert kind == changed and missed != answer and missed.startswith(kept)
+    assert len(missed.split()) == len(answer.split())
+    assert sum(a != b for a, b in zip(missed.split(), answer.split())) == 1
+
+
+def test_an_answer_with_nothing_to_change_has_no_near_miss():
+    assert near_miss("it has nine spans of pale stone.", random.Random(1), ["Ostrava"]) is None
 
 
 def test_the_grounded_answer_is_the_sentences_closest_to_the_question():
@@ -103,10 +162,15 @@ def test_discrimination_counts_ties_half(pairs, expected):
     assert result["discrimination"] == expected and result["pairs"] == len(pairs)
 
 
-def test_an_unscored_probe_is_left_out_of_its_pair():
-    grades = {("q1", "grounded"): Grade(5, 5), ("q1", "wrong"): Grade(None, None, "no call"),
-              ("q2", "grounded"): Grade(5, 5), ("q2", "wrong"): Grade(1, 5)}
-    assert discrimination(grades, "grounded", "wrong", "truthfulness")["pairs"] == 1
+@pytest.mark.parametrize("unscored_side", ["grounded", "wrong"])
+def test_an_unscored_probe_is_left_out_of_its_pair(unscored_side):
+    # as the judge leaves one: no scores, the reason, and the raw reply of each attempt
+    unscored = Grade(None, None, "no submit_grade call", raw=["Looks fine.", "Looks fine."])
+    grades = {("q1", "grounded"): Grade(1, 5), ("q1", "wrong"): Grade(5, 5),  # alone: 0.0
+              ("q2", "grounded"): Grade(5, 5), ("q2", "wrong"): Grade(1, 5)}  # alone: 1.0
+    grades["q1", unscored_side] = unscored
+    result = discrimination(grades, "grounded", "wrong", "truthfulness")
+    assert result["pairs"] == 1 and result["discrimination"] == 1.0  # q2's pair alone
 
 
 def test_the_verdict_warns_below_the_threshold_and_when_probes_were_off():
@@ -130,10 +194,11 @@ def test_probe_judge_command_exits_by_the_verdict(monkeypatch, tmp_path, capsys,
     monkeypatch.chdir(tmp_path)
     with FakeOpenAIServer(reply=reply) as server:
         use_endpoint(monkeypatch, server.base_url, "sk-probe-key")
+        made = len(make_probes(EXAMPLE.questions, EXAMPLE.articles, k=4))
         assert main(["probe-judge", "--probe-k", "4"]) == status
-        assert server.calls == 12
+        assert server.calls == made
         out = capsys.readouterr().out
-        assert said in out and "cost: 12 judge calls (0 from the cache)" in out
+        assert said in out and f"cost: {made} judge calls (0 from the cache)" in out
         assert main(["probe-judge", "--probe-k", "4"]) == status
-        assert server.calls == 12  # the second time, every grade comes from the cache
+        assert server.calls == made  # the second time, every grade comes from the cache
     assert "sk-probe-key" not in out

@@ -148,7 +148,8 @@ def discerning_judge(request: dict) -> dict:
     article = user.split("Wikipedia article:\n", 1)[1]
     if answer == probes.ABSTAIN:
         return grade_call(3, 1)
-    return grade_call(5, 5) if answer.split(". ")[0] in article else grade_call(1, 4)
+    found = all(part.rstrip(".") in article for part in answer.split(". "))  # every sentence
+    return grade_call(5, 5) if found else grade_call(1, 4)
 
 
 def scorers_reply(request, malformed=()):

@@ -17,7 +17,7 @@ from freshrag.cli.options import (
 )
 
 HELP = ("check that the judge tells right from wrong: grade answers made from the dataset "
-        "(grounded, wrong, abstaining); exit 1 if not")
+        "(grounded, wrong, abstaining, near misses); exit 1 if not")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
