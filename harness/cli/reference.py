@@ -18,6 +18,8 @@ import textwrap
 from pathlib import Path
 from typing import Any, Iterator
 
+from freshrag.core.files import write_text
+
 DOC = Path("docs") / "cli.md"
 COMMAND = "python -m freshrag.cli.reference --write"
 WIDTH = 100  # usage lines wrap here
@@ -186,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     if not DOC.parent.is_dir():
         print(f"{DOC.parent}/ not found: run from the repository root", file=sys.stderr)
         return 2
-    DOC.write_text(text, encoding="utf-8")
+    write_text(DOC, text)
     print(f"wrote {DOC}")
     return 0
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable
 
 from freshrag.core.errors import UserError
-from freshrag.core.files import atomic_open
+from freshrag.core.files import atomic_open, open_no_follow
 from freshrag.core.textfile import lines, lone_surrogate
 
 TAIL_BLOCK = 1 << 16  # bytes read at a time when looking back for the last newline
@@ -59,7 +59,8 @@ class JsonlWriter:
     def __init__(self, path: Path):
         self.path = path
         _repair_tail(path)
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # a symbolic link is refused (files.SymlinkError): these rows are the run's own data
+        self._fd = open_no_follow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._lock = threading.Lock()
 
     def write(self, row: dict[str, Any]) -> None:
@@ -79,7 +80,7 @@ def _repair_tail(path: Path) -> None:
     """End the file with a newline: after a whole last row, or where a torn one began."""
     if not path.exists():
         return
-    with open(path, "rb+") as handle:
+    with os.fdopen(open_no_follow(path, os.O_RDWR), "rb+") as handle:  # a link: refused
         end = handle.seek(0, os.SEEK_END)
         start = _last_line_start(handle, end)
         if start == end:

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
+
+from freshrag.core.files import open_no_follow
 
 
 def cache_key(request: dict[str, Any]) -> str:
@@ -29,6 +32,12 @@ class ResponseCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
+        # A symbolic link is refused (files.SymlinkError), not followed: sqlite3 would resolve
+        # it and create or fill the file it points to. The file is created here, without
+        # following a link, before SQLite opens it; SQLite itself refuses a link at its -wal
+        # and -shm files beside it (it opens them with O_NOFOLLOW).
+        os.close(open_no_follow(path, os.O_RDWR | os.O_CREAT, 0o644,
+                                fix="remove the link, or give --no-cache"))
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
