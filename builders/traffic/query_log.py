@@ -228,10 +228,15 @@ def needs_lines(document: dict[str, Any]) -> list[str]:
     return [entry["need"] for entry in document["needs"] if entry["status"] == DESCRIBED]
 
 
+def needs_paths(out: Path) -> list[Path]:
+    """The needs file `out`, and its `.json` and `.md` beside it."""
+    return [out, out.with_suffix(".json"), out.with_suffix(".md")]
+
+
 def write_needs(document: dict[str, Any], out: Path) -> list[Path]:
     """The needs file, and its `.json` and `.md` beside it."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    paths = [out, out.with_suffix(".json"), out.with_suffix(".md")]
+    paths = needs_paths(out)
     write_text(paths[0], "".join(f"{need}\n" for need in needs_lines(document)))
     write_json(paths[1], document)
     write_text(paths[2], render(document) + "\n")
