@@ -20,13 +20,12 @@ rows only, is named in a note (`run_notes`) rather than left to look like a cras
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
+from freshrag.core import tables
 from freshrag.core.files import write_text
 from freshrag.core.jsonl import ResultsError
 from freshrag.core.manifest import read_manifest
@@ -143,22 +142,19 @@ def render(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None
     if fmt == "json":
         return json.dumps({"rows": summary, **({"judge": judge} if judge else {}),
                            **({"breakdowns": breakdowns} if breakdowns else {})}, indent=2)
-    if fmt == "csv":
-        out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows({k: models_label(v) if isinstance(v, dict) else v for k, v in row.items()}
-                         for row in summary)
-        return out.getvalue()
+    if fmt == "csv":  # through the csv module, formulas defused (core/tables.py)
+        return tables.csv_text([{k: models_label(v) if isinstance(v, dict) else v
+                                 for k, v in row.items()} for row in summary], columns)
     if fmt == "markdown":
         return markdown_table(summary, columns)
     raise ValueError(f"unknown format {fmt!r}; choose markdown, json or csv")
 
 
 def markdown_table(rows: list[dict[str, Any]], columns: Sequence[str]) -> str:
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(format_value(row.get(c), c) for c in columns) + " |"
-              for row in rows]
+    """Every table of the printed report: each value as `format_value` shows it, escaped so that
+    no value leaves its cell (core/tables.py)."""
+    lines = tables.header(columns)
+    lines += [tables.row(format_value(row.get(c), c) for c in columns) for row in rows]
     return "\n".join(lines)
 
 

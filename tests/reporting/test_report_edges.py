@@ -3,6 +3,8 @@ failed pairs spent, counted apart from the answered ones."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import pytest
@@ -11,6 +13,7 @@ from freshrag.cli.main import main
 from freshrag.core.samples import SAMPLES
 from freshrag.reporting import analysis, report
 from freshrag.reporting.render import plots
+from tests.support.markdown import table_rows
 from tests.support.runs import sample, write_run
 
 # ------------------------------------------------------------------ item 4: a run with no rows
@@ -126,3 +129,33 @@ def test_intervals_and_cost_count_the_answered_pairs_tokens_as_the_summary_does(
 def test_a_group_of_failed_pairs_only_has_no_token_interval():
     [interval] = analysis.intervals(FAILED_ROWS)
     assert interval["input_tokens"] is None and "truthfulness" not in interval
+
+
+# ------------------------------------------------------------------ values that are markup
+
+EVIL_SYSTEM = "naive|<script>alert(1)</script>\nsecond line"
+FORMULA_SYSTEM = '=HYPERLINK("http://evil.example","click")'
+
+
+def test_every_printed_table_keeps_its_columns_whatever_a_value_holds(tmp_path, capsys):
+    rows = [sample(f"q{i}", system, dataset="A|f<b>") for i in range(2)
+            for system in (EVIL_SYSTEM, "baseline")]
+    run = write_run(tmp_path / "run", rows, {"dataset": {"name": "A|f<b>"}})
+    assert main(["report", str(run), "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "<script>" not in printed and "<b>" not in printed
+    for table in printed.split("\n\n"):
+        found = table_rows(table)
+        if found:  # every row of a table has the header's number of cells
+            assert {len(cells) for cells in found} == {len(found[0])}, table
+    summary = table_rows(printed.split("\n\n")[0])
+    systems = [dict(zip(summary[0], cells))["system"] for cells in summary[1:]]
+    assert sorted(systems) == sorted(["baseline", EVIL_SYSTEM.replace("\n", " ")])
+
+
+def test_csv_holds_the_values_and_no_formula(tmp_path, capsys):
+    rows = [sample("q1", FORMULA_SYSTEM), sample("q1", "a,b\nc")]
+    run = write_run(tmp_path / "run", rows, {"dataset": {"name": "A_f"}})
+    assert main(["report", str(run), "--format", "csv", "--out", str(tmp_path / "out")]) == 0
+    table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert sorted(row["system"] for row in table) == sorted(["'" + FORMULA_SYSTEM, "a,b\nc"])
