@@ -34,7 +34,7 @@ from mwxml.element_iterator import ElementIterator
 
 from freshrag.builders.sources.dump import DumpError, DumpSource, _CountingReader, _open, _skip
 from freshrag.builders.sources.pages import Page
-from freshrag.core.files import create_new
+from freshrag.core.files import create_new, dumps
 
 SPOOL = ".dump-spool"
 END = "__end__"  # the key of a spool's last line: how its worker ended
@@ -59,13 +59,13 @@ def read_pages(path: str, spool: str) -> dict[str, Any]:
     with _new_spool(spool) as out:
         try:
             for page in DumpSource(Path(path)).pages(set()):
-                out.write(json.dumps(page.record(), ensure_ascii=False) + "\n")
+                out.write(dumps(page.record(), ensure_ascii=False) + "\n")
                 count += 1
         except DumpError as err:
             error = str(err)
         summary = {"file": path, "pages": count, "seconds": round(time.monotonic() - started, 2),
                    "peak_rss_mib": _peak_rss_mib(), "pid": os.getpid(), "error": error}
-        out.write(json.dumps({END: summary}) + "\n")
+        out.write(dumps({END: summary}) + "\n")
     return summary
 
 
@@ -83,7 +83,7 @@ def read_first_revisions(path: str, spool: str) -> dict[str, Any]:
                 first = next(iter(page), None)
                 _skip(page)
                 if first is not None and first.parent_id is None and first.timestamp:
-                    out.write(json.dumps([page.title, first.timestamp.long_format()]) + "\n")
+                    out.write(dumps([page.title, first.timestamp.long_format()]) + "\n")
                     count += 1
                 root.element.clear()  # as in builders/sources/dump.py: the root keeps every page
         except Exception as err:  # a broken stub file: named, with the pages read before it

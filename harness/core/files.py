@@ -122,8 +122,17 @@ def write_text(path: Path, text: str) -> Path:
 
 def write_json(path: Path, value: Any, ensure_ascii: bool = False) -> Path:
     """`value` as indented JSON with a final newline, atomically; `ensure_ascii` escapes
-    non-ASCII characters, as the documents that always did keep doing."""
-    return write_text(path, json.dumps(value, indent=2, ensure_ascii=ensure_ascii) + "\n")
+    non-ASCII characters, as the documents that always did keep doing. NaN and infinity are
+    refused (`dumps`)."""
+    return write_text(path, dumps(value, indent=2, ensure_ascii=ensure_ascii) + "\n")
+
+
+def dumps(value: Any, **options: Any) -> str:
+    """`json.dumps` that refuses NaN and infinity (a ValueError) instead of writing `NaN` or
+    `Infinity`, which are not JSON: every JSON text freshrag writes must be read back by any
+    JSON parser. Where a non-finite number can arise, the writer's caller decides what it becomes
+    (the report's statistics: null, with a note; harness/reporting/report.py)."""
+    return json.dumps(value, allow_nan=False, **options)
 
 
 def write_figure(figure: Any, path: Path, dpi: int) -> Path:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable
 
 from freshrag.core.errors import UserError
-from freshrag.core.files import atomic_open, open_no_follow
+from freshrag.core.files import atomic_open, dumps, open_no_follow
 from freshrag.core.textfile import lines, lone_surrogate
 
 TAIL_BLOCK = 1 << 16  # bytes read at a time when looking back for the last newline
@@ -64,7 +64,7 @@ class JsonlWriter:
         self._lock = threading.Lock()
 
     def write(self, row: dict[str, Any]) -> None:
-        data = memoryview((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
+        data = memoryview((dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
         with self._lock:
             try:
                 while data:  # os.write may write less than asked (a full disk, a signal)
@@ -159,6 +159,6 @@ def replace_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> int:
     count = 0
     with atomic_open(path) as handle:
         for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            handle.write(dumps(row, ensure_ascii=False) + "\n")
             count += 1
     return count

@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from freshrag.core.files import open_no_follow
+from freshrag.core.files import dumps, open_no_follow
 
 
 def cache_key(request: dict[str, Any]) -> str:
@@ -51,7 +51,7 @@ class ResponseCache:
     def put(self, key: str, value: dict[str, Any]) -> None:
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)",
-                             (key, json.dumps(value, ensure_ascii=False)))
+                             (key, dumps(value, ensure_ascii=False)))
 
     def values(self) -> list[dict[str, Any]]:
         """Every stored reply (a dry run's observed output lengths come from them)."""

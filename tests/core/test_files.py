@@ -131,3 +131,12 @@ def test_a_figure_is_written_as_savefig_would_write_it(tmp_path):
     assert (tmp_path / "atomic.png").read_bytes() == (tmp_path / "direct.png").read_bytes()
     assert leftovers(tmp_path) == []
 
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_json_never_holds_nan_or_infinity(tmp_path, value):
+    path = tmp_path / "summary.json"
+    path.write_text(OLD, encoding="utf-8")
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        write_json(path, {"rows": [{"truthfulness": value}]})
+    assert path.read_text(encoding="utf-8") == OLD and leftovers(tmp_path) == []

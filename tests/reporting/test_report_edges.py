@@ -10,6 +10,7 @@ import json
 import pytest
 
 from freshrag.cli.main import main
+from freshrag.core.files import write_json
 from freshrag.core.samples import SAMPLES
 from freshrag.reporting import analysis, report
 from freshrag.reporting.render import plots
@@ -159,3 +160,45 @@ def test_csv_holds_the_values_and_no_formula(tmp_path, capsys):
     assert main(["report", str(run), "--format", "csv", "--out", str(tmp_path / "out")]) == 0
     table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert sorted(row["system"] for row in table) == sorted(["'" + FORMULA_SYSTEM, "a,b\nc"])
+
+
+# ------------------------------------------------------------------ statistics that overflow
+
+HUGE = [sample(f"q{i}", "naive", truth=1e308, rel=1e308) for i in range(3)]  # finite, each
+
+
+def strict(text):
+    """JSON as any parser reads it: NaN and Infinity are no JSON."""
+    return json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} written"))
+
+
+def test_a_mean_that_overflows_is_null_with_a_note_and_the_json_strict(tmp_path):
+    summary = report.summarise(HUGE)
+    assert summary[0]["truthfulness"] == float("inf")  # the sum overflows: the case at hand
+    notes = report.non_finite_notes("summary", summary)
+    assert len(notes) == 1 and "A_f/naive.truthfulness, A_f/naive.relevance" in notes[0]
+    written = strict(report.write_summary(tmp_path, summary).read_text())
+    assert (written["rows"][0]["truthfulness"], written["rows"][0]["n"]) == (None, 3)
+    details = analysis.analyse(HUGE)
+    with pytest.raises(ValueError, match="not JSON compliant"):  # the writer is strict
+        write_json(tmp_path / "analysis.json", details)
+    assert report.non_finite_notes("analysis", details)
+    strict(write_json(tmp_path / "analysis.json", report.finite(details)).read_text())
+    assert "inf" not in report.render(report.finite(summary), "markdown")
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "json", "csv"])
+def test_the_report_of_an_overflowing_run_never_crashes(tmp_path, capsys, fmt):
+    run = write_run(tmp_path / "run", HUGE, {"dataset": {"name": "A_f"}})
+    out = tmp_path / "out"
+    assert main(["report", str(run), "--format", fmt, "--out", str(out), "--by", "label",
+                 "--html", str(tmp_path / "report.html")]) == 0
+    printed, err = capsys.readouterr()
+    assert "statistic(s) not a finite number, written as null" in printed + err
+    assert "A_f/naive.truthfulness" in (tmp_path / "report.html").read_text(encoding="utf-8")
+    for name in ("summary.json", "analysis.json"):
+        strict((out / name).read_text(encoding="utf-8"))
+    notes = strict((out / "analysis.json").read_text(encoding="utf-8"))["notes"]
+    assert any(note.startswith("analysis: ") for note in notes)
+    if fmt == "json":
+        assert strict(printed)["rows"][0]["truthfulness"] is None

@@ -8,7 +8,6 @@ and the rest when the command runs, so that `--help` stays fast.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from freshrag.builders.sources.mediawiki import WIKIPEDIA_API
@@ -133,6 +132,7 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.builders.styles.templates import load_templates
     from freshrag.cli.common import CACHE_FILE, cache_output, default_config, llm_client
     from freshrag.core.config import load_settings
+    from freshrag.core.files import dumps
     from freshrag.core.outputs import check_outputs, files_in
 
     config_file = args.config or default_config()
@@ -169,7 +169,7 @@ def handle(args: argparse.Namespace) -> int:
     manifest = builder.build(config, stages, source, cutoff_source,
                              lambda roles: llm_client(settings, cache, args.seed, roles=roles),
                              labelled)
-    print(json.dumps(manifest["funnel"], indent=2))
+    print(dumps(manifest["funnel"], indent=2))
     print(f"dataset written to {args.out}/ (articles.jsonl, questions.jsonl, manifest.json); "
           f"run it with: freshrag run --dataset {args.out}")
     return 0

@@ -54,13 +54,20 @@ def handle(args: argparse.Namespace) -> int:
     details = analysis.analyse(rows, prices, correct_at=args.correct_at, mixes=args.mix)
     details["judge"] = judge_checks(args.run_dirs, rows)
     breakdowns = {field: breakdown.breakdown(rows, field, prices) for field in args.by or ()}
+    # A statistic that is no finite number (a mean of imported scores near 1e308 overflows) is
+    # null in every table and file, and a note names it: JSON cannot hold it.
+    unfinite = (report.non_finite_notes("summary", summary)
+                + report.non_finite_notes("analysis", details)
+                + report.non_finite_notes("breakdowns", breakdowns))
+    summary, details, breakdowns = map(report.finite, (summary, details, breakdowns))
     by_field = breakdown.summary_tables(breakdowns)
     report.write_summary(out, summary, by_field)
     if breakdowns:
         details["breakdowns"] = breakdowns
-    write_json(out / ANALYSIS, details, ensure_ascii=True)
+    write_json(out / ANALYSIS, {**details, "notes": (details.get("notes") or []) + unfinite},
+               ensure_ascii=True)
     figures = _figures(rows, out, details, breakdowns)
-    notes = report.run_notes(args.run_dirs, rows)
+    notes = report.run_notes(args.run_dirs, rows) + unfinite
     # the judge's verdict first, then the notes; on stderr when stdout carries JSON or CSV
     side = sys.stdout if args.format == "markdown" else sys.stderr
     for line in details["judge"]["lines"] + notes:
