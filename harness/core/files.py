@@ -53,7 +53,7 @@ class SymlinkError(UserError, OSError):
     Still an OSError (ELOOP), as it always was, for code that catches those."""
 
     def __init__(self, path: Path | str,
-                 fix: str = "remove the link, or give the path it points to"):
+                 fix: str = "remove the link, or write to another path"):
         super().__init__(errno.ELOOP, f"is a symbolic link, and freshrag writes no file through "
                                       f"a link; {fix}", str(path))
 

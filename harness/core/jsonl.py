@@ -24,6 +24,7 @@ from freshrag.core.files import atomic_open, dumps, open_no_follow
 from freshrag.core.textfile import lines, lone_surrogate
 
 TAIL_BLOCK = 1 << 16  # bytes read at a time when looking back for the last newline
+FIX = "remove the link and run again (freshrag names and writes this file itself)"
 
 
 class ResultsError(UserError, ValueError):
@@ -60,7 +61,7 @@ class JsonlWriter:
         self.path = path
         _repair_tail(path)
         # a symbolic link is refused (files.SymlinkError): these rows are the run's own data
-        self._fd = open_no_follow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd = open_no_follow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644, FIX)
         self._lock = threading.Lock()
 
     def write(self, row: dict[str, Any]) -> None:
@@ -80,7 +81,7 @@ def _repair_tail(path: Path) -> None:
     """End the file with a newline: after a whole last row, or where a torn one began."""
     if not path.exists():
         return
-    with os.fdopen(open_no_follow(path, os.O_RDWR), "rb+") as handle:  # a link: refused
+    with os.fdopen(open_no_follow(path, os.O_RDWR, fix=FIX), "rb+") as handle:  # a link: refused
         end = handle.seek(0, os.SEEK_END)
         start = _last_line_start(handle, end)
         if start == end:
