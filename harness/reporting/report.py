@@ -208,7 +208,8 @@ def format_value(value: Any, column: str = "") -> str:
     if isinstance(value, dict):
         return models_label(value)
     if column == "p_value" and isinstance(value, (int, float)):
-        return "< 0.001" if value < 0.001 else f"{value:.3f}"
+        # freshrag's own text, markdown as it is: a "<" before a space opens no HTML tag
+        return tables.Markdown("< 0.001") if value < 0.001 else f"{value:.3f}"
     if isinstance(value, list) and is_interval(value):
         shown = [format_value(v) for v in value]
         return f"{shown[0]} [{shown[1]}, {shown[2]}]" if len(value) == 3 else \

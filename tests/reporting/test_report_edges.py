@@ -202,3 +202,8 @@ def test_the_report_of_an_overflowing_run_never_crashes(tmp_path, capsys, fmt):
     assert any(note.startswith("analysis: ") for note in notes)
     if fmt == "json":
         assert strict(printed)["rows"][0]["truthfulness"] is None
+
+
+def test_a_small_p_value_reads_as_written_in_every_table():
+    table = report.markdown_table([{"p_value": 0.0001}, {"p_value": 0.25}], ["p_value"])
+    assert table.splitlines()[2:] == ["| < 0.001 |", "| 0.250 |"]
