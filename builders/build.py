@@ -12,8 +12,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, ContextManager
 
-from freshrag.builders.labels.labeller import label_dataset
-from freshrag.builders.labels.report import label_report, render, write_report
+from freshrag.builders.labels.labeller import LABELS_FILE, label_dataset
+from freshrag.builders.labels.report import (
+    CHART_FILE,
+    REPORT_FILE,
+    label_report,
+    render,
+    write_report,
+)
 from freshrag.builders.manifest import update_manifest
 from freshrag.builders.sources.dump import SUFFIXES as DUMP_SUFFIXES
 from freshrag.builders.sources.dump import DumpSource
@@ -21,6 +27,12 @@ from freshrag.builders.sources.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_AP
 from freshrag.builders.sources.pages import BuildError, PageSource
 from freshrag.builders.sources.split_dump import SplitDumpSource, expand
 from freshrag.builders.stages import (
+    ARTICLE_STAGES,
+    ARTICLES,
+    QUESTIONS,
+    RECENCY,
+    SAMPLE,
+    SAMPLE_PARTIAL,
     STAGES,
     BuildConfig,
     classify_recency,
@@ -30,15 +42,26 @@ from freshrag.builders.stages import (
     sample_articles,
     titles_path,
 )
+from freshrag.builders.styles import grounded
 from freshrag.builders.styles.facts import FACTS
-from freshrag.builders.styles.statements import LabelSpec, parse_label_spec
-from freshrag.builders.traffic.kinds import add_traffic
+from freshrag.builders.styles.needs import NEEDS_FILE
+from freshrag.builders.styles.statement_questions import CANDIDATES_FILE
+from freshrag.builders.styles.statements import STATEMENTS_FILE, LabelSpec, parse_label_spec
+from freshrag.builders.traffic.kinds import CONTROL, add_traffic
 from freshrag.core.config import config_table
 from freshrag.core.jsonl import read_jsonl
-from freshrag.core.manifest import read_manifest
-from freshrag.core.rundir import locked
+from freshrag.core.manifest import MANIFEST, read_manifest
+from freshrag.core.rundir import LOCK, locked
 from freshrag.core.types import LABELS
 from freshrag.llm.client import LLMClient
+
+# Every file a build may write in its dataset directory, whatever its stages and style:
+# `freshrag build` refuses an input given at one of these paths (core/outputs.py), and the
+# builder tests check every build they run against the list (tests/support/builds.py).
+WRITES = (MANIFEST, LOCK, SAMPLE, SAMPLE_PARTIAL, ARTICLES, RECENCY, QUESTIONS,
+          *(titles_path(Path(), stage).name for stage in (*ARTICLE_STAGES, CONTROL)), FACTS,
+          grounded.QUERIES, grounded.FAILED, STATEMENTS_FILE, CANDIDATES_FILE, NEEDS_FILE,
+          LABELS_FILE, REPORT_FILE, CHART_FILE)
 
 # The client for the given roles, with the embedded server running if one of them needs it.
 OpenLLM = Callable[[tuple[str, ...]], ContextManager[LLMClient]]

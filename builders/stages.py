@@ -60,6 +60,7 @@ STAGE_KINDS = {"A_f": {"kind": "fresh", "need": True}, "control": {"kind": "cont
 ARTICLE_STAGES = ("A_r", "A_d", "A_f")  # the stages that end in a title list
 SAMPLE, ARTICLES, RECENCY, QUESTIONS = "sample.jsonl", "articles.jsonl", "recency.jsonl", \
     "questions.jsonl"
+SAMPLE_PARTIAL = SAMPLE + ".partial"  # a dump's reservoir sample, until it has read the dump
 STYLES = ("creative", "recent", "statements", "grounded")
 RECENCY_FUNCTION = RECENCY_TOOL["function"]["name"]
 QUESTION_TRIES = 3  # an empty question is asked again, as a new attempt, up to this many times
@@ -173,7 +174,7 @@ def _reservoir_sample(source: PageSource, config: BuildConfig) -> list[str]:
     rng = random.Random(config.seed)
     reservoir: list[Page] = []
     seen = 0
-    partial = config.out / (SAMPLE + ".partial")
+    partial = config.out / SAMPLE_PARTIAL
     partial.unlink(missing_ok=True)
     discards = JsonlWriter(partial)
     try:

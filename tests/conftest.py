@@ -13,6 +13,7 @@ import pytest
 from tests.support.builds import needs_reply, write_traffic_dump
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import SECRET, use_endpoint
+from tests.support.links import PRECIOUS
 
 
 @pytest.fixture
@@ -46,3 +47,13 @@ def needs_fake(fake_server, monkeypatch, tmp_path) -> FakeOpenAIServer:
 def traffic_dump(tmp_path) -> Path:
     """A dump of fresh and old released articles for the traffic stage (`write_traffic_dump`)."""
     return write_traffic_dump(tmp_path)
+
+
+@pytest.fixture
+def target(tmp_path) -> Path:
+    """A file outside every directory freshrag writes, holding PRECIOUS: the tests plant a
+    symbolic link to it where freshrag writes, and check it is never written through."""
+    path = tmp_path / "elsewhere" / "precious.txt"
+    path.parent.mkdir()
+    path.write_text(PRECIOUS, encoding="utf-8")
+    return path

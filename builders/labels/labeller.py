@@ -26,7 +26,7 @@ from freshrag.core.concurrency import map_with_progress
 
 # the loader's own line reader and id rule, so that ids here are the ids a run records
 from freshrag.core.dataset import DatasetError, dataset_rows, load_dataset_dir, question_id
-from freshrag.core.files import atomic_open
+from freshrag.core.files import atomic_open, dumps
 from freshrag.core.jsonl import JsonlWriter, read_jsonl
 from freshrag.core.textfile import lines
 from freshrag.core.types import ARTICLE_CHARS, LABELS, LLM, UNKNOWN
@@ -132,7 +132,7 @@ def write_labels(path: Path, labels: dict[str, str]) -> None:
                 qid = question_id(row, path, line_no)
                 if qid in labels:
                     row["label"] = labels[qid]
-                line = json.dumps(row, ensure_ascii=False)
+                line = dumps(row, ensure_ascii=False)
             out.write(line + "\n")
 
 

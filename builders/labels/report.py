@@ -21,6 +21,7 @@ matplotlib.use("Agg")  # files only, no screen
 import matplotlib.pyplot as plt  # noqa: E402
 from sklearn.metrics import confusion_matrix  # noqa: E402
 
+from freshrag.core import tables  # noqa: E402
 from freshrag.core.files import write_figure, write_json  # noqa: E402
 from freshrag.core.stats import cohen_kappa  # noqa: E402
 from freshrag.core.types import LABELS, UNKNOWN  # noqa: E402
@@ -76,13 +77,12 @@ def render(report: dict[str, Any]) -> str:
     """The composition table and each agreement, as markdown."""
     sides = [("labeller", report["labeller"]), ("requested", report["requested"])]
     sides = [(name, side) for name, side in sides if side]
-    lines = ["| label | " + " | ".join(name for name, _ in sides) + " |",
-             "|---|" + "---:|" * len(sides)]
+    lines = tables.header(["label", *(name for name, _ in sides)], ["---"] + ["---:"] * len(sides))
     for key in [*LABELS, UNKNOWN, "none"]:
         if any(side["counts"][key] for _, side in sides):
-            lines.append(f"| {key} | " + " | ".join(
-                f"{side['counts'][key]} ({side['shares'][key]:.0%})" for _, side in sides) + " |")
-    lines.append("| total | " + " | ".join(str(side["n"]) for _, side in sides) + " |")
+            lines.append(tables.row([key, *(f"{side['counts'][key]} ({side['shares'][key]:.0%})"
+                                            for _, side in sides)]))
+    lines.append(tables.row(["total", *(side["n"] for _, side in sides)]))
     for name, title in (("agreement_requested", "requested label (rows) against the labeller"),
                         ("agreement_hand", "hand labels (rows) against the labeller")):
         if report[name]:
@@ -94,10 +94,10 @@ def render_agreement(result: dict[str, Any], title: str) -> str:
     kappa = result["kappa"] if result["kappa"] is not None else result["kappa_note"]
     lines = [f"{title}: Cohen's kappa {kappa} over {result['labelled']} labelled pairs "
              f"({result['unknown']} unknown), {result['agree']} of {result['n']} agree",
-             "", "| | " + " | ".join(result["confusion"]["columns"]) + " |",
-             "|---|" + "---:|" * len(result["confusion"]["columns"])]
+             "", *tables.header(["", *result["confusion"]["columns"]],
+                                ["---"] + ["---:"] * len(result["confusion"]["columns"]))]
     for name, counts in zip(result["confusion"]["rows"], result["confusion"]["counts"]):
-        lines.append(f"| {name} | " + " | ".join(str(count) for count in counts) + " |")
+        lines.append(tables.row([name, *counts]))
     return "\n".join(lines)
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import IO, Iterable
 from xml.sax.saxutils import escape
 
+from freshrag.core.files import atomic_open
+
 EXPORT_NS = "http://www.mediawiki.org/xml/export-0.11/"
 
 
@@ -34,8 +36,9 @@ class DumpPage:
 def write_dump(path: Path, pages: Iterable[DumpPage], truncate_at: int | None = None) -> Path:
     """Write `pages` as an export file, compressed by the suffix (.xml, .xml.bz2, .xml.gz).
     `truncate_at` cuts the uncompressed XML after that many bytes, as a broken download would."""
-    opener = {".bz2": bz2.open, ".gz": gzip.open}.get(path.suffix, open)
-    with opener(path, "wb") as out:
+    compress = {".bz2": bz2.open, ".gz": gzip.open}.get(Path(path).suffix)
+    # whole or not at all, and a symbolic link at `path` refused (core/files.py)
+    with atomic_open(path, "wb") as raw, (compress(raw, "wb") if compress else raw) as out:
         writer = _Truncating(out, truncate_at)
         writer.write(_HEADER)
         for page in pages:

@@ -27,13 +27,14 @@ import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, TextIO
 
 import mwxml
 from mwxml.element_iterator import ElementIterator
 
 from freshrag.builders.sources.dump import DumpError, DumpSource, _CountingReader, _open, _skip
 from freshrag.builders.sources.pages import Page
+from freshrag.core.files import create_new, dumps
 
 SPOOL = ".dump-spool"
 END = "__end__"  # the key of a spool's last line: how its worker ended
@@ -55,16 +56,16 @@ def _peak_rss_mib() -> float:
 def read_pages(path: str, spool: str) -> dict[str, Any]:
     """Worker: every main-namespace page of one dump file into a spool file; how it went."""
     started, count, error = time.monotonic(), 0, None
-    with open(spool, "w", encoding="utf-8") as out:
+    with _new_spool(spool) as out:
         try:
             for page in DumpSource(Path(path)).pages(set()):
-                out.write(json.dumps(page.record(), ensure_ascii=False) + "\n")
+                out.write(dumps(page.record(), ensure_ascii=False) + "\n")
                 count += 1
         except DumpError as err:
             error = str(err)
         summary = {"file": path, "pages": count, "seconds": round(time.monotonic() - started, 2),
                    "peak_rss_mib": _peak_rss_mib(), "pid": os.getpid(), "error": error}
-        out.write(json.dumps({END: summary}) + "\n")
+        out.write(dumps({END: summary}) + "\n")
     return summary
 
 
@@ -72,7 +73,7 @@ def read_first_revisions(path: str, spool: str) -> dict[str, Any]:
     """Worker: (title, first revision's timestamp) of every main-namespace page of a stub file
     whose first revision has no parent, i.e. whose history the file holds from its start."""
     started, count = time.monotonic(), 0
-    with _open(Path(path)) as raw, open(spool, "w", encoding="utf-8") as out:
+    with _open(Path(path)) as raw, _new_spool(spool) as out:
         try:
             root = ElementIterator.from_file(_CountingReader(raw))
             for page in mwxml.Dump.from_element(root):
@@ -82,7 +83,7 @@ def read_first_revisions(path: str, spool: str) -> dict[str, Any]:
                 first = next(iter(page), None)
                 _skip(page)
                 if first is not None and first.parent_id is None and first.timestamp:
-                    out.write(json.dumps([page.title, first.timestamp.long_format()]) + "\n")
+                    out.write(dumps([page.title, first.timestamp.long_format()]) + "\n")
                     count += 1
                 root.element.clear()  # as in builders/sources/dump.py: the root keeps every page
         except Exception as err:  # a broken stub file: named, with the pages read before it
@@ -90,6 +91,12 @@ def read_first_revisions(path: str, spool: str) -> dict[str, Any]:
                                            f"{str(err)[:200]})", "pages": count}
     return {"file": path, "pages": count, "seconds": round(time.monotonic() - started, 2),
             "peak_rss_mib": _peak_rss_mib(), "error": None}
+
+
+def _new_spool(path: str | Path) -> TextIO:
+    """A spool file, new: freshrag's own scratch file, so whatever was left at its name (a stale
+    spool, a symbolic link) is replaced, never written through (core/files.create_new)."""
+    return os.fdopen(create_new(Path(path)), "w", encoding="utf-8")
 
 
 class SplitDumpSource:
@@ -146,8 +153,9 @@ class SplitDumpSource:
 
     def _creation_dates(self, pool: ProcessPoolExecutor) -> sqlite3.Connection:
         """Every stub file read in parallel into one SQLite table of first revisions."""
-        db = sqlite3.connect(self.spool / "created.sqlite")
-        db.execute("DROP TABLE IF EXISTS created")
+        path = self.spool / "created.sqlite"
+        os.close(create_new(path))  # scratch: a stale table or a link there is replaced
+        db = sqlite3.connect(path)
         db.execute("CREATE TABLE created (title TEXT PRIMARY KEY, created TEXT)")
         spools = [self.spool / f"stub-{i}.jsonl" for i in range(len(self.stubs))]
         futures = [pool.submit(read_first_revisions, str(path), str(spool))

@@ -161,8 +161,62 @@ def fact_counts(out: Path) -> dict[str, int] | None:
 
 
 def closing_db(path: Path) -> contextlib.closing[sqlite3.Connection]:
-    """A read-only connection to a finished table, closed at the end of a `with` block."""
+    """A read-only connection to a finished table, closed at the end of a `with` block (the
+    templates that run on it add `read_only`'s authorizer)."""
     return contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True))
+
+
+# What SQL a user wrote (a template's fill and sql) may do: read, as one SELECT, nothing else.
+# ATTACH (and VACUUM INTO, which SQLite authorizes as an ATTACH) would create a file at any
+# path; PRAGMA, writes, transactions and schema changes are refused as well.
+READING = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE}
+FILE_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"}
+ACTIONS = {getattr(sqlite3, f"SQLITE_{name}"): name.replace("_", " ") for name in (
+    "ALTER_TABLE", "ANALYZE", "ATTACH", "CREATE_INDEX", "CREATE_TABLE", "CREATE_TEMP_INDEX",
+    "CREATE_TEMP_TABLE", "CREATE_TEMP_TRIGGER", "CREATE_TEMP_VIEW", "CREATE_TRIGGER",
+    "CREATE_VIEW", "CREATE_VTABLE", "DELETE", "DETACH", "DROP_INDEX", "DROP_TABLE",
+    "DROP_TEMP_INDEX", "DROP_TEMP_TABLE", "DROP_TEMP_TRIGGER", "DROP_TEMP_VIEW",
+    "DROP_TRIGGER", "DROP_VIEW", "DROP_VTABLE", "FUNCTION", "INSERT", "PRAGMA", "REINDEX",
+    "SAVEPOINT", "TRANSACTION", "UPDATE")}
+
+
+class ReadOnly:
+    """The authorizer (`Connection.set_authorizer`) of a connection that runs the user's SQL:
+    SQLite asks it about every action of a statement as it compiles it, and it allows reading
+    only. `refused` says what it last denied, for the error; `selected`, whether the statement
+    compiled since `reset` selects at all (REINDEX, for one, asks about no action)."""
+
+    def __init__(self) -> None:
+        self.refused: str | None = None
+        self.selected = False
+
+    def reset(self) -> None:
+        self.refused, self.selected = None, False
+
+    def __call__(self, action: int, arg1: str | None, arg2: str | None, database: str | None,
+                 trigger: str | None) -> int:
+        if action == sqlite3.SQLITE_SELECT:
+            self.selected = True
+        if action in READING or (action == sqlite3.SQLITE_FUNCTION
+                                 and (arg2 or "").lower() not in FILE_FUNCTIONS):
+            return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_ATTACH:  # VACUUM INTO is authorized as an ATTACH
+            self.refused = f"ATTACH or VACUUM INTO {arg1!r}" if arg1 else "VACUUM"
+        else:
+            shown = arg2 if action == sqlite3.SQLITE_FUNCTION else arg1  # a function's name
+            self.refused = ACTIONS.get(action, f"action {action}") + (f" {shown!r}" if shown
+                                                                      else "")
+        return sqlite3.SQLITE_DENY
+
+
+def read_only(db: sqlite3.Connection) -> ReadOnly:
+    """Make `db` run reading statements only, whatever SQL it is given: `PRAGMA query_only`, and
+    the `ReadOnly` authorizer (returned, to say what it refused)."""
+    db.set_authorizer(None)  # an earlier guard would refuse the PRAGMA
+    db.execute("PRAGMA query_only = ON")
+    guard = ReadOnly()
+    db.set_authorizer(guard)
+    return guard
 
 
 def batches(items: list[Any], size: int) -> Iterable[list[Any]]:

@@ -25,11 +25,11 @@ import json
 import re
 import sqlite3
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from freshrag.builders.styles.facts import SCHEMA
+from freshrag.builders.styles.facts import SCHEMA, ReadOnly, read_only
 from freshrag.core.errors import UserError
 from freshrag.core.jsonl import loads
 
@@ -64,6 +64,7 @@ class Template:
     fill: str
     sql: str
     text: str
+    where: str = field(default="", compare=False)  # its file and entry, for errors; "" built in
 
 
 @dataclass(frozen=True)
@@ -174,48 +175,75 @@ def _template(entry: Any, where: str) -> Template:
     if entry["kind"] not in KINDS:
         raise TemplateError(f"{where}: field 'kind' is {entry['kind']!r}; it must be one of "
                             f"{', '.join(KINDS)}")
-    template = Template(**{key: entry[key] for key in ("name", "kind", "fill", "sql", "text")})
+    template = Template(**{key: entry[key] for key in ("name", "kind", "fill", "sql", "text")},
+                        where=where)
     check_template(template, where)
     return template
 
 
 def check_template(template: Template, where: str) -> None:
-    """The fill and the SQL compile against the schema; every parameter and placeholder is a
-    column of the fill."""
+    """The fill and the SQL are each one SELECT that compiles against the schema and only reads
+    (facts.read_only: no ATTACH, VACUUM INTO, PRAGMA or write, which could create files at any
+    path); every parameter and placeholder is a column of the fill."""
     db = sqlite3.connect(":memory:")
     try:
         db.execute(SCHEMA)
-        try:
-            columns = {column[0] for column in db.execute(template.fill).description or ()}
-        except sqlite3.Error as err:
-            raise TemplateError(f"{where}: field 'fill' is not a query over facts ({err})") from None
+        guard = read_only(db)
+        cursor = _user_query(db, guard, template.fill, {}, f"{where}: field 'fill'")
+        columns = {column[0] for column in cursor.description or ()}
         needed = set(PARAMETER.findall(template.sql))
-        try:
-            db.execute(template.sql, {name: None for name in needed})
-        except sqlite3.Error as err:
-            raise TemplateError(f"{where}: field 'sql' is not a query over facts ({err})") from None
-        for field, names in (("sql", needed), ("text", set(PLACEHOLDER.findall(template.text)))):
+        _user_query(db, guard, template.sql, {name: None for name in needed},
+                    f"{where}: field 'sql'")
+        for name, names in (("sql", needed), ("text", set(PLACEHOLDER.findall(template.text)))):
             missing = sorted(names - columns)
             if missing:
-                raise TemplateError(f"{where}: field {field!r} uses {missing}, which field 'fill' "
+                raise TemplateError(f"{where}: field {name!r} uses {missing}, which field 'fill' "
                                     f"does not select (it selects {sorted(columns)})")
     finally:
         db.close()
 
 
+def _user_query(db: sqlite3.Connection, guard: ReadOnly, sql: str, params: dict[str, Any],
+                where: str) -> sqlite3.Cursor:
+    """`sql` run on the empty schema, refused unless it is one SELECT that only reads."""
+    guard.reset()
+    try:
+        cursor = db.execute(sql, params)
+    except sqlite3.Error as err:
+        if guard.refused:
+            raise TemplateError(f"{where} may only read the fact table, as one SELECT; it asks "
+                                f"for {guard.refused}") from None
+        raise TemplateError(f"{where} is not a query over facts ({err})") from None
+    if not guard.selected:
+        raise TemplateError(f"{where} is not a SELECT; a template may only read the fact table, "
+                            f"as one SELECT")
+    return cursor
+
+
 def fill_templates(db: sqlite3.Connection, templates: list[Template]) -> list[Query]:
-    """Every template filled with every row of its fill query, executed; in a stable order."""
+    """Every template filled with every row of its fill query, executed; in a stable order.
+    `db` runs reading statements only from here on (facts.read_only), whatever a template says."""
+    guard = read_only(db)
     queries = []
     for template in templates:
-        cursor = db.execute(template.fill)
+        where = template.where or f"built-in template {template.name!r}"
+        try:
+            cursor = db.execute(template.fill)
+        except sqlite3.Error as err:  # checked on the schema, it may still fail on the values
+            raise TemplateError(f"{where}: field 'fill' failed on the fact table "
+                                f"({guard.refused or err})") from None
         columns = [column[0] for column in cursor.description]
         needed = set(PARAMETER.findall(template.sql))
         for values in cursor.fetchall():
             row = dict(zip(columns, values))
             params = {name: row[name] for name in sorted(needed)}
-            answers = list(dict.fromkeys(str(found[0]) for found in
-                                         db.execute(template.sql, params).fetchall()
-                                         if found[0] is not None))
+            try:
+                found = db.execute(template.sql, params).fetchall()
+            except sqlite3.Error as err:
+                raise TemplateError(f"{where}: field 'sql' failed on the fact table with "
+                                    f"{params} ({guard.refused or err})") from None
+            answers = list(dict.fromkeys(str(value[0]) for value in found
+                                         if value[0] is not None))
             gold = row.get("article") or (answers[0] if len(answers) == 1 else None)
             queries.append(Query(_group_id(template.name, params), template.name, template.kind,
                                  template.sql, params, template.text.format(**row), answers,

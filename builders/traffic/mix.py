@@ -22,7 +22,7 @@ from typing import Any
 
 from freshrag.core.dataset import DatasetError, load_dataset_dir, sha256_file
 from freshrag.core.errors import UserError
-from freshrag.core.files import write_json
+from freshrag.core.files import replacing, write_json
 from freshrag.core.jsonl import now, replace_jsonl
 from freshrag.core.textfile import lines
 from freshrag.core.types import KINDS, Question
@@ -85,7 +85,8 @@ def write_mix(dataset_dir: Path, shares: dict[str, float], n: int, seed: int, ou
     # the ids as the source gave or numbered them, so runs line up
     replace_jsonl(out / "questions.jsonl", ({**raw[question.id], "id": question.id}
                                             for question in chosen))
-    shutil.copyfile(dataset.files["articles"], out / "articles.jsonl")
+    with replacing(out / "articles.jsonl") as copy:  # never through a link (core/files.py)
+        shutil.copyfile(dataset.files["articles"], copy)
     record["articles_sha256"] = sha256_file(out / "articles.jsonl")
     write_json(out / MIX, {**record, "created_at": now()}, ensure_ascii=True)
     shown = ", ".join(f"{counts[k]} {k}" for k in counts)

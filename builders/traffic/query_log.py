@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from freshrag.builders.styles.needs import MAX_NEED_CHARS, NeedsError
+from freshrag.core import tables
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.files import write_json, write_text
 from freshrag.core.jsonl import loads
@@ -228,10 +229,15 @@ def needs_lines(document: dict[str, Any]) -> list[str]:
     return [entry["need"] for entry in document["needs"] if entry["status"] == DESCRIBED]
 
 
+def needs_paths(out: Path) -> list[Path]:
+    """The needs file `out`, and its `.json` and `.md` beside it."""
+    return [out, out.with_suffix(".json"), out.with_suffix(".md")]
+
+
 def write_needs(document: dict[str, Any], out: Path) -> list[Path]:
     """The needs file, and its `.json` and `.md` beside it."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    paths = [out, out.with_suffix(".json"), out.with_suffix(".md")]
+    paths = needs_paths(out)
     write_text(paths[0], "".join(f"{need}\n" for need in needs_lines(document)))
     write_json(paths[1], document)
     write_text(paths[2], render(document) + "\n")
@@ -245,21 +251,19 @@ def render(document: dict[str, Any]) -> str:
                  f"({document['distinct']:,} distinct; {clustering['clusters']} clusters at cosine "
                  f"distance {clustering['distance_threshold']}, needs of at least "
                  f"{clustering['min_size']} queries)", "",
-                 "| # | need | queries | example queries |", "|---|---|---|---|"]
+                 *tables.header(["#", "need", "queries", "example queries"])]
     for number, entry in enumerate(document["needs"], start=1):
-        need = entry["need"] if entry["status"] == DESCRIBED else \
-            f"*not used: {entry['reason']}*" + (f" ({entry['need']})" if entry["need"] else "")
-        examples = "; ".join(entry["examples"])
-        lines_out.append(f"| {number} | {_cell(need)} | {entry['size']} | {_cell(examples)} |")
+        need = entry["need"] if entry["status"] == DESCRIBED else tables.Markdown(
+            f"*not used: {tables.cell(entry['reason'])}*"
+            + (f" ({tables.cell(entry['need'])})" if entry["need"] else ""))
+        lines_out.append(tables.row([number, need, entry["size"], "; ".join(entry["examples"])]))
     small = document["small_clusters"]
-    if small["clusters"]:
+    if small["clusters"]:  # the users' own queries, escaped as in the table
         lines_out += ["", f"{small['queries']} queries in {small['clusters']} clusters smaller than "
-                      f"{clustering['min_size']}, not needs: " + "; ".join(small["examples"][:5])]
+                      f"{clustering['min_size']}, not needs: "
+                      + tables.cell("; ".join(small["examples"][:5]))]
     if document["sampled"]:
         lines_out += ["", f"clustered a seeded sample of {document['sampled']['kept']:,} of "
                       f"{document['sampled']['distinct']:,} distinct queries (--max-queries)"]
     return "\n".join(lines_out)
 
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")

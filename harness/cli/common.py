@@ -15,6 +15,7 @@ from typing import Callable, Iterator
 from freshrag.cli.options import INDEX_DIR, UsageError
 from freshrag.core.config import DEFAULT_CONFIG_FILE, LLMSettings
 from freshrag.core.dataset import Dataset, example_dir, load_dataset, load_dataset_dir
+from freshrag.core.outputs import Output
 from freshrag.core.rundir import RUN_ROLES
 from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import LLMClient
@@ -30,6 +31,11 @@ CACHE_FILE = ".llm-cache.sqlite"
 
 def default_config() -> Path | None:
     return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None
+
+
+def cache_output(cache: Path | None) -> list[Output]:
+    """The response cache among a command's outputs (core/outputs.py), if it keeps one."""
+    return [Output(cache, "the response cache", "give --no-cache")] if cache else []
 
 
 @contextlib.contextmanager

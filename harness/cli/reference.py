@@ -18,6 +18,9 @@ import textwrap
 from pathlib import Path
 from typing import Any, Iterator
 
+from freshrag.core import tables
+from freshrag.core.files import write_text
+
 DOC = Path("docs") / "cli.md"
 COMMAND = "python -m freshrag.cli.reference --write"
 WIDTH = 100  # usage lines wrap here
@@ -32,7 +35,8 @@ def reference(parser: argparse.ArgumentParser) -> str:
         out += [parser.description, ""]
     out += ["```text", _usage(parser), "```", "",
             "| command | what it does |", "|---|---|"]
-    out += [f"| [`{sub.prog}`](#{slug(sub.prog)}) | {_cell(help_)} |" for sub, help_ in commands]
+    out += [f"| [`{sub.prog}`](#{slug(sub.prog)}) | {tables.cell(help_)} |"
+            for sub, help_ in commands]
     for sub, help_ in commands:
         out += ["", *_section(sub, help_)]
     return "\n".join(out) + "\n"
@@ -99,7 +103,7 @@ def _row(action: argparse.Action, prog: str) -> str:
         help_ = f"{help_} (default: {default})".lstrip()
     if action.required and action.option_strings:
         help_ = f"required; {help_}" if help_ else "required"
-    return f"| `{name}` | {_cell(help_)} |"
+    return f"| `{name}` | {tables.cell(help_)} |"
 
 
 def _metavar(action: argparse.Action) -> str:
@@ -158,9 +162,6 @@ def _is_help(action: argparse.Action) -> bool:
     return isinstance(action, argparse._HelpAction)
 
 
-def _cell(text: str) -> str:
-    """Text safe inside a markdown table cell."""
-    return text.replace("\\", "\\\\").replace("|", "\\|")
 
 
 def slug(heading: str) -> str:
@@ -186,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     if not DOC.parent.is_dir():
         print(f"{DOC.parent}/ not found: run from the repository root", file=sys.stderr)
         return 2
-    DOC.write_text(text, encoding="utf-8")
+    write_text(DOC, text)
     print(f"wrote {DOC}")
     return 0
 

@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable
 
 from freshrag.core.errors import UserError
-from freshrag.core.files import atomic_open
+from freshrag.core.files import atomic_open, dumps, open_no_follow
 from freshrag.core.textfile import MAX_LINE_BYTES, lines, lone_surrogate
 
 TAIL_BLOCK = 1 << 16  # bytes read at a time when looking back for the last newline
+FIX = "remove the link and run again (freshrag names and writes this file itself)"
 
 
 class ResultsError(UserError, ValueError):
@@ -63,14 +64,15 @@ class JsonlWriter:
     def __init__(self, path: Path):
         self.path = path
         _repair_tail(path)
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # a symbolic link is refused (files.SymlinkError): these rows are the run's own data
+        self._fd = open_no_follow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644, FIX)
         self._lock = threading.Lock()
 
     def write(self, row: dict[str, Any]) -> None:
-        data = memoryview((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
+        data = memoryview((dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
         if len(data) > MAX_LINE_BYTES:  # never a row that every reader would then refuse
             raise RowTooLong(f"{self.path}: a row of {len(data):,} bytes, more than the "
-                               f"{MAX_LINE_BYTES:,} a line may hold: not written")
+                             f"{MAX_LINE_BYTES:,} a line may hold: not written")
         with self._lock:
             try:
                 while data:  # os.write may write less than asked (a full disk, a signal)
@@ -86,7 +88,7 @@ def _repair_tail(path: Path) -> None:
     """End the file with a newline: after a whole last row, or where a torn one began."""
     if not path.exists():
         return
-    with open(path, "rb+") as handle:
+    with os.fdopen(open_no_follow(path, os.O_RDWR, fix=FIX), "rb+") as handle:  # a link: refused
         end = handle.seek(0, os.SEEK_END)
         start = _last_line_start(handle, end)
         if start == end:
@@ -165,6 +167,6 @@ def replace_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> int:
     count = 0
     with atomic_open(path) as handle:
         for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            handle.write(dumps(row, ensure_ascii=False) + "\n")
             count += 1
     return count

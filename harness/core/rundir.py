@@ -4,7 +4,8 @@ one set of the settings that decide the answers.
 - **Lock.** `locked(run_dir)` holds `run_dir/.lock` (an `fcntl.flock` on a file holding the
   holder's pid) for the whole of a run, an import, a score pass, a build or a labelling of a
   dataset; a second writer is refused at once, naming the first one's pid. The kernel drops
-  the lock when its process ends, however it ends.
+  the lock when its process ends, however it ends. A `.lock` that is a symbolic link, a hard
+  link or no plain file is refused, never written through.
 - **Kind.** A directory holds a `freshrag run`, runs imported by `freshrag import-legacy`, or a
   dataset built by `freshrag build`, and each command refuses the others' directories before it
   writes. Manifests say their `kind`; older ones are told apart by their content.
@@ -20,9 +21,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from freshrag.core.files import open_no_follow
 from freshrag.core.jsonl import ResultsError
 from freshrag.core.manifest import MANIFEST
 
@@ -49,7 +52,7 @@ class RunDirError(ResultsError):
 def locked(run_dir: Path) -> Iterator[None]:
     """Hold the run directory (created if missing) for this process until the block ends."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open_lock(run_dir / LOCK)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -62,6 +65,23 @@ def locked(run_dir: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the file releases the lock
+
+
+def _open_lock(path: Path) -> int:
+    """The lock file, opened for writing the holder's pid into it. A symbolic link there is
+    refused (a link would have the pid written over the file it points to), and so is anything
+    but a plain file of one name: a FIFO (opened without blocking, to be refused) or a file
+    hard-linked elsewhere, whose other name would see its content replaced."""
+    fd = open_no_follow(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o644,
+                        fix="remove the link and run again")
+    found = os.fstat(fd)
+    if not stat.S_ISREG(found.st_mode) or found.st_nlink > 1:
+        os.close(fd)
+        what = "has other names (hard links)" if stat.S_ISREG(found.st_mode) else \
+            "is not a plain file"
+        raise RunDirError(f"{path}: {what}, and freshrag writes its pid into this lock file; "
+                          f"remove it and run again")
+    return fd
 
 
 def kind(manifest: dict[str, Any]) -> str:

@@ -36,6 +36,7 @@ from typing import Any
 from openai.types.chat import ChatCompletion
 
 from freshrag.core.errors import UserError
+from freshrag.core.files import dumps
 from freshrag.core.jsonl import JsonlWriter, loads, read_jsonl
 from freshrag.cost.budget import BudgetExceeded
 from freshrag.cost.plan import Pending, PlannedCall, Planner, walk
@@ -153,7 +154,7 @@ def _reserve(llm: LLMClient, todo: dict[str, PlannedCall]
 def _submit(llm: LLMClient, log: BatchLog, role: str, calls: list[PlannedCall],
             round_: int) -> tuple[str, list[str]]:
     """Upload one role's calls and create their batch; both steps logged as they happen."""
-    lines = "".join(json.dumps({"custom_id": c.key, "method": "POST", "url": ENDPOINT,
+    lines = "".join(dumps({"custom_id": c.key, "method": "POST", "url": ENDPOINT,
                                 "body": c.request}, ensure_ascii=False) + "\n" for c in calls)
     uploaded = llm.sdk_call(role, "batch file upload", lambda client: client.files.create(
         file=(f"freshrag-{role}-round{round_}.jsonl", lines.encode("utf-8")), purpose="batch"))

@@ -31,6 +31,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from freshrag.core import tables
 from freshrag.core.types import RetrievedChunk, SystemContext
 from freshrag.cost.budget import BATCH_DISCOUNT
 from freshrag.cost.plan import Planner, Walked, pair_jobs, probe_jobs, score_jobs, walk
@@ -225,17 +226,18 @@ def render(result: dict[str, Any], walked: str = "pairs and judge probes",
         low, high = (fmt.format(v) for v in pair)
         return low if low == high else f"{low}–{high}"
 
-    lines = ["| role | model | calls | from cache | input tokens | output tokens | USD | "
-             "tokenizer |", "|---|---|---|---|---|---|---|---|"]
-    for row in result["rows"]:
-        lines.append(f"| {row['role']} | {row['model']} | {span(row['calls'])} | "
-                     f"{span(row['cached_calls'])} | {span(row['input_tokens'])} | "
-                     f"{span(row['output_tokens'])} | {span(row['usd'], '${:,.4f}')} | "
-                     f"{row['tokenizer'] or '–'} |")
+    lines = tables.header(["role", "model", "calls", "from cache", "input tokens",
+                           "output tokens", "USD", "tokenizer"])
+    for row in result["rows"]:  # a model's name is the user's (freshrag.toml): escaped
+        lines.append(tables.row([row["role"], row["model"], span(row["calls"]),
+                                 span(row["cached_calls"]), span(row["input_tokens"]),
+                                 span(row["output_tokens"]), span(row["usd"], "${:,.4f}"),
+                                 row["tokenizer"] or "–"]))
     usd = [row["usd"] for row in result["rows"]]
     if usd and all(u is not None for u in usd):
         total = [sum(u[i] for u in usd) for i in (0, 1)]
-        lines.append(f"| **total** | | | | | | {span(total, '${:,.4f}')} | |")
+        lines.append(tables.row([tables.Markdown("**total**"), "", "", "", "", "",
+                                 span(total, "${:,.4f}"), ""]))
     lines.append("")
     lines.append(f"dry run: {result['jobs']} {walked} walked, no call made"
                  + (" (prices with the batch discount)" if result["batch"] else "")

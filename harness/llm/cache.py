@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from freshrag.core.errors import UserError
+from freshrag.core.files import dumps, open_no_follow
 from freshrag.core.jsonl import loads
 
 T = TypeVar("T")
@@ -42,6 +44,12 @@ class ResponseCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
+        # A symbolic link is refused (files.SymlinkError), not followed: sqlite3 would resolve
+        # it and create or fill the file it points to. The file is created here, without
+        # following a link, before SQLite opens it; SQLite itself refuses a link at its -wal
+        # and -shm files beside it (it opens them with O_NOFOLLOW).
+        os.close(open_no_follow(path, os.O_RDWR | os.O_CREAT, 0o644,
+                                fix="remove the link, or give --no-cache"))
 
         def connect() -> sqlite3.Connection:
             db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
@@ -74,7 +82,7 @@ class ResponseCache:
         return _parsed(row[0]) if row else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        text = json.dumps(value, ensure_ascii=False)
+        text = dumps(value, ensure_ascii=False)
         with self._lock:
             self._sqlite(lambda: self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?)",
                                                   (key, text)))

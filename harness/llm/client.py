@@ -30,6 +30,7 @@ waiting one asks itself.
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 import time
@@ -461,9 +462,16 @@ def _logprobs(choice: Any) -> list[dict[str, Any]] | None:
     content = getattr(getattr(choice, "logprobs", None), "content", None)
     if not content:
         return None
-    return [{"token": item.token, "logprob": item.logprob,
-             "top": [{"token": top.token, "logprob": top.logprob}
+    return [{"token": item.token, "logprob": _finite(item.logprob),
+             "top": [{"token": top.token, "logprob": _finite(top.logprob)}
                      for top in (item.top_logprobs or [])]} for item in content]
+
+
+def _finite(logprob: Any) -> Any:
+    """A log-probability, None where it is no finite number (`-Infinity`, `NaN`, which Python
+    reads from a reply): the cache writes strict JSON, and a decider skips a None as it would
+    an impossible token (systems/confidence.py)."""
+    return None if isinstance(logprob, float) and not math.isfinite(logprob) else logprob
 
 
 def _response(role: str, model: str, messages: list[dict[str, Any]], value: dict[str, Any],

@@ -157,7 +157,7 @@ class LocalServer:
         self.slots = slots
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.process: subprocess.Popen | None = None
-        self.log_path = Path(tempfile.gettempdir()) / f"freshrag-llama-{self.port}.log"
+        self.log_path: Path | None = None  # a private file in the temporary directory, at start
         # tests stand in a server (and name the runtime it plays) that crashes like a native build
         self._command = command
         self.runtime = runtime
@@ -189,13 +189,17 @@ class LocalServer:
                 raise LocalServerError("this CPU lacks AVX2, which the prebuilt llama.cpp "
                                        f"(xllamacpp) needs; use the source build: {SOURCE_FALLBACK}")
             self.model_id = model_id(gguf_path())
-        with open(self.log_path, "wb") as log:
+        # The log's name comes from the OS (mkstemp: random, created exclusively, mode 0600):
+        # a predictable name in the shared /tmp could be taken first, or be a link to follow.
+        fd, name = tempfile.mkstemp(prefix=f"freshrag-llama-{self.port}-", suffix=".log")
+        self.log_path = Path(name)
+        with os.fdopen(fd, "wb") as log:
             self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
         try:
             self._wait_ready()
         except BaseException:
-            self.stop()
+            self.stop()  # the log stays: the error names it
             raise
         return self
 
@@ -247,15 +251,17 @@ class LocalServer:
         with urllib.request.urlopen(request, timeout=max(self.startup_timeout_s, 1)):
             pass
 
-    def stop(self) -> None:
+    def stop(self) -> bool:
+        """End the server; True if it was still running (False: it had died, or never started)."""
         if self.process is None or self.process.poll() is not None:
-            return
+            return False
         self.process.terminate()
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        return True
 
     def _failure(self) -> str | None:
         """The one line in which the server said why it stopped (harness/llm/embedded_server.py),
@@ -266,7 +272,8 @@ class LocalServer:
 
     def _log_tail(self, lines: int = 20) -> str:
         try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+            text = self.log_path.read_text(errors="replace") if self.log_path else ""
+            return "\n".join(text.splitlines()[-lines:])
         except OSError:
             return "(no log)"
 
@@ -274,7 +281,10 @@ class LocalServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        """Stop the server; its log is removed if it was still running, and kept if it died,
+        since the error that reported its death names the log."""
+        if self.stop() and self.log_path is not None:
+            self.log_path.unlink(missing_ok=True)
 
 
 def _runtime_version(name: str) -> str | None:

@@ -23,6 +23,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
+from freshrag.core import tables
 from freshrag.core.files import write_json
 from freshrag.core.jsonl import ResultsError
 from freshrag.core.stats import cohen_kappa
@@ -272,9 +273,6 @@ def _judge(rows: list[Row]) -> str | None:
     return " + ".join(sorted(map(str, models))) or None
 
 
-def _cell(text: str | None) -> str:
-    """Text inside a markdown table cell: shortened, a `|` escaped."""
-    return _excerpt(text).replace("|", "\\|")
 
 
 def _excerpt(text: str | None) -> str:
@@ -303,8 +301,9 @@ def render(document: dict[str, Any]) -> str:
     disagreements, the per-system table, the notes."""
     judges = {side: document["judges"][side] or "not recorded" for side in ("a", "b")}
     counts = document["pairs"]
-    sections = [f"## Judge agreement: A = {document['a']} (judge: {judges['a']}), "
-                f"B = {document['b']} (judge: {judges['b']})\n\n"
+    a, b = tables.cell(document["a"]), tables.cell(document["b"])  # the runs' directories
+    sections = [f"## Judge agreement: A = {a} (judge: {tables.cell(judges['a'])}), "
+                f"B = {b} (judge: {tables.cell(judges['b'])})\n\n"
                 f"{counts['compared']} answers scored in both, compared; "
                 f"mean difference is B - A",
                 markdown_table([{"field": f, **v} for f, v in document["fields"].items()],
@@ -315,7 +314,7 @@ def render(document: dict[str, Any]) -> str:
         sections.append(f"### {field}: confusion (rows A, columns B)\n\n" +
                         markdown_table(matrix, ("A \\ B", *map(str, SCALE))))
         if figures["disagreements"]:
-            cells = [{**row, **{k: _cell(row[k]) for k in ("question", "answer")}}
+            cells = [{**row, **{k: _excerpt(row[k]) for k in ("question", "answer")}}
                      for row in figures["disagreements"]]
             sections.append(f"### {field}: the {len(cells)} pairs that disagree most\n\n" +
                             markdown_table(cells, ("dataset", "system", "question", "answer",

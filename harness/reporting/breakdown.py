@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from freshrag.core import tables
 from freshrag.core.fields import grouped
 from freshrag.reporting import analysis, report
 
@@ -54,7 +55,8 @@ def breakdown(rows: list[Row], field: str, prices: dict[str, tuple[float, float]
 def render(document: dict[str, Any]) -> str:
     """The breakdown as markdown: its groups, then every table that has rows, then its notes."""
     field = document["field"]
-    groups = ", ".join(f"{value} ({n:,} questions)" for value, n in document["groups"].items())
+    groups = ", ".join(f"{tables.cell(value)} ({n:,} questions)"  # the questions' own values
+                       for value, n in document["groups"].items())
     sections = [f"## By {field}" + (f": {groups}" if groups else "")]
     for key, title, columns in TABLES:
         entries = document["tables"].get(key) or []

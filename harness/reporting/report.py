@@ -20,14 +20,13 @@ rows only, is named in a note (`run_notes`) rather than left to look like a cras
 
 from __future__ import annotations
 
-import csv
-import io
-import json
+import math
 from collections import Counter
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
-from freshrag.core.files import write_text
+from freshrag.core import tables
+from freshrag.core.files import dumps, write_text
 from freshrag.core.jsonl import ResultsError
 from freshrag.core.manifest import read_manifest
 from freshrag.core.samples import SAMPLES, read_samples
@@ -91,6 +90,46 @@ def run_notes(run_dirs: list[Path], rows: list[dict[str, Any]]) -> list[str]:
     return notes
 
 
+def finite(value: Any) -> Any:
+    """`value` with every number that is not finite (NaN, ±infinity) made None: what JSON can
+    hold (core/files.py writes it strictly). A mean of imported scores near 1e308 overflows to
+    infinity; it is written as null, and `non_finite_notes` says so."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [finite(item) for item in value]
+    if type(value) is tuple:  # kept a tuple: an interval is shown as a list only
+        return tuple(finite(item) for item in value)
+    return value
+
+
+def non_finite_notes(what: str, document: Any) -> list[str]:
+    """A line naming the statistics of `document` that are not finite numbers, if any."""
+    found = list(_non_finite(document))
+    if not found:
+        return []
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    return [f"{what}: {len(found)} statistic(s) not a finite number, written as null (a mean "
+            f"overflows when imported scores are out of range): {shown}"]
+
+
+def _non_finite(value: Any, path: str = "") -> Iterator[str]:
+    """The dotted path of every number that is not finite; a table's row by its dataset and
+    system (`intervals.A_f/naive.truthfulness`), another list's item by its index."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield path or "the value"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _non_finite(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            named = isinstance(item, dict) and "system" in item
+            step = f"{item.get('dataset')}/{item['system']}" if named else f"[{index}]"
+            yield from _non_finite(item, f"{path}.{step}" if path else step)
+
+
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [_summary_row(key.fields(), group) for key, group in group_rows(rows).items()]
 
@@ -140,25 +179,22 @@ def render(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None
     """The summary table; as JSON with the judge's checks (harness/reporting/judge_check.py) and
     the summary broken down by question fields (harness/reporting/breakdown.py) if given."""
     columns = columns_for(COLUMNS, summary)
-    if fmt == "json":
-        return json.dumps({"rows": summary, **({"judge": judge} if judge else {}),
-                           **({"breakdowns": breakdowns} if breakdowns else {})}, indent=2)
-    if fmt == "csv":
-        out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows({k: models_label(v) if isinstance(v, dict) else v for k, v in row.items()}
-                         for row in summary)
-        return out.getvalue()
+    if fmt == "json":  # strict JSON: a statistic that is no finite number is null (`finite`)
+        return dumps(finite({"rows": summary, **({"judge": judge} if judge else {}),
+                             **({"breakdowns": breakdowns} if breakdowns else {})}), indent=2)
+    if fmt == "csv":  # through the csv module, formulas defused (core/tables.py)
+        return tables.csv_text([{k: models_label(v) if isinstance(v, dict) else v
+                                 for k, v in row.items()} for row in summary], columns)
     if fmt == "markdown":
         return markdown_table(summary, columns)
     raise ValueError(f"unknown format {fmt!r}; choose markdown, json or csv")
 
 
 def markdown_table(rows: list[dict[str, Any]], columns: Sequence[str]) -> str:
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(format_value(row.get(c), c) for c in columns) + " |"
-              for row in rows]
+    """Every table of the printed report: each value as `format_value` shows it, escaped so that
+    no value leaves its cell (core/tables.py)."""
+    lines = tables.header(columns)
+    lines += [tables.row(format_value(row.get(c), c) for c in columns) for row in rows]
     return "\n".join(lines)
 
 
@@ -172,7 +208,8 @@ def format_value(value: Any, column: str = "") -> str:
     if isinstance(value, dict):
         return models_label(value)
     if column == "p_value" and isinstance(value, (int, float)):
-        return "< 0.001" if value < 0.001 else f"{value:.3f}"
+        # freshrag's own text, markdown as it is: a "<" before a space opens no HTML tag
+        return tables.Markdown("< 0.001") if value < 0.001 else f"{value:.3f}"
     if isinstance(value, list) and is_interval(value):
         shown = [format_value(v) for v in value]
         return f"{shown[0]} [{shown[1]}, {shown[2]}]" if len(value) == 3 else \

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 from tqdm import tqdm
 
+from freshrag.core import tables
 from freshrag.core.fields import OVERALL, grouped
 from freshrag.core.stats import bootstrap_interval, mean
 from freshrag.core.types import Question
@@ -73,13 +74,12 @@ def render(result: dict[str, Any]) -> str:
     """The scan as a markdown table: one row per group, one column per weight."""
     field, k = result["field"], result["k"]
     names = [weight_name(w) for w in result["weights"]]
-    lines = [f"| {field} | questions | " + " | ".join(f"w={n}" for n in names) + " | best |",
-             "|" + "---|" * (len(names) + 3)]
-    for row in result["rows"]:
+    lines = tables.header([field, "questions", *(f"w={n}" for n in names), "best"])
+    for row in result["rows"]:  # a group is a value of the questions' own field: escaped
         cells = [_interval(row["recall"][n]) for n in names]
         best = ", ".join(weight_name(w) for w in row["best_weights"])
-        lines.append(f"| {row[field]} | {row['questions']:,} | " + " | ".join(cells)
-                     + f" | {best} ({row['best_recall']:.3f}) |")
+        lines.append(tables.row([row[field], f"{row['questions']:,}", *cells,
+                                 f"{best} ({row['best_recall']:.3f})"]))
     return (f"recall@{k} (gold article among the top-{k} chunks' articles; 95% bootstrap "
             f"intervals) by text weight w: 0 dense only, 1 lexical only\n\n" + "\n".join(lines))
 

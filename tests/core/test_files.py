@@ -10,7 +10,8 @@ import sqlite3
 import pytest
 
 from freshrag.core import files
-from freshrag.core.files import atomic_open, replacing, write_json, write_text
+from freshrag.core.errors import UserError
+from freshrag.core.files import SymlinkError, atomic_open, replacing, write_json, write_text
 
 OLD = "the old content, whole\n"
 
@@ -61,9 +62,11 @@ def test_a_symbolic_link_is_refused_and_neither_it_nor_its_target_changes(tmp_pa
     target.write_text(OLD, encoding="utf-8")
     link = tmp_path / "manifest.json"
     link.symlink_to(target)
-    with pytest.raises(OSError, match="symbolic link") as raised:
+    with pytest.raises(SymlinkError) as raised:
         write_text(link, "new\n")
     assert raised.value.errno == errno.ELOOP and raised.value.filename == str(link)
+    assert str(raised.value).startswith(f"{link}: is a symbolic link")
+    assert isinstance(raised.value, UserError) and "\n" not in str(raised.value)
     assert link.is_symlink() and target.read_text(encoding="utf-8") == OLD
     assert leftovers(tmp_path) == []
 
@@ -71,7 +74,7 @@ def test_a_symbolic_link_is_refused_and_neither_it_nor_its_target_changes(tmp_pa
 def test_a_dangling_symbolic_link_is_refused_too(tmp_path):
     link = tmp_path / "report.html"
     link.symlink_to(tmp_path / "nowhere.html")
-    with pytest.raises(OSError, match="symbolic link"):
+    with pytest.raises(SymlinkError):
         write_text(link, "new\n")
     assert not (tmp_path / "nowhere.html").exists()
 
@@ -88,14 +91,24 @@ def test_replacing_hands_out_a_path_any_writer_can_fill(tmp_path):
     db.close()
 
 
-def test_binary_content_and_a_taken_temporary_name(tmp_path, monkeypatch):
-    names = iter(["aaaa", "aaaa", "bbbb"])
-    monkeypatch.setattr(files.secrets, "token_hex", lambda n: next(names))
-    (tmp_path / ".labels.png.aaaa.tmp").write_text("a crashed writer's")
-    with atomic_open(tmp_path / "labels.png", "wb") as handle:
-        handle.write(b"\x89PNG")
-    assert (tmp_path / "labels.png").read_bytes() == b"\x89PNG"
-    assert leftovers(tmp_path) == [".labels.png.aaaa.tmp"]  # someone else's file is left alone
+def test_binary_content_and_temporary_names_from_the_os(tmp_path, monkeypatch):
+    made = []
+    real = files.tempfile.mkstemp
+
+    def mkstemp(**options):
+        made.append(real(**options))
+        return made[-1]
+    monkeypatch.setattr(files.tempfile, "mkstemp", mkstemp)
+    crashed = tmp_path / ".labels.png.aaaa.tmp"
+    crashed.write_text("a crashed writer's")
+    for content in (b"\x89PNG", b"\x89PNG2"):
+        with atomic_open(tmp_path / "labels.png", "wb") as handle:
+            handle.write(content)
+    assert (tmp_path / "labels.png").read_bytes() == b"\x89PNG2"
+    names = [os.path.basename(name) for _, name in made]
+    assert len(set(names)) == 2 and all(n.startswith(".labels.png.") and n.endswith(".tmp")
+                                        for n in names)
+    assert leftovers(tmp_path) == [crashed.name]  # someone else's file is left alone
 
 
 def test_only_write_modes_are_offered(tmp_path):
@@ -117,3 +130,13 @@ def test_a_figure_is_written_as_savefig_would_write_it(tmp_path):
     plt.close(fig)
     assert (tmp_path / "atomic.png").read_bytes() == (tmp_path / "direct.png").read_bytes()
     assert leftovers(tmp_path) == []
+
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_json_never_holds_nan_or_infinity(tmp_path, value):
+    path = tmp_path / "summary.json"
+    path.write_text(OLD, encoding="utf-8")
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        write_json(path, {"rows": [{"truthfulness": value}]})
+    assert path.read_text(encoding="utf-8") == OLD and leftovers(tmp_path) == []

@@ -105,3 +105,18 @@ def test_replace_jsonl_writes_the_whole_file_or_leaves_the_old_one(tmp_path):
     with pytest.raises(RuntimeError):
         replace_jsonl(path, broken())
     assert path.read_text(encoding="utf-8") == '{"q": "é"}\n{"q": 2}\n'  # the old file, whole
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_rows_never_hold_nan_or_infinity(tmp_path, value):
+    from freshrag.core.jsonl import replace_jsonl
+    path = tmp_path / "samples.jsonl"
+    path.write_text(f"{ROW}\n", encoding="utf-8")
+    writer = JsonlWriter(path)
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        writer.write({"question_id": "q2", "latency_s": value})
+    writer.close()
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        replace_jsonl(tmp_path / "questions.jsonl", [{"q": value}])
+    assert path.read_text(encoding="utf-8") == f"{ROW}\n"
+    assert not (tmp_path / "questions.jsonl").exists()

@@ -13,6 +13,7 @@ from tests import WIKIRAG
 from tests.support.builds import DUMP_ARTICLES, build
 from tests.support.costs import PRICE, long_article, table
 from tests.support.datasets import write_dataset
+from tests.support.markdown import table_rows
 from tests.support.wikidump import article_pages, write_dump
 
 CAP = 0.006  # room for a few pairs: each call reserves its max_tokens, about $0.004 an answer
@@ -159,3 +160,16 @@ def test_build_dry_run_refuses_the_stages_it_cannot_count(tmp_path, fake, capsys
     err = capsys.readouterr().err
     assert "cannot count the control questions of a --needs build" in err and extra[0] in err
     assert fake.calls == 0 and not (tmp_path / "dataset").exists()
+
+
+def test_the_estimate_table_escapes_a_model_s_name():
+    from freshrag.cost.estimate import render
+
+    pair = [1, 1]
+    result = {"jobs": 1, "batch": False, "rows": [
+        {"role": "answer", "model": "my|<model>", "calls": pair, "cached_calls": [0, 0],
+         "input_tokens": pair, "output_tokens": pair, "usd": [0.5, 0.5], "tokenizer": None}]}
+    header, row, total = table_rows(render(result))
+    assert row[:2] == ["answer", "my|<model>"] and len(row) == len(header) == len(total) == 8
+    assert total[0] == "**total**" and total[6] == "$0.5000"
+    assert "<model>" not in render(result)

@@ -3,11 +3,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from freshrag.core.files import SymlinkError
 from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import ContextTooLong, EndpointError, EndpointUnreachable
 from freshrag.llm.local_server import free_port
 from tests.support.fake_openai_server import FakeOpenAIServer, FaultPlan
 from tests.support.fakes import SECRET
+from tests.support.links import PRECIOUS
 from tests.support.llm import MESSAGES, client
 
 
@@ -196,3 +198,12 @@ def test_without_a_cache_identical_calls_are_each_sent():
     with FakeOpenAIServer(delay=0.2) as server:
         ask_at_once(client(server.base_url), 3)
         assert server.calls == 3
+
+
+def test_the_response_cache_refuses_a_symbolic_link(tmp_path, target):
+    path = tmp_path / ".llm-cache.sqlite"
+    path.symlink_to(target)
+    with pytest.raises(SymlinkError, match="--no-cache") as raised:
+        ResponseCache(path)
+    assert str(raised.value).startswith(f"{path}: is a symbolic link")
+    assert target.read_text(encoding="utf-8") == PRECIOUS

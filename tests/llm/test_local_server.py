@@ -6,6 +6,7 @@ killed."""
 import signal
 import socket
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 
@@ -28,6 +29,7 @@ from freshrag.llm.local_server import (
 )
 from tests import ROOT
 from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.links import PRECIOUS
 
 STANDIN = ROOT / "tests" / "support" / "standin_llama.py"
 MESSAGES = [{"role": "user", "content": "Hello?"}]
@@ -78,10 +80,24 @@ def test_a_server_killed_mid_run_is_named_with_its_signal_and_log_not_retried():
     elapsed = time.monotonic() - started
     message = str(caught.value)
     assert "embedded llama.cpp server" in message and "killed by signal 9 (SIGKILL)" in message
-    assert str(server.log_path) in message
+    assert str(server.log_path) in message and server.log_path.exists()  # kept: it is named
     assert "GGML_NATIVE" not in message  # a kill is not a crash: no rebuild advice
     assert isinstance(caught.value, EndpointUnreachable)  # the run stops, keeping what finished
     assert elapsed < 1.0, "retried a server that is known to be dead"  # 6 attempts take > 3 s
+
+
+def test_the_log_has_a_private_name_from_the_os_and_follows_no_planted_link(
+        tmp_path, monkeypatch, target):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the temporary directory, here
+    server = standin("serve")
+    predictable = tmp_path / f"freshrag-llama-{server.port}.log"  # the name it once had
+    predictable.symlink_to(target)
+    with server:
+        log = server.log_path
+        assert log.parent == tmp_path and log != predictable and log.name.endswith(".log")
+        assert log.stat().st_mode & 0o777 == 0o600  # mkstemp's: no one else reads it
+    assert not log.exists()  # stopped after a clean run: nothing left behind in /tmp
+    assert target.read_text(encoding="utf-8") == PRECIOUS and predictable.is_symlink()
 
 
 @dataclass

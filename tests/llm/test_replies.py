@@ -126,3 +126,26 @@ def test_a_stop_abandons_a_request_in_flight_within_a_second(stop_afterwards):
         assert not thread.is_alive()
     assert isinstance(outcome["error"], deadline.Stopped)
     assert outcome["took"] < 2.0
+
+
+def test_a_logprob_that_is_no_finite_number_is_none_and_the_reply_cached(tmp_path):
+    """A server may send -Infinity or NaN (Python reads both); the cache writes strict JSON, so
+    such a logprob is None, which a decider skips as it would an impossible token."""
+    tokens = [{"token": "Yes", "logprob": -0.5, "top_logprobs": [
+        {"token": "Yes", "logprob": -0.5}, {"token": "No", "logprob": float("-inf")}]},
+        {"token": ".", "logprob": float("nan"), "top_logprobs": []}]
+    reply = {**COMPLETION, "choices": [{**COMPLETION["choices"][0], "logprobs": {
+        "content": tokens}}]}
+    body = json.dumps(reply)
+    assert "-Infinity" in body and "NaN" in body
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    raw = {"body": body, "content_type": "application/json"}
+    with FakeOpenAIServer(reply=lambda request: {"raw": raw}) as server:
+        llm = client(server.base_url, cache)
+        first, second = (llm.chat("answer", MESSAGES, top_logprobs=2) for _ in range(2))
+    assert server.calls == 1 and second.cache_hit  # cached, and read back
+    for response in (first, second):
+        assert [t["logprob"] for t in response.logprobs] == [-0.5, None]
+        assert [t["logprob"] for t in response.logprobs[0]["top"]] == [-0.5, None]
+    stored, = cache.values()
+    json.loads(json.dumps(stored), parse_constant=pytest.fail)  # nothing non-finite stored

@@ -188,3 +188,9 @@ def test_chromium_renders_the_breakdown_sections(reported, tmp_path):
     stdout, stderr, code = dump_dom(chromium(), page, tmp_path / "profile")
     assert code == 0, stderr[-2000:]
     check_breakdown_page(parse(stdout))
+
+
+def test_a_group_s_value_in_the_heading_is_escaped():
+    text = breakdown.render({"field": "information_need", "groups": {"<b>votes</b>\n| x": 2},
+                             "tables": {}, "notes": []})
+    assert text == "## By information_need: &lt;b&gt;votes&lt;/b&gt; \\| x (2 questions)"

@@ -3,14 +3,18 @@ failed pairs spent, counted apart from the answered ones."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import pytest
 
 from freshrag.cli.main import main
+from freshrag.core.files import write_json
 from freshrag.core.samples import SAMPLES
 from freshrag.reporting import analysis, report
 from freshrag.reporting.render import plots
+from tests.support.markdown import table_rows
 from tests.support.runs import sample, write_run
 
 # ------------------------------------------------------------------ item 4: a run with no rows
@@ -126,3 +130,75 @@ def test_intervals_and_cost_count_the_answered_pairs_tokens_as_the_summary_does(
 def test_a_group_of_failed_pairs_only_has_no_token_interval():
     [interval] = analysis.intervals(FAILED_ROWS)
     assert interval["input_tokens"] is None and "truthfulness" not in interval
+
+
+# ------------------------------------------------------------------ values that are markup
+
+EVIL_SYSTEM = "naive|<script>alert(1)</script>\nsecond line"
+FORMULA_SYSTEM = '=HYPERLINK("http://evil.example","click")'
+
+
+def test_every_printed_table_keeps_its_columns_whatever_a_value_holds(tmp_path, capsys):
+    rows = [sample(f"q{i}", system, dataset="A|f<b>") for i in range(2)
+            for system in (EVIL_SYSTEM, "baseline")]
+    run = write_run(tmp_path / "run", rows, {"dataset": {"name": "A|f<b>"}})
+    assert main(["report", str(run), "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "<script>" not in printed and "<b>" not in printed
+    for table in printed.split("\n\n"):
+        found = table_rows(table)
+        if found:  # every row of a table has the header's number of cells
+            assert {len(cells) for cells in found} == {len(found[0])}, table
+    summary = table_rows(printed.split("\n\n")[0])
+    systems = [dict(zip(summary[0], cells))["system"] for cells in summary[1:]]
+    assert sorted(systems) == sorted(["baseline", EVIL_SYSTEM.replace("\n", " ")])
+
+
+def test_csv_holds_the_values_and_no_formula(tmp_path, capsys):
+    rows = [sample("q1", FORMULA_SYSTEM), sample("q1", "a,b\nc")]
+    run = write_run(tmp_path / "run", rows, {"dataset": {"name": "A_f"}})
+    assert main(["report", str(run), "--format", "csv", "--out", str(tmp_path / "out")]) == 0
+    table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert sorted(row["system"] for row in table) == sorted(["'" + FORMULA_SYSTEM, "a,b\nc"])
+
+
+# ------------------------------------------------------------------ statistics that overflow
+
+HUGE = [sample(f"q{i}", "naive", truth=1e308, rel=1e308) for i in range(3)]  # finite, each
+
+
+def strict(text):
+    """JSON as any parser reads it: NaN and Infinity are no JSON."""
+    return json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} written"))
+
+
+def test_a_mean_that_overflows_is_null_with_a_note_and_the_json_strict(tmp_path):
+    summary = report.summarise(HUGE)
+    assert summary[0]["truthfulness"] == float("inf")  # the sum overflows: the case at hand
+    notes = report.non_finite_notes("summary", summary)
+    assert len(notes) == 1 and "A_f/naive.truthfulness, A_f/naive.relevance" in notes[0]
+    written = strict(report.write_summary(tmp_path, summary).read_text())
+    assert (written["rows"][0]["truthfulness"], written["rows"][0]["n"]) == (None, 3)
+    details = analysis.analyse(HUGE)
+    with pytest.raises(ValueError, match="not JSON compliant"):  # the writer is strict
+        write_json(tmp_path / "analysis.json", details)
+    assert report.non_finite_notes("analysis", details)
+    strict(write_json(tmp_path / "analysis.json", report.finite(details)).read_text())
+    assert "inf" not in report.render(report.finite(summary), "markdown")
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "json", "csv"])
+def test_grades_that_would_overflow_are_refused_before_any_statistic(tmp_path, capsys, fmt):
+    # the first defence: a grade off the judge's 1-5 scale never reaches a mean (the second,
+    # above: a statistic that is not finite is written as null)
+    run = write_run(tmp_path / "run", HUGE, {"dataset": {"name": "A_f"}})
+    out = tmp_path / "out"
+    assert main(["report", str(run), "--format", fmt, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{run / 'samples.jsonl'}:1: grade 'truthfulness' must be a number from 1 to 5" in err
+    assert "Traceback" not in err and not out.exists()
+
+
+def test_a_small_p_value_reads_as_written_in_every_table():
+    table = report.markdown_table([{"p_value": 0.0001}, {"p_value": 0.25}], ["p_value"])
+    assert table.splitlines()[2:] == ["| < 0.001 |", "| 0.250 |"]

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+from freshrag.builders.build import WRITES
 from freshrag.cli.main import main
 from tests import WIKIRAG
 from tests.support.fake_openai_server import default_reply
@@ -20,10 +21,22 @@ LABELS = "fact_single=2,summary=1,reasoning=1,unanswerable=1"
 FRESH, OLD = 6, 8  # released articles created after the cutoff / of the random sample
 
 
+def listed_build(argv: list[str]) -> int:
+    """`freshrag build` with `argv` (after "build"); then every file in its --out must be one
+    that builders/build.py's WRITES lists, since `build` refuses an input at those paths only
+    (harness/core/outputs.py)."""
+    code = main(["build", *argv])
+    out = Path(argv[argv.index("--out") + 1])
+    unlisted = sorted(p.name for p in out.iterdir() if p.is_file() and p.name not in WRITES) \
+        if out.is_dir() else []
+    assert not unlisted, f"the build wrote files its WRITES does not list: {unlisted}"
+    return code
+
+
 def build(tmp_path: Path, dump_path: Path, *extra: str) -> int:
     """`freshrag build` of `dump_path` into `tmp_path / "dataset"`."""
-    return main(["build", "--dump", str(dump_path), "--cutoff", CUTOFF,
-                 "--out", str(tmp_path / "dataset"), *extra])
+    return listed_build(["--dump", str(dump_path), "--cutoff", CUTOFF,
+                         "--out", str(tmp_path / "dataset"), *extra])
 
 
 # --------------------------------------------------------------------------- needs
@@ -54,8 +67,8 @@ def needs_build(tmp_path: Path, *extra: str) -> int:
     dump = tmp_path / "wiki.xml"
     if not dump.exists():
         write_dump(dump, article_pages(WIKIRAG / "articles.jsonl", 12))
-    return main(["build", "--dump", str(dump), "--cutoff", CUTOFF, "--out",
-                 str(tmp_path / "dataset"), "--questions-from", "A_d", *extra])
+    return listed_build(["--dump", str(dump), "--cutoff", CUTOFF, "--out",
+                         str(tmp_path / "dataset"), "--questions-from", "A_d", *extra])
 
 
 # --------------------------------------------------------------------------- statements
@@ -94,8 +107,9 @@ def statements_reply(request):
 
 def statements_build(tmp_path: Path, dump: Path, *extra: str) -> int:
     """`freshrag build --style statements` with LABELS into `tmp_path / "d"`."""
-    return main(["build", "--dump", str(dump), "--cutoff", CUTOFF, "--out", str(tmp_path / "d"),
-                 "--style", "statements", "--labels", LABELS, "--concurrency", "2", *extra])
+    return listed_build(["--dump", str(dump), "--cutoff", CUTOFF, "--out", str(tmp_path / "d"),
+                         "--style", "statements", "--labels", LABELS, "--concurrency", "2",
+                         *extra])
 
 
 # --------------------------------------------------------------------------- traffic
@@ -114,5 +128,5 @@ def write_traffic_dump(tmp_path: Path) -> Path:
 
 def traffic_build(tmp_path: Path, dump_path: Path, *extra: str) -> int:
     """`freshrag build` with seed 3 (it draws the control articles) into `tmp_path / "dataset"`."""
-    return main(["build", "--dump", str(dump_path), "--cutoff", CUTOFF, "--seed", "3",
-                 "--out", str(tmp_path / "dataset"), *extra])
+    return listed_build(["--dump", str(dump_path), "--cutoff", CUTOFF, "--seed", "3",
+                         "--out", str(tmp_path / "dataset"), *extra])

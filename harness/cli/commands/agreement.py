@@ -33,15 +33,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    import json
     import sys
+
+    from freshrag.core.files import dumps
 
     document = agreement.compare_runs(args.run_a, args.run_b, args.top,
                                       repeats=(args.repeat_a, args.repeat_b))
     path = agreement.write_agreement(args.out or agreement.default_out(args.run_a, args.run_b),
                                      document)
     markdown = args.format == "markdown"
-    print(agreement.render(document) if markdown else json.dumps(document, indent=2))
+    print(agreement.render(document) if markdown else dumps(document, indent=2))
     # stderr when stdout carries JSON, so that output stays parseable
     print(f"\n{path} written", file=sys.stdout if markdown else sys.stderr)
     return 0

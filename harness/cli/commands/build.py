@@ -8,7 +8,6 @@ and the rest when the command runs, so that `--help` stays fast.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from freshrag.builders.sources.mediawiki import WIKIPEDIA_API
@@ -124,15 +123,27 @@ def _traffic_options(p: argparse.ArgumentParser) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    import glob
+
     from freshrag.builders import build as builder
     from freshrag.builders.cutoffs import resolve_cutoff
     from freshrag.builders.manifest import check_settings
     from freshrag.builders.styles.needs import read_needs
     from freshrag.builders.styles.templates import load_templates
-    from freshrag.cli.common import CACHE_FILE, default_config, llm_client
+    from freshrag.cli.common import CACHE_FILE, cache_output, default_config, llm_client
     from freshrag.core.config import load_settings
+    from freshrag.core.files import dumps
+    from freshrag.core.outputs import check_outputs, files_in
 
     config_file = args.config or default_config()
+    cache = None if args.no_cache else args.out.parent / CACHE_FILE
+    check_outputs(files_in(args.out, builder.WRITES, "--out", "give another --out, or keep the "
+                           "input outside the dataset directory") + cache_output(cache),
+                  [("--templates", args.templates), ("--needs", args.needs),
+                   ("--config", config_file),
+                   *(("--dump", Path(p)) for p in args.dump or () if not glob.has_magic(p)),
+                   *(("--stub-dump", Path(p)) for p in args.stub_dump or ()
+                     if not glob.has_magic(p))])
     cutoff, cutoff_source = resolve_cutoff(args.cutoff, args.model, config_file)
     source = builder.Source(tuple(args.dump or ()), tuple(args.stub_dump or ()),
                             args.dump_processes, args.wiki_api, args.user_agent, args.max_lag,
@@ -151,7 +162,6 @@ def handle(args: argparse.Namespace) -> int:
     if args.templates:
         load_templates(args.templates)  # a bad file is refused before any source or model
     labelled = builder.labelling(args.label, args.style)
-    cache = None if args.no_cache else args.out.parent / CACHE_FILE
     if args.dry_run:
         return _dry_run(args, config, config_file, cache, labelled)
     stages = builder.stages_to_run(config, args.stage, labelled, source)
@@ -159,7 +169,7 @@ def handle(args: argparse.Namespace) -> int:
     manifest = builder.build(config, stages, source, cutoff_source,
                              lambda roles: llm_client(settings, cache, args.seed, roles=roles),
                              labelled)
-    print(json.dumps(manifest["funnel"], indent=2))
+    print(dumps(manifest["funnel"], indent=2))
     print(f"dataset written to {args.out}/ (articles.jsonl, questions.jsonl, manifest.json); "
           f"run it with: freshrag run --dataset {args.out}")
     return 0

@@ -27,8 +27,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from freshrag.core.manifest import MANIFEST
+    from freshrag.core.outputs import check_outputs, files_in
+    from freshrag.core.rundir import LOCK
+    from freshrag.core.samples import SAMPLES
     from freshrag.run.legacy import import_legacy
 
+    check_outputs(files_in(args.out, (SAMPLES, MANIFEST, LOCK), "--out"),
+                  [("PICKLE", args.pickle)])
     n = import_legacy(args.pickle, args.dataset, args.system, args.out, args.model)
     print(f"{n} rows of {args.pickle} imported into {args.out}/ as {args.dataset}/{args.system}; "
           f"see them with: freshrag report {args.out}")

@@ -20,12 +20,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    import json
     import time
 
     from freshrag.cli.common import index_config
     from freshrag.core.config import load_settings
     from freshrag.core.dataset import load_articles
+    from freshrag.core.files import dumps
     from freshrag.llm.client import LLMClient
     from freshrag.systems.retrieval.embeddings import embedder_for
     from freshrag.systems.retrieval.index import open_index
@@ -35,7 +35,7 @@ def handle(args: argparse.Namespace) -> int:
     index = open_index(articles, index_config(args, Path("results")),
                        embedder_for(LLMClient(load_settings(args.config))))
     try:
-        print(json.dumps({**index.record(), "articles": len(articles),
+        print(dumps({**index.record(), "articles": len(articles),
                           "seconds": round(time.monotonic() - started, 1)}, indent=2))
     finally:
         index.close()

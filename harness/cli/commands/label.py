@@ -34,16 +34,25 @@ def handle(args: argparse.Namespace) -> int:
         check_no_foreign_labels,
         read_hand_labels,
     )
-    from freshrag.cli.common import CACHE_FILE, llm_client
+    from freshrag.builders.labels.report import CHART_FILE, REPORT_FILE
+    from freshrag.cli.common import CACHE_FILE, cache_output, default_config, llm_client
     from freshrag.core.config import load_settings
     from freshrag.core.dataset import load_dataset_dir
-    from freshrag.core.rundir import locked
+    from freshrag.core.outputs import check_outputs, files_in
+    from freshrag.core.rundir import LOCK, locked
 
+    cache = None if args.no_cache else args.dataset.parent / CACHE_FILE
+    # The dataset's questions.jsonl is read and rewritten on purpose (the labels go into it); as
+    # an output it keeps --hand-labels from being that file.
+    written = ("questions.jsonl", LABELS_FILE, REPORT_FILE, CHART_FILE, LOCK)
+    check_outputs(files_in(args.dataset, written, "DATASET", "keep --hand-labels outside the "
+                           "dataset's own files") + cache_output(cache),
+                  [("--hand-labels", args.hand_labels),
+                   ("--config", args.config or default_config())])
     dataset = load_dataset_dir(args.dataset)  # every input checked before a server starts
     hand = read_hand_labels(args.hand_labels, {q.id for q in dataset.questions}) \
         if args.hand_labels else None
     check_no_foreign_labels(dataset.files["questions"], args.dataset / LABELS_FILE)
-    cache = None if args.no_cache else args.dataset.parent / CACHE_FILE
     with locked(args.dataset), llm_client(load_settings(args.config), cache, args.seed,
                                           roles=("labeller",)) as llm:
         print(f"labels: {label_and_report(llm, args.dataset, args.concurrency, hand)}")

@@ -28,8 +28,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from freshrag.builders.traffic.mix import write_mix
+    from freshrag.builders.traffic.mix import MIX, write_mix
+    from freshrag.core.outputs import check_outputs, files_in
 
+    check_outputs(files_in(args.out, ("questions.jsonl", "articles.jsonl", MIX), "--out"),
+                  [(f"DATASET's {name}", args.dataset / name)
+                   for name in ("questions.jsonl", "articles.jsonl")])
     shares = {kind: getattr(args, kind) for kind in KINDS}
     print(write_mix(args.dataset, shares, args.n, args.seed, args.out))
     return 0

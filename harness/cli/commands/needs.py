@@ -52,16 +52,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from freshrag.builders.traffic import query_log
-    from freshrag.cli.common import CACHE_FILE, llm_client
+    from freshrag.cli.common import CACHE_FILE, cache_output, default_config, llm_client
     from freshrag.core.config import load_settings
+    from freshrag.core.outputs import Output, check_outputs
     from freshrag.systems.retrieval.embeddings import embedder_for
 
     if args.out.is_dir():
         raise UsageError(f"--out {args.out} is a directory; give the needs file to write")
+    cache = None if args.no_cache else Path("results") / CACHE_FILE
+    fix = "give another --out (its .json and .md go beside it)"
+    check_outputs([Output(path, what, fix) for path, what in zip(
+        query_log.needs_paths(args.out), ("--out", "the .json beside --out", "the .md beside --out"))]
+        + cache_output(cache), [("--queries", args.queries),
+                                ("--config", args.config or default_config())])
     queries = query_log.read_queries(args.queries)  # refused before a model loads
     config = query_log.NeedLogConfig(args.distance_threshold, args.min_size, args.examples,
                                      args.max_queries, args.seed, args.concurrency)
-    cache = None if args.no_cache else Path("results") / CACHE_FILE
     with llm_client(load_settings(args.config), cache, args.seed, roles=("builder",)) as llm:
         document = query_log.derive_needs(queries, llm, embedder_for(llm).embed, config)
     document["queries_file"] = str(args.queries)

@@ -46,20 +46,28 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.reporting.judge_check import judge_checks
     from freshrag.reporting.prices import price_table
 
+    out = args.out or (args.run_dirs[0] if len(args.run_dirs) == 1 else Path("results") / "report")
+    _check_outputs(args, out)
     prices = price_table(args.config or default_config())  # refused before anything is written
     rows = report.load_runs(args.run_dirs)
     summary = report.summarise(rows)
-    out = args.out or (args.run_dirs[0] if len(args.run_dirs) == 1 else Path("results") / "report")
     details = analysis.analyse(rows, prices, correct_at=args.correct_at, mixes=args.mix)
     details["judge"] = judge_checks(args.run_dirs, rows)
     breakdowns = {field: breakdown.breakdown(rows, field, prices) for field in args.by or ()}
+    # A statistic that is no finite number (a mean of imported scores near 1e308 overflows) is
+    # null in every table and file, and a note names it: JSON cannot hold it.
+    unfinite = (report.non_finite_notes("summary", summary)
+                + report.non_finite_notes("analysis", details)
+                + report.non_finite_notes("breakdowns", breakdowns))
+    summary, details, breakdowns = map(report.finite, (summary, details, breakdowns))
     by_field = breakdown.summary_tables(breakdowns)
     report.write_summary(out, summary, by_field)
     if breakdowns:
         details["breakdowns"] = breakdowns
-    write_json(out / ANALYSIS, details, ensure_ascii=True)
+    write_json(out / ANALYSIS, {**details, "notes": (details.get("notes") or []) + unfinite},
+               ensure_ascii=True)
     figures = _figures(rows, out, details, breakdowns)
-    notes = report.run_notes(args.run_dirs, rows)
+    notes = report.run_notes(args.run_dirs, rows) + unfinite
     # the judge's verdict first, then the notes; on stderr when stdout carries JSON or CSV
     side = sys.stdout if args.format == "markdown" else sys.stderr
     for line in details["judge"]["lines"] + notes:
@@ -79,6 +87,23 @@ def handle(args: argparse.Namespace) -> int:
                           breakdowns=breakdowns)
         print(f"HTML report written to {page}", file=side)  # stderr keeps JSON or CSV parseable
     return 0
+
+
+def _check_outputs(args: argparse.Namespace, out: Path) -> None:
+    """No file the report writes is one it reads (core/outputs.py): --html is no run's file."""
+    from freshrag.cli.common import default_config
+    from freshrag.core.manifest import MANIFEST
+    from freshrag.core.outputs import Output, check_outputs, files_in
+    from freshrag.core.samples import SAMPLES
+    from freshrag.reporting import report
+    from freshrag.scoring.store import SCORES
+
+    read = (SAMPLES, MANIFEST, SCORES)
+    html = [Output(args.html, "--html", "give another --html")] if args.html else []
+    check_outputs(files_in(out, (report.SUMMARY, ANALYSIS), "--out") + html,
+                  [(f"RUN_DIR {run_dir}'s {name}", run_dir / name)
+                   for run_dir in args.run_dirs for name in read]
+                  + [("--config", args.config or default_config())])
 
 
 def _figures(rows: list[dict], out: Path, details: dict, breakdowns: dict) -> list[Path]:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from freshrag.core.dataset import Dataset
     from freshrag.cost.budget import Budget
     from freshrag.run.runner import RunConfig
+    from freshrag.systems.external.plugins import SystemSource
     from freshrag.systems.retrieval.index import IndexConfig
 
 HELP = "answer, judge and account every (question, system) pair"
@@ -104,6 +105,7 @@ def handle(args: argparse.Namespace) -> int:
     factories = {**SYSTEMS, **{source.name: source.build for source in sources
                                if source.origin != "built-in"}}
     out = args.out or Path("results") / data.name
+    _check_outputs(args, out, data, sources)
     config = _run_config(args, out, tuple(source.name for source in sources), scorers,
                          {source.name: source.record() for source in sources})
     settings = load_settings(args.config)
@@ -125,6 +127,29 @@ def handle(args: argparse.Namespace) -> int:
     rows, capped = _answer(data, config, settings, cache, args.seed, roles, budget, index, prompts,
                            factories)
     return _summarise(out, rows, capped)
+
+
+def _check_outputs(args: argparse.Namespace, out: Path, data: Dataset,
+                   sources: list[SystemSource]) -> None:
+    """No file the run writes is one it reads (core/outputs.py): the dataset's files, the
+    config, a system's file or answers file (`freshrag import`'s ANSWERS)."""
+    from freshrag.cli.common import CACHE_FILE, cache_output, default_config
+    from freshrag.core.manifest import MANIFEST
+    from freshrag.core.outputs import check_outputs, files_in
+    from freshrag.core.rundir import LOCK
+    from freshrag.core.samples import SAMPLES
+    from freshrag.cost.batch import BATCHES
+    from freshrag.reporting.report import SUMMARY
+    from freshrag.run.runner import PROBES_FILE
+    from freshrag.scoring.store import SCORES
+
+    written = (SAMPLES, MANIFEST, SUMMARY, PROBES_FILE, BATCHES, SCORES, LOCK)
+    cache = None if args.no_cache else out.parent / CACHE_FILE
+    check_outputs(files_in(out, written, "--out") + cache_output(cache),
+                  [(f"the dataset's {kind} file", path) for kind, path in data.files.items()]
+                  + [(f"the file of system {source.name}", Path(source.where))
+                     for source in sources if source.origin in ("file", "answers file")]
+                  + [("--config", args.config or default_config())])
 
 
 def _run_config(args: argparse.Namespace, out: Path, systems: tuple[str, ...],

@@ -10,7 +10,10 @@ import pytest
 
 from freshrag.builders.sources.dump import DumpError, DumpSource, plain_text
 from freshrag.builders.sources.pages import DISAMBIGUATION, REDIRECT
+from freshrag.builders.sources.split_dump import read_pages
+from freshrag.core.files import SymlinkError
 from tests import WIKIRAG
+from tests.support.links import PRECIOUS
 from tests.support.wikidump import (
     STAND_IN_CREATED,
     DumpPage,
@@ -164,3 +167,21 @@ def test_a_missing_dump_is_named(tmp_path):
 
 def collect_or_raise(source):
     return list(source.pages(set()))
+
+
+def test_a_split_dump_spool_planted_as_a_link_is_replaced(tmp_path, target):
+    dump = write_dump(tmp_path / "wiki.xml", [DumpPage(1, "Bridge", [
+        Revision(1, "2024-01-01T00:00:00Z", "A bridge over the river, long enough to keep.")])])
+    spool = tmp_path / "pages-0.jsonl"
+    spool.symlink_to(target)
+    summary = read_pages(str(dump), str(spool))
+    assert summary["error"] is None and not spool.is_symlink()
+    assert target.read_text(encoding="utf-8") == PRECIOUS
+
+
+def test_a_dump_written_over_a_link_is_refused(tmp_path, target):
+    link = tmp_path / "wiki.xml.bz2"
+    link.symlink_to(target)
+    with pytest.raises(SymlinkError):
+        write_dump(link, [])
+    assert target.read_text(encoding="utf-8") == PRECIOUS

@@ -14,6 +14,7 @@ from freshrag.cli.commands.demo import write_example_dump
 from freshrag.cli.main import main
 from freshrag.core.jsonl import read_jsonl
 from freshrag.core.samples import read_samples
+from tests.support.builds import listed_build
 from tests.support.fake_openai_server import FakeOpenAIServer, default_reply
 from tests.support.fakes import grade_call, use_endpoint
 
@@ -69,9 +70,9 @@ def scripted(monkeypatch):
 
 
 def build(tmp_path, dump):
-    return main(["build", "--dump", str(dump), "--cutoff", "2025-12-31", "--out",
-                 str(tmp_path / "dataset"), "--style", "grounded", "--questions-from", "A_r",
-                 "--groups", str(GROUPS), "--criteria", ",".join(CRITERIA)])
+    return listed_build(["--dump", str(dump), "--cutoff", "2025-12-31", "--out",
+                         str(tmp_path / "dataset"), "--style", "grounded", "--questions-from",
+                         "A_r", "--groups", str(GROUPS), "--criteria", ",".join(CRITERIA)])
 
 
 def test_grounded_build_run_and_report(tmp_path, scripted, capsys):

@@ -118,3 +118,66 @@ def test_a_bad_templates_file_is_named(tmp_path, name, text, message):
     with pytest.raises(TemplateError, match=message) as raised:
         load_templates(path)
     assert str(raised.value).startswith(str(path))
+
+
+# SQL that would create a file, change the database or its connection: each refused, naming the
+# file, the template and the field, and nothing is created at the path it names.
+OUTSIDE = "made-by-a-template.db"
+
+
+@pytest.mark.parametrize("field, sql, refused", [
+    pytest.param("fill", "ATTACH DATABASE '{path}' AS x", "ATTACH or VACUUM INTO", id="attach"),
+    pytest.param("sql", "VACUUM INTO '{path}'", "ATTACH or VACUUM INTO", id="vacuum-into"),
+    pytest.param("fill", "SELECT field FROM facts; ATTACH '{path}' AS x", "not a query over facts",
+                 id="second-statement"),
+    pytest.param("sql", "PRAGMA query_only = 0", "PRAGMA 'query_only'", id="pragma"),
+    pytest.param("sql", "INSERT INTO facts (article) VALUES ('x')", "INSERT 'facts'",
+                 id="insert"),
+    pytest.param("fill", "CREATE TEMP TABLE field AS SELECT 1", "may only read the fact table",
+                 id="create"),
+    pytest.param("sql", "DETACH DATABASE main", "DETACH", id="detach"),
+    pytest.param("sql", "BEGIN", "TRANSACTION", id="transaction"),
+    pytest.param("fill", "REINDEX", "is not a SELECT", id="reindex"),
+    pytest.param("sql", "SELECT load_extension('{path}')", "FUNCTION 'load_extension'",
+                 id="load-extension"),
+])
+def test_a_template_may_only_read_the_fact_table(tmp_path, field, sql, refused):
+    import json
+    target = tmp_path / OUTSIDE
+    path = tmp_path / "more.json"
+    path.write_text(json.dumps([{**GOOD, field: sql.format(path=target)}]))
+    with pytest.raises(TemplateError) as raised:
+        load_templates(path)
+    message = str(raised.value)
+    assert message.startswith(f"{path}: templates[0] ('tallest'): field '{field}' ")
+    assert refused in message and "\n" not in message
+    assert not target.exists()
+
+
+def test_the_fact_table_refuses_what_the_check_would_have(tmp_path):
+    """A template that never went through the check (made in code) is refused on the real table
+    too: the connection the templates run on is read-only with the same authorizer."""
+    from freshrag.builders.styles.facts import closing_db
+    from freshrag.builders.styles.templates import Template
+
+    facts = tmp_path / "facts.sqlite"
+    with sqlite3.connect(facts) as made:
+        made.execute(SCHEMA)
+        made.executemany("INSERT INTO facts VALUES (?, NULL, ?, ?, ?, ?)", FACTS)
+    made.close()
+    target = tmp_path / OUTSIDE
+    unchecked = Template("copy", "projection", GOOD["fill"], f"VACUUM INTO '{target}'", "{field}")
+    with closing_db(facts) as db, pytest.raises(TemplateError, match="VACUUM INTO") as raised:
+        fill_templates(db, [unchecked])
+    assert str(raised.value).startswith("built-in template 'copy': field 'sql' failed")
+    assert not target.exists()
+
+
+def test_a_template_failing_on_the_table_s_values_is_named(tmp_path, db):
+    path = tmp_path / "more.toml"
+    path.write_text(toml_of({**GOOD, "fill": "SELECT field FROM facts WHERE json_extract("
+                                             "value, '$.x') IS NULL"}))
+    template, = load_templates(path)  # compiles, and runs on the empty schema
+    with pytest.raises(TemplateError, match="malformed JSON") as raised:
+        fill_templates(db, [template])
+    assert str(raised.value).startswith(f"{path}: templates[0] ('tallest'): field 'fill' failed")

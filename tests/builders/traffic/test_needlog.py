@@ -26,6 +26,7 @@ from freshrag.builders.traffic.query_log import (
 )
 from freshrag.core.types import LLMResponse, Usage
 from tests.support.fakes import ScriptedLLM, ToolReply
+from tests.support.markdown import table_rows
 
 # Three directions, a few queries around each, and two strays each in a direction of its own: what
 # a log's embeddings look like.
@@ -170,3 +171,20 @@ def test_a_log_larger_than_max_queries_is_sampled_with_the_seed():
     assert first["small_clusters"] == second["small_clusters"]
     assert sum(1 for _ in first["small_clusters"]["examples"]) <= 5
     assert "seeded sample of 5 of 11" in render(first)
+
+
+def test_the_needs_table_keeps_users_queries_in_their_cells():
+    evil = "a | b <img src=x onerror=alert(1)>\nnext line"
+    document = {"queries": 3, "distinct": 3, "sampled": None,
+                "clustering": {"clusters": 2, "distance_threshold": 0.3, "min_size": 1},
+                "needs": [{"need": "Need | one", "status": DESCRIBED, "reason": None,
+                           "examples": [evil, "plain"], "size": 2},
+                          {"need": "<b>bold</b>", "status": FAILED, "reason": "no | call",
+                           "examples": ["x"], "size": 1}],
+                "small_clusters": {"clusters": 1, "queries": 1, "examples": [evil]}}
+    text = render(document)
+    assert "<" not in text and ">" not in text
+    header, first, second = table_rows(text)
+    assert header == ["#", "need", "queries", "example queries"]
+    assert first == ["1", "Need | one", "2", evil.replace("\n", " ") + "; plain"]
+    assert second == ["2", "*not used: no | call* (<b>bold</b>)", "1", "x"]

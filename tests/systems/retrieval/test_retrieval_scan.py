@@ -13,6 +13,7 @@ from freshrag.systems.retrieval.scan import render, scan
 from tests.support.datasets import write_dataset
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import SECRET, BagOfWordsEmbedder, use_endpoint
+from tests.support.markdown import table_rows
 from tests.support.systems import CORPUS
 
 QUESTIONS = [
@@ -115,3 +116,14 @@ def test_bad_weights_are_refused_naming_the_option(tmp_path, capsys, weights, me
         main(["scan-retrieval", str(tmp_path), "--weights", weights])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and "argument --weights" in err and message in err
+
+
+def test_a_group_named_by_its_questions_stays_in_its_cell():
+    recall = {"0": [0.5, 0.4, 0.6], "1": [0.25, 0.1, 0.4]}
+    result = {"field": "information_need", "k": 3, "weights": [0.0, 1.0],
+              "rows": [{"information_need": "results | <i>votes</i>\nby town", "questions": 2,
+                        "recall": recall, "best_weights": [0.0], "best_recall": 0.5}]}
+    header, row = table_rows(render(result))
+    assert len(row) == len(header) == 5
+    assert row[0] == "results | <i>votes</i> by town" and row[-1] == "0 (0.500)"
+    assert "<i>" not in render(result)
