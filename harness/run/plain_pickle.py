@@ -28,6 +28,8 @@ import pickle
 import pickletools
 from dataclasses import dataclass
 
+from freshrag.core.errors import FreshragError
+
 BASE_LIMIT = 1_000_000
 LIMIT_PER_BYTE = 32
 # The classes a plain pickle names: sets and frozensets are rebuilt through their class in
@@ -48,8 +50,9 @@ HASHABLE_INT_BITS = 60  # below 2**61 - 1 an int hashes to itself: no two collid
 NAME_CHARS = 200  # strings kept for STACK_GLOBAL, which names a module and a class by two
 
 
-class PickleRefused(pickle.UnpicklingError):
-    """The pickle is not plain data of bounded size; the message says what it holds."""
+class PickleRefused(FreshragError, pickle.UnpicklingError):
+    """The pickle is not plain data of bounded size; the message says what it holds. Caught by
+    legacy.load_pickle, which names the file (a LegacyError)."""
 
 
 @dataclass(eq=False, slots=True)
