@@ -38,6 +38,12 @@ class Dataset:
     def file_hashes(self) -> dict[str, str]:
         return {kind: sha256_file(path) for kind, path in self.files.items()}
 
+    def gold_article(self, question: Question) -> Article | None:
+        """The article that answers `question`; None for a general query, which has none (the
+        judge then grades with its prompt for no article). The run and its walks (the dry run,
+        the batch) both ask here, so that they grade the same way."""
+        return None if question.gold_title is None else self.articles[question.gold_title]
+
 
 def example_dir() -> Path:
     """The invented example dataset shipped inside the package."""

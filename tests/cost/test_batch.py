@@ -115,3 +115,26 @@ def test_batch_refuses_what_cannot_work_before_any_call(tmp_path, monkeypatch, c
     assert main(["run", *batch_run(tmp_path, 2), *extra]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_general_query_is_graded_through_the_batch_and_counted_by_the_dry_run(tmp_path,
+                                                                               monkeypatch,
+                                                                               capsys):
+    """A general query (no gold article, kind general): the walk grades it with the judge's
+    prompt for no article, as the live run does; it was a KeyError: None."""
+    questions = [{"id": "f", "title": "Town 0", "question": "How many bridges has Town 0?",
+                  "kind": "fresh", "need": True},
+                 {"id": "g", "title": None, "question": "What is 17 times 23?",
+                  "kind": "general", "need": False}]
+    write_dataset(tmp_path / "d", 1, questions=questions)
+    args = ["run", "--dataset", str(tmp_path / "d"), "--systems", "baseline", "--no-probe",
+            "--out", str(tmp_path / "run")]
+    fake = FakeBatches(polls=1)
+    with FakeOpenAIServer(batches=fake) as server:
+        use_endpoint(monkeypatch, server.base_url, "sk-x")
+        assert main([*args, "--dry-run"]) == 0
+        assert "| judge | fake-model | 2 |" in capsys.readouterr().out
+        assert main([*args, "--batch", "--batch-poll", "0.05"]) == 0
+    rows = {r["question_id"]: r for r in read_samples(tmp_path / "run" / "samples.jsonl")}
+    assert server.calls == 0 and len(fake.submitted) == 4  # two answers, two grades
+    assert rows["g"]["gold_title"] is None and rows["g"]["grade"]["truthfulness"] is not None
