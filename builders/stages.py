@@ -221,7 +221,8 @@ def filter_created(config: BuildConfig) -> list[str]:
     a_r = set(read_titles(config.out, "A_r"))
     a_d = [row["title"] for row in read_jsonl(config.out / ARTICLES)
            if row["title"] in a_r and row.get("created")
-           and created_after(row["created"], config.cutoff)]
+           and created_after(row["created"], config.cutoff,
+                             f"{config.out / ARTICLES}: {row['title']!r}: created")]
     write_titles(config.out, "A_d", a_d)
     return a_d
 

@@ -82,7 +82,8 @@ def choose_control(config: BuildConfig) -> list[str]:
     day = control_day(config)
     old = sorted(row["title"] for row in read_jsonl(config.out / ARTICLES)
                  if row["title"] in a_r and row.get("created")
-                 and not created_after(row["created"], day))
+                 and not created_after(row["created"], day,
+                                       f"{config.out / ARTICLES}: {row['title']!r}: created"))
     if len(old) < config.control:
         raise BuildError(f"{config.out}: --control {config.control} asks for more articles than "
                          f"A_r holds created by {day} ({len(old)}, a margin of "

@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import math
 import re
-from datetime import date
 from pathlib import Path
 from typing import Callable, Iterable
 
 from freshrag.core.config import header_problem, url_problem
+from freshrag.core.dates import DATE_FORM, parse_date
 from freshrag.core.errors import UserError
 from freshrag.scoring import SCORERS, probes
 from freshrag.systems.retrieval.index import DEFAULT_DIRECTORY, IndexConfig
@@ -81,13 +81,11 @@ def mix_shares(text: str) -> dict[str, float]:
 
 
 def iso_date(text: str) -> str:
-    """A calendar date written YYYY-MM-DD."""
+    """A calendar date written YYYY-MM-DD (harness/core/dates.py: no week or compact forms)."""
     try:
-        if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text):
-            raise ValueError
-        return date.fromisoformat(text).isoformat()
+        return parse_date(text).isoformat()
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a date as YYYY-MM-DD, got {text!r:.80}") \
+        raise argparse.ArgumentTypeError(f"expected a date as {DATE_FORM}, got {text!r:.80}") \
             from None
 
 

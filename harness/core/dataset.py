@@ -2,10 +2,11 @@
 
 A dataset is `questions.jsonl` (`title`, `question`, optional `id` and the optional fields of
 `Question`; `title` is null exactly for a question of kind `general`) beside `articles.jsonl`
-(`title`, `content`, optional `url`, `created`): the format of the paper's released sets and of
-what the builders write. Every problem is reported as `file:line: what is wrong`, so that a run
-never spends tokens on a dataset it would later choke on. Files are UTF-8 (a byte-order mark
-allowed; harness/core/textfile.py) and streamed line by line.
+(`title`, `content`, optional `url`, `created`: a timestamp as harness/core/dates.py reads it):
+the format of the paper's released sets and of what the builders write. Every problem is
+reported as `file:line: what is wrong`, so that a run never spends tokens on a dataset it would
+later choke on. Files are UTF-8 (a byte-order mark allowed; harness/core/textfile.py) and
+streamed line by line.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from freshrag.core.dates import parse_timestamp
 from freshrag.core.errors import UserError
 from freshrag.core.jsonl import loads
 from freshrag.core.textfile import lines, lone_surrogate
@@ -35,6 +37,12 @@ class Dataset:
 
     def file_hashes(self) -> dict[str, str]:
         return {kind: sha256_file(path) for kind, path in self.files.items()}
+
+    def gold_article(self, question: Question) -> Article | None:
+        """The article that answers `question`; None for a general query, which has none (the
+        judge then grades with its prompt for no article). The run and its walks (the dry run,
+        the batch) both ask here, so that they grade the same way."""
+        return None if question.gold_title is None else self.articles[question.gold_title]
 
 
 def example_dir() -> Path:
@@ -71,6 +79,11 @@ def load_articles(path: Path) -> dict[str, Article]:
             if not isinstance(row.get(name), (str, type(None))):
                 raise DatasetError(f"{path}:{line_no}: field {name!r} must be a string or null, "
                                    f"got {row[name]!r}")
+        if row.get("created") is not None:
+            try:
+                parse_timestamp(row["created"])
+            except ValueError as err:
+                raise DatasetError(f"{path}:{line_no}: field 'created': {err}, or null") from None
         articles[title] = Article(title, content, row.get("url"), row.get("created"))
     if not articles:
         raise DatasetError(f"{path}: no articles")

@@ -47,7 +47,7 @@ def dry_run(dataset: Dataset, config: Any, settings: LLMSettings, cache_path: Pa
     jobs = run_jobs(dataset, config, factories, retriever or None, finished, probed, rows)
     with _client(settings, cache_path, seed, RUN_ROLES + scorer_roles(config.scorers)) as client:
         result = estimate(client, jobs, prices, batch=config.batch_poll is not None,
-                          concurrency=config.concurrency)
+                          concurrency=config.concurrency, cached_run=cache_path is not None)
     if not set(config.scorers) - {"judge"}:
         return render(result)
     return render(result, "pairs, judge probes and scores",
@@ -64,7 +64,8 @@ def dry_run_score(run_dir: Path, rows: list[dict[str, Any]], names: tuple[str, .
     jobs = score_jobs(pending(run_dir, rows, names, repeats), names, articles)
     with _client(settings, cache_path, seed, scorer_roles(names)) as client:
         check_same_models(run_dir, make_scorers(names), client)  # what the pass would refuse
-        result = estimate(client, jobs, prices, batch=batch, concurrency=concurrency)
+        result = estimate(client, jobs, prices, batch=batch, concurrency=concurrency,
+                          cached_run=cache_path is not None)
     return render(result, "scores", SCORER_SPANS) + (
         "\nanswer-relevance's embeddings are not counted: they are not chat calls, and go live "
         "(no Batch API)" if "answer-relevance" in names else "")
@@ -100,5 +101,6 @@ def dry_run_build(config: Any, settings: LLMSettings, cache_path: Path | None, s
     jobs = build_jobs(config, label)
     roles = ("builder", "labeller") if label else ("builder",)
     with _client(settings, cache_path, seed, roles) as client:
-        result = estimate(client, jobs, prices, concurrency=config.concurrency)
+        result = estimate(client, jobs, prices, concurrency=config.concurrency,
+                          cached_run=cache_path is not None)
     return render(result).replace("pairs and judge probes", "articles")

@@ -163,16 +163,17 @@ class Line:
     tokenizers: set[str] = field(default_factory=set)  # what counted the calls to make
 
 
-def tally(walked: list[Walked]) -> dict[tuple[str, str], Line]:
+def tally(walked: list[Walked], cached_run: bool = True) -> dict[tuple[str, str], Line]:
     """Calls and tokens per (role, model). A request two jobs share (advanced's first answer is
-    baseline's answer) is sent once and then read from the cache: counted once."""
+    baseline's answer) is sent once and then read from the cache: counted once, unless the run
+    keeps no cache (`--no-cache`, `cached_run` false), which sends it each time."""
     lines: dict[tuple[str, str], Line] = defaultdict(Line)
     sent: set[str] = set()
     for item in walked:
         for call in item.calls:
             line = lines[call.role, call.request["model"]]
             line.jobs.add(item.job.name)
-            if call.cached or call.key in sent:
+            if call.cached or cached_run and call.key in sent:
                 line.cached += 1
                 continue
             sent.add(call.key)
@@ -185,15 +186,17 @@ def tally(walked: list[Walked]) -> dict[tuple[str, str], Line]:
 
 def estimate(client: LLMClient, jobs: list, prices: dict[str, tuple[float, float]],
              batch: bool = False, concurrency: int = 8,
-             observed: dict[tuple[str, str, str], float] | None = None) -> dict[str, Any]:
+             observed: dict[tuple[str, str, str], float] | None = None,
+             cached_run: bool = True) -> dict[str, Any]:
     """The estimate of `jobs` (freshrag.cost.plan.pair_jobs + probe_jobs): per role and model, calls,
     tokens and dollars in each scenario. `observed`: output lengths to assume instead of the
-    client's cache's (tests/benchmarks/bench_estimate.py)."""
+    client's cache's (tests/benchmarks/bench_estimate.py); `cached_run`: false for a command run
+    with --no-cache, which sends a request as often as it is made (tally)."""
     observed = observed_outputs(client) if observed is None else observed
     counter = counters(client)
     scenarios = {name: tally(walk(jobs, Planner(client, MadeUpReply(name == "high", observed,
                                                                     counter)),
-                                  concurrency, desc=f"dry run ({name})"))
+                                  concurrency, desc=f"dry run ({name})"), cached_run)
                  for name in SCENARIOS}
     discount = BATCH_DISCOUNT if batch else 1.0
     rows = []

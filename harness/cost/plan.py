@@ -124,7 +124,7 @@ def pair_jobs(dataset: Dataset, pairs: list[tuple[Question, str]], factories: di
             # stand-in answer feeds the judge's estimate instead.
             answer = (system.stand_in if hasattr(system, "stand_in") else system.answer)(question)
             grade, _ = judge.grade(recorder, question, answer.text,
-                                   dataset.articles[question.gold_title])
+                                   dataset.gold_article(question))
             if walkers:  # the row the runner writes, as its score pass reads it
                 row = sample_row(dataset.name, question, name, answer, grade, recorder.calls, 0)
                 for scorer in walkers.values():

@@ -8,6 +8,9 @@ chunks (each chunk starts with `Title: `), and the retrieved titles are read fro
 
 Pickles can run code when loaded. `load_pickle` accepts only what such a file needs — lists,
 dicts, tuples, sets, strings, numbers, booleans and None — and refuses anything else, naming it.
+Before anything is loaded, plain_pickle.py follows the opcodes and refuses a pickle whose shared
+references would unfold to more than a released run of its size could hold, so that a few hundred
+bytes cannot make the import run for hours and fill the memory.
 """
 
 from __future__ import annotations
@@ -26,14 +29,11 @@ from freshrag.core.manifest import read_manifest, write_manifest
 from freshrag.core.rundir import check_kind, locked
 from freshrag.core.samples import SAMPLES, read_samples, sample_problem
 from freshrag.core.textfile import lone_surrogate
+from freshrag.run.plain_pickle import ALLOWED_CLASSES, check
 
 PAPER_MODEL = "gpt-4-0613"  # every role of the paper's runs
 REQUIRED = ("title", "question", "answer", "n_input_tokens", "n_output_tokens")
 CHUNK_MARK = "Title: "
-# Sets and frozensets are rebuilt through their class in pickle protocols 0-3 (named __builtin__
-# in protocols 0-2, for Python 2); nothing else is.
-ALLOWED_CLASSES = {(module, name) for module in ("builtins", "__builtin__")
-                   for name in ("set", "frozenset")}
 
 
 class LegacyError(UserError, ValueError):
@@ -59,6 +59,7 @@ def load_pickle(path: Path) -> Any:
     except OSError as err:
         raise LegacyError(f"{path}: cannot read: {err.strerror}") from None
     try:
+        check(data)  # plain data of bounded size, before the unpickler builds anything
         return _PlainUnpickler(io.BytesIO(data)).load()
     except Exception as err:  # any bytes reach the unpickler: it fails in many ways, all "not a run"
         raise LegacyError(f"{path}: not a plain pickle of a released run "

@@ -220,8 +220,7 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
             # Calls the system returns that the recorder did not see: made on threads of its
             # own (a LangChain pipeline's) or reported by a system outside freshrag.
             calls += [call for call in answer.calls if not any(call is seen for seen in calls)]
-            grade, _ = judge.grade(llm, question, answer.text,
-                                   dataset.articles.get(question.gold_title or ""))
+            grade, _ = judge.grade(llm, question, answer.text, dataset.gold_article(question))
         except (EndpointUnreachable, BudgetExceeded, CacheError):
             raise  # no other pair can succeed, be paid for or be kept: the run stops, resumable
         except AnswerTooLong as err:  # not kept: the row would be refused by its readers

@@ -9,6 +9,10 @@
 Four calls. A metric with nothing to count (an answer that states no fact has no precision; a
 source with no key fact gives no recall) is left out and its reason kept in `details`; with
 neither, the answer is unscored. An empty answer is not applicable.
+
+A general query (kind `general`, docs/traffic.md#kinds) has no gold article: no precision (its
+two calls are not made) and, without a `reference`, no recall either, so its answer is not
+applicable, with that reason, rather than scored against nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from freshrag.scoring.base import (
     unscored,
 )
 
+NO_SOURCE = "no gold article and no reference: a general query has nothing to check claims against"
+NO_ARTICLE = "no gold article (a general query) to check the answer's statements against"
+
 
 class Claims:
     name = "claims"
@@ -36,18 +43,24 @@ class Claims:
     def score(self, llm: LLM, item: ScoreInput) -> ScoreResult:
         if not item.answer.strip():
             return not_applicable("empty answer")
-        article = item.article.prompt_text()
+        if item.question.gold_title is None and not item.question.reference:
+            return not_applicable(NO_SOURCE)
+        if item.article is None and item.question.gold_title is not None:
+            raise ValueError(f"claims: no article given for {item.question.gold_title!r}")
+        article = item.article.prompt_text() if item.article else None
         details: dict[str, Any] = {"recall_against": "reference" if item.question.reference
                                    else "article"}
         metrics: dict[str, float] = {}
         try:
-            claimed = details["answer_claims"] = answer_statements.split(
-                llm, self.role, item.answer, item.repeat)
-            if claimed:
+            if article is None:
+                details["precision"] = NO_ARTICLE
+            elif claimed := answer_statements.split(llm, self.role, item.answer, item.repeat):
+                details["answer_claims"] = claimed
                 verdicts = details["answer_supported"] = answer_statements.supported(
                     llm, self.role, claimed, article, item.repeat)
                 metrics["claims_precision"] = sum(verdicts) / len(verdicts)
             else:
+                details["answer_claims"] = claimed
                 details["precision"] = "no statements in the answer"
             key = details["key_claims"] = self._key_claims(llm, item, article)
             if key:
@@ -62,8 +75,9 @@ class Claims:
             return unscored("no statements in the answer and no key claims", **details)
         return ScoreResult("scored", metrics, details)
 
-    def _key_claims(self, llm: LLM, item: ScoreInput, article: str) -> list[str]:
+    def _key_claims(self, llm: LLM, item: ScoreInput, article: str | None) -> list[str]:
         if item.question.reference:
             return answer_statements.split(llm, self.role, item.question.reference, item.repeat)
+        assert article is not None  # a question with neither is not applicable (score)
         return answer_statements.key_claims(llm, self.role, item.question.text, article,
                                             item.repeat)

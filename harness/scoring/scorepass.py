@@ -81,9 +81,11 @@ def score_inputs(run_dir: Path, articles: dict[str, Article] | None
 
 def missing_inputs(rows: list[dict[str, Any]], names: Iterable[str],
                    articles: dict[str, Article]) -> str | None:
-    """What the named scorers need that is not there (gold articles), or None."""
+    """What the named scorers need that is not there (gold articles), or None. A general query's
+    row has no gold article to miss (its `gold_title` is null)."""
     needing = [name for name in names if "article" in SCORERS[name].needs]
-    titles = sorted({row["gold_title"] for row in rows if row["status"] == "ok"} - set(articles))
+    titles = sorted({row["gold_title"] for row in rows if row["status"] == "ok"
+                     and row["gold_title"] is not None} - set(articles))
     if needing and titles:
         return (f"{', '.join(needing)} need(s) the gold articles, and {len(titles)} are not at "
                 f"hand (e.g. {titles[0]!r}); give them with --articles FILE or --dataset DIR")

@@ -9,7 +9,9 @@ candidates`); every weight then fuses the same candidates with `lexical.fuse`, t
 run at that weight retrieves with, so the scan costs one search per question however many weights
 it tries. Recall@k is the share of questions whose gold article is among the articles of the
 top-k chunks (a question has one gold article), with a 95% bootstrap interval
-(harness/core/stats.py).
+(harness/core/stats.py). A general query (kind `general`, docs/traffic.md#kinds) has no gold
+article: it is left out of every row, and counted apart (`general_queries`), rather than counted
+as a miss.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ def scan(index: VectorIndex, questions: Sequence[Question], weights: Sequence[fl
          field: str = "label", progress: bool = True) -> dict[str, Any]:
     """Recall@k per weight for each group of `field` and overall; see the module docstring."""
     started = time.monotonic()
+    general = sum(question.gold_title is None for question in questions)
+    questions = [question for question in questions if question.gold_title is not None]
     found = {weight: [] for weight in weights}  # per weight: was question i's gold article found
     depth = max(lexical.DEPTH, k)
     with tqdm(total=len(questions), unit="question", desc="scanning",
@@ -50,6 +54,7 @@ def scan(index: VectorIndex, questions: Sequence[Question], weights: Sequence[fl
     positions = grouped(range(len(questions)), field, lambda i, name: getattr(questions[i], name))
     positions[OVERALL] = list(range(len(questions)))
     return {"field": field, "k": k, "weights": list(weights), "questions": len(questions),
+            "general_queries": general,
             "rows": [_row(field, name, members, found) for name, members in positions.items()],
             "seconds": round(time.monotonic() - started, 1), "index": index.record()}
 

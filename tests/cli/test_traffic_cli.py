@@ -12,6 +12,7 @@ from freshrag.cli.main import main
 from freshrag.core.samples import read_samples
 from freshrag.systems.prompts import NEED_PROMPT
 from tests.support.fake_openai_server import default_reply
+from tests.support.runs import sample, write_run
 
 SYSTEMS = "baseline,naive,boolean,advanced,dated-boolean,confidence,self-check"
 QUESTIONS = [  # (id, title, question, kind)
@@ -114,3 +115,12 @@ def test_mixed_traffic_runs_every_decider_and_the_sweeps_make_no_call(tmp_path, 
     page = (tmp_path / "report.html").read_text()
     for table in ("decisions_by_kind", "thresholds", "roc", "savings", "mixes"):
         assert f'id="analysis-{table}"' in page
+
+
+def test_a_mix_asked_of_runs_without_kinds_is_refused_naming_it(tmp_path, capsys):
+    # it gave an empty table without a word
+    run = write_run(tmp_path / "run", [sample("q1", "naive"), sample("q2", "naive")])
+    assert main(["report", str(run), "--mix", "0.5:0.3:0.2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"freshrag: error: --mix: no question of {run} has a traffic kind")
+    assert len(err.strip().splitlines()) == 1 and not (run / "summary.json").exists()

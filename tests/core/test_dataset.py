@@ -42,6 +42,15 @@ def write_lines(path, rows):
                  id="blank-lines-still-count"),
     pytest.param([{**QUESTION, "id": "a"}, {**QUESTION, "id": "a"}], [ARTICLE],
                  "questions.jsonl:2: duplicate question id 'a'", id="duplicate-id"),
+    pytest.param([QUESTION], [ARTICLE | {"created": "2024-W05-1T10:00:00Z"}],
+                 "articles.jsonl:1: field 'created': '2024-W05-1T10:00:00Z' is not a timestamp "
+                 "written YYYY-MM-DDTHH:MM:SSZ, or null", id="created-week-date"),
+    pytest.param([QUESTION], [ARTICLE | {"created": "20240131T101500Z"}],
+                 "articles.jsonl:1: field 'created': '20240131T101500Z' is not a timestamp",
+                 id="created-compact"),
+    pytest.param([QUESTION], [ARTICLE | {"created": "2023-02-29T10:00:00Z"}],
+                 "articles.jsonl:1: field 'created': '2023-02-29T10:00:00Z' is no moment",
+                 id="created-no-such-day"),
 ])
 def test_bad_lines_are_named_by_file_and_line(tmp_path, questions, articles, message):
     q = write_lines(tmp_path / "questions.jsonl", questions)
@@ -49,6 +58,12 @@ def test_bad_lines_are_named_by_file_and_line(tmp_path, questions, articles, mes
     with pytest.raises(DatasetError) as err:
         load_dataset(q, a)
     assert message in str(err.value)
+
+
+def test_a_creation_time_as_the_builders_write_it_is_kept(tmp_path):
+    q = write_lines(tmp_path / "questions.jsonl", [QUESTION])
+    a = write_lines(tmp_path / "articles.jsonl", [ARTICLE | {"created": "2024-01-31T10:15:00Z"}])
+    assert load_dataset(q, a).articles["Velmora"].created == "2024-01-31T10:15:00Z"
 
 
 def test_dataset_dir_must_hold_both_files(tmp_path):

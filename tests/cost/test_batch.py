@@ -159,3 +159,26 @@ def test_a_damaged_results_file_counts_its_bad_lines_as_failed_and_sends_them_ag
     assert len(rows) == 8 and all(r["status"] == "ok" for r in rows)
     log = [json.loads(line) for line in (tmp_path / "run" / "batches.jsonl").read_text().splitlines()]
     assert sum(event["failed"] for event in log if event["event"] == "collected") == 3
+
+
+def test_a_general_query_is_graded_through_the_batch_and_counted_by_the_dry_run(tmp_path,
+                                                                               monkeypatch,
+                                                                               capsys):
+    """A general query (no gold article, kind general): the walk grades it with the judge's
+    prompt for no article, as the live run does; it was a KeyError: None."""
+    questions = [{"id": "f", "title": "Town 0", "question": "How many bridges has Town 0?",
+                  "kind": "fresh", "need": True},
+                 {"id": "g", "title": None, "question": "What is 17 times 23?",
+                  "kind": "general", "need": False}]
+    write_dataset(tmp_path / "d", 1, questions=questions)
+    args = ["run", "--dataset", str(tmp_path / "d"), "--systems", "baseline", "--no-probe",
+            "--out", str(tmp_path / "run")]
+    fake = FakeBatches(polls=1)
+    with FakeOpenAIServer(batches=fake) as server:
+        use_endpoint(monkeypatch, server.base_url, "sk-x")
+        assert main([*args, "--dry-run"]) == 0
+        assert "| judge | fake-model | 2 |" in capsys.readouterr().out
+        assert main([*args, "--batch", "--batch-poll", "0.05"]) == 0
+    rows = {r["question_id"]: r for r in read_samples(tmp_path / "run" / "samples.jsonl")}
+    assert server.calls == 0 and len(fake.submitted) == 4  # two answers, two grades
+    assert rows["g"]["gold_title"] is None and rows["g"]["grade"]["truthfulness"] is not None

@@ -47,6 +47,25 @@ def test_dry_run_counts_the_requests_the_run_then_sends(tmp_path, fake, capsys):
     assert estimated[5] == f"${(tokens[0] * PRICE[0] + tokens[1] * PRICE[1]) / 1e6:,.4f}"
 
 
+def test_a_request_made_twice_is_counted_twice_only_when_the_run_keeps_no_cache(tmp_path, fake,
+                                                                               capsys):
+    # two questions of the same text about the same article: the same requests, made twice
+    same = {"title": "Town 0", "question": "How many bridges does Town 0 have?"}
+    data = tmp_path / "data"
+    write_dataset(data, questions=[same, same])
+    args = ["run", "--dataset", str(data), "--systems", "baseline", "--no-probe", "--out",
+            str(tmp_path / "run")]
+    assert main([*args, "--dry-run"]) == 0
+    cached = table(capsys.readouterr().out)
+    assert main([*args, "--dry-run", "--no-cache"]) == 0
+    uncached = table(capsys.readouterr().out)
+    assert main([*args, "--no-cache"]) == 0  # sends each
+    assert fake.calls == 4
+    # with a cache the second of each is read from it; without one, sent again
+    assert [cached[role][1:3] for role in ("answer", "judge")] == [["1", "1"]] * 2
+    assert [uncached[role][1:3] for role in ("answer", "judge")] == [["2", "0"]] * 2
+
+
 def test_a_system_that_decides_gets_a_range_and_batch_prices_are_halved(tmp_path, fake, capsys):
     assert run(tmp_path, "advanced", "--dry-run", "--no-probe") == 0
     live = table(capsys.readouterr().out)

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from freshrag.core.config import MAX_ATTEMPTS, MAX_TIMEOUT_S, TOP_LEVEL, load_settings
+from freshrag.core.dates import parse_date
 from tests.fuzz.support import (
     assert_no_calls,
     assert_refused,
@@ -204,7 +205,7 @@ def test_a_latin1_config_is_refused_with_the_offset(server):
 
 def is_cutoff(value) -> bool:
     try:
-        date.fromisoformat(str(value))
+        parse_date(str(value))
     except ValueError:
         return False
     return True

@@ -4,6 +4,7 @@ number; dates, shares, URLs, names, output directories. Each bad value ends in e
 
 import argparse
 import re
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from freshrag.cli.main import parser
 from freshrag.cli.options import share
+from freshrag.core.dates import utc_today
 from tests.fuzz.support import (
     assert_no_calls,
     assert_refused,
@@ -102,7 +104,11 @@ def test_a_numeric_option_inside_its_range_is_parsed(case, pad):
 
 BAD_DATES = st.one_of(
     TEXT.filter(lambda t: not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", t)),
-    st.dates().map(lambda d: d.strftime("%Y%m%d")), st.dates().map(lambda d: d.strftime("%d.%m.%Y")),
+    # compact, week and ordinal dates, which Python's date.fromisoformat reads since 3.11
+    st.dates(min_value=date(1000, 1, 1)).map(lambda d: d.strftime(
+        f"{d.year}%m%d" if d.day % 3 == 0 else f"{d.isocalendar()[0]}-W%V-%u" if d.day % 3 == 1
+        else f"{d.year}-%j")),
+    st.dates().map(lambda d: d.strftime("%d.%m.%Y")),
     st.tuples(st.integers(1000, 9999), st.integers(13, 99), st.integers(1, 28)).map(
         lambda p: f"{p[0]}-{p[1]:02d}-{p[2]:02d}"),
     st.sampled_from(["2021-02-30", "2023-02-29", "2021-04-31", "0000-01-01", "2021-1-1"]))
@@ -114,6 +120,31 @@ def test_a_date_that_is_not_yyyy_mm_dd_is_refused(option, value):
     with scratch():
         result = invoke("run", f"{option}={value}")
     assert_refused(result, f"argument {option}: expected a date as YYYY-MM-DD")
+
+
+@settings(max_examples=budget(40))
+@given(value=BAD_DATES | st.one_of(
+    st.dates(max_value=date(1989, 12, 31)),
+    st.dates(min_value=utc_today(), max_value=date(9999, 12, 31))).map(date.isoformat))
+def test_a_build_cutoff_not_yyyy_mm_dd_or_outside_1990_to_yesterday_is_refused(server, value):
+    with scratch(server) as (tmp, _):
+        result = invoke("build", "--cutoff", value, "--dump", tmp / "none.xml", "--control", "1",
+                        "--out", tmp / "out")
+        assert_refused(result, "--cutoff: ")
+        assert any(message in result.err for message in (
+            f"--cutoff: {value!r} is not a date (expected YYYY-MM-DD)",
+            f"--cutoff: {value} is not in the past (today is {utc_today()}, UTC)",
+            f"--cutoff: {value} is before 1990-01-01")), result.err
+        assert not (tmp / "out").exists()
+        assert_no_calls(server)
+
+
+@settings(max_examples=budget(20))
+@given(day=st.dates(min_value=date(1990, 1, 1), max_value=utc_today() - timedelta(days=1)))
+def test_a_build_cutoff_from_1990_to_yesterday_is_taken(day):
+    from freshrag.builders.cutoffs import resolve_cutoff
+
+    assert resolve_cutoff(day.isoformat(), None) == (day, "--cutoff")
 
 
 @settings(max_examples=budget(20))

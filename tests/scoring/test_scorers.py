@@ -9,7 +9,8 @@ import pytest
 from freshrag.core.types import Article, Question
 from freshrag.scoring import SCORERS
 from freshrag.scoring.base import ScoreInput, sentences
-from freshrag.scoring.scorepass import make_scorers
+from freshrag.scoring.claims import NO_ARTICLE, NO_SOURCE
+from freshrag.scoring.scorepass import make_scorers, missing_inputs
 from tests.support.fakes import BagOfWordsEmbedder, ScriptedLLM, ToolReply
 
 ARTICLE = Article("Lake Town", "Lake Town has four bridges. Its mayor is Ola Berg. It hosts a fair.")
@@ -155,6 +156,41 @@ def test_claims_recall_is_against_the_reference_when_the_question_has_one():
         llm.requests[3]["messages"][1]["content"]
     # precision was checked against the gold article
     assert ARTICLE.content in llm.requests[1]["messages"][1]["content"]
+
+
+def general(reference=None):
+    """A general query of a traffic mix: no gold article, so the scorer is given none."""
+    question = Question("g1", "What is 17 times 23?", None, kind="general", need=False,
+                        reference=reference)
+    return ScoreInput(question, "It is 391.", None, None)
+
+
+def test_claims_of_a_general_query_is_not_applicable_and_asks_nothing():
+    result, llm = scored("claims", [], general())
+    assert (result.status, result.reason) == ("not_applicable", NO_SOURCE)
+    assert not llm.requests
+
+
+def test_claims_of_a_general_query_with_a_reference_is_recall_alone():
+    script = [call("submit_statements", statements=["17 times 23 is 391."]),
+              call("submit_verdicts", supported=[True])]
+    result, llm = scored("claims", script, general(reference="391"))
+    assert (result.status, result.metrics) == ("scored", {"claims_recall": 1.0})
+    assert result.details["precision"] == NO_ARTICLE  # nothing to check the answer against
+    assert len(llm.requests) == 2
+
+
+def test_claims_without_the_article_of_a_question_that_has_one_is_a_bug_not_a_score():
+    with pytest.raises(ValueError, match="no article given for 'Lake Town'"):
+        scored("claims", [], ScoreInput(item().question, "Four.", None, None))
+
+
+def test_the_articles_a_score_pass_misses_leave_general_queries_out():
+    rows = [{"status": "ok", "gold_title": None}, {"status": "ok", "gold_title": "Lake Town"}]
+    assert missing_inputs(rows, ["judge", "claims"], {"Lake Town": ARTICLE}) is None
+    missing = missing_inputs(rows + [{"status": "ok", "gold_title": "Elsewhere"}], ["claims"],
+                             {"Lake Town": ARTICLE})
+    assert missing and "1 are not at hand (e.g. 'Elsewhere')" in missing
 
 
 @pytest.mark.parametrize("script, answer, status, abstained, source, reason", [

@@ -54,8 +54,8 @@ def _sample_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n", type=whole(1, 100_000_000), help="articles in the random sample A_r "
                    "(required for a wiki; with --dump, a seeded random sample of the dump, else "
                    "all of it)")
-    p.add_argument("--cutoff", help="knowledge cutoff YYYY-MM-DD: A_d holds articles created "
-                   "after it")
+    p.add_argument("--cutoff", help="knowledge cutoff YYYY-MM-DD, from 1990-01-01 to yesterday "
+                   "(UTC): A_d holds articles created after it")
     p.add_argument("--model", type=name, help="take the cutoff of this model from the table "
                    "(built-in, extended by [cutoffs] in freshrag.toml), e.g. gpt-4-0613")
     p.add_argument("--wiki-api", type=url,

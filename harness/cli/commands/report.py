@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from freshrag.cli.options import add_config, mix_shares, out_dir, whole
+from freshrag.cli.options import UsageError, add_config, mix_shares, out_dir, whole
 from freshrag.core.fields import FIELDS
 from freshrag.reporting.scorers import CORRECT_AT
 
@@ -50,6 +50,10 @@ def handle(args: argparse.Namespace) -> int:
     _check_outputs(args, out)
     prices = price_table(args.config or default_config())  # refused before anything is written
     rows = report.load_runs(args.run_dirs)
+    if args.mix and not any(row.get("kind") for row in rows):
+        raise UsageError(f"--mix: no question of {', '.join(map(str, args.run_dirs))} has a "
+                         f"traffic kind (fresh, control, general) to recombine; a set of them "
+                         f"comes from the traffic stage and freshrag mix (docs/traffic.md)")
     summary = report.summarise(rows)
     details = analysis.analyse(rows, prices, correct_at=args.correct_at, mixes=args.mix)
     details["judge"] = judge_checks(args.run_dirs, rows)

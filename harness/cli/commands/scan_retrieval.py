@@ -9,6 +9,7 @@ from pathlib import Path
 
 from freshrag.cli.options import (
     INDEX_DIR,
+    UsageError,
     add_config,
     add_dataset_options,
     add_index_options,
@@ -51,18 +52,25 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.systems.retrieval.index import IndexConfig, open_index
 
     data = dataset(args)
+    questions = data.questions[:args.limit]
+    if all(question.gold_title is None for question in questions):
+        raise UsageError(f"{data.files['questions']}: no question with a gold article to look "
+                         f"for among the {len(questions):,} scanned; general queries (kind "
+                         f"general) have none")
     index = open_index(data.articles, IndexConfig(
         directory=args.index_dir or Path("results") / INDEX_DIR, qdrant_url=args.qdrant_url,
         chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, top_k=args.k),
         embedder_for(LLMClient(load_settings(args.config))))
     try:
-        result = scan.scan(index, data.questions[:args.limit], args.weights, args.k, args.by)
+        result = scan.scan(index, questions, args.weights, args.k, args.by)
     finally:
         index.close()
     out = args.out or Path("results") / f"scan-retrieval-{data.name}"
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / scan.SCAN_FILE, {"dataset": data.name, **result}, ensure_ascii=True)
     print(scan.render(result))
-    print(f"\n{result['questions']:,} questions, {result['index']['chunks']:,} chunks, "
+    general = (f" ({result['general_queries']:,} general queries left out: no gold article)"
+               if result["general_queries"] else "")
+    print(f"\n{result['questions']:,} questions{general}, {result['index']['chunks']:,} chunks, "
           f"{result['seconds']} s; {out / scan.SCAN_FILE} written")
     return 0

@@ -146,3 +146,20 @@ def test_traffic_stage_alone_on_a_dataset_made_elsewhere(tmp_path, capsys):
     assert "traffic" in manifest["stages"] and manifest["traffic"]["counts"] == {
         "fresh": 1, "general": 2}
     assert "traffic: 1 fresh, 2 general" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("cutoff, named", [
+    ("0001-01-01", "is before 1990-01-01"),  # its control day was an OverflowError
+    ("9999-12-31", "is not in the past (today is"),  # built an empty A_d without a word
+    ("2021-W39-4", "is not a date (expected YYYY-MM-DD)"),  # read as 2021-09-30
+])
+def test_a_cutoff_outside_the_calendar_or_the_past_is_refused_before_anything_is_built(
+        tmp_path, traffic_dump, fake, capsys, cutoff, named):
+    status = traffic_build(tmp_path, traffic_dump, "--control", "1", "--general", "1",
+                           "--cutoff", cutoff)
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert status == 2 and len(lines) == 1, err  # one line, no traceback
+    assert lines[0].startswith("freshrag: error: --cutoff: ") and cutoff in lines[0]
+    assert named in lines[0]
+    assert not (tmp_path / "dataset").exists() and fake.calls == 0

@@ -76,6 +76,14 @@ def test_groups_by_another_field_and_a_set_without_labels(index):
         ("what", 3), ("where", 1), ("unlabelled", 1), ("overall", 5)]
 
 
+def test_a_general_query_is_left_out_of_recall_and_counted_apart(index):
+    general = Question("g", "what is seventeen times twenty-three", None, kind="general")
+    with_general = scan(index, [*QUESTIONS, general], [0, 1], k=3, progress=False)
+    without = scan(index, QUESTIONS, [0, 1], k=3, progress=False)
+    assert (with_general["questions"], with_general["general_queries"]) == (5, 1)
+    assert with_general["rows"] == without["rows"]  # not a miss: recall as without it
+
+
 def test_render_names_every_weight_and_the_best(index):
     text = render(scan(index, QUESTIONS, [0, 0.05, 1], k=3, progress=False))
     assert "| label | questions | w=0 | w=0.05 | w=1 | best |" in text
