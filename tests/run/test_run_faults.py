@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from freshrag.cli.main import main
 from freshrag.core.samples import read_samples
 from freshrag.llm.client import MAX_REPLY_CHARS
@@ -79,7 +81,8 @@ def test_a_refused_key_stops_the_run_at_the_first_refusal(tmp_path, monkeypatch,
     assert read_samples(tmp_path / "run" / "samples.jsonl") == []  # no pair blamed for it
 
 
-def test_sigterm_ends_a_run_stuck_in_requests_within_seconds_then_it_resumes(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_ends_a_run_stuck_in_requests_within_seconds_then_it_resumes(tmp_path, signum):
     q, a = write_dataset(tmp_path, n=6, content=bridges_and_mayor)
     stuck = {"on": True}
 
@@ -94,19 +97,22 @@ def test_sigterm_ends_a_run_stuck_in_requests_within_seconds_then_it_resumes(tmp
         command = [sys.executable, "-m", "freshrag", "run", "--questions", str(q), "--articles",
                    str(a), "--out", str(tmp_path / "run"), "--systems", "baseline,oracle",
                    "--concurrency", "4", "--no-probe"]
+        # SIGINT as from a terminal: a test started in the background of a non-interactive
+        # shell would hand the run SIGINT ignored, which freshrag then leaves ignored
         process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True)
+                                   stderr=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(
+                                       signal.SIGINT, signal.SIG_DFL))
         samples = tmp_path / "run" / "samples.jsonl"
         waited = time.monotonic() + 60
         while time.monotonic() < waited and (not samples.exists() or
                                              len(samples.read_text().splitlines()) < 6):
             time.sleep(0.05)
         time.sleep(0.5)  # the pairs of Town 3 to 5 are now waiting on their replies
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(signum)
         sent = time.monotonic()
         _, err = process.communicate(timeout=30)
         took = time.monotonic() - sent
-        assert process.returncode == 128 + signal.SIGTERM, err
+        assert process.returncode == 128 + signum, err
         assert took < 5, f"the run took {took:.1f} s to stop"
         assert "stopped; finished work is kept" in err and "Traceback" not in err
         finished = read_samples(samples)
