@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -59,6 +60,9 @@ PORTABLE_REBUILD = ('CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --no-cache-dir -
                     f'--no-deps "{SOURCE}[server]==%s"')
 SOURCE_FALLBACK = (f'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --no-cache-dir '
                    f'"freshrag[local-source]" and {RUNTIME_ENV}={SOURCE}')
+# Asked of the server at start: ready means a forced call comes back as the call.
+READY_TOOL = {"type": "function", "function": {"name": "ready", "parameters": {
+    "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}}
 CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGILL, signal.SIGBUS, signal.SIGABRT}
 
 
@@ -221,10 +225,11 @@ class LocalServer:
         return message
 
     def _wait_ready(self) -> None:
-        """Ready = it lists its models and generates one token: a library built for another CPU
-        passes the first and dies on the second."""
+        """Ready = it lists its models and answers a forced tool call with the call: a library
+        built for another CPU passes the first and dies on the second, and a runtime that
+        answers a forced call with text could not grade, label or build anything."""
         deadline = time.monotonic() + self.startup_timeout_s
-        for probe in (self._list_models, self._complete_one_token):
+        for probe in (self._list_models, self._call_one_tool):
             while True:
                 if self.death():
                     raise LocalServerError(self._failure() or
@@ -243,13 +248,30 @@ class LocalServer:
         with urllib.request.urlopen(f"{self.base_url}/models", timeout=2):
             pass
 
-    def _complete_one_token(self) -> None:
-        body = json.dumps({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1,
-                           "temperature": 0}).encode()
+    def _call_one_tool(self) -> None:
+        body = json.dumps({"messages": [{"role": "user", "content": "Call ready."}],
+                           "tools": [READY_TOOL], "tool_choice": {
+                               "type": "function", "function": {"name": "ready"}},
+                           "max_tokens": 16, "temperature": 0}).encode()
         request = urllib.request.Request(f"{self.base_url}/chat/completions", data=body,
                                          headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=max(self.startup_timeout_s, 1)):
-            pass
+        where = f"the embedded llama.cpp server ({self.runtime or 'command'}, log {self.log_path})"
+        fix = (f"use the source build: {SOURCE_FALLBACK}" if self.runtime == PREBUILT else
+               f"use the prebuilt runtime ({INSTALL}), or point the roles at an endpoint that "
+               f"makes tool calls (FRESHRAG_BASE_URL)")
+        try:
+            with urllib.request.urlopen(request, timeout=max(self.startup_timeout_s, 1)) as reply:
+                message = json.loads(reply.read())["choices"][0]["message"]
+        except urllib.error.HTTPError as err:  # it answers, and refuses: asking again won't help
+            raise LocalServerError(f"{where} refused a forced tool call (HTTP {err.code}: "
+                                   f"{err.read()[:200]!r}); {fix}") from None
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise LocalServerError(f"{where} sent a reply that is no chat completion to a "
+                                   f"forced tool call; {fix}") from None
+        if not message.get("tool_calls"):
+            raise LocalServerError(f"{where} returned text where a tool call was forced "
+                                   f"({str(message.get('content'))[:60]!r}): it could not grade, "
+                                   f"label or build; {fix}")
 
     def stop(self) -> bool:
         """End the server; True if it was still running (False: it had died, or never started)."""

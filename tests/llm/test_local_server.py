@@ -214,3 +214,19 @@ def test_a_prebuilt_runtime_that_crashes_points_at_the_source_build():
     with pytest.raises(LocalServerError, match="prebuilt llama.cpp crashed") as caught:
         server.start()
     assert SOURCE_FALLBACK in str(caught.value)
+
+
+@pytest.mark.parametrize("runtime, fix", [
+    pytest.param(local_server.PREBUILT, SOURCE_FALLBACK, id="prebuilt"),
+    pytest.param(local_server.SOURCE, local_server.INSTALL, id="source-built"),
+])
+def test_a_runtime_that_answers_a_forced_call_with_text_is_one_line_with_the_fix(runtime, fix):
+    port = free_port()
+    server = LocalServer(port=port, startup_timeout_s=30, runtime=runtime,
+                         command=[sys.executable, str(STANDIN), str(port), "text"])
+    with pytest.raises(LocalServerError) as caught:
+        server.start()
+    message = str(caught.value)
+    assert "returned text where a tool call was forced ('Hello.')" in message
+    assert fix in message and str(server.log_path) in message and "\n" not in message
+    assert server.process.poll() is not None  # stopped, not left running
