@@ -307,7 +307,11 @@ class LLMClient:
         result = self.sdk_call(role, "embeddings",
                                lambda client: client.embeddings.create(model=model, input=texts),
                                deadline_s=self.settings.timeout_s)
-        vectors = [item.embedding for item in sorted(result.data, key=lambda item: item.index)]
+        try:  # the SDK builds its objects unchecked: a reply of another shape fails here
+            vectors = [list(map(float, item.embedding))
+                       for item in sorted(result.data, key=lambda item: item.index)]
+        except (AttributeError, TypeError, ValueError) as err:
+            raise EndpointError(self._unreadable(role, err) + " (embeddings)") from None
         if len(vectors) != len(texts):
             raise EndpointError(f"{role} endpoint {self.base_url(role)} returned {len(vectors)} "
                                 f"embeddings for {len(texts)} texts")

@@ -149,3 +149,20 @@ def test_a_logprob_that_is_no_finite_number_is_none_and_the_reply_cached(tmp_pat
         assert [t["logprob"] for t in response.logprobs[0]["top"]] == [-0.5, None]
     stored, = cache.values()
     json.loads(json.dumps(stored), parse_constant=pytest.fail)  # nothing non-finite stored
+
+
+@pytest.mark.parametrize("body", [
+    pytest.param("<html>Bad gateway</html>", id="html-page"),
+    pytest.param(json.dumps({"object": "list", "data": [{"index": 0, "embedding": "x"}]}),
+                 id="vector-of-text"),
+    pytest.param(json.dumps({"object": "list", "data": 5}), id="data-not-a-list"),
+])
+def test_an_embeddings_reply_of_another_shape_is_an_endpoint_error(body):
+    def embeddings(request, headers):
+        return {"body": body, "content_type": "application/json"}
+
+    with FakeOpenAIServer(services={"/v1/embeddings": embeddings}) as server:
+        llm = client(server.base_url, max_attempts=1)
+        with pytest.raises(EndpointError) as err:
+            llm.embed("answer", ["a text"])
+    assert type(err.value) is EndpointError and "(embeddings)" in str(err.value)
