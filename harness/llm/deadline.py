@@ -98,6 +98,12 @@ def _backend_class(httpcore: Any) -> type:
     if httpcore.__name__ in _BACKENDS:
         return _BACKENDS[httpcore.__name__]
 
+    def _connect_left(timeout: float | None) -> float | None:
+        left = _left(timeout)
+        if left is not None and left <= 0:  # spent waiting for the pool: a socket takes no < 0
+            raise httpcore.ConnectTimeout("the request's deadline passed before it connected")
+        return left
+
     class DeadlineStream(httpcore.NetworkStream):
         def __init__(self, inner: Any):
             self._inner = inner
@@ -127,7 +133,7 @@ def _backend_class(httpcore: Any) -> type:
         def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
                       timeout: float | None = None) -> Any:
             return DeadlineStream(self._inner.start_tls(ssl_context, server_hostname,
-                                                        _left(timeout)))
+                                                        _connect_left(timeout)))
 
         def get_extra_info(self, info: str) -> Any:
             return self._inner.get_extra_info(info)
@@ -139,13 +145,13 @@ def _backend_class(httpcore: Any) -> type:
         def connect_tcp(self, host: str, port: int, timeout: float | None = None,
                         local_address: str | None = None, socket_options: Any = None) -> Any:
             check_stop()
-            return DeadlineStream(self._inner.connect_tcp(host, port, _left(timeout),
+            return DeadlineStream(self._inner.connect_tcp(host, port, _connect_left(timeout),
                                                           local_address, socket_options))
 
         def connect_unix_socket(self, path: str, timeout: float | None = None,
                                 socket_options: Any = None) -> Any:
             check_stop()
-            return DeadlineStream(self._inner.connect_unix_socket(path, _left(timeout),
+            return DeadlineStream(self._inner.connect_unix_socket(path, _connect_left(timeout),
                                                                   socket_options))
 
         def sleep(self, seconds: float) -> None:

@@ -213,13 +213,13 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
         try:
             answer = system.answer(question)
             answered = time.monotonic() - started
+            # Calls the system returns that the recorder did not see: made on threads of its
+            # own (a LangChain pipeline's) or reported by a system outside freshrag.
+            calls += [call for call in answer.calls if not any(call is seen for seen in calls)]
             if len(answer.text or "") > MAX_ANSWER_CHARS:
                 raise AnswerTooLong(f"system {name!r} answered with {len(answer.text):,} "
                                     f"characters, more than the {MAX_ANSWER_CHARS:,} freshrag "
                                     f"keeps of one answer")
-            # Calls the system returns that the recorder did not see: made on threads of its
-            # own (a LangChain pipeline's) or reported by a system outside freshrag.
-            calls += [call for call in answer.calls if not any(call is seen for seen in calls)]
             grade, _ = judge.grade(llm, question, answer.text, dataset.gold_article(question))
         except (EndpointUnreachable, BudgetExceeded, CacheError):
             raise  # no other pair can succeed, be paid for or be kept: the run stops, resumable
