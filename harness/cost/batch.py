@@ -41,7 +41,8 @@ from freshrag.core.jsonl import JsonlWriter, loads, read_jsonl
 from freshrag.cost.budget import BudgetExceeded
 from freshrag.cost.plan import Pending, PlannedCall, Planner, walk
 from freshrag.llm import deadline
-from freshrag.llm.client import EndpointError, LLMClient, completion_value
+from freshrag.llm.client import EndpointError, LLMClient
+from freshrag.llm.replies import completion_value
 
 BATCHES = "batches.jsonl"
 TRIES = 3  # batches a request is sent in before the live run takes it

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # `tests.` is importable when run as a script
 
 from freshrag.core.samples import SAMPLES, read_samples  # noqa: E402
-from freshrag.llm.client import MAX_REPLY_CHARS  # noqa: E402
+from freshrag.llm.replies import MAX_REPLY_CHARS  # noqa: E402
 from tests.support.datasets import write_dataset  # noqa: E402
 from tests.support.fake_openai_server import FakeOpenAIServer, default_reply  # noqa: E402
 from tests.support.fakes import is_call_of  # noqa: E402

@@ -13,6 +13,7 @@ import resource
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import Phase, given, settings
@@ -34,15 +35,21 @@ PLAIN = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | s
                      | st.frozensets(MEMBERS, max_size=3), max_leaves=6)
 
 
-def import_into(directory: Path, data: bytes, system: str = "naive"):
-    """Import `data` as a pickle into directory/run, which already holds a valid import."""
+def _beside_a_good_import(directory: Path, data: bytes) -> tuple[Path, Any]:
+    """directory/run holding a valid import, and `data` written as directory/bad.pkl: (its path,
+    the run's files before anything reads it)."""
     good = directory / "good.pkl"
     good.write_bytes(pickle.dumps([ROW, dict(ROW, title="Town 1")]))
     assert invoke("import-legacy", good, "--dataset", "A_f", "--system", "naive",
                   "--out", directory / "run").status == 0
-    before = snapshot(directory / "run")
     path = directory / "bad.pkl"
     path.write_bytes(data)
+    return path, snapshot(directory / "run")
+
+
+def import_into(directory: Path, data: bytes, system: str = "naive"):
+    """Import `data` as a pickle into directory/run, which already holds a valid import."""
+    path, before = _beside_a_good_import(directory, data)
     result = invoke("import-legacy", path, "--dataset", "A_f", "--system", system,
                     "--out", directory / "run")
     assert snapshot(directory / "run") == before  # nothing lost or rewritten
@@ -144,13 +151,7 @@ def _bounded() -> None:
 
 def import_bounded(directory: Path, data: bytes) -> tuple[Path, Result, float]:
     """`import_into`'s import of `data`, in the bounded child; also the seconds it took."""
-    good = directory / "good.pkl"
-    good.write_bytes(pickle.dumps([ROW, dict(ROW, title="Town 1")]))
-    assert invoke("import-legacy", good, "--dataset", "A_f", "--system", "naive",
-                  "--out", directory / "run").status == 0
-    before = snapshot(directory / "run")
-    path = directory / "bad.pkl"
-    path.write_bytes(data)
+    path, before = _beside_a_good_import(directory, data)
     child = subprocess.run(
         [sys.executable, "-c", CHILD, "import-legacy", str(path), "--dataset", "A_f", "--system",
          "naive", "--out", str(directory / "run")], cwd=ROOT, capture_output=True, text=True,

@@ -11,7 +11,8 @@ import pytest
 
 from freshrag.llm import deadline
 from freshrag.llm.cache import ResponseCache
-from freshrag.llm.client import MAX_REPLY_CHARS, AccessDenied, EndpointError
+from freshrag.llm.client import AccessDenied, EndpointError
+from freshrag.llm.replies import MAX_REPLY_CHARS
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import SECRET
 from tests.support.llm import MESSAGES, client

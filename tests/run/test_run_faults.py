@@ -13,7 +13,7 @@ import pytest
 
 from freshrag.cli.main import main
 from freshrag.core.samples import read_samples
-from freshrag.llm.client import MAX_REPLY_CHARS
+from freshrag.llm.replies import MAX_REPLY_CHARS
 from tests import ROOT
 from tests.support.datasets import bridges_and_mayor, write_dataset
 from tests.support.fake_openai_server import FakeOpenAIServer, default_reply
