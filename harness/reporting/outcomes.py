@@ -2,6 +2,10 @@
 the tokens its pair spent, whether a system decided about retrieval, and which answers of two run
 identities answer the same questions (docs/reports.md#what-a-report-holds).
 
+An answer the run left without a grade (an import, or a judge reply that could not be read) and
+that `freshrag score --scorers judge` graded is judged by that pass (`with_judge_pass`), in every
+table, as if the run's judge had graded it.
+
 The analysis (analysis.py), the decisions against need (decisions.py), the savings curve
 (savings.py), the summary (report.py) and the figures all build on these, and on nothing of each
 other's: imports among the reporting modules go one way.
@@ -14,12 +18,44 @@ from typing import Any
 
 from freshrag.core.samples import answer_tokens
 from freshrag.reporting.identity import Identity, comparable
+from freshrag.scoring.judge import FIELDS
 
 Row = dict[str, Any]
 
 
 def is_scored(row: Row) -> bool:
     return row["status"] == "ok" and row["grade"] is not None and row["grade"]["unscored_reason"] is None
+
+
+def with_judge_pass(row: Row) -> Row:
+    """The row as every table reads it. An answered row without a run grade (none, or unscored)
+    whose answer the judge pass scored (its `scores["judge"]`, repeat 0) takes that grade: the
+    judge's model joins `models` and its tokens `usage`, as a run's judge call's would, and the
+    score leaves `scores`, being the row's judge rather than a scorer beyond it. A row the run
+    graded keeps its grade: a pass over it is a second opinion (freshrag agreement)."""
+    judged = (row.get("scores") or {}).get("judge")
+    if row["status"] != "ok" or is_scored(row) or not _usable(judged):
+        return row
+    cut = (judged.get("details") or {}).get("context_cut")
+    usage = dict(row["usage"])
+    for role, counts in (judged.get("usage") or {}).items():
+        before = usage.get(role, {"input": 0, "output": 0, "estimated": False})
+        usage[role] = {"input": before["input"] + counts["input"],
+                       "output": before["output"] + counts["output"],
+                       "estimated": bool(before.get("estimated") or counts.get("estimated"))}
+    return {**row, "grade": {**{f: judged["metrics"][f] for f in FIELDS}, "unscored_reason": None,
+                             "raw": judged.get("raw") or [], "context_cut": cut,
+                             "graded_by": "freshrag score"},
+            "models": {**(row.get("models") or {}), **(judged.get("models") or {})},
+            "usage": usage,
+            "scores": {name: score for name, score in row["scores"].items() if name != "judge"}}
+
+
+def _usable(judged: dict[str, Any] | None) -> bool:
+    """A judge pass's score that is a grade: scored, each field on the 1..5 scale."""
+    return bool(judged) and judged["status"] == "scored" and all(
+        isinstance(judged["metrics"].get(f), (int, float)) and 1 <= judged["metrics"][f] <= 5
+        for f in FIELDS)
 
 
 def total_score(row: Row) -> float | None:

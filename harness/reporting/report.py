@@ -32,7 +32,13 @@ from freshrag.core.manifest import read_manifest
 from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.core.stats import mean
 from freshrag.reporting.identity import group_rows, labels, models_label, retriever_model
-from freshrag.reporting.outcomes import is_scored, retrievals, spent, unreported
+from freshrag.reporting.outcomes import (
+    is_scored,
+    retrievals,
+    spent,
+    unreported,
+    with_judge_pass,
+)
 from freshrag.scoring.store import answer_scores, scores_of
 
 SUMMARY = "summary.json"
@@ -60,7 +66,7 @@ def load_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
         scores = answer_scores(run_dir)  # scorers beyond the run's judge (harness/scoring/store.py)
         for row in read_samples(run_dir / SAMPLES):
             row = {**row, "dataset": row.get("dataset") or name, RUN: str(run_dir)}
-            row["scores"] = scores_of(scores, row)
+            row = with_judge_pass({**row, "scores": scores_of(scores, row)})
             if embedder and row.get("retrievals"):
                 row["models"] = {"embeddings": embedder, **(row.get("models") or {})}
             rows.append(row)

@@ -85,13 +85,16 @@ def score_problem(row: dict[str, Any]) -> str | None:
 
 def answer_scores(run_dir: Path) -> dict[tuple[Any, str, str], dict[str, dict[str, Any]]]:
     """Repeat 0 of every scorer per (dataset, question_id, system), as reports attach it to a
-    row (`scores_of`): status, metrics, reason, usage and the answer's hash."""
+    row (`scores_of`): status, metrics, reason, raw replies, usage, the model of each role
+    (`models`, from its calls) and the answer's hash."""
     found: dict[tuple[Any, str, str], dict[str, dict[str, Any]]] = {}
     for row in read_scores(run_dir):
         if row["repeat"] == 0:
             found.setdefault(key(row)[:3], {})[row["scorer"]] = {
-                name: row.get(name) for name in
-                ("status", "metrics", "reason", "usage", "answer_sha256", "details")}
+                **{name: row.get(name) for name in
+                   ("status", "metrics", "reason", "raw", "usage", "answer_sha256", "details")},
+                "models": {call["role"]: call["model"] for call in row.get("calls") or []
+                           if isinstance(call, dict) and call.get("model")}}
     return found
 
 

@@ -7,9 +7,12 @@ A row names its question by id (`question_id` or `id`) or by its text (`question
 retrieved contexts (`contexts`, or Ragas' `retrieved_contexts`: a list of texts or of
 {title, text, score}; in CSV a JSON list), `input_tokens`, `output_tokens`, `retrievals`,
 `decision`, `latency_s`, and Ragas' `reference` (kept in the answer's details). What a row does
-not report is unknown, never 0. The whole file is read and checked before the run starts: an
-unknown column, a bad value, a question the dataset does not hold or a question answered twice is
-named with its file and line.
+not report is unknown, never 0. Each row lands on the dataset's question as
+systems/external/matching.py says: by id when the dataset has it, else by the question text
+(whitespace and case aside). The whole file is read and checked before the run starts: an unknown
+column, a bad value, a row that matches no question of the dataset or a question answered twice
+is named with its file and line. A question of the dataset that no row answers is listed in the
+import's summary (`Answers.summary`), and its pair fails saying so.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import functools
 import hashlib
 import io
 import json
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -28,6 +32,7 @@ from freshrag.core.errors import UserError
 from freshrag.core.textfile import lines, read_text
 from freshrag.core.types import Question, SystemAnswer, SystemContext
 from freshrag.llm.client import EndpointError
+from freshrag.systems.external.matching import NoMatch, QuestionMatcher, summary
 from freshrag.systems.external.reported import reported_answer
 
 SUFFIXES = (".jsonl", ".csv")
@@ -46,31 +51,40 @@ class AnswersFileError(UserError, ValueError):
 
 @dataclass(frozen=True)
 class Answers:
-    """Every answer of one file, by question id, ready to replay."""
+    """Every answer of one file, by question id, ready to replay; `rules` counts the rows each
+    matching rule placed, `unanswered` the dataset's questions no row answers."""
 
     path: Path
     sha256: str
     by_question: dict[str, SystemAnswer]
+    rules: Counter
+    unanswered: list[str]
+
+    def summary(self) -> str:
+        return summary(str(self.path), self.rules, self.unanswered)
 
 
 def load_answers(path: Path, questions: list[Question], name: str) -> Answers:
-    """The file's answers matched to `questions` (by id, else by exact text), each row checked."""
+    """The file's answers matched to `questions` (systems/external/matching.py), each row
+    checked."""
     if not path.is_file():
         raise AnswersFileError(f"{path}: answers file not found")
-    ids = {question.id: question for question in questions}
-    texts = {question.text.strip(): question for question in questions}
+    matcher = QuestionMatcher(questions)
     found: dict[str, tuple[int, SystemAnswer]] = {}
+    rules: Counter = Counter()
     for line_no, row in _rows(path):
         where = f"{path}:{line_no}"
-        question = _question(row, ids, texts, where)
+        question, rule = _question(row, matcher, where)
         if question.id in found:
             raise AnswersFileError(f"{where}: answers question {question.id!r} again (first at "
                                    f"line {found[question.id][0]})")
         found[question.id] = (line_no, _answer(row, question, name, where))
+        rules[rule] += 1
     if not found:
         raise AnswersFileError(f"{path}: holds no answers")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    return Answers(path, digest, {qid: answer for qid, (_, answer) in found.items()})
+    return Answers(path, digest, {qid: answer for qid, (_, answer) in found.items()}, rules,
+                   matcher.unanswered(set(found)))
 
 
 class AnswersFile:
@@ -144,23 +158,20 @@ def _list_cell(cell: str, column: str, where: str) -> Any:
                                f"{cell[:80]!r}") from None
 
 
-def _question(row: dict[str, Any], ids: dict[str, Question], texts: dict[str, Question],
-              where: str) -> Question:
+def _question(row: dict[str, Any], matcher: QuestionMatcher, where: str) -> tuple[Question, str]:
+    """The dataset's question the row answers, and the rule that matched it."""
     if unknown := sorted(set(row) - set(COLUMNS) - set(QUESTION_COLUMNS) - set(KEPT)):
         raise AnswersFileError(f"{where}: unknown column(s) {unknown}; known: "
                                f"{', '.join([*QUESTION_COLUMNS, *COLUMNS, *KEPT])}")
     qid = row.get("question_id", row.get("id"))
-    if qid is not None:
-        if str(qid) not in ids:
-            raise AnswersFileError(f"{where}: question id {str(qid)[:80]!r} is not in the dataset")
-        return ids[str(qid)]
     text = row.get("question", row.get("user_input"))
-    if not isinstance(text, str) or not text.strip():
+    if qid is None and (not isinstance(text, str) or not text.strip()):
         raise AnswersFileError(f"{where}: names no question (question_id, id, question or "
                                f"user_input)")
-    if text.strip() not in texts:
-        raise AnswersFileError(f"{where}: the question {text[:80]!r} is not in the dataset")
-    return texts[text.strip()]
+    try:
+        return matcher.match(qid, text)
+    except NoMatch as err:
+        raise AnswersFileError(f"{where}: {err}") from None
 
 
 def _answer(row: dict[str, Any], question: Question, name: str, where: str) -> SystemAnswer:

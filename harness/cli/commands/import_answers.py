@@ -1,7 +1,9 @@
 """`freshrag import`: answers made elsewhere (a JSON Lines or CSV file, freshrag's or Ragas'
 columns) into a run directory, judged and scored like any run's (docs/own-system.md). It is
 `freshrag run --systems NAME=FILE`: the file's answers are replayed as a system, so the runner's
-resume, cache, judge, scorers and reports all apply."""
+resume, cache, judge, scorers and reports all apply. Before the run it prints how the rows met
+the dataset's questions: how many by id, how many by question text, and the questions left
+without a row (systems/external/matching.py)."""
 
 from __future__ import annotations
 
@@ -26,5 +28,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from freshrag.cli.common import dataset
+    from freshrag.systems.external.answers_file import load_answers
+
+    # read here for the summary, and again by the run, which resolves every system it names
+    print(load_answers(args.answers, dataset(args).questions, args.system).summary())
     args.systems = f"{args.system}={args.answers}"
     return run.handle(args)

@@ -70,9 +70,34 @@ def test_ragas_columns_in_csv_match_questions_by_text(tmp_path):
     assert replay(answers, QUESTIONS[0]).text == "Four."
 
 
+def test_rows_match_by_id_else_by_text_whatever_its_spacing_and_case(tmp_path):
+    path = write_jsonl(tmp_path / "other-tool.jsonl", [
+        {"id": "q1", "question": "not the dataset's wording", "answer": "by id"},
+        {"id": "7", "question": "  how many BRIDGES does\ttown 2 have? ", "answer": "by text"},
+        {"question": QUESTIONS[2].text.upper(), "answer": "by text too"}])
+    answers = load_answers(path, QUESTIONS, "other")
+    assert {q.id: replay(answers, q).text for q in QUESTIONS} == {
+        "q1": "by id", "q2": "by text", "q3": "by text too"}
+    assert answers.rules == {"id": 1, "question text": 2} and answers.unanswered == []
+    assert answers.summary() == (f"{path}: 3 row(s) matched to the dataset's questions "
+                                 f"(1 by id, 2 by question text)")
+
+
+def test_a_text_two_questions_share_needs_an_id(tmp_path):
+    twins = QUESTIONS + [Question(id="q4", text=QUESTIONS[0].text.lower(), gold_title="Town 4")]
+    path = write_jsonl(tmp_path / "a.jsonl", [{"question": QUESTIONS[0].text, "answer": "x"}])
+    with pytest.raises(AnswersFileError, match=r"a.jsonl:1: matches no question of the dataset: "
+                       r"its question .* is asked by several of the dataset's questions"):
+        load_answers(path, twins, "a")
+    assert sorted(load_answers(write_jsonl(tmp_path / "b.jsonl", [{"id": "q4", "answer": "x"}]),
+                               twins, "b").by_question) == ["q4"]
+
+
 def test_a_question_the_file_does_not_answer_fails_its_pair_only(tmp_path):
     answers = load_answers(write_jsonl(tmp_path / "a.jsonl", [{"id": "q1", "answer": "x"}]),
                            QUESTIONS, "a")
+    assert answers.unanswered == ["q2", "q3"]
+    assert answers.summary().endswith("(1 by id); 2 question(s) of the dataset have no row: q2, q3")
     with pytest.raises(EndpointError, match=r"a.jsonl has no answer for question q3"):
         replay(answers, QUESTIONS[2])
 
@@ -81,9 +106,17 @@ def test_a_question_the_file_does_not_answer_fails_its_pair_only(tmp_path):
     pytest.param([{"id": "q1", "answer": "x", "score": 3}],
                  r"a.jsonl:1: unknown column\(s\) \['score'\]", id="unknown-column"),
     pytest.param([{"id": "q1", "answer": "x"}, {"id": "q9", "answer": "y"}],
-                 r"a.jsonl:2: question id 'q9' is not in the dataset", id="unknown-id"),
+                 r"a.jsonl:2: matches no question of the dataset: its id 'q9' is not one of the "
+                 r"dataset's and it gives no question text", id="unknown-id"),
     pytest.param([{"question": "What?", "answer": "y"}],
-                 r"a.jsonl:1: the question 'What\?' is not in the dataset", id="unknown-text"),
+                 r"a.jsonl:1: matches no question of the dataset: its question 'What\?' is not "
+                 r"one of the dataset's", id="unknown-text"),
+    pytest.param([{"id": "q9", "question": "What?", "answer": "y"}],
+                 r"a.jsonl:1: matches no question of the dataset: its id 'q9' is not one of the "
+                 r"dataset's and its question 'What\?' is not", id="unknown-id-and-text"),
+    pytest.param([{"id": "q1", "answer": "x"}, {"question": QUESTIONS[0].text, "answer": "y"}],
+                 r"a.jsonl:2: answers question 'q1' again \(first at line 1\)",
+                 id="twice-by-id-then-text"),
     pytest.param([{"answer": "y"}], r"a.jsonl:1: names no question", id="no-question"),
     pytest.param([{"id": "q1", "answer": "x"}, "", {"id": "q1", "answer": "y"}],
                  r"a.jsonl:3: answers question 'q1' again \(first at line 1\)", id="twice"),
