@@ -6,6 +6,12 @@ scored files `truthfulness` and `relevance`. In the released naive-RAG runs `ret
 false though every answer retrieved, so a retrieval is counted where `context` holds retrieved
 chunks (each chunk starts with `Title: `), and the retrieved titles are read from those lines.
 
+Given the dataset the run answered, each row takes the id and text of the dataset's question it
+asks (systems/external/matching.py: by question text, whitespace and case aside), so that a report
+puts it beside a freshrag run's row of the same question; a row that asks none of them, or a
+question asked twice, is refused naming the row. Without it, rows are numbered by position
+(`DATASET/legacy-00000`) and line up only with other imports of the same file order.
+
 Pickles can run code when loaded. `load_pickle` accepts only what such a file needs — lists,
 dicts, tuples, sets, strings, numbers, booleans and None — and refuses anything else, naming it.
 Before anything is loaded, plain_pickle.py follows the opcodes and refuses a pickle whose shared
@@ -20,6 +26,7 @@ import io
 import json
 import math
 import pickle
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +36,9 @@ from freshrag.core.manifest import read_manifest, write_manifest
 from freshrag.core.rundir import check_kind, locked
 from freshrag.core.samples import SAMPLES, read_samples, sample_problem
 from freshrag.core.textfile import lone_surrogate
+from freshrag.core.types import Question
 from freshrag.run.plain_pickle import ALLOWED_CLASSES, check
+from freshrag.systems.external.matching import NoMatch, QuestionMatcher, summary
 
 PAPER_MODEL = "gpt-4-0613"  # every role of the paper's runs
 REQUIRED = ("title", "question", "answer", "n_input_tokens", "n_output_tokens")
@@ -83,6 +92,29 @@ def sample_rows(rows: Any, path: Path, dataset: str, system: str,
         raise LegacyError(f"{path}: expected a list of dicts, found {type(rows).__name__}")
     return [_checked({**_sample_row(row, index, path, dataset, system), "models": {"answer": model}},
                      f"{path}: row {index}") for index, row in enumerate(rows)]
+
+
+def matched(rows: list[dict[str, Any]], path: Path,
+            questions: list[Question]) -> tuple[list[dict[str, Any]], str]:
+    """The rows, each with the id, text and fields of the dataset's question it asks, and the line
+    saying how they matched; a row that asks none, or asks one again, is a LegacyError."""
+    matcher = QuestionMatcher(questions)
+    first: dict[str, int] = {}
+    rules: Counter = Counter()
+    placed = []
+    for index, row in enumerate(rows):
+        try:
+            question, rule = matcher.match(None, row["question"])
+        except NoMatch as err:
+            raise LegacyError(f"{path}: row {index}: {err}") from None
+        if question.id in first:
+            raise LegacyError(f"{path}: row {index}: asks question {question.id!r} again (first "
+                              f"at row {first[question.id]})")
+        first[question.id] = index
+        rules[rule] += 1
+        placed.append({**row, "question_id": question.id, "question": question.text,
+                       "gold_title": question.gold_title, **question.fields()})
+    return placed, summary(str(path), rules, matcher.unanswered(set(first)))
 
 
 def _checked(row: dict[str, Any], where: str) -> dict[str, Any]:
@@ -173,12 +205,16 @@ def _grade(row: dict[str, Any], where: str) -> dict[str, Any] | None:
     return {**scores, "unscored_reason": None, "raw": []}
 
 
-def import_legacy(path: Path, dataset: str, system: str, out: Path,
-                  model: str = PAPER_MODEL) -> int:
-    """Write `out/samples.jsonl` and `out/manifest.json` from a released run; return the rows.
+def import_legacy(path: Path, dataset: str, system: str, out: Path, model: str = PAPER_MODEL,
+                  questions: list[Question] | None = None) -> tuple[int, str | None]:
+    """Write `out/samples.jsonl` and `out/manifest.json` from a released run; return the rows
+    and, given the dataset's `questions`, the line saying how the rows matched them (`matched`).
     Importing the same file again replaces this system's rows, never duplicates them. `out` is
     held for the import, and refused if it holds anything but imports (harness/core/rundir.py)."""
     rows = sample_rows(load_pickle(path), path, dataset, system, model)
+    line = None
+    if questions is not None:
+        rows, line = matched(rows, path, questions)
     with locked(out):
         # everything already in `out` is read (and refused if unreadable) before anything is written
         manifest = read_manifest(out)
@@ -194,7 +230,7 @@ def import_legacy(path: Path, dataset: str, system: str, out: Path,
             "legacy_pickle": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
             "rows": len(rows), "imported_at": now()}
         write_manifest(out, manifest)
-    return len(rows)
+    return len(rows), line
 
 
 def _replace_rows(samples: Path, rows: list[dict[str, Any]], dataset: str, system: str) -> None:

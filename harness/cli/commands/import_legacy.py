@@ -17,7 +17,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("import-legacy", help=HELP)
     p.add_argument("pickle", type=Path, metavar="PICKLE")
     p.add_argument("--dataset", type=name, required=True,
-                   help="dataset name for the tables, e.g. A_f")
+                   help="the dataset's directory: each row takes the id of the question it asks "
+                   "(by its text), as a run's rows have; or only a name for the tables, e.g. A_f "
+                   "(rows are then numbered by position)")
     p.add_argument("--system", type=name, required=True,
                    help="system name for the tables, e.g. naive")
     p.add_argument("--out", type=out_dir, required=True, help="run directory to write (or add to)")
@@ -35,7 +37,14 @@ def handle(args: argparse.Namespace) -> int:
 
     check_outputs(files_in(args.out, (SAMPLES, MANIFEST, LOCK), "--out"),
                   [("PICKLE", args.pickle)])
-    n = import_legacy(args.pickle, args.dataset, args.system, args.out, args.model)
-    print(f"{n} rows of {args.pickle} imported into {args.out}/ as {args.dataset}/{args.system}; "
+    from freshrag.core.dataset import load_dataset_dir
+
+    data = load_dataset_dir(Path(args.dataset)) if Path(args.dataset).is_dir() else None
+    dataset = data.name if data else args.dataset
+    n, matched = import_legacy(args.pickle, dataset, args.system, args.out, args.model,
+                               data and data.questions)
+    if matched:
+        print(matched)
+    print(f"{n} rows of {args.pickle} imported into {args.out}/ as {dataset}/{args.system}; "
           f"see them with: freshrag report {args.out}")
     return 0
