@@ -13,13 +13,15 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from freshrag.core.errors import UserError
 from freshrag.core.types import Question
 
 BY_ID, BY_TEXT = "id", "question text"  # the rule that matched, as an import's summary says it
 
 
-class NoMatch(ValueError):
-    """A row that names none of the dataset's questions; the message says why, not where."""
+class NoMatch(UserError, ValueError):
+    """A row that names none of the dataset's questions; the message says why, and each import
+    adds where (file and line, or row)."""
 
 
 def normalised(text: str) -> str:

@@ -171,7 +171,8 @@ def test_import_turns_an_answers_file_into_a_judged_run(own, capsys):
     capsys.readouterr()
     assert main(["import", str(bad), "--system", "bad", *data, "--out",
                  str(tmp_path / "bad-run"), "--no-probe"]) == 2
-    assert f"{bad}:2: question id 'q00009' is not in the dataset" in capsys.readouterr().err
+    assert (f"{bad}:2: matches no question of the dataset: its id 'q00009' is not one of the "
+            f"dataset's") in capsys.readouterr().err
     assert not (tmp_path / "bad-run").exists()
 
 
