@@ -15,6 +15,7 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.samples import read_samples
 from freshrag.run.legacy import LegacyError, load_pickle, retrieved_titles
+from tests.support.datasets import write_dataset
 from tests.support.legacy import import_rows, row
 
 
@@ -166,3 +167,42 @@ def test_a_file_that_is_not_a_pickle(tmp_path):
         load_pickle(path)
     with pytest.raises(LegacyError, match="no such file"):
         load_pickle(tmp_path / "absent.pkl")
+
+
+def questions_dir(tmp_path, n):
+    """A dataset whose questions are "Question i?" about "Article i", as the rows above ask."""
+    write_dataset(tmp_path / "A_f", questions=[
+        {"id": f"q{i}", "title": f"Article {i}", "question": f"Question {i}?", "label": "summary"}
+        for i in range(n)], articles=[{"title": f"Article {i}", "content": "text"}
+                                      for i in range(n)])
+    return tmp_path / "A_f"
+
+
+def test_given_the_dataset_rows_take_its_question_ids(tmp_path, capsys):
+    dataset = questions_dir(tmp_path, 4)
+    released = [{**row(2, 5, 4), "question": "  QUESTION 2? "}, row(0, 3, 3)]
+    path = tmp_path / "paper.pkl"
+    path.write_bytes(pickle.dumps(released))
+    assert main(["import-legacy", str(path), "--dataset", str(dataset), "--system", "naive",
+                 "--out", str(tmp_path / "run")]) == 0
+    assert (f"{path}: 2 row(s) matched to the dataset's questions (2 by question text); 2 "
+            f"question(s) of the dataset have no row: q1, q3") in capsys.readouterr().out
+    imported = read_samples(tmp_path / "run" / "samples.jsonl")
+    assert [(r["dataset"], r["question_id"], r["question"], r["label"]) for r in imported] == [
+        ("A_f", "q2", "Question 2?", "summary"), ("A_f", "q0", "Question 0?", "summary")]
+
+
+@pytest.mark.parametrize("released, message", [
+    ([row(0), row(7)], "row 1: matches no question of the dataset: its question 'Question 7?' "
+                       "is not one of the dataset's"),
+    ([row(1), row(0), {**row(1), "question": "question 1?"}],
+     "row 2: asks question 'q1' again (first at row 0)"),
+])
+def test_a_row_asking_no_question_or_one_again_is_refused_naming_it(tmp_path, capsys, released,
+                                                                    message):
+    path = tmp_path / "paper.pkl"
+    path.write_bytes(pickle.dumps(released))
+    assert main(["import-legacy", str(path), "--dataset", str(questions_dir(tmp_path, 2)),
+                 "--system", "naive", "--out", str(tmp_path / "run")]) == 2
+    assert f"{path}: {message}" in capsys.readouterr().err
+    assert not (tmp_path / "run" / "samples.jsonl").exists()
