@@ -2,7 +2,9 @@
 service's reply or a row of an answers file. The answer text is required; the retrieved contexts,
 the tokens spent, the retrievals, the retrieval decision and the latency are read where reported
 and recorded as unknown (the answer's `details["unknown"]`, `retrievals` None) where not, never
-as 0."""
+as 0. Contexts given as bare texts (Ragas' `retrieved_contexts`) keep their text but name no
+article: their `retrieved` titles are left out, so that the retrieval table does not count them
+as misses of the gold article."""
 
 from __future__ import annotations
 
@@ -39,8 +41,9 @@ def reported_answer(values: dict[str, Any], model: str, question: Question) -> S
         messages=[{"role": "user", "content": question.text}])]
     details: dict[str, Any] = {"decision": decision, "unknown": unknown}
     if contexts:
-        details["retrieved"] = [{"title": title, "index": i, "score": score}
-                                for i, (title, _, score) in enumerate(contexts)]
+        if any(title for title, _, _ in contexts):  # all untitled: which articles is unknown
+            details["retrieved"] = [{"title": title, "index": i, "score": score}
+                                    for i, (title, _, score) in enumerate(contexts)]
         details["context"] = "\n\n".join(text for _, text, _ in contexts)
     return SystemAnswer(answer, calls=calls, retrievals=retrievals, details=details,
                         latency_s=latency)

@@ -65,10 +65,11 @@ def write_by_text(path, questions, extra=()) -> None:
     """Ragas' columns, each question re-cased and re-spaced as another tool might."""
     with path.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["user_input", "response"])
-        writer.writerows([f"  {q.text.upper().replace(' ', '  ')}", answer(i)]
+        writer.writerow(["user_input", "response", "retrieved_contexts"])
+        writer.writerows([f"  {q.text.upper().replace(' ', '  ')}", answer(i),
+                          json.dumps([f"Town {i} has {i + 3} bridges."])]
                          for i, q in enumerate(questions))
-        writer.writerows(extra)
+        writer.writerows([*row, "[]"] for row in extra)
 
 
 def paired(analysis, a, b):
@@ -110,6 +111,9 @@ def test_imports_by_id_and_by_text_stand_beside_the_run(tmp_path, dataset, capsy
     graded = {q.id: TRUE if i % 2 == 0 else FALSE for i, q in enumerate(questions)}
     for system in ("ids", "texts"):
         assert paired(analysis, "naive", system) == (N, expected_difference(runs[0], graded))
+    # the CSV's contexts are bare texts: which article they came from is unknown, not a miss
+    assert [row["system"] for row in analysis["retrieval"]] == ["naive"]
+    assert summary["texts"]["retrievals"] == N
 
 
 def test_a_row_matching_no_question_is_refused_by_file_and_line(tmp_path, dataset, capsys):

@@ -65,6 +65,7 @@ def test_ragas_columns_in_csv_match_questions_by_text(tmp_path):
     third = replay(answers, QUESTIONS[2])
     assert (third.text, third.retrievals) == ("Six.", 1)
     assert third.details["context"] == "Town 3 has 6 bridges.\n\nOld bridges."
+    assert "retrieved" not in third.details  # bare texts name no article: not a miss of its gold
     assert third.details["reference"] == "6"
     assert third.details["unknown"] == ["input_tokens", "output_tokens", "decision"]
     assert replay(answers, QUESTIONS[0]).text == "Four."
