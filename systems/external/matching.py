@@ -35,8 +35,9 @@ class QuestionMatcher:
     def __init__(self, questions: list[Question]):
         self.questions = questions
         self.ids = {question.id: question for question in questions}
-        counts = Counter(normalised(question.text) for question in questions)
-        self.texts = {normalised(q.text): q for q in questions if counts[normalised(q.text)] == 1}
+        keyed = [(normalised(question.text), question) for question in questions]
+        counts = Counter(text for text, _ in keyed)
+        self.texts = {text: question for text, question in keyed if counts[text] == 1}
         self.shared = {text for text, n in counts.items() if n > 1}
 
     def match(self, qid: Any, text: Any) -> tuple[Question, str]:
@@ -44,9 +45,10 @@ class QuestionMatcher:
         that matched (BY_ID or BY_TEXT); NoMatch when it answers none."""
         if qid is not None and str(qid) in self.ids:
             return self.ids[str(qid)], BY_ID
-        if isinstance(text, str) and normalised(text) in self.texts:
-            return self.texts[normalised(text)], BY_TEXT
-        raise NoMatch(self._why(qid, text))
+        found = self.texts.get(normalised(text)) if isinstance(text, str) else None
+        if found is None:
+            raise NoMatch(self._why(qid, text))
+        return found, BY_TEXT
 
     def _why(self, qid: Any, text: Any) -> str:
         reasons = [] if qid is None else [f"its id {str(qid)[:80]!r} is not one of the dataset's"]

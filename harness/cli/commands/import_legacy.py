@@ -29,6 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from freshrag.core.dataset import load_dataset_dir
     from freshrag.core.manifest import MANIFEST
     from freshrag.core.outputs import check_outputs, files_in
     from freshrag.core.rundir import LOCK
@@ -37,12 +38,10 @@ def handle(args: argparse.Namespace) -> int:
 
     check_outputs(files_in(args.out, (SAMPLES, MANIFEST, LOCK), "--out"),
                   [("PICKLE", args.pickle)])
-    from freshrag.core.dataset import load_dataset_dir
-
     data = load_dataset_dir(Path(args.dataset)) if Path(args.dataset).is_dir() else None
     dataset = data.name if data else args.dataset
     n, matched = import_legacy(args.pickle, dataset, args.system, args.out, args.model,
-                               data and data.questions)
+                               data.questions if data else None)
     if matched:
         print(matched)
     print(f"{n} rows of {args.pickle} imported into {args.out}/ as {dataset}/{args.system}; "
