@@ -32,13 +32,7 @@ from freshrag.core.manifest import read_manifest
 from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.core.stats import mean
 from freshrag.reporting.identity import group_rows, labels, models_label, retriever_model
-from freshrag.reporting.outcomes import (
-    is_scored,
-    retrievals,
-    spent,
-    unreported,
-    with_judge_pass,
-)
+from freshrag.reporting.outcomes import is_scored, retrievals, spent, unreported, with_judge_pass
 from freshrag.scoring.store import answer_scores, scores_of
 
 SUMMARY = "summary.json"
@@ -51,7 +45,8 @@ RUN = "run"  # the column added when two rows differ only by their run directory
 def load_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
     """All rows of the given run directories (a directory without samples is an error), each
     marked with its `run` (the directory as given; one named twice is read once), its `scores`
-    from scores.jsonl (scorer -> repeat 0, for this answer) and, if it retrieved, the run's
+    from scores.jsonl (scorer -> repeat 0, for this answer; a judge pass is the grade of a row
+    the run left ungraded: outcomes.with_judge_pass) and, if it retrieved, the run's
     embedding model in `models` (see harness/reporting/identity.py)."""
     rows, seen = [], set()
     for run_dir in run_dirs:
