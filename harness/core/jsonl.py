@@ -17,7 +17,7 @@ import sys
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable
+from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from freshrag.core.errors import UserError
 from freshrag.core.files import atomic_open, dumps, open_no_follow
@@ -127,12 +127,17 @@ def _is_row(line: bytes) -> bool:
 
 def read_jsonl(path: Path, check: Callable[[dict[str, Any]], str | None] | None = None
                ) -> list[dict[str, Any]]:
+    """Every row of a file JsonlWriter wrote, in file order (`iter_jsonl`'s rows as a list)."""
+    return list(iter_jsonl(path, check))
+
+
+def iter_jsonl(path: Path, check: Callable[[dict[str, Any]], str | None] | None = None
+               ) -> Iterator[dict[str, Any]]:
     """Every row of a file JsonlWriter wrote, in file order, streamed line by line; a torn last
     line is ignored. `check` says what is wrong with a row (None if nothing): the reader stops
     at that line."""
     if not path.exists():
-        return []
-    rows = []
+        return
     for line_no, line in lines(path, ResultsError, keep_breaks=True):
         if not line.strip():
             continue
@@ -148,8 +153,7 @@ def read_jsonl(path: Path, check: Callable[[dict[str, Any]], str | None] | None 
         problem = _row_problem(row, line) or (check and check(row))
         if problem:
             raise ResultsError(f"{path}:{line_no}: {problem}")
-        rows.append(row)
-    return rows
+        yield row
 
 
 def _row_problem(row: Any, line: str) -> str | None:

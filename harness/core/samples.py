@@ -27,11 +27,12 @@ The file itself is JSON Lines, appended to and repaired as harness/core/jsonl.py
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from freshrag.core.jsonl import now, read_jsonl
+from freshrag.core.jsonl import iter_jsonl, now
 from freshrag.core.types import Grade, LLMResponse, Question, SystemAnswer, sum_usage_by_role
 
 SAMPLES = "samples.jsonl"
@@ -62,13 +63,43 @@ def sample_row(dataset: str, question: Question, system: str, answer: SystemAnsw
     }
 
 
-def read_samples(path: Path) -> list[dict[str, Any]]:
-    """Every row, the last one per (question, system) winning, in file order."""
+# What the tables read of a call (harness/reporting: models by role, prices, batch discounts,
+# latency); a light read keeps only these, and a report of 100,000 answers fits in memory.
+CALL_SUMMARY = ("role", "model", "usage", "batch", "cache_hit", "latency_s")
+
+
+def read_samples(path: Path, light: bool = False) -> list[dict[str, Any]]:
+    """Every row, the last one per (question, system) winning, in file order. `light` keeps of
+    each call only CALL_SUMMARY (not its messages, text and arguments: most of a row), except in
+    rows of grounded questions (with a `reference`), whose wording analysis reads the answer's
+    context from its calls."""
     latest: dict[tuple[str, str], dict[str, Any]] = {}
-    for row in read_jsonl(path, sample_problem):
+    for row in iter_jsonl(path, sample_problem):
+        if light:
+            row = _light(row)
         latest.pop((row["question_id"], row["system"]), None)
         latest[row["question_id"], row["system"]] = row
     return list(latest.values())
+
+
+def _light(row: dict[str, Any]) -> dict[str, Any]:
+    """The row as read_samples(light=True) keeps it: calls cut to CALL_SUMMARY (but a grounded
+    row's), optional fields that are null left out (readers `get` them: SAMPLE_FIELDS), and
+    every key the one shared string (json makes each row's keys anew: a third of a light row's
+    memory)."""
+    if row.get("calls") and not row.get("reference"):
+        row["calls"] = [{key: call[key] for key in CALL_SUMMARY if key in call}
+                        for call in row["calls"]]
+    return _shared_keys({key: value for key, value in row.items()
+                         if value is not None or key in KEPT_WHEN_NULL})
+
+
+def _shared_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {sys.intern(key): _shared_keys(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shared_keys(item) for item in value]
+    return value
 
 
 def answer_tokens(row: dict[str, Any]) -> tuple[int, int]:
@@ -85,6 +116,7 @@ _NUMBER = (int, float)
 # the REQUIRED ones directly, and only look at the others if present (rows made by hand and older
 # rows may lack them).
 REQUIRED = ("question_id", "gold_title", "system", "status", "retrievals", "usage", "grade")
+KEPT_WHEN_NULL = (*REQUIRED, "error")  # a failed row's `error` is read directly too
 SAMPLE_FIELDS: dict[str, tuple[type, ...]] = {
     "dataset": (str, _NONE), "question_id": (str,), "question": (str,), "gold_title": (str, _NONE),
     "system": (str,), "status": (str,), "answer": (str, _NONE), "retrievals": (int, _NONE),

@@ -1,14 +1,25 @@
 """The statistics every table shares (docs/methods.md#statistics): the mean, the percentile
 bootstrap (for the analysis of runs and the judge probes alike) and Cohen's kappa, which is
 scikit-learn's.
+
+The bootstrap of a mean or a sum, the report's commonest intervals, is drawn with numpy: a
+resample of n values from n is a draw of how many times each distinct value comes up (a
+multinomial over the distinct values with their shares), so a grade's 2,000 resamples of 100,000
+answers cost 2,000 x 5 counts, not 200 million Python calls. Values with many distinct numbers
+(token counts) are resampled by index, in blocks that bound the memory. Any other statistic
+resamples in Python, as before.
 """
 
 from __future__ import annotations
 
 import math
 import random
+import statistics
 import warnings
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+if TYPE_CHECKING:
+    import numpy as np
 
 BOOTSTRAP_SAMPLES = 2000
 CONFIDENCE = 0.95
@@ -25,15 +36,51 @@ def mean(values: Sequence[float], places: int | None = None) -> float | None:
 
 def bootstrap_interval(values: Sequence[Any], statistic: Callable[[Sequence[Any]], float],
                        samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval (95%) of `statistic` over `values`."""
-    rng = random.Random(seed)
+    """Percentile bootstrap interval (95%) of `statistic` over `values`; `mean` and `sum` (this
+    module's mean, the built-in sum) over numbers are resampled with numpy (the module's note)."""
     n = len(values)
     if n == 0:
         raise ValueError("bootstrap of no values")
-    stats = sorted(statistic(rng.choices(values, k=n)) for _ in range(samples))
+    if statistic in (mean, sum, statistics.mean) and _all_numbers(values):
+        sums = _resampled_sums(values, samples, seed)
+        sums.sort()
+        stats = sums if statistic is sum else sums / n
+        whole = statistic is sum and all(isinstance(v, int) for v in values)
+        stats = stats.astype("int64") if whole else stats  # a sum of counts stays a count
+        stats = stats.tolist()
+    else:
+        rng = random.Random(seed)
+        stats = sorted(statistic(rng.choices(values, k=n)) for _ in range(samples))
     tail = (1 - CONFIDENCE) / 2
     return (round(stats[int(tail * samples)], 4),
             round(stats[min(samples - 1, int((1 - tail) * samples))], 4))
+
+
+# A count per distinct value costs about 25 times an index per value (numpy 2.4, measured): the
+# cheaper of the two draws is taken.
+COUNT_COST = 25
+BLOCK_VALUES = 4_000_000  # indices drawn at once (32 MB)
+
+
+def _all_numbers(values: Sequence[Any]) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
+def _resampled_sums(values: Sequence[float], samples: int, seed: int) -> np.ndarray:
+    """The sums of `samples` resamples (n from n, with replacement) of `values`."""
+    import numpy as np  # at use: `freshrag --help` loads this module, not numpy
+
+    rng = np.random.default_rng(seed)
+    data = np.asarray(values, dtype=np.float64)
+    distinct, counts = np.unique(data, return_counts=True)
+    if len(distinct) * COUNT_COST <= len(data):
+        return rng.multinomial(len(data), counts / len(data), size=samples) @ distinct
+    sums = np.empty(samples)
+    block = max(1, BLOCK_VALUES // len(data))
+    for start in range(0, samples, block):
+        rows = min(block, samples - start)
+        sums[start:start + rows] = data[rng.integers(0, len(data), (rows, len(data)))].sum(axis=1)
+    return sums
 
 
 def cohen_kappa(a: Sequence[Any], b: Sequence[Any], labels: Sequence[Any],

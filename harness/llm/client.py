@@ -250,6 +250,7 @@ class LLMClient:
 
     def _call(self, role: str, cfg: RoleConfig, request: dict[str, Any]) -> dict[str, Any]:
         import openai
+        from openai.types.chat import ChatCompletion
 
         client = self._client(role, cfg)
         started = time.monotonic()
@@ -258,7 +259,11 @@ class LLMClient:
             for attempt in self._retrying(cfg):
                 with attempt, deadline.within(self.settings.timeout_s):
                     attempts = attempt.retry_state.attempt_number
-                    completion = client.chat.completions.create(**request)
+                    # The SDK's documented way to send a body as it is: `create` would walk the
+                    # request through its type transforms (a third of the client's CPU per call)
+                    # for a body that is plain JSON already. The reply is read as `create` reads it.
+                    completion = client.post("/chat/completions", body=request,
+                                             cast_to=ChatCompletion)
             return completion_value(completion, request, time.monotonic() - started)
         except openai.APIConnectionError as err:
             if cfg.is_local and self.local is not None and self.local.death():

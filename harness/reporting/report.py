@@ -42,12 +42,13 @@ COLUMNS = ("dataset", "system", "n", "scored", "unscored", "truthfulness", "rele
 RUN = "run"  # the column added when two rows differ only by their run directory
 
 
-def load_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
+def load_runs(run_dirs: list[Path], light: bool = False) -> list[dict[str, Any]]:
     """All rows of the given run directories (a directory without samples is an error), each
     marked with its `run` (the directory as given; one named twice is read once), its `scores`
     from scores.jsonl (scorer -> repeat 0, for this answer; a judge pass is the grade of a row
     the run left ungraded: outcomes.with_judge_pass) and, if it retrieved, the run's
-    embedding model in `models` (see harness/reporting/identity.py)."""
+    embedding model in `models` (see harness/reporting/identity.py). `light`: calls without
+    their messages and text, which no table reads (core/samples.py read_samples)."""
     rows, seen = [], set()
     for run_dir in run_dirs:
         if not (run_dir / SAMPLES).exists():
@@ -59,7 +60,7 @@ def load_runs(run_dirs: list[Path]) -> list[dict[str, Any]]:
         name = manifest.get("dataset", {}).get("name")
         embedder = retriever_model(manifest.get("index"))
         scores = answer_scores(run_dir)  # scorers beyond the run's judge (harness/scoring/store.py)
-        for row in read_samples(run_dir / SAMPLES):
+        for row in read_samples(run_dir / SAMPLES, light=light):
             row = {**row, "dataset": row.get("dataset") or name, RUN: str(run_dir)}
             row = with_judge_pass({**row, "scores": scores_of(scores, row)})
             if embedder and row.get("retrievals"):

@@ -72,9 +72,10 @@ class RunConfig:
 
 def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
         prompts: dict[str, str], retriever: Retriever | None = None,
-        embed: Embed | None = None) -> list[dict[str, Any]]:
+        embed: Embed | None = None, light: bool = False) -> list[dict[str, Any]]:
     """Run every unfinished pair, then the scorers beyond the judge (`embed`: the embeddings
-    role, for answer-relevance), holding the run directory; return all its rows. With --batch
+    role, for answer-relevance), holding the run directory; return all its rows (`light`: read
+    as a report reads them, core/samples.py). With --batch
     the pairs' and scorers' chat calls go through the Batch API first (harness/cost/batch.py fills
     the cache), then the pairs and scores run as usual from the cache. A budget
     (harness/cost/budget.py) that refuses a call stops the run, its manifest saying `capped`."""
@@ -114,7 +115,7 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
             raise
         manifest["finished_at"] = now()
         write_manifest(config.out, manifest)
-        return read_samples(config.out / SAMPLES)
+        return read_samples(config.out / SAMPLES, light=light)
 
 
 def _answer_pairs(dataset: Dataset, pairs: list[tuple[Question, str]], systems: dict[str, System],

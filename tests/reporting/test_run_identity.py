@@ -170,3 +170,19 @@ def test_the_embedding_model_tells_retrieving_runs_apart_and_costs_nothing(tmp_p
     assert ["minilm" in naive_labels[0], "ada-002" in naive_labels[1]] == [True, True]
     costs = analysis.quality_and_cost(rows, {})
     assert all(e["unpriced_models"] == ["model-a"] for e in costs)
+
+
+def test_a_grouping_kept_for_a_list_follows_the_list():
+    """group_rows keeps its last groupings (a report asks a score of times): a caller changing
+    what it was handed does not change the next answer, and a list that grew is grouped anew."""
+    rows = rows_of("naive", answer="model-a") + rows_of("baseline", answer="model-a")
+    first = identity.group_rows(rows)
+    for group in first.values():
+        group.clear()
+    again = identity.group_rows(rows)
+    assert [len(group) for group in again.values()] == [len(SCORES), len(SCORES)]
+    rows.extend(rows_of("naive", answer="model-b"))
+    grown = identity.group_rows(rows)  # naive's directory now mixes two answer models
+    naive = [key for key in grown if key.system == "naive"]
+    assert naive[0].model_map["answer"] == "model-a + model-b"
+    assert len(grown[naive[0]]) == 2 * len(SCORES)

@@ -329,7 +329,9 @@ class FakeOpenAIServer:
         embedding_delay: float = 0.0,
         batches: Any = None,
         services: dict[str, Callable[[Any, dict], dict]] | None = None,
+        capture: bool = True,
     ) -> None:
+        self.capture = capture  # keep every request body in `requests` (off for long benchmarks)
         # path -> handler(request JSON, headers) giving a raw reply: a RAG service under test
         # (_handle_service says what the reply may hold)
         self.services = services or {}
@@ -485,7 +487,7 @@ class FakeOpenAIServer:
 
         with self._lock:
             self.calls += 1
-            if valid:
+            if valid and self.capture:
                 self.requests.append(request)
             fault = self._decide_fault()
 

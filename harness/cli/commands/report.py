@@ -49,7 +49,7 @@ def handle(args: argparse.Namespace) -> int:
     out = args.out or (args.run_dirs[0] if len(args.run_dirs) == 1 else Path("results") / "report")
     _check_outputs(args, out)
     prices = price_table(args.config or default_config())  # refused before anything is written
-    rows = report.load_runs(args.run_dirs)
+    rows = report.load_runs(args.run_dirs, light=not args.html)  # the viewer shows whole calls
     if args.mix and not any(row.get("kind") for row in rows):
         raise UsageError(f"--mix: no question of {', '.join(map(str, args.run_dirs))} has a "
                          f"traffic kind (fresh, control, general) to recombine; a set of them "

@@ -201,9 +201,9 @@ def _answer(data: Dataset, config: RunConfig, settings: LLMSettings, cache: Path
             stack.callback(retriever.close)
         embed = embed_for(llm, config.scorers, retriever)
         try:
-            return run(data, config, llm, factories, prompts, retriever, embed), None
+            return run(data, config, llm, factories, prompts, retriever, embed, light=True), None
         except BudgetExceeded as err:
-            return read_samples(config.out / SAMPLES), err
+            return read_samples(config.out / SAMPLES, light=True), err
 
 
 def _summarise(out: Path, rows: list[dict], capped: Exception | None) -> int:
