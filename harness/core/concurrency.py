@@ -1,31 +1,41 @@
 """The one concurrency helper: bounded parallel map with a progress bar (like simple-evals'
 `map_with_progress`). `concurrency=1` runs serially in the calling thread, so that a failure can
-be debugged with an ordinary traceback."""
+be debugged with an ordinary traceback.
+
+Items are handed to the pool a few at a time (WINDOW per worker), not all at once: a run of
+100,000 pairs would otherwise hold 100,000 futures, each keeping its result until the map ends.
+"""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import Callable, Sequence, TypeVar
+import queue
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable, Iterable, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
 
+WINDOW = 2  # items submitted per worker, so that a worker never waits for the next one
 
-def map_with_progress(fn: Callable[[T], R], items: Sequence[T], concurrency: int = 8,
+
+def map_with_progress(fn: Callable[[T], R], items: Iterable[T], concurrency: int = 8,
                       desc: str = "", postfix: Callable[[R], str] | None = None,
-                      unit: str = "pair") -> list[R]:
-    """fn over items, at most `concurrency` at a time; results in completion order.
+                      unit: str = "pair", keep: bool = True) -> list[R]:
+    """fn over items, at most `concurrency` at a time; results in completion order (none kept
+    with `keep=False`, for callers that write each result as it comes).
 
-    The first exception stops the map: pending items are cancelled, those in flight finish.
-    `postfix` is told of each result as it arrives and returns a short status for the bar
-    (e.g. running token totals).
+    The first exception stops the map: items not yet started are never started, those in
+    flight finish. `postfix` is told of each result as it arrives and returns a short status
+    for the bar (e.g. running token totals).
     """
     from tqdm import tqdm  # here, not above: tqdm reads its own version at import, which is slow
 
+    items = list(items)
     results: list[R] = []
     with tqdm(total=len(items), desc=desc, unit=unit, dynamic_ncols=True) as bar:
         def done(result: R) -> None:
-            results.append(result)
+            if keep:
+                results.append(result)
             if postfix:
                 bar.set_postfix_str(postfix(result), refresh=False)
             bar.update(1)
@@ -34,13 +44,26 @@ def map_with_progress(fn: Callable[[T], R], items: Sequence[T], concurrency: int
             for item in items:
                 done(fn(item))
             return results
+        finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
+        live: set[Future] = set()
+
+        def collect() -> None:
+            future = finished.get()
+            live.discard(future)
+            done(future.result())
+
         with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            futures = [pool.submit(fn, item) for item in items]
             try:
-                for future in as_completed(futures):
-                    done(future.result())
+                for item in items:
+                    if len(live) >= concurrency * WINDOW:
+                        collect()
+                    future = pool.submit(fn, item)
+                    live.add(future)
+                    future.add_done_callback(finished.put)
+                while live:
+                    collect()
             except BaseException:
-                for future in futures:
+                for future in live:
                     future.cancel()
                 raise
     return results

@@ -134,7 +134,7 @@ def _answer_pairs(dataset: Dataset, pairs: list[tuple[Question, str]], systems: 
 
     try:
         map_with_progress(run_pair, pairs, config.concurrency, desc=dataset.name,
-                          postfix=_RunningTotals())
+                          postfix=_RunningTotals(), keep=False)  # each row is in the file
     finally:
         writer.close()
 

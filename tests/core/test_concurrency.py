@@ -1,9 +1,11 @@
+import gc
 import threading
 import time
+import weakref
 
 import pytest
 
-from freshrag.core.concurrency import map_with_progress
+from freshrag.core.concurrency import WINDOW, map_with_progress
 
 
 def test_serial_runs_in_the_calling_thread():
@@ -67,3 +69,29 @@ def test_postfix_is_told_of_every_result():
     seen = []
     map_with_progress(lambda i: i * 10, [1, 2, 3], concurrency=1, postfix=lambda r: seen.append(r) or "")
     assert seen == [10, 20, 30]
+
+
+class Result:
+    """A result whose instances alive are counted (`ALIVE`): what the map still holds."""
+
+
+def test_results_not_kept_are_let_go_as_they_come():
+    """With keep=False (the runner writes each row as it comes) the map holds only the results
+    of the items in its window, not every result so far: a run of 100,000 pairs stays small."""
+    alive: weakref.WeakSet = weakref.WeakSet()
+    peak = []
+
+    def work(i):
+        gc.collect()
+        peak.append(len(alive))
+        result = Result()
+        alive.add(result)
+        return result
+
+    assert map_with_progress(work, range(400), concurrency=4, keep=False) == []
+    assert len(peak) == 400
+    assert max(peak) <= 4 * (WINDOW + 1)
+
+
+def test_kept_results_are_every_result():
+    assert sorted(map_with_progress(lambda i: i, range(500), concurrency=8)) == list(range(500))
