@@ -1,6 +1,8 @@
 """What the commands' handlers share when they run (docs/cli.md): the response cache's file, the
-default config file, the LLM client with the embedded server started when a role needs it, the
-dataset and index named on the command line, and the lines a run and a report both print.
+default config file, the roles' settings with the models named on the command line and the table
+of them printed before the first call, the LLM client with the embedded server started when a
+role needs it, the dataset and index named on the command line, and the lines a run and a report
+both print.
 
 Only handlers import this module, when their command runs; options are in harness/cli/options.py.
 """
@@ -9,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 from pathlib import Path
 from typing import Callable, Iterator
 
 from freshrag.cli.options import INDEX_DIR, UsageError
-from freshrag.core.config import DEFAULT_CONFIG_FILE, LLMSettings
+from freshrag.core import config as core_config
+from freshrag.core.config import DEFAULT_CONFIG_FILE, LOCAL_FALLBACK, CommandLine, LLMSettings
 from freshrag.core.dataset import Dataset, example_dir, load_dataset, load_dataset_dir
 from freshrag.core.outputs import Output
 from freshrag.core.rundir import RUN_ROLES
@@ -38,10 +42,46 @@ def cache_output(cache: Path | None) -> list[Output]:
     return [Output(cache, "the response cache", "give --no-cache")] if cache else []
 
 
+def load_settings(args: argparse.Namespace) -> LLMSettings:
+    """The roles' settings: --config's file, the environment, and the models and endpoint of the
+    command line (the group "models and endpoints" of harness/cli/options.py)."""
+    return core_config.load_settings(args.config, command_line=CommandLine(
+        args.model, args.base_url, tuple(args.model_role or ())))
+
+
+def roles_table(settings: LLMSettings, roles: tuple[str, ...]) -> str:
+    """Which model each of `roles` calls, at which endpoint, and where that came from; no key."""
+    from freshrag.systems.retrieval.embeddings import LOCAL_MODEL
+
+    rows = []
+    for role in roles:
+        cfg, origin = settings.role(role), settings.origins.get(role, "default")
+        if origin == LOCAL_FALLBACK:
+            rows.append((role, "local (in process)", LOCAL_MODEL, "local fallback: name one with "
+                         "--model-role embeddings=MODEL or FRESHRAG_EMBEDDINGS_MODEL"))
+        else:
+            endpoint = "local (embedded llama.cpp)" if cfg.is_local else cfg.base_url
+            rows.append((role, endpoint, cfg.model, origin))
+    widths = [max(len(row[i]) for row in rows + [("role", "endpoint", "model", "from")])
+              for i in range(3)]
+    return "\n".join(f"  {role:<{widths[0]}}  {endpoint:<{widths[1]}}  {model:<{widths[2]}}  "
+                     f"{origin}".rstrip()
+                     for role, endpoint, model, origin in [("role", "endpoint", "model", "from"),
+                                                           *rows])
+
+
+def print_roles(settings: LLMSettings, roles: tuple[str, ...]) -> None:
+    """The roles table, on stderr so that stdout stays the command's output."""
+    print(f"models:\n{roles_table(settings, roles)}", file=sys.stderr, flush=True)
+
+
 @contextlib.contextmanager
 def llm_client(settings: LLMSettings, cache_path: Path | None, seed: int | None,
-               roles: tuple[str, ...] = RUN_ROLES) -> Iterator[LLMClient]:
-    """The client, with the embedded server running if any of `roles` needs it."""
+               roles: tuple[str, ...] = RUN_ROLES, embeddings: bool = False
+               ) -> Iterator[LLMClient]:
+    """The client, with the embedded server running if any of `roles` needs it; the table of
+    `roles` (and of the embeddings role, which runs in process when local) printed first."""
+    print_roles(settings, roles + (("embeddings",) if embeddings else ()))
     cache = ResponseCache(cache_path) if cache_path else None  # CacheError names its file
     needs_local = any(settings.role(role).is_local for role in roles)
     with contextlib.ExitStack() as stack:
@@ -94,10 +134,15 @@ def check_batch(args: argparse.Namespace, settings: LLMSettings, roles: tuple[st
                          f"server, which has none")
 
 
+def embed_for_needed(scorers: tuple[str, ...]) -> bool:
+    """Whether a scorer needs the embeddings role."""
+    return any("embeddings" in SCORERS[name].needs for name in scorers)
+
+
 def embed_for(llm: LLMClient, scorers: tuple[str, ...], retriever: object | None = None
               ) -> Callable[[list[str]], list[list[float]]] | None:
     """The embeddings role's function, if a scorer needs it (the retrieval index's own model)."""
-    if not any("embeddings" in SCORERS[name].needs for name in scorers):
+    if not embed_for_needed(scorers):
         return None
     return (getattr(retriever, "embedder", None) or embedder_for(llm)).embed
 

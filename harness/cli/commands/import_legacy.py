@@ -7,22 +7,34 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from freshrag.cli.options import name, out_dir
+from freshrag.cli.options import add_command, name, out_dir
 from freshrag.run.legacy import PAPER_MODEL
 
-HELP = "import a run file released with the paper (a pickled list of dicts) into a run directory"
+HELP = "import a run file released with the paper (a pickle)"
+
+
+DESCRIPTION = ("Reads the pickle safely (plain types only, nothing executed) and writes its rows "
+               "as a run directory's samples.jsonl and manifest.json, graded as the paper graded "
+               "them. No model is called.")
+EXAMPLES = ("freshrag import-legacy A_f_naive.pkl --dataset-name A_f --system naive "
+            "--out results/paper",)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("import-legacy", help=HELP)
-    p.add_argument("pickle", type=Path, metavar="PICKLE")
-    p.add_argument("--dataset", type=name, required=True,
-                   help="dataset name for the tables, e.g. A_f")
-    p.add_argument("--system", type=name, required=True,
-                   help="system name for the tables, e.g. naive")
-    p.add_argument("--out", type=out_dir, required=True, help="run directory to write (or add to)")
-    p.add_argument("--model", type=name, default=PAPER_MODEL, help="the model that answered, for "
-                   "the cost analysis (default: %(default)s, the paper's)")
+    p = add_command(sub, "import-legacy", HELP, DESCRIPTION, EXAMPLES)
+    inputs = p.add_argument_group("inputs")
+    inputs.add_argument("pickle", type=Path, metavar="PICKLE", help="the paper's run file")
+    inputs.add_argument("--dataset-name", "--dataset", dest="dataset", type=name, required=True,
+                        metavar="NAME", help="dataset name for the tables, e.g. A_f (a name, not "
+                        "a directory; --dataset is still accepted)")
+    inputs.add_argument("--system", type=name, required=True,
+                        help="system name for the tables, e.g. naive")
+    inputs.add_argument("--answer-model", "--model", dest="model", type=name,
+                        default=PAPER_MODEL, metavar="MODEL", help="the model that answered, "
+                        "for the cost analysis (default: %(default)s, the paper's; --model is "
+                        "still accepted)")
+    p.add_argument_group("output").add_argument(
+        "--out", type=out_dir, required=True, help="run directory to write (or add to)")
     p.set_defaults(handler=handle)
 
 

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from freshrag.cli.options import (
+    add_command,
     add_concurrency,
-    add_config,
     add_cost_options,
     add_dataset_options,
     add_index_options,
     add_limit,
+    add_models,
     add_no_cache,
     add_probe_options,
     add_scorers,
@@ -37,15 +38,26 @@ HELP = "answer, judge and account every (question, system) pair"
 PAPER_CUTOFF = "2021-09-30"  # GPT-4-0613's knowledge cutoff, the model of the paper's datasets
 
 
+DESCRIPTION = ("Every system answers every question of the dataset; the judge grades each answer, "
+               "and tokens, dollars and latency are counted per role. The rows go to "
+               "RUN/samples.jsonl as they finish, so running the same command again resumes. "
+               "Before the first call it prints, on stderr, which model each role calls.")
+EXAMPLES = ("freshrag run --limit 3 --systems baseline,naive   # the example dataset, no key",
+            "export FRESHRAG_API_KEY=sk-...",
+            "freshrag run --dataset DIR --base-url https://api.openai.com/v1 --model gpt-4o-mini",
+            "freshrag run --dataset DIR --model gpt-4o-mini --model-role judge=gpt-4o --dry-run")
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help=HELP)
-    add_dataset_options(p)
-    add_systems(p)
+    p = add_command(sub, "run", HELP, DESCRIPTION, EXAMPLES)
+    inputs = p.add_argument_group("inputs")
+    add_dataset_options(inputs)
+    add_systems(inputs)
     add_run_options(p)
     p.set_defaults(handler=handle)
 
 
-def add_systems(p: argparse.ArgumentParser) -> None:
+def add_systems(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--systems", default="baseline,oracle,naive,advanced",
                    help=f"comma-separated systems: built-in ({', '.join(SYSTEMS)}), your own as "
                         f"FILE.py:NAME or MODULE:NAME, a service as NAME=URL or a [systems.NAME] "
@@ -55,14 +67,29 @@ def add_systems(p: argparse.ArgumentParser) -> None:
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
-    """Every option of a run but the dataset and the systems (`freshrag import` shares them)."""
-    p.add_argument("--out", type=out_dir, help="run directory (default: results/DATASET_NAME); "
-                   "running again into it resumes")
-    add_limit(p)
-    add_concurrency(p, 8, "pairs in flight at once; 1 runs serially")
-    add_no_cache(p)
-    add_seed(p)
-    add_config(p)
+    """Every option of a run but the dataset and the systems (`freshrag import` shares them), in
+    named groups."""
+    add_models(p)
+    control = p.add_argument_group("run control")
+    add_limit(control)
+    add_concurrency(control, "pairs in flight at once; 1 runs serially")
+    add_no_cache(control)
+    add_seed(control)
+    p.add_argument_group("output").add_argument(
+        "--out", type=out_dir, help="run directory (default: results/DATASET_NAME); running "
+        "again into it resumes")
+    _answering_options(p.add_argument_group("answering"))
+    judging = p.add_argument_group("judging and scoring")
+    judging.add_argument("--no-probe", action="store_true", help="do not probe the judge before "
+                         "grading (the report then says that nothing checked the judge)")
+    add_scorers(judging, "judge", "; the judge grades every pair, the others score the answers "
+                "into scores.jsonl after the pairs (default: %(default)s)")
+    add_probe_options(judging)
+    add_index_options(p.add_argument_group("retrieval index"))
+    add_cost_options(p.add_argument_group("cost"))
+
+
+def _answering_options(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--knowledge-cutoff", type=iso_date, default=PAPER_CUTOFF,
                    help="the answering model's knowledge cutoff, stated by dated-boolean "
                         "(default: %(default)s, GPT-4-0613's)")
@@ -71,13 +98,6 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--context-tokens", type=whole(1, 10_000_000), default=8192,
                    help="the answering model's context window; retrieved text is cut to fit "
                         "(default: %(default)s)")
-    p.add_argument("--no-probe", action="store_true", help="do not probe the judge before "
-                   "grading (the report then says that nothing checked the judge)")
-    add_scorers(p, "judge", "; the judge grades every pair, the others score the answers into "
-                "scores.jsonl after the pairs (default: %(default)s)")
-    add_probe_options(p)
-    add_index_options(p)
-    add_cost_options(p)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -87,9 +107,9 @@ def handle(args: argparse.Namespace) -> int:
         dataset,
         default_config,
         index_config,
+        load_settings,
         system_sources,
     )
-    from freshrag.core.config import load_settings
     from freshrag.core.rundir import INDEX_SETTINGS, RUN_ROLES
     from freshrag.cost import dry_run
     from freshrag.llm.client import LLMClient
@@ -108,7 +128,7 @@ def handle(args: argparse.Namespace) -> int:
     _check_outputs(args, out, data, sources)
     config = _run_config(args, out, tuple(source.name for source in sources), scorers,
                          {source.name: source.record() for source in sources})
-    settings = load_settings(args.config)
+    settings = load_settings(args)
     roles = tuple(dict.fromkeys(RUN_ROLES + scorer_roles(scorers)))
     if args.batch and not args.dry_run:
         check_batch(args, settings, roles)
@@ -186,14 +206,16 @@ def _answer(data: Dataset, config: RunConfig, settings: LLMSettings, cache: Path
     """Every pair answered, or as many as --max-cost allowed: the rows, and the cap if it was hit."""
     import contextlib
 
-    from freshrag.cli.common import embed_for, llm_client
+    from freshrag.cli.common import embed_for, embed_for_needed, llm_client
     from freshrag.core.samples import SAMPLES, read_samples
     from freshrag.cost.budget import BudgetExceeded
     from freshrag.run.runner import run
     from freshrag.systems.retrieval.embeddings import embedder_for
     from freshrag.systems.retrieval.index import open_index
 
-    with llm_client(settings, cache, seed, roles=roles) as llm, contextlib.ExitStack() as stack:
+    embeds = index is not None or embed_for_needed(config.scorers)
+    with llm_client(settings, cache, seed, roles=roles, embeddings=embeds) as llm, \
+            contextlib.ExitStack() as stack:
         llm.gate = budget or None
         retriever = None
         if index:
