@@ -59,9 +59,11 @@ def roles_table(settings: LLMSettings, roles: tuple[str, ...]) -> str:
         if origin == LOCAL_FALLBACK:
             rows.append((role, "local (in process)", LOCAL_MODEL, "local fallback: name one with "
                          "--model-role embeddings=MODEL or FRESHRAG_EMBEDDINGS_MODEL"))
-        else:
-            endpoint = "local (embedded llama.cpp)" if cfg.is_local else cfg.base_url
-            rows.append((role, endpoint, cfg.model, origin))
+        elif cfg.is_local:
+            rows.append((role, "local (embedded llama.cpp)", cfg.model, origin))
+        else:  # the embedded model's name sent elsewhere: the endpoint will refuse it
+            rows.append((role, cfg.base_url, cfg.model, origin if origin != "default" else
+                         "default, the embedded model's name: give --model"))
     widths = [max(len(row[i]) for row in rows + [("role", "endpoint", "model", "from")])
               for i in range(3)]
     return "\n".join(f"  {role:<{widths[0]}}  {endpoint:<{widths[1]}}  {model:<{widths[2]}}  "
@@ -70,18 +72,18 @@ def roles_table(settings: LLMSettings, roles: tuple[str, ...]) -> str:
                                                            *rows])
 
 
-def print_roles(settings: LLMSettings, roles: tuple[str, ...]) -> None:
-    """The roles table, on stderr so that stdout stays the command's output."""
-    print(f"models:\n{roles_table(settings, roles)}", file=sys.stderr, flush=True)
+def print_roles(settings: LLMSettings, roles: tuple[str, ...], embeddings: bool = False) -> None:
+    """The table of `roles` (and of the embeddings role, which needs no server when local),
+    on stderr so that stdout stays the command's output; a command prints it before its first
+    call."""
+    shown = roles + (("embeddings",) if embeddings else ())
+    print(f"models:\n{roles_table(settings, shown)}", file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager
 def llm_client(settings: LLMSettings, cache_path: Path | None, seed: int | None,
-               roles: tuple[str, ...] = RUN_ROLES, embeddings: bool = False
-               ) -> Iterator[LLMClient]:
-    """The client, with the embedded server running if any of `roles` needs it; the table of
-    `roles` (and of the embeddings role, which runs in process when local) printed first."""
-    print_roles(settings, roles + (("embeddings",) if embeddings else ()))
+               roles: tuple[str, ...] = RUN_ROLES) -> Iterator[LLMClient]:
+    """The client, with the embedded server running if any of `roles` needs it."""
     cache = ResponseCache(cache_path) if cache_path else None  # CacheError names its file
     needs_local = any(settings.role(role).is_local for role in roles)
     with contextlib.ExitStack() as stack:

@@ -25,7 +25,7 @@ def test_the_demo_runs_the_whole_workflow(tmp_path, monkeypatch, capsys):
     with FakeOpenAIServer() as server:
         use_endpoint(monkeypatch, server.base_url, "sk-demo-not-written")
         monkeypatch.chdir(tmp_path)
-        assert main(["demo", "--out", str(tmp_path / "demo"), "--questions", "3"]) == 0
+        assert main(["demo", "--out", str(tmp_path / "demo"), "--limit", "3"]) == 0
     out = tmp_path / "demo"
     pages = list(DumpSource(out / "example-wiki.xml").pages(set()))
     assert sorted(p.title for p in pages) == sorted(r["title"] for r in examples)

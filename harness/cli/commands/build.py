@@ -139,6 +139,7 @@ def _traffic_options(p: argparse._ArgumentGroup) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    import contextlib
     import glob
 
     from freshrag.builders import build as builder
@@ -152,6 +153,7 @@ def handle(args: argparse.Namespace) -> int:
         default_config,
         llm_client,
         load_settings,
+        print_roles,
     )
     from freshrag.core.outputs import check_outputs, files_in
 
@@ -186,9 +188,12 @@ def handle(args: argparse.Namespace) -> int:
         return _dry_run(args, config, config_file, cache, labelled)
     stages = builder.stages_to_run(config, args.stage, labelled, source)
     settings = load_settings(args)
-    manifest = builder.build(config, stages, source, cutoff_source,
-                             lambda roles: llm_client(settings, cache, args.seed, roles=roles),
-                             labelled)
+
+    def open_llm(roles: tuple[str, ...]) -> contextlib.AbstractContextManager:
+        print_roles(settings, roles)  # only once a stage needs a model
+        return llm_client(settings, cache, args.seed, roles=roles)
+
+    manifest = builder.build(config, stages, source, cutoff_source, open_llm, labelled)
     print(render_funnel(manifest["funnel"]))
     print(f"dataset written to {args.out}/ (articles.jsonl, questions.jsonl, manifest.json); "
           f"run it with: freshrag run --dataset {args.out}")

@@ -58,9 +58,9 @@ EXAMPLES = ("freshrag demo",
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "demo", HELP, DESCRIPTION, EXAMPLES)
     size = p.add_argument_group("size")
-    size.add_argument("--questions", type=whole(1, MAX_QUESTIONS), default=None,
-                      help=f"questions run through every system (default: {DEMO_QUESTIONS}, "
-                           f"with --full {FULL_QUESTIONS})")
+    size.add_argument("--limit", type=whole(1, MAX_QUESTIONS), default=None,
+                      help=f"the first N questions, run through every system (default: "
+                           f"{DEMO_QUESTIONS}, with --full {FULL_QUESTIONS})")
     size.add_argument("--full", action="store_true",
                       help=f"the whole example corpus and the run's default judge probes, not a "
                            f"sample of {DEMO_PAGES} pages and {DEMO_PROBE_K} probe questions "
@@ -76,7 +76,7 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.cli.main import main
     from freshrag.systems import SYSTEMS
 
-    questions = args.questions or (FULL_QUESTIONS if args.full else DEMO_QUESTIONS)
+    questions = args.limit or (FULL_QUESTIONS if args.full else DEMO_QUESTIONS)
     return run_demo(args.out, questions, list(SYSTEMS), main, full=args.full,
                     models=model_arguments(args))
 

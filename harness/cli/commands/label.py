@@ -59,6 +59,7 @@ def handle(args: argparse.Namespace) -> int:
         default_config,
         llm_client,
         load_settings,
+        print_roles,
     )
     from freshrag.core.dataset import load_dataset_dir
     from freshrag.core.outputs import check_outputs, files_in
@@ -78,7 +79,8 @@ def handle(args: argparse.Namespace) -> int:
     hand = read_hand_labels(args.hand_labels, {q.id for q in dataset.questions}) \
         if args.hand_labels else None
     check_no_foreign_labels(dataset.files["questions"], args.dataset / LABELS_FILE)
-    with locked(args.dataset), llm_client(load_settings(args), cache, args.seed,
-                                          roles=("labeller",)) as llm:
+    settings = load_settings(args)
+    print_roles(settings, ("labeller",))
+    with locked(args.dataset), llm_client(settings, cache, args.seed, roles=("labeller",)) as llm:
         print(f"labels: {label_and_report(llm, args.dataset, args.concurrency, hand)}")
     return 0

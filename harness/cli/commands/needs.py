@@ -72,6 +72,7 @@ def handle(args: argparse.Namespace) -> int:
         default_config,
         llm_client,
         load_settings,
+        print_roles,
     )
     from freshrag.core.outputs import Output, check_outputs
     from freshrag.systems.retrieval.embeddings import embedder_for
@@ -87,8 +88,9 @@ def handle(args: argparse.Namespace) -> int:
     queries = query_log.read_queries(args.queries)  # refused before a model loads
     config = query_log.NeedLogConfig(args.distance_threshold, args.min_size, args.examples,
                                      args.max_queries, args.seed, args.concurrency)
-    with llm_client(load_settings(args), cache, args.seed, roles=("builder",),
-                    embeddings=True) as llm:
+    settings = load_settings(args)
+    print_roles(settings, ("builder",), embeddings=True)
+    with llm_client(settings, cache, args.seed, roles=("builder",)) as llm:
         document = query_log.derive_needs(queries, llm, embedder_for(llm).embed, config)
     document["queries_file"] = str(args.queries)
     paths = query_log.write_needs(document, args.out)

@@ -42,12 +42,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from freshrag.cli.common import CACHE_FILE, dataset, llm_client, load_settings
+    from freshrag.cli.common import CACHE_FILE, dataset, llm_client, load_settings, print_roles
     from freshrag.reporting import report
     from freshrag.scoring import probes
 
     data = dataset(args)
     settings = load_settings(args)
+    print_roles(settings, ("judge",))
     cache = None if args.no_cache else Path("results") / CACHE_FILE
     with llm_client(settings, cache, args.seed, roles=("judge",)) as llm:
         probe = probes.probe_judge(llm, data.questions, data.articles, k=args.probe_k,

@@ -93,11 +93,17 @@ def _answering_options(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--knowledge-cutoff", type=iso_date, default=PAPER_CUTOFF,
                    help="the answering model's knowledge cutoff, stated by dated-boolean "
                         "(default: %(default)s, GPT-4-0613's)")
-    p.add_argument("--today", type=iso_date, default=date.today().isoformat(),
-                   help="today's date as dated-boolean states it (default: today)")
+    p.add_argument("--today", type=date_or_today, default="today", metavar="DATE",
+                   help="today's date as dated-boolean states it, YYYY-MM-DD or today "
+                        "(default: %(default)s)")
     p.add_argument("--context-tokens", type=whole(1, 10_000_000), default=8192,
                    help="the answering model's context window; retrieved text is cut to fit "
                         "(default: %(default)s)")
+
+
+def date_or_today(text: str) -> str:
+    """A date YYYY-MM-DD, or `today` for today's."""
+    return date.today().isoformat() if text == "today" else iso_date(text)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -106,8 +112,10 @@ def handle(args: argparse.Namespace) -> int:
         check_batch,
         dataset,
         default_config,
+        embed_for_needed,
         index_config,
         load_settings,
+        print_roles,
         system_sources,
     )
     from freshrag.core.rundir import INDEX_SETTINGS, RUN_ROLES
@@ -138,6 +146,7 @@ def handle(args: argparse.Namespace) -> int:
     check_resume(data, config, LLMClient(settings, seed=args.seed), factories, prompts,
                  index and {name: getattr(index, name) for name in INDEX_SETTINGS})
     cache = None if args.no_cache else out.parent / CACHE_FILE
+    print_roles(settings, roles, embeddings=bool(index) or embed_for_needed(scorers))
     if args.dry_run:
         print(dry_run.dry_run(data, config, settings, cache, args.seed, index,
                               price_table(args.config or default_config()), factories))
@@ -206,16 +215,14 @@ def _answer(data: Dataset, config: RunConfig, settings: LLMSettings, cache: Path
     """Every pair answered, or as many as --max-cost allowed: the rows, and the cap if it was hit."""
     import contextlib
 
-    from freshrag.cli.common import embed_for, embed_for_needed, llm_client
+    from freshrag.cli.common import embed_for, llm_client
     from freshrag.core.samples import SAMPLES, read_samples
     from freshrag.cost.budget import BudgetExceeded
     from freshrag.run.runner import run
     from freshrag.systems.retrieval.embeddings import embedder_for
     from freshrag.systems.retrieval.index import open_index
 
-    embeds = index is not None or embed_for_needed(config.scorers)
-    with llm_client(settings, cache, seed, roles=roles, embeddings=embeds) as llm, \
-            contextlib.ExitStack() as stack:
+    with llm_client(settings, cache, seed, roles=roles) as llm, contextlib.ExitStack() as stack:
         llm.gate = budget or None
         retriever = None
         if index:

@@ -97,7 +97,7 @@ def _score(args: argparse.Namespace, rows: list[dict], names: tuple[str, ...],
     """The pass over the run, holding its directory: the counts, or the cap if it was hit."""
     import contextlib
 
-    from freshrag.cli.common import embed_for, embed_for_needed, llm_client
+    from freshrag.cli.common import embed_for, embed_for_needed, llm_client, print_roles
     from freshrag.core.rundir import locked
     from freshrag.cost import batch, plan
     from freshrag.cost.budget import BudgetExceeded
@@ -107,9 +107,9 @@ def _score(args: argparse.Namespace, rows: list[dict], names: tuple[str, ...],
         llm = embed = None
         todo = scorepass.pending(args.run_dir, rows, names, args.repeats)
         if todo:  # else no server starts
-            llm = stack.enter_context(llm_client(settings, cache, args.seed,
-                                                 roles=scorepass.scorer_roles(names),
-                                                 embeddings=embed_for_needed(names)))
+            roles = scorepass.scorer_roles(names)
+            print_roles(settings, roles, embeddings=embed_for_needed(names))
+            llm = stack.enter_context(llm_client(settings, cache, args.seed, roles=roles))
             llm.gate, embed = budget or None, embed_for(llm, names)
         scorers = scorepass.make_scorers(names, embed)
         try:

@@ -1,0 +1,110 @@
+"""The CLI explains itself (issue 26): every command has a description, examples and its options
+in named groups; `--version` prints the installed version; an option of one name has one
+default on every command; a default the help states is one the option accepts."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from importlib.metadata import version
+
+import pytest
+
+from freshrag.cli.main import main, parser
+from freshrag.cli.reference import _expanded_help
+
+UNNAMED = {"options", "optional arguments", "positional arguments"}  # argparse's own titles
+# Options whose default differs between commands on purpose, and why.
+OWN_DEFAULTS = {
+    "--out": "each command writes its own output",
+    "--scorers": "score adds the scorers it is told; run grades with the judge by default",
+    "--by": "report adds a table per field given; scan-retrieval picks the one grouping",
+}
+
+
+def commands() -> dict[str, argparse.ArgumentParser]:
+    [sub] = [a for a in parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(sub.choices)
+
+
+def shown(command: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [action for action in command._actions if action.help is not argparse.SUPPRESS
+            and not isinstance(action, argparse._HelpAction)]
+
+
+@pytest.mark.parametrize("name", list(commands()))
+def test_every_command_has_a_description_examples_and_named_groups(name):
+    command = commands()[name]
+    assert command.description and len(command.description.split()) >= 12, name
+    examples = command.epilog.splitlines()
+    assert examples[0] == "examples:"
+    assert any(line.strip().startswith(f"freshrag {name}") for line in examples[1:]), examples
+    for group in command._action_groups:
+        if group.title in UNNAMED:
+            assert [a for a in group._group_actions if a in shown(command)] == [], (
+                name, group.title, [a.dest for a in group._group_actions])
+    assert shown(command)  # each command has options, all of them in named groups
+
+
+def test_the_top_level_help_lists_every_command_with_its_summary(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    text = capsys.readouterr().out
+    listed = text.split("commands:", 1)[1].split("examples:", 1)[0]
+    for name in commands():
+        assert re.search(rf"^    {re.escape(name)}\b", listed, re.MULTILINE), name
+    assert "examples:\n  freshrag" in text
+
+
+def test_version_prints_the_installed_version(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"freshrag {version('freshrag')}"
+
+
+def test_an_option_has_the_same_default_on_every_command():
+    defaults: dict[str, dict[str, object]] = {}
+    for name, command in commands().items():
+        for action in shown(command):
+            for flag in action.option_strings:
+                defaults.setdefault(flag, {})[name] = action.default
+    differing = {flag: by_command for flag, by_command in defaults.items()
+                 if any(value != next(iter(by_command.values()))
+                        for value in by_command.values()) and flag not in OWN_DEFAULTS}
+    assert differing == {}
+    assert {"--concurrency", "--seed", "--model", "--dataset"} <= {
+        flag for flag, by_command in defaults.items() if len(by_command) > 3}
+
+
+def stated_defaults() -> list[tuple[str, argparse.Action, str]]:
+    """(command, option, value) for every "(default: VALUE)" a help text states."""
+    found = []
+    for name, command in commands().items():
+        for action in shown(command):
+            if not action.option_strings:
+                continue
+            match = re.search(r"\(default: ([^\s;)]+)", _expanded_help(action, command.prog))
+            if match and action.default is not None:
+                found.append((name, action, match.group(1).rstrip(",.")))
+    return found
+
+
+@pytest.mark.parametrize("name, action, text", [
+    pytest.param(*case, id=f"{case[0]} {case[1].option_strings[0]}") for case in stated_defaults()])
+def test_a_default_the_help_states_is_one_the_option_accepts(name, action, text):
+    def parse(value):
+        return action.type(value) if callable(action.type) else value
+
+    # argparse passes a default given as text through the type, as it does a value
+    default = parse(action.default) if isinstance(action.default, str) else action.default
+    assert parse(text) == default or str(parse(text)) == str(default)
+    if action.choices is not None:
+        assert parse(text) in action.choices
+
+
+def test_the_stated_defaults_were_found():
+    options = {(name, action.option_strings[0]) for name, action, _ in stated_defaults()}
+    assert {("run", "--concurrency"), ("score", "--seed"), ("run", "--scorers"),
+            ("scan-retrieval", "--weights"), ("build", "--criteria")} <= options
