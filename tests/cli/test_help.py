@@ -108,3 +108,18 @@ def test_the_stated_defaults_were_found():
     options = {(name, action.option_strings[0]) for name, action, _ in stated_defaults()}
     assert {("run", "--concurrency"), ("score", "--seed"), ("run", "--scorers"),
             ("scan-retrieval", "--weights"), ("build", "--criteria")} <= options
+
+
+def test_the_build_funnel_is_printed_as_lines_to_read():
+    from freshrag.cli.commands.build import render_funnel
+
+    funnel = {"sampled": 1200, "n_r": 24, "discarded_r": {"not_sampled": 1176},
+              "n_d": 10, "discarded_d": {"created_before_cutoff": 14},
+              "questions": 10, "needs": {"needs": 2, "by_need": {"a": 1}}}
+    lines = render_funnel(funnel).splitlines()
+    assert lines[1].split() == ["pages", "read", "1,200"]
+    assert lines[2].endswith("24   dropped: not sampled 1,176")
+    assert lines[3].startswith("  A_d, created after the cutoff") and "created before cutoff 14" \
+        in lines[3]
+    assert lines[-1] == "  needs: needs 2, by need (a 1)"
+    assert not any(char in "{}\"" for line in lines for char in line)  # no JSON

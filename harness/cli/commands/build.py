@@ -242,4 +242,7 @@ def render_funnel(funnel: dict) -> str:
 
 
 def _count(value: object) -> str:
+    """A count with thousands separators; counts by reason as `reason count, ...` in brackets."""
+    if isinstance(value, dict):
+        return "(" + ", ".join(f"{k.replace('_', ' ')} {_count(v)}" for k, v in value.items()) + ")"
     return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
