@@ -43,7 +43,12 @@ class UsageError(UserError):
 
 class HelpFormatter(argparse.HelpFormatter):
     """Paragraphs wrapped to the terminal; lines indented by two spaces (examples) kept as
-    written."""
+    written; each command's summary beside its name."""
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if isinstance(action, argparse._SubParsersAction):  # argparse measures the commands'
+            self._action_max_length += 2  # names 2 columns less indented than it prints them
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         return "\n".join(indent + line if line.startswith("  ") or not line.strip()
@@ -220,7 +225,7 @@ def add_models(p: argparse.ArgumentParser, config: str = "with role endpoints") 
     group.add_argument("--base-url", type=url, metavar="URL", help="the OpenAI-compatible "
                        "endpoint of every role, e.g. https://api.openai.com/v1 (env "
                        "FRESHRAG_BASE_URL, one role: FRESHRAG_<ROLE>_BASE_URL; default: the "
-                       "embedded llama.cpp server)")
+                       "embedded llama.cpp server, whose runtime FRESHRAG_LOCAL_RUNTIME picks)")
     add_config(group, config)
 
 

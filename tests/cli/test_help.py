@@ -46,14 +46,20 @@ def test_every_command_has_a_description_examples_and_named_groups(name):
     assert shown(command)  # each command has options, all of them in named groups
 
 
-def test_the_top_level_help_lists_every_command_with_its_summary(capsys):
+def test_the_top_level_help_lists_every_command_with_its_summary(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")  # a terminal's width: argparse wraps to it
     with pytest.raises(SystemExit) as exit_:
         main(["--help"])
     assert exit_.value.code == 0
     text = capsys.readouterr().out
+    [sub] = [a for a in parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    summaries = {choice.dest: choice.help for choice in sub._choices_actions}
+    assert set(summaries) == set(commands())
     listed = text.split("commands:", 1)[1].split("examples:", 1)[0]
-    for name in commands():
-        assert re.search(rf"^    {re.escape(name)}\b", listed, re.MULTILINE), name
+    for name, summary in summaries.items():  # on one line, whole
+        assert re.search(rf"^    {re.escape(name)} +{re.escape(summary)}$", listed,
+                         re.MULTILINE), name
+    assert max(map(len, text.splitlines())) <= 80
     assert "examples:\n  freshrag" in text
 
 
@@ -123,3 +129,18 @@ def test_the_build_funnel_is_printed_as_lines_to_read():
         in lines[3]
     assert lines[-1] == "  needs: needs 2, by need (a 1)"
     assert not any(char in "{}\"" for line in lines for char in line)  # no JSON
+
+
+def test_every_variable_is_named_in_the_help_of_the_commands_that_read_it():
+    from freshrag.core.config import _ENV_FIELDS
+    from freshrag.llm.local_server import RUNTIME_ENV
+
+    variables = [f"FRESHRAG_{suffix}" for suffix in _ENV_FIELDS] + [
+        f"FRESHRAG_<ROLE>_{suffix}" for suffix in _ENV_FIELDS] + [RUNTIME_ENV]
+    calling = {name: command for name, command in commands().items()
+               if any(group.title == "models and endpoints" for group in command._action_groups)}
+    assert {"run", "score", "build", "label", "needs", "probe-judge", "demo", "import", "index",
+            "scan-retrieval"} <= set(calling)
+    for name, command in calling.items():
+        text = " ".join(command.format_help().split())
+        assert [variable for variable in variables if variable not in text] == [], name
