@@ -69,7 +69,10 @@ def _section(parser: argparse.ArgumentParser, help_: str) -> list[str]:
         rows = [_row(action, parser.prog) for action in group._group_actions
                 if action.help is not argparse.SUPPRESS and not _is_help(action)]
         if rows:
-            out += ["", f"**{group.title}**", "", "| argument | help |", "|---|---|", *rows]
+            out += ["", f"**{group.title}**", ""]
+            if group.description:
+                out += [tables.cell(group.description), ""]
+            out += ["| argument | help |", "|---|---|", *rows]
     if parser.epilog:  # "examples:" and command lines, as --help prints them
         out += ["", "```text", parser.epilog, "```"]
     return out
