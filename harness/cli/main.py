@@ -46,7 +46,10 @@ COMMANDS = (build, label, mix, run, systems, score, index, scan_retrieval, repor
 
 DESCRIPTION = ("Benchmark RAG strategies on questions about Wikipedia articles created after a "
                "model's knowledge cutoff: build a dataset, run systems on it, judge and report. "
-               "`freshrag COMMAND --help` describes a command, with examples.")
+               "`freshrag COMMAND --help` describes a command, with examples.\n\n"
+               "On every command a dataset is --dataset DIR, a run directory read is RUN_DIR "
+               "(the first argument), and what a command writes is --out; --model, --model-role "
+               "and --base-url choose the models of every command that calls one.")
 EXAMPLES = ("freshrag demo                      # the whole workflow offline, no key",
             "export FRESHRAG_API_KEY=sk-...",
             "freshrag run --base-url https://api.openai.com/v1 --model gpt-4o-mini",

@@ -7,10 +7,12 @@ from __future__ import annotations
 import argparse
 import re
 from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 
 from freshrag.cli.main import main, parser
+from freshrag.cli.options import DATASET_ALIAS, UsageError, check_together
 from freshrag.cli.reference import _expanded_help
 
 UNNAMED = {"options", "optional arguments", "positional arguments"}  # argparse's own titles
@@ -144,3 +146,28 @@ def test_every_variable_is_named_in_the_help_of_the_commands_that_read_it():
     for name, command in calling.items():
         text = " ".join(command.format_help().split())
         assert [variable for variable in variables if variable not in text] == [], name
+
+
+def test_a_dataset_and_a_run_are_named_the_same_way_on_every_command():
+    positionals = set()
+    for name, command in commands().items():
+        for action in shown(command):
+            if action.dest == "dataset":  # a dataset directory is --dataset DIR
+                assert (action.option_strings, action.metavar) == (["--dataset"], "DIR"), name
+            elif action.dest == DATASET_ALIAS:  # the positional of before, an alias that says so
+                assert "the same as --dataset" in action.help, name
+            elif not action.option_strings:
+                positionals.add(action.metavar)
+    assert positionals == {"RUN_DIR", "RUN_A", "RUN_B", "ANSWERS", "PICKLE"}  # runs read, files
+
+
+@pytest.mark.parametrize("name, rest", [("label", []), ("scan-retrieval", []),
+                                        ("mix", ["--n", "1", "--out", "o"])])
+def test_the_positional_dataset_of_before_is_still_accepted(name, rest):
+    option = parser().parse_args([name, "--dataset", "d", *rest])
+    alias = parser().parse_args([name, "d", *rest])
+    check_together(alias)
+    assert option.dataset == alias.dataset == Path("d")
+    twice = parser().parse_args([name, "--dataset", "e", "d", *rest])
+    with pytest.raises(UsageError, match="give the dataset once"):
+        check_together(twice)

@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "import-legacy", HELP, DESCRIPTION, EXAMPLES)
     inputs = p.add_argument_group("inputs")
     inputs.add_argument("pickle", type=Path, metavar="PICKLE", help="the paper's run file")
-    inputs.add_argument("--dataset-name", dest="dataset", type=name, metavar="NAME",
+    inputs.add_argument("--dataset-name", type=name, metavar="NAME",
                         help="required; the dataset's name for the tables, e.g. A_f (a name, not "
                              "a directory; --dataset NAME is still accepted)")
     inputs.add_argument("--system", type=name, required=True,
@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     inputs.add_argument("--answer-model", type=name, default=PAPER_MODEL, metavar="MODEL",
                         help="the model that answered, for the cost analysis (default: "
                              "%(default)s, the paper's; --model MODEL is still accepted)")
-    for alias, dest in (("--dataset", "dataset"), ("--model", "answer_model")):  # the old names
+    for alias, dest in (("--dataset", "dataset_name"), ("--model", "answer_model")):  # old names
         inputs.add_argument(alias, dest=dest, type=name, default=argparse.SUPPRESS,
                             help=argparse.SUPPRESS)
     p.add_argument_group("output").add_argument(
@@ -47,11 +47,11 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.core.samples import SAMPLES
     from freshrag.run.legacy import import_legacy
 
-    if args.dataset is None:
+    if args.dataset_name is None:
         raise UsageError("give the dataset's name for the tables: --dataset-name NAME")
     check_outputs(files_in(args.out, (SAMPLES, MANIFEST, LOCK), "--out"),
                   [("PICKLE", args.pickle)])
-    n = import_legacy(args.pickle, args.dataset, args.system, args.out, args.answer_model)
-    print(f"{n} rows of {args.pickle} imported into {args.out}/ as {args.dataset}/{args.system}; "
+    n = import_legacy(args.pickle, args.dataset_name, args.system, args.out, args.answer_model)
+    print(f"{n} rows of {args.pickle} imported into {args.out}/ as {args.dataset_name}/{args.system}; "
           f"see them with: freshrag report {args.out}")
     return 0
