@@ -17,7 +17,13 @@ from typing import Callable, Iterator
 
 from freshrag.cli.options import INDEX_DIR, UsageError
 from freshrag.core import config as core_config
-from freshrag.core.config import DEFAULT_CONFIG_FILE, LOCAL_FALLBACK, CommandLine, LLMSettings
+from freshrag.core.config import (
+    DEFAULT_CONFIG_FILE,
+    EMBEDDINGS,
+    LOCAL_FALLBACK,
+    CommandLine,
+    LLMSettings,
+)
 from freshrag.core.dataset import Dataset, example_dir, load_dataset, load_dataset_dir
 from freshrag.core.outputs import Output
 from freshrag.core.rundir import RUN_ROLES
@@ -56,14 +62,15 @@ def roles_table(settings: LLMSettings, roles: tuple[str, ...]) -> str:
     rows = []
     for role in roles:
         cfg, origin = settings.role(role), settings.origins.get(role, "default")
-        if origin == LOCAL_FALLBACK:
-            rows.append((role, "local (in process)", LOCAL_MODEL, "local fallback: name one with "
-                         "--model-role embeddings=MODEL or FRESHRAG_EMBEDDINGS_MODEL"))
+        if role == EMBEDDINGS and cfg.is_local:  # in process, whatever the model's name
+            rows.append((role, "local (in process)", LOCAL_MODEL, origin if origin !=
+                         LOCAL_FALLBACK else "local fallback (--model-role embeddings=M)"))
         elif cfg.is_local:
             rows.append((role, "local (embedded llama.cpp)", cfg.model, origin))
         else:  # the embedded model's name sent elsewhere: the endpoint will refuse it
+            hint = "--model-role embeddings=M" if role == EMBEDDINGS else "--model"
             rows.append((role, cfg.base_url, cfg.model, origin if origin != "default" else
-                         "default, the embedded model's name: give --model"))
+                         f"default, the embedded model's name: give {hint}"))
     widths = [max(len(row[i]) for row in rows + [("role", "endpoint", "model", "from")])
               for i in range(3)]
     return "\n".join(f"  {role:<{widths[0]}}  {endpoint:<{widths[1]}}  {model:<{widths[2]}}  "

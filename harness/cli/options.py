@@ -313,8 +313,8 @@ def add_index_options(p: Group, query: bool = True) -> None:
                         "only, between: both fused (default: %(default)s)")
 
 
-def add_dry_run(p: Group, what: str = "the calls, tokens and dollars per role "
-                "and model this command would spend") -> None:
+def add_dry_run(p: Group, what: str = "the calls, tokens and dollars per role and model this "
+                "command would spend") -> None:
     p.add_argument("--dry-run", action="store_true",
                    help=f"print {what}, and exit without calling")
 

@@ -13,10 +13,10 @@ role before those for one:
 4. the command line: `--model` and `--base-url` for all roles, `--model-role ROLE=MODEL` for one
    (`CommandLine`).
 
-The embeddings role is the exception: a chat model is no embedding model, so the settings for
-every role reach it only once something names it (`[roles.embeddings]`, a
-`FRESHRAG_EMBEDDINGS_*` variable or `--model-role embeddings=MODEL`); until then it stays on the
-local all-MiniLM-L6-v2, and `LLMSettings.origins` says so.
+The embeddings role is the exception: a chat model is no embedding model, so its model comes only
+from its own settings (`[roles.embeddings]`, `FRESHRAG_EMBEDDINGS_MODEL`, `--model-role
+embeddings=MODEL`), and the endpoint and key for every role reach it only once one of those names
+it; until then it stays on the local all-MiniLM-L6-v2, and `LLMSettings.origins` says so.
 
 Keys live only in memory: `RoleConfig.record()` is what results and logs may see.
 
@@ -151,7 +151,8 @@ def _layers(name: str, path: Path | None, file_roles: dict[str, Any], env: dict[
             command_line: CommandLine) -> list[Layer]:
     """The settings of role `name` in the order they win: the file, the environment, the command
     line, each with the settings for every role before those for it alone. The embeddings role
-    takes the ones for every role only if one of its own is set."""
+    takes the endpoint and key for every role only if one of its own is set, and never their
+    model: a chat model is no embedding model."""
     shared = {"file": [(f"{path}: [roles.default]", file_roles.get("default", {}))],
               "env": _env_layers("FRESHRAG_", env),
               "cli": [("--base-url", {"base_url": command_line.base_url}
@@ -161,8 +162,11 @@ def _layers(name: str, path: Path | None, file_roles: dict[str, Any], env: dict[
            "env": _env_layers(f"FRESHRAG_{name.upper()}_", env),
            "cli": [(f"--model-role {role}={model}", {"model": model})
                    for role, model in command_line.role_models if role == name]}
-    if name == EMBEDDINGS and not any(values for layers in own.values() for _, values in layers):
-        shared = {source: [] for source in shared}  # nothing names the embeddings role
+    if name == EMBEDDINGS:
+        named = any(values for layers in own.values() for _, values in layers)
+        shared = {source: [(where, {k: v for k, v in values.items() if k != "model"})
+                           for where, values in layers] if named else []
+                  for source, layers in shared.items()}
     return [layer for source in ("file", "env", "cli") for layer in shared[source] + own[source]]
 
 

@@ -85,6 +85,10 @@ def test_embeddings_stay_local_until_something_names_them(tmp_path):
             role_models=role_models)).role("embeddings")
         # named, it takes the shared endpoint (and key) with its own model
         assert (embeddings.base_url, embeddings.model) == ("http://shared/v1", "embed-model")
+    # a chat model is no embedding model: named by its endpoint, it takes no shared model
+    embeddings = load_settings(env={**shared, "FRESHRAG_EMBEDDINGS_BASE_URL": "http://e/v1"},
+                               command_line=CommandLine(model="chat-model")).role("embeddings")
+    assert (embeddings.base_url, embeddings.model) == ("http://e/v1", LOCAL_MODEL)
     config = tmp_path / "freshrag.toml"
     config.write_text('[roles.default]\nbase_url = "http://file/v1"\nmodel = "m"\n'
                       '[roles.embeddings]\nmodel = "e"\n')
