@@ -29,9 +29,10 @@ HELP = "add scorers to a finished or imported run, resumably"
 
 
 DESCRIPTION = ("The scorers grade the answers already in RUN_DIR/samples.jsonl (the judge again, "
-               "faithfulness, relevance, claims, abstention) into RUN_DIR/scores.jsonl; `freshrag "
-               "report` shows them. Running it again resumes. Scorers that read the gold article "
-               "take it from the run, or from --dataset when the run did not record it.")
+               "faithfulness, answer and context relevance, claims, abstention) into "
+               "RUN_DIR/scores.jsonl; `freshrag report` shows them. Running it again resumes. "
+               "Scorers that read the gold article take it from the run, or from --dataset when "
+               "the run did not record it.")
 EXAMPLES = ("freshrag score results/recent --scorers faithfulness,abstention",
             "freshrag score results/recent --scorers judge --repeats 3 --base-url "
             "https://api.openai.com/v1 --model-role judge=gpt-4o --model-role scorer=gpt-4o")
