@@ -1,6 +1,6 @@
 """Knowledge cutoffs: the date after which a model cannot know anything, by model name.
 
-`--cutoff DATE` wins; `--model NAME` looks the model up in the built-in table, extended or
+`--cutoff DATE` wins; `--cutoff-model NAME` looks the model up in the built-in table, extended or
 overridden by a `[cutoffs]` table in `freshrag.toml` (`"my-model" = "2024-06-30"`). An article is
 *after* the cutoff when its first revision is later than the end of the cutoff day (UTC).
 
@@ -79,12 +79,14 @@ def resolve_cutoff(cutoff: str | None, model: str | None,
     if cutoff is not None:
         return check_range(parse_cutoff(cutoff), "--cutoff"), "--cutoff"
     if model is None:
-        raise CutoffError("give --cutoff YYYY-MM-DD or --model NAME (a model of the cutoff table)")
+        raise CutoffError("give --cutoff YYYY-MM-DD or --cutoff-model NAME (a model of the "
+                          "cutoff table)")
     table = cutoff_table(config_file)
     if model not in table:
-        raise CutoffError(f"--model {model!r}: no known cutoff; give --cutoff YYYY-MM-DD, or add "
-                          f"it under [cutoffs] in freshrag.toml (known: {', '.join(sorted(table))})")
-    where = f"--model {model}: the cutoff of {model}"
+        raise CutoffError(f"--cutoff-model {model!r}: no known cutoff; give --cutoff YYYY-MM-DD, "
+                          f"or add it under [cutoffs] in freshrag.toml "
+                          f"(known: {', '.join(sorted(table))})")
+    where = f"--cutoff-model {model}: the cutoff of {model}"
     return check_range(parse_cutoff(table[model], where), where), f"table entry for {model}"
 
 

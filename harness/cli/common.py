@@ -1,6 +1,8 @@
 """What the commands' handlers share when they run (docs/cli.md): the response cache's file, the
-default config file, the LLM client with the embedded server started when a role needs it, the
-dataset and index named on the command line, and the lines a run and a report both print.
+default config file, the roles' settings with the models named on the command line and the table
+of them printed before the first call, the LLM client with the embedded server started when a
+role needs it, the dataset and index named on the command line, and the lines a run and a report
+both print.
 
 Only handlers import this module, when their command runs; options are in harness/cli/options.py.
 """
@@ -9,11 +11,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 from pathlib import Path
 from typing import Callable, Iterator
 
 from freshrag.cli.options import INDEX_DIR, UsageError
-from freshrag.core.config import DEFAULT_CONFIG_FILE, LLMSettings
+from freshrag.core import config as core_config
+from freshrag.core.config import (
+    DEFAULT_CONFIG_FILE,
+    EMBEDDINGS,
+    LOCAL_FALLBACK,
+    CommandLine,
+    LLMSettings,
+)
 from freshrag.core.dataset import Dataset, example_dir, load_dataset, load_dataset_dir
 from freshrag.core.outputs import Output
 from freshrag.core.rundir import RUN_ROLES
@@ -36,6 +46,45 @@ def default_config() -> Path | None:
 def cache_output(cache: Path | None) -> list[Output]:
     """The response cache among a command's outputs (core/outputs.py), if it keeps one."""
     return [Output(cache, "the response cache", "give --no-cache")] if cache else []
+
+
+def load_settings(args: argparse.Namespace) -> LLMSettings:
+    """The roles' settings: --config's file, the environment, and the models and endpoint of the
+    command line (the group "models and endpoints" of harness/cli/options.py)."""
+    return core_config.load_settings(args.config, command_line=CommandLine(
+        args.model, args.base_url, tuple(args.model_role or ())))
+
+
+def roles_table(settings: LLMSettings, roles: tuple[str, ...]) -> str:
+    """Which model each of `roles` calls, at which endpoint, and where that came from; no key."""
+    from freshrag.systems.retrieval.embeddings import LOCAL_MODEL
+
+    rows = []
+    for role in roles:
+        cfg, origin = settings.role(role), settings.origins.get(role, "default")
+        if role == EMBEDDINGS and cfg.is_local:  # in process, whatever the model's name
+            rows.append((role, "local (in process)", LOCAL_MODEL, origin if origin !=
+                         LOCAL_FALLBACK else "local fallback (--model-role embeddings=M)"))
+        elif cfg.is_local:
+            rows.append((role, "local (embedded llama.cpp)", cfg.model, origin))
+        else:  # the embedded model's name sent elsewhere: the endpoint will refuse it
+            hint = "--model-role embeddings=M" if role == EMBEDDINGS else "--model"
+            rows.append((role, cfg.base_url, cfg.model, origin if origin != "default" else
+                         f"default, the embedded model's name: give {hint}"))
+    widths = [max(len(row[i]) for row in rows + [("role", "endpoint", "model", "from")])
+              for i in range(3)]
+    return "\n".join(f"  {role:<{widths[0]}}  {endpoint:<{widths[1]}}  {model:<{widths[2]}}  "
+                     f"{origin}".rstrip()
+                     for role, endpoint, model, origin in [("role", "endpoint", "model", "from"),
+                                                           *rows])
+
+
+def print_roles(settings: LLMSettings, roles: tuple[str, ...], embeddings: bool = False) -> None:
+    """The table of `roles` (and of the embeddings role, which needs no server when local),
+    on stderr so that stdout stays the command's output; a command prints it before its first
+    call."""
+    shown = roles + (("embeddings",) if embeddings else ())
+    print(f"models:\n{roles_table(settings, shown)}", file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager
@@ -94,10 +143,15 @@ def check_batch(args: argparse.Namespace, settings: LLMSettings, roles: tuple[st
                          f"server, which has none")
 
 
+def embed_for_needed(scorers: tuple[str, ...]) -> bool:
+    """Whether a scorer needs the embeddings role."""
+    return any("embeddings" in SCORERS[name].needs for name in scorers)
+
+
 def embed_for(llm: LLMClient, scorers: tuple[str, ...], retriever: object | None = None
               ) -> Callable[[list[str]], list[list[float]]] | None:
     """The embeddings role's function, if a scorer needs it (the retrieval index's own model)."""
-    if not any("embeddings" in SCORERS[name].needs for name in scorers):
+    if not embed_for_needed(scorers):
         return None
     return (getattr(retriever, "embedder", None) or embedder_for(llm)).embed
 

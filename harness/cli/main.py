@@ -1,5 +1,5 @@
-"""The `freshrag` command: build, label, needs, mix, run, systems, index, scan-retrieval, report,
-score, agreement, import, import-legacy, demo, probe-judge and serve.
+"""The `freshrag` command: one subcommand a module in harness/cli/commands/, listed by
+`freshrag --help` with a one-line summary each.
 
 One module per command in harness/cli/commands/ declares its options and does its work; this one
 parses, dispatches and reports what the user can fix (freshrag.core.errors.UserError) as one
@@ -35,7 +35,7 @@ from freshrag.cli.commands import (
     serve,
     systems,
 )
-from freshrag.cli.options import check_together
+from freshrag.cli.options import HelpFormatter, check_together
 from freshrag.core.errors import UserError
 from freshrag.llm import deadline
 
@@ -44,13 +44,39 @@ COMMANDS = (build, label, mix, run, systems, score, index, scan_retrieval, repor
             import_answers, import_legacy, demo, probe_judge, needs, serve)
 
 
+DESCRIPTION = ("Benchmark RAG strategies on questions about Wikipedia articles created after a "
+               "model's knowledge cutoff: build a dataset, run systems on it, judge and report. "
+               "`freshrag COMMAND --help` describes a command, with examples.\n\n"
+               "On every command a dataset is --dataset DIR, a run directory read is RUN_DIR "
+               "(the first argument), and what a command writes is --out; --model, --model-role "
+               "and --base-url choose the models of every command that calls one.")
+EXAMPLES = ("freshrag demo                      # the whole workflow offline, no key",
+            "export FRESHRAG_API_KEY=sk-...",
+            "freshrag run --base-url https://api.openai.com/v1 --model gpt-4o-mini",
+            "freshrag report results/example --html report.html")
+
+
 def parser() -> argparse.ArgumentParser:
     """The whole command line: every command with its options and their help texts."""
-    whole = argparse.ArgumentParser(prog="freshrag", description=__doc__.splitlines()[0])
-    sub = whole.add_subparsers(required=True, metavar="COMMAND")
+    whole = argparse.ArgumentParser(
+        prog="freshrag", description=DESCRIPTION, formatter_class=HelpFormatter,
+        epilog="examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES))
+    whole.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    sub = whole.add_subparsers(required=True, metavar="COMMAND", title="commands")
     for command in COMMANDS:
         command.add_parser(sub)
     return whole
+
+
+def version() -> str:
+    """The installed distribution's version (its package metadata)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("freshrag")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def main(argv: list[str] | None = None) -> int:

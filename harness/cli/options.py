@@ -15,9 +15,10 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable
 
-from freshrag.core.config import header_problem, url_problem
+from freshrag.core.config import LOCAL_MODEL, checked_value, header_problem, url_problem
 from freshrag.core.dates import DATE_FORM, parse_date
 from freshrag.core.errors import UserError
+from freshrag.core.types import ROLES
 from freshrag.scoring import SCORERS, probes
 from freshrag.systems.retrieval.index import DEFAULT_DIRECTORY, IndexConfig
 
@@ -26,11 +27,42 @@ MAX_SEED = 2**31 - 1  # fits every server's seed (llama.cpp's is 32 bits, and -1
 MAX_CONCURRENCY = 256  # threads; endpoints rate-limit far below this
 MAX_QUESTIONS = 1_000_000_000
 MAX_CHUNK = 10_000_000  # characters
+# One default per option for every command. 8 requests in flight suits a remote endpoint (the
+# embedded server queues what its slots cannot take); seed 0 makes a rerun send the same requests,
+# so that the cache answers them and a seeded endpoint repeats itself.
+DEFAULT_CONCURRENCY = 8
+DEFAULT_SEED = 0
 INDEX_DIR = ".index"  # embedded Qdrant storage beside the run directories, shared by them
+DATASET_ALIAS = "dataset_argument"  # the positional DATASET, an alias of --dataset
+EXAMPLE_DEFAULT = " (default: the example dataset shipped with freshrag)"
 
 
 class UsageError(UserError):
     """Options that do not fit together or name nothing known."""
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Paragraphs wrapped to the terminal; lines indented by two spaces (examples) kept as
+    written; each command's summary beside its name."""
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if isinstance(action, argparse._SubParsersAction):  # argparse measures the commands'
+            self._action_max_length += 2  # names 2 columns less indented than it prints them
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n".join(indent + line if line.startswith("  ") or not line.strip()
+                         else super(HelpFormatter, self)._fill_text(line, width, indent)
+                         for line in text.splitlines())
+
+
+def add_command(sub: argparse._SubParsersAction, name: str, summary: str, description: str,
+                examples: Iterable[str]) -> argparse.ArgumentParser:
+    """A command's parser: its one-line summary (listed by `freshrag --help`), a description of
+    what it does and reads and writes, and examples, each a command line."""
+    return sub.add_parser(name, help=summary, description=f"{summary[0].upper()}{summary[1:]}."
+                          f"\n\n{description}", formatter_class=HelpFormatter,
+                          epilog="examples:\n" + "\n".join(f"  {line}" for line in examples))
 
 
 def whole(low: int, high: int) -> Callable[[str], int]:
@@ -160,57 +192,97 @@ seconds = _positive("seconds", 3600)          # --batch-poll
 # ------------------------------------------------------------------ options several commands share
 
 
-def add_config(p: argparse.ArgumentParser, what: str = "with role endpoints") -> None:
+def role_model(text: str) -> tuple[str, str]:
+    """ROLE=MODEL: one role's model (`--model-role judge=gpt-4o`)."""
+    role, _, model = text.partition("=")
+    if role not in ROLES or not model:
+        raise argparse.ArgumentTypeError(f"expected ROLE=MODEL with ROLE one of {', '.join(ROLES)}"
+                                         f", got {text!r:.200}")
+    try:
+        return role, checked_value("model", model, f"--model-role {role}")
+    except UserError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+Group = argparse.ArgumentParser | argparse._ArgumentGroup  # where an option is declared
+
+
+def add_models(p: argparse.ArgumentParser, config: str = "with role endpoints") -> None:
+    """The group "models and endpoints": one model for every role, one role's model, the
+    endpoint, the config file; each option names the variable it stands for (core/config.py)."""
+    group = p.add_argument_group("models and endpoints", "Later wins: defaults, --config, "
+                                 "FRESHRAG_* variables, these options. The key is never an "
+                                 "option: export FRESHRAG_API_KEY (or FRESHRAG_<ROLE>_API_KEY).")
+    group.add_argument("--model", type=name, help="the model of every role but embeddings, on "
+                       "the endpoint of --base-url (env FRESHRAG_MODEL; default: the embedded "
+                       f"server's {LOCAL_MODEL})")
+    group.add_argument("--model-role", type=role_model, action="append", metavar="ROLE=MODEL",
+                       help="one role's model, over --model; repeatable, e.g. --model-role "
+                            "judge=gpt-4o (env FRESHRAG_<ROLE>_MODEL, e.g. FRESHRAG_JUDGE_MODEL). "
+                            "Embeddings stay on the local all-MiniLM-L6-v2 until named: "
+                            "--model-role embeddings=text-embedding-3-small (env "
+                            f"FRESHRAG_EMBEDDINGS_MODEL); roles: {', '.join(ROLES)}")
+    group.add_argument("--base-url", type=url, metavar="URL", help="the OpenAI-compatible "
+                       "endpoint of every role, e.g. https://api.openai.com/v1 (env "
+                       "FRESHRAG_BASE_URL, one role: FRESHRAG_<ROLE>_BASE_URL; default: the "
+                       "embedded llama.cpp server, whose runtime FRESHRAG_LOCAL_RUNTIME picks)")
+    add_config(group, config)
+
+
+def add_config(p: Group, what: str = "with role endpoints") -> None:
     p.add_argument("--config", type=Path, help=f"TOML file {what} (default: ./freshrag.toml)")
 
 
-def add_no_cache(p: argparse.ArgumentParser) -> None:
+def add_no_cache(p: Group) -> None:
     p.add_argument("--no-cache", action="store_true",
                    help="do not read or write the response cache")
 
 
-def add_concurrency(p: argparse.ArgumentParser, default: int, what: str) -> None:
+def add_concurrency(p: Group, what: str) -> None:
     """`what` says what runs at once, e.g. "questions labelled at once"."""
-    p.add_argument("--concurrency", type=whole(1, MAX_CONCURRENCY), default=default,
+    p.add_argument("--concurrency", type=whole(1, MAX_CONCURRENCY), default=DEFAULT_CONCURRENCY,
                    help=f"{what} (default: %(default)s)")
 
 
-def add_seed(p: argparse.ArgumentParser, what: str = "sent with every LLM request",
-             default: int | None = None) -> None:
-    p.add_argument("--seed", type=whole(0, MAX_SEED), default=default, help=f"seed {what}"
-                   + ("" if default is None else " (default: %(default)s)"))
+def add_seed(p: Group, what: str = "sent with every LLM request") -> None:
+    p.add_argument("--seed", type=whole(0, MAX_SEED), default=DEFAULT_SEED,
+                   help=f"seed {what} (default: %(default)s)")
 
 
-def add_limit(p: argparse.ArgumentParser) -> None:
+def add_limit(p: Group) -> None:
     p.add_argument("--limit", type=whole(1, MAX_QUESTIONS), help="only the first N questions")
 
 
-def add_dataset_options(p: argparse.ArgumentParser, positional: bool = False) -> None:
-    """A dataset directory (--dataset, or the positional DATASET), or its two files."""
-    directory = "directory with questions.jsonl and articles.jsonl"
-    if positional:
-        p.add_argument("dataset", type=Path, nargs="?", metavar="DATASET", help=directory)
-    else:
-        p.add_argument("--dataset", type=Path, help=f"{directory} (default: the example dataset "
-                       "shipped with freshrag)")
-    p.add_argument("--questions", type=Path, help="questions JSON Lines file"
-                   + (", instead of DATASET" if positional else " (title, question)"))
-    add_articles(p, ", instead of DATASET" if positional else " (title, content)")
+def add_dataset(p: Group, detail: str = "", alias: bool = False) -> None:
+    """--dataset DIR, the one spelling of a dataset on every command; with `alias`, also the
+    positional DATASET the command took before, still accepted (`check_together` merges them)."""
+    p.add_argument("--dataset", type=Path, metavar="DIR",
+                   help=f"dataset directory (questions.jsonl, articles.jsonl){detail}")
+    if alias:
+        p.add_argument(DATASET_ALIAS, type=Path, nargs="?", metavar="DATASET",
+                       help="the same as --dataset; still accepted as the first argument")
 
 
-def add_articles(p: argparse.ArgumentParser, detail: str = " (title, content)",
-                 required: bool = False) -> None:
-    p.add_argument("--articles", type=Path, required=required,
+def add_dataset_options(p: Group, detail: str = EXAMPLE_DEFAULT, alias: bool = False) -> None:
+    """A dataset directory (--dataset), or its two files."""
+    add_dataset(p, detail, alias)
+    p.add_argument("--questions", type=Path, metavar="FILE", help="questions JSON Lines file "
+                   "(title, question); with --articles, instead of --dataset")
+    add_articles(p, " (title, content); with --questions, instead of --dataset")
+
+
+def add_articles(p: Group, detail: str = " (title, content)", required: bool = False) -> None:
+    p.add_argument("--articles", type=Path, required=required, metavar="FILE",
                    help=f"articles JSON Lines file{detail}")
 
 
-def add_scorers(p: argparse.ArgumentParser, default: str | None = None, detail: str = "") -> None:
+def add_scorers(p: Group, default: str | None = None, detail: str = "") -> None:
     """--scorers, required unless it has a `default`."""
     p.add_argument("--scorers", required=default is None, default=default,
                    help=f"comma-separated scorers, from: {', '.join(SCORERS)}{detail}")
 
 
-def add_probe_options(p: argparse.ArgumentParser) -> None:
+def add_probe_options(p: Group) -> None:
     p.add_argument("--probe-k", dest="probe_k", type=whole(1, 1_000_000), default=probes.PROBES,
                    help="questions whose probes the judge grades (default: %(default)s)")
     p.add_argument("--probe-seed", type=whole(0, MAX_SEED), default=0,
@@ -221,7 +293,7 @@ def add_probe_options(p: argparse.ArgumentParser) -> None:
                         "informative (default: %(default)s; 0.5 is chance)")
 
 
-def add_index_options(p: argparse.ArgumentParser, query: bool = True) -> None:
+def add_index_options(p: Group, query: bool = True) -> None:
     """Where the index is and how it chunks; with `query`, how a run retrieves from it."""
     defaults = IndexConfig()
     p.add_argument("--qdrant-url", type=url,
@@ -241,13 +313,13 @@ def add_index_options(p: argparse.ArgumentParser, query: bool = True) -> None:
                         "only, between: both fused (default: %(default)s)")
 
 
-def add_dry_run(p: argparse.ArgumentParser, what: str = "the calls, tokens and dollars per role "
-                "and model this command would spend") -> None:
+def add_dry_run(p: Group, what: str = "the calls, tokens and dollars per role and model this "
+                "command would spend") -> None:
     p.add_argument("--dry-run", action="store_true",
                    help=f"print {what}, and exit without calling")
 
 
-def add_cost_options(p: argparse.ArgumentParser) -> None:
+def add_cost_options(p: Group) -> None:
     add_dry_run(p)
     p.add_argument("--max-cost", type=dollars, metavar="USD", help="stop making new calls once "
                    "dollars spent plus the estimate of the calls in flight would pass USD; the "
@@ -260,7 +332,14 @@ def add_cost_options(p: argparse.ArgumentParser) -> None:
 
 
 def check_together(args: argparse.Namespace) -> None:
-    """Rules between options, which argparse checks one at a time."""
+    """Rules between options, which argparse checks one at a time; the positional DATASET
+    becomes --dataset."""
+    alias = getattr(args, DATASET_ALIAS, None)
+    if alias is not None:
+        if args.dataset is not None and args.dataset != alias:
+            raise UsageError(f"give the dataset once: --dataset {args.dataset} and DATASET "
+                             f"{alias} differ")
+        args.dataset = alias
     size, overlap = getattr(args, "chunk_size", None), getattr(args, "chunk_overlap", None)
     if size is not None and overlap is not None and overlap >= size:
         raise UsageError(f"--chunk-overlap must be less than --chunk-size ({size:,}), "

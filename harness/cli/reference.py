@@ -33,8 +33,10 @@ def reference(parser: argparse.ArgumentParser) -> str:
            f"# `{parser.prog}` command reference", ""]
     if parser.description:
         out += [parser.description, ""]
-    out += ["```text", _usage(parser), "```", "",
-            "| command | what it does |", "|---|---|"]
+    out += ["```text", _usage(parser), "```", ""]
+    if parser.epilog:
+        out += ["```text", parser.epilog, "```", ""]
+    out += ["| command | what it does |", "|---|---|"]
     out += [f"| [`{sub.prog}`](#{slug(sub.prog)}) | {tables.cell(help_)} |"
             for sub, help_ in commands]
     for sub, help_ in commands:
@@ -60,16 +62,19 @@ def _commands(parser: argparse.ArgumentParser) -> Iterator[tuple[argparse.Argume
 
 def _section(parser: argparse.ArgumentParser, help_: str) -> list[str]:
     out = [f"## {parser.prog}", ""]
-    for text in dict.fromkeys(t for t in (help_, parser.description) if t):
+    if text := parser.description or help_:  # a description starts with the summary
         out += [text, ""]
     out += ["```text", _usage(parser), "```"]
     for group in parser._action_groups:
         rows = [_row(action, parser.prog) for action in group._group_actions
                 if action.help is not argparse.SUPPRESS and not _is_help(action)]
         if rows:
-            out += ["", f"**{group.title}**", "", "| argument | help |", "|---|---|", *rows]
-    if parser.epilog:
-        out += ["", parser.epilog]
+            out += ["", f"**{group.title}**", ""]
+            if group.description:
+                out += [tables.cell(group.description), ""]
+            out += ["| argument | help |", "|---|---|", *rows]
+    if parser.epilog:  # "examples:" and command lines, as --help prints them
+        out += ["", "```text", parser.epilog, "```"]
     return out
 
 

@@ -1,19 +1,27 @@
 """Typed configuration of the LLM roles: model, base URL and key for each of them.
 
-Each role (answer, decision, judge, builder, embeddings) can point at its own OpenAI-compatible
-endpoint, so that a strong judge and a cheap answerer can be compared, as the paper suggests
-(section IV). Sources, later ones winning:
+Each role (answer, decision, judge, scorer, builder, labeller, embeddings) can point at its own
+OpenAI-compatible endpoint, so that a strong judge and a cheap answerer can be compared, as the
+paper suggests (section IV). Sources, later ones winning, and within each the settings for every
+role before those for one:
 
 1. built-in defaults: every role on the embedded local llama.cpp server (`base_url = "local"`);
 2. a TOML file (`freshrag.toml` in the working directory, or `--config FILE`), section
    `[roles.default]` for all roles and `[roles.NAME]` for one;
 3. environment variables `FRESHRAG_MODEL`, `FRESHRAG_BASE_URL`, `FRESHRAG_API_KEY` for all roles
-   and `FRESHRAG_<ROLE>_MODEL`, `..._BASE_URL`, `..._API_KEY` for one.
+   and `FRESHRAG_<ROLE>_MODEL`, `..._BASE_URL`, `..._API_KEY` for one;
+4. the command line: `--model` and `--base-url` for all roles, `--model-role ROLE=MODEL` for one
+   (`CommandLine`).
+
+The embeddings role is the exception: a chat model is no embedding model, so its model comes only
+from its own settings (`[roles.embeddings]`, `FRESHRAG_EMBEDDINGS_MODEL`, `--model-role
+embeddings=MODEL`), and the endpoint and key for every role reach it only once one of those names
+it; until then it stays on the local all-MiniLM-L6-v2, and `LLMSettings.origins` says so.
 
 Keys live only in memory: `RoleConfig.record()` is what results and logs may see.
 
 Every value is checked when it is read, and refused naming where it came from (the file and its
-table and key, or the environment variable) with the rule it breaks: a base URL is
+table and key, the environment variable, or the option) with the rule it breaks: a base URL is
 `http(s)://host[:port][/path]` or `local`; a model name is not empty and has no surrounding
 whitespace; surrounding whitespace of a key (a newline pasted with it) is dropped, and a key with
 whitespace or anything but printable ASCII inside is refused without being shown.
@@ -84,6 +92,8 @@ class LLMSettings:
     timeout_s: float = field(default=600.0, metadata={"help": "per-request timeout in seconds"})
     max_attempts: int = field(default=6, metadata={
         "help": "attempts per call on rate limits, timeouts, connection errors and 5xx"})
+    # role -> where its model came from ("--model", "FRESHRAG_JUDGE_MODEL", "local fallback"...)
+    origins: dict[str, str] = field(default_factory=dict, compare=False)
 
     def role(self, name: str) -> RoleConfig:
         return self.roles[name]
@@ -99,28 +109,80 @@ class LLMSettings:
 
 _ROLE_FIELDS = {f.name for f in fields(RoleConfig)}
 _ENV_FIELDS = {"MODEL": "model", "BASE_URL": "base_url", "API_KEY": "api_key"}
+EMBEDDINGS = "embeddings"
+LOCAL_FALLBACK = "local fallback"  # the embeddings role's origin when nothing names it
 
 
-def load_settings(config_file: Path | None = None,
-                  env: dict[str, str] | None = None) -> LLMSettings:
-    """Build the settings from defaults, the TOML file and the environment, every value checked."""
+@dataclass(frozen=True)
+class CommandLine:
+    """The models named on the command line: `--model` and `--base-url` for every role,
+    `--model-role ROLE=MODEL` (repeatable) for one."""
+    model: str | None = None
+    base_url: str | None = None
+    role_models: tuple[tuple[str, str], ...] = ()
+
+
+Layer = tuple[str, dict[str, str]]  # where the values come from, and the values
+
+
+def load_settings(config_file: Path | None = None, env: dict[str, str] | None = None,
+                  command_line: CommandLine = CommandLine()) -> LLMSettings:
+    """Build the settings from defaults, the TOML file, the environment and the command line,
+    every value checked."""
     env = dict(os.environ) if env is None else env
     path = config_file or (DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None)
     data = read_config(path) if path else {}
-    file_roles = data.get("roles", {})
-    roles = {}
+    roles, origins = {}, {}
     for name in ROLES:
-        cfg = RoleConfig()
-        for section in ("default", name):
-            cfg = _apply(cfg, file_roles.get(section, {}), f"{path}: [roles.{section}]")
-        for prefix in ("FRESHRAG_", f"FRESHRAG_{name.upper()}_"):
-            cfg = replace(cfg, **{attr: checked_value(attr, env[prefix + suffix], prefix + suffix)
-                                  for suffix, attr in _ENV_FIELDS.items() if env.get(prefix + suffix)})
+        cfg, origin = RoleConfig(), "default"
+        for where, values in _layers(name, path, data.get("roles", {}), env, command_line):
+            cfg = _apply(cfg, values, where)
+            origin = where if "model" in values else origin
         if cfg.api_key_env and env.get(cfg.api_key_env):  # empty is unset, as for FRESHRAG_*
             checked_value("api_key", env[cfg.api_key_env], f"{cfg.api_key_env} (api_key_env)")
+        _check_local_model(name, cfg, origin)
         roles[name] = cfg
+        origins[name] = LOCAL_FALLBACK if name == EMBEDDINGS and cfg.is_local else origin
     return LLMSettings(roles=roles, timeout_s=data.get("timeout_s", 600.0),
-                       max_attempts=data.get("max_attempts", 6))
+                       max_attempts=data.get("max_attempts", 6), origins=origins)
+
+
+def _layers(name: str, path: Path | None, file_roles: dict[str, Any], env: dict[str, str],
+            command_line: CommandLine) -> list[Layer]:
+    """The settings of role `name` in the order they win: the file, the environment, the command
+    line, each with the settings for every role before those for it alone. The embeddings role
+    takes the endpoint and key for every role only if one of its own is set, and never their
+    model: a chat model is no embedding model."""
+    shared = {"file": [(f"{path}: [roles.default]", file_roles.get("default", {}))],
+              "env": _env_layers("FRESHRAG_", env),
+              "cli": [("--base-url", {"base_url": command_line.base_url}
+                       if command_line.base_url else {}),
+                      ("--model", {"model": command_line.model} if command_line.model else {})]}
+    own = {"file": [(f"{path}: [roles.{name}]", file_roles.get(name, {}))],
+           "env": _env_layers(f"FRESHRAG_{name.upper()}_", env),
+           "cli": [(f"--model-role {role}={model}", {"model": model})
+                   for role, model in command_line.role_models if role == name]}
+    if name == EMBEDDINGS:
+        named = any(values for layers in own.values() for _, values in layers)
+        shared = {source: [(where, {k: v for k, v in values.items() if k != "model"})
+                           for where, values in layers] if named else []
+                  for source, layers in shared.items()}
+    return [layer for source in ("file", "env", "cli") for layer in shared[source] + own[source]]
+
+
+def _env_layers(prefix: str, env: dict[str, str]) -> list[Layer]:
+    """One layer per variable set (an empty one is unset), named by the variable."""
+    return [(prefix + suffix, {attr: env[prefix + suffix]}) for suffix, attr in _ENV_FIELDS.items()
+            if env.get(prefix + suffix)]
+
+
+def _check_local_model(name: str, cfg: RoleConfig, origin: str) -> None:
+    """A model named on the command line for a role left on the embedded server is a forgotten
+    endpoint: the embedded server serves one model whatever the name."""
+    if cfg.is_local and cfg.model != LOCAL_MODEL and origin.startswith("--model"):
+        raise ConfigError(f"{origin}: the {name} role has no endpoint, and the embedded local "
+                          f"server serves only {LOCAL_MODEL}; give --base-url URL (or "
+                          f"FRESHRAG_BASE_URL, or FRESHRAG_{name.upper()}_BASE_URL)")
 
 
 def config_table(config_file: Path | None, name: str) -> dict[str, Any]:

@@ -91,7 +91,7 @@ def test_a_truncated_dump_stops_naming_it_and_keeps_the_complete_pages(tmp_path,
 
 @pytest.mark.parametrize("option, message", [
     (["--cutoff", "2021-13-45"], "2021-13-45"),
-    (["--model", "no-such-model"], "no-such-model"),
+    (["--cutoff-model", "no-such-model"], "no-such-model"),
 ])
 def test_a_cutoff_that_is_not_a_date_says_so(tmp_path, dump, option, message, capsys):
     args = ["build", "--dump", str(dump), "--out", str(tmp_path / "d"), *option]

@@ -86,7 +86,7 @@ def test_a_cutoff_before_1990_is_refused(cutoff):
 def test_a_cutoff_of_the_config_file_outside_the_range_names_the_model(tmp_path):
     config = tmp_path / "freshrag.toml"
     config.write_text('[cutoffs]\n"next-year" = "2999-01-01"\n')
-    with pytest.raises(CutoffError, match=r"--model next-year: the cutoff of next-year: "
+    with pytest.raises(CutoffError, match=r"--cutoff-model next-year: the cutoff of next-year: "
                                           r"2999-01-01 is not in the past"):
         resolve_cutoff(None, "next-year", config)
 

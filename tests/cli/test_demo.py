@@ -25,7 +25,7 @@ def test_the_demo_runs_the_whole_workflow(tmp_path, monkeypatch, capsys):
     with FakeOpenAIServer() as server:
         use_endpoint(monkeypatch, server.base_url, "sk-demo-not-written")
         monkeypatch.chdir(tmp_path)
-        assert main(["demo", "--out", str(tmp_path / "demo"), "--questions", "3"]) == 0
+        assert main(["demo", "--out", str(tmp_path / "demo"), "--limit", "3"]) == 0
     out = tmp_path / "demo"
     pages = list(DumpSource(out / "example-wiki.xml").pages(set()))
     assert sorted(p.title for p in pages) == sorted(r["title"] for r in examples)
@@ -45,6 +45,8 @@ def test_the_demo_runs_the_whole_workflow(tmp_path, monkeypatch, capsys):
     assert "sk-demo-not-written" not in html and all(name in html for name in SYSTEMS)
     said = capsys.readouterr().out
     assert str(out / "report.html") in said
+    # the build's funnel as lines to read, not JSON
+    assert "A_r, the random sample" in said and '"n_r"' not in said
     # the fake's judge gives every answer the same grade: the closing lines say so
     assert any(line.startswith("WARNING: the judge's scores are not informative: probe "
                                "discrimination truthfulness 0.50") for line in said.splitlines())
@@ -70,3 +72,21 @@ def test_full_runs_the_whole_corpus_and_the_runs_own_probes():
     assert small[1][small[1].index("--probe-k") + 1] == str(DEMO_PROBE_K)
     assert "--n" not in full[0] and "--probe-k" not in full[1]
     assert full[1][full[1].index("--limit") + 1] == "4"
+
+
+def test_the_models_options_go_to_build_and_run():
+    from pathlib import Path
+
+    from freshrag.cli.commands.demo import demo_commands, model_arguments
+    from freshrag.cli.main import parser
+
+    given = ["--model", "m", "--base-url", "http://x/v1", "--model-role", "judge=j",
+             "--model-role", "embeddings=e"]
+    build, run, report = demo_commands(Path("d"), 3, ["baseline"],
+                                       models=model_arguments(parser().parse_args(
+                                           ["demo", *given])))
+    for argv in (build, run):
+        args = parser().parse_args(argv)
+        assert (args.model, args.base_url, args.model_role) == (
+            "m", "http://x/v1", [("judge", "j"), ("embeddings", "e")])
+    assert "--model" not in report

@@ -1,6 +1,13 @@
 import pytest
 
-from freshrag.core.config import LOCAL, ConfigError, load_settings
+from freshrag.core.config import (
+    LOCAL,
+    LOCAL_FALLBACK,
+    LOCAL_MODEL,
+    CommandLine,
+    ConfigError,
+    load_settings,
+)
 
 
 def test_defaults_put_every_role_on_the_local_server():
@@ -45,3 +52,62 @@ def test_bad_config_names_the_file_and_section(tmp_path, text, message):
     with pytest.raises(ConfigError) as err:
         load_settings(config, env={})
     assert str(config) in str(err.value) and message in str(err.value)
+
+
+def test_the_command_line_wins_over_the_environment_and_the_file(tmp_path):
+    config = tmp_path / "freshrag.toml"
+    config.write_text('[roles.default]\nbase_url = "http://file/v1"\n[roles.judge]\nmodel = "j-file"\n')
+    env = {"FRESHRAG_MODEL": "m-env", "FRESHRAG_DECISION_MODEL": "d-env"}
+    settings = load_settings(config, env=env, command_line=CommandLine(
+        model="m-cli", role_models=(("answer", "a-cli"),)))
+    models = {role: cfg.model for role, cfg in settings.roles.items()}
+    # --model over every variable and table; --model-role over --model
+    assert models == {"answer": "a-cli", "decision": "m-cli", "judge": "m-cli",
+                      "builder": "m-cli", "labeller": "m-cli", "scorer": "m-cli",
+                      "embeddings": LOCAL_MODEL}
+    assert settings.origins["answer"] == "--model-role answer=a-cli"
+    assert settings.origins["decision"] == "--model"
+    # without the command line: the role's variable over the shared one, the env over the file
+    settings = load_settings(config, env=env)
+    assert settings.role("decision").model == "d-env" and settings.role("judge").model == "m-env"
+    assert settings.origins["decision"] == "FRESHRAG_DECISION_MODEL"
+
+
+def test_embeddings_stay_local_until_something_names_them(tmp_path):
+    shared = {"FRESHRAG_BASE_URL": "http://shared/v1", "FRESHRAG_MODEL": "chat-model"}
+    settings = load_settings(env=shared, command_line=CommandLine(model="chat-model"))
+    assert settings.role("embeddings").is_local
+    assert settings.origins["embeddings"] == LOCAL_FALLBACK
+    assert settings.role("answer").base_url == "http://shared/v1"
+    for named in ({"FRESHRAG_EMBEDDINGS_MODEL": "embed-model"}, {}):
+        role_models = () if named else (("embeddings", "embed-model"),)
+        embeddings = load_settings(env={**shared, **named}, command_line=CommandLine(
+            role_models=role_models)).role("embeddings")
+        # named, it takes the shared endpoint (and key) with its own model
+        assert (embeddings.base_url, embeddings.model) == ("http://shared/v1", "embed-model")
+    # a chat model is no embedding model: named by its endpoint, it takes no shared model
+    embeddings = load_settings(env={**shared, "FRESHRAG_EMBEDDINGS_BASE_URL": "http://e/v1"},
+                               command_line=CommandLine(model="chat-model")).role("embeddings")
+    assert (embeddings.base_url, embeddings.model) == ("http://e/v1", LOCAL_MODEL)
+    config = tmp_path / "freshrag.toml"
+    config.write_text('[roles.default]\nbase_url = "http://file/v1"\nmodel = "m"\n'
+                      '[roles.embeddings]\nmodel = "e"\n')
+    embeddings = load_settings(config, env={}).role("embeddings")
+    assert (embeddings.base_url, embeddings.model) == ("http://file/v1", "e")
+
+
+def test_a_model_named_for_the_embedded_server_is_refused_unless_it_is_its_own():
+    with pytest.raises(ConfigError, match=r"--model: the answer role has no endpoint.*--base-url"):
+        load_settings(env={}, command_line=CommandLine(model="gpt-4o"))
+    with pytest.raises(ConfigError, match=r"--model-role judge=gpt-4o: the judge role"):
+        load_settings(env={}, command_line=CommandLine(role_models=(("judge", "gpt-4o"),)))
+    # the model --help states as the default is accepted
+    assert load_settings(env={}, command_line=CommandLine(model=LOCAL_MODEL)).role("judge").is_local
+    settings = load_settings(env={}, command_line=CommandLine(model="gpt-4o",
+                                                              base_url="http://x/v1"))
+    assert settings.role("judge").model == "gpt-4o"
+
+
+def test_a_bad_command_line_value_names_the_option():
+    with pytest.raises(ConfigError, match=r"--base-url: 'ftp://x' is not a base URL"):
+        load_settings(env={}, command_line=CommandLine(base_url="ftp://x"))

@@ -32,7 +32,7 @@ def snapshot(run_dir):
 # (systems, first options, second options, second environment, the line the refusal must hold)
 CHANGED = [
     pytest.param("baseline", ["--seed", "1"], ["--seed", "2"], {}, "seed: was 1, now 2", id="seed"),
-    pytest.param("baseline", [], ["--seed", "3"], {}, "seed: was (not set), now 3", id="seed-added"),
+    pytest.param("baseline", [], ["--seed", "3"], {}, "seed: was 0, now 3", id="seed-default"),
     pytest.param("baseline", [], ["--context-tokens", "4096"], {},
                  "context_tokens: was 8192, now 4096", id="context-tokens"),
     pytest.param("baseline", [], [], {"FRESHRAG_ANSWER_MODEL": "other-model"},

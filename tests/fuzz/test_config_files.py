@@ -218,8 +218,8 @@ def test_a_cutoff_that_is_not_a_date_is_refused_by_build(server, model, value):
     with scratch(server) as (tmp, _):
         config = tmp / "my.toml"
         config.write_text(f"[cutoffs]\n{toml(model)} = {toml(value)}\n")
-        result = invoke("build", "--model", model, "--config", config, "--dump", tmp / "none.xml",
-                        "--out", tmp / "out")
+        result = invoke("build", "--cutoff-model", model, "--config", config,
+                        "--dump", tmp / "none.xml", "--out", tmp / "out")
         assert_refused(result, f"{config}: [cutoffs] {model}", "is not a date (expected YYYY-MM-DD)")
         assert not (tmp / "out").exists()
         assert_no_calls(server)

@@ -91,7 +91,8 @@ def test_malformed_replies_are_unscored_with_the_reason_and_raw_reply(tmp_path, 
 def test_judge_repeats_send_distinct_seeds_and_report_their_spread(tmp_path, fake, capsys):
     run = make_run(tmp_path)
     fake.requests.clear()
-    assert main(["score", str(run), "--scorers", "judge", "--repeats", "3"]) == 0
+    # without the cache: the run's own judge call (seed 0 too) would answer repeat 0
+    assert main(["score", str(run), "--scorers", "judge", "--repeats", "3", "--no-cache"]) == 0
     seeds = sorted({r["seed"] for r in fake.requests if forced_tool_name(r) == "submit_grade"})
     assert seeds == [0, 2, 4]  # repeat k: seed + 2k
     out = capsys.readouterr().out

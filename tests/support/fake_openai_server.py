@@ -341,6 +341,7 @@ class FakeOpenAIServer:
         self.embedding_dim = embedding_dim
         self.embedding_delay = float(embedding_delay)
         self.embedding_calls: int = 0
+        self.embedding_requests: list[dict] = []  # the bodies of /v1/embeddings requests
         self.delay = float(delay)
         self.faults = faults or FaultPlan()
         self.report_usage = report_usage
@@ -531,6 +532,7 @@ class FakeOpenAIServer:
         texts = request["input"] if isinstance(request["input"], list) else [request["input"]]
         with self._lock:
             self.embedding_calls += 1
+            self.embedding_requests.append(request)
         if self.embedding_delay > 0 and self._stopping.wait(self.embedding_delay):
             handler.close_connection = True  # shutting down
             return

@@ -51,10 +51,12 @@ SECRET = "sk-test-secret-do-not-write"
 
 
 def use_endpoint(monkeypatch, base_url: str, api_key: str, model: str = "fake-model") -> None:
-    """Every role (embeddings too) on one endpoint, as a user's environment would set it."""
+    """Every role (embeddings too, which stay local until named) on one endpoint, as a user's
+    environment would set it."""
     monkeypatch.setenv("FRESHRAG_BASE_URL", base_url)
     monkeypatch.setenv("FRESHRAG_API_KEY", api_key)
     monkeypatch.setenv("FRESHRAG_MODEL", model)
+    monkeypatch.setenv("FRESHRAG_EMBEDDINGS_MODEL", model)
 
 
 def clean_env() -> dict[str, str]:

@@ -19,9 +19,10 @@ from freshrag.builders.traffic.general_queries import GENERAL_QUERIES
 from freshrag.cli.options import (
     MAX_QUESTIONS,
     UsageError,
+    add_command,
     add_concurrency,
-    add_config,
     add_dry_run,
+    add_models,
     add_no_cache,
     add_seed,
     choices,
@@ -32,32 +33,47 @@ from freshrag.cli.options import (
     whole,
 )
 
-HELP = "build a dataset of post-cutoff Wikipedia articles and questions (section III.A)"
+HELP = "build questions on Wikipedia articles newer than a cutoff"
+
+
+DESCRIPTION = ("Samples articles from a wiki (or a MediaWiki XML dump): A_r, the random sample; "
+               "A_d, those created after the knowledge cutoff; A_f, those the builder role "
+               "judges mostly about events after it. Then the builder writes questions about "
+               "them. The dataset directory (articles.jsonl, questions.jsonl, manifest.json) "
+               "can be given to `freshrag run --dataset`; building into it again resumes.")
+EXAMPLES = ("freshrag build --n 200 --cutoff 2024-06-30 --out datasets/recent",
+            "freshrag build --dump enwiki-pages-meta-history1.xml.bz2 --cutoff-model gpt-4-0613 "
+            "--out datasets/gpt4",
+            "freshrag build --n 200 --cutoff 2024-06-30 --out datasets/recent --dry-run")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("build", help=HELP)
-    _sample_options(p)
-    add_concurrency(p, 4, "pages fetched, and LLM calls made, at once")
-    _question_options(p)
-    add_seed(p, "of the dump's random sample and of every LLM request", default=0)
-    _traffic_options(p)
-    add_no_cache(p)
-    add_config(p)
-    add_dry_run(p, "the builder calls, tokens and dollars stages A_f and questions would spend")
+    p = add_command(sub, "build", HELP, DESCRIPTION, EXAMPLES)
+    _sample_options(p.add_argument_group("articles"))
+    _question_options(p.add_argument_group("questions"))
+    _traffic_options(p.add_argument_group("traffic (control and general questions)"))
+    add_models(p)
+    control = p.add_argument_group("run control")
+    add_concurrency(control, "pages fetched, and LLM calls made, at once")
+    add_seed(control, "of the dump's random sample and of every LLM request")
+    add_no_cache(control)
+    add_dry_run(control, "the builder calls, tokens and dollars stages A_f and questions would "
+                "spend")
+    p.add_argument_group("output").add_argument(
+        "--out", type=out_dir, required=True, metavar="DIR",
+        help="dataset directory; building into it again resumes")
     p.set_defaults(handler=handle)
 
 
-def _sample_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=out_dir, required=True,
-                   help="dataset directory; building into it again resumes")
+def _sample_options(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--n", type=whole(1, 100_000_000), help="articles in the random sample A_r "
                    "(required for a wiki; with --dump, a seeded random sample of the dump, else "
                    "all of it)")
     p.add_argument("--cutoff", help="knowledge cutoff YYYY-MM-DD, from 1990-01-01 to yesterday "
                    "(UTC): A_d holds articles created after it")
-    p.add_argument("--model", type=name, help="take the cutoff of this model from the table "
-                   "(built-in, extended by [cutoffs] in freshrag.toml), e.g. gpt-4-0613")
+    p.add_argument("--cutoff-model", type=name, metavar="MODEL", help="instead of --cutoff, the "
+                   "cutoff of this model in the table (built-in, extended by [cutoffs] in "
+                   "freshrag.toml), e.g. gpt-4-0613")
     p.add_argument("--wiki-api", type=url,
                    help=f"MediaWiki api.php to sample (default: {WIKIPEDIA_API})")
     p.add_argument("--dump", nargs="+", metavar="FILE", help="MediaWiki XML dump (.xml, .xml.bz2, "
@@ -75,7 +91,7 @@ def _sample_options(p: argparse.ArgumentParser) -> None:
                    help="maxlag sent to the wiki, in seconds (default: %(default)s)")
 
 
-def _question_options(p: argparse.ArgumentParser) -> None:
+def _question_options(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--stage", choices=STAGES, help="run only this stage (the earlier ones must "
                    "have finished); default: every stage not finished yet")
     p.add_argument("--questions-per-article", type=whole(1, 100), default=1,
@@ -109,7 +125,7 @@ def _question_options(p: argparse.ArgumentParser) -> None:
                    "ask at most N chunks per need, a seeded sample (default: every chunk)")
 
 
-def _traffic_options(p: argparse.ArgumentParser) -> None:
+def _traffic_options(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--control", type=whole(0, MAX_QUESTIONS), default=0, help="control questions "
                    "(need no retrieval) about A_r articles created --control-margin days or more "
                    "before the cutoff, in the traffic stage (default: %(default)s)")
@@ -123,6 +139,7 @@ def _traffic_options(p: argparse.ArgumentParser) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    import contextlib
     import glob
 
     from freshrag.builders import build as builder
@@ -130,9 +147,14 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.builders.manifest import check_settings
     from freshrag.builders.styles.needs import read_needs
     from freshrag.builders.styles.templates import load_templates
-    from freshrag.cli.common import CACHE_FILE, cache_output, default_config, llm_client
-    from freshrag.core.config import load_settings
-    from freshrag.core.files import dumps
+    from freshrag.cli.common import (
+        CACHE_FILE,
+        cache_output,
+        default_config,
+        llm_client,
+        load_settings,
+        print_roles,
+    )
     from freshrag.core.outputs import check_outputs, files_in
 
     config_file = args.config or default_config()
@@ -144,7 +166,7 @@ def handle(args: argparse.Namespace) -> int:
                    *(("--dump", Path(p)) for p in args.dump or () if not glob.has_magic(p)),
                    *(("--stub-dump", Path(p)) for p in args.stub_dump or ()
                      if not glob.has_magic(p))])
-    cutoff, cutoff_source = resolve_cutoff(args.cutoff, args.model, config_file)
+    cutoff, cutoff_source = resolve_cutoff(args.cutoff, args.cutoff_model, config_file)
     source = builder.Source(tuple(args.dump or ()), tuple(args.stub_dump or ()),
                             args.dump_processes, args.wiki_api, args.user_agent, args.max_lag,
                             args.concurrency, config_file)
@@ -165,11 +187,14 @@ def handle(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(args, config, config_file, cache, labelled)
     stages = builder.stages_to_run(config, args.stage, labelled, source)
-    settings = load_settings(args.config)
-    manifest = builder.build(config, stages, source, cutoff_source,
-                             lambda roles: llm_client(settings, cache, args.seed, roles=roles),
-                             labelled)
-    print(dumps(manifest["funnel"], indent=2))
+    settings = load_settings(args)
+
+    def open_llm(roles: tuple[str, ...]) -> contextlib.AbstractContextManager:
+        print_roles(settings, roles)  # only once a stage needs a model
+        return llm_client(settings, cache, args.seed, roles=roles)
+
+    manifest = builder.build(config, stages, source, cutoff_source, open_llm, labelled)
+    print(render_funnel(manifest["funnel"]))
     print(f"dataset written to {args.out}/ (articles.jsonl, questions.jsonl, manifest.json); "
           f"run it with: freshrag run --dataset {args.out}")
     return 0
@@ -179,13 +204,45 @@ def _dry_run(args: argparse.Namespace, config: BuildConfig, config_file: Path | 
              cache: Path | None, labelled: bool) -> int:
     """A build dry run counts every stage (harness/cost/build_estimate.py) but the control
     questions of a --needs build; it refuses what it would leave out rather than under-count."""
-    from freshrag.core.config import load_settings
+    from freshrag.cli.common import load_settings
     from freshrag.cost import dry_run
     from freshrag.reporting.prices import price_table
 
     if args.control and args.needs:
         raise UsageError("--dry-run cannot count the control questions of a --needs build yet: "
                          "leave --control out to estimate the rest")
-    print(dry_run.dry_run_build(config, load_settings(args.config), cache, args.seed,
+    print(dry_run.dry_run_build(config, load_settings(args), cache, args.seed,
                                 price_table(config_file), labelled))
     return 0
+
+
+STAGE_NAMES = {"n_r": "A_r, the random sample", "n_d": "A_d, created after the cutoff",
+               "n_f": "A_f, mostly about events after it"}
+
+
+def render_funnel(funnel: dict) -> str:
+    """The build's funnel as lines to read: each stage's articles and what it dropped, then the
+    questions and any other counts."""
+    lines = ["the build's funnel:"]
+    if "sampled" in funnel:
+        lines.append(f"  {'pages read':<36}{funnel['sampled']:>8,}")
+    for key, value in funnel.items():
+        if key == "sampled" or key.startswith("discarded_"):
+            continue
+        label = STAGE_NAMES.get(key, key.replace("_", " "))
+        if isinstance(value, dict):
+            lines.append(f"  {label}: " + ", ".join(f"{k.replace('_', ' ')} {_count(v)}"
+                                                   for k, v in value.items()))
+            continue
+        dropped = funnel.get("discarded_" + key[2:], {}) if key in STAGE_NAMES else {}
+        lines.append(f"  {label:<36}{_count(value):>8}" + (
+            "   dropped: " + ", ".join(f"{k.replace('_', ' ')} {_count(v)}"
+                                       for k, v in dropped.items()) if dropped else ""))
+    return "\n".join(lines)
+
+
+def _count(value: object) -> str:
+    """A count with thousands separators; counts by reason as `reason count, ...` in brackets."""
+    if isinstance(value, dict):
+        return "(" + ", ".join(f"{k.replace('_', ' ')} {_count(v)}" for k, v in value.items()) + ")"
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)

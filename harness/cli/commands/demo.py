@@ -23,14 +23,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from freshrag.cli.options import MAX_QUESTIONS, out_dir, whole
+from freshrag.cli.options import MAX_QUESTIONS, add_command, add_models, out_dir, whole
 from freshrag.core.files import write_json
 
 if TYPE_CHECKING:
     from freshrag.builders.sources.export import DumpPage
 
-HELP = ("the whole workflow offline on the example corpus: build from a dump, index, every "
-        "system, judge, report")
+HELP = "the whole workflow, offline, on the example corpus"
 
 DEMO_CUTOFF = "2025-12-31"  # after the older example articles, before the invented 2026 events
 # The example corpus' present, after its last invented event: dated-boolean states it, and a
@@ -47,17 +46,29 @@ DEMO_PAGES = 24
 DEMO_PROBE_K = 6
 
 
+DESCRIPTION = ("Writes the 40 example articles shipped with freshrag as a MediaWiki dump, then "
+               "runs `freshrag build`, `freshrag run` (every built-in system, judged) and "
+               "`freshrag report --html` on it, each printed before it starts. With the "
+               "embedded model it needs no key and no network; the models options are handed "
+               "to build and run.")
+EXAMPLES = ("freshrag demo",
+            "freshrag demo --full --out results/demo-full")
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help=HELP)
-    p.add_argument("--out", type=out_dir, default=Path("results") / "demo",
-                   help="where the dataset, the run and report.html go (default: %(default)s)")
-    p.add_argument("--questions", type=whole(1, MAX_QUESTIONS), default=None,
-                   help=f"questions run through every system (default: {DEMO_QUESTIONS}, "
-                        f"with --full {FULL_QUESTIONS})")
-    p.add_argument("--full", action="store_true",
-                   help=f"the whole example corpus and the run's default judge probes, not a "
-                        f"sample of {DEMO_PAGES} pages and {DEMO_PROBE_K} probe questions "
-                        f"(about twice as long)")
+    p = add_command(sub, "demo", HELP, DESCRIPTION, EXAMPLES)
+    size = p.add_argument_group("size")
+    size.add_argument("--limit", type=whole(1, MAX_QUESTIONS), default=None,
+                      help=f"the first N questions, run through every system (default: "
+                           f"{DEMO_QUESTIONS}, with --full {FULL_QUESTIONS})")
+    size.add_argument("--full", action="store_true",
+                      help=f"the whole example corpus and the run's default judge probes, not a "
+                           f"sample of {DEMO_PAGES} pages and {DEMO_PROBE_K} probe questions "
+                           f"(about twice as long)")
+    add_models(p)
+    p.add_argument_group("output").add_argument(
+        "--out", type=out_dir, default=Path("results") / "demo",
+        help="where the dataset, the run and report.html go (default: %(default)s)")
     p.set_defaults(handler=handle)
 
 
@@ -65,8 +76,17 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.cli.main import main
     from freshrag.systems import SYSTEMS
 
-    questions = args.questions or (FULL_QUESTIONS if args.full else DEMO_QUESTIONS)
-    return run_demo(args.out, questions, list(SYSTEMS), main, full=args.full)
+    questions = args.limit or (FULL_QUESTIONS if args.full else DEMO_QUESTIONS)
+    return run_demo(args.out, questions, list(SYSTEMS), main, full=args.full,
+                    models=model_arguments(args))
+
+
+def model_arguments(args: argparse.Namespace) -> tuple[str, ...]:
+    """The options of the group "models and endpoints" as given, for build and run."""
+    given = [("--model", args.model), ("--base-url", args.base_url),
+             ("--config", args.config and str(args.config)),
+             *(("--model-role", f"{role}={model}") for role, model in args.model_role or ())]
+    return tuple(part for option, value in given if value for part in (option, value))
 
 
 def example_pages() -> list[DumpPage]:
@@ -95,22 +115,24 @@ def write_example_dump(path: Path) -> Path:
     return write_dump(path, pages)
 
 
-def demo_commands(out: Path, questions: int, systems: list[str],
-                  full: bool = False) -> list[list[str]]:
+def demo_commands(out: Path, questions: int, systems: list[str], full: bool = False,
+                  models: tuple[str, ...] = ()) -> list[list[str]]:
+    """The commands the demo runs; `models` are options of the group "models and endpoints"."""
     dataset, run = out / "example", out / "run"  # the tables name the dataset by its directory
     return [
         ["build", "--dump", str(out / "example-wiki.xml"), "--cutoff", DEMO_CUTOFF,
          "--out", str(dataset), "--questions-from", "A_d",
-         *([] if full else ["--n", str(DEMO_PAGES)])],
+         *([] if full else ["--n", str(DEMO_PAGES)]), *models],
         ["run", "--dataset", str(dataset), "--systems", ",".join(systems), "--limit",
          str(questions), "--knowledge-cutoff", DEMO_CUTOFF, "--today", DEMO_TODAY,
-         "--out", str(run), *([] if full else ["--probe-k", str(DEMO_PROBE_K)])],
+         "--out", str(run), *([] if full else ["--probe-k", str(DEMO_PROBE_K)]), *models],
         ["report", str(run), "--html", str(out / "report.html")],
     ]
 
 
 def run_demo(out: Path, questions: int, systems: list[str],
-             command: Callable[[list[str]], int], full: bool = False) -> int:
+             command: Callable[[list[str]], int], full: bool = False,
+             models: tuple[str, ...] = ()) -> int:
     """Write the dump, then run each command through `command` (the CLI's main), stopping at the
     first that fails; returns its exit status."""
     from freshrag.core.manifest import read_manifest
@@ -118,7 +140,7 @@ def run_demo(out: Path, questions: int, systems: list[str],
 
     write_example_dump(out / "example-wiki.xml")
     stages = []
-    for argv in demo_commands(out, questions, systems, full):
+    for argv in demo_commands(out, questions, systems, full, models):
         print(f"\n$ freshrag {' '.join(argv)}", flush=True)
         with timed_stage(argv[0], stages):
             status = command(argv)

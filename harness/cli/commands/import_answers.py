@@ -11,18 +11,27 @@ import argparse
 from pathlib import Path
 
 from freshrag.cli.commands import run
-from freshrag.cli.options import add_dataset_options
+from freshrag.cli.options import add_command, add_dataset_options
 
-HELP = "answers made elsewhere (JSONL or CSV, Ragas' columns too) into a judged run directory"
+HELP = "judge answers made elsewhere (JSONL or CSV) as a run"
+
+
+DESCRIPTION = ("The answers file's rows become the answers of a system named --system for the "
+               "dataset's questions, in a run directory the judge grades and `freshrag report` "
+               "reads like any run: the same as `freshrag run --systems NAME=ANSWERS`.")
+EXAMPLES = ("freshrag import my-answers.jsonl --system mine --dataset datasets/recent",
+            "freshrag import ragas.csv --system ragas --dataset datasets/recent "
+            "--base-url https://api.openai.com/v1 --model-role judge=gpt-4o")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("import", help=HELP)
-    p.add_argument("answers", type=Path, metavar="ANSWERS",
-                   help="the answers file: .jsonl or .csv, one answer per question")
-    p.add_argument("--system", required=True, metavar="NAME",
-                   help="the name the answers go by in rows and reports")
-    add_dataset_options(p)
+    p = add_command(sub, "import", HELP, DESCRIPTION, EXAMPLES)
+    inputs = p.add_argument_group("inputs")
+    inputs.add_argument("answers", type=Path, metavar="ANSWERS",
+                        help="the answers file: .jsonl or .csv, one answer per question")
+    inputs.add_argument("--system", required=True, metavar="NAME",
+                        help="the name the answers go by in rows and reports")
+    add_dataset_options(inputs)
     run.add_run_options(p)
     p.set_defaults(handler=handle)
 

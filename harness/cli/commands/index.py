@@ -6,24 +6,31 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from freshrag.cli.options import add_articles, add_config, add_index_options
+from freshrag.cli.options import add_articles, add_command, add_index_options, add_models
 
 HELP = "build the retrieval index ahead of a run (or check it)"
 
 
+DESCRIPTION = ("Chunks the articles and embeds the chunks (the embeddings role) into the "
+               "retrieval index a run with retrieving systems would build on its way, so that "
+               "the run starts at once; an index already built is checked, not rebuilt. Prints "
+               "what the index holds as JSON.")
+EXAMPLES = ("freshrag index --articles datasets/recent/articles.jsonl",
+            "freshrag index --articles articles.jsonl --qdrant-url http://localhost:6333")
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("index", help=HELP)
-    add_articles(p, required=True)
-    add_config(p)
-    add_index_options(p)
+    p = add_command(sub, "index", HELP, DESCRIPTION, EXAMPLES)
+    add_articles(p.add_argument_group("inputs"), required=True)
+    add_models(p)
+    add_index_options(p.add_argument_group("retrieval index"))
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     import time
 
-    from freshrag.cli.common import index_config
-    from freshrag.core.config import load_settings
+    from freshrag.cli.common import index_config, load_settings, print_roles
     from freshrag.core.dataset import load_articles
     from freshrag.core.files import dumps
     from freshrag.llm.client import LLMClient
@@ -31,9 +38,11 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.systems.retrieval.index import open_index
 
     articles = load_articles(args.articles)
+    settings = load_settings(args)
+    print_roles(settings, ("embeddings",))
     started = time.monotonic()
     index = open_index(articles, index_config(args, Path("results")),
-                       embedder_for(LLMClient(load_settings(args.config))))
+                       embedder_for(LLMClient(settings)))
     try:
         print(dumps({**index.record(), "articles": len(articles),
                           "seconds": round(time.monotonic() - started, 1)}, indent=2))

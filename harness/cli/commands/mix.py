@@ -4,26 +4,43 @@ questions) drawn from a dataset whose questions carry a kind (docs/traffic.md)."
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from freshrag.cli.options import MAX_QUESTIONS, add_seed, out_dir, share, whole
+from freshrag.cli.options import (
+    MAX_QUESTIONS,
+    UsageError,
+    add_command,
+    add_dataset,
+    add_seed,
+    out_dir,
+    share,
+    whole,
+)
 
-HELP = ("a question set of a chosen traffic composition (fresh, control, general) drawn from a "
-        "dataset whose questions carry a kind")
+HELP = "draw a question set of a chosen traffic composition"
 KINDS = ("fresh", "control", "general")
 
 
+DESCRIPTION = ("Draws --n questions from a dataset built with traffic (`freshrag build "
+               "--control N --general N`), in the shares given, into a new dataset directory "
+               "that `freshrag run --dataset` takes. No model is called.")
+EXAMPLES = ("freshrag mix --dataset datasets/traffic --fresh 0.1 --control 0.6 --general 0.3 "
+            "--n 100 --out datasets/traffic-10pc",)
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("mix", help=HELP)
-    p.add_argument("dataset", type=Path, metavar="DATASET",
-                   help="dataset directory (questions.jsonl with kinds, articles.jsonl)")
+    p = add_command(sub, "mix", HELP, DESCRIPTION, EXAMPLES)
+    inputs = p.add_argument_group("inputs")
+    add_dataset(inputs, "; required: its questions carry a kind", alias=True)
+    composition = p.add_argument_group("composition")
     for kind in KINDS:
-        p.add_argument(f"--{kind}", type=share, default=0.0,
-                       help=f"share of {kind} questions, 0 to 1 (default: %(default)s); "
-                            f"the three shares add up to 1")
-    p.add_argument("--n", type=whole(1, MAX_QUESTIONS), required=True, help="questions in the mix")
-    add_seed(p, "of the draw; mixes of one seed are nested", default=0)
-    p.add_argument("--out", type=out_dir, required=True, help="new directory for the mix")
+        composition.add_argument(f"--{kind}", type=share, default=0.0,
+                                 help=f"share of {kind} questions, 0 to 1 (default: "
+                                      f"%(default)s); the three shares add up to 1")
+    composition.add_argument("--n", type=whole(1, MAX_QUESTIONS), required=True,
+                             help="questions in the mix")
+    add_seed(composition, "of the draw; mixes of one seed are nested")
+    p.add_argument_group("output").add_argument("--out", type=out_dir, required=True,
+                                                metavar="DIR", help="new directory for the mix")
     p.set_defaults(handler=handle)
 
 
@@ -31,8 +48,10 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.builders.traffic.mix import MIX, write_mix
     from freshrag.core.outputs import check_outputs, files_in
 
+    if args.dataset is None:
+        raise UsageError("give the dataset to draw from: --dataset DIR")
     check_outputs(files_in(args.out, ("questions.jsonl", "articles.jsonl", MIX), "--out"),
-                  [(f"DATASET's {name}", args.dataset / name)
+                  [(f"--dataset's {name}", args.dataset / name)
                    for name in ("questions.jsonl", "articles.jsonl")])
     shares = {kind: getattr(args, kind) for kind in KINDS}
     print(write_mix(args.dataset, shares, args.n, args.seed, args.out))

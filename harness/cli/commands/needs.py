@@ -11,26 +11,45 @@ from freshrag.builders.traffic.query_log import NeedLogConfig
 from freshrag.cli.options import (
     MAX_QUESTIONS,
     UsageError,
+    add_command,
     add_concurrency,
-    add_config,
+    add_models,
     add_no_cache,
     add_seed,
     share,
     whole,
 )
 
-HELP = ("derive information needs from a log of user queries: embed, cluster, describe each "
-        "cluster in one sentence")
+HELP = "derive information needs from a log of user queries"
+
+
+DESCRIPTION = ("The queries are embedded (the embeddings role), clustered, and each cluster "
+               "large enough is described in one sentence by the builder role. The needs file "
+               "(one need a line) is what `freshrag build --needs` writes questions for; a "
+               ".json and a .md table go beside it.")
+EXAMPLES = ("freshrag needs --queries queries.jsonl --out needs.txt",
+            "freshrag build --needs needs.txt --cutoff 2024-06-30 --n 50 --out datasets/needs")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     defaults = NeedLogConfig()
-    p = sub.add_parser("needs", help=HELP)
-    p.add_argument("--queries", type=Path, required=True, metavar="LOG",
-                   help="JSON Lines log of user queries, a 'query' field a line")
-    p.add_argument("--out", type=Path, default=Path("needs.txt"), help="the needs file to write "
-                   "(one need a line, for build --needs); its .json and .md go beside it "
-                   "(default: %(default)s)")
+    p = add_command(sub, "needs", HELP, DESCRIPTION, EXAMPLES)
+    p.add_argument_group("inputs").add_argument(
+        "--queries", type=Path, required=True, metavar="LOG",
+        help="JSON Lines log of user queries, a 'query' field a line")
+    _clustering_options(p.add_argument_group("clustering"), defaults)
+    add_models(p)
+    control = p.add_argument_group("run control")
+    add_concurrency(control, "descriptions asked at once")
+    add_seed(control, "of the sample and of every LLM request")
+    add_no_cache(control)
+    p.add_argument_group("output").add_argument(
+        "--out", type=Path, default=Path("needs.txt"), help="the needs file to write (one need a "
+        "line, for build --needs); its .json and .md go beside it (default: %(default)s)")
+    p.set_defaults(handler=handle)
+
+
+def _clustering_options(p: argparse._ArgumentGroup, defaults: NeedLogConfig) -> None:
     p.add_argument("--distance-threshold", type=share, default=defaults.distance_threshold,
                    help="cosine distance beyond which clusters are not merged: lower gives more, "
                         "narrower needs (default: %(default)s)")
@@ -43,17 +62,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-queries", type=whole(2, 100_000), default=defaults.max_queries,
                    help="distinct queries clustered; a larger log is sampled (seeded by --seed), "
                         "as clustering holds n² distances (default: %(default)s)")
-    add_concurrency(p, defaults.concurrency, "descriptions asked at once")
-    add_seed(p, "of the sample and of every LLM request", default=0)
-    add_no_cache(p)
-    add_config(p)
-    p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     from freshrag.builders.traffic import query_log
-    from freshrag.cli.common import CACHE_FILE, cache_output, default_config, llm_client
-    from freshrag.core.config import load_settings
+    from freshrag.cli.common import (
+        CACHE_FILE,
+        cache_output,
+        default_config,
+        llm_client,
+        load_settings,
+        print_roles,
+    )
     from freshrag.core.outputs import Output, check_outputs
     from freshrag.systems.retrieval.embeddings import embedder_for
 
@@ -68,7 +88,9 @@ def handle(args: argparse.Namespace) -> int:
     queries = query_log.read_queries(args.queries)  # refused before a model loads
     config = query_log.NeedLogConfig(args.distance_threshold, args.min_size, args.examples,
                                      args.max_queries, args.seed, args.concurrency)
-    with llm_client(load_settings(args.config), cache, args.seed, roles=("builder",)) as llm:
+    settings = load_settings(args)
+    print_roles(settings, ("builder",), embeddings=True)
+    with llm_client(settings, cache, args.seed, roles=("builder",)) as llm:
         document = query_log.derive_needs(queries, llm, embedder_for(llm).embed, config)
     document["queries_file"] = str(args.queries)
     paths = query_log.write_needs(document, args.out)

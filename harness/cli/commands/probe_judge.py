@@ -8,37 +8,47 @@ import argparse
 from pathlib import Path
 
 from freshrag.cli.options import (
+    add_command,
     add_concurrency,
-    add_config,
     add_dataset_options,
+    add_models,
     add_no_cache,
     add_probe_options,
     add_seed,
 )
 
-HELP = ("check that the judge tells right from wrong: grade answers made from the dataset "
-        "(grounded, wrong, abstaining, near misses); exit 1 if not")
+HELP = "check that the judge tells right from wrong; exit 1 if not"
+
+
+DESCRIPTION = ("For a seeded sample of questions, answers are made from the gold article: a "
+               "grounded one, a wrong one, an abstention and near misses. The judge role grades "
+               "them, and its discrimination (how often it ranks the right one above the wrong "
+               "one) is printed with its interval; `freshrag run` does the same before grading.")
+EXAMPLES = ("freshrag probe-judge --dataset datasets/recent",
+            "freshrag probe-judge --dataset datasets/recent --base-url https://api.openai.com/v1 "
+            "--model-role judge=gpt-4o")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("probe-judge", help=HELP)
-    add_dataset_options(p)
-    add_probe_options(p)
-    add_concurrency(p, 4, "probes graded at once")
-    add_seed(p)
-    add_no_cache(p)
-    add_config(p)
+    p = add_command(sub, "probe-judge", HELP, DESCRIPTION, EXAMPLES)
+    add_dataset_options(p.add_argument_group("inputs"))
+    add_probe_options(p.add_argument_group("judge probes"))
+    add_models(p)
+    control = p.add_argument_group("run control")
+    add_concurrency(control, "probes graded at once")
+    add_seed(control)
+    add_no_cache(control)
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
-    from freshrag.cli.common import CACHE_FILE, dataset, llm_client
-    from freshrag.core.config import load_settings
+    from freshrag.cli.common import CACHE_FILE, dataset, llm_client, load_settings, print_roles
     from freshrag.reporting import report
     from freshrag.scoring import probes
 
     data = dataset(args)
-    settings = load_settings(args.config)
+    settings = load_settings(args)
+    print_roles(settings, ("judge",))
     cache = None if args.no_cache else Path("results") / CACHE_FILE
     with llm_client(settings, cache, args.seed, roles=("judge",)) as llm:
         probe = probes.probe_judge(llm, data.questions, data.articles, k=args.probe_k,

@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from freshrag.cli.options import UsageError, add_config, mix_shares, out_dir, whole
+from freshrag.cli.options import UsageError, add_command, add_config, mix_shares, out_dir, whole
 from freshrag.core.fields import FIELDS
 from freshrag.reporting.scorers import CORRECT_AT
 
@@ -16,19 +16,36 @@ HELP = "tables and figures from one or more run directories"
 ANALYSIS = "analysis.json"  # retrieval quality, attribution, decisions, intervals, paired tests
 
 
+DESCRIPTION = ("Reads the run directories' samples.jsonl, manifest.json and scores.jsonl and "
+               "prints the summary table, the analysis (retrieval, decisions, costs, intervals, "
+               "paired tests) and the scorers' results; writes summary.json, analysis.json and "
+               "the figures, and with --html one page holding all of it. No model is called.")
+EXAMPLES = ("freshrag report results/recent --html report.html",
+            "freshrag report results/gpt-4o results/mini --by label --format csv")
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help=HELP)
-    p.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
-    p.add_argument("--format", choices=("markdown", "json", "csv"), default="markdown",
-                   help="table format printed (default: %(default)s)")
-    p.add_argument("--out", type=out_dir, help="where summary.json and the PNGs go "
-                   "(default: the run directory, or results/report for several)")
-    p.add_argument("--html", type=Path, metavar="PATH", help="also write the whole report (tables, "
-                   "figures, every answer) as one self-contained HTML file")
+    p = add_command(sub, "report", HELP, DESCRIPTION, EXAMPLES)
+    inputs = p.add_argument_group("inputs")
+    inputs.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
+                        help="run directories, one or more")
+    add_config(inputs, "whose [prices] table adds or overrides model prices for the cost "
+               "analysis")
+    _analysis_options(p.add_argument_group("analysis"))
+    output = p.add_argument_group("output")
+    output.add_argument("--format", choices=("markdown", "json", "csv"), default="markdown",
+                        help="table format printed (default: %(default)s)")
+    output.add_argument("--out", type=out_dir, help="where summary.json and the PNGs go "
+                        "(default: the run directory, or results/report for several)")
+    output.add_argument("--html", type=Path, metavar="PATH", help="also write the whole report "
+                        "(tables, figures, every answer) as one self-contained HTML file")
+    p.set_defaults(handler=handle)
+
+
+def _analysis_options(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--by", action="append", choices=FIELDS, metavar="FIELD",
                    help="also break every table down by this question field (one of: "
                         f"{', '.join(FIELDS)}); may be given more than once")
-    add_config(p, "whose [prices] table adds or overrides model prices for the cost analysis")
     p.add_argument("--correct-at", type=whole(1, 5), default=CORRECT_AT, help="CRAG outcome: an "
                    "answer that did not abstain is correct when the judge's truthfulness is at "
                    "least this, else incorrect (default: %(default)s)")
@@ -36,7 +53,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="also estimate every system at this traffic composition (shares of "
                         "fresh, control and general questions), recombined from the runs' rows "
                         "without a call; repeatable")
-    p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:

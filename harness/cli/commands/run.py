@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from freshrag.cli.options import (
+    add_command,
     add_concurrency,
-    add_config,
     add_cost_options,
     add_dataset_options,
     add_index_options,
     add_limit,
+    add_models,
     add_no_cache,
     add_probe_options,
     add_scorers,
@@ -37,15 +38,26 @@ HELP = "answer, judge and account every (question, system) pair"
 PAPER_CUTOFF = "2021-09-30"  # GPT-4-0613's knowledge cutoff, the model of the paper's datasets
 
 
+DESCRIPTION = ("Every system answers every question of the dataset; the judge grades each answer, "
+               "and tokens, dollars and latency are counted per role. The rows go to "
+               "RUN/samples.jsonl as they finish, so running the same command again resumes. "
+               "Before the first call it prints, on stderr, which model each role calls.")
+EXAMPLES = ("freshrag run --limit 3 --systems baseline,naive   # the example dataset, no key",
+            "export FRESHRAG_API_KEY=sk-...",
+            "freshrag run --dataset DIR --base-url https://api.openai.com/v1 --model gpt-4o-mini",
+            "freshrag run --dataset DIR --model gpt-4o-mini --model-role judge=gpt-4o --dry-run")
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help=HELP)
-    add_dataset_options(p)
-    add_systems(p)
+    p = add_command(sub, "run", HELP, DESCRIPTION, EXAMPLES)
+    inputs = p.add_argument_group("inputs")
+    add_dataset_options(inputs)
+    add_systems(inputs)
     add_run_options(p)
     p.set_defaults(handler=handle)
 
 
-def add_systems(p: argparse.ArgumentParser) -> None:
+def add_systems(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--systems", default="baseline,oracle,naive,advanced",
                    help=f"comma-separated systems: built-in ({', '.join(SYSTEMS)}), your own as "
                         f"FILE.py:NAME or MODULE:NAME, a service as NAME=URL or a [systems.NAME] "
@@ -55,29 +67,43 @@ def add_systems(p: argparse.ArgumentParser) -> None:
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
-    """Every option of a run but the dataset and the systems (`freshrag import` shares them)."""
-    p.add_argument("--out", type=out_dir, help="run directory (default: results/DATASET_NAME); "
-                   "running again into it resumes")
-    add_limit(p)
-    add_concurrency(p, 8, "pairs in flight at once; 1 runs serially")
-    add_no_cache(p)
-    add_seed(p)
-    add_config(p)
+    """Every option of a run but the dataset and the systems (`freshrag import` shares them), in
+    named groups."""
+    add_models(p)
+    control = p.add_argument_group("run control")
+    add_limit(control)
+    add_concurrency(control, "pairs in flight at once; 1 runs serially")
+    add_no_cache(control)
+    add_seed(control)
+    p.add_argument_group("output").add_argument(
+        "--out", type=out_dir, help="run directory (default: results/DATASET_NAME); running "
+        "again into it resumes")
+    _answering_options(p.add_argument_group("answering"))
+    judging = p.add_argument_group("judging and scoring")
+    judging.add_argument("--no-probe", action="store_true", help="do not probe the judge before "
+                         "grading (the report then says that nothing checked the judge)")
+    add_scorers(judging, "judge", "; the judge grades every pair, the others score the answers "
+                "into scores.jsonl after the pairs (default: %(default)s)")
+    add_probe_options(judging)
+    add_index_options(p.add_argument_group("retrieval index"))
+    add_cost_options(p.add_argument_group("cost"))
+
+
+def _answering_options(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--knowledge-cutoff", type=iso_date, default=PAPER_CUTOFF,
                    help="the answering model's knowledge cutoff, stated by dated-boolean "
                         "(default: %(default)s, GPT-4-0613's)")
-    p.add_argument("--today", type=iso_date, default=date.today().isoformat(),
-                   help="today's date as dated-boolean states it (default: today)")
+    p.add_argument("--today", type=date_or_today, default="today", metavar="DATE",
+                   help="today's date as dated-boolean states it, YYYY-MM-DD or today "
+                        "(default: %(default)s)")
     p.add_argument("--context-tokens", type=whole(1, 10_000_000), default=8192,
                    help="the answering model's context window; retrieved text is cut to fit "
                         "(default: %(default)s)")
-    p.add_argument("--no-probe", action="store_true", help="do not probe the judge before "
-                   "grading (the report then says that nothing checked the judge)")
-    add_scorers(p, "judge", "; the judge grades every pair, the others score the answers into "
-                "scores.jsonl after the pairs (default: %(default)s)")
-    add_probe_options(p)
-    add_index_options(p)
-    add_cost_options(p)
+
+
+def date_or_today(text: str) -> str:
+    """A date YYYY-MM-DD, or `today` for today's."""
+    return date.today().isoformat() if text == "today" else iso_date(text)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -86,10 +112,12 @@ def handle(args: argparse.Namespace) -> int:
         check_batch,
         dataset,
         default_config,
+        embed_for_needed,
         index_config,
+        load_settings,
+        print_roles,
         system_sources,
     )
-    from freshrag.core.config import load_settings
     from freshrag.core.rundir import INDEX_SETTINGS, RUN_ROLES
     from freshrag.cost import dry_run
     from freshrag.llm.client import LLMClient
@@ -108,7 +136,7 @@ def handle(args: argparse.Namespace) -> int:
     _check_outputs(args, out, data, sources)
     config = _run_config(args, out, tuple(source.name for source in sources), scorers,
                          {source.name: source.record() for source in sources})
-    settings = load_settings(args.config)
+    settings = load_settings(args)
     roles = tuple(dict.fromkeys(RUN_ROLES + scorer_roles(scorers)))
     if args.batch and not args.dry_run:
         check_batch(args, settings, roles)
@@ -118,6 +146,7 @@ def handle(args: argparse.Namespace) -> int:
     check_resume(data, config, LLMClient(settings, seed=args.seed), factories, prompts,
                  index and {name: getattr(index, name) for name in INDEX_SETTINGS})
     cache = None if args.no_cache else out.parent / CACHE_FILE
+    print_roles(settings, roles, embeddings=bool(index) or embed_for_needed(scorers))
     if args.dry_run:
         print(dry_run.dry_run(data, config, settings, cache, args.seed, index,
                               price_table(args.config or default_config()), factories))

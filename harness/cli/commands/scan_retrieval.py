@@ -10,23 +10,41 @@ from pathlib import Path
 from freshrag.cli.options import (
     INDEX_DIR,
     UsageError,
-    add_config,
+    add_command,
     add_dataset_options,
     add_index_options,
     add_limit,
+    add_models,
     out_dir,
     shares,
     whole,
 )
 from freshrag.core.fields import FIELDS
 
-HELP = ("recall@k of the index per question label and overall for several text weights, and the "
-        "best weight of each; no LLM calls")
+HELP = "recall@k of the index per label, at several text weights"
+
+
+DESCRIPTION = ("Retrieves the chunks of every question at each text weight (0 dense only, 1 "
+               "lexical only) and counts how often the gold article is among the top k, per "
+               "label (or another --by field) and overall. Only the embeddings role is used.")
+EXAMPLES = ("freshrag scan-retrieval --dataset datasets/recent --k 5 --weights 0,0.2,1",)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("scan-retrieval", help=HELP)
-    add_dataset_options(p, positional=True)
+    p = add_command(sub, "scan-retrieval", HELP, DESCRIPTION, EXAMPLES)
+    inputs = p.add_argument_group("inputs")
+    add_dataset_options(inputs, alias=True)
+    add_limit(inputs)
+    _scan_options(p.add_argument_group("scan"))
+    add_models(p, "with role endpoints; the embeddings role embeds the questions")
+    add_index_options(p.add_argument_group("retrieval index"), query=False)
+    p.add_argument_group("output").add_argument(
+        "--out", type=out_dir, help="where scan-retrieval.json goes (default: "
+        "results/scan-retrieval-DATASET_NAME)")
+    p.set_defaults(handler=handle)
+
+
+def _scan_options(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--weights", type=shares, default=(0.0, 0.05, 0.1, 0.2, 0.5, 1.0),
                    help="text weights to try, comma-separated, 0 dense only to 1 lexical only "
                         "(default: 0,0.05,0.1,0.2,0.5,1)")
@@ -34,17 +52,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="chunks retrieved per question (default: %(default)s)")
     p.add_argument("--by", choices=FIELDS, default="label",
                    help="question field whose groups get a row each (default: %(default)s)")
-    add_limit(p)
-    p.add_argument("--out", type=out_dir, help="where scan-retrieval.json goes "
-                   "(default: results/scan-retrieval-DATASET_NAME)")
-    add_config(p, "with role endpoints; the embeddings role embeds the questions")
-    add_index_options(p, query=False)
-    p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
-    from freshrag.cli.common import dataset
-    from freshrag.core.config import load_settings
+    from freshrag.cli.common import dataset, load_settings, print_roles
     from freshrag.core.files import write_json
     from freshrag.llm.client import LLMClient
     from freshrag.systems.retrieval import scan
@@ -57,10 +68,12 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError(f"{data.files['questions']}: no question with a gold article to look "
                          f"for among the {len(questions):,} scanned; general queries (kind "
                          f"general) have none")
+    settings = load_settings(args)
+    print_roles(settings, ("embeddings",))
     index = open_index(data.articles, IndexConfig(
         directory=args.index_dir or Path("results") / INDEX_DIR, qdrant_url=args.qdrant_url,
         chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, top_k=args.k),
-        embedder_for(LLMClient(load_settings(args.config))))
+        embedder_for(LLMClient(settings)))
     try:
         result = scan.scan(index, questions, args.weights, args.k, args.by)
     finally:

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from freshrag.cli.options import (
     UsageError,
+    add_command,
     add_concurrency,
-    add_config,
     add_cost_options,
     add_dataset_options,
+    add_models,
     add_no_cache,
     add_scorers,
     add_seed,
@@ -24,28 +25,41 @@ if TYPE_CHECKING:
     from freshrag.core.types import Article
     from freshrag.cost.budget import Budget
 
-HELP = "add scorers to a finished (or imported) run without answering again; resumable"
+HELP = "add scorers to a finished or imported run, resumably"
+
+
+DESCRIPTION = ("The scorers grade the answers already in RUN_DIR/samples.jsonl (the judge again, "
+               "faithfulness, answer and context relevance, claims, abstention) into "
+               "RUN_DIR/scores.jsonl; `freshrag report` shows them. Running it again resumes. "
+               "Scorers that read the gold article take it from the run, or from --dataset when "
+               "the run did not record it.")
+EXAMPLES = ("freshrag score results/recent --scorers faithfulness,abstention",
+            "freshrag score results/recent --scorers judge --repeats 3 --base-url "
+            "https://api.openai.com/v1 --model-role judge=gpt-4o --model-role scorer=gpt-4o")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("score", help=HELP)
-    p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
-    add_scorers(p)
-    p.add_argument("--repeats", type=whole(1, 100), default=1, help="ask each scorer this many "
-                   "times per answer, each repeat with its own seeds and cache entries (the "
-                   "judge's spread; default: %(default)s)")
-    add_dataset_options(p)
-    add_concurrency(p, 8, "scores asked at once; 1 runs serially")
-    add_seed(p, "sent with every request; repeat k of the judge sends seed + 2k", default=0)
-    add_no_cache(p)
-    add_config(p)
-    add_cost_options(p)
+    p = add_command(sub, "score", HELP, DESCRIPTION, EXAMPLES)
+    inputs = p.add_argument_group("inputs")
+    inputs.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the run directory to score")
+    add_dataset_options(inputs, " with the gold articles of the run's questions (default: the "
+                        "run's own, when it recorded them)")
+    scoring = p.add_argument_group("scoring")
+    add_scorers(scoring)
+    scoring.add_argument("--repeats", type=whole(1, 100), default=1, help="ask each scorer this "
+                         "many times per answer, each repeat with its own seeds and cache entries "
+                         "(the judge's spread; default: %(default)s)")
+    add_models(p)
+    control = p.add_argument_group("run control")
+    add_concurrency(control, "scores asked at once; 1 runs serially")
+    add_seed(control, "sent with every request; repeat k of the judge sends seed + 2k")
+    add_no_cache(control)
+    add_cost_options(p.add_argument_group("cost"))
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
-    from freshrag.cli.common import CACHE_FILE, check_batch, default_config
-    from freshrag.core.config import load_settings
+    from freshrag.cli.common import CACHE_FILE, check_batch, default_config, load_settings
     from freshrag.cost import dry_run
     from freshrag.reporting import scorers as scorer_report
     from freshrag.reporting.prices import price_table
@@ -56,7 +70,7 @@ def handle(args: argparse.Namespace) -> int:
     problem = scorepass.missing_inputs(rows, names, articles)
     if problem:
         raise UsageError(f"{args.run_dir}: {problem}")
-    settings = load_settings(args.config)
+    settings = load_settings(args)
     cache = None if args.no_cache else args.run_dir.parent / CACHE_FILE
     prices = price_table(args.config or default_config()) if args.dry_run or args.max_cost else {}
     if args.dry_run:
@@ -84,7 +98,7 @@ def _score(args: argparse.Namespace, rows: list[dict], names: tuple[str, ...],
     """The pass over the run, holding its directory: the counts, or the cap if it was hit."""
     import contextlib
 
-    from freshrag.cli.common import embed_for, llm_client
+    from freshrag.cli.common import embed_for, embed_for_needed, llm_client, print_roles
     from freshrag.core.rundir import locked
     from freshrag.cost import batch, plan
     from freshrag.cost.budget import BudgetExceeded
@@ -94,8 +108,9 @@ def _score(args: argparse.Namespace, rows: list[dict], names: tuple[str, ...],
         llm = embed = None
         todo = scorepass.pending(args.run_dir, rows, names, args.repeats)
         if todo:  # else no server starts
-            llm = stack.enter_context(llm_client(settings, cache, args.seed,
-                                                 roles=scorepass.scorer_roles(names)))
+            roles = scorepass.scorer_roles(names)
+            print_roles(settings, roles, embeddings=embed_for_needed(names))
+            llm = stack.enter_context(llm_client(settings, cache, args.seed, roles=roles))
             llm.gate, embed = budget or None, embed_for(llm, names)
         scorers = scorepass.make_scorers(names, embed)
         try:

@@ -5,14 +5,22 @@ from __future__ import annotations
 
 import argparse
 
-from freshrag.cli.options import whole
+from freshrag.cli.options import add_command, whole
 
 HELP = "run the embedded llama.cpp server in the foreground"
 
 
+DESCRIPTION = ("Starts the embedded server every role uses by default and keeps it running until "
+               "Ctrl-C, so that several freshrag commands (or other tools) share one loaded "
+               "model: point them at it with --base-url or FRESHRAG_BASE_URL.")
+EXAMPLES = ("freshrag serve --port 8080",
+            "freshrag run --base-url http://127.0.0.1:8080/v1 --model smollm2-135m-instruct")
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("serve", help=HELP)
-    p.add_argument("--port", type=whole(1, 65_535), help="port on 127.0.0.1 (default: a free one)")
+    p = add_command(sub, "serve", HELP, DESCRIPTION, EXAMPLES)
+    p.add_argument_group("server").add_argument(
+        "--port", type=whole(1, 65_535), help="port on 127.0.0.1 (default: a free one)")
     p.set_defaults(handler=handle)
 
 

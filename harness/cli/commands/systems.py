@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import argparse
 
-from freshrag.cli.options import add_config
+from freshrag.cli.options import add_command, add_config
 
-HELP = "list the systems a run can name: built-in, installed plugins, configured services"
+HELP = "list the systems a run can name"
+
+
+DESCRIPTION = ("Prints a table of every name --systems takes without a path: the built-in "
+               "strategies, the systems installed packages register, and the services of "
+               "freshrag.toml's [systems]; and how to name your own without installing it.")
+EXAMPLES = ("freshrag systems",)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("systems", help=HELP)
-    add_config(p)
+    p = add_command(sub, "systems", HELP, DESCRIPTION, EXAMPLES)
+    add_config(p.add_argument_group("inputs"), "whose [systems] services are listed too")
     p.set_defaults(handler=handle)
 
 
