@@ -27,6 +27,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from freshrag.core.fields import value_name
+from freshrag.core.types import QUESTION_FIELDS
 from freshrag.reporting.identity import group_rows, labels
 from freshrag.reporting.outcomes import is_scored
 
@@ -165,8 +167,11 @@ def _block(rows: list[Row]) -> dict[str, Any]:
 
 
 def _record(row: Row) -> Row:
-    """The row as run-format.md defines it, plus the gold passage found in the judge's prompt."""
+    """The row as run-format.md defines it, plus the question's fields as the tables name their
+    values (`need: yes`) and the gold passage found in the judge's prompt."""
     record = {key: value for key, value in row.items() if key != "question"}
+    record["question_fields"] = {name: value_name(row[name]) for name in QUESTION_FIELDS
+                                 if row.get(name) is not None}
     record["gold_passage"] = gold_passage(row)
     return record
 

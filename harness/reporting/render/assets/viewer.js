@@ -275,16 +275,17 @@
     box.dataset.i = i;
     box.append(el("h3", null, SYSTEMS[s[C.system]] + " · " + q[0] + " / " + q[1]),
                el("p", "viewer-question", q[2]));
-    box.append(facts([["gold title", q[3] || "none (a general query)"], ["label", q[4]],
-                      ["kind", q[5]], ["need", r.need === undefined || r.need === null ? null : String(r.need)],
-                      ["reference", r.reference], ["models", r.models ? JSON.stringify(r.models) : null],
-                      ["grade", verdict(s, r)],
-                      ["system tokens", num(s[C.input_tokens]) + " in / "
-                       + num(s[C.output_tokens]) + " out"],
-                      ["latency", s[C.latency_s] === null && !r.latency_s ? null
-                       : fmt(s[C.latency_s]) + " s (answer), " + fmt(r.latency_s) + " s (pair)"],
-                      ["retrievals", fmt(r.retrievals)],
-                      ["decision", details.decision], ["run", r.run]]));
+    const fields = r.question_fields || {};
+    const latency = s[C.latency_s] === null && !r.latency_s ? null
+      : fmt(s[C.latency_s]) + " s (answer), " + fmt(r.latency_s) + " s (pair, judge included)";
+    box.append(facts([["gold title", q[3] || "none (a general query)"]]
+      .concat(Object.keys(fields).map(function (k) { return [k, fields[k]]; }))
+      .concat([["models", r.models ? JSON.stringify(r.models) : null],
+               ["grade", verdict(s, r)],
+               ["system tokens", num(s[C.input_tokens]) + " in / " + num(s[C.output_tokens])
+                + " out"],
+               ["latency", latency], ["retrievals", fmt(r.retrievals)],
+               ["decision", details.decision], ["run", r.run]])));
     if (grade.reason) box.append(section("Judge's reason", el("p", "viewer-reason", grade.reason)));
     box.append(section("Answer", r.answer === null || r.answer === undefined
       ? el("p", "muted", "(no answer)") : el("div", "text viewer-answer", r.answer)));
