@@ -182,6 +182,9 @@ def test_opening_an_answer_shows_its_whole_record(page):
     for expected in (REASON, ARTICLE, "I first thought it opened in 2023.", "Answer from these",
                      '"retrieve": true', *CHUNKS.values(), "500 in / 12 out", "1.5 s (answer)"):
         assert expected in text, expected
+    boolean = next(r for r in viewer_rows() if (r["question_id"], r["system"]) == ("q1", "boolean"))
+    for message in boolean["calls"][-1]["messages"]:  # the judge's prompt, as it was sent
+        assert message["content"] in text
     calls = detail.locator(".viewer-call summary").all_inner_texts()
     assert [c.split(" · ")[0] for c in calls] == ["1. decision", "2. answer", "3. judge"]
     assert "999 in / 99 out" in calls[2] and "0.5 s" in calls[2]

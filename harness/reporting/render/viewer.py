@@ -60,7 +60,7 @@ def viewer_section(rows: list[Row]) -> str:
             listed.append(_list_entry(row, order[_question_key(row)],
                                       systems.index(names[id(row)]), block_no, slot))
         blocks.append(_block(block))
-    data = {"columns": LIST_COLUMNS, "systems": systems,
+    data = {"columns": LIST_COLUMNS, "systems": systems, "article_mark": ARTICLE_MARK,
             "questions": [_question_entry(group[0]) for group in questions.values()],
             "samples": listed}
     parts = [_asset("viewer.html"), json_script("viewer-data", data)]
@@ -168,11 +168,15 @@ def _block(rows: list[Row]) -> dict[str, Any]:
 
 def _record(row: Row) -> Row:
     """The row as run-format.md defines it, plus the question's fields as the tables name their
-    values (`need: yes`) and the gold passage found in the judge's prompt."""
-    record = {key: value for key, value in row.items() if key != "question"}
+    values (`need: yes`) and the gold passage found in the judge's prompt. A judge message that
+    carries the passage keeps only what comes before it and is marked `with_passage`, for the
+    script to put the passage back: the passage, the same for every answer to the question, is
+    then stored once in the block."""
+    record = {key: value for key, value in row.items() if key not in ("question", "calls")}
     record["question_fields"] = {name: value_name(row[name]) for name in QUESTION_FIELDS
                                  if row.get(name) is not None}
-    record["gold_passage"] = gold_passage(row)
+    record["gold_passage"] = passage = gold_passage(row)
+    record["calls"] = [_without_passage(call, passage) for call in row.get("calls") or []]
     return record
 
 
@@ -180,12 +184,27 @@ def gold_passage(row: Row) -> str | None:
     """The article the judge graded against, as its prompt carried it (None: no judge call with
     an article, e.g. a general query or an imported run)."""
     for call in row.get("calls") or []:
-        if isinstance(call, dict) and call.get("role") == "judge":
-            for message in call.get("messages") or []:
-                content = message.get("content") if isinstance(message, dict) else None
-                if isinstance(content, str) and ARTICLE_MARK in content:
-                    return content.split(ARTICLE_MARK, 1)[1]
+        for message in _judge_messages(call):
+            if ARTICLE_MARK in message["content"]:
+                return message["content"].split(ARTICLE_MARK, 1)[1]
     return None
+
+
+def _judge_messages(call: Any) -> list[dict[str, Any]]:
+    if not (isinstance(call, dict) and call.get("role") == "judge"):
+        return []
+    return [m for m in call.get("messages") or []
+            if isinstance(m, dict) and isinstance(m.get("content"), str)]
+
+
+def _without_passage(call: Any, passage: str | None) -> Any:
+    suffix = None if passage is None else ARTICLE_MARK + passage
+    if suffix is None or not any(m["content"].endswith(suffix) for m in _judge_messages(call)):
+        return call
+    messages = [{**m, "content": m["content"][:-len(suffix)], "with_passage": True}
+                if isinstance(m, dict) and isinstance(m.get("content"), str)
+                and m["content"].endswith(suffix) else m for m in call["messages"]]
+    return {**call, "messages": messages}
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -229,7 +229,7 @@
     table.append(body);
     return table;
   }
-  function call(c, k) {
+  function call(c, k, passage) {
     const u = c.usage || {};
     const head = (k + 1) + ". " + c.role + " · " + fmt(c.model) + " · " + num(u.input) + " in / "
       + num(u.output) + " out" + (u.estimated ? " (estimated)" : "") + " · "
@@ -237,7 +237,8 @@
     const box = el("details", "viewer-call" + (c.role === "judge" ? " judge" : ""),
                    el("summary", null, head));
     (c.messages || []).forEach(function (m) {
-      const content = typeof m.content === "string" ? m.content : JSON.stringify(m.content, null, 2);
+      let content = typeof m.content === "string" ? m.content : JSON.stringify(m.content, null, 2);
+      if (m.with_passage) content += data.article_mark + passage;  // the passage, stored once
       box.append(el("div", "viewer-message", el("b", null, m.role || "message"), pre(content)));
     });
     if (c.tool_name) {
@@ -306,7 +307,7 @@
     const calls = r.calls || [];
     box.append(section("Calls (" + calls.length + ")",
       calls.length ? null : el("p", "muted", "no calls recorded")));
-    calls.forEach(function (c, k) { box.lastChild.append(call(c, k)); });
+    calls.forEach(function (c, k) { box.lastChild.append(call(c, k, r.gold_passage)); });
     const raw = grade.raw || [];
     if (raw.length) {
       box.append(section("Judge output (" + raw.length + " attempts)",
