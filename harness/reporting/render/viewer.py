@@ -63,10 +63,11 @@ def viewer_section(rows: list[Row]) -> str:
     data = {"columns": LIST_COLUMNS, "systems": systems, "article_mark": ARTICLE_MARK,
             "questions": [_question_entry(group[0]) for group in questions.values()],
             "samples": listed}
-    parts = [_asset("viewer.html"), json_script("viewer-data", data)]
+    # the list and its script first: the list is on screen while the browser still parses the
+    # blocks that follow
+    parts = [_asset("viewer.html"), json_script("viewer-data", data),
+             f"<style>{_asset('viewer.css')}</style>", f"<script>{_asset('viewer.js')}</script>"]
     parts += [json_script(f"viewer-block-{n}", block) for n, block in enumerate(blocks)]
-    parts.append(f"<style>{_asset('viewer.css')}</style>")
-    parts.append(f"<script>{_asset('viewer.js')}</script>")
     return "\n".join(parts)
 
 

@@ -172,7 +172,11 @@
 
   function record(i) {
     const n = S[i][C.block];
-    if (!blocks.has(n)) blocks.set(n, JSON.parse($("viewer-block-" + n).textContent));
+    if (!blocks.has(n)) {
+      const element = $("viewer-block-" + n);
+      if (!element) return null;  // the browser is still reading the page
+      blocks.set(n, JSON.parse(element.textContent));
+    }
     const block = blocks.get(n);
     const resolve = function (v) {
       if (typeof v === "string") {
@@ -270,6 +274,7 @@
   const SHOWN = ["decision", "decision_raw", "first_answer", "retrieved", "context"];
   function transcript(i) {
     const s = S[i], q = Q[s[C.question]], r = record(i);
+    if (r === null) return el("p", "muted", "Still loading this answer: open it again in a moment.");
     const details = r.details || {};
     const grade = r.grade || {};
     const box = el("div", "viewer-transcript");
