@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fnmatch
 import io
 import re
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +25,11 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.jsonl import JsonlWriter
 from freshrag.core.samples import SAMPLES
-from freshrag.reporting.render import html, plots
+from freshrag.reporting.render import html, plots, viewer
 from tests.support.dom import Node, chromium, dump_dom, parse, viewer_samples
 from tests.support.runs import EVIL_TITLE, SCRIPT_ANSWER, sample_rows
 
+ROOT = Path(__file__).resolve().parents[2]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 DATA_URI = "data:image/png;base64,"
 ANALYSIS_IDS = ("analysis-intervals", "analysis-retrieval", "analysis-attribution",
@@ -178,7 +181,8 @@ def test_chromium_renders_the_page(report, tmp_path):
         f"the load event never ran ({elapsed:.1f}s):\n{stdout[:500]}")
 
     check_page(dom, report)
-    assert dom.by_id("viewer-count").text() == f"{len(report['rows'])} of {len(report['rows'])} answers"
+    n = len(report["rows"])
+    assert dom.by_id("viewer-count").text() == f"{n} of {n} answers"
     listed = [row.attrs["data-i"] for row in dom.by_id("viewer-spacer").find_all("div", "vrow")]
     assert listed and listed == [str(i) for i in range(len(listed))]  # the first rows, in order
     widths = [img.attrs.get("data-natural-width") for img in dom.find_all("img")]
@@ -187,3 +191,33 @@ def test_chromium_renders_the_page(report, tmp_path):
 
 def png_width(path: Path) -> int:
     return html.png_width(path.read_bytes())
+
+
+# --------------------------------------------------------------------------- the viewer's data
+
+
+def test_no_string_of_the_data_can_end_its_element_and_every_one_comes_back():
+    """Data that closes a script, a JavaScript line separator, a string that starts with NUL
+    (the mark of a shared string) and a long string met twice in a block (stored once) all
+    read back as they were written."""
+    rows = sample_rows()[:3]
+    long = "A long system prompt, " * 10
+    rows[0]["answer"] = "</script><script>alert(2)</script><!-- \u2028\u2029 & ]]>"
+    rows[1]["answer"] = "\x00" + "3 not a reference"
+    rows[1]["details"]["note"] = rows[2]["details"]["note"] = long
+    page = viewer.viewer_section(rows)
+    assert page.count("<script") == page.count("</script>") == 3
+    assert "\u2028" not in page and "alert(2)</script>" not in page
+    samples = viewer_samples(parse(page))
+    assert [s["record"]["answer"] for s in samples] == [r["answer"] for r in rows]
+    assert [s["record"]["details"].get("note") for s in samples] == [None, long, long]
+    assert page.count("A long system prompt") == 10  # once, in the block's shared strings
+
+
+def test_the_viewer_assets_ship_as_package_data():
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    patterns = setuptools["package-data"]["freshrag.reporting.render"]
+    shipped = [p.name for p in viewer.ASSETS.iterdir()]
+    assert {"viewer.html", "viewer.css", "viewer.js"} <= set(shipped)
+    assert all(any(fnmatch.fnmatch(f"assets/{name}", pattern) for pattern in patterns)
+               for name in shipped)
