@@ -88,7 +88,8 @@ def synthetic_rows(answers: int, article_chars: int, seed: int = 26) -> list[dic
             if retrieves:
                 details["retrieved"] = [{"title": f"Article {q}.{k}", "index": k,
                                          "score": round(rng.random(), 6)} for k in range(3)]
-            user = f"Query: {question}\n\nChatbot's answer: {answer}\n\nWikipedia article:\n{article}"
+            user = (f"Query: {question}\n\nChatbot's answer: {answer}\n\n"
+                    f"Wikipedia article:\n{article}")
             grade = {"truthfulness": truth, "relevance": rel, "unscored_reason": None,
                      "reason": text(rng, 90)}
             calls.append(call("judge", [{"role": "system", "content": "You evaluate ..."},

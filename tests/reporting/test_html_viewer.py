@@ -5,7 +5,8 @@ results/artefacts/viewer/.
 
 The run is the HTML report's (tests/support/runs.py: a `<script>` answer, an `<img>` title),
 with the records a real run holds on question q1: the calls with their prompts, the chunks' texts,
-the judge's reason, and boolean's decision reply and first answer."""
+the judge's reason, boolean's decision reply and first answer, and a judge pass of
+`freshrag score` on boolean's answer, with its reason."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from typing import Any
 import pytest
 
 from freshrag.cli.main import main
+from freshrag.core.jsonl import JsonlWriter
+from freshrag.scoring.store import SCORES, answer_sha256
 from tests.support.dom import browser
 from tests.support.runs import EVIL_TITLE, SCRIPT_ANSWER, sample_rows, write_run
 
@@ -26,8 +29,9 @@ ARTICLE = "Gold q1 is a bridge over the Foo, opened in 2024 after nine years of 
 CHUNKS = {"Gold q1": "The Gold q1 bridge opened on 3 May 2024.",
           EVIL_TITLE: "<b>bold</b> text that must stay text",
           "Other": "Nothing to do with bridges."}
-SCORES = (0.875, 0.5, 0.125)  # boolean's chunks' retrieval scores, in CHUNKS' order
+CHUNK_SCORES = (0.875, 0.5, 0.125)  # boolean's chunks' retrieval scores, in CHUNKS' order
 REASON = "The answer names the opening year the article gives."
+PASS_REASON = "A second judge pass: the year is right, the day is missing."
 
 pytestmark = pytest.mark.integration
 
@@ -73,15 +77,30 @@ def viewer_rows() -> list[dict[str, Any]]:
                                   first_answer="I first thought it opened in 2023.",
                                   retrieved=[{"title": title, "index": 0, "score": score,
                                               "text": CHUNKS[title]}
-                                             for title, score in zip(CHUNKS, SCORES)])
+                                             for title, score in zip(CHUNKS, CHUNK_SCORES)])
             row["calls"].insert(0, call("decision", [{"role": "user", "content": "Retrieve?"}],
                                         tool=("retrieve", {"retrieve": True})))
     return rows
 
 
+def judge_pass(row: dict[str, Any]) -> dict[str, Any]:
+    """A scores.jsonl row of a `freshrag score` judge pass, its reason in its details."""
+    return {"dataset": row["dataset"], "question_id": row["question_id"], "system": row["system"],
+            "answer_sha256": answer_sha256(row["answer"]), "scorer": "judge", "repeat": 0,
+            "status": "scored", "metrics": {"truthfulness": 4, "relevance": 3},
+            "details": {"reason": PASS_REASON}, "reason": None, "raw": [],
+            "usage": {"judge": {"input": 800, "output": 60, "estimated": False}}, "calls": [],
+            "latency_s": 0.7, "finished_at": None}
+
+
 @pytest.fixture(scope="module")
 def page_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    run_dir = write_run(tmp_path_factory.mktemp("run"), viewer_rows())
+    rows = viewer_rows()
+    run_dir = write_run(tmp_path_factory.mktemp("run"), rows)
+    writer = JsonlWriter(run_dir / SCORES)
+    writer.write(judge_pass(next(r for r in rows if (r["question_id"], r["system"]) == (
+        "q1", "boolean"))))
+    writer.close()
     html = run_dir / "report.html"
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(["report", str(run_dir), "--html", str(html)]) == 0
@@ -191,10 +210,14 @@ def test_opening_an_answer_shows_its_whole_record(page):
     chunks = detail.locator(".viewer-chunks").first.locator("tbody tr").all()
     assert [row.locator("td").all_inner_texts() for row in chunks] == [
         [str(rank), title, str(score), text]
-        for rank, ((title, text), score) in enumerate(zip(CHUNKS.items(), SCORES), start=1)]
+        for rank, ((title, text), score) in enumerate(zip(CHUNKS.items(), CHUNK_SCORES), start=1)]
     # the <img> title and the <b> chunk are text: no element was made of them
     assert detail.locator("img, b:text('bold')").count() == 0
     assert EVIL_TITLE in text and "<b>bold</b>" in text
+    scorers = detail.locator(".viewer-part", has_text="Scorers")
+    scorer = scorers.locator("tbody td").all_inner_texts()
+    assert scorer == ["judge", "scored", "truthfulness 4, relevance 3", "800 in / 60 out",
+                      PASS_REASON]
     shot(page, "sample-boolean-q1")
 
 

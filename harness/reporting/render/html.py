@@ -52,8 +52,8 @@ DECISION_COLUMNS = (
     "false_negative", "true_negative", "precision", "recall", "truthfulness", "relevance",
     "input_tokens", "output_tokens", "retrievals", "models")
 WIDE_PX = 700  # a figure wider than this (in pixels) spans the whole row of the grid
-# The printed report's tables (harness/reporting/report.py), with the decision confusion matrix, which
-# has room here.
+# The printed report's tables (harness/reporting/report.py), with the decision confusion matrix,
+# which has room here.
 ANALYSIS_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple(
     (key, title, DECISION_COLUMNS if key == "decisions" else columns)
     for key, title, columns in PRINTED_TABLES)
@@ -208,8 +208,8 @@ def _breakdown(document: dict[str, Any]) -> str:
 
 
 def _judge_verdict(checks: dict[str, Any] | None) -> str:
-    """The judge's verdict (harness/reporting/judge_check.py) at the top of the page, framed in red when
-    its grades are not to be trusted."""
+    """The judge's verdict (harness/reporting/judge_check.py) at the top of the page, framed in
+    red when its grades are not to be trusted."""
     if not checks:
         return ""
     kind = "judge" if checks["informative"] else "judge warning"
@@ -234,8 +234,9 @@ def _figures(figures: Sequence[Path]) -> str:
         png = figure.read_bytes()
         data = base64.b64encode(png).decode("ascii")
         wide = " class=\"wide\"" if png_width(png) > WIDE_PX else ""
-        items.append(f"<figure{wide}><img src=\"data:image/png;base64,{data}\" "
-                     f"alt=\"{_e(figure.name)}\"><figcaption>{_e(figure.name)}</figcaption></figure>")
+        name = _e(figure.name)
+        items.append(f"<figure{wide}><img src=\"data:image/png;base64,{data}\" alt=\"{name}\">"
+                     f"<figcaption>{name}</figcaption></figure>")
     return "<div class=\"figures\">\n" + "\n".join(items) + "\n</div>"
 
 

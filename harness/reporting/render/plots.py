@@ -47,7 +47,8 @@ Groups = dict[Identity, list[dict[str, Any]]]
 
 
 def combined_scores(rows: list[dict[str, Any]]) -> list[int]:
-    return [row["grade"]["truthfulness"] + row["grade"]["relevance"] for row in rows if is_scored(row)]
+    return [row["grade"]["truthfulness"] + row["grade"]["relevance"]
+            for row in rows if is_scored(row)]
 
 
 def write_figures(rows: list[dict[str, Any]], out_dir: Path,

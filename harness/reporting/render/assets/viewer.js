@@ -237,7 +237,8 @@
     const u = c.usage || {};
     const head = (k + 1) + ". " + c.role + " · " + fmt(c.model) + " · " + num(u.input) + " in / "
       + num(u.output) + " out" + (u.estimated ? " (estimated)" : "") + " · "
-      + fmt(c.latency_s) + " s" + (c.cache_hit ? " · cache hit" : "") + (c.batch ? " · batch" : "");
+      + fmt(c.latency_s) + " s" + (c.cache_hit ? " · cache hit" : "")
+      + (c.batch ? " · batch" : "");
     const box = el("details", "viewer-call" + (c.role === "judge" ? " judge" : ""),
                    el("summary", null, head));
     (c.messages || []).forEach(function (m) {
@@ -263,42 +264,53 @@
       const metrics = Object.keys(s.metrics || {}).map(function (m) {
         return m + " " + s.metrics[m];
       }).join(", ");
-      const reason = (s.details || {}).reason || s.reason || "";
+      const reason = (s.details || {}).reason || s.reason || "";  // a judge pass: details.reason
+      const usage = Object.values(s.usage || {});
+      const total = function (kind) {
+        return num(usage.reduce(function (n, u) { return n + u[kind]; }, 0));
+      };
+      const tokens = usage.length ? total("input") + " in / " + total("output") + " out" : "–";
       body.append(el("tr", null, el("td", null, name), el("td", null, s.status),
-                     el("td", null, metrics || "–"), el("td", "text", reason)));
+                     el("td", null, metrics || "–"), el("td", null, tokens),
+                     el("td", "text", reason)));
     });
     return el("table", "viewer-chunks", el("thead", null, el("tr", null,
       el("th", null, "scorer"), el("th", null, "status"), el("th", null, "metrics"),
-      el("th", null, "reason"))), body);
+      el("th", null, "tokens"), el("th", null, "reason"))), body);
   }
   const SHOWN = ["decision", "decision_raw", "first_answer", "retrieved", "context"];
-  function transcript(i) {
-    const s = S[i], q = Q[s[C.question]], r = record(i);
-    if (r === null) return el("p", "muted", "Still loading this answer: open it again in a moment.");
-    const details = r.details || {};
-    const grade = r.grade || {};
-    const box = el("div", "viewer-transcript");
-    box.dataset.i = i;
-    box.append(el("h3", null, SYSTEMS[s[C.system]] + " · " + q[0] + " / " + q[1]),
-               el("p", "viewer-question", q[2]));
+  function overview(s, q, r) {
     const fields = r.question_fields || {};
     const latency = s[C.latency_s] === null && !r.latency_s ? null
       : fmt(s[C.latency_s]) + " s (answer), " + fmt(r.latency_s) + " s (pair, judge included)";
-    box.append(facts([["gold title", q[3] || "none (a general query)"]]
+    return facts([["gold title", q[3] || "none (a general query)"]]
       .concat(Object.keys(fields).map(function (k) { return [k, fields[k]]; }))
       .concat([["models", r.models ? JSON.stringify(r.models) : null],
                ["grade", verdict(s, r)],
                ["system tokens", num(s[C.input_tokens]) + " in / " + num(s[C.output_tokens])
                 + " out"],
                ["latency", latency], ["retrievals", fmt(r.retrievals)],
-               ["decision", details.decision], ["run", r.run]])));
-    if (grade.reason) box.append(section("Judge's reason", el("p", "viewer-reason", grade.reason)));
-    box.append(section("Answer", r.answer === null || r.answer === undefined
-      ? el("p", "muted", "(no answer)") : el("div", "text viewer-answer", r.answer)));
-    if (details.first_answer !== undefined && details.first_answer !== null) {
-      box.append(section("First answer (before deciding)", el("div", "text", details.first_answer)));
+               ["decision", (r.details || {}).decision], ["run", r.run]]));
+  }
+  function given(value) { return value !== undefined && value !== null; }
+  function transcript(i) {
+    const s = S[i], q = Q[s[C.question]], r = record(i);
+    if (r === null) {
+      return el("p", "muted", "Still loading this answer: open it again in a moment.");
     }
-    if (details.decision_raw !== undefined && details.decision_raw !== null) {
+    const details = r.details || {}, grade = r.grade || {};
+    const box = el("div", "viewer-transcript",
+                   el("h3", null, SYSTEMS[s[C.system]] + " · " + q[0] + " / " + q[1]),
+                   el("p", "viewer-question", q[2]), overview(s, q, r));
+    box.dataset.i = i;
+    if (grade.reason) box.append(section("Judge's reason", el("p", "viewer-reason", grade.reason)));
+    box.append(section("Answer", given(r.answer) ? el("div", "text viewer-answer", r.answer)
+                                                 : el("p", "muted", "(no answer)")));
+    if (given(details.first_answer)) {
+      box.append(section("First answer (before deciding)",
+                         el("div", "text", details.first_answer)));
+    }
+    if (given(details.decision_raw)) {
       box.append(section("Decision reply", pre(pretty(String(details.decision_raw)))));
     }
     box.append(section("Retrieved chunks", chunks(r),
@@ -310,20 +322,22 @@
            pre(r.gold_passage))
       : el("p", "muted", "not in this record (no judge prompt with the article)")));
     const calls = r.calls || [];
-    box.append(section("Calls (" + calls.length + ")",
-      calls.length ? null : el("p", "muted", "no calls recorded")));
-    calls.forEach(function (c, k) { box.lastChild.append(call(c, k, r.gold_passage)); });
+    const listed = section("Calls (" + calls.length + ")",
+                           calls.length ? null : el("p", "muted", "no calls recorded"));
+    calls.forEach(function (c, k) { listed.append(call(c, k, r.gold_passage)); });
+    box.append(listed);
     const raw = grade.raw || [];
     if (raw.length) {
-      box.append(section("Judge output (" + raw.length + " attempts)",
-        el("div", null, raw.map(function (x) { return x === null ? "(no tool call)" : x; })
-          .map(pre).reduce(function (d, p) { d.append(p); return d; }, el("div")))));
+      const outputs = el("div");
+      raw.forEach(function (x) { outputs.append(pre(x === null ? "(no tool call)" : x)); });
+      box.append(section("Judge output (" + raw.length + " attempts)", outputs));
     }
     box.append(section("Scorers", scorers(r) || el("p", "muted", "no scorer ran on it")));
     const rest = {};
     Object.keys(details).forEach(function (k) { if (SHOWN.indexOf(k) < 0) rest[k] = details[k]; });
-    if (Object.keys(rest).length) box.append(section("Other details",
-                                                     pre(JSON.stringify(rest, null, 2))));
+    if (Object.keys(rest).length) {
+      box.append(section("Other details", pre(JSON.stringify(rest, null, 2))));
+    }
     if (r.error) box.append(section("Error", pre(r.error)));
     return box;
   }
