@@ -82,6 +82,7 @@ figcaption { font-size: 12px; color: #555; text-align: center; }
 .judge.warning { border: 2px solid #c44e52; background: #fdf0f0; }
 """
 
+
 def write_html(rows: list[Row], summary: list[Row], analysis: dict[str, Any],
                figures: Sequence[Path], path: Path, sources: Sequence[str] = (),
                notes: Sequence[str] = (), breakdowns: dict[str, dict[str, Any]] | None = None
@@ -127,7 +128,8 @@ def render_html(rows: list[Row], summary: list[Row], analysis: dict[str, Any],
 
 
 def _e(value: Any) -> str:
-    """Escaped text; the one way any value reaches the page."""
+    """Escaped text; the one way any value reaches the markup (the viewer's data goes through
+    viewer.json_script)."""
     return html.escape(str(value), quote=True)
 
 
