@@ -14,8 +14,10 @@ measures:
 - `report_s`: `freshrag report` wall time (tables, figures and page);
 - `first_rows_s`: from the navigation's start to the list's first rows on screen (wall time seen
   from here; `first_rows_page_ms`: the page's own clock, performance.now(), at that moment);
-- `open_ms`: opening one answer near the end of the list (its block parsed, its record built),
-  until the next frame is painted; the median of OPENS answers, each in another block;
+- `loaded_s`: from the navigation's start to the load event (the whole file read);
+- `open_ms`: then, opening one answer in the list's second half (its block parsed, its record
+  built), until the next frame is painted; the median of OPENS answers, each in another block
+  (`open_max_ms`: the slowest);
 - `filter_ms`, `sort_ms`: filtering on one system, then sorting by score, over all N answers.
 
 Prints ONE JSON object: the figures per N.
@@ -125,6 +127,8 @@ def measure(answers: int, article_chars: int, work: Path) -> dict[str, Any]:
         tab.wait_for_selector("#viewer-spacer .vrow", timeout=300_000)
         figures["first_rows_s"] = round(time.monotonic() - started, 2)
         figures["first_rows_page_ms"] = round(tab.evaluate("performance.now()"))
+        tab.wait_for_load_state("load", timeout=300_000)
+        figures["loaded_s"] = round(time.monotonic() - started, 2)
         figures.update(tab.evaluate(BROWSER_TIMINGS, OPENS))
         browser.close()
     return figures
@@ -142,6 +146,9 @@ BROWSER_TIMINGS = """async (opens) => {
         window.freshragViewer.open(i);
         await frame();
         times.push(performance.now() - t);
+        if (!document.querySelector("#viewer-detail .viewer-transcript")) {
+            throw new Error("answer " + i + " did not open");
+        }
     }
     times.sort((a, b) => a - b);
     const select = document.getElementById("f-system");
