@@ -2,7 +2,7 @@
 browsable in the one self-contained page, offline, with no server.
 
 The page carries the data as JSON in `<script type="application/json">` elements, which a browser
-never runs, and a small inline script (viewer.js beside this module, styles in viewer.css) reads
+never runs, and a small inline script (assets/viewer.js; its markup and styles beside it) reads
 them:
 
 - `viewer-data`: what the sample list shows and filters on, compact: the questions once
@@ -11,9 +11,13 @@ them:
 - `viewer-block-N`: the whole records (calls with their prompts and replies, details, grade,
   scorers' results) of about `BLOCK_SAMPLES` answers, whole questions at a time. A block is parsed
   only when one of its answers is opened, so a page of 100,000 answers opens in seconds. Within a
-  block a long string met twice (the gold article in every system's judge prompt, a system
-  prompt) is stored once in the block's `strings` and referenced as NUL + its index (a string
-  of the data that starts with NUL gets a second one, which the script takes off).
+  block a long string met twice (a shared system prompt, an answer and its call's reply) is
+  stored once in the block's `strings` and referenced as NUL + its index (a string of the data
+  that starts with NUL gets a second one, which the script takes off). The gold article, which
+  every judge prompt of a question ends with, is cut from those prompts and kept once as the
+  record's `gold_passage`; the script puts it back.
+- The list and its script come before the blocks, so the list is on screen while the browser
+  still reads the blocks.
 
 Model and dataset text stays text: the JSON is escaped so that nothing in it can end its
 `<script>` element (`<`, `>`, `&` and the two JavaScript line separators as `\\uXXXX`), and the
