@@ -1,6 +1,6 @@
 """The HTML report's sample viewer, driven in headless Chromium (Playwright on Debian's chromium
 package; tests/run.sh installs both): filter, sort, open an answer, compare two answers to one
-question; and the summary table at two page widths. Screenshots of each step are kept in
+question, or two runs of one system; and the summary table at three page widths. Screenshots of each step are kept in
 results/artefacts/viewer/.
 
 The run is the HTML report's (tests/support/runs.py: a `<script>` answer, an `<img>` title),
@@ -104,7 +104,6 @@ def page_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     html = run_dir / "report.html"
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(["report", str(run_dir), "--html", str(html)]) == 0
-    ARTEFACTS.mkdir(parents=True, exist_ok=True)
     return html.as_uri()
 
 
@@ -137,6 +136,7 @@ def count(tab) -> str:
 
 
 def shot(tab, name: str) -> None:
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
     tab.screenshot(path=str(ARTEFACTS / f"{name}.png"), full_page=False)
 
 
@@ -261,3 +261,30 @@ def test_the_summary_table_is_never_clipped(page, width):
                                             and box["scroll"] >= box["table"])
     page.locator("#summary").scroll_into_view_if_needed()
     shot(page, f"summary-{width}px")
+
+
+def test_two_runs_of_one_system_side_by_side(tmp_path):
+    """Two runs of naive that differ by their answer model: one question's two answers, each
+    headed by the label that tells its run apart."""
+    runs = []
+    for name, model in (("one", "model-a"), ("two", "model-b")):
+        rows = [r for r in viewer_rows() if r["system"] == "naive" and r["dataset"] == "A_f"]
+        for row in rows:
+            row["calls"] = [{"role": "answer", "model": model}]
+            row["answer"] = f"{model} says so"
+        runs.append(str(write_run(tmp_path / name, rows)))
+    page = tmp_path / "report.html"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["report", *runs, "--out", str(tmp_path / "out"), "--html", str(page)]) == 0
+    with browser() as chromium:
+        tab = chromium.new_page(viewport={"width": 1400, "height": 1000})
+        tab.goto(page.as_uri())
+        tab.fill("#f-search", "(q1)")
+        rows = listed(tab)
+        assert [r["system"] for r in rows] == ["naive [answer: model-a]", "naive [answer: model-b]"]
+        tab.click("#viewer-spacer .vrow >> nth=0")
+        tab.select_option("#viewer-compare-with", label="naive [answer: model-b]")
+        sides = tab.locator("#viewer-compare .viewer-side .viewer-answer").all_inner_texts()
+        assert sides == ["model-a says so", "model-b says so"]
+        tab.locator("#viewer-compare").scroll_into_view_if_needed()
+        shot(tab, "compare-two-runs")
