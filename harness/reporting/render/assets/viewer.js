@@ -239,7 +239,7 @@
       + num(u.output) + " out" + (u.estimated ? " (estimated)" : "") + " · "
       + fmt(c.latency_s) + " s" + (c.cache_hit ? " · cache hit" : "")
       + (c.batch ? " · batch" : "");
-    const box = el("details", "viewer-call" + (c.role === "judge" ? " judge" : ""),
+    const box = el("details", "viewer-call" + (c.role === "judge" ? " by-judge" : ""),
                    el("summary", null, head));
     (c.messages || []).forEach(function (m) {
       let content = typeof m.content === "string" ? m.content : JSON.stringify(m.content, null, 2);
