@@ -16,7 +16,7 @@ from freshrag.cli.main import main
 from freshrag.core.jsonl import JsonlWriter
 from freshrag.core.samples import SAMPLES
 from freshrag.reporting import breakdown, report
-from tests.support.dom import chromium, dump_dom, parse
+from tests.support.dom import chromium, dump_dom, parse, viewer_samples
 from tests.support.runs import sample_rows
 
 LABELS = {"q1": "fact_single", "q2": "fact_single", "q3": "summary"}  # q4 and A_r: none
@@ -173,8 +173,8 @@ def check_breakdown_page(dom) -> None:
         if cells[3] != "–":
             assert re.fullmatch(r"[\d.,]+ \[[\d.,]+, [\d.,]+\]", cells[3]), cells
     assert dom.by_id("by-information_need-retrieval").tag == "table"
-    entry = dom.find_all("details", "question")[0].text()
-    assert "label: fact_single" in entry and "need: yes" in entry
+    fields = viewer_samples(dom)[0]["record"]["question_fields"]  # shown with each answer
+    assert fields == {"label": "fact_single", "need": "yes"}
 
 
 def test_the_page_has_a_section_per_field(reported):

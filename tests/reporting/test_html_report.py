@@ -1,18 +1,22 @@
 """`freshrag report --html`: one self-contained page, checked as written and as a real browser
-renders it (headless Chromium, Debian's `chromium` package; tests/run.sh installs it).
+renders it (headless Chromium, Debian's `chromium` package; tests/run.sh installs it). The
+viewer's interactions are tested in test_html_viewer.py.
 
 The run holds a baseline, a naive and a boolean system on two datasets, with an unscored
 answer, a failed pair, and model / dataset text carrying markup (a `<script>` answer, an `<img>`
-title) that must reach the page as text only (`sample_rows` of tests/support/runs.py).
+title) that must reach the page as text only (`sample_rows` of tests/support/runs.py): the
+page's one script is its own viewer's.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import fnmatch
 import io
 import re
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +25,19 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.jsonl import JsonlWriter
 from freshrag.core.samples import SAMPLES
-from freshrag.reporting.render import plots
-from tests.support.dom import Node, chromium, dump_dom, parse
+from freshrag.reporting.render import html, plots, viewer
+from tests.support.dom import Node, chromium, dump_dom, parse, viewer_samples
 from tests.support.runs import EVIL_TITLE, SCRIPT_ANSWER, sample_rows
 
+ROOT = Path(__file__).resolve().parents[2]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 DATA_URI = "data:image/png;base64,"
 ANALYSIS_IDS = ("analysis-intervals", "analysis-retrieval", "analysis-attribution",
                 "analysis-decisions", "analysis-cost", "analysis-paired")
-# Appended to a copy of the page for the browser test only (the report itself has no script):
-# once every image has loaded or failed, write what the browser decoded into the DOM.
+# The analysis tables this run has nothing for (no latency recorded, no traffic kinds, ...)
+EMPTY = ("Answer latency", "Threshold sweep over the recorded decision scores", "Savings curve")
+# Appended to a copy of the page for the browser test only: once every image has loaded or
+# failed, write what the browser decoded into the DOM.
 PROBE = ('<script id="probe">window.addEventListener("load", () => {'
          ' for (const img of document.images) img.dataset.naturalWidth = img.naturalWidth;'
          ' document.body.dataset.probed = "yes"; });</script>')
@@ -96,22 +103,40 @@ def check_page(dom: Node, report: dict[str, Any]) -> None:
         data = base64.b64decode(src[len(DATA_URI):], validate=True)
         assert data.startswith(PNG_SIGNATURE) and data == figure.read_bytes(), figure.name
 
-    entries = dom.find_all("details", "question")
-    assert len(entries) == len(pairs(rows, "dataset", "question_id"))
-    for entry, r in zip(entries, [r for r in rows if r["system"] == "baseline"]):
-        text = entry.text()
-        assert r["question"] in text and r["gold_title"] in text
-        assert [a.attrs["data-system"] for a in entry.find_all("div", "answer")] == [
-            "baseline", "naive", "boolean"]
-    q2 = entries[1].find_all("div", "answer")[0]
-    assert SCRIPT_ANSWER in q2.text()  # shown as text ...
-    q3, q4 = entries[2].text(), entries[3].text()
-    assert "unscored: judge gave no tool call" in q3 and "(no tool call)" in q3
-    assert "failed: HTTP 500 after 6 attempts" in q4
-    assert "tokens 500 in / 12 out" in entries[0].text()
-    assert EVIL_TITLE in [li.text() for li in entries[0].find_all("li")]
-    gold = entries[0].find_all("li", "gold")
-    assert [li.text() for li in gold] == ["Gold q1", "Gold q1"]  # naive and boolean hit it
+    empty = dom.by_id("analysis-empty").text()
+    assert empty.startswith("Nothing to show: ") and all(name in empty for name in EMPTY)
+    assert "nothing to show" not in dom.text()  # one line, not a section per table
+
+    check_answers(viewer_samples(dom), rows)
+
+
+def check_answers(samples: list[dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+    """The viewer holds every answer, question by question in the order of the rows, each with
+    its record: status, scores, tokens, retrieved titles, judge output, text kept as text."""
+    by_question = sorted(rows, key=lambda r: pairs(rows, "dataset", "question_id").index(
+        (r["dataset"], r["question_id"])))  # stable: systems keep the rows' order
+    assert [(s["q"][0], s["q"][1], s["label"]) for s in samples] == [
+        (r["dataset"], r["question_id"], r["system"]) for r in by_question]
+    for sample, r in zip(samples, by_question):
+        assert sample["q"][2:4] == [r["question"], r["gold_title"]]
+        assert sample["record"]["answer"] == r["answer"]  # the script answer, byte for byte
+        assert sample["record"]["grade"] == r["grade"]
+        assert sample["record"]["details"] == r["details"]
+        grade = r["grade"] or {}
+        expected = ("failed" if r["status"] == "failed" else
+                    "unscored" if grade.get("truthfulness") is None else "scored")
+        assert sample["status"] == expected
+        if expected == "scored":
+            assert sample["score"] == grade["truthfulness"] + grade["relevance"]
+        else:
+            assert sample["score"] is None
+    by_key = {(s["q"][1], s["label"]): s for s in samples}
+    assert (by_key["q1", "naive"]["input_tokens"], by_key["q1", "naive"]["output_tokens"]) == (
+        500, 12)  # the system's tokens, the judge's 999 left out
+    assert by_key["q3", "boolean"]["record"]["grade"]["raw"] == ["I think it is fine", None]
+    assert by_key["q4", "naive"]["record"]["error"] == "HTTP 500 after 6 attempts"
+    titles = [c["title"] for c in by_key["q1", "naive"]["record"]["details"]["retrieved"]]
+    assert EVIL_TITLE in titles and by_key["q2", "baseline"]["answer"] == SCRIPT_ANSWER
 
 
 # --------------------------------------------------------------------------- the file
@@ -126,8 +151,12 @@ def test_the_page_is_self_contained(report):
     page = report["page"]
     assert 'src="http' not in page and "href=\"http" not in page
     assert "<link" not in page and "url(" not in page and "@import" not in page
-    assert "<script" not in page.lower()  # ... no script at all, the answer's escaped
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<script src" not in page.lower() and "fetch(" not in page
+    scripts = parse(page).find_all("script")
+    assert [s.attrs.get("type") for s in scripts] == ["application/json", None, "application/json"]
+    # no data can end its element or open one: the answer's markup is \u003c-escaped JSON
+    assert page.lower().count("<script") == page.lower().count("</script>") == 3
+    assert "alert(1)" not in page.replace("\\u003cscript\\u003ealert(1)", "")
 
 
 def test_the_page_shows_every_table_figure_and_question(report):
@@ -152,11 +181,43 @@ def test_chromium_renders_the_page(report, tmp_path):
         f"the load event never ran ({elapsed:.1f}s):\n{stdout[:500]}")
 
     check_page(dom, report)
-    assert [s.attrs.get("id") for s in dom.find_all("script")] == ["probe"]
+    n = len(report["rows"])
+    assert dom.by_id("viewer-count").text() == f"{n} of {n} answers"
+    listed = [row.attrs["data-i"] for row in dom.by_id("viewer-spacer").find_all("div", "vrow")]
+    assert listed and listed == [str(i) for i in range(len(listed))]  # the first rows, in order
     widths = [img.attrs.get("data-natural-width") for img in dom.find_all("img")]
     assert widths == [str(png_width(f)) for f in report["figures"]]  # as the PNG header says
 
 
 def png_width(path: Path) -> int:
-    """Width from the IHDR chunk, which directly follows the 8-byte signature."""
-    return int.from_bytes(path.read_bytes()[16:20], "big")
+    return html.png_width(path.read_bytes())
+
+
+# --------------------------------------------------------------------------- the viewer's data
+
+
+def test_no_string_of_the_data_can_end_its_element_and_every_one_comes_back():
+    """Data that closes a script, a JavaScript line separator, a string that starts with NUL
+    (the mark of a shared string) and a long string met twice in a block (stored once) all
+    read back as they were written."""
+    rows = sample_rows()[:3]
+    long = "A long system prompt, " * 10
+    rows[0]["answer"] = "</script><script>alert(2)</script><!-- \u2028\u2029 & ]]>"
+    rows[1]["answer"] = "\x00" + "3 not a reference"
+    rows[1]["details"]["note"] = rows[2]["details"]["note"] = long
+    page = viewer.viewer_section(rows)
+    assert page.count("<script") == page.count("</script>") == 3
+    assert "\u2028" not in page and "alert(2)</script>" not in page
+    samples = viewer_samples(parse(page))
+    assert [s["record"]["answer"] for s in samples] == [r["answer"] for r in rows]
+    assert [s["record"]["details"].get("note") for s in samples] == [None, long, long]
+    assert page.count("A long system prompt") == 10  # once, in the block's shared strings
+
+
+def test_the_viewer_assets_ship_as_package_data():
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    patterns = setuptools["package-data"]["freshrag.reporting.render"]
+    shipped = [p.name for p in viewer.ASSETS.iterdir()]
+    assert {"viewer.html", "viewer.css", "viewer.js"} <= set(shipped)
+    assert all(any(fnmatch.fnmatch(f"assets/{name}", pattern) for pattern in patterns)
+               for name in shipped)

@@ -13,7 +13,7 @@ from freshrag.cli.main import main
 from freshrag.core.stats import mean
 from freshrag.reporting import analysis, identity, report
 from freshrag.run.legacy import import_legacy
-from tests.support.dom import parse
+from tests.support.dom import parse, viewer_samples
 from tests.support.runs import sample, write_run
 
 SCORES = [(5, 5), (4, 4), (2, 3), (1, 2), (3, 3)]
@@ -151,9 +151,11 @@ def test_every_table_and_the_html_page_show_the_models(tmp_path, capsys):
     dom = parse(page.read_text(encoding="utf-8"))
     cells = dom.by_id("summary-table").rows()
     assert len(cells) == 2 and ["model-a" in " ".join(c) for c in cells] == [True, False]
-    for entry in dom.find_all("details", "question"):
-        heads = [h.text() for h in entry.find_all("h4")]
-        assert len(heads) == 2 and "model-a" in heads[0] and "model-b" in heads[1]
+    answers: dict[str, list[str]] = {}  # the viewer's answers by question, headed by their label
+    for answer in viewer_samples(dom):
+        answers.setdefault(answer["q"][1], []).append(answer["label"])
+    assert answers and all(len(heads) == 2 and "model-a" in heads[0] and "model-b" in heads[1]
+                           for heads in answers.values())
 
 
 def test_the_embedding_model_tells_retrieving_runs_apart_and_costs_nothing(tmp_path):

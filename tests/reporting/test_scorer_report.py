@@ -13,7 +13,7 @@ from freshrag.core.jsonl import JsonlWriter
 from freshrag.reporting import analysis, scorers
 from freshrag.reporting.report import load_runs
 from freshrag.scoring.store import SCORES, answer_sha256
-from tests.support.dom import chromium, dump_dom, parse
+from tests.support.dom import chromium, dump_dom, parse, viewer_samples
 from tests.support.runs import sample, write_run
 
 
@@ -143,9 +143,10 @@ def test_the_scorers_reach_the_html_page_as_chromium_renders_it(tmp_path, capsys
     assert "scorers-judge_spread" not in tables  # no repeats: no table
     text = dom.find_all("section")[2].text()
     assert "faithfulness" in text and "0.58 [" in text  # the mean with its interval
-    answers = [a.text() for a in dom.find_all("div", "answer") if a.attrs["data-system"] == "naive"]
-    assert any("faithfulness faithfulness 1.00" in a for a in answers)
-    assert any("faithfulness unscored" in a for a in answers)
+    scores = [s["record"]["scores"]["faithfulness"] for s in viewer_samples(dom)
+              if s["label"] == "naive"]  # each answer's scorers, in the viewer's records
+    assert {"faithfulness": 1.0} in [s["metrics"] for s in scores]
+    assert "unscored" in [s["status"] for s in scores]
     figures = {img.attrs.get("alt") for img in dom.find_all("img")}
     analysis_json = json.loads((tmp_path / "out" / "analysis.json").read_text())
     assert analysis_json["correct_at"] == 4 and analysis_json["crag"]

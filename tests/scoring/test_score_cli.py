@@ -12,6 +12,7 @@ from freshrag.cli.main import main
 from freshrag.core.jsonl import read_jsonl
 from freshrag.scoring.store import SCORES, read_scores
 from tests.support.datasets import bridges_and_mayor, write_dataset
+from tests.support.dom import parse, viewer_samples
 from tests.support.fake_openai_server import FakeOpenAIServer, forced_tool_name
 from tests.support.fakes import SECRET, scorers_reply, use_endpoint
 
@@ -130,7 +131,10 @@ def test_run_with_scorers_scores_after_its_pairs_and_reports_them(tmp_path, fake
     names = {p.name for p in (tmp_path / "rep").iterdir()}
     assert {"scores-faithfulness-faithfulness.png", "scores-abstention-abstained.png"} <= names
     page = (tmp_path / "rep" / "r.html").read_text()
-    assert 'id="scorers-crag"' in page and "faithfulness faithfulness 1.00" in page
+    assert 'id="scorers-crag"' in page
+    faithful = [a["record"]["scores"]["faithfulness"] for a in viewer_samples(parse(page))
+                if a["label"] == "naive"]  # each answer's scores, in the viewer's records
+    assert {"faithfulness": 1.0} in [score["metrics"] for score in faithful]
 
 
 @pytest.mark.parametrize("argv, message", [

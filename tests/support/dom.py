@@ -1,20 +1,26 @@
 """The HTML report as the tests read it: a small DOM from the standard library's parser
-(`parse`), and the page as headless Chromium builds it (`dump_dom`; Debian's `chromium` package,
-which tests/run.sh installs)."""
+(`parse`), the viewer's answers read back from the page's JSON (`viewer_samples`), the page as
+headless Chromium builds it (`dump_dom`), and a browser to click through it (`browser`: Playwright
+driving Debian's `chromium` package, which tests/run.sh installs; nothing downloads a browser)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import signal
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
 CHROMIUM_TIMEOUT_S = 120
+# Playwright's launch of the system Chromium: nothing of Google's services, no update, no download
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
         "track", "wbr"}
@@ -107,3 +113,51 @@ def dump_dom(binary: str, page: Path, profile: Path) -> tuple[str, str, int]:
         pytest.fail(f"chromium did not finish the page in {CHROMIUM_TIMEOUT_S}s (a script dialog, "
                     "e.g. an unescaped alert(), blocks headless Chromium)")
     return stdout, stderr, process.returncode
+
+
+def viewer_samples(dom: Node) -> list[dict[str, Any]]:
+    """Every answer of the page's viewer, in the viewer's order, from its JSON elements: the
+    list's columns by name, plus `label` (the run identity's), `q` (the question's entry:
+    dataset, id, text, gold title, label, kind) and `record` (the block's record, shared strings
+    resolved as the viewer's script resolves them)."""
+    data = json.loads(dom.by_id("viewer-data").text())
+    blocks: dict[int, dict[str, Any]] = {}
+    samples = []
+    for entry in data["samples"]:
+        sample = dict(zip(data["columns"], entry))
+        n = sample["block"]
+        if n not in blocks:
+            blocks[n] = json.loads(dom.by_id(f"viewer-block-{n}").text())
+        block = blocks[n]
+        sample.update(label=data["systems"][sample["system"]],
+                      q=data["questions"][sample["question"]],
+                      record=_resolve(block["samples"][sample["slot"]], block["strings"]))
+        samples.append(sample)
+    return samples
+
+
+def _resolve(value: Any, strings: list[str]) -> Any:
+    if isinstance(value, str) and value.startswith("\x00"):
+        return value[1:] if value.startswith("\x00\x00") else strings[int(value[1:])]
+    if isinstance(value, dict):
+        return {key: _resolve(item, strings) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_resolve(item, strings) for item in value]
+    return value
+
+
+@contextlib.contextmanager
+def browser() -> Iterator[Any]:
+    """A Playwright browser on the system Chromium; fails (never skips) naming what to install."""
+    binary = chromium()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("no playwright: pip install -e '.[test]' (the PyPI wheel; never "
+                    "`playwright install`, the test drives Debian's chromium)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=binary, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()

@@ -1,9 +1,11 @@
 """Figures for reports: score histograms (the paper's Figures 1, 2 and 4) and token charts.
 
-The Pareto plot sets mean truthfulness + relevance against input tokens and against dollars.
-Histograms show truthfulness + relevance per scored answer, bins 2..10, with the mean marked;
-one PNG per run identity (harness/reporting/identity.py: dataset, system, models, run) and one figure with
-every identity side by side. The token chart stacks input and output tokens by role for each
+The Pareto plot sets mean truthfulness + relevance against input tokens and against dollars,
+each point numbered (numbers placed clear of one another) and named in a key below. Histograms
+show truthfulness + relevance per scored answer, bins 2..10, with the mean marked; one PNG per run
+identity (harness/reporting/identity.py: dataset, system, models, run) and one figure with every
+identity side by side, three to a row so that nine stay legible. Identities appear in the order
+of the rows given. The token chart stacks input and output tokens by role for each
 identity, judge included, with what failed pairs spent as a segment of its own. With a report's
 `--by FIELD` (harness/reporting/breakdown.py), each identity's histogram is drawn again once per
 value of the field, side by side (`hist-by-FIELD-DATASET-LABEL.png`).
@@ -36,11 +38,17 @@ from freshrag.reporting.identity import Identity, group_rows, labels  # noqa: E4
 from freshrag.reporting.outcomes import is_scored  # noqa: E402
 
 BINS = list(range(2, 11))
+GRID_COLUMNS = 3  # histograms side by side: three to a row, so that nine stay legible
+KEY_COLUMNS = 3  # the Pareto plot's key: names of the numbered points, three to a row
+KEY_ROW_IN = 0.2  # inches per row of the key
+LABEL_PT = 7
+MARKER_PX = 10  # a plotted point's marker (6 pt at the figures' 110 dpi), kept clear of labels
 Groups = dict[Identity, list[dict[str, Any]]]
 
 
 def combined_scores(rows: list[dict[str, Any]]) -> list[int]:
-    return [row["grade"]["truthfulness"] + row["grade"]["relevance"] for row in rows if is_scored(row)]
+    return [row["grade"]["truthfulness"] + row["grade"]["relevance"]
+            for row in rows if is_scored(row)]
 
 
 def write_figures(rows: list[dict[str, Any]], out_dir: Path,
@@ -102,9 +110,19 @@ def _digest(key: Identity) -> str:
 
 def _pareto(cost: list[dict[str, Any]], names: dict[Identity, str], path: Path) -> Path:
     """Mean truthfulness + relevance against input tokens (left) and dollars (right), one point
-    per identity; those on the Pareto front of their dataset and judge are filled and joined."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    per identity; those on the Pareto front of their dataset and judge are filled and joined.
+    Points carry a number, placed clear of the other numbers, and a key below names them: nine
+    systems' names would cover one another."""
     by_key = {(k.dataset, k.system, k.models, k.run): label for k, label in names.items()}
+    several = len({e["dataset"] for e in cost}) > 1
+    key = [(f"{e['dataset']} / " if several else "") + by_key.get(
+        (e["dataset"], e["system"], tuple(e["models"].items()), e.get("run")), e["system"])
+        for e in cost]
+    rows = -(-len(key) // KEY_COLUMNS)
+    fig = plt.figure(figsize=(10, 4 + KEY_ROW_IN * rows))
+    grid = fig.add_gridspec(2, 2, height_ratios=(4, KEY_ROW_IN * rows))
+    axes = [fig.add_subplot(grid[0, 0])]
+    axes.append(fig.add_subplot(grid[0, 1], sharey=axes[0]))
     fronts = list(dict.fromkeys((e["dataset"], e["models"].get("judge")) for e in cost))
     several_judges = len(fronts) > len({dataset for dataset, _ in fronts})
     # batch calls are priced at the batch rate (harness/reporting/prices.py): say so on the axis
@@ -125,19 +143,74 @@ def _pareto(cost: list[dict[str, Any]], names: dict[Identity, str], path: Path) 
             for e in mine:
                 ax.plot(e[axis], e["score"], "o", color=line.get_color(),
                         fillstyle="full" if e[f"pareto_{axis}"] else "none")
-                name = by_key.get((e["dataset"], e["system"], tuple(e["models"].items()),
-                                   e.get("run")), e["system"])
-                ax.annotate(name, (e[axis], e["score"]), fontsize=7, xytext=(4, 3),
-                            textcoords="offset points")
         if points:
             ax.legend(fontsize=7)
+            _number_points(ax, [(cost.index(e) + 1, e[axis], e["score"]) for e in points])
         else:
             ax.text(0.5, 0.5, _no_points(cost), ha="center", va="center", transform=ax.transAxes,
                     fontsize=8, wrap=True)
         ax.set_xlabel(label)
         ax.set_title(f"Quality against {label.split(' (')[0]}", fontsize=10)
     axes[0].set_ylabel("mean truthfulness + relevance")
+    _key(fig.add_subplot(grid[1, :]), key)
     return save(fig, path)
+
+
+def _number_points(ax: Any, points: list[tuple[int, float, float]]) -> None:
+    """Each point's number beside it, where it covers no other number (place_labels)."""
+    ax.figure.canvas.draw()  # the axes' limits are final: data maps to pixels
+    pixels = [tuple(ax.transData.transform((x, y))) for _, x, y in points]
+    size = ax.figure.dpi / 72 * LABEL_PT
+    boxes = [(len(str(n)) * size * 0.62, size * 1.2) for n, _, _ in points]
+    for (n, x, y), offset in zip(points, place_labels(pixels, boxes)):
+        ax.annotate(str(n), (x, y), xytext=(offset[0] * 72 / ax.figure.dpi,
+                                            offset[1] * 72 / ax.figure.dpi),
+                    textcoords="offset points", fontsize=LABEL_PT, ha="center", va="center")
+
+
+def place_labels(points: list[tuple[float, float]], boxes: list[tuple[float, float]],
+                 marker: float = MARKER_PX) -> list[tuple[float, float]]:
+    """An offset (pixels) from each point for its label box (width, height, centred on point +
+    offset) such that no two boxes overlap and none covers a marker (a square of `marker`
+    pixels on each point): the first of the candidate positions around the point, nearest
+    first, that is clear of the markers and the boxes placed (the farthest tried, if none is)."""
+    half = marker / 2
+    markers = [(x - half, y - half, x + half, y + half) for x, y in points]
+    placed: list[tuple[float, float, float, float]] = []
+    offsets = []
+    for (x, y), (w, h) in zip(points, boxes):
+        for dx, dy in _candidates(w / 2 + half, h / 2 + half):
+            box = (x + dx - w / 2, y + dy - h / 2, x + dx + w / 2, y + dy + h / 2)
+            if not any(_overlap(box, other) for other in placed + markers):
+                break
+        placed.append(box)
+        offsets.append((dx, dy))
+    return offsets
+
+
+def _candidates(rx: float, ry: float) -> Iterable[tuple[float, float]]:
+    """Positions around a point, ring by ring: right, above, left, below, then the diagonals."""
+    for ring in range(40):
+        x, y = rx + 1 + 3 * ring, ry + 1 + 3 * ring
+        yield from ((x, 0), (0, y), (-x, 0), (0, -y), (x, y), (-x, y), (-x, -y), (x, -y))
+
+
+def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _key(ax: Any, names: list[str]) -> None:
+    """The points' numbers and names, KEY_COLUMNS to a row, in the order of the rows."""
+    ax.axis("off")
+    rows = -(-len(names) // KEY_COLUMNS)
+    for n, name in enumerate(names):
+        column, row = divmod(n, rows)
+        ax.text(column / KEY_COLUMNS, 1 - (row + 0.5) / rows, f"{n + 1}  {_shorten(name)}",
+                fontsize=LABEL_PT, va="center", transform=ax.transAxes)
+
+
+def _shorten(name: str, width: int = 44) -> str:
+    return name if len(name) <= width else name[:width - 1] + "…"
 
 
 def _no_points(cost: list[dict[str, Any]]) -> str:
@@ -162,10 +235,16 @@ def _histogram(ax: Any, scores: list[int], title: str, n: int) -> None:
 
 
 def _side_by_side(groups: Groups, names: dict[Identity, str], path: Path) -> Path:
-    fig, axes = plt.subplots(1, len(groups), figsize=(3.6 * len(groups), 3.4), sharey=True,
+    """Every identity's histogram, GRID_COLUMNS to a row, on one scale of answers."""
+    columns = min(GRID_COLUMNS, len(groups))
+    rows = -(-len(groups) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(3.8 * columns, 3.2 * rows), sharey=True,
                              squeeze=False)
-    for ax, (key, group) in zip(axes[0], groups.items()):
+    cells = [ax for line in axes for ax in line]
+    for ax, (key, group) in zip(cells, groups.items()):
         _histogram(ax, combined_scores(group), f"{key.dataset} / {_wrap(names[key])}", len(group))
+    for ax in cells[len(groups):]:
+        ax.axis("off")
     return save(fig, path)
 
 
