@@ -69,7 +69,10 @@ def answer_with_chunks(context: SystemContext, question: Question,
 
 
 def chunk_records(chunks: list[RetrievedChunk]) -> list[dict[str, Any]]:
-    return [{"title": c.title, "index": c.index, "score": round(c.score, 6)} for c in chunks]
+    """What a row keeps of each retrieved chunk: where it is from, its score and its text (the
+    report's viewer shows it; a light read leaves the text out, core/samples.py)."""
+    return [{"title": c.title, "index": c.index, "score": round(c.score, 6), "text": c.text}
+            for c in chunks]
 
 
 def fitted_messages(question: Question, chunks: list[RetrievedChunk],

@@ -84,12 +84,17 @@ def read_samples(path: Path, light: bool = False) -> list[dict[str, Any]]:
 
 def _light(row: dict[str, Any]) -> dict[str, Any]:
     """The row as read_samples(light=True) keeps it: calls cut to CALL_SUMMARY (but a grounded
-    row's), optional fields that are null left out (readers `get` them: SAMPLE_FIELDS), and
-    every key the one shared string (json makes each row's keys anew: a third of a light row's
-    memory)."""
+    row's), retrieved chunks without their text, optional fields that are null left out
+    (readers `get` them: SAMPLE_FIELDS), and every key the one shared string (json makes each
+    row's keys anew: a third of a light row's memory)."""
     if row.get("calls") and not row.get("reference"):
         row["calls"] = [{key: call[key] for key in CALL_SUMMARY if key in call}
                         for call in row["calls"]]
+    retrieved = (row.get("details") or {}).get("retrieved")
+    if isinstance(retrieved, list):  # each chunk's text: the viewer's, not a table's
+        row["details"] = {**row["details"], "retrieved": [
+            {key: value for key, value in chunk.items() if key != "text"}
+            if isinstance(chunk, dict) else chunk for chunk in retrieved]}
     return _shared_keys({key: value for key, value in row.items()
                          if value is not None or key in KEPT_WHEN_NULL})
 

@@ -29,3 +29,14 @@ def test_grounded_rows_keep_their_calls_whole(tmp_path):
     kept = {row["question_id"]: row for row in read_samples(tmp_path / SAMPLES, light=True)}
     assert kept["grounded"]["calls"] == grounded["calls"]
     assert kept[rows[1]["question_id"]]["calls"] != rows[1]["calls"]
+
+
+def test_light_rows_leave_out_the_chunks_text(tmp_path):
+    row = read_samples(RUN / SAMPLES)[0]
+    chunk = {"title": "Velmora", "index": 0, "score": 0.9, "text": "The bridge has nine spans."}
+    row = {**row, "details": {**(row.get("details") or {}), "retrieved": [chunk]}}
+    (tmp_path / SAMPLES).write_text(json.dumps(row) + "\n")
+    [whole] = read_samples(tmp_path / SAMPLES)
+    [light] = read_samples(tmp_path / SAMPLES, light=True)
+    assert whole["details"]["retrieved"] == [chunk]
+    assert light["details"]["retrieved"] == [{"title": "Velmora", "index": 0, "score": 0.9}]
