@@ -67,11 +67,13 @@ def log(message: str) -> None:
 def measured(argv: list[str], env: dict[str, str]) -> dict[str, float]:
     """Run argv to its end; its wall time, CPU seconds (user + system) and peak memory (MB), from
     the kernel's account of that one child (os.wait4)."""
-    started = time.perf_counter()
-    child = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - started
-    stderr = child.stderr.read().decode(errors="replace") if child.stderr else ""
+    with tempfile.TemporaryFile() as log_file:  # not a pipe: a progress bar would fill it
+        started = time.perf_counter()
+        child = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=log_file)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - started
+        log_file.seek(0)
+        stderr = log_file.read().decode(errors="replace")
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{' '.join(argv[:4])}... failed:\n{stderr[-3000:]}")
     return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
