@@ -19,8 +19,9 @@ rows only, is named in a note (`run_notes`) rather than left to look like a cras
 
 Rows come run directory by run directory as given, each in the order of its `--systems`
 (`in_systems_order`), not the order the pairs finished in, so that every table and figure made
-from them lists the systems as the user named them. The summary is printed narrow, to be read at 80 columns (`terminal_table`); the whole
-table is written beside summary.json as summary.md (`write_summary`).
+from them lists the systems as the user named them. The summary is printed narrow, to be read
+at 80 columns (`terminal_table`); the whole table is written beside summary.json as summary.md
+(`write_summary`).
 """
 
 from __future__ import annotations
