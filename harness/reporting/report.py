@@ -234,7 +234,8 @@ def terminal_table(summary: list[dict[str, Any]], width: int = TERMINAL_WIDTH) -
               format_value(row["relevance"]),
               f"{_compact(row['input_tokens'])} / {_compact(row['output_tokens'])}"]
              for i, row in enumerate(summary)]
-    header = ["system", "n", "truthfulness", "relevance", "tokens in / out"]
+    header = ["dataset / system" if several else "system", "n", "truthfulness", "relevance",
+              "tokens in / out"]
     widths = [max(len(tables.cell(line[i])) for line in [header, *cells])
               for i in range(len(header))]
     room = max(width - (sum(widths[1:]) + 3 * len(widths) + 1), len(header[0]))

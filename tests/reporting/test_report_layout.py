@@ -109,3 +109,11 @@ def test_sections_with_nothing_to_show_are_named_in_one_line(tmp_path, capsys):
 ])
 def test_nothing_to_show_says_nothing_when_every_table_has_rows(document, expected):
     assert report.nothing_to_show(document) == expected
+
+
+def test_with_several_datasets_the_printed_summary_names_each_rows_dataset(tmp_path, capsys):
+    runs = [write_run(tmp_path / name, [sample("q1", "naive", dataset=name)], manifest(["naive"]))
+            for name in ("A_f", "A_r")]
+    assert main(["report", *map(str, runs), "--out", str(tmp_path / "out")]) == 0
+    cells = table_rows(capsys.readouterr().out.split("\n\n")[0])
+    assert [row[0] for row in cells] == ["dataset / system", "A_f / naive", "A_r / naive"]
