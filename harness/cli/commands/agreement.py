@@ -24,7 +24,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, help=f"where {agreement.AGREEMENT} goes "
                    "(default: results/agreement-A-vs-B, A and B the directories' names)")
     p.add_argument("--top", type=whole(1, 10_000), default=agreement.TOP,
-                   help="pairs that disagree most, listed per field (default: %(default)s)")
+                   help="pairs that disagree most, listed per field and over both fields "
+                        "with the judges' reasons (default: %(default)s)")
     for side in ("a", "b"):
         p.add_argument(f"--repeat-{side}", type=whole(0, 99), metavar="K", help=f"compare the "
                        f"grades of `freshrag score --scorers judge` repeat K in RUN_{side.upper()}'s "
