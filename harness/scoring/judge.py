@@ -10,7 +10,8 @@ An unscored answer is never given a score.
 
 The judge may also say why, in one line (`reason`): optional in the schema, so that a weak model
 still grades, and bounded, so that a grammar-constrained one cannot run on. A reason that is no
-text is dropped and one too long is cut; neither ever costs the grade its ratings.
+text, or holds no word (a small model's `, ` or `1.1.1.1`), is dropped and one too long is cut;
+neither ever costs the grade its ratings.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from freshrag.llm.toolcall import ReplyError, line_of_text, room_for, tool_argum
 from freshrag.scoring.base import ScoreInput, ScoreResult, unscored
 
 ATTEMPTS = 2
-REASON_CHARS = 200  # one sentence saying why; a longer one is cut to this
+# One short sentence saying why; a longer one is cut to this. A small model tends to fill the
+# string to its bound (SmolLM2-135M: ~70 tokens at 200 characters), so the bound is its cost.
+REASON_CHARS = 120
 # Two small integers need a few dozen tokens, the reason at most room_for its characters; the
 # bound keeps a grammar-constrained local model from running on to its context limit (minutes
 # per call on 2 cores) when it pads the JSON.
@@ -135,11 +138,12 @@ def parse_grade(response: LLMResponse) -> tuple[int, int, str | None]:
 
 def grade_reason(value: object) -> str | None:
     """The judge's reason as one line of at most REASON_CHARS characters; None when it gave no
-    text. A bad reason is dropped or cut, never a reason to leave the grade unscored."""
-    if not isinstance(value, str):
+    text with a word in it. A bad reason is dropped or cut, never a reason to leave the grade
+    unscored."""
+    if not isinstance(value, str) or not any(char.isalpha() for char in value):
         return None
     line = " ".join(value.split())
-    return (line if len(line) <= REASON_CHARS else line[:REASON_CHARS - 1] + "…") or None
+    return line if len(line) <= REASON_CHARS else line[:REASON_CHARS - 1] + "…"
 
 
 def _rating(arguments: dict[str, Any], name: str) -> int:

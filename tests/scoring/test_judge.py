@@ -112,6 +112,8 @@ def test_the_reason_is_optional_bounded_and_has_room_in_the_reply():
     pytest.param('{"why": "true"}', None, id="an-object-dropped"),
     pytest.param("null", None, id="null"),
     pytest.param('"   "', None, id="blank-dropped"),
+    pytest.param('", "', None, id="punctuation-dropped"),
+    pytest.param('"1.0.1.1.1.1"', None, id="no-word-dropped"),
 ])
 def test_a_reason_is_kept_and_a_malformed_one_dropped_without_costing_the_grade(given, kept):
     reply = grade_call(f'{{"truthfulness": 2, "relevance": 3, "reason": {given}}}')
@@ -123,7 +125,7 @@ def test_a_reason_is_kept_and_a_malformed_one_dropped_without_costing_the_grade(
 
 
 def test_a_reason_too_long_is_cut_and_the_grade_kept():
-    long = "The answer is right. " * 40  # 840 characters
+    long = "The answer is right. " * 40  # 840 characters, over any bound of one sentence
     grade, _ = judge.grade(ScriptedLLM([grade_call(json.dumps(
         {"truthfulness": 5, "relevance": 4, "reason": long}))]), QUESTION, "Ada Quill.", ARTICLE)
     assert (grade.truthfulness, grade.relevance) == (5, 4)
