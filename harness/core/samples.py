@@ -9,8 +9,9 @@ the moment the pair finishes, with everything needed to recompute any table late
   service, an answers file) did not say
 - `usage`: per role (answer, decision, judge, ...) `{"input", "output", "estimated"}`, summed
   over `calls`
-- `grade`: `{"truthfulness", "relevance", "unscored_reason", "raw", "context_cut"}` (scores null
-  when unscored; `context_cut` `{"chars", "halvings"}` when the article was halved to fit)
+- `grade`: `{"truthfulness", "relevance", "unscored_reason", "raw", "context_cut", "reason"}`
+  (scores null when unscored; `context_cut` `{"chars", "halvings"}` when the article was halved
+  to fit; `reason` the judge's one line on why, null when it gave none or in rows before it)
 - `calls`: every LLM call the pair made (the system's, then the judge's), with the messages sent,
   tool arguments, usage, latency, cache hit and `batch` (answered by the Batch API, so priced
   at the batch rate; absent from rows written before it, which are list price). A failed row
@@ -166,6 +167,8 @@ def _grade_problem(grade: dict[str, Any] | None) -> str | None:
     reason = grade.get("unscored_reason")
     if not _is(reason, (str, _NONE)) or not _is(grade.get("raw", []), (list,)):
         return f"grade must hold unscored_reason (text or null) and raw (a list), got {grade!r:.80}"
+    if not _is(grade.get("reason"), (str, _NONE)):
+        return f"grade 'reason' must be text or null, got {grade['reason']!r:.80}"
     for name in ("truthfulness", "relevance"):
         value = grade.get(name)
         scored = _is(value, _NUMBER) and math.isfinite(value) and 1 <= value <= 5

@@ -143,7 +143,8 @@ class System(Protocol):
 
 @dataclass(frozen=True)
 class Grade:
-    """The judge's verdict. Unscored grades keep the reason and the raw output; never a score."""
+    """The judge's verdict, with its `reason` when it gave one. Unscored grades keep why they
+    are unscored and the raw output; never a score."""
 
     truthfulness: int | None
     relevance: int | None
@@ -151,6 +152,8 @@ class Grade:
     raw: list[str | None] = field(default_factory=list)  # tool arguments of every judge attempt
     # {"chars", "halvings"} when the article was halved to fit the judge's window, else None
     context_cut: dict[str, int] | None = None
+    # the judge's one line on why it graded so (harness/scoring/judge.py); None if it gave none
+    reason: str | None = None
 
     @property
     def scored(self) -> bool:

@@ -8,7 +8,9 @@ grades on the judge's 1..5 scale. Per field (truthfulness, relevance): exact and
 agreement, Cohen's kappa with quadratic weights, Spearman's rank correlation (average ranks for
 ties), the mean absolute difference, the mean difference B - A (the bias of B against A), the
 5 x 5 confusion matrix (A rows, B columns) and the pairs that disagree most; per (dataset,
-system) when there are several.
+system) when there are several. The pairs whose two grades differ most over both fields are
+listed with both judges' reasons (`divergent`), where the judges gave one, so that a reader sees
+why they differ, not only by how much.
 
 Kappa is scikit-learn's (harness/core/stats.py). It is exactly 0 when one side gives every pair
 the same grade (observed agreement is then what chance gives with these marginals: the counts
@@ -146,9 +148,17 @@ def pair_runs(rows_a: list[Row], rows_b: list[Row]) -> tuple[list[dict[str, Any]
             pairs.append({"dataset": key[0], "question_id": key[1], "system": key[2],
                           "question": row_a.get("question"), "answer": row_a.get("answer"),
                           **{side: {f: int(row["grade"][f]) for f in FIELDS}
-                             for side, row in (("a", row_a), ("b", row_b))}})
+                             for side, row in (("a", row_a), ("b", row_b))},
+                          "reasons": {side: _reason(row["grade"])
+                                      for side, row in (("a", row_a), ("b", row_b))}})
     counts["compared"] = len(pairs)
     return pairs, counts
+
+
+def _reason(grade: dict[str, Any]) -> str | None:
+    """The judge's reason in a grade; None where it gave none (rows before it, imported rows)."""
+    reason = grade.get("reason")
+    return reason if isinstance(reason, str) and reason else None
 
 
 def _key(row: Row) -> tuple[Any, Any, Any]:
@@ -186,7 +196,8 @@ def compare_runs(run_a: Path, run_b: Path, top: int = TOP,
                          "disagreements": disagreements(pairs, field, top)}
     document = {"a": _side(run_a, repeats[0]), "b": _side(run_b, repeats[1]),
                 "judges": {"a": _judge(rows_a), "b": _judge(rows_b)},
-                "pairs": counts, "fields": fields, "systems": per_system(pairs)}
+                "pairs": counts, "fields": fields, "divergent": divergent(pairs, top),
+                "systems": per_system(pairs)}
     document["notes"] = notes(document)
     return document
 
@@ -205,7 +216,8 @@ def with_repeat(rows: list[Row], run_dir: Path, repeat: int) -> list[Row]:
         else:
             grade = {f: score["metrics"].get(f) for f in FIELDS} | {
                 "unscored_reason": None if score["status"] == "scored" else
-                (score.get("reason") or score["status"]), "raw": score.get("raw", [])}
+                (score.get("reason") or score["status"]), "raw": score.get("raw", []),
+                "reason": (score.get("details") or {}).get("reason")}
         replaced.append({**row, "grade": grade, "calls": (score or {}).get("calls", [])})
     return replaced
 
@@ -222,6 +234,20 @@ def disagreements(pairs: list[dict[str, Any]], field: str, top: int) -> list[dic
     return [{"dataset": p["dataset"], "system": p["system"], "question_id": p["question_id"],
              "question": p["question"], "answer": _excerpt(p["answer"]),
              "a": p["a"][field], "b": p["b"][field]} for p in differing[:top]]
+
+
+def divergent(pairs: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
+    """The `top` pairs whose grades differ most, summed over both fields (ties in key order),
+    with both grades and both judges' reasons; none that agree."""
+    def apart(pair: dict[str, Any]) -> int:
+        return sum(abs(pair["b"][field] - pair["a"][field]) for field in FIELDS)
+
+    differing = sorted((p for p in pairs if apart(p)), key=lambda p: (
+        -apart(p), str(p["dataset"]), p["system"], str(p["question_id"])))
+    return [{"dataset": p["dataset"], "system": p["system"], "question_id": p["question_id"],
+             "question": p["question"], "answer": _excerpt(p["answer"]), "difference": apart(p),
+             **{side: {**p[side], "reason": p["reasons"][side]} for side in ("a", "b")}}
+            for p in differing[:top]]
 
 
 def per_system(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -319,6 +345,8 @@ def render(document: dict[str, Any]) -> str:
             sections.append(f"### {field}: the {len(cells)} pairs that disagree most\n\n" +
                             markdown_table(cells, ("dataset", "system", "question", "answer",
                                                    "a", "b")))
+    if document.get("divergent"):
+        sections.append(render_divergent(document["divergent"]))
     if document["systems"]:
         flat = [{**{k: row[k] for k in ("dataset", "system", "n")},
                  **{f"{field} {name}": value for field in FIELDS
@@ -327,4 +355,16 @@ def render(document: dict[str, Any]) -> str:
     if document["notes"]:
         sections.append("### Notes\n\n" + "\n".join(f"- {line}" for line in document["notes"]))
     return "\n\n".join(sections)
+
+
+def render_divergent(pairs: list[dict[str, Any]]) -> str:
+    """The pairs that differ most as a table: each side's grades (truthfulness/relevance) and
+    its judge's reason, `–` where it gave none."""
+    cells = [{"system": p["system"], "question": _excerpt(p["question"]),
+              **{side.upper(): "/".join(str(p[side][f]) for f in FIELDS) for side in ("a", "b")},
+              **{f"{side.upper()}'s reason": p[side]["reason"] for side in ("a", "b")}}
+             for p in pairs]
+    return (f"### The {len(cells)} pairs whose grades differ most (grades as "
+            f"{'/'.join(FIELDS)}, differences summed), with the judges' reasons\n\n"
+            + markdown_table(cells, ("system", "question", "A", "B", "A's reason", "B's reason")))
 

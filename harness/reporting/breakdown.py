@@ -53,7 +53,8 @@ def breakdown(rows: list[Row], field: str, prices: dict[str, tuple[float, float]
 
 
 def render(document: dict[str, Any]) -> str:
-    """The breakdown as markdown: its groups, then every table that has rows, then its notes."""
+    """The breakdown as markdown: its groups, then every table that has rows, one line naming
+    those that have none, then its notes."""
     field = document["field"]
     groups = ", ".join(f"{tables.cell(value)} ({n:,} questions)"  # the questions' own values
                        for value, n in document["groups"].items())
@@ -64,6 +65,8 @@ def render(document: dict[str, Any]) -> str:
             heading = title.format(low_score=analysis.LOW_SCORE)
             sections.append(f"### {heading}, by {field}\n\n" + report.markdown_table(
                 entries, report.columns_for((field, *columns), entries)))
+    if document["groups"] and (empty := report.nothing_to_show(document["tables"])):
+        sections.append(empty)
     if document["notes"]:
         sections.append("### Notes\n\n" + "\n".join(f"- {note}" for note in document["notes"]))
     return "\n\n".join(sections)

@@ -16,6 +16,12 @@ run directory, which is shown only when two rows would otherwise look alike), wi
 
 Unscored answers are counted, never averaged in. A run directory with no rows, or with failed
 rows only, is named in a note (`run_notes`) rather than left to look like a crash.
+
+Rows come run directory by run directory as given, each in the order of its `--systems`
+(`in_systems_order`), not the order the pairs finished in, so that every table and figure made
+from them lists the systems as the user named them. The summary is printed narrow, to be read
+at 80 columns (`terminal_table`); the whole table is written beside summary.json as summary.md
+(`write_summary`).
 """
 
 from __future__ import annotations
@@ -31,11 +37,20 @@ from freshrag.core.jsonl import ResultsError
 from freshrag.core.manifest import read_manifest
 from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.core.stats import mean
-from freshrag.reporting.identity import group_rows, labels, models_label, retriever_model
+from freshrag.reporting.identity import (
+    Identity,
+    group_rows,
+    labels,
+    models_label,
+    ordered_roles,
+    retriever_model,
+)
 from freshrag.reporting.outcomes import is_scored, retrievals, spent, unreported, with_judge_pass
 from freshrag.scoring.store import answer_scores, scores_of
 
 SUMMARY = "summary.json"
+SUMMARY_MD = "summary.md"  # the whole summary table as markdown; the terminal shows a narrow one
+TERMINAL_WIDTH = 80
 COLUMNS = ("dataset", "system", "n", "scored", "unscored", "truthfulness", "relevance",
            "input_tokens", "output_tokens", "retrievals", "no_decision", "failed",
            "failed_input_tokens", "failed_output_tokens", "models")
@@ -60,13 +75,27 @@ def load_runs(run_dirs: list[Path], light: bool = False) -> list[dict[str, Any]]
         name = manifest.get("dataset", {}).get("name")
         embedder = retriever_model(manifest.get("index"))
         scores = answer_scores(run_dir)  # scorers beyond the run's judge (harness/scoring/store.py)
+        mine = []
         for row in read_samples(run_dir / SAMPLES, light=light):
             row = {**row, "dataset": row.get("dataset") or name, RUN: str(run_dir)}
             row = with_judge_pass({**row, "scores": scores_of(scores, row)})
             if embedder and row.get("retrievals"):
                 row["models"] = {"embeddings": embedder, **(row.get("models") or {})}
-            rows.append(row)
+            mine.append(row)
+        systems = manifest.get("systems")
+        rows += in_systems_order(mine, systems if isinstance(systems, list) else [])
     return rows
+
+
+def in_systems_order(rows: list[dict[str, Any]], order: Sequence[Any]) -> list[dict[str, Any]]:
+    """One run's rows by dataset (as first met), then system in `order` (the manifest's
+    `systems`, as given to --systems; a system it does not name, as an import's, after them as
+    first met); within each, as read (the order the pairs finished in)."""
+    names = [name for name in order if isinstance(name, str)]
+    ranks = {name: i for i, name in enumerate(dict.fromkeys(
+        [*names, *(row["system"] for row in rows)]))}
+    datasets = {name: i for i, name in enumerate(dict.fromkeys(row.get("dataset") for row in rows))}
+    return sorted(rows, key=lambda row: (datasets[row.get("dataset")], ranks[row["system"]]))
 
 
 def run_notes(run_dirs: list[Path], rows: list[dict[str, Any]]) -> list[str]:
@@ -178,8 +207,9 @@ def columns_for(columns: Sequence[str], rows: list[dict[str, Any]]) -> tuple[str
 
 def render(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None = None,
            breakdowns: dict[str, list[dict[str, Any]]] | None = None) -> str:
-    """The summary table; as JSON with the judge's checks (harness/reporting/judge_check.py) and
-    the summary broken down by question fields (harness/reporting/breakdown.py) if given."""
+    """The summary table as printed: markdown, the narrow `terminal_table`; as JSON with the
+    judge's checks (harness/reporting/judge_check.py) and the summary broken down by question
+    fields (harness/reporting/breakdown.py) if given; CSV, every column."""
     columns = columns_for(COLUMNS, summary)
     if fmt == "json":  # strict JSON: a statistic that is no finite number is null (`finite`)
         return dumps(finite({"rows": summary, **({"judge": judge} if judge else {}),
@@ -188,8 +218,67 @@ def render(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None
         return tables.csv_text([{k: models_label(v) if isinstance(v, dict) else v
                                  for k, v in row.items()} for row in summary], columns)
     if fmt == "markdown":
-        return markdown_table(summary, columns)
+        return (terminal_table(summary) + f"\n\nthe whole table, with unscored and failed pairs, "
+                f"retrievals and models: {SUMMARY_MD}")
     raise ValueError(f"unknown format {fmt!r}; choose markdown, json or csv")
+
+
+def terminal_table(summary: list[dict[str, Any]], width: int = TERMINAL_WIDTH) -> str:
+    """The summary's key columns as an aligned markdown table no wider than `width`: system
+    (with the dataset when there are several), answers, mean truthfulness and relevance, tokens
+    in and out (answered pairs, judge excluded; 12.3k for 12,300). Models and the run directory
+    are in the name only where they tell two rows apart (identity.labels); a name too long is cut
+    with `…`."""
+    several = len({row["dataset"] for row in summary}) > 1
+    named = _summary_labels(summary)
+    cells = [[("" if not several else f"{row['dataset']} / ") + named[i],
+              format_value(row["n"]), format_value(row["truthfulness"]),
+              format_value(row["relevance"]),
+              f"{_compact(row['input_tokens'])} / {_compact(row['output_tokens'])}"]
+             for i, row in enumerate(summary)]
+    header = ["dataset / system" if several else "system", "n", "truthfulness", "relevance",
+              "tokens in / out"]
+    widths = [max(len(tables.cell(line[i])) for line in [header, *cells])
+              for i in range(len(header))]
+    room = max(width - (sum(widths[1:]) + 3 * len(widths) + 1), len(header[0]))
+    widths[0] = min(widths[0], room)  # cut the names, never the numbers
+    escaped = [[_cut(line[0], room), *map(tables.cell, line[1:])] for line in [header, *cells]]
+    lines = ["| " + " | ".join(value.ljust(w) if i == 0 else value.rjust(w)
+                               for i, (value, w) in enumerate(zip(line, widths))) + " |"
+             for line in escaped]
+    rule = "|" + "|".join("-" * (w + 2) if i == 0 else "-" * (w + 1) + ":"
+                          for i, w in enumerate(widths)) + "|"
+    return "\n".join([lines[0], rule, *lines[1:]])
+
+
+def _summary_labels(summary: list[dict[str, Any]]) -> list[str]:
+    """Each summary row's short name (identity.labels): the system, with what tells it apart."""
+    keys = [Identity(row["dataset"], row["system"],
+                     tuple((role, row["models"][role]) for role in ordered_roles(row["models"])),
+                     row.get(RUN)) for row in summary]
+    named = labels(keys)
+    return [named[key] for key in keys]
+
+
+def _compact(count: int | None) -> str:
+    """A token count in at most 5 characters: 9,660; 12.3k; 4.56M; 7.89B; `–` if unknown."""
+    if count is None:
+        return "–"
+    if count < 10_000:
+        return f"{count:,}"
+    # 3 significant digits; a count that rounds up to the next unit (999,999) is shown in it
+    unit, size = next((u, n) for u, n in (("B", 10 ** 9), ("M", 10 ** 6), ("k", 10 ** 3))
+                      if count >= n * 0.9995 or u == "k")
+    return f"{count / size:.3g}{unit}"
+
+
+def _cut(text: str, width: int) -> str:
+    """`text` escaped for a table cell (tables.cell), cut before escaping to `width` characters
+    ending in `…`, so that no escape is cut in two."""
+    if len(tables.cell(text)) <= width:
+        return tables.cell(text)
+    return next(cut for end in range(min(len(text), width), -1, -1)
+                if len(cut := tables.cell(text[:end] + "…")) <= width)
 
 
 def markdown_table(rows: list[dict[str, Any]], columns: Sequence[str]) -> str:
@@ -235,7 +324,9 @@ def is_interval(value: list[Any]) -> bool:
 
 def write_summary(out_dir: Path, summary: list[dict[str, Any]],
                   breakdowns: dict[str, list[dict[str, Any]]] | None = None) -> Path:
+    """summary.json, and the whole table (every column) as markdown in summary.md."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    write_text(out_dir / SUMMARY_MD, markdown_table(summary, columns_for(COLUMNS, summary)) + "\n")
     return write_text(out_dir / SUMMARY, render(summary, "json", breakdowns=breakdowns) + "\n")
 
 
@@ -291,6 +382,28 @@ ANALYSIS_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("dataset", "system", "axis", "a", "b", "paired_groups", "accuracy_a", "accuracy_b",
       "difference", "interval", "p_value")),
 )
+
+
+# What the line of empty sections calls each table of the printed report (ANALYSIS_TABLES, the
+# scorers' SCORER_TABLES in harness/reporting/scorers.py)
+SHORT_NAMES = {
+    "intervals": "intervals", "retrieval": "retrieval", "attribution": "failure attribution",
+    "decisions": "decisions against need", "cost": "quality against cost", "latency": "latency",
+    "paired": "paired comparisons", "decisions_by_kind": "decisions by traffic kind",
+    "thresholds": "threshold sweep", "roc": "ROC", "savings": "savings curve",
+    "mixes": "traffic mixes", "groups": "semantic groups", "wording": "wording",
+    "scorers": "scorers beyond the judge", "scorer_correlations": "scorer correlations",
+    "crag": "CRAG outcomes", "judge_spread": "judge spread",
+}
+
+
+def nothing_to_show(document: dict[str, Any],
+                    *more: Sequence[tuple[str, str, tuple[str, ...]]]) -> str:
+    """One line naming the tables of ANALYSIS_TABLES (and of `more`) that `document` has no row
+    for, which the printed report leaves out; "" when every table has rows."""
+    empty = [SHORT_NAMES.get(key, key.replace("_", " ")) for tables_ in (ANALYSIS_TABLES, *more)
+             for key, _, _ in tables_ if not document.get(key)]
+    return f"Nothing to show in: {', '.join(empty)}." if empty else ""
 
 
 def render_analysis(analysis: dict[str, Any]) -> str:

@@ -7,6 +7,11 @@ that; the grade records the cut). Its reply is parsed strictly: anything but two
 1..5 earns one more attempt, then the grade is unscored with the reason and the raw arguments
 kept. An article still too long after the halvings leaves the grade unscored with that reason.
 An unscored answer is never given a score.
+
+The judge may also say why, in one line (`reason`): optional in the schema, so that a weak model
+still grades, and bounded, so that a grammar-constrained one cannot run on. A reason that is no
+text, or holds no word (a small model's `, ` or `1.1.1.1`), is dropped and one too long is cut;
+neither ever costs the grade its ratings.
 """
 
 from __future__ import annotations
@@ -17,13 +22,17 @@ from typing import Any
 from freshrag.core.errors import FreshragError
 from freshrag.core.types import LLM, Article, Grade, LLMResponse, Question
 from freshrag.llm.client import ContextTooLong, chat_fitting
-from freshrag.llm.toolcall import ReplyError, tool_arguments
+from freshrag.llm.toolcall import ReplyError, line_of_text, room_for, tool_arguments
 from freshrag.scoring.base import ScoreInput, ScoreResult, unscored
 
 ATTEMPTS = 2
-# Two small integers need a few dozen tokens; the bound keeps a grammar-constrained local model
-# from running on to its context limit (minutes per call on 2 cores) when it pads the JSON.
-JUDGE_MAX_TOKENS = 256
+# One short sentence saying why; a longer one is cut to this. A small model tends to fill the
+# string to its bound (SmolLM2-135M: ~70 tokens at 200 characters), so the bound is its cost.
+REASON_CHARS = 120
+# Two small integers need a few dozen tokens, the reason at most room_for its characters; the
+# bound keeps a grammar-constrained local model from running on to its context limit (minutes
+# per call on 2 cores) when it pads the JSON.
+JUDGE_MAX_TOKENS = 256 + room_for(REASON_CHARS)
 SCALE = [1, 2, 3, 4, 5]
 
 JUDGE_PROMPT = (
@@ -31,7 +40,8 @@ JUDGE_PROMPT = (
     "chatbot's answer, and a Wikipedia article that contains the true answer. Rate the answer's "
     "truthfulness (is what it says correct according to the article?) and its relevance (does it "
     "answer what was asked?), each from 1 (worst) to 5 (best). If the answer says that the chatbot "
-    "does not know, its relevance is 1. Report both ratings by calling the function submit_grade."
+    "does not know, its relevance is 1. Report both ratings, with the reason for them in one short "
+    "sentence, by calling the function submit_grade."
 )
 
 # A general query (a greeting, arithmetic, a definition, a writing request) has no gold article:
@@ -42,7 +52,8 @@ GENERAL_JUDGE_PROMPT = (
     "article is given. Rate the answer's truthfulness (is what it says correct?) and its "
     "relevance (does it do what was asked?), each from 1 (worst) to 5 (best), using your own "
     "knowledge. If the answer says that the chatbot does not know, its relevance is 1. Report both "
-    "ratings by calling the function submit_grade."
+    "ratings, with the reason for them in one short sentence, by calling the function "
+    "submit_grade."
 )
 
 GRADE_TOOL = {
@@ -58,6 +69,9 @@ GRADE_TOOL = {
                                  "description": "1 = false, 5 = fully true according to the article"},
                 "relevance": {"type": "integer", "minimum": 1, "maximum": 5, "enum": SCALE,
                               "description": "1 = off topic or 'I don't know', 5 = answers exactly"},
+                # optional, so that a model that gives the ratings alone still grades
+                "reason": line_of_text(REASON_CHARS) | {
+                    "description": "why, in one short sentence"},
             },
             "required": ["truthfulness", "relevance"],
         },
@@ -102,22 +116,34 @@ def grade(llm: LLM, question: Question, answer: str, article: Article | None,
         calls.append(fitted.response)
         raws.append(fitted.response.tool_arguments)
         try:
-            truthfulness, relevance = parse_grade(fitted.response)
+            truthfulness, relevance, why = parse_grade(fitted.response)
         except GradeParseError as err:
             reasons.append(str(err))
             continue
-        return Grade(truthfulness, relevance, raw=raws, context_cut=fitted.cut), calls
+        return Grade(truthfulness, relevance, raw=raws, context_cut=fitted.cut, reason=why), calls
     return Grade(None, None, unscored_reason="; ".join(reasons), raw=raws,
                  context_cut=fitted.cut if fitted else None), calls
 
 
-def parse_grade(response: LLMResponse) -> tuple[int, int]:
-    """The two ratings, or GradeParseError saying exactly what is wrong."""
+def parse_grade(response: LLMResponse) -> tuple[int, int, str | None]:
+    """The two ratings and the reason (None if none usable), or GradeParseError saying exactly
+    what is wrong with the ratings."""
     try:
         arguments = tool_arguments(response, GRADE_TOOL["function"]["name"])
     except ReplyError as err:
         raise GradeParseError(str(err)) from None
-    return tuple(_rating(arguments, name) for name in FIELDS)
+    truthfulness, relevance = (_rating(arguments, name) for name in FIELDS)
+    return truthfulness, relevance, grade_reason(arguments.get("reason"))
+
+
+def grade_reason(value: object) -> str | None:
+    """The judge's reason as one line of at most REASON_CHARS characters; None when it gave no
+    text with a word in it. A bad reason is dropped or cut, never a reason to leave the grade
+    unscored."""
+    if not isinstance(value, str) or not any(char.isalpha() for char in value):
+        return None
+    line = " ".join(value.split())
+    return line if len(line) <= REASON_CHARS else line[:REASON_CHARS - 1] + "…"
 
 
 def _rating(arguments: dict[str, Any], name: str) -> int:
@@ -150,4 +176,4 @@ class Judge:
         if not verdict.scored:
             return unscored(verdict.unscored_reason, context_cut=verdict.context_cut)
         return ScoreResult("scored", {name: getattr(verdict, name) for name in FIELDS},
-                           {"context_cut": verdict.context_cut})
+                           {"context_cut": verdict.context_cut, "reason": verdict.reason})

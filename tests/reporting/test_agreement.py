@@ -350,3 +350,41 @@ def test_a_second_run_with_only_the_judge_changed_grades_the_same_answers(tmp_pa
     assert truth["confusion"][0][1] == 4 and truth["confusion"][4][1] == 4  # 1 -> 2 and 5 -> 2
     assert truth["kappa"] == 0.0 and truth["spearman"] is None  # a constant judge: chance
     assert len(document["systems"]) == 2
+
+
+def with_reason(row, reason):
+    return {**row, "grade": {**row["grade"], "reason": reason}}
+
+
+def test_the_pairs_that_differ_most_over_both_fields_are_shown_with_both_reasons(tmp_path,
+                                                                               capsys):
+    rows_a = [graded("q0", "naive", 3, 3, "j1"), graded("q1", "naive", 3, 3, "j1"),
+              graded("q2", "naive", 4, 4, "j1"), graded("q3", "naive", 2, 2, "j1")]
+    rows_b = [graded("q0", "naive", 3, 3, "j2"), graded("q1", "naive", 4, 4, "j2"),
+              graded("q2", "naive", 1, 2, "j2"), graded("q3", "naive", 3, 2, "j2")]
+    # apart by 0, 1 + 1, 3 + 2, 1 + 0 over both fields; q2's reasons given, q3's on A only
+    rows_a[2], rows_b[2] = with_reason(rows_a[2], "Right | as the article says."), \
+        with_reason(rows_b[2], "Contradicts the article.")
+    rows_a[3] = with_reason(rows_a[3], "Vague.")
+    code, *_, out = run_pair(tmp_path, rows_a, rows_b, "--top", "2")
+    printed = capsys.readouterr().out
+    assert code == 0
+    divergent = json.loads((out / "agreement.json").read_text())["divergent"]
+    assert [(d["question_id"], d["difference"]) for d in divergent] == [("q2", 5), ("q1", 2)]
+    assert divergent[0]["a"] == {"truthfulness": 4, "relevance": 4,
+                                 "reason": "Right | as the article says."}
+    assert divergent[0]["b"] == {"truthfulness": 1, "relevance": 2,
+                                 "reason": "Contradicts the article."}
+    assert divergent[1]["a"]["reason"] is None and divergent[1]["b"]["reason"] is None
+    assert ("| naive | What is q2? | 4/4 | 1/2 | Right \\| as the article says. | "
+            "Contradicts the article. |") in printed
+    assert "| naive | What is q1? | 3/3 | 4/4 | – | – |" in printed
+
+
+def test_grades_that_agree_on_both_fields_list_no_divergent_pair(tmp_path, capsys):
+    rows = five_pairs("j1", TRUTH_A)
+    code, *_, out = run_pair(tmp_path, rows, [{**r, "calls": [{"role": "judge", "model": "j2"}]}
+                                              for r in rows])
+    assert code == 0
+    assert json.loads((out / "agreement.json").read_text())["divergent"] == []
+    assert "differ most" not in capsys.readouterr().out

@@ -22,7 +22,7 @@ GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden"
 EXPECTED = GOLDEN / "expected"
 NAMES = sorted([f"{run}-{fmt}.txt" for run in ("run", "imported") for fmt in ("markdown", "json")]
                + [f"{run}-{doc}" for run in ("run", "imported")
-                  for doc in ("summary.json", "analysis.json")] + ["import.txt"])
+                  for doc in ("summary.json", "summary.md", "analysis.json")] + ["import.txt"])
 
 
 def _freshrag(module: str, cwd: Path, *args: str) -> str:
@@ -46,7 +46,7 @@ def outputs(work: Path, module: str = "freshrag") -> dict[str, str]:
         made[f"imported-{fmt}.txt"] = _freshrag(module, work, "report", "imported", "--format",
                                                 fmt, "--out", f"out-imported-{fmt}")
     for name in ("run", "imported"):
-        for document in ("summary.json", "analysis.json"):
+        for document in ("summary.json", "summary.md", "analysis.json"):
             made[f"{name}-{document}"] = (work / f"out-{name}-markdown" / document).read_text()
     return {name: text.replace(str(work), "WORK") for name, text in made.items()}
 

@@ -51,12 +51,18 @@ def test_all_unscored_group_has_no_mean():
     assert summary["truthfulness"] is None and summary["scored"] == 0
 
 
-def test_formats_carry_the_same_rows():
+def test_formats_carry_the_same_rows(tmp_path):
     summary = report.summarise(ROWS)
     assert json.loads(report.render(summary, "json")) == {"rows": summary}
     csv_lines = report.render(summary, "csv").splitlines()
     assert csv_lines[0].split(",") == list(report.COLUMNS) and len(csv_lines) == 4
-    markdown = report.render(summary, "markdown").splitlines()
-    assert markdown[2].startswith("| A_f | naive | 4 | 2 | 2 | 4.00 | 3.00 | 300 | 30 | 3 | 0 | 1 |")
+    report.write_summary(tmp_path, summary)  # the whole table: summary.md beside summary.json
+    wide = (tmp_path / report.SUMMARY_MD).read_text().splitlines()
+    assert wide[0] == "| " + " | ".join(report.COLUMNS) + " |"
+    assert wide[2].startswith("| A_f | naive | 4 | 2 | 2 | 4.00 | 3.00 | 300 | 30 | 3 | 0 | 1 |")
+    narrow = report.render(summary, "markdown").splitlines()  # as printed: the key columns
+    assert [cell.strip() for cell in narrow[2].strip("|").split("|")] == [
+        "naive", "4", "4.00", "3.00", "300 / 30"]
+    assert narrow[-1].endswith(report.SUMMARY_MD)
     with pytest.raises(ValueError, match="unknown format"):
         report.render(summary, "xml")

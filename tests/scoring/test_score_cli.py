@@ -206,3 +206,38 @@ def test_a_pass_with_another_scorer_model_is_refused_before_any_call(tmp_path, f
     err = capsys.readouterr().err
     assert "faithfulness was scored with the scorer model" in err and "'another-model'" in err
     assert fake.calls == calls and (run / SCORES).read_bytes() == before
+
+
+def reasoning_judge(request):
+    """scorers_reply, with the judge saying why: its reason names the truthfulness it gave."""
+    reply = scorers_reply(request)
+    if forced_tool_name(request) == "submit_grade":
+        arguments = json.loads(reply["tool_call"]["arguments"])
+        arguments["reason"] = f"Truthfulness {arguments['truthfulness']} by the article."
+        reply["tool_call"]["arguments"] = json.dumps(arguments)
+    return reply
+
+
+def test_the_judges_reason_reaches_the_rows_the_scores_and_the_agreement(tmp_path, fake_server,
+                                                                          capsys):
+    fake_server(reply=reasoning_judge)
+    run = make_run(tmp_path)
+    rows = list(read_jsonl(run / "samples.jsonl"))
+    assert [row["grade"]["reason"] for row in rows] == [
+        f"Truthfulness {row['grade']['truthfulness']} by the article." for row in rows]
+    assert main(["score", str(run), "--scorers", "judge", "--repeats", "2"]) == 0
+    judged = [s for s in read_scores(run) if s["scorer"] == "judge"]
+    assert len(judged) == 8 and all(
+        s["details"]["reason"] == f"Truthfulness {s['metrics']['truthfulness']} by the article."
+        for s in judged)
+    capsys.readouterr()
+    assert main(["agreement", str(run), str(run), "--repeat-a", "0", "--repeat-b", "1",
+                 "--out", str(tmp_path / "agree")]) == 0
+    printed = capsys.readouterr().out
+    document = json.loads((tmp_path / "agree" / "agreement.json").read_text())
+    [first, *_] = document["divergent"]  # repeats 0 and 1 grade truthfulness 1 and 3
+    assert (first["a"]["truthfulness"], first["b"]["truthfulness"]) == (1, 3)
+    assert first["a"]["reason"] == "Truthfulness 1 by the article."
+    assert first["b"]["reason"] == "Truthfulness 3 by the article."
+    assert "| 1/3 | 3/3 | Truthfulness 1 by the article. | Truthfulness 3 by the article. |" \
+        in printed

@@ -38,7 +38,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     output.add_argument("--out", type=Path, help=f"where {agreement.AGREEMENT} goes "
                         "(default: results/agreement-A-vs-B, A and B the directories' names)")
     output.add_argument("--top", type=whole(1, 10_000), default=agreement.TOP,
-                        help="pairs that disagree most, listed per field (default: %(default)s)")
+                        help="pairs that disagree most, listed per field and over both fields "
+                             "with the judges' reasons (default: %(default)s)")
     p.set_defaults(handler=handle)
 
 

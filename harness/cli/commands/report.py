@@ -120,7 +120,7 @@ def _check_outputs(args: argparse.Namespace, out: Path) -> None:
 
     read = (SAMPLES, MANIFEST, SCORES)
     html = [Output(args.html, "--html", "give another --html")] if args.html else []
-    check_outputs(files_in(out, (report.SUMMARY, ANALYSIS), "--out") + html,
+    check_outputs(files_in(out, (report.SUMMARY, report.SUMMARY_MD, ANALYSIS), "--out") + html,
                   [(f"RUN_DIR {run_dir}'s {name}", run_dir / name)
                    for run_dir in args.run_dirs for name in read]
                   + [("--config", args.config or default_config())])
@@ -146,5 +146,7 @@ def _print_analysis(rows: list[dict], details: dict, breakdowns: dict) -> None:
     print("\n" + report.render_analysis(details))
     if scored := scorer_report.render(details):
         print("\n" + scored)
+    if empty := report.nothing_to_show(details, scorer_report.SCORER_TABLES):
+        print("\n" + empty)
     for document in breakdowns.values():
         print("\n" + breakdown.render(document))

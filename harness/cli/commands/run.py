@@ -155,7 +155,7 @@ def handle(args: argparse.Namespace) -> int:
         args.max_cost, args.batch, settings, price_table(args.config or default_config()), roles)
     rows, capped = _answer(data, config, settings, cache, args.seed, roles, budget, index, prompts,
                            factories)
-    return _summarise(out, rows, capped)
+    return _summarise(out, rows, capped, config.systems)
 
 
 def _check_outputs(args: argparse.Namespace, out: Path, data: Dataset,
@@ -168,11 +168,11 @@ def _check_outputs(args: argparse.Namespace, out: Path, data: Dataset,
     from freshrag.core.rundir import LOCK
     from freshrag.core.samples import SAMPLES
     from freshrag.cost.batch import BATCHES
-    from freshrag.reporting.report import SUMMARY
+    from freshrag.reporting.report import SUMMARY, SUMMARY_MD
     from freshrag.run.runner import PROBES_FILE
     from freshrag.scoring.store import SCORES
 
-    written = (SAMPLES, MANIFEST, SUMMARY, PROBES_FILE, BATCHES, SCORES, LOCK)
+    written = (SAMPLES, MANIFEST, SUMMARY, SUMMARY_MD, PROBES_FILE, BATCHES, SCORES, LOCK)
     cache = None if args.no_cache else out.parent / CACHE_FILE
     check_outputs(files_in(out, written, "--out") + cache_output(cache),
                   [(f"the dataset's {kind} file", path) for kind, path in data.files.items()]
@@ -235,18 +235,21 @@ def _answer(data: Dataset, config: RunConfig, settings: LLMSettings, cache: Path
             return read_samples(config.out / SAMPLES, light=True), err
 
 
-def _summarise(out: Path, rows: list[dict], capped: Exception | None) -> int:
-    """The run's tables and notes; exit 3 when capped, 1 when a pair failed."""
+def _summarise(out: Path, rows: list[dict], capped: Exception | None,
+               systems: tuple[str, ...]) -> int:
+    """The run's tables (systems in the order --systems gave them) and notes; exit 3 when
+    capped, 1 when a pair failed."""
     from freshrag.cli.common import print_unscored
     from freshrag.reporting import report
     from freshrag.reporting.judge_check import judge_checks
 
-    summary = report.summarise(rows)
+    summary = report.summarise(report.in_systems_order(rows, systems))
     report.write_summary(out, summary)
     print(report.render(summary, "markdown"))
     print_unscored(rows)
     print("\n" + "\n".join(judge_checks([out], rows)["lines"]))
-    print(f"\nrun written to {out}/ (samples.jsonl, manifest.json, summary.json)")
+    print(f"\nrun written to {out}/ (samples.jsonl, manifest.json, summary.json, and the whole "
+          f"table in {report.SUMMARY_MD})")
     if capped:
         print(f"\nCAPPED: {capped}; finished pairs are kept: run the same command without "
               f"--max-cost (or with a higher one) to finish")
