@@ -45,6 +45,7 @@ def with_judge_pass(row: Row) -> Row:
                        "estimated": bool(before.get("estimated") or counts.get("estimated"))}
     return {**row, "grade": {**{f: judged["metrics"][f] for f in FIELDS}, "unscored_reason": None,
                              "raw": judged.get("raw") or [], "context_cut": cut,
+                             "reason": (judged.get("details") or {}).get("reason"),
                              "graded_by": "freshrag score"},
             "models": {**(row.get("models") or {}), **(judged.get("models") or {})},
             "usage": usage,

@@ -177,11 +177,11 @@ def grade(truthfulness, relevance, reason=None):
             "raw": []}
 
 
-def judge_score(truthfulness, relevance, status="scored"):
+def judge_score(truthfulness, relevance, status="scored", why=None):
     return {"status": status, "metrics": {"truthfulness": truthfulness, "relevance": relevance},
             "usage": {"judge": {"input": 100, "output": 8, "estimated": False}},
-            "models": {"judge": "judge-model"}, "raw": ["{}"], "details": {}, "reason": None,
-            "answer_sha256": "sha"}
+            "models": {"judge": "judge-model"}, "raw": ["{}"], "details": {"reason": why},
+            "reason": None, "answer_sha256": "sha"}
 
 
 def row_with(grade_, scores, status="ok"):
@@ -198,6 +198,8 @@ def test_a_judge_pass_is_the_grade_only_of_a_row_the_run_did_not_grade():
     assert ungraded["usage"]["judge"] == {"input": 100, "output": 8, "estimated": False}
     assert ungraded["scores"] == {"claims": {"status": "x"}}
     assert with_judge_pass(row_with(None, {"judge": judge_score(2, 2)}))["grade"]["relevance"] == 2
+    said = with_judge_pass(row_with(None, {"judge": judge_score(2, 2, why="It misses the date.")}))
+    assert said["grade"]["reason"] == "It misses the date."  # the judge's reason goes with it
     graded = row_with(grade(5, 5), {"judge": judge_score(1, 1)})  # a second opinion: kept apart
     unusable = row_with(None, {"judge": judge_score(None, None, status="unscored")})
     failed = row_with(None, {"judge": judge_score(3, 3)}, status="failed")
