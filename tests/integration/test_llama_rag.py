@@ -131,7 +131,7 @@ def test_all_systems_answer_with_the_real_model(tmp_path, shared_index_dir):
         judge_calls = [c for c in row["calls"] if c["role"] == "judge"]
         check_system_calls(row, [c for c in row["calls"] if c["role"] != "judge"])
         check_grade(row, judge_calls)
-    assert "| A_f | naive |" in done.stdout
+    assert any(line.startswith("| naive ") for line in done.stdout.splitlines())  # the summary
     summary = {r["system"]: r for r in json.loads((out / "summary.json").read_text())["rows"]}
     for system in SYSTEMS:
         mine = [r for r in rows if r["system"] == system]
