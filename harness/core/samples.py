@@ -122,7 +122,9 @@ _NUMBER = (int, float)
 # the REQUIRED ones directly, and only look at the others if present (rows made by hand and older
 # rows may lack them).
 REQUIRED = ("question_id", "gold_title", "system", "status", "retrievals", "usage", "grade")
-KEPT_WHEN_NULL = (*REQUIRED, "error")  # a failed row's `error` is read directly too
+# Read directly too: a failed row's `error`, and `dataset` (null in rows made by hand, which
+# the report fills from the manifest)
+KEPT_WHEN_NULL = (*REQUIRED, "error", "dataset")
 SAMPLE_FIELDS: dict[str, tuple[type, ...]] = {
     "dataset": (str, _NONE), "question_id": (str,), "question": (str,), "gold_title": (str, _NONE),
     "system": (str,), "status": (str,), "answer": (str, _NONE), "retrievals": (int, _NONE),
