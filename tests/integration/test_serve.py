@@ -9,7 +9,7 @@ import time
 import openai
 import pytest
 
-from freshrag.scoring.judge import GRADE_TOOL
+from freshrag.scoring.judge import GRADE_TOOL, JUDGE_MAX_TOKENS
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +27,7 @@ def test_serve_answers_forced_tool_calls_and_stops_on_ctrl_c():
         reply = client.chat.completions.create(
             model="smollm2", messages=[{"role": "user", "content": "Rate: 'Paris is in France.'"}],
             tools=[GRADE_TOOL], tool_choice={"type": "function", "function": {"name": "submit_grade"}},
-            temperature=0, max_tokens=64)
+            temperature=0, max_tokens=JUDGE_MAX_TOKENS)  # as the judge sends it
         call = reply.choices[0].message.tool_calls[0]
         assert call.function.name == "submit_grade"
         assert reply.usage.prompt_tokens > 0
