@@ -151,9 +151,10 @@ def stages_to_run(config: BuildConfig, stage: str | None, labelled: bool,
     stages = (stage,) if stage else tuple(name for name in STAGES
                                           if name != "labels" or labelled)
     sampled = titles_path(config.out, "A_r").exists()
-    if "A_r" in stages and not sampled and config.n is None and not source.dump:
+    if ("A_r" in stages and not sampled and config.n is None and config.months is None
+            and not source.dump):
         raise BuildError("--n is required when sampling a wiki (how many articles A_r should "
-                         "hold)")
+                         "hold), or --created with --per-month")
     return stages
 
 

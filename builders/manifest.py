@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from freshrag.builders.dated import month_funnel
 from freshrag.builders.labels.prompts import PROMPTS as LABEL_PROMPTS
 from freshrag.builders.prompts import PROMPTS
 from freshrag.builders.sources.pages import BuildError
@@ -26,6 +27,7 @@ from freshrag.builders.styles.facts import fact_counts
 from freshrag.builders.styles.needs import NEEDS_FILE, needs_funnel
 from freshrag.builders.styles.needs import PROMPTS as NEED_PROMPTS
 from freshrag.builders.styles.statement_questions import CANDIDATES_FILE, statements_funnel
+from freshrag.builders.versions import version_record
 from freshrag.core.jsonl import now, read_jsonl
 from freshrag.core.manifest import read_manifest, write_manifest
 from freshrag.core.types import UNKNOWN
@@ -63,6 +65,10 @@ def funnel(out: Path, min_critique: tuple[tuple[str, int], ...] = ()) -> dict[st
         result["questions"] = len(questions)
         labels = Counter(row.get("label") or "none" for row in questions)
         result.update({"labels": dict(labels)} if set(labels) - {"none"} else {})
+    if any(row.get("month") for row in samples):  # a set dated by month (builders/dated.py)
+        stages = {key: set(read_titles(out, stage)) for key, stage in
+                  (("n_r", "A_r"), ("n_d", "A_d"), ("n_f", "A_f")) if titles_path(out, stage).exists()}
+        result["months"] = month_funnel(out, stages)
     if (out / NEEDS_FILE).exists():
         result["needs"] = needs_funnel(out)
     for name, counts in (("facts", fact_counts(out)), ("grounded", grounded.grounded_counts(out))):
@@ -89,6 +95,9 @@ def update_manifest(config: BuildConfig, source: str | None, cutoff_source: str 
         manifest["min_critique"] = dict(config.min_critique)
     manifest["stages"][stage] = {"finished_at": now()}
     manifest["funnel"] = funnel(config.out, config.min_critique)
+    version = version_record(config.out, manifest["settings"], config.parent)
+    if version is not None:
+        manifest["version"] = version
     write_manifest(config.out, manifest)
     return manifest
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from freshrag.builders.cutoffs import created_after
+from freshrag.builders.dated import MonthRange, sample_dump_by_month, sample_wiki_by_month
 from freshrag.builders.prompts import (
     ARTICLE_CHARS,
     QUESTION_MAX_TOKENS,
@@ -87,6 +88,10 @@ class BuildConfig:
     templates: Path | None = None
     criteria: tuple[str, ...] = tuple(grounded.CRITERIA)
     groups: int | None = None
+    # a set dated by month (builders/dated.py): the range, articles a month, in place of `n`
+    months: MonthRange | None = None
+    per_month: int | None = None
+    parent: dict[str, Any] | None = None  # --since: the version this build extends (versions.py)
 
     def settings(self) -> dict[str, Any]:
         """What a dataset directory is tied to: resuming with other values is refused. `n` and
@@ -101,7 +106,9 @@ class BuildConfig:
                 "general": self.general, "control_margin_days": self.control_margin_days,
                 **({"templates": self.templates and str(self.templates),
                     "criteria": list(self.criteria), "groups": self.groups}
-                   if self.style == "grounded" else {})}
+                   if self.style == "grounded" else {}),
+                **({"created": self.months.text(), "per_month": self.per_month,
+                    "after": self.months.after} if self.months else {})}
 
 
 def titles_path(out: Path, stage: str) -> Path:
@@ -136,6 +143,11 @@ def sample_articles(source: PageSource | None, config: BuildConfig) -> list[str]
     if source is None:
         raise BuildError(f"{out}: stage A_r has not finished and no source was given")
     out.mkdir(parents=True, exist_ok=True)
+    if config.months is not None:
+        sample = sample_wiki_by_month if source.random_order else sample_dump_by_month
+        kept = sample(source, out, config.months, config.per_month, config.seed)
+        write_titles(out, "A_r", kept)
+        return kept
     if config.n is not None and not source.random_order:
         return _reservoir_sample(source, config)
     examined = {row["title"]: row for row in read_jsonl(out / SAMPLE)}
@@ -341,7 +353,7 @@ def generate_questions(llm: LLMClient, config: BuildConfig) -> int:
                       "question": question, "revision_id": article.get("revision_id"),
                       "generator": response.model, "style": config.style,
                       "stage": config.questions_from, "cutoff": cutoff,
-                      "created": article.get("created"),
+                      "created": article.get("created"), "month": article.get("month"),
                       **STAGE_KINDS.get(config.questions_from, {}), "usage": _usage(response)})
         return True
 

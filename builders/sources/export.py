@@ -33,9 +33,30 @@ class DumpPage:
     redirect: str | None = None  # target title, for a redirect page
 
 
-def write_dump(path: Path, pages: Iterable[DumpPage], truncate_at: int | None = None) -> Path:
-    """Write `pages` as an export file, compressed by the suffix (.xml, .xml.bz2, .xml.gz).
-    `truncate_at` cuts the uncompressed XML after that many bytes, as a broken download would."""
+@dataclass
+class LogItem:
+    """An entry of a wiki's log, as an export file carries it (`<logitem>`): importDump.php
+    writes it to the wiki's log, so that `list=logevents` returns it."""
+
+    id: int
+    title: str
+    timestamp: str  # ISO-8601, "YYYY-MM-DDTHH:MM:SSZ"
+    type: str = "create"
+    action: str = "create"
+
+
+def creation_log(pages: Iterable[DumpPage], first_id: int = 1) -> list[LogItem]:
+    """The creation log of `pages`: an entry for each at its first revision's timestamp, as a
+    wiki writes one when a page is made."""
+    return [LogItem(first_id + i, page.title, page.revisions[0].timestamp)
+            for i, page in enumerate(pages) if page.revisions]
+
+
+def write_dump(path: Path, pages: Iterable[DumpPage], truncate_at: int | None = None,
+               log_items: Iterable[LogItem] = ()) -> Path:
+    """Write `pages` (then `log_items`) as an export file, compressed by the suffix (.xml,
+    .xml.bz2, .xml.gz). `truncate_at` cuts the uncompressed XML after that many bytes, as a
+    broken download would."""
     compress = {".bz2": bz2.open, ".gz": gzip.open}.get(Path(path).suffix)
     # whole or not at all, and a symbolic link at `path` refused (core/files.py)
     with atomic_open(path, "wb") as raw, (compress(raw, "wb") if compress else raw) as out:
@@ -43,6 +64,8 @@ def write_dump(path: Path, pages: Iterable[DumpPage], truncate_at: int | None = 
         writer.write(_HEADER)
         for page in pages:
             writer.write(_page_xml(page))
+        for item in log_items:
+            writer.write(_log_xml(item))
         writer.write("</mediawiki>\n")
     return path
 
@@ -71,6 +94,14 @@ _HEADER = f"""<mediawiki xmlns="{EXPORT_NS}" version="0.11" xml:lang="en">
     </namespaces>
   </siteinfo>
 """
+
+
+def _log_xml(item: LogItem) -> str:
+    return (f"  <logitem>\n    <id>{item.id}</id>\n    <timestamp>{item.timestamp}</timestamp>\n"
+            f"    <contributor>\n      <username>Freshrag test</username>\n      <id>1</id>\n"
+            f"    </contributor>\n    <type>{item.type}</type>\n    <action>{item.action}</action>\n"
+            f"    <logtitle>{escape(item.title)}</logtitle>\n"
+            f'    <params xml:space="preserve" />\n  </logitem>\n')
 
 
 def _page_xml(page: DumpPage) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Iterator
 from urllib.parse import quote, urlsplit
 
@@ -30,6 +31,7 @@ BATCH = 500  # random titles per request: the API's limit for ordinary clients
 CONTENT_BATCH = 50  # revisions whose content one request may ask for: the API's limit
 # A small wiki runs out of unseen titles: stop after this many random batches bring none new.
 EXHAUSTED_AFTER = 3
+ONE_SECOND = timedelta(seconds=1)  # the log's `leend` is inclusive, to the second
 # Templates that mark a disambiguation page where the Disambiguator extension (which sets the
 # `disambiguation` page property on Wikipedia) is not installed.
 DISAMBIGUATION_TEMPLATES = ("Template:Disambiguation", "Template:Disambig", "Template:Dab")
@@ -76,6 +78,26 @@ class MediaWikiSource:
         result = self._api("query", list="random", rnnamespace=0, rnlimit=BATCH,
                            rnfilterredir="nonredirects")
         return list(dict.fromkeys(item["title"] for item in result["query"]["random"]))
+
+    def created_titles(self, start: datetime, end: datetime) -> list[str]:
+        """The main-namespace titles the creation log names from `start` up to (not including)
+        `end`, oldest first, each once; a page moved since appears under the title it was made
+        with, and the fetch of its first revision decides."""
+        params: dict[str, Any] = dict(list="logevents", letype="create", lenamespace=0,
+                                      lestart=_api_time(start), leend=_api_time(end - ONE_SECOND),
+                                      ledir="newer", lelimit=BATCH, leprop="title|timestamp")
+        titles: list[str] = []
+        while True:
+            result = self._api("query", **params)
+            titles += [item["title"] for item in result.get("query", {}).get("logevents", [])
+                       if "title" in item]
+            if "continue" not in result:
+                return list(dict.fromkeys(titles))
+            params.update(result["continue"])
+
+    def fetch_titles(self, titles: list[str]) -> Iterator[Page]:
+        """`fetch` over `titles`, `concurrency` at a time, in order; stops when the caller does."""
+        return self._fetch_in_order(titles)
 
     def fetch(self, title: str) -> Page:
         """One page: its first revision, latest revision id, kind and plain text."""
@@ -178,6 +200,10 @@ class MediaWikiSource:
                     yield pending.popleft().result()
             while pending:
                 yield pending.popleft().result()
+
+
+def _api_time(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _wikipedia_at(api_url: str) -> type[wikipediaapi.Wikipedia]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Generator, Protocol
 
+from freshrag.core.dates import parse_timestamp
 from freshrag.core.errors import UserError
 
 # Why a sampled page is not in A_r; the manifest counts each.
@@ -36,7 +37,11 @@ class Page:
     def article_row(self) -> dict[str, Any]:
         """The `articles.jsonl` row, the format `freshrag.core.dataset` reads."""
         return {"title": self.title, "url": self.url, "created": self.created,
-                "revision_id": self.revision_id, "content": self.content}
+                "month": self.month(), "revision_id": self.revision_id, "content": self.content}
+
+    def month(self) -> str | None:
+        """The "YYYY-MM" (UTC) the page was created in; None when its creation is unknown."""
+        return parse_timestamp(self.created).strftime("%Y-%m") if self.created else None
 
     def record(self) -> dict[str, Any]:
         return asdict(self)

@@ -228,6 +228,8 @@ def write_need_questions(out: Path, stage: str, articles: dict[str, dict[str, An
              "title": row["title"], "question": row["question"],
              "information_need": row["need"], "reference": row["reference"],
              "chunk": row["chunk"], "revision_id": articles[row["title"]].get("revision_id"),
+             "created": articles[row["title"]].get("created"),
+             "month": articles[row["title"]].get("month"),
              "generator": row["model"], "style": "needs", "stage": stage, "usage": row["usage"]}
             for row in latest_records(out) if row["outcome"] == QUESTION]
     return replace_jsonl(out / "questions.jsonl", rows)

@@ -86,7 +86,8 @@ def write_candidate(llm: LLM, slot: Slot, article: dict[str, Any], record: dict[
         "id": slot.id, "title": slot.title, "requested_label": slot.label, "question": None,
         "reference": None, "status": "failed", "failure": None, "reason": None,
         "question_raw": [], "critique": None, "critique_reason": None, "critique_raw": [],
-        "revision_id": article.get("revision_id"), "generator": None, "style": "statements",
+        "revision_id": article.get("revision_id"), "created": article.get("created"),
+        "month": article.get("month"), "generator": None, "style": "statements",
         "stage": config.questions_from, "usage": usage_record([])}
     theme = record.get("theme") or slot.title
     if slot.label == "unanswerable":
@@ -135,6 +136,7 @@ def question_row(candidate: dict[str, Any], label: dict[str, Any] | None) -> dic
     return {key: candidate[key] for key in ("id", "title", "question", "requested_label",
                                             "reference", "critique", "revision_id", "generator",
                                             "style", "stage")} | {
+        "created": candidate.get("created"), "month": candidate.get("month"),
         "label": label["label"] if fresh else None}
 
 

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
 from freshrag.core.dates import parse_timestamp
 from freshrag.core.errors import UserError
 from freshrag.core.jsonl import loads
+from freshrag.core.manifest import read_manifest
 from freshrag.core.textfile import lines, lone_surrogate
 from freshrag.core.types import KINDS, LABELS, QUESTION_FIELDS, UNKNOWN, Article, Question
 
@@ -34,6 +36,9 @@ class Dataset:
     questions: list[Question]
     articles: dict[str, Article]
     files: dict[str, Path]
+    # The version a build recorded in the directory's manifest.json (builders/versions.py:
+    # id, number, parent, created); None for a set without one, e.g. the paper's released sets.
+    version: dict[str, Any] | None = None
 
     def file_hashes(self) -> dict[str, str]:
         return {kind: sha256_file(path) for kind, path in self.files.items()}
@@ -64,8 +69,24 @@ def load_dataset_dir(directory: Path) -> Dataset:
     for needed in ("questions.jsonl", "articles.jsonl"):
         if not (directory / needed).is_file():
             raise DatasetError(f"{directory}: no {needed} in the dataset directory")
-    return load_dataset(directory / "questions.jsonl", directory / "articles.jsonl",
-                        name=directory.resolve().name)
+    version = dataset_version(directory)
+    name = directory.resolve().name
+    dataset = load_dataset(directory / "questions.jsonl", directory / "articles.jsonl",
+                           name=f"{name} v{version['number']}" if version else name)
+    return replace(dataset, version=version)
+
+
+def dataset_version(directory: Path) -> dict[str, Any] | None:
+    """The version recorded in the directory's manifest.json, if it records one. A versioned
+    set's name carries its number (`wiki v2`), so that rows and reports tell versions apart."""
+    version = (read_manifest(directory) or {}).get("version")
+    if version is None:
+        return None
+    if not (isinstance(version, dict) and isinstance(version.get("number"), int)
+            and isinstance(version.get("id"), str)):
+        raise DatasetError(f"{directory / 'manifest.json'}: field 'version' must hold a whole "
+                           f"'number' and an 'id', got {version!r:.200}")
+    return version
 
 
 def load_articles(path: Path) -> dict[str, Article]:
@@ -84,6 +105,7 @@ def load_articles(path: Path) -> dict[str, Article]:
                 parse_timestamp(row["created"])
             except ValueError as err:
                 raise DatasetError(f"{path}:{line_no}: field 'created': {err}, or null") from None
+        _check_month(row, path, line_no)
         articles[title] = Article(title, content, row.get("url"), row.get("created"))
     if not articles:
         raise DatasetError(f"{path}: no articles")
@@ -97,6 +119,7 @@ def load_questions(path: Path, articles: dict[str, Article]) -> list[Question]:
         title = _gold_title(row, fields["kind"], articles, path, line_no)
         text = _text_field(row, "question", path, line_no)
         qid = question_id(row, path, line_no)
+        _check_created(row, path, line_no)
         if qid in seen_ids:
             raise DatasetError(f"{path}:{line_no}: duplicate question id {qid!r}")
         seen_ids.add(qid)
@@ -179,6 +202,31 @@ def _question_fields(row: dict[str, Any], path: Path, line_no: int) -> dict[str,
             raise DatasetError(f"{path}:{line_no}: field {name!r} is {fields[name]!r}; "
                                f"it must be one of {', '.join(allowed)}")
     return fields
+
+
+def _check_created(row: dict[str, Any], path: Path, line_no: int) -> None:
+    """A question's optional `created` (its article's creation time) and `month`."""
+    created = row.get("created")
+    if created is not None:
+        try:
+            parse_timestamp(created)
+        except ValueError as err:
+            raise DatasetError(f"{path}:{line_no}: field 'created': {err}, or null") from None
+    _check_month(row, path, line_no)
+
+
+def _check_month(row: dict[str, Any], path: Path, line_no: int) -> None:
+    """The optional `month` of a dated set: "YYYY-MM", the month of `created` where both are."""
+    month = row.get("month")
+    if month is None:
+        return
+    if not isinstance(month, str) or not re.fullmatch(r"[0-9]{4}-(0[1-9]|1[0-2])", month):
+        raise DatasetError(f"{path}:{line_no}: field 'month' must be YYYY-MM or null, "
+                           f"got {month!r:.80}")
+    created = row.get("created")
+    if created and parse_timestamp(created).strftime("%Y-%m") != month:
+        raise DatasetError(f"{path}:{line_no}: field 'month' is {month}, but 'created' "
+                           f"({created}) falls in another month")
 
 
 def _text_field(row: dict[str, Any], name: str, path: Path, line_no: int) -> str:

@@ -293,7 +293,9 @@ def _manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, prompts: dict
         "kind": "run",
         "name": config.out.name,
         "dataset": {"name": dataset.name, "files": {k: str(p) for k, p in dataset.files.items()},
-                    "sha256": dataset.file_hashes(), "questions": len(dataset.questions)},
+                    "sha256": dataset.file_hashes(), "questions": len(dataset.questions),
+                    # a built set's version (builders/versions.py); the name carries its number
+                    **({"version": dataset.version} if dataset.version else {})},
         "systems": list(dict.fromkeys(previous.get("systems", []) + list(config.systems))),
         "system_sources": {**previous.get("system_sources", {}), **config.system_sources},
         "config": {"limit": config.limit, "concurrency": config.concurrency,

@@ -10,7 +10,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from freshrag.builders.sources.export import DumpPage, Revision, write_dump  # noqa: F401 (the tests' one import)
+from freshrag.builders.sources.export import (  # noqa: F401 (the tests' one import)
+    DumpPage,
+    LogItem,
+    Revision,
+    creation_log,
+    write_dump,
+)
 
 # Articles of the random sample have no `created` in the released data (the paper only knows they
 # predate its cutoff); the test wiki gives them this stated, older stand-in date.
@@ -77,3 +83,27 @@ def split_dumps(pages: list[DumpPage], directory: Path, files: int) -> tuple[lis
         articles.append(write_dump(directory / f"wiki-pages-articles{i + 1}.xml.bz2", current))
         stubs.append(write_dump(directory / f"wiki-stub-meta-history{i + 1}.xml.gz", stub))
     return articles, stubs
+
+
+# Invented prose for dated pages: each sentence names the page, so that texts differ.
+_SENTENCES = ("{title} is a settlement invented for the freshrag tests, founded in {month}.",
+              "Its council of {title} meets in a hall built from pale limestone and old oak.",
+              "Farmers around {title} grow barley, rye and a bitter kind of winter pear.",
+              "A river crosses {title} twice before it runs into a marsh to the north.",
+              "The annual fair of {title} draws traders from three neighbouring valleys.")
+
+
+def dated_pages(created: list[str], first_id: int = 1, prefix: str = "Dated place") -> list[DumpPage]:
+    """One invented article per timestamp of `created`, titled `{prefix} {id}`: a first
+    revision at that moment with half the text, a second a day later with all of it (more than
+    1,000 characters)."""
+    pages = []
+    for offset, timestamp in enumerate(created):
+        page_id = first_id + offset
+        title = f"{prefix} {page_id}"
+        text = " ".join(sentence.format(title=title, month=timestamp[:7])
+                        for sentence in _SENTENCES * 4)
+        first = Revision(2 * page_id, timestamp, text[: len(text) // 2])
+        full = Revision(2 * page_id + 1, later(timestamp, 1), text, parent_id=first.id)
+        pages.append(DumpPage(page_id, title, [first, full]))
+    return pages

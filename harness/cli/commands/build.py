@@ -33,6 +33,7 @@ from freshrag.cli.options import (
     whole,
 )
 
+DEFAULTS: dict[str, object] = {}  # each option's default, to tell what --since was given
 HELP = "build questions on Wikipedia articles newer than a cutoff"
 
 
@@ -44,7 +45,9 @@ DESCRIPTION = ("Samples articles from a wiki (or a MediaWiki XML dump): A_r, the
 EXAMPLES = ("freshrag build --n 200 --cutoff 2024-06-30 --out datasets/recent",
             "freshrag build --dump enwiki-pages-meta-history1.xml.bz2 --cutoff-model gpt-4-0613 "
             "--out datasets/gpt4",
-            "freshrag build --n 200 --cutoff 2024-06-30 --out datasets/recent --dry-run")
+            "freshrag build --n 200 --cutoff 2024-06-30 --out datasets/recent --dry-run",
+            "freshrag build --created 2024-01:2025-06 --per-month 20 --out datasets/monthly",
+            "freshrag build --since datasets/monthly")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -59,16 +62,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_no_cache(control)
     add_dry_run(control, "the builder calls, tokens and dollars stages A_f and questions would "
                 "spend")
-    p.add_argument_group("output").add_argument(
-        "--out", type=out_dir, required=True, metavar="DIR",
-        help="dataset directory; building into it again resumes")
+    output = p.add_argument_group("output")
+    output.add_argument("--out", type=out_dir, metavar="DIR",
+                        help="dataset directory; building into it again resumes (required but "
+                             "with --since)")
+    output.add_argument("--since", type=Path, metavar="DIR", help="build the next version of the "
+                        "dated set DIR: only articles created after its newest one, up to now "
+                        "(or --created's end), with DIR's settings; --out defaults to DIR's "
+                        "sibling named for the new version (wiki -> wiki-v2, wiki-v2 -> wiki-v3)")
     p.set_defaults(handler=handle)
+    DEFAULTS.update((action.dest, action.default) for action in p._actions)
 
 
 def _sample_options(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--n", type=whole(1, 100_000_000), help="articles in the random sample A_r "
                    "(required for a wiki; with --dump, a seeded random sample of the dump, else "
                    "all of it)")
+    p.add_argument("--created", metavar="START:END", help="a set dated by month: sample "
+                   "--per-month articles created in each month from START to END (YYYY-MM:YYYY-MM, "
+                   "inclusive), in place of --n; the cutoff defaults to the day before START")
+    p.add_argument("--per-month", type=whole(1, 1_000_000), metavar="N", help="with --created: "
+                   "articles sampled per creation month")
     p.add_argument("--cutoff", help="knowledge cutoff YYYY-MM-DD, from 1990-01-01 to yesterday "
                    "(UTC): A_d holds articles created after it")
     p.add_argument("--cutoff-model", type=name, metavar="MODEL", help="instead of --cutoff, the "
@@ -143,7 +157,6 @@ def handle(args: argparse.Namespace) -> int:
     import glob
 
     from freshrag.builders import build as builder
-    from freshrag.builders.cutoffs import resolve_cutoff
     from freshrag.builders.manifest import check_settings
     from freshrag.builders.styles.needs import read_needs
     from freshrag.builders.styles.templates import load_templates
@@ -158,6 +171,10 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.core.outputs import check_outputs, files_in
 
     config_file = args.config or default_config()
+    since = _since(args, config_file) if args.since else None
+    if args.out is None:
+        raise UsageError("--out is required (or --since DIR, which names the next version's "
+                         "directory)")
     cache = None if args.no_cache else args.out.parent / CACHE_FILE
     check_outputs(files_in(args.out, builder.WRITES, "--out", "give another --out, or keep the "
                            "input outside the dataset directory") + cache_output(cache),
@@ -166,7 +183,7 @@ def handle(args: argparse.Namespace) -> int:
                    *(("--dump", Path(p)) for p in args.dump or () if not glob.has_magic(p)),
                    *(("--stub-dump", Path(p)) for p in args.stub_dump or ()
                      if not glob.has_magic(p))])
-    cutoff, cutoff_source = resolve_cutoff(args.cutoff, args.cutoff_model, config_file)
+    months, cutoff, cutoff_source = since or _dates(args, config_file)
     source = builder.Source(tuple(args.dump or ()), tuple(args.stub_dump or ()),
                             args.dump_processes, args.wiki_api, args.user_agent, args.max_lag,
                             args.concurrency, config_file)
@@ -179,7 +196,8 @@ def handle(args: argparse.Namespace) -> int:
         min_critique=args.min_critique, needs=read_needs(args.needs) if args.needs else (),
         per_need=args.per_need, control=args.control, general=args.general,
         control_margin_days=args.control_margin, templates=args.templates,
-        criteria=args.criteria, groups=args.groups)
+        criteria=args.criteria, groups=args.groups, months=months, per_month=args.per_month,
+        parent=args.parent)
     check_settings(config)
     if args.templates:
         load_templates(args.templates)  # a bad file is refused before any source or model
@@ -198,6 +216,80 @@ def handle(args: argparse.Namespace) -> int:
     print(f"dataset written to {args.out}/ (articles.jsonl, questions.jsonl, manifest.json); "
           f"run it with: freshrag run --dataset {args.out}")
     return 0
+
+
+def _dates(args: argparse.Namespace, config_file: Path | None) -> tuple:
+    """(month range or None, cutoff, where the cutoff came from) of a build without --since."""
+    from freshrag.builders.cutoffs import resolve_cutoff
+    from freshrag.builders.dated import check_cutoff, default_cutoff, parse_months
+
+    args.parent = None
+    if args.per_month and not args.created:
+        raise UsageError("--per-month goes with --created START:END (the months to sample)")
+    if not args.created:
+        return (None, *resolve_cutoff(args.cutoff, args.cutoff_model, config_file))
+    months = parse_months(args.created)
+    if not args.per_month:
+        raise UsageError("--created needs --per-month N (articles sampled per month)")
+    if args.n is not None:
+        raise UsageError("--created with --per-month replaces --n: give one or the other")
+    if args.cutoff is None and args.cutoff_model is None:
+        return months, default_cutoff(months), f"the day before --created {months.text()}"
+    cutoff, source = resolve_cutoff(args.cutoff, args.cutoff_model, config_file)
+    check_cutoff(months, cutoff)
+    return months, cutoff, source
+
+
+# The options a --since build takes from its parent's settings, by settings key.
+SINCE_OPTIONS = {"seed": "seed", "questions_per_article": "questions_per_article",
+                 "style": "style", "questions_from": "questions_from", "control": "control",
+                 "general": "general", "control_margin_days": "control_margin",
+                 "per_month": "per_month"}
+
+
+def _since(args: argparse.Namespace, config_file: Path | None) -> tuple:
+    """Fill `args` from the parent's settings (refusing options that contradict them); the
+    next version's month range, cutoff and where the cutoff came from."""
+    from freshrag.builders.cutoffs import parse_cutoff, resolve_cutoff
+    from freshrag.builders.dated import parse_months
+    from freshrag.builders.versions import next_out, parent_of, since_range
+
+    settings, parent = parent_of(args.since)
+    for key in ("needs", "labels", "templates"):
+        if settings.get(key):
+            raise UsageError(f"--since {args.since}: built with {key}; --since extends the "
+                             f"creative and recent styles only, for now")
+    given = [f"--{dest.replace('_', '-')}" for key, dest in SINCE_OPTIONS.items()
+             if getattr(args, dest) != DEFAULTS.get(dest) and getattr(args, dest) != settings[key]]
+    if args.n is not None:
+        given.append("--n")
+    cutoff = parse_cutoff(settings["cutoff"], f"{args.since}: settings.cutoff")
+    if (args.cutoff or args.cutoff_model) and resolve_cutoff(
+            args.cutoff, args.cutoff_model, config_file)[0] != cutoff:
+        given.append("--cutoff-model" if args.cutoff_model else "--cutoff")
+    if given:
+        raise UsageError(f"--since {args.since}: {', '.join(given)} contradict the settings it "
+                         f"was built with ({', '.join(f'{k} {settings[k]!r}' for k in SINCE_OPTIONS)}"
+                         f"); a new version keeps them")
+    for key, dest in SINCE_OPTIONS.items():
+        setattr(args, dest, settings[key])
+    args.parent = parent
+    args.out = args.out or next_out(args.since, parent["number"])
+    if not (args.dump or args.wiki_api):
+        source = _recorded_source(args.since)
+        if source.endswith(".php"):
+            args.wiki_api = source
+        else:
+            raise UsageError(f"--since {args.since}: it was sampled from the dump {source}; give "
+                             f"the newer dump with --dump")
+    months = since_range(parent, parse_months(args.created) if args.created else None)
+    return months, cutoff, f"the cutoff of --since {args.since}"
+
+
+def _recorded_source(directory: Path) -> str:
+    from freshrag.core.manifest import read_manifest
+
+    return str((read_manifest(directory) or {}).get("source") or "")
 
 
 def _dry_run(args: argparse.Namespace, config: BuildConfig, config_file: Path | None,
