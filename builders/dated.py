@@ -138,6 +138,7 @@ def sample_wiki_by_month(source: Any, out: Path, months: MonthRange, per_month: 
     `per_month` are kept (or the month runs out). Resumes from sample.jsonl."""
     from freshrag.builders.stages import ARTICLES, SAMPLE
 
+    out.mkdir(parents=True, exist_ok=True)
     examined = {row["title"] for row in read_jsonl(out / SAMPLE)}
     kept = Counter(row.get("month") for row in read_jsonl(out / ARTICLES))
     logged = {month: source.created_titles(*months.window(month)) for month in months.months()}
@@ -186,6 +187,7 @@ def sample_dump_by_month(source: PageSource, out: Path, months: MonthRange, per_
 
     from freshrag.builders.stages import ARTICLES, SAMPLE, SAMPLE_PARTIAL
 
+    out.mkdir(parents=True, exist_ok=True)
     wanted = months.months()
     reservoirs: dict[str, list[Page]] = defaultdict(list)
     seen: Counter = Counter()

@@ -71,8 +71,10 @@ def load_dataset_dir(directory: Path) -> Dataset:
             raise DatasetError(f"{directory}: no {needed} in the dataset directory")
     version = dataset_version(directory)
     name = directory.resolve().name
-    dataset = load_dataset(directory / "questions.jsonl", directory / "articles.jsonl",
-                           name=f"{name} v{version['number']}" if version else name)
+    if version:  # `wiki-v2` (the default name of a second version) is `wiki v2`, like `wiki v1`
+        number = version["number"]
+        name = f"{re.sub(rf'-v{number}$', '', name)} v{number}"
+    dataset = load_dataset(directory / "questions.jsonl", directory / "articles.jsonl", name=name)
     return replace(dataset, version=version)
 
 
