@@ -42,6 +42,15 @@ class MonthError(BuildError):
 
 
 @dataclass(frozen=True)
+class SampleFiles:
+    """Where A_r's sampling writes (the stage's file names live in builders/stages.py)."""
+
+    sample: Path  # a line per examined page
+    articles: Path  # a line per kept article
+    partial: Path  # a dump's sample lines until the dump has been read to its end
+
+
+@dataclass(frozen=True)
 class MonthRange:
     """Months `start` to `end` (inclusive, "YYYY-MM"), from strictly after `after` if given."""
 
@@ -132,15 +141,12 @@ def _month_rng(seed: int, month: str) -> random.Random:
 # --------------------------------------------------------------------------- a wiki's creation log
 
 
-def sample_wiki_by_month(source: Any, out: Path, months: MonthRange, per_month: int,
+def sample_wiki_by_month(source: Any, files: SampleFiles, months: MonthRange, per_month: int,
                          seed: int) -> list[str]:
     """A_r from a wiki: per month, the logged creations in seeded order, fetched until
-    `per_month` are kept (or the month runs out). Resumes from sample.jsonl."""
-    from freshrag.builders.stages import ARTICLES, SAMPLE
-
-    out.mkdir(parents=True, exist_ok=True)
-    examined = {row["title"] for row in read_jsonl(out / SAMPLE)}
-    kept = Counter(row.get("month") for row in read_jsonl(out / ARTICLES))
+    `per_month` are kept (or the month runs out). Resumes from the sample file."""
+    examined = {row["title"] for row in read_jsonl(files.sample)}
+    kept = Counter(row.get("month") for row in read_jsonl(files.articles))
     logged = {month: source.created_titles(*months.window(month)) for month in months.months()}
     if not any(logged.values()):
         raise BuildError(f"{source.description}: its creation log names no main-namespace page "
@@ -148,7 +154,7 @@ def sample_wiki_by_month(source: Any, out: Path, months: MonthRange, per_month: 
                                                          else "") +
                          " (a wiki filled by importDump.php has a creation log only where the "
                          "XML holds <logitem> entries)")
-    samples, articles = JsonlWriter(out / SAMPLE), JsonlWriter(out / ARTICLES)
+    samples, articles = JsonlWriter(files.sample), JsonlWriter(files.articles)
     try:
         for month, titles in logged.items():
             _month_rng(seed, month).shuffle(titles)
@@ -167,7 +173,7 @@ def sample_wiki_by_month(source: Any, out: Path, months: MonthRange, per_month: 
     finally:
         samples.close()
         articles.close()
-    return [row["title"] for row in read_jsonl(out / ARTICLES)]
+    return [row["title"] for row in read_jsonl(files.articles)]
 
 
 def _dated(page: Page, months: MonthRange, month: str) -> Page:
@@ -180,19 +186,16 @@ def _dated(page: Page, months: MonthRange, month: str) -> Page:
 # --------------------------------------------------------------------------- a dump
 
 
-def sample_dump_by_month(source: PageSource, out: Path, months: MonthRange, per_month: int,
-                         seed: int) -> list[str]:
+def sample_dump_by_month(source: PageSource, files: SampleFiles, months: MonthRange,
+                         per_month: int, seed: int) -> list[str]:
     """A_r from a dump: a seeded reservoir of `per_month` per month, in one pass."""
     from tqdm import tqdm
 
-    from freshrag.builders.stages import ARTICLES, SAMPLE, SAMPLE_PARTIAL
-
-    out.mkdir(parents=True, exist_ok=True)
     wanted = months.months()
     reservoirs: dict[str, list[Page]] = defaultdict(list)
     seen: Counter = Counter()
     rngs = {month: _month_rng(seed, month) for month in wanted}
-    partial = out / SAMPLE_PARTIAL
+    partial = files.partial
     partial.unlink(missing_ok=True)
     discards = JsonlWriter(partial)
     try:
@@ -211,12 +214,16 @@ def sample_dump_by_month(source: PageSource, out: Path, months: MonthRange, per_
                 reservoir[slot], page = page, reservoir[slot]
             discards.write({"title": page.title, "discard": NOT_SAMPLED, "month": month})
         chosen = [page for month in wanted for page in reservoirs[month]]
+        if not chosen:
+            raise BuildError(f"{source.description}: no article of it was created in "
+                             f"{months.text()}" + (f" after {months.after}" if months.after
+                                                   else ""))
         for page in chosen:
             discards.write({"title": page.title, "discard": None, "month": month_of(page.created)})
     finally:
         discards.close()
-    replace_jsonl(out / ARTICLES, (page.article_row() for page in chosen))
-    partial.replace(out / SAMPLE)
+    replace_jsonl(files.articles, (page.article_row() for page in chosen))
+    partial.replace(files.sample)
     return [page.title for page in chosen]
 
 
@@ -235,19 +242,20 @@ def _dump_month(page: Page, months: MonthRange, wanted: list[str]) -> tuple[str 
 # --------------------------------------------------------------------------- the funnel
 
 
-def month_funnel(out: Path, stage_titles: dict[str, set[str]]) -> dict[str, dict[str, int]]:
-    """Per month: pages examined, articles kept in each finished stage, questions."""
-    from freshrag.builders.stages import ARTICLES, QUESTIONS, SAMPLE
-
+def month_funnel(samples: list[dict[str, Any]], articles: list[dict[str, Any]],
+                 questions: list[dict[str, Any]],
+                 stage_titles: dict[str, set[str]]) -> dict[str, dict[str, int]]:
+    """Per month: pages examined (`samples`' rows), articles kept in each finished stage,
+    questions."""
     result: dict[str, Counter] = defaultdict(Counter)
-    for row in read_jsonl(out / SAMPLE):
+    for row in samples:
         if row.get("month"):
             result[row["month"]]["sampled"] += 1
-    month = {row["title"]: row.get("month") for row in read_jsonl(out / ARTICLES)}
+    month = {row["title"]: row.get("month") for row in articles}
     for key, titles in stage_titles.items():
         for title in titles:
             result[month.get(title) or "unknown"][key] += 1
-    for row in read_jsonl(out / QUESTIONS) if (out / QUESTIONS).exists() else ():
+    for row in questions:
         result[row.get("month") or "unknown"]["questions"] += 1
     return {key: dict(result[key]) for key in sorted(result)}
 

@@ -68,7 +68,8 @@ def funnel(out: Path, min_critique: tuple[tuple[str, int], ...] = ()) -> dict[st
     if any(row.get("month") for row in samples):  # a set dated by month (builders/dated.py)
         stages = {key: set(read_titles(out, stage)) for key, stage in
                   (("n_r", "A_r"), ("n_d", "A_d"), ("n_f", "A_f")) if titles_path(out, stage).exists()}
-        result["months"] = month_funnel(out, stages)
+        questions = read_jsonl(out / QUESTIONS) if (out / QUESTIONS).exists() else []
+        result["months"] = month_funnel(samples, read_jsonl(out / ARTICLES), questions, stages)
     if (out / NEEDS_FILE).exists():
         result["needs"] = needs_funnel(out)
     for name, counts in (("facts", fact_counts(out)), ("grounded", grounded.grounded_counts(out))):

@@ -2,7 +2,8 @@
 
 1. `A_r`: the random sample; pages that are redirects, disambiguation pages, gone or of at most
    1,000 characters are dropped, each reason counted. Every examined page is a line of
-   `sample.jsonl`; every kept one a line of `articles.jsonl` (the retrieval database).
+   `sample.jsonl`; every kept one a line of `articles.jsonl` (the retrieval database). A set
+   dated by month samples per creation month instead (builders/dated.py, docs/living.md).
 2. `A_d`: the A_r articles created after the cutoff.
 3. `A_f`: the A_d articles the `builder` model judges to be mostly about events after the cutoff
    (a forced boolean call, temperature 0); an unparseable verdict is `unknown`, excluded and
@@ -32,7 +33,12 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from freshrag.builders.cutoffs import created_after
-from freshrag.builders.dated import MonthRange, sample_dump_by_month, sample_wiki_by_month
+from freshrag.builders.dated import (
+    MonthRange,
+    SampleFiles,
+    sample_dump_by_month,
+    sample_wiki_by_month,
+)
 from freshrag.builders.prompts import (
     ARTICLE_CHARS,
     QUESTION_MAX_TOKENS,
@@ -145,7 +151,8 @@ def sample_articles(source: PageSource | None, config: BuildConfig) -> list[str]
     out.mkdir(parents=True, exist_ok=True)
     if config.months is not None:
         sample = sample_wiki_by_month if source.random_order else sample_dump_by_month
-        kept = sample(source, out, config.months, config.per_month, config.seed)
+        kept = sample(source, SampleFiles(out / SAMPLE, out / ARTICLES, out / SAMPLE_PARTIAL),
+                      config.months, config.per_month, config.seed)
         write_titles(out, "A_r", kept)
         return kept
     if config.n is not None and not source.random_order:

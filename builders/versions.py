@@ -18,11 +18,11 @@ from typing import Any
 
 from freshrag.builders.dated import MonthRange, month_of
 from freshrag.builders.sources.pages import BuildError
+from freshrag.builders.stages import ARTICLES, QUESTIONS
 from freshrag.core.dates import parse_timestamp, utc_today
 from freshrag.core.jsonl import read_jsonl
 from freshrag.core.manifest import read_manifest
 
-ARTICLES, QUESTIONS = "articles.jsonl", "questions.jsonl"
 # Settings a --since build takes from its parent whatever the options say: they make the set what
 # it is. `created`, `after` and `n` describe the parent's own range, so they are not carried over.
 OWN_RANGE = ("created", "after", "n")

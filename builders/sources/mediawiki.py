@@ -1,10 +1,12 @@
 """Pages from a live wiki through its MediaWiki API (English Wikipedia by default, or any api.php).
 
 `mwclient` samples random main-namespace titles (up to 500 a request) and reads each page's first
-revision, whose timestamp is the creation date; `wikipedia-api` fetches the plain text through
-TextExtracts. Both send the User-Agent that Wikimedia's policy asks for (the tool and a contact),
-`maxlag`, and retry with backoff on their own (mwclient on 5xx, connection errors and lag;
-wikipedia-api on 429, 5xx and timeouts). Pages are fetched `concurrency` at a time, never more.
+revision, whose timestamp is the creation date; a set dated by month takes its candidates from
+the wiki's creation log instead (`created_titles`, docs/living.md). `wikipedia-api` fetches the
+plain text through TextExtracts. Both send the User-Agent that Wikimedia's policy asks for (the
+tool and a contact), `maxlag`, and retry with backoff on their own (mwclient on 5xx, connection
+errors and lag; wikipedia-api on 429, 5xx and timeouts). Pages are fetched `concurrency` at a
+time, never more.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from freshrag.builders.dated import (
     OUTSIDE_RANGE,
     MonthError,
     MonthRange,
+    SampleFiles,
     default_cutoff,
     month_funnel,
     parse_months,
@@ -31,6 +32,13 @@ from freshrag.core.jsonl import read_jsonl
 from tests.support.wikidump import dated_pages, write_dump
 
 TEXT = "A long article about a place. " * 50  # more than 1,000 characters
+
+
+def files(directory: Path) -> SampleFiles:
+    """The sample files of a dataset directory, made."""
+    directory.mkdir(parents=True, exist_ok=True)
+    return SampleFiles(directory / "sample.jsonl", directory / "articles.jsonl",
+                       directory / "sample.jsonl.partial")
 
 
 def next_month() -> str:
@@ -133,15 +141,15 @@ def logged_wiki(per_month: dict[str, int]) -> LoggedWiki:
 def test_the_log_gives_n_a_month_in_seeded_order(tmp_path):
     wiki = logged_wiki({"2024-01": 6, "2024-02": 6, "2024-03": 1})
     months = MonthRange("2024-01", "2024-03")
-    kept = sample_wiki_by_month(wiki, tmp_path / "a", months, 2, seed=0)
+    kept = sample_wiki_by_month(wiki, files(tmp_path / "a"), months, 2, seed=0)
     by_month = Counter(row["month"] for row in read_jsonl(tmp_path / "a" / "articles.jsonl"))
     assert by_month == {"2024-01": 2, "2024-02": 2, "2024-03": 1}  # March has only one
     assert len(wiki.fetched) == 5  # nothing fetched beyond what a month needs
     again = sample_wiki_by_month(logged_wiki({"2024-01": 6, "2024-02": 6, "2024-03": 1}),
-                                 tmp_path / "b", months, 2, seed=0)
+                                 files(tmp_path / "b"), months, 2, seed=0)
     assert again == kept
     others = [sample_wiki_by_month(logged_wiki({"2024-01": 6, "2024-02": 6, "2024-03": 1}),
-                                   tmp_path / f"s{seed}", months, 2, seed=seed)
+                                   files(tmp_path / f"s{seed}"), months, 2, seed=seed)
               for seed in range(1, 4)]
     assert any(set(other) != set(kept) for other in others)
 
@@ -152,7 +160,7 @@ def test_a_logged_page_that_moved_or_became_a_redirect_is_discarded(tmp_path):
     wiki.pages[moved] = Page(moved, TEXT, "2023-06-01T00:00:00Z", 1)  # first revision elsewhen
     wiki.pages[redirect] = Page(redirect, "", "2024-01-02T10:00:00Z", 1, discard=REDIRECT)
     out = tmp_path / "set"
-    kept = sample_wiki_by_month(wiki, out, MonthRange("2024-01", "2024-01"), 3, seed=0)
+    kept = sample_wiki_by_month(wiki, files(out), MonthRange("2024-01", "2024-01"), 3, seed=0)
     assert kept == ["Page 2024-01 2"]
     discards = {row["title"]: row["discard"] for row in read_jsonl(out / "sample.jsonl")}
     assert discards == {moved: OUTSIDE_MONTH, redirect: REDIRECT, "Page 2024-01 2": None}
@@ -161,7 +169,7 @@ def test_a_logged_page_that_moved_or_became_a_redirect_is_discarded(tmp_path):
 def test_an_empty_creation_log_is_a_clear_error(tmp_path):
     with pytest.raises(BuildError, match="creation log names no main-namespace page created in "
                                          "2024-01:2024-02.*<logitem>"):
-        sample_wiki_by_month(logged_wiki({"2023-05": 2}), tmp_path, MonthRange("2024-01",
+        sample_wiki_by_month(logged_wiki({"2023-05": 2}), files(tmp_path), MonthRange("2024-01",
                                                                               "2024-02"), 2, 0)
 
 
@@ -177,7 +185,7 @@ def test_a_dump_gives_one_seeded_reservoir_a_month(tmp_path):
     dump, created = dated_dump(tmp_path / "wiki.xml")
     months = MonthRange("2024-01", "2024-03")
     out = tmp_path / "set"
-    kept = sample_dump_by_month(DumpSource(dump), out, months, 2, seed=0)
+    kept = sample_dump_by_month(DumpSource(dump), files(out), months, 2, seed=0)
     assert Counter(created[title][:7] for title in kept) == {"2024-01": 2, "2024-02": 2,
                                                              "2024-03": 2}
     samples = list(read_jsonl(out / "sample.jsonl"))
@@ -185,15 +193,15 @@ def test_a_dump_gives_one_seeded_reservoir_a_month(tmp_path):
                                                           OUTSIDE_RANGE: 2}
     assert all(row["month"] == created[row["title"]][:7] for row in samples
                if row["discard"] != OUTSIDE_RANGE)
-    funnel = month_funnel(out, {"n_r": set(kept)})
+    funnel = month_funnel(samples, read_jsonl(out / "articles.jsonl"), [], {"n_r": set(kept)})
     assert {month: counts["sampled"] for month, counts in funnel.items()} == {
         "2024-01": 5, "2024-02": 5, "2024-03": 5}
     assert sum(counts["n_r"] for counts in funnel.values()) == len(kept)
     again = tmp_path / "again"
-    assert sample_dump_by_month(DumpSource(dump), again, months, 2, seed=0) == kept
+    assert sample_dump_by_month(DumpSource(dump), files(again), months, 2, seed=0) == kept
     seeds = []
     for seed in range(1, 4):
-        seeds.append(sample_dump_by_month(DumpSource(dump), tmp_path / f"s{seed}", months, 2,
+        seeds.append(sample_dump_by_month(DumpSource(dump), files(tmp_path / f"s{seed}"), months, 2,
                                           seed))
     assert any(set(other) != set(kept) for other in seeds)
 
@@ -210,13 +218,17 @@ def test_a_dated_build_from_a_dump_then_its_next_version(tmp_path, fake, capsys)
     months = manifest["funnel"]["months"]
     assert sum(m["sampled"] for m in months.values()) + manifest["funnel"]["discarded_r"][
         OUTSIDE_RANGE] == manifest["funnel"]["sampled"]
-    assert "months" in capsys.readouterr().out  # the printed funnel shows them
+    printed = capsys.readouterr().out  # the printed funnel shows a line per month
+    assert "by creation month:" in printed and "    2024-02: sampled 5, n r 2" in printed
 
     # --since with a dump takes the newer dump; the next version holds what came after
     newer = [*dated_pages([f"2024-04-{day:02d}T09:00:00Z" for day in (5, 6)], first_id=100)]
     newer_dump = write_dump(tmp_path / "newer.xml", newer)
     code = main(["build", "--since", str(first)])
     assert code == 2 and "give the newer dump with --dump" in capsys.readouterr().err
+    old_dump = write_dump(tmp_path / "old.xml", dated_pages(["2024-02-01T00:00:00Z"], 300))
+    code = main(["build", "--since", str(first), "--dump", str(old_dump)])  # nothing newer
+    assert code == 2 and "no article of it was created in 2024-03:" in capsys.readouterr().err
     assert main(["build", "--since", str(first), "--dump", str(newer_dump),
                  "--created", "2024-01:2024-04"]) == 0
     second = tmp_path / "sets" / "monthly-v2"

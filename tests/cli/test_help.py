@@ -158,7 +158,8 @@ def test_a_dataset_and_a_run_are_named_the_same_way_on_every_command():
                 assert "the same as --dataset" in action.help, name
             elif not action.option_strings:
                 positionals.add(action.metavar)
-    assert positionals == {"RUN_DIR", "RUN_A", "RUN_B", "ANSWERS", "PICKLE"}  # runs read, files
+    # runs read, files, and the folder `freshrag datasets` lists the dataset directories under
+    assert positionals == {"RUN_DIR", "RUN_A", "RUN_B", "ANSWERS", "PICKLE", "PATH"}
 
 
 @pytest.mark.parametrize("name, rest", [("label", []), ("scan-retrieval", []),

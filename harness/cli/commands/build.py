@@ -322,6 +322,12 @@ def render_funnel(funnel: dict) -> str:
         if key == "sampled" or key.startswith("discarded_"):
             continue
         label = STAGE_NAMES.get(key, key.replace("_", " "))
+        if key == "months":  # a set dated by month: a line per month
+            lines.append("  by creation month:")
+            lines += [f"    {month}: " + ", ".join(f"{k.replace('_', ' ')} {_count(v)}"
+                                                  for k, v in counts.items())
+                      for month, counts in value.items()]
+            continue
         if isinstance(value, dict):
             lines.append(f"  {label}: " + ", ".join(f"{k.replace('_', ' ')} {_count(v)}"
                                                    for k, v in value.items()))
