@@ -146,7 +146,8 @@ def sample_wiki_by_month(source: Any, files: SampleFiles, months: MonthRange, pe
     """A_r from a wiki: per month, the logged creations in seeded order, fetched until
     `per_month` are kept (or the month runs out). Resumes from the sample file."""
     examined = {row["title"] for row in read_jsonl(files.sample)}
-    kept = Counter(row.get("month") for row in read_jsonl(files.articles))
+    kept_rows = read_jsonl(files.articles)
+    kept = Counter(row.get("month") for row in kept_rows)
     logged = {month: source.created_titles(*months.window(month)) for month in months.months()}
     if not any(logged.values()):
         raise BuildError(f"{source.description}: its creation log names no main-namespace page "
@@ -156,6 +157,10 @@ def sample_wiki_by_month(source: Any, files: SampleFiles, months: MonthRange, pe
                          "XML holds <logitem> entries)")
     samples, articles = JsonlWriter(files.sample), JsonlWriter(files.articles)
     try:
+        for row in kept_rows:  # an article written just before a kill, its sample line not yet
+            if row["title"] not in examined:
+                samples.write({"title": row["title"], "discard": None, "month": row.get("month")})
+                examined.add(row["title"])
         for month, titles in logged.items():
             _month_rng(seed, month).shuffle(titles)
             todo = [title for title in titles if title not in examined]

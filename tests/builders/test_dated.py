@@ -166,6 +166,38 @@ def test_a_logged_page_that_moved_or_became_a_redirect_is_discarded(tmp_path):
     assert discards == {moved: OUTSIDE_MONTH, redirect: REDIRECT, "Page 2024-01 2": None}
 
 
+class Killed(Exception):
+    """The build stopped mid-way (a kill, a lost connection)."""
+
+
+def test_a_stopped_month_sample_resumes_without_fetching_again(tmp_path):
+    wiki = logged_wiki({"2024-01": 4, "2024-02": 4})
+    months = MonthRange("2024-01", "2024-02")
+    fetch = wiki.fetch_titles
+
+    def stopping(titles):
+        for page in fetch(titles):
+            if len(wiki.fetched) == 3:
+                raise Killed
+            yield page
+
+    wiki.fetch_titles = stopping
+    with pytest.raises(Killed):
+        sample_wiki_by_month(wiki, files(tmp_path / "set"), months, 2, seed=0)
+    before = list(wiki.fetched)
+    sample = tmp_path / "set" / "sample.jsonl"  # as if killed between the article and its line
+    sample.write_text("".join(sample.read_text().splitlines(keepends=True)[:-1]))
+    wiki.fetch_titles = fetch
+    kept = sample_wiki_by_month(wiki, files(tmp_path / "set"), months, 2, seed=0)
+    assert kept == sample_wiki_by_month(logged_wiki({"2024-01": 4, "2024-02": 4}),
+                                        files(tmp_path / "whole"), months, 2, seed=0)
+    assert len(kept) == len(set(kept)) == 4
+    assert wiki.fetched[len(before):] == [t for t in wiki.fetched[len(before):]
+                                          if t not in before[:2]]  # the kept are not asked again
+    samples = [row["title"] for row in read_jsonl(tmp_path / "set" / "sample.jsonl")]
+    assert len(samples) == len(set(samples)) == 4
+
+
 def test_an_empty_creation_log_is_a_clear_error(tmp_path):
     with pytest.raises(BuildError, match="creation log names no main-namespace page created in "
                                          "2024-01:2024-02.*<logitem>"):
