@@ -111,7 +111,8 @@ def find_datasets(root: Path) -> list[dict[str, Any]]:
     """Every dataset directory at `root` and below, as rows (path, version, counts, range),
     ordered by lineage: each first version, then its descendants in order."""
     if not root.is_dir():
-        raise BuildError(f"{root}: no such directory")
+        raise BuildError(f"{root}: " + ("not a directory" if root.exists() else
+                                        "no such directory"))
     found = [root, *sorted(p for p in root.rglob("*") if p.is_dir())]
     rows = [_row(directory, root) for directory in found if is_dataset_dir(directory)]
     children: dict[str | None, list[dict[str, Any]]] = {}

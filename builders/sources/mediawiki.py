@@ -85,6 +85,8 @@ class MediaWikiSource:
         """The main-namespace titles the creation log names from `start` up to (not including)
         `end`, oldest first, each once; a page moved since appears under the title it was made
         with, and the fetch of its first revision decides."""
+        if start >= end:  # a --since window that begins where its month ends
+            return []
         params: dict[str, Any] = dict(list="logevents", letype="create", lenamespace=0,
                                       lestart=_api_time(start), leend=_api_time(end - ONE_SECOND),
                                       ledir="newer", lelimit=BATCH, leprop="title|timestamp")
