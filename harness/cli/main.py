@@ -21,6 +21,7 @@ from freshrag.cli.commands import (
     agreement,
     build,
     demo,
+    filter,
     import_answers,
     import_legacy,
     index,
@@ -40,7 +41,7 @@ from freshrag.core.errors import UserError
 from freshrag.llm import deadline
 
 # In the order `freshrag --help` lists them.
-COMMANDS = (build, label, mix, run, systems, score, index, scan_retrieval, report, agreement,
+COMMANDS = (build, label, mix, filter, run, systems, score, index, scan_retrieval, report, agreement,
             import_answers, import_legacy, demo, probe_judge, needs, serve)
 
 
