@@ -21,7 +21,8 @@ Rows come run directory by run directory as given, each in the order of its `--s
 (`in_systems_order`), not the order the pairs finished in, so that every table and figure made
 from them lists the systems as the user named them. The summary is printed narrow, to be read
 at 80 columns (`terminal_table`); the whole table is written beside summary.json as summary.md
-(`write_summary`).
+(`write_summary`). Under the table, each: how much of the set the answer model knows without
+retrieval (`known`, harness/reporting/freshness.py).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from freshrag.core.jsonl import ResultsError
 from freshrag.core.manifest import read_manifest
 from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.core.stats import mean
+from freshrag.reporting.freshness import known_lines
 from freshrag.reporting.identity import (
     Identity,
     group_rows,
@@ -206,21 +208,31 @@ def columns_for(columns: Sequence[str], rows: list[dict[str, Any]]) -> tuple[str
 
 
 def render(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None = None,
-           breakdowns: dict[str, list[dict[str, Any]]] | None = None) -> str:
+           breakdowns: dict[str, list[dict[str, Any]]] | None = None,
+           known: list[dict[str, Any]] | None = None) -> str:
     """The summary table as printed: markdown, the narrow `terminal_table`; as JSON with the
-    judge's checks (harness/reporting/judge_check.py) and the summary broken down by question
-    fields (harness/reporting/breakdown.py) if given; CSV, every column."""
+    judge's checks (harness/reporting/judge_check.py), the summary broken down by question
+    fields (harness/reporting/breakdown.py) and what the answer model knows without retrieval
+    (harness/reporting/freshness.py) if given; CSV, every column. In markdown, the lines of
+    `known` follow the table."""
     columns = columns_for(COLUMNS, summary)
     if fmt == "json":  # strict JSON: a statistic that is no finite number is null (`finite`)
         return dumps(finite({"rows": summary, **({"judge": judge} if judge else {}),
-                             **({"breakdowns": breakdowns} if breakdowns else {})}), indent=2)
+                             **({"breakdowns": breakdowns} if breakdowns else {}),
+                             **({"known": known} if known else {})}), indent=2)
     if fmt == "csv":  # through the csv module, formulas defused (core/tables.py)
         return tables.csv_text([{k: models_label(v) if isinstance(v, dict) else v
                                  for k, v in row.items()} for row in summary], columns)
     if fmt == "markdown":
-        return (terminal_table(summary) + f"\n\nthe whole table, with unscored and failed pairs, "
-                f"retrievals and models: {SUMMARY_MD}")
+        return (terminal_table(summary) + _known_text(known) + f"\n\nthe whole table, with "
+                f"unscored and failed pairs, retrievals and models: {SUMMARY_MD}")
     raise ValueError(f"unknown format {fmt!r}; choose markdown, json or csv")
+
+
+def _known_text(known: list[dict[str, Any]] | None) -> str:
+    """The lines on what the answer model knows, after a blank line; "" when there are none."""
+    lines = known_lines(known or [], tables.cell)
+    return "\n\n" + "\n".join(lines) if lines else ""
 
 
 def terminal_table(summary: list[dict[str, Any]], width: int = TERMINAL_WIDTH) -> str:
@@ -323,11 +335,15 @@ def is_interval(value: list[Any]) -> bool:
 
 
 def write_summary(out_dir: Path, summary: list[dict[str, Any]],
-                  breakdowns: dict[str, list[dict[str, Any]]] | None = None) -> Path:
-    """summary.json, and the whole table (every column) as markdown in summary.md."""
+                  breakdowns: dict[str, list[dict[str, Any]]] | None = None,
+                  known: list[dict[str, Any]] | None = None) -> Path:
+    """summary.json, and the whole table (every column) as markdown in summary.md, each with
+    what the answer model knows without retrieval (`known`) if given."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    write_text(out_dir / SUMMARY_MD, markdown_table(summary, columns_for(COLUMNS, summary)) + "\n")
-    return write_text(out_dir / SUMMARY, render(summary, "json", breakdowns=breakdowns) + "\n")
+    write_text(out_dir / SUMMARY_MD, markdown_table(summary, columns_for(COLUMNS, summary))
+               + _known_text(known) + "\n")
+    return write_text(out_dir / SUMMARY, render(summary, "json", breakdowns=breakdowns,
+                                                known=known) + "\n")
 
 
 # (key in analysis.analyse(), title, columns): the tables of the printed report, in order;
