@@ -90,7 +90,7 @@ def _system_rows(run_dir: Path, system: str) -> list[dict[str, Any]]:
     rows = read_samples(run_dir / SAMPLES, light=True)
     mine = [row for row in rows if row["system"] == system]
     if not mine:
-        ran = ", ".join(dict.fromkeys(row["system"] for row in rows)) or "none"
+        ran = ", ".join(sorted({row["system"] for row in rows})) or "none"
         raise MeasuredError(f"{run_dir}: no answers of system {system!r} (it holds: {ran}); run "
                             f"it with --systems {system}, or name one it holds with --system")
     return mine

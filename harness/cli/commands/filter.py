@@ -35,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rule.add_argument("--system", default=SYSTEM, metavar="NAME",
                       help="the system whose answers measure the model (default: %(default)s, "
                            "which answers with no retrieval)")
-    rule.add_argument("--known-at", type=whole(1, 5), default=KNOWN_AT, metavar="T",
+    rule.add_argument("--known-at", type=whole(2, 5), default=KNOWN_AT, metavar="T",
                       help="an answer graded at least T for truthfulness is known, and its "
                            "question dropped (default: %(default)s)")
     p.add_argument_group("output").add_argument(
