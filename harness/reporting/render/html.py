@@ -37,14 +37,10 @@ from freshrag.core.files import write_text
 from freshrag.reporting import breakdown
 from freshrag.reporting.analysis import LOW_SCORE
 from freshrag.reporting.freshness import known_lines
+from freshrag.reporting.render.terminal import format_value, is_interval
 from freshrag.reporting.render.viewer import viewer_section
 from freshrag.reporting.report import ANALYSIS_TABLES as PRINTED_TABLES
-from freshrag.reporting.report import (
-    COLUMNS,
-    columns_for,
-    format_value,
-    is_interval,
-)
+from freshrag.reporting.report import COLUMNS, columns_for
 from freshrag.reporting.scorers import SCORER_TABLES
 
 Row = dict[str, Any]
