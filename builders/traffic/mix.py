@@ -80,7 +80,7 @@ def write_mix(dataset_dir: Path, shares: dict[str, float], n: int, seed: int, ou
     if out.exists() and any(out.iterdir()):
         raise MixError(f"{out}: not empty; write a mix into a new --out")
     chosen = draw(dataset.questions, counts, seed, dataset.files["questions"])
-    raw = _raw_rows(dataset.files["questions"])
+    raw = raw_rows(dataset.files["questions"])
     out.mkdir(parents=True, exist_ok=True)
     # the ids as the source gave or numbered them, so runs line up
     replace_jsonl(out / "questions.jsonl", ({**raw[question.id], "id": question.id}
@@ -94,7 +94,7 @@ def write_mix(dataset_dir: Path, shares: dict[str, float], n: int, seed: int, ou
             f"run it with: freshrag run --dataset {out}")
 
 
-def _raw_rows(path: Path) -> dict[str, dict[str, Any]]:
+def raw_rows(path: Path) -> dict[str, dict[str, Any]]:
     """The questions file's rows by question id (the loader numbers rows without one by line),
     so that a mix keeps every field a row holds (category, cutoff, created, ...)."""
     rows = {}

@@ -22,6 +22,7 @@ from freshrag.cli.commands import (
     build,
     datasets,
     demo,
+    filter,
     import_answers,
     import_legacy,
     index,
@@ -41,7 +42,8 @@ from freshrag.core.errors import UserError
 from freshrag.llm import deadline
 
 # In the order `freshrag --help` lists them.
-COMMANDS = (build, datasets, label, mix, run, systems, score, index, scan_retrieval, report, agreement,
+COMMANDS = (build, datasets, label, mix, filter, run, systems, score, index, scan_retrieval, report,
+            agreement,
             import_answers, import_legacy, demo, probe_judge, needs, serve)
 
 

@@ -35,6 +35,7 @@ from typing import Any, Iterable
 Row = dict[str, Any]
 ROLE_ORDER = ("answer", "decision", "judge", "embeddings")
 MIXED = " + "  # between the models one role played in one run directory
+RUN = "run"  # the field and column added when two rows differ only by their run directory
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class Identity:
     def fields(self) -> dict[str, Any]:
         """What every table row says about its identity."""
         return {"dataset": self.dataset, "system": self.system, "models": self.model_map,
-                **({"run": self.run} if self.run is not None else {})}
+                **({RUN: self.run} if self.run is not None else {})}
 
 
 def retriever_model(index: dict[str, Any] | None) -> str | None:

@@ -20,8 +20,9 @@ rows only, is named in a note (`run_notes`) rather than left to look like a cras
 Rows come run directory by run directory as given, each in the order of its `--systems`
 (`in_systems_order`), not the order the pairs finished in, so that every table and figure made
 from them lists the systems as the user named them. The summary is printed narrow, to be read
-at 80 columns (`terminal_table`); the whole table is written beside summary.json as summary.md
-(`write_summary`).
+at 80 columns (render/terminal.py); the whole table is written beside summary.json as summary.md
+(`write_summary`). Under the table, each: how much of the set the answer model knows without
+retrieval (`known`, harness/reporting/freshness.py).
 """
 
 from __future__ import annotations
@@ -37,24 +38,17 @@ from freshrag.core.jsonl import ResultsError
 from freshrag.core.manifest import read_manifest
 from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.core.stats import mean
-from freshrag.reporting.identity import (
-    Identity,
-    group_rows,
-    labels,
-    models_label,
-    ordered_roles,
-    retriever_model,
-)
+from freshrag.reporting.freshness import known_lines
+from freshrag.reporting.identity import RUN, group_rows, labels, models_label, retriever_model
 from freshrag.reporting.outcomes import is_scored, retrievals, spent, unreported, with_judge_pass
+from freshrag.reporting.render.terminal import format_value, terminal_table
 from freshrag.scoring.store import answer_scores, scores_of
 
 SUMMARY = "summary.json"
 SUMMARY_MD = "summary.md"  # the whole summary table as markdown; the terminal shows a narrow one
-TERMINAL_WIDTH = 80
 COLUMNS = ("dataset", "system", "n", "scored", "unscored", "truthfulness", "relevance",
            "input_tokens", "output_tokens", "retrievals", "no_decision", "failed",
            "failed_input_tokens", "failed_output_tokens", "models")
-RUN = "run"  # the column added when two rows differ only by their run directory
 
 
 def load_runs(run_dirs: list[Path], light: bool = False) -> list[dict[str, Any]]:
@@ -206,79 +200,31 @@ def columns_for(columns: Sequence[str], rows: list[dict[str, Any]]) -> tuple[str
 
 
 def render(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None = None,
-           breakdowns: dict[str, list[dict[str, Any]]] | None = None) -> str:
-    """The summary table as printed: markdown, the narrow `terminal_table`; as JSON with the
-    judge's checks (harness/reporting/judge_check.py) and the summary broken down by question
-    fields (harness/reporting/breakdown.py) if given; CSV, every column."""
+           breakdowns: dict[str, list[dict[str, Any]]] | None = None,
+           known: list[dict[str, Any]] | None = None) -> str:
+    """The summary table as printed: markdown, the narrow table of render/terminal.py; as JSON
+    with the judge's checks (harness/reporting/judge_check.py), the summary broken down by
+    question fields (harness/reporting/breakdown.py) and what the answer model knows without
+    retrieval (harness/reporting/freshness.py) if given; CSV, every column. In markdown, the
+    lines of `known` follow the table."""
     columns = columns_for(COLUMNS, summary)
     if fmt == "json":  # strict JSON: a statistic that is no finite number is null (`finite`)
         return dumps(finite({"rows": summary, **({"judge": judge} if judge else {}),
-                             **({"breakdowns": breakdowns} if breakdowns else {})}), indent=2)
+                             **({"breakdowns": breakdowns} if breakdowns else {}),
+                             **({"known": known} if known else {})}), indent=2)
     if fmt == "csv":  # through the csv module, formulas defused (core/tables.py)
         return tables.csv_text([{k: models_label(v) if isinstance(v, dict) else v
                                  for k, v in row.items()} for row in summary], columns)
     if fmt == "markdown":
-        return (terminal_table(summary) + f"\n\nthe whole table, with unscored and failed pairs, "
-                f"retrievals and models: {SUMMARY_MD}")
+        return (terminal_table(summary) + _known_text(known) + f"\n\nthe whole table, with "
+                f"unscored and failed pairs, retrievals and models: {SUMMARY_MD}")
     raise ValueError(f"unknown format {fmt!r}; choose markdown, json or csv")
 
 
-def terminal_table(summary: list[dict[str, Any]], width: int = TERMINAL_WIDTH) -> str:
-    """The summary's key columns as an aligned markdown table no wider than `width`: system
-    (with the dataset when there are several), answers, mean truthfulness and relevance, tokens
-    in and out (answered pairs, judge excluded; 12.3k for 12,300). Models and the run directory
-    are in the name only where they tell two rows apart (identity.labels); a name too long is cut
-    with `…`."""
-    several = len({row["dataset"] for row in summary}) > 1
-    named = _summary_labels(summary)
-    cells = [[("" if not several else f"{row['dataset']} / ") + named[i],
-              format_value(row["n"]), format_value(row["truthfulness"]),
-              format_value(row["relevance"]),
-              f"{_compact(row['input_tokens'])} / {_compact(row['output_tokens'])}"]
-             for i, row in enumerate(summary)]
-    header = ["dataset / system" if several else "system", "n", "truthfulness", "relevance",
-              "tokens in / out"]
-    widths = [max(len(tables.cell(line[i])) for line in [header, *cells])
-              for i in range(len(header))]
-    room = max(width - (sum(widths[1:]) + 3 * len(widths) + 1), len(header[0]))
-    widths[0] = min(widths[0], room)  # cut the names, never the numbers
-    escaped = [[_cut(line[0], room), *map(tables.cell, line[1:])] for line in [header, *cells]]
-    lines = ["| " + " | ".join(value.ljust(w) if i == 0 else value.rjust(w)
-                               for i, (value, w) in enumerate(zip(line, widths))) + " |"
-             for line in escaped]
-    rule = "|" + "|".join("-" * (w + 2) if i == 0 else "-" * (w + 1) + ":"
-                          for i, w in enumerate(widths)) + "|"
-    return "\n".join([lines[0], rule, *lines[1:]])
-
-
-def _summary_labels(summary: list[dict[str, Any]]) -> list[str]:
-    """Each summary row's short name (identity.labels): the system, with what tells it apart."""
-    keys = [Identity(row["dataset"], row["system"],
-                     tuple((role, row["models"][role]) for role in ordered_roles(row["models"])),
-                     row.get(RUN)) for row in summary]
-    named = labels(keys)
-    return [named[key] for key in keys]
-
-
-def _compact(count: int | None) -> str:
-    """A token count in at most 5 characters: 9,660; 12.3k; 4.56M; 7.89B; `–` if unknown."""
-    if count is None:
-        return "–"
-    if count < 10_000:
-        return f"{count:,}"
-    # 3 significant digits; a count that rounds up to the next unit (999,999) is shown in it
-    unit, size = next((u, n) for u, n in (("B", 10 ** 9), ("M", 10 ** 6), ("k", 10 ** 3))
-                      if count >= n * 0.9995 or u == "k")
-    return f"{count / size:.3g}{unit}"
-
-
-def _cut(text: str, width: int) -> str:
-    """`text` escaped for a table cell (tables.cell), cut before escaping to `width` characters
-    ending in `…`, so that no escape is cut in two."""
-    if len(tables.cell(text)) <= width:
-        return tables.cell(text)
-    return next(cut for end in range(min(len(text), width), -1, -1)
-                if len(cut := tables.cell(text[:end] + "…")) <= width)
+def _known_text(known: list[dict[str, Any]] | None) -> str:
+    """The lines on what the answer model knows, after a blank line; "" when there are none."""
+    lines = known_lines(known or [], tables.cell)
+    return "\n\n" + "\n".join(lines) if lines else ""
 
 
 def markdown_table(rows: list[dict[str, Any]], columns: Sequence[str]) -> str:
@@ -289,45 +235,16 @@ def markdown_table(rows: list[dict[str, Any]], columns: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def format_value(value: Any, column: str = "") -> str:
-    """A table cell, as every report shows it: `–` for missing, 2 decimals (3 significant digits
-    for small amounts such as dollars), thousands separators, `value [low, high]` for intervals,
-    p-values below 0.001 as `< 0.001`, yes/no for flags, role -> model maps as
-    `answer, decision: m1; judge: m2`."""
-    if value is None:
-        return "–"
-    if isinstance(value, dict):
-        return models_label(value)
-    if column == "p_value" and isinstance(value, (int, float)):
-        # freshrag's own text, markdown as it is: a "<" before a space opens no HTML tag
-        return tables.Markdown("< 0.001") if value < 0.001 else f"{value:.3f}"
-    if isinstance(value, list) and is_interval(value):
-        shown = [format_value(v) for v in value]
-        return f"{shown[0]} [{shown[1]}, {shown[2]}]" if len(value) == 3 else \
-            f"[{shown[0]}, {shown[1]}]"
-    if isinstance(value, list):
-        return ", ".join(format_value(v) for v in value) or "–"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.3g}" if 0 < abs(value) < 0.005 else f"{value:.2f}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
-
-
-def is_interval(value: list[Any]) -> bool:
-    """[value, low, high] or [low, high] of numbers (the analysis's intervals)."""
-    return len(value) in (2, 3) and all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
-
-
 def write_summary(out_dir: Path, summary: list[dict[str, Any]],
-                  breakdowns: dict[str, list[dict[str, Any]]] | None = None) -> Path:
-    """summary.json, and the whole table (every column) as markdown in summary.md."""
+                  breakdowns: dict[str, list[dict[str, Any]]] | None = None,
+                  known: list[dict[str, Any]] | None = None) -> Path:
+    """summary.json, and the whole table (every column) as markdown in summary.md, each with
+    what the answer model knows without retrieval (`known`) if given."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    write_text(out_dir / SUMMARY_MD, markdown_table(summary, columns_for(COLUMNS, summary)) + "\n")
-    return write_text(out_dir / SUMMARY, render(summary, "json", breakdowns=breakdowns) + "\n")
+    write_text(out_dir / SUMMARY_MD, markdown_table(summary, columns_for(COLUMNS, summary))
+               + _known_text(known) + "\n")
+    return write_text(out_dir / SUMMARY, render(summary, "json", breakdowns=breakdowns,
+                                                known=known) + "\n")
 
 
 # (key in analysis.analyse(), title, columns): the tables of the printed report, in order;

@@ -320,6 +320,23 @@ def case_scan_retrieval(world: World, kind: str, tmp_path: Path) -> None:
     assert (scan["questions"], scan["general_queries"]) == (N - general, general), scan
 
 
+def case_filter(world: World, kind: str, tmp_path: Path) -> None:
+    """The questions kept are those the run's first system answered below --known-at; the
+    articles stay whole; every question of the set is counted once."""
+    run, system = base_run(world, kind), systems_of(kind)[0]
+    truths = {r["question_id"]: r["grade"]["truthfulness"]
+              for r in read_samples(run / "samples.jsonl") if r["system"] == system}
+    ok("filter", run, "--dataset", world.kinds[kind].dataset, "--system", system,
+       "--known-at", 5, "--out", tmp_path / "fresh")
+    kept = [str(q["id"]) for q in read_jsonl(tmp_path / "fresh" / "questions.jsonl")]
+    assert kept == [qid for qid in world.answered(kind) if truths[qid] < 5]
+    counts = json.loads((tmp_path / "fresh" / "manifest.json").read_text())["measured"]["counts"]
+    questions = read_jsonl(world.kinds[kind].dataset / "questions.jsonl")
+    assert sum(counts.values()) == len(questions) and counts["kept"] == len(kept)
+    assert (tmp_path / "fresh" / "articles.jsonl").read_bytes() == \
+        (world.kinds[kind].dataset / "articles.jsonl").read_bytes()
+
+
 def case_probe_judge(world: World, kind: str, tmp_path: Path) -> None:
     result = ok("probe-judge", "--dataset", world.kinds[kind].dataset, "--probe-k", "2")
     assert "over 2 probe pairs" in result.out, result.out
@@ -330,7 +347,7 @@ COMMANDS: dict[str, Callable[[World, str, Path], None]] = {
     **{f"score --scorers {name}": case_score(name) for name in SCORERS},
     "score --dry-run": case_score_dry_run, "score --batch": case_score_batch,
     "report": case_report, "report --mix": case_report_mix, "agreement": case_agreement,
-    "label": case_label, "mix": case_mix,
+    "label": case_label, "mix": case_mix, "filter": case_filter,
     "scan-retrieval": case_scan_retrieval, "probe-judge": case_probe_judge,
 }
 # (command, kind) pairs that by design end in a named error, and the words it names

@@ -21,6 +21,7 @@ OWN_DEFAULTS = {
     "--out": "each command writes its own output",
     "--scorers": "score adds the scorers it is told; run grades with the judge by default",
     "--by": "report adds a table per field given; scan-retrieval picks the one grouping",
+    "--system": "import and import-legacy name the system they write; filter reads baseline's",
 }
 
 

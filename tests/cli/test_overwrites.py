@@ -48,6 +48,20 @@ def mix_into_its_dataset(tmp):
             "--out", str(tmp / "dataset")], questions
 
 
+def filter_into_its_dataset(tmp):
+    questions, _ = write_dataset(tmp / "dataset")
+    write_run(tmp / "run", [sample("q00001", "baseline", 2)])
+    return ["filter", str(tmp / "run"), "--dataset", str(tmp / "dataset"),
+            "--out", str(tmp / "dataset")], questions
+
+
+def filter_over_its_run(tmp):
+    write_dataset(tmp / "dataset")
+    run = write_run(tmp / "run", [sample("q00001", "baseline", 2)], {"kind": "run"})
+    return ["filter", str(run), "--dataset", str(tmp / "dataset"), "--out", str(run)], \
+        run / "manifest.json"
+
+
 def import_over_its_answers(tmp):
     write_dataset(tmp / "dataset")
     answers = tmp / "run" / "samples.jsonl"
@@ -74,7 +88,8 @@ def report_html_over_its_run(tmp):
 
 @pytest.mark.parametrize("case", [
     needs_over_its_log, needs_json_over_its_log, build_over_its_needs,
-    label_over_its_hand_labels, mix_into_its_dataset, import_over_its_answers,
+    label_over_its_hand_labels, mix_into_its_dataset, filter_into_its_dataset,
+    filter_over_its_run, import_over_its_answers,
     import_legacy_over_its_pickle, report_html_over_its_run,
 ], ids=lambda case: case.__name__.replace("_", "-"))
 def test_an_output_over_an_input_is_refused_and_the_input_kept(tmp_path, monkeypatch, capsys,

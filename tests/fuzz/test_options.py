@@ -33,7 +33,7 @@ BASE = {"build": ["--out", "o", "--cutoff", "2020-01-01"], "run": [], "index": [
         "score": ["d", "--scorers", "judge"],
         "scan-retrieval": [],
         "needs": ["--queries", "q.jsonl"],
-        "mix": ["d", "--n", "1", "--out", "o"], "label": ["d"]}
+        "mix": ["d", "--n", "1", "--out", "o"], "label": ["d"], "filter": ["r", "--out", "o"]}
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:

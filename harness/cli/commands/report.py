@@ -59,6 +59,7 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.cli.common import default_config
     from freshrag.core.files import write_json
     from freshrag.reporting import analysis, breakdown, report
+    from freshrag.reporting.freshness import known_without_retrieval
     from freshrag.reporting.judge_check import judge_checks
     from freshrag.reporting.prices import price_table
 
@@ -71,6 +72,7 @@ def handle(args: argparse.Namespace) -> int:
                          f"traffic kind (fresh, control, general) to recombine; a set of them "
                          f"comes from the traffic stage and freshrag mix (docs/traffic.md)")
     summary = report.summarise(rows)
+    known = known_without_retrieval(rows)  # how much of the set the answer model knows
     details = analysis.analyse(rows, prices, correct_at=args.correct_at, mixes=args.mix)
     details["judge"] = judge_checks(args.run_dirs, rows)
     breakdowns = {field: breakdown.breakdown(rows, field, prices) for field in args.by or ()}
@@ -81,7 +83,7 @@ def handle(args: argparse.Namespace) -> int:
                 + report.non_finite_notes("breakdowns", breakdowns))
     summary, details, breakdowns = map(report.finite, (summary, details, breakdowns))
     by_field = breakdown.summary_tables(breakdowns)
-    report.write_summary(out, summary, by_field)
+    report.write_summary(out, summary, by_field, known)
     if breakdowns:
         details["breakdowns"] = breakdowns
     write_json(out / ANALYSIS, {**details, "notes": (details.get("notes") or []) + unfinite},
@@ -92,7 +94,8 @@ def handle(args: argparse.Namespace) -> int:
     side = sys.stdout if args.format == "markdown" else sys.stderr
     for line in details["judge"]["lines"] + notes:
         print(line, file=side)
-    print(report.render(summary, args.format, judge=details["judge"], breakdowns=by_field))
+    print(report.render(summary, args.format, judge=details["judge"], breakdowns=by_field,
+                        known=known))
     if args.format == "markdown":
         _print_analysis(rows, details, breakdowns)
         print(f"\nsummary.json, {ANALYSIS} and {len(figures)} figures written to {out}/")
@@ -104,7 +107,7 @@ def handle(args: argparse.Namespace) -> int:
 
         page = write_html(rows, summary, details, figures, args.html,
                           sources=[str(run_dir) for run_dir in args.run_dirs], notes=notes,
-                          breakdowns=breakdowns)
+                          breakdowns=breakdowns, known=known)
         print(f"HTML report written to {page}", file=side)  # stderr keeps JSON or CSV parseable
     return 0
 

@@ -7,7 +7,8 @@ request to any server (it works from `file://`). Sections, in order:
 - notes on the runs (one with no rows, or with failed rows only), if any,
 - the summary table (`report.summarise`, the paper's Tables II–III), one row per run identity
   (harness/reporting/identity.py) with its models, and its run directory when two rows need it,
-  in a box of its own that scrolls sideways when the page is narrower than the table,
+  in a box of its own that scrolls sideways when the page is narrower than the table, and
+  under it what the answer model knows without retrieval (harness/reporting/freshness.py),
 - the analysis tables (`analysis.analyse`) that have rows, intervals shown as `value [low,
   high]`; the tables with nothing to show are named together on one line, so a reader knows
   they were looked for; then the analysis's notes (what was not compared, and why),
@@ -35,14 +36,11 @@ from typing import Any, Iterable, Sequence
 from freshrag.core.files import write_text
 from freshrag.reporting import breakdown
 from freshrag.reporting.analysis import LOW_SCORE
+from freshrag.reporting.freshness import known_lines
+from freshrag.reporting.render.terminal import format_value, is_interval
 from freshrag.reporting.render.viewer import viewer_section
 from freshrag.reporting.report import ANALYSIS_TABLES as PRINTED_TABLES
-from freshrag.reporting.report import (
-    COLUMNS,
-    columns_for,
-    format_value,
-    is_interval,
-)
+from freshrag.reporting.report import COLUMNS, columns_for
 from freshrag.reporting.scorers import SCORER_TABLES
 
 Row = dict[str, Any]
@@ -85,21 +83,23 @@ figcaption { font-size: 12px; color: #555; text-align: center; }
 
 def write_html(rows: list[Row], summary: list[Row], analysis: dict[str, Any],
                figures: Sequence[Path], path: Path, sources: Sequence[str] = (),
-               notes: Sequence[str] = (), breakdowns: dict[str, dict[str, Any]] | None = None
-               ) -> Path:
+               notes: Sequence[str] = (), breakdowns: dict[str, dict[str, Any]] | None = None,
+               known: list[Row] | None = None) -> Path:
     """Write the report to `path` (parents created) and return it. `sources` (the run
     directories) are named under the title so a saved page says where it came from; `notes`
     (e.g. a run with no rows) are listed below them."""
     path.parent.mkdir(parents=True, exist_ok=True)
     return write_text(path, render_html(rows, summary, analysis, figures, sources, notes,
-                                         breakdowns))
+                                         breakdowns, known))
 
 
 def render_html(rows: list[Row], summary: list[Row], analysis: dict[str, Any],
                 figures: Sequence[Path], sources: Sequence[str] = (),
                 notes: Sequence[str] = (),
-                breakdowns: dict[str, dict[str, Any]] | None = None) -> str:
-    """The page as a string; see the module docstring for its sections."""
+                breakdowns: dict[str, dict[str, Any]] | None = None,
+                known: list[Row] | None = None) -> str:
+    """The page as a string; see the module docstring for its sections. `known`: what the
+    answer model knows without retrieval (harness/reporting/freshness.py), under the summary."""
     fields = list(breakdowns or {})
     body = [
         "<h1>freshrag report</h1>",
@@ -110,7 +110,8 @@ def render_html(rows: list[Row], summary: list[Row], analysis: dict[str, Any],
         + "".join(f"<a href=\"#by-{_e(f)}\">By {_e(f)}</a>" for f in fields)
         + "<a href=\"#figures\">Figures</a><a href=\"#answers\">Answers</a></nav>",
         _section("summary", "Summary",
-                 _table("summary-table", summary, columns_for(COLUMNS, summary))),
+                 _table("summary-table", summary, columns_for(COLUMNS, summary))
+                 + _known(known)),
         _section("analysis", "Analysis", _analysis(analysis)),
         _section("scorers", "Scorers", scored) if (scored := _scorers(analysis)) else "",
         *(_section(f"by-{field}", f"By {field}", _breakdown(breakdowns[field]))
@@ -217,6 +218,12 @@ def _judge_verdict(checks: dict[str, Any] | None) -> str:
     kind = "judge" if checks["informative"] else "judge warning"
     return (f"<div class=\"{kind}\" id=\"judge\"><strong>Judge</strong><ul>"
             + "".join(f"<li>{_e(line)}</li>" for line in checks["lines"]) + "</ul></div>")
+
+
+def _known(known: list[Row] | None) -> str:
+    """The lines of freshness.known_lines as a list under the summary table ("" for none)."""
+    lines = known_lines(known or [])
+    return "\n" + _notes("known", lines) if lines else ""
 
 
 def _notes(ident: str, notes: Sequence[str]) -> str:
