@@ -20,6 +20,7 @@ import traceback
 from freshrag.cli.commands import (
     agreement,
     build,
+    cutoff,
     demo,
     import_answers,
     import_legacy,
@@ -40,8 +41,8 @@ from freshrag.core.errors import UserError
 from freshrag.llm import deadline
 
 # In the order `freshrag --help` lists them.
-COMMANDS = (build, label, mix, run, systems, score, index, scan_retrieval, report, agreement,
-            import_answers, import_legacy, demo, probe_judge, needs, serve)
+COMMANDS = (build, label, mix, run, cutoff, systems, score, index, scan_retrieval, report,
+            agreement, import_answers, import_legacy, demo, probe_judge, needs, serve)
 
 
 DESCRIPTION = ("Benchmark RAG strategies on questions about Wikipedia articles created after a "
