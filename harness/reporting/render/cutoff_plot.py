@@ -69,4 +69,4 @@ def _axes(ax: Any, months: list[str], document: dict[str, Any]) -> None:
     ax.set_xlabel("month the question's article was created")
     ax.set_title(f"Effective knowledge cutoff: {document['dataset']}", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower left")
+    ax.legend(fontsize=7, loc="best")
