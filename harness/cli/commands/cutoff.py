@@ -12,7 +12,7 @@ from pathlib import Path
 from freshrag.cli.commands import run
 from freshrag.cli.options import add_command, add_dataset_options, iso_date
 
-HELP = "estimate where a model's knowledge really ends, month by month"
+HELP = "where a model's knowledge really ends, by creation month"
 
 
 DESCRIPTION = ("The answer model answers every question twice, without retrieval (baseline, "
