@@ -10,8 +10,10 @@ import pytest
 
 from freshrag.cli.main import main
 from freshrag.reporting.cutoff import month_range
+from tests.support.costs import PRICE
 from tests.support.cutoff_model import DONT_KNOW, QUESTION, KnowsBefore, fact_sentence
 from tests.support.datasets import write_dataset
+from tests.support.fake_batches import FakeBatches
 
 MONTHS = month_range("2022-01", "2023-12")
 FALL = "2023-02"  # the first month the model does not know
@@ -131,3 +133,31 @@ def test_unscored_answers_are_counted_and_left_out(tmp_path, fake_server, capsys
     assert may["closed_book"]["n"] == PER_MONTH - 1 and may["open_book"]["n"] == PER_MONTH
     assert "baseline: 1 unscored answer(s) left out" in capsys.readouterr().out
     assert document["fall"]["month"] == FALL and server.calls > 0
+
+
+def test_a_cap_stops_the_run_and_the_estimate_says_it_covers_the_finished_pairs(
+        tmp_path, model, capsys):
+    config = tmp_path / "freshrag.toml"
+    config.write_text(f'[prices]\n"fake-model" = {{ input = {PRICE[0]}, output = {PRICE[1]} }}\n')
+    args = ("--config", str(config), "--no-probe", "--concurrency", "1")
+    assert cutoff(tmp_path, *args, "--max-cost", "0.02") == 3
+    said = capsys.readouterr().out
+    assert "CAPPED" in said and "the estimate covers the finished pairs only" in said
+    partial = json.loads((tmp_path / "run" / "cutoff.json").read_text())
+    assert 0 < partial["questions"]["asked"] < len(MONTHS) * PER_MONTH
+    assert cutoff(tmp_path, *args) == 0  # the rest, resumed
+    document = json.loads((tmp_path / "run" / "cutoff.json").read_text())
+    assert document["questions"]["asked"] == len(MONTHS) * PER_MONTH
+    assert document["fall"]["month"] == FALL
+
+
+def test_a_batch_run_answers_every_pair_through_the_batch_api(tmp_path, fake_server, capsys):
+    codes = monthly_dataset(tmp_path / "data")
+    batches = FakeBatches(polls=1)
+    server = fake_server(reply=KnowsBefore({title: code for title, (month, code) in codes.items()
+                                            if month < FALL}), batches=batches)
+    assert main(["cutoff", "--dataset", str(tmp_path / "data"), "--out", str(tmp_path / "run"),
+                 "--batch", "--batch-poll", "0.05", "--no-probe"]) == 0
+    assert server.calls == 0 and batches.submitted  # every chat call came from a batch
+    document = json.loads((tmp_path / "run" / "cutoff.json").read_text())
+    assert document["fall"]["month"] == FALL
