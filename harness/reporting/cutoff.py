@@ -121,10 +121,10 @@ def _interval(values: list[int]) -> list[float] | None:
 
 
 def _fall_record(fall: breakpoint.Fall, months: list[str]) -> dict[str, Any]:
-    name = (lambda i: months[i]) if months else (lambda i: None)
+    """The fit with its months by name (the fit found none when there are no months)."""
     return {"found": fall.month is not None,
-            "month": None if fall.month is None else name(fall.month),
-            "interval": None if fall.interval is None else [name(i) for i in fall.interval],
+            "month": None if fall.month is None else months[fall.month],
+            "interval": None if fall.interval is None else [months[i] for i in fall.interval],
             "level_before": fall.before, "level_after": fall.after, "p_value": fall.p_value,
             "bootstrap_share": fall.bootstrap_share, "reason": fall.reason}
 
@@ -140,7 +140,8 @@ def _stated(stated: str | None, source: str) -> dict[str, Any] | None:
 def _notes(undated: int, left_out: dict[str, Counter], table: list[dict]) -> list[str]:
     notes = []
     if undated:
-        notes.append(f"{undated} question(s) whose article has no `created` date are left out")
+        notes.append(f"{undated} question(s) without a gold article that has a `created` date "
+                     f"are left out")
     for system, counts in left_out.items():
         if counts:
             said = ", ".join(f"{n} {what}" for what, n in sorted(counts.items()))

@@ -109,7 +109,7 @@ def test_the_table_has_every_month_with_intervals_and_the_notes_count_what_was_l
     assert document["stated_cutoff"] == {"date": "2022-12-31", "from": "--stated-cutoff",
                                          "falls_from": "2023-01"}
     table = render(document)
-    assert "| 2023-02 | 0 |" in table and "1 question(s) whose article has no" in table
+    assert "| 2023-02 | 0 |" in table and "1 question(s) without a gold article that has a `created` date" in table
     assert "baseline: 1 failed, 1 unscored" in table
 
 
@@ -117,3 +117,15 @@ def test_a_dataset_without_dates_is_named(tmp_path):
     data = dated_dataset(tmp_path, [None, None])
     with pytest.raises(CutoffError, match=str(tmp_path / "articles.jsonl")):
         check_dated(data)
+
+
+def test_no_answers_yet_give_an_empty_table_and_figure_not_an_error(tmp_path):
+    """A run capped before its first pair finished still writes what it has."""
+    from freshrag.reporting.render.cutoff_plot import write_cutoff_plot
+
+    data = dated_dataset(tmp_path, ["2023-01-05T00:00:00Z"] * 3)
+    document = analyse(data, [], None, "--knowledge-cutoff")
+    assert document["months"] == [] and "too few" in document["fall"]["reason"]
+    assert "(no dated, scored answers)" in render(document)
+    figure = write_cutoff_plot(document, tmp_path / "cutoff.png")
+    assert figure.read_bytes()[:4] == b"\x89PNG"

@@ -21,7 +21,7 @@ MAX_TICKS = 12  # month labels on the x axis; more would overlap
 def write_cutoff_plot(document: dict[str, Any], path: Path) -> Path:
     """The figure of a cutoff analysis (harness/reporting/cutoff.py's document) as a PNG."""
     months = [row["month"] for row in document["months"]]
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.28 * len(months) + 2), 4))
+    fig, ax = plt.subplots(figsize=(min(16.0, max(6.0, 0.28 * len(months) + 2)), 4))
     for key, label, colour, shift in (("open_book", "open book (oracle)", OPEN_COLOUR, 0.12),
                                       ("closed_book", "closed book (baseline)", CLOSED_COLOUR,
                                        -0.12)):
