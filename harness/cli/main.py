@@ -20,6 +20,7 @@ import traceback
 from freshrag.cli.commands import (
     agreement,
     build,
+    cutoff,
     datasets,
     demo,
     filter,
@@ -42,8 +43,9 @@ from freshrag.core.errors import UserError
 from freshrag.llm import deadline
 
 # In the order `freshrag --help` lists them.
-COMMANDS = (build, datasets, label, mix, filter, run, systems, score, index, scan_retrieval,
-            report, agreement, import_answers, import_legacy, demo, probe_judge, needs, serve)
+COMMANDS = (build, datasets, label, mix, filter, run, cutoff, systems, score, index,
+            scan_retrieval, report, agreement, import_answers, import_legacy, demo, probe_judge,
+            needs, serve)
 
 
 DESCRIPTION = ("Benchmark RAG strategies on questions about Wikipedia articles created after a "

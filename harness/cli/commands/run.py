@@ -107,10 +107,28 @@ def date_or_today(text: str) -> str:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from freshrag.cli.common import dataset
+
+    data = dataset(args)
+    out = args.out or Path("results") / data.name
+    answered = run_pairs(args, data, args.systems, out)
+    if answered is None:  # a dry run, printed
+        return 0
+    rows, capped, systems = answered
+    return _summarise(out, rows, capped, systems)
+
+
+def run_pairs(args: argparse.Namespace, data: Dataset, systems: str, out: Path,
+              written: tuple[str, ...] = ()
+              ) -> tuple[list[dict], Exception | None, tuple[str, ...]] | None:
+    """Every (question, system) pair of `systems` (as --systems names them) answered and judged
+    into `out` with the run options of `args` (add_run_options), resuming what is there: the
+    rows, the cap if --max-cost stopped it, and the systems' names; None for a dry run, whose
+    estimate is printed.
+    `written` names the files of `out` that the caller writes besides the run's own."""
     from freshrag.cli.common import (
         CACHE_FILE,
         check_batch,
-        dataset,
         default_config,
         embed_for_needed,
         index_config,
@@ -126,14 +144,12 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.scoring.scorepass import scorer_names, scorer_roles
 
     scorers = scorer_names(args.scorers)
-    data = dataset(args)
-    sources = system_sources(args.systems, data, args.config)
+    sources = system_sources(systems, data, args.config)
     # Every built-in, so that a resume knows which of the systems run before stated a date (their
     # classes say `uses_date`), and the user's, built and checked.
     factories = {**SYSTEMS, **{source.name: source.build for source in sources
                                if source.origin != "built-in"}}
-    out = args.out or Path("results") / data.name
-    _check_outputs(args, out, data, sources)
+    _check_outputs(args, out, data, sources, written)
     config = _run_config(args, out, tuple(source.name for source in sources), scorers,
                          {source.name: source.record() for source in sources})
     settings = load_settings(args)
@@ -150,16 +166,16 @@ def handle(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(dry_run.dry_run(data, config, settings, cache, args.seed, index,
                               price_table(args.config or default_config()), factories))
-        return 0
+        return None
     budget = args.max_cost and dry_run.budget(  # refused before any call if a price is missing
         args.max_cost, args.batch, settings, price_table(args.config or default_config()), roles)
-    rows, capped = _answer(data, config, settings, cache, args.seed, roles, budget, index, prompts,
-                           factories)
-    return _summarise(out, rows, capped, config.systems)
+    rows, capped = _answer(data, config, settings, cache, args.seed, roles, budget, index,
+                           prompts, factories)
+    return rows, capped, config.systems
 
 
 def _check_outputs(args: argparse.Namespace, out: Path, data: Dataset,
-                   sources: list[SystemSource]) -> None:
+                   sources: list[SystemSource], also: tuple[str, ...] = ()) -> None:
     """No file the run writes is one it reads (core/outputs.py): the dataset's files, the
     config, a system's file or answers file (`freshrag import`'s ANSWERS)."""
     from freshrag.cli.common import CACHE_FILE, cache_output, default_config
@@ -172,7 +188,7 @@ def _check_outputs(args: argparse.Namespace, out: Path, data: Dataset,
     from freshrag.run.runner import PROBES_FILE
     from freshrag.scoring.store import SCORES
 
-    written = (SAMPLES, MANIFEST, SUMMARY, SUMMARY_MD, PROBES_FILE, BATCHES, SCORES, LOCK)
+    written = (SAMPLES, MANIFEST, SUMMARY, SUMMARY_MD, PROBES_FILE, BATCHES, SCORES, LOCK, *also)
     cache = None if args.no_cache else out.parent / CACHE_FILE
     check_outputs(files_in(out, written, "--out") + cache_output(cache),
                   [(f"the dataset's {kind} file", path) for kind, path in data.files.items()]

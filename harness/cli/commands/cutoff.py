@@ -1,0 +1,101 @@
+"""`freshrag cutoff`: a model's effective knowledge cutoff (docs/cutoff.md). It is a run of the
+systems `baseline` (closed book) and `oracle` (open book) into a run directory of their own,
+with everything a run has (cache, resume, dry run, cap, batch: harness/cli/commands/run.py),
+followed by the analysis by creation month (harness/reporting/cutoff.py) and its figure
+(harness/reporting/render/cutoff_plot.py)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from freshrag.cli.commands import run
+from freshrag.cli.options import add_command, add_dataset_options, iso_date
+
+HELP = "where a model's knowledge really ends, by creation month"
+
+
+DESCRIPTION = ("The answer model answers every question twice, without retrieval (baseline, "
+               "closed book) and with the gold article (oracle, open book), and the judge "
+               "grades both, as `freshrag run --systems baseline,oracle` would. Then, per "
+               "month in which the questions' articles were created: the closed-book mean "
+               "truthfulness and the share answered well, and the open-book mean as the "
+               "ceiling, with 95% intervals; and the month where closed-book quality falls "
+               "(a step fit with a bootstrap interval), beside the stated cutoff. It writes "
+               "RUN/cutoff.json, cutoff.md and cutoff.png; running it again resumes.")
+EXAMPLES = ("freshrag cutoff --dataset datasets/monthly --model gpt-4o-mini "
+            "--stated-cutoff 2023-10-31",
+            "freshrag cutoff --dataset datasets/monthly --model gpt-4o-mini --dry-run",
+            "freshrag cutoff --dataset datasets/monthly --model-role judge=gpt-4o "
+            "--out results/mini-cutoff --max-cost 5")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = add_command(sub, "cutoff", HELP, DESCRIPTION, EXAMPLES)
+    inputs = p.add_argument_group("inputs")
+    add_dataset_options(inputs)
+    inputs.add_argument("--stated-cutoff", type=iso_date, metavar="DATE",
+                        help="the cutoff the model's maker states, YYYY-MM-DD, shown beside the "
+                             "estimate (default: --knowledge-cutoff's date)")
+    run.add_run_options(p)
+    # the run's own --out, whose default here is a directory beside the dataset's run
+    out = next(action for action in p._actions if action.dest == "out")
+    out.help = ("run directory of baseline and oracle alone (default: "
+                "results/DATASET_NAME-cutoff); running again into it resumes")
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from freshrag.cli.common import dataset
+    from freshrag.reporting import cutoff
+
+    data = dataset(args)
+    cutoff.check_dated(data)  # before any call: without months there is nothing to estimate
+    out = args.out or Path("results") / f"{data.name}-cutoff"
+    _check_systems(out)
+    answered = run.run_pairs(args, data, ",".join(cutoff.SYSTEMS), out,
+                             written=(cutoff.CUTOFF_JSON, cutoff.CUTOFF_MD, cutoff.CUTOFF_PNG))
+    if answered is None:  # a dry run, printed
+        return 0
+    rows, capped, _ = answered
+    stated = ((args.stated_cutoff, "--stated-cutoff") if args.stated_cutoff else
+              (args.knowledge_cutoff, "--knowledge-cutoff"))
+    document = cutoff.analyse(data, rows, *stated)
+    return _write(out, document, rows, capped)
+
+
+def _check_systems(out: Path) -> None:
+    """A run directory holding other systems is refused: its rows are not this estimate's."""
+    from freshrag.core.manifest import read_manifest
+    from freshrag.reporting.cutoff import SYSTEMS, CutoffError
+
+    manifest = read_manifest(out) or {}
+    others = [name for name in manifest.get("systems", []) if name not in SYSTEMS]
+    if others:
+        raise CutoffError(f"{out}: holds a run of other systems ({', '.join(others)}); the "
+                          f"cutoff runs baseline and oracle alone: give another --out")
+
+
+def _write(out: Path, document: dict, rows: list[dict], capped: Exception | None) -> int:
+    """cutoff.json, cutoff.md and cutoff.png written, the table and notes printed; exit 3 when
+    capped, 1 when a pair failed."""
+    from freshrag.cli.common import print_unscored
+    from freshrag.core.files import write_json, write_text
+    from freshrag.reporting import cutoff
+    from freshrag.reporting.judge_check import judge_checks
+    from freshrag.reporting.render.cutoff_plot import write_cutoff_plot
+
+    table = cutoff.render(document)
+    write_json(out / cutoff.CUTOFF_JSON, document)
+    write_text(out / cutoff.CUTOFF_MD, table)
+    write_cutoff_plot(document, out / cutoff.CUTOFF_PNG)
+    print(table)
+    print_unscored(rows)
+    print("\n".join(judge_checks([out], rows)["lines"]))
+    print(f"\ncutoff written to {out}/ ({cutoff.CUTOFF_JSON}, {cutoff.CUTOFF_MD}, "
+          f"{cutoff.CUTOFF_PNG}); `freshrag report {out}` reports the run itself")
+    if capped:
+        print(f"\nCAPPED: {capped}; the estimate covers the finished pairs only: run the same "
+              f"command without --max-cost (or with a higher one) to finish")
+        return 3
+    return 1 if any(row["status"] == "failed" for row in rows) else 0

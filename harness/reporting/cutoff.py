@@ -1,0 +1,202 @@
+"""A model's effective knowledge cutoff from a run of `baseline` (closed book) and `oracle` (open
+book) over a dataset dated by month (docs/cutoff.md): per creation month of each question's
+article, the closed-book mean truthfulness and the share answered well, the open-book mean as
+the ceiling, each with a 95% bootstrap interval; and the month where closed-book quality falls
+(harness/reporting/breakpoint.py), beside the cutoff the user states.
+
+`analyse` makes the document (every number, written as RUN/cutoff.json), `render` its table
+(RUN/cutoff.md, and what the command prints); the figure is harness/reporting/render/cutoff_plot.py.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+from freshrag.core.dataset import Dataset
+from freshrag.core.dates import parse_date, parse_timestamp
+from freshrag.core.errors import UserError
+from freshrag.core.stats import CONFIDENCE, bootstrap_interval, mean
+from freshrag.reporting import breakpoint
+from freshrag.reporting.outcomes import is_scored
+
+CUTOFF_JSON = "cutoff.json"
+CUTOFF_MD = "cutoff.md"
+CUTOFF_PNG = "cutoff.png"
+CLOSED, OPEN = "baseline", "oracle"
+SYSTEMS = (CLOSED, OPEN)
+WELL = 4  # truthfulness from which an answer counts as answered well
+SEED = 0  # every interval and test is drawn from it, so that the same run gives the same numbers
+
+
+class CutoffError(UserError, ValueError):
+    """An input the cutoff analysis cannot use; the message names it."""
+
+
+def month_of(created: str) -> str:
+    """The month (YYYY-MM) of a creation timestamp."""
+    return parse_timestamp(created).strftime("%Y-%m")
+
+
+def check_dated(data: Dataset) -> None:
+    """Refuse a dataset none of whose articles has a creation date: no month to order by."""
+    if not any(article.created for article in data.articles.values()):
+        raise CutoffError(f"{data.files['articles']}: no article has a `created` date, so no "
+                          f"question has a month; build the dataset with `freshrag build` "
+                          f"(which records each article's creation) or add the field")
+
+
+def month_range(first: str, last: str) -> list[str]:
+    """Every month from `first` to `last` (YYYY-MM), both included."""
+    year, month = map(int, first.split("-"))
+    months = []
+    while f"{year:04d}-{month:02d}" <= last:
+        months.append(f"{year:04d}-{month:02d}")
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+    return months
+
+
+def analyse(data: Dataset, rows: list[dict[str, Any]], stated: str | None,
+            stated_from: str) -> dict[str, Any]:
+    """The whole analysis of a run's `rows`; `stated` is the cutoff the user states (YYYY-MM-DD),
+    `stated_from` the option that gave it."""
+    titles = {q.id: q.gold_title for q in data.questions}
+    month = {qid: month_of(data.articles[t].created) if t and data.articles[t].created else None
+             for qid, t in titles.items()}
+    asked = {row["question_id"] for row in rows if row["question_id"] in month}
+    undated = sorted(qid for qid in asked if month[qid] is None)
+    scored = {system: {} for system in SYSTEMS}  # system -> question -> truthfulness
+    left_out: dict[str, Counter] = {system: Counter() for system in SYSTEMS}
+    for row in rows:
+        if row["system"] not in SYSTEMS or month.get(row["question_id"]) is None:
+            continue
+        if is_scored(row):
+            scored[row["system"]][row["question_id"]] = row["grade"]["truthfulness"]
+        else:
+            left_out[row["system"]][row["status"] if row["status"] != "ok" else "unscored"] += 1
+    dated = sorted({month[qid] for system in SYSTEMS for qid in scored[system]})
+    months = month_range(dated[0], dated[-1]) if dated else []
+    table = [_month_row(name, scored, month) for name in months]
+    closed = sorted(scored[CLOSED].items(), key=lambda item: month[item[0]])
+    index = {name: i for i, name in enumerate(months)}
+    fall = breakpoint.fit_fall([index[month[qid]] for qid, _ in closed],
+                               [value for _, value in closed], months or ["none"], seed=SEED)
+    return {
+        "dataset": data.name, "systems": {"closed_book": CLOSED, "open_book": OPEN},
+        "well_at": WELL, "confidence": CONFIDENCE,
+        "questions": {"asked": len(asked), "undated": len(undated),
+                      "left_out": {s: dict(left_out[s]) for s in SYSTEMS}},
+        "months": table,
+        "fall": _fall_record(fall, months),
+        "stated_cutoff": _stated(stated, stated_from),
+        "settings": {"min_side": breakpoint.MIN_SIDE, "permutations": breakpoint.PERMUTATIONS,
+                     "bootstrap_samples": breakpoint.BOOTSTRAP_SAMPLES,
+                     "significance": breakpoint.SIGNIFICANCE, "seed": SEED},
+        "notes": _notes(len(undated), left_out, table),
+    }
+
+
+def _month_row(name: str, scored: dict[str, dict[str, int]],
+               month: dict[str, str | None]) -> dict[str, Any]:
+    """One month's closed-book and open-book figures (null where the month has no answers)."""
+    closed = [value for qid, value in scored[CLOSED].items() if month[qid] == name]
+    opened = [value for qid, value in scored[OPEN].items() if month[qid] == name]
+    well = [int(value >= WELL) for value in closed]
+    return {"month": name,
+            "closed_book": {"n": len(closed), **_mean_and_interval(closed),
+                            "well_share": mean(well, 4),
+                            "well_interval": _interval(well)},
+            "open_book": {"n": len(opened), **_mean_and_interval(opened)}}
+
+
+def _mean_and_interval(values: list[int]) -> dict[str, Any]:
+    return {"mean": mean(values, 4), "interval": _interval(values)}
+
+
+def _interval(values: list[int]) -> list[float] | None:
+    """The 95% bootstrap interval of the mean; none for fewer than two values, whose
+    resamples are all the one value (an interval of no width that says nothing)."""
+    return list(bootstrap_interval(values, mean, seed=SEED)) if len(values) >= 2 else None
+
+
+def _fall_record(fall: breakpoint.Fall, months: list[str]) -> dict[str, Any]:
+    """The fit with its months by name (the fit found none when there are no months)."""
+    return {"found": fall.month is not None,
+            "month": None if fall.month is None else months[fall.month],
+            "interval": None if fall.interval is None else [months[i] for i in fall.interval],
+            "level_before": fall.before, "level_after": fall.after, "p_value": fall.p_value,
+            "bootstrap_share": fall.bootstrap_share, "reason": fall.reason}
+
+
+def _stated(stated: str | None, source: str) -> dict[str, Any] | None:
+    """The stated cutoff and the month its knowledge would fall from (the next day's month)."""
+    if stated is None:
+        return None
+    after = (parse_date(stated) + timedelta(days=1)).strftime("%Y-%m")
+    return {"date": stated, "from": source, "falls_from": after}
+
+
+def _notes(undated: int, left_out: dict[str, Counter], table: list[dict]) -> list[str]:
+    notes = []
+    if undated:
+        notes.append(f"{undated} question(s) without a gold article that has a `created` date "
+                     f"are left out")
+    for system, counts in left_out.items():
+        if counts:
+            said = ", ".join(f"{n} {what}" for what, n in sorted(counts.items()))
+            notes.append(f"{system}: {said} answer(s) left out (`freshrag report` lists why)")
+    if any(0 < row["closed_book"]["n"] < 2 for row in table):
+        notes.append("a month with one question has no interval")
+    return notes
+
+
+def months_apart(later: str, earlier: str) -> int:
+    """How many months `later` (YYYY-MM) is after `earlier`."""
+    (y1, m1), (y0, m0) = map(int, later.split("-")), map(int, earlier.split("-"))
+    return (y1 - y0) * 12 + m1 - m0
+
+
+def headline(document: dict[str, Any]) -> str:
+    """The estimate in one sentence, beside the stated cutoff."""
+    fall, stated = document["fall"], document["stated_cutoff"]
+    if fall["found"]:
+        low, high = fall["interval"]
+        said = (f"closed-book quality falls from {fall['month']} (95% interval {low} to {high}; "
+                f"mean truthfulness {fall['level_before']:.2f} before, "
+                f"{fall['level_after']:.2f} from then on; permutation p = {fall['p_value']})")
+    else:
+        said = fall["reason"]
+    if stated:
+        said += (f". Stated cutoff {stated['date']} ({stated['from']}): knowledge would fall from "
+                 f"{stated['falls_from']}")
+        if fall["found"]:
+            gap = months_apart(fall["month"], stated["falls_from"])
+            said += (f"; the estimate is {abs(gap)} month(s) {'later' if gap > 0 else 'earlier'}"
+                     if gap else ", the month estimated")
+    return said + "."
+
+
+def _cell(part: dict[str, Any], value: str, interval: str) -> str:
+    if part[value] is None:
+        return ""
+    bounds = part[interval]
+    return f"{part[value]:.2f}" + (f" [{bounds[0]:.2f}, {bounds[1]:.2f}]" if bounds else "")
+
+
+def render(document: dict[str, Any]) -> str:
+    """The table by month in markdown, headed by the estimate and followed by the notes."""
+    lines = [f"# Effective knowledge cutoff: {document['dataset']}", "", headline(document), "",
+             "| month | n | closed-book truthfulness | answered well (>= 4) | n open | "
+             "open-book truthfulness |", "| --- | ---: | --- | --- | ---: | --- |"]
+    for row in document["months"]:
+        closed, opened = row["closed_book"], row["open_book"]
+        lines.append(f"| {row['month']} | {closed['n']} | {_cell(closed, 'mean', 'interval')} "
+                     f"| {_cell(closed, 'well_share', 'well_interval')} | {opened['n']} | "
+                     f"{_cell(opened, 'mean', 'interval')} |")
+    if not document["months"]:
+        lines.append("| (no dated, scored answers) | 0 | | | 0 | |")
+    lines += ["", "Truthfulness from 1 to 5, means with 95% bootstrap intervals; closed book is "
+              "`baseline` (no retrieval), open book is `oracle` (the gold article)."]
+    lines += [f"- {note}" for note in document["notes"]]
+    return "\n".join(lines) + "\n"
