@@ -1,5 +1,6 @@
-"""`freshrag cutoff` on a dataset built by `freshrag build` from the real local MediaWiki: pages
-created across 24 months (a few a month, invented text, each with a registry code of its own),
+"""`freshrag cutoff` on a dataset built by `freshrag build --created ... --per-month N` from the real
+local MediaWiki (its creation log, docs/living.md): pages created across 24 months (a few a month,
+invented text, each with a registry code of its own),
 and a scripted model on the fake server that knows only the pages created before a chosen month
 (but for every seventh page, which it knows or not the other way, as a real model would).
 The estimate must find that month (within one) and its interval must hold it. The test's
@@ -20,7 +21,7 @@ from freshrag.reporting.cutoff import CUTOFF_MD, CUTOFF_PNG, month_range, months
 from tests.integration.mediawiki import LocalMediaWiki
 from tests.support.cutoff_model import QUESTION, KnowsBefore, fact_sentence
 from tests.support.fake_openai_server import FakeOpenAIServer
-from tests.support.wikidump import DumpPage, Revision, write_dump
+from tests.support.wikidump import DumpPage, Revision, creation_log, write_dump
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +29,6 @@ ARTEFACTS = Path(__file__).resolve().parents[2] / "results" / "artefacts" / "cut
 MONTHS = month_range("2022-01", "2023-12")
 PER_MONTH = 3
 KNOWS_UNTIL = "2023-04"  # the model knows the pages created before this month, none after
-BEFORE_FIRST_MONTH = "2021-12-31"
 STATED = "2023-08-31"  # what the model's maker would say: later than where its knowledge ends
 
 WORDS = ("harbour mill ridge orchard ferry quarry lantern causeway granary beacon weir chapel "
@@ -77,13 +77,15 @@ def test_the_cutoff_of_a_model_that_knows_the_wiki_until_a_month(tmp_path, monke
     data, run = tmp_path / "dataset", tmp_path / "run"
     with LocalMediaWiki(tmp_path / "wiki") as wiki, FakeOpenAIServer(reply=builder) as build_llm, \
             FakeOpenAIServer(reply=KnowsBefore(known)) as model:
-        wiki.import_dump(write_dump(tmp_path / "pages.xml", pages), link_updates=False)
+        wiki.import_dump(write_dump(tmp_path / "pages.xml", pages, log_items=creation_log(pages)),
+                         link_updates=False)
         for role, server in (("BUILDER_", build_llm), ("", model)):
             monkeypatch.setenv(f"FRESHRAG_{role}BASE_URL", server.base_url)
             monkeypatch.setenv(f"FRESHRAG_{role}API_KEY", "sk-not-written")
             monkeypatch.setenv(f"FRESHRAG_{role}MODEL", "scripted")
-        assert main(["build", "--wiki-api", wiki.api_url, "--n", str(len(pages)), "--cutoff",
-                     BEFORE_FIRST_MONTH, "--out", str(data), "--no-cache"]) == 0
+        assert main(["build", "--wiki-api", wiki.api_url, "--created",
+                     f"{MONTHS[0]}:{MONTHS[-1]}", "--per-month", str(PER_MONTH), "--out", str(data),
+                     "--no-cache"]) == 0
         built = {row["title"]: row for row in read_jsonl(data / "articles.jsonl")}
         assert set(built) == set(facts)  # every page, its creation from the wiki
         assert all(row["created"].startswith(facts[t][0]) for t, row in built.items())

@@ -221,3 +221,17 @@ def test_unreachable_endpoint_stops_the_run_naming_the_url(tmp_path, monkeypatch
     err = capsys.readouterr().err
     assert url in err and "after 2 attempt(s)" in err and SECRET not in err
     assert read_samples(tmp_path / "run" / "samples.jsonl") == []  # nothing recorded as failed
+
+
+def test_the_runs_own_summary_says_how_much_the_model_knows_without_retrieval(tmp_path, fake,
+                                                                              capsys):
+    assert run_cli(tmp_path) == 0
+    rows = [r for r in read_samples(tmp_path / "run" / "samples.jsonl")
+            if r["system"] == "baseline"]
+    known = sum(r["grade"]["truthfulness"] >= 4 for r in rows)
+    [line] = [text for text in capsys.readouterr().out.splitlines()
+              if text.startswith("Known without retrieval")]
+    assert f"answers {known} of {len(rows)} graded questions" in line
+    assert line in (tmp_path / "run" / "summary.md").read_text()
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert [entry["known"] for entry in summary["known"]] == [known]

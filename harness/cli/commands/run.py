@@ -257,11 +257,13 @@ def _summarise(out: Path, rows: list[dict], capped: Exception | None,
     capped, 1 when a pair failed."""
     from freshrag.cli.common import print_unscored
     from freshrag.reporting import report
+    from freshrag.reporting.freshness import known_without_retrieval
     from freshrag.reporting.judge_check import judge_checks
 
     summary = report.summarise(report.in_systems_order(rows, systems))
-    report.write_summary(out, summary)
-    print(report.render(summary, "markdown"))
+    known = known_without_retrieval(rows)  # how much of the set the answer model knows
+    report.write_summary(out, summary, known=known)
+    print(report.render(summary, "markdown", known=known))
     print_unscored(rows)
     print("\n" + "\n".join(judge_checks([out], rows)["lines"]))
     print(f"\nrun written to {out}/ (samples.jsonl, manifest.json, summary.json, and the whole "
