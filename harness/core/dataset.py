@@ -43,6 +43,10 @@ class Dataset:
     def file_hashes(self) -> dict[str, str]:
         return {kind: sha256_file(path) for kind, path in self.files.items()}
 
+    def path_name(self) -> str:
+        """The name as a default directory takes it: `wiki v2` is `wiki-v2`, with no space."""
+        return self.name.replace(" ", "-")
+
     def gold_article(self, question: Question) -> Article | None:
         """The article that answers `question`; None for a general query, which has none (the
         judge then grades with its prompt for no article). The run and its walks (the dry run,

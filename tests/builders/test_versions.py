@@ -165,3 +165,11 @@ def test_runs_on_two_versions_are_two_rows_of_the_report(tmp_path, fake, capsys)
     report = json.loads(capsys.readouterr().out)
     text = json.dumps(report)
     assert "wiki v1" in text and "wiki v2" in text
+
+
+def test_a_versioned_sets_default_run_directory_has_no_space(tmp_path, fake, monkeypatch):
+    versioned(tmp_path / "wiki")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--dataset", "wiki", "--systems", "baseline", "--no-probe"]) == 0
+    assert (tmp_path / "results" / "wiki-v1" / "samples.jsonl").is_file()
+    assert not list((tmp_path / "results").glob("* *"))

@@ -51,7 +51,7 @@ def handle(args: argparse.Namespace) -> int:
 
     data = dataset(args)
     cutoff.check_dated(data)  # before any call: without months there is nothing to estimate
-    out = args.out or Path("results") / f"{data.name}-cutoff"
+    out = args.out or Path("results") / f"{data.path_name()}-cutoff"
     _check_systems(out)
     answered = run.run_pairs(args, data, ",".join(cutoff.SYSTEMS), out,
                              written=(cutoff.CUTOFF_JSON, cutoff.CUTOFF_MD, cutoff.CUTOFF_PNG))

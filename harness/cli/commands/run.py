@@ -110,7 +110,7 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.cli.common import dataset
 
     data = dataset(args)
-    out = args.out or Path("results") / data.name
+    out = args.out or Path("results") / data.path_name()
     answered = run_pairs(args, data, args.systems, out)
     if answered is None:  # a dry run, printed
         return 0

@@ -78,7 +78,7 @@ def handle(args: argparse.Namespace) -> int:
         result = scan.scan(index, questions, args.weights, args.k, args.by)
     finally:
         index.close()
-    out = args.out or Path("results") / f"scan-retrieval-{data.name}"
+    out = args.out or Path("results") / f"scan-retrieval-{data.path_name()}"
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / scan.SCAN_FILE, {"dataset": data.name, **result}, ensure_ascii=True)
     print(scan.render(result))
