@@ -337,6 +337,22 @@ def case_filter(world: World, kind: str, tmp_path: Path) -> None:
         (world.kinds[kind].dataset / "articles.jsonl").read_bytes()
 
 
+def case_cutoff(world: World, kind: str, tmp_path: Path) -> None:
+    """baseline and oracle over the set, the months of its dated articles tabled; a question
+    with no dated gold article (a general query) is counted as undated, never a month's."""
+    ok("cutoff", "--dataset", world.kinds[kind].dataset, "--limit", N, "--out", tmp_path / "cut",
+       "--probe-k", "2")
+    document = json.loads((tmp_path / "cut" / "cutoff.json").read_text())
+    rows = read_samples(tmp_path / "cut" / "samples.jsonl")
+    assert sorted(r["system"] for r in rows) == sorted(["baseline", "oracle"] * N)
+    closed = sum(month["closed_book"]["n"] for month in document["months"])
+    undated = document["questions"]["undated"]
+    assert closed + undated == N, document["questions"]
+    assert undated == (len(general_ids(world) & set(world.answered(kind))) if kind == "mix"
+                       else 0)
+    assert (tmp_path / "cut" / "cutoff.png").stat().st_size > 0
+
+
 def case_probe_judge(world: World, kind: str, tmp_path: Path) -> None:
     result = ok("probe-judge", "--dataset", world.kinds[kind].dataset, "--probe-k", "2")
     assert "over 2 probe pairs" in result.out, result.out
@@ -347,7 +363,7 @@ COMMANDS: dict[str, Callable[[World, str, Path], None]] = {
     **{f"score --scorers {name}": case_score(name) for name in SCORERS},
     "score --dry-run": case_score_dry_run, "score --batch": case_score_batch,
     "report": case_report, "report --mix": case_report_mix, "agreement": case_agreement,
-    "label": case_label, "mix": case_mix, "filter": case_filter,
+    "label": case_label, "mix": case_mix, "filter": case_filter, "cutoff": case_cutoff,
     "scan-retrieval": case_scan_retrieval, "probe-judge": case_probe_judge,
 }
 # (command, kind) pairs that by design end in a named error, and the words it names
