@@ -68,8 +68,9 @@ class LocalMiniLM:
         features = [self._model.preprocess([texts[i] for i in batch]) for batch in batches]
         vectors = numpy.empty((len(texts), self._model.get_embedding_dimension()),
                               dtype=numpy.float32)
-        if len(batches) == 1:  # a query: all cores on its one batch
-            vectors[batches[0]] = self._forward(features[0])
+        if len(batches) <= 1:  # a query: all cores on its one batch
+            for batch, batch_features in zip(batches, features):
+                vectors[batch] = self._forward(batch_features)
             return vectors
         threads = torch.get_num_threads()
         torch.set_num_threads(1)

@@ -1,7 +1,7 @@
 """The index build against its floor: chunks/s of the local all-MiniLM-L6-v2 beside what its
 FLOPs allow on this machine (docs/measurements.md#the-index-build).
 
-    python tests/benchmarks/bench_index_floor.py [--sample N] [--no-build]
+    python tests/benchmarks/bench_index_floor.py [--sample N] [--rounds R] [--no-build] [--quality]
 
 Prints ONE JSON object on stdout (progress on stderr). Over the paper's 1,101 articles chunked
 as the index chunks them (1,024/48), it measures in one run:
@@ -21,7 +21,9 @@ as the index chunks them (1,024/48), it measures in one run:
    encode() on one thread, batch sizes, chunks sorted by tokens or not sorted, a hand-written
    loop under no_grad and under inference_mode, fp32, and bf16;
 4. the build split (unless --no-build): the whole corpus into embedded Qdrant through
-   `open_index`, its wall divided into the splitter, the model, the lexical vectors and Qdrant.
+   `open_index`, its wall divided into the splitter, the model, the lexical vectors and Qdrant;
+5. with --quality: the gold article's hit@1 and hit@5 for every A_f and A_r question in int8,
+   bf16 and fp32, by exact cosine over the whole corpus (what bf16 would cost in quality).
 """
 
 from __future__ import annotations
@@ -283,6 +285,27 @@ def rescore(rows: list[dict], floors: dict) -> None:
         row["ratio_to_fp32_floor"] = round(row["achieved_gflops"] / floor_of["fp32"], 3)
 
 
+def quality(chunks: list, sets: dict[str, list[dict]]) -> dict:
+    """Gold article hit@1 and hit@5 of each arithmetic over the whole corpus: chunks embedded as
+    the index embeds them, each question alone as a retrieval embeds it, exact cosine top 5."""
+    texts, titles = [chunk.text for chunk in chunks], [chunk.title for chunk in chunks]
+    result = {}
+    for name, embedder in (("int8", LocalMiniLM()), ("bf16", BF16MiniLM(quantized=False)),
+                           ("fp32", LocalMiniLM(quantized=False))):
+        log(f"quality: the whole corpus in {name}")
+        vectors = index_path(embedder.embed)(texts)
+        result[name] = {}
+        for set_name, asked in sets.items():
+            queries = numpy.asarray([embedder.embed([q["question"]])[0] for q in asked])
+            top = numpy.argsort(-(queries @ vectors.T), axis=1)[:, :5]
+            found = [[titles[i] for i in row] for row in top]
+            result[name][set_name] = {
+                "questions": len(asked),
+                "hit@1": round(sum(q["title"] == f[0] for q, f in zip(asked, found)) / len(asked), 4),
+                "hit@5": round(sum(q["title"] in f for q, f in zip(asked, found)) / len(asked), 4)}
+    return result
+
+
 class TimedEmbedder:
     """The index's embedder, with the seconds spent inside it counted."""
 
@@ -326,6 +349,8 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=768,
                         help="chunks each variant encodes (evenly spaced over the corpus)")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds of the variants")
+    parser.add_argument("--quality", action="store_true",
+                        help="also the gold article's hit@1/@5 in int8, bf16 and fp32 (A_f, A_r)")
     parser.add_argument("--no-build", action="store_true", help="skip the whole build's split")
     args = parser.parse_args()
     report = {"command": " ".join(["python tests/benchmarks/bench_index_floor.py", *sys.argv[1:]]),
@@ -365,6 +390,11 @@ def main() -> None:
         log("the whole build, split")
         with tempfile.TemporaryDirectory() as tmp:
             report["build"] = build_split(articles, texts, Path(tmp))
+    if args.quality:
+        sets = {name: [json.loads(line) for line in (WIKIRAG / file).open(encoding="utf-8")
+                       if line.strip()]
+                for name, file in (("A_f", "questions-A_f.jsonl"), ("A_r", "questions-A_r300.jsonl"))}
+        report["quality"] = quality(chunk_articles(articles.values(), 1024, 48), sets)
     report["machine"]["load_after"] = list(os.getloadavg())
     print(json.dumps(report, indent=2))
 

@@ -205,6 +205,7 @@ def test_the_local_model_tokenises_one_call_at_a_time_and_runs_batches_side_by_s
     numpy.testing.assert_allclose(model.embed(["query"]), [[5 / 26 ** 0.5, 1 / 26 ** 0.5, 0, 0]],
                                   rtol=1e-6)
     assert torch.get_num_threads() == threads  # one thread per worker only while they run
+    assert model.embed([]) == []
 
 
 class SameVectorEmbedder(BagOfWordsEmbedder):
