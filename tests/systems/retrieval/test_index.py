@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy
 import pytest
+import torch
 
 from freshrag.core.config import load_settings
 from freshrag.core.types import Article
@@ -159,30 +160,52 @@ def test_concurrent_searches_of_embedded_qdrant_return_what_serial_ones_do(tmp_p
 
 
 class OverlapModel:
-    """Stands in for the SentenceTransformer: records how many encodes ran at once."""
+    """Stands in for the SentenceTransformer: records how many tokenisations and how many
+    forward passes ran at once; each text's vector is its length, so order can be checked."""
 
     def __init__(self):
-        self.running = self.most = 0
+        self.running = {"tokenise": 0, "forward": 0}
+        self.most = {"tokenise": 0, "forward": 0}
         self.lock = threading.Lock()
 
-    def encode(self, texts, **_):
+    def _enter(self, what):
         with self.lock:
-            self.running += 1
-            self.most = max(self.most, self.running)
+            self.running[what] += 1
+            self.most[what] = max(self.most[what], self.running[what])
         time.sleep(0.02)
         with self.lock:
-            self.running -= 1
-        return numpy.zeros((len(texts), 4))
+            self.running[what] -= 1
+
+    def preprocess(self, texts):
+        self._enter("tokenise")
+        return {"lengths": torch.tensor([[float(len(text)), 1.0, 0.0, 0.0] for text in texts])}
+
+    def __call__(self, features):
+        self._enter("forward")
+        return {"sentence_embedding": features["lengths"]}
+
+    def get_embedding_dimension(self):
+        return 4
 
 
-def test_the_local_model_encodes_one_batch_at_a_time():
+def test_the_local_model_tokenises_one_call_at_a_time_and_runs_batches_side_by_side():
     # HF fast tokenizers raise "Already borrowed" when one tokenizer is used from two threads
-    # (huggingface/tokenizers#537, sentence-transformers#794): the local model keeps a lock.
-    model = LocalMiniLM()
+    # (huggingface/tokenizers#537, sentence-transformers#794): the local model tokenises under
+    # its lock and hands only the forward passes to its workers.
+    model = LocalMiniLM(batch_size=2, workers=2)
     model._model = OverlapModel()
+    texts = ["a", "bbb", "cc", "dddd", "e"]  # three batches of at most 2
+    threads = torch.get_num_threads()
     with ThreadPoolExecutor(8) as pool:
-        vectors = list(pool.map(model.embed, [["a query"]] * 16))
-    assert model._model.most == 1 and vectors == [[[0.0] * 4]] * 16
+        vectors = list(pool.map(model.embed, [texts] * 6))
+    assert model._model.most == {"tokenise": 1, "forward": 2}
+    expected = [[n / (n * n + 1) ** 0.5, 1 / (n * n + 1) ** 0.5, 0, 0] for n in map(len, texts)]
+    for found in vectors:  # each text's own vector, in the order given
+        numpy.testing.assert_allclose(found, expected, rtol=1e-6)
+    numpy.testing.assert_allclose(model.embed(["query"]), [[5 / 26 ** 0.5, 1 / 26 ** 0.5, 0, 0]],
+                                  rtol=1e-6)
+    assert torch.get_num_threads() == threads  # one thread per worker only while they run
+    assert model.embed([]) == []
 
 
 class SameVectorEmbedder(BagOfWordsEmbedder):

@@ -1,0 +1,403 @@
+"""The index build against its floor: chunks/s of the local all-MiniLM-L6-v2 beside what its
+FLOPs allow on this machine (docs/measurements.md#the-index-build).
+
+    python tests/benchmarks/bench_index_floor.py [--sample N] [--rounds R] [--no-build] [--quality]
+
+Prints ONE JSON object on stdout (progress on stderr). Over the paper's 1,101 articles chunked
+as the index chunks them (1,024/48), it measures in one run:
+
+1. the machine: CPU model, cores, torch's threads, load average before and after;
+2. the floor: FLOPs per chunk of all-MiniLM-L6-v2 (6 layers, hidden 384, FFN 1,536; the linear
+   layers' 24·n·h² and attention's 4·n²·h per layer) at each chunk's real token count n (capped
+   at the model's 256), against the machine's measured FLOP/s: a large fp32 torch.matmul, the
+   int8 dynamic linear layer the index runs (at the model's FFN shape), and bf16 (AMX, where the
+   CPU has it); so chunks/s at each floor;
+3. variants of the encode path over an evenly spaced sample of chunks, in interleaved rounds
+   (best round kept: the machine may be shared), each with chunks/s, CPU per chunk, its ratio
+   to the floor of its arithmetic, and how far its vectors are from the path before and from
+   fp32's (largest absolute difference of any component, smallest cosine): the path before
+   (int8, batches of 8 over chunks sorted by length, 256 per encode() call, each batch spread
+   over torch's threads), the path now (the same batches side by side, one torch thread each),
+   encode() on one thread, batch sizes, chunks sorted by tokens or not sorted, a hand-written
+   loop under no_grad and under inference_mode, fp32, and bf16;
+4. the build split (unless --no-build): the whole corpus into embedded Qdrant through
+   `open_index`, its wall divided into the splitter, the model, the lexical vectors and Qdrant;
+5. with --quality: the gold article's hit@1 and hit@5 for every A_f and A_r question in int8,
+   bf16 and fp32, by exact cosine over the whole corpus (what bf16 would cost in quality).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import numpy  # noqa: E402
+import torch  # noqa: E402
+
+from freshrag.core.dataset import load_articles  # noqa: E402
+from freshrag.systems.retrieval import lexical  # noqa: E402
+from freshrag.systems.retrieval.embeddings import LocalMiniLM  # noqa: E402
+from freshrag.systems.retrieval.index import IndexConfig, chunk_articles, open_index  # noqa: E402
+from tests import WIKIRAG  # noqa: E402
+
+LAYERS, HIDDEN, FFN = 6, 384, 1536
+STEP = IndexConfig().batch_size  # chunks the index hands the embedder at once
+
+
+def log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def machine() -> dict:
+    """CPU model, cores, threads and load: the conditions every figure below was taken in."""
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                if line.startswith("model name")), platform.processor())
+    flags = next((line.split(":", 1)[1].split() for line in open("/proc/cpuinfo")
+                  if line.startswith("flags")), [])
+    return {"cpu": cpu, "cores": os.cpu_count(), "torch": torch.__version__,
+            "torch_threads": torch.get_num_threads(),
+            "isa": [flag for flag in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16",
+                                      "amx_int8") if flag in flags],
+            "python": platform.python_version(), "load_before": list(os.getloadavg())}
+
+
+def chunk_flops(tokens: int) -> int:
+    """Multiply-adds times two of one chunk of `tokens` tokens through the encoder."""
+    linear = 2 * tokens * (4 * HIDDEN * HIDDEN + 2 * HIDDEN * FFN)  # Q, K, V, output; FFN in, out
+    attention = 4 * tokens * tokens * HIDDEN  # Q·Kᵀ and weights·V
+    return LAYERS * (linear + attention)
+
+
+def rate(work, flops: float, repeat: int) -> float:
+    """FLOP/s of `work` (after one warm-up call), best of ten timings of `repeat` calls: on a
+    shared machine the best is the one least disturbed."""
+    work()
+    best = float("inf")
+    for _ in range(10):
+        started = time.perf_counter()
+        for _ in range(repeat):
+            work()
+        best = min(best, time.perf_counter() - started)
+    return flops * repeat / best
+
+
+def machine_flops() -> dict:
+    """Measured GFLOP/s: a large fp32 and bf16 matmul, and the int8 dynamic linear layer."""
+    size = 2048
+    result = {}
+    for name, dtype in (("fp32_matmul_2048", torch.float32), ("bf16_matmul_2048", torch.bfloat16)):
+        a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
+        result[name] = rate(lambda: torch.matmul(a, b), 2 * size ** 3, 3) / 1e9
+    rows = 8 * 256  # a batch of 8 chunks of 256 tokens through the FFN's first layer
+    layer = torch.nn.Sequential(torch.nn.Linear(HIDDEN, FFN))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        int8 = torch.ao.quantization.quantize_dynamic(layer, {torch.nn.Linear}, dtype=torch.qint8)
+    x = torch.randn(rows, HIDDEN)
+    with torch.inference_mode():
+        result["fp32_linear_ffn"] = rate(lambda: layer(x), 2 * rows * HIDDEN * FFN, 10) / 1e9
+        result["int8_dynamic_linear_ffn"] = rate(lambda: int8(x), 2 * rows * HIDDEN * FFN, 10) / 1e9
+    return {key: round(value, 1) for key, value in result.items()}
+
+
+def corpus_tokens(model, texts: list[str]) -> list[int]:
+    """Each chunk's token count as the model sees it ([CLS] and [SEP] in, cut at 256)."""
+    tokenizer, cap = model.tokenizer, model.max_seq_length
+    return [min(len(ids), cap) for ids in tokenizer(texts, add_special_tokens=True)["input_ids"]]
+
+
+def padded_flops(texts: list[str], tokens: list[int], batch_size: int) -> float:
+    """FLOPs the index's batches compute, every chunk padded to its batch's longest: chunks
+    sorted by characters, 256 per encode(), which sorts them longest first, `batch_size` a batch."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    total = 0
+    for start in range(0, len(order), STEP):
+        step = sorted(order[start:start + STEP], key=lambda i: -len(texts[i]))
+        for first in range(0, len(step), batch_size):
+            batch = step[first:first + batch_size]
+            total += len(batch) * chunk_flops(max(tokens[i] for i in batch))
+    return total
+
+
+def timed(encode, texts: list[str]) -> tuple[float, float, numpy.ndarray]:
+    """Wall seconds, CPU seconds and vectors of one encode of `texts`."""
+    started, cpu = time.perf_counter(), time.process_time()
+    vectors = encode(texts)
+    return (time.perf_counter() - started, time.process_time() - cpu,
+            numpy.asarray(vectors, dtype=numpy.float32))
+
+
+def index_path(embed, key=len):
+    """The index's encode path: chunks sorted by `key`, handed over 256 at a time."""
+    def encode(texts: list[str]) -> numpy.ndarray:
+        order = sorted(range(len(texts)), key=lambda i: key(texts[i]))
+        out = numpy.zeros((len(texts), 384), dtype=numpy.float32)
+        for start in range(0, len(order), STEP):
+            ids = order[start:start + STEP]
+            out[ids] = embed([texts[i] for i in ids])
+        return out
+    return encode
+
+
+def before(embedder: LocalMiniLM):
+    """The embedder as it was: one encode() call, each batch spread over torch's threads."""
+    def embed(texts: list[str]) -> numpy.ndarray:
+        if embedder._model is None:
+            embedder.embed(texts[:1])  # loads the model
+        return embedder._model.encode(texts, batch_size=embedder.batch_size,
+                                      normalize_embeddings=True, show_progress_bar=False,
+                                      convert_to_numpy=True)
+    return embed
+
+
+def hand_loop(embedder: LocalMiniLM, context):
+    """Tokenise, forward, mean-pool and normalise by hand, one batch at a time, under `context`."""
+    def embed(texts: list[str]) -> numpy.ndarray:
+        if embedder._model is None:
+            embedder.embed(texts[:1])  # loads the model
+        model = embedder._model
+        tokenizer, encoder = model.tokenizer, model[0].auto_model
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = numpy.zeros((len(texts), 384), dtype=numpy.float32)
+        with context():
+            for start in range(0, len(order), embedder.batch_size):
+                ids = order[start:start + embedder.batch_size]
+                batch = tokenizer([texts[i] for i in ids], padding=True, truncation=True,
+                                  max_length=model.max_seq_length, return_tensors="pt")
+                hidden = encoder(**batch).last_hidden_state
+                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                out[ids] = torch.nn.functional.normalize(pooled, dim=1).float().numpy()
+        return out
+    return embed
+
+
+def one_thread(embed):
+    def on_one(texts: list[str]):
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return embed(texts)
+        finally:
+            torch.set_num_threads(threads)
+    return on_one
+
+
+class BF16MiniLM(LocalMiniLM):
+    """The fp32 model cast to bfloat16 (AMX on CPUs that have it); not an index setting."""
+
+    def _load(self):
+        return super()._load().to(torch.bfloat16)
+
+    def _forward(self, features: dict):
+        with torch.inference_mode():
+            found = self._model(features)["sentence_embedding"].float()
+            return torch.nn.functional.normalize(found, p=2, dim=1).numpy()
+
+
+def compare(vectors: numpy.ndarray, reference: numpy.ndarray) -> dict:
+    cosine = (vectors * reference).sum(1) / (numpy.linalg.norm(vectors, axis=1)
+                                            * numpy.linalg.norm(reference, axis=1))
+    return {"max_abs_diff": float(f"{numpy.abs(vectors - reference).max():.3g}"),
+            "min_cosine": float(f"{cosine.min():.6f}")}
+
+
+def plans(by_text: dict) -> list[tuple[str, str, object]]:
+    """(variant, its arithmetic, its encode over a list of texts)."""
+    now, fp32 = LocalMiniLM(), LocalMiniLM(quantized=False)
+    return [
+        ("before: int8, batch 8, encode() on 2 torch threads", "int8",
+         index_path(before(LocalMiniLM()))),
+        ("now: int8, batch 8, batches side by side on 1 torch thread each", "int8",
+         index_path(now.embed)),
+        ("int8, batch 8, encode() on 1 torch thread", "int8",
+         index_path(one_thread(before(LocalMiniLM())))),
+        *[(f"now, batch {size}", "int8", index_path(LocalMiniLM(batch_size=size).embed))
+          for size in (1, 4, 16, 32)],
+        ("now, chunks sorted by tokens", "int8", index_path(now.embed, by_text.get)),
+        ("now, chunks not sorted (each 256 sorted inside)", "int8",
+         index_path(now.embed, lambda text: hashlib.sha256(text.encode()).digest())),
+        ("int8, batch 8, hand loop, 1 thread, no_grad", "int8",
+         index_path(one_thread(hand_loop(LocalMiniLM(), torch.no_grad)))),
+        ("int8, batch 8, hand loop, 1 thread, inference_mode", "int8",
+         index_path(one_thread(hand_loop(LocalMiniLM(), torch.inference_mode)))),
+        ("before, fp32, batch 32 (sentence-transformers' default)", "fp32",
+         index_path(before(LocalMiniLM(batch_size=32, quantized=False)))),
+        ("now, fp32", "fp32", index_path(fp32.embed)),
+        ("now, bf16 (not an index setting)", "bf16", index_path(BF16MiniLM(quantized=False).embed)),
+    ]
+
+
+def variants(texts: list[str], tokens: list[int], floors: dict, rounds: int) -> list[dict]:
+    """Chunks/s of each way to encode the sample (the best of `rounds` interleaved rounds, so
+    that another process's burst hurts one round of a variant, not the variant), with its ratio
+    to the floor of its arithmetic and its vectors beside the ones before and fp32's."""
+    flops_per_chunk = sum(chunk_flops(n) for n in tokens) / len(tokens)
+    floor_of = {"int8": floors["int8_dynamic_linear_ffn"], "fp32": floors["fp32_matmul_2048"],
+                "bf16": floors["bf16_matmul_2048"]}
+    chosen = plans(dict(zip(texts, tokens)))
+    for _, _, encode in chosen:
+        encode(texts[:STEP // 8])  # loads each variant's model outside the timing
+    timings: dict[str, list] = {name: [] for name, _, _ in chosen}
+    vectors: dict[str, numpy.ndarray] = {}
+    for round_ in range(rounds):
+        for name, _, encode in chosen:
+            wall, cpu, found = timed(encode, texts)
+            timings[name].append((wall, cpu))
+            vectors[name] = found
+            log(f"round {round_ + 1} {name}: {len(texts) / wall:.1f} chunks/s, "
+                f"load {os.getloadavg()[0]:.1f}")
+    first, fp32 = chosen[0][0], next(name for name, kind, _ in chosen if kind == "fp32")
+    rows = []
+    for name, arithmetic, _ in chosen:
+        wall = min(t[0] for t in timings[name])
+        per_s = len(texts) / wall
+        rows.append({
+            "variant": name, "arithmetic": arithmetic, "chunks_per_s": round(per_s, 1),
+            "chunks_per_s_each_round": [round(len(texts) / t[0], 1) for t in timings[name]],
+            "cpu_ms_per_chunk": round(1000 * min(t[1] for t in timings[name]) / len(texts), 1),
+            "achieved_gflops": round(per_s * flops_per_chunk / 1e9, 1),
+            "ratio_to_own_floor": round(per_s * flops_per_chunk / (floor_of[arithmetic] * 1e9), 3),
+            "ratio_to_fp32_floor": round(per_s * flops_per_chunk / (floor_of["fp32"] * 1e9), 3),
+            "vs_before": compare(vectors[name], vectors[first]),
+            "vs_fp32": compare(vectors[name], vectors[fp32])})
+    return rows
+
+
+def rescore(rows: list[dict], floors: dict) -> None:
+    """Each variant's ratios against the floor as finally measured."""
+    floor_of = {"int8": floors["int8_dynamic_linear_ffn"], "fp32": floors["fp32_matmul_2048"],
+                "bf16": floors["bf16_matmul_2048"]}
+    for row in rows:
+        row["ratio_to_own_floor"] = round(row["achieved_gflops"] / floor_of[row["arithmetic"]], 3)
+        row["ratio_to_fp32_floor"] = round(row["achieved_gflops"] / floor_of["fp32"], 3)
+
+
+def quality(chunks: list, sets: dict[str, list[dict]]) -> dict:
+    """Gold article hit@1 and hit@5 of each arithmetic over the whole corpus: chunks embedded as
+    the index embeds them, each question alone as a retrieval embeds it, exact cosine top 5."""
+    texts, titles = [chunk.text for chunk in chunks], [chunk.title for chunk in chunks]
+    result = {}
+    for name, embedder in (("int8", LocalMiniLM()), ("bf16", BF16MiniLM(quantized=False)),
+                           ("fp32", LocalMiniLM(quantized=False))):
+        log(f"quality: the whole corpus in {name}")
+        vectors = index_path(embedder.embed)(texts)
+        result[name] = {}
+        for set_name, asked in sets.items():
+            queries = numpy.asarray([embedder.embed([q["question"]])[0] for q in asked])
+            top = numpy.argsort(-(queries @ vectors.T), axis=1)[:, :5]
+            found = [[titles[i] for i in row] for row in top]
+            result[name][set_name] = {
+                "questions": len(asked),
+                "hit@1": round(sum(q["title"] == f[0] for q, f in zip(asked, found)) / len(asked), 4),
+                "hit@5": round(sum(q["title"] in f for q, f in zip(asked, found)) / len(asked), 4)}
+    return result
+
+
+class TimedEmbedder:
+    """The index's embedder, with the seconds spent inside it counted."""
+
+    def __init__(self, inner: LocalMiniLM):
+        self.inner, self.name, self.where = inner, inner.name, inner.where
+        self.seconds = 0.0
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        started = time.perf_counter()
+        try:
+            return self.inner.embed(texts)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+def build_split(articles: dict, chunk_texts: list[str], tmp: Path) -> dict:
+    """The whole build through open_index, its wall divided among splitter, model, lexical, Qdrant."""
+    embedder = TimedEmbedder(LocalMiniLM())
+    embedder.inner.embed(["warm"])  # the model load is not the build's steady cost
+    started = time.perf_counter()
+    chunk_articles(articles.values(), 1024, 48)
+    splitter = time.perf_counter() - started
+    started = time.perf_counter()
+    average = lexical.mean_length(chunk_texts)
+    for text in chunk_texts:
+        lexical.document_vector(text, average)
+    lexical_s = time.perf_counter() - started
+    started = time.perf_counter()
+    open_index(articles, IndexConfig(directory=tmp / "index"), embedder, progress=False).close()
+    wall = time.perf_counter() - started
+    # open_index splits once more and builds the lexical vectors inside; both timed alone above
+    qdrant = wall - splitter - embedder.seconds - lexical_s
+    return {"chunks": len(chunk_texts), "wall_s": round(wall, 1),
+            "chunks_per_s": round(len(chunk_texts) / wall, 1),
+            "splitter_s": round(splitter, 1), "model_s": round(embedder.seconds, 1),
+            "lexical_vectors_s": round(lexical_s, 1), "qdrant_and_rest_s": round(qdrant, 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sample", type=int, default=768,
+                        help="chunks each variant encodes (evenly spaced over the corpus)")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds of the variants")
+    parser.add_argument("--quality", action="store_true",
+                        help="also the gold article's hit@1/@5 in int8, bf16 and fp32 (A_f, A_r)")
+    parser.add_argument("--no-build", action="store_true", help="skip the whole build's split")
+    args = parser.parse_args()
+    report = {"command": " ".join(["python tests/benchmarks/bench_index_floor.py", *sys.argv[1:]]),
+              "machine": machine()}
+    articles = load_articles(WIKIRAG / "articles.jsonl")
+    texts = [chunk.text for chunk in chunk_articles(articles.values(), 1024, 48)]
+    model = LocalMiniLM(quantized=False)._load()
+    tokens = corpus_tokens(model, texts)
+    log("measuring the machine's FLOP/s")
+    floors = machine_flops()
+    per_chunk = sum(chunk_flops(n) for n in tokens) / len(tokens)
+    report["corpus"] = {"articles": len(articles), "chunks": len(texts),
+                        "tokens_mean": round(sum(tokens) / len(tokens), 1),
+                        "tokens_median": sorted(tokens)[len(tokens) // 2],
+                        "chunks_cut_at_256": sum(n == model.max_seq_length for n in tokens),
+                        "gflop_per_chunk": round(per_chunk / 1e9, 3),
+                        "padding_overhead_batch_8": round(padded_flops(texts, tokens, 8)
+                                                          / (per_chunk * len(tokens)) - 1, 4),
+                        "attention_share": round(sum(LAYERS * 4 * n * n * HIDDEN for n in tokens)
+                                                 / sum(chunk_flops(n) for n in tokens), 3)}
+    report["floor"] = {"gflops": floors,
+                       "chunks_per_s": {name: round(value * 1e9 / per_chunk, 1)
+                                        for name, value in floors.items()}}
+    step = max(1, len(texts) // args.sample)
+    sample = texts[::step][:args.sample]
+    report["sample"] = {"chunks": len(sample), "every": step}
+    report["variants"] = variants(sample, tokens[::step][:args.sample], floors, args.rounds)
+    log("the machine's FLOP/s again: the floor is the better of the two measurements")
+    again = machine_flops()
+    report["floor"]["gflops_start_end"] = {name: [floors[name], again[name]] for name in floors}
+    floors = {name: max(floors[name], again[name]) for name in floors}
+    report["floor"]["gflops"] = floors
+    report["floor"]["chunks_per_s"] = {name: round(value * 1e9 / per_chunk, 1)
+                                       for name, value in floors.items()}
+    rescore(report["variants"], floors)
+    if not args.no_build:
+        log("the whole build, split")
+        with tempfile.TemporaryDirectory() as tmp:
+            report["build"] = build_split(articles, texts, Path(tmp))
+    if args.quality:
+        sets = {name: [json.loads(line) for line in (WIKIRAG / file).open(encoding="utf-8")
+                       if line.strip()]
+                for name, file in (("A_f", "questions-A_f.jsonl"), ("A_r", "questions-A_r300.jsonl"))}
+        report["quality"] = quality(chunk_articles(articles.values(), 1024, 48), sets)
+    report["machine"]["load_after"] = list(os.getloadavg())
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
