@@ -33,7 +33,8 @@ BASE = {"build": ["--out", "o", "--cutoff", "2020-01-01"], "run": [], "index": [
         "score": ["d", "--scorers", "judge"],
         "scan-retrieval": [],
         "needs": ["--queries", "q.jsonl"],
-        "mix": ["d", "--n", "1", "--out", "o"], "label": ["d"], "filter": ["r", "--out", "o"]}
+        "mix": ["d", "--n", "1", "--out", "o"], "label": ["d"], "filter": ["r", "--out", "o"],
+        "cutoff": [], "datasets": ["d"]}
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:
