@@ -1,0 +1,75 @@
+"""A chat request on the wire: one POST on the openai SDK client's own HTTP client, the reply read
+as plain JSON.
+
+The SDK's request path costs more CPU than the exchange itself: per call it copies its options
+models, parses and merges URLs and headers, and builds a typed `ChatCompletion` field by field
+(two thirds of the client's CPU per call in a profile, issue 29). freshrag's request is plain JSON
+already, and `completion_value` (replies.py) checks the reply's fields itself, so `ChatRoute`
+sends the body as the SDK would (its URL, headers and key, its HTTP client with the deadline
+backend, harness/llm/deadline.py) and fails as the SDK would: the same openai exception classes
+for a status, a timeout or a connection error, so retries and error messages are unchanged.
+Embeddings and the Batch API still go through the SDK (`LLMClient.sdk_call`).
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+from typing import TYPE_CHECKING, Any
+
+from freshrag.llm import deadline
+
+if TYPE_CHECKING:
+    import openai
+
+PATH = "/chat/completions"
+
+
+class ChatRoute:
+    """`/chat/completions` of one SDK client (one endpoint and key): its URL and headers, worked
+    out once."""
+
+    def __init__(self, sdk: openai.OpenAI):
+        httpx, _ = deadline._libraries()
+        self._sdk = sdk
+        self._http = sdk._client  # the SDK's HTTP client: proxies, the deadline backend, the pool
+        self._timeout_errors = (httpx.TimeoutException,)
+        self._request_errors = (httpx.RequestError, ssl.SSLError)  # what the SDK calls connection errors
+        self.url = sdk._prepare_url(PATH)  # the base URL and its query, joined as the SDK joins them
+        # The SDK's headers for a POST with JSON: its defaults (User-Agent, X-Stainless-*,
+        # OpenAI-Organization and -Project when set) and the key; an omitted header is not sent.
+        headers = {**sdk.default_headers, **sdk.auth_headers, "Content-Type": "application/json"}
+        self.headers = {name: value for name, value in headers.items() if isinstance(value, str)}
+        self.timeout = httpx.Timeout(sdk.timeout)  # once: httpx would build it per request
+
+    def post(self, body: dict[str, Any]) -> Any:
+        """The reply to `body` as JSON data (or its text, when it is no JSON and does not claim to
+        be); an `openai.APIStatusError` subclass for a status other than 2xx, `APITimeoutError`
+        or `APIConnectionError` (caused by the HTTP library's error) when no reply came."""
+        import openai
+
+        content = json.dumps(body, ensure_ascii=False, separators=(",", ":"),
+                             allow_nan=False).encode()  # as the SDK serialises a body
+        request = self._http.build_request("POST", self.url, content=content,
+                                           headers=self.headers, timeout=self.timeout)
+        try:
+            response = self._http.send(request)
+        except self._timeout_errors as err:
+            raise openai.APITimeoutError(request=request) from err
+        except self._request_errors as err:
+            raise openai.APIConnectionError(request=request) from err
+        if not response.is_success:
+            raise self._sdk._make_status_error_from_response(response) from None
+        return reply_data(response.content, response.headers.get("content-type", ""))
+
+
+def reply_data(content: bytes, content_type: str) -> Any:
+    """A 2xx reply's body as the SDK reads it: JSON, or else its text (an HTML page), which
+    `completion_value` refuses as no completion; a body that claims to be JSON and is not (cut
+    short, a number of 5,000 digits) raises the ValueError json raises."""
+    try:
+        return json.loads(content)
+    except ValueError:
+        if "json" in content_type:
+            raise
+        return content.decode("utf-8", errors="replace")
