@@ -36,11 +36,17 @@ class ChatRoute:
         self._timeout_errors = (httpx.TimeoutException,)
         self._request_errors = (httpx.RequestError, ssl.SSLError)  # what the SDK calls connection errors
         self.url = sdk._prepare_url(PATH)  # the base URL and its query, joined as the SDK joins them
-        # The SDK's headers for a POST with JSON: its defaults (User-Agent, X-Stainless-*,
-        # OpenAI-Organization and -Project when set) and the key; an omitted header is not sent.
-        headers = {**sdk.default_headers, **sdk.auth_headers, "Content-Type": "application/json"}
-        self.headers = {name: value for name, value in headers.items() if isinstance(value, str)}
-        self.timeout = httpx.Timeout(sdk.timeout)  # once: httpx would build it per request
+        # The SDK's headers for a POST with JSON (User-Agent, OpenAI-Organization and -Project when
+        # set, the key), over its HTTP client's own (Accept-Encoding, Connection), as its
+        # `build_request` would merge them, but once. An omitted header is not sent, and neither
+        # are the SDK's X-Stainless-* telemetry headers: no server needs them, and each header is
+        # checked and copied a few times per request on its way through httpx, httpcore and h11.
+        sdk_headers = {**sdk.default_headers, **sdk.auth_headers, "Content-Type": "application/json"}
+        self.headers = httpx.Headers(self._http.headers)
+        self.headers.update({name: value for name, value in sdk_headers.items()
+                             if isinstance(value, str) and not name.lower().startswith("x-stainless")})
+        self._timeout = httpx.Timeout(sdk.timeout).as_dict()
+        self._request = httpx.Request
 
     def post(self, body: dict[str, Any]) -> Any:
         """The reply to `body` as JSON data (or its text, when it is no JSON and does not claim to
@@ -50,8 +56,11 @@ class ChatRoute:
 
         content = json.dumps(body, ensure_ascii=False, separators=(",", ":"),
                              allow_nan=False).encode()  # as the SDK serialises a body
-        request = self._http.build_request("POST", self.url, content=content,
-                                           headers=self.headers, timeout=self.timeout)
+        # What the client's `build_request` makes of the same arguments, without merging its
+        # headers and parsing the URL again for each request; the client's cookies, if a server
+        # set any, are sent as it would send them.
+        request = self._request("POST", self.url, content=content, headers=self.headers,
+                                cookies=self._http.cookies, extensions={"timeout": self._timeout})
         try:
             response = self._http.send(request)
         except self._timeout_errors as err:
