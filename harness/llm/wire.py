@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import threading
 from typing import TYPE_CHECKING, Any
 
 from freshrag.llm import deadline
@@ -27,12 +28,15 @@ PATH = "/chat/completions"
 
 class ChatRoute:
     """`/chat/completions` of one SDK client (one endpoint and key): its URL and headers, worked
-    out once."""
+    out once, and an HTTP client per thread."""
 
     def __init__(self, sdk: openai.OpenAI):
         httpx, _ = deadline._libraries()
         self._sdk = sdk
-        self._http = sdk._client  # the SDK's HTTP client: proxies, the deadline backend, the pool
+        # An HTTP client per thread, each made as the SDK's own (deadline.deadline_client): with
+        # one client for all, its connection pool looks at every connection twice per request,
+        # a third of the CPU of a call with 128 threads (issue 29); with one per thread, at one.
+        self._local = threading.local()
         self._timeout_errors = (httpx.TimeoutException,)
         self._request_errors = (httpx.RequestError, ssl.SSLError)  # what the SDK calls connection errors
         self.url = sdk._prepare_url(PATH)  # the base URL and its query, joined as the SDK joins them
@@ -42,11 +46,18 @@ class ChatRoute:
         # are the SDK's X-Stainless-* telemetry headers: no server needs them, and each header is
         # checked and copied a few times per request on its way through httpx, httpcore and h11.
         sdk_headers = {**sdk.default_headers, **sdk.auth_headers, "Content-Type": "application/json"}
-        self.headers = httpx.Headers(self._http.headers)
+        self.headers = httpx.Headers(sdk._client.headers)
         self.headers.update({name: value for name, value in sdk_headers.items()
                              if isinstance(value, str) and not name.lower().startswith("x-stainless")})
         self._timeout = httpx.Timeout(sdk.timeout).as_dict()
         self._request = httpx.Request
+
+    def _http(self) -> Any:
+        """This thread's HTTP client (proxies, the deadline backend, a pool of its own)."""
+        http = getattr(self._local, "http", None)
+        if http is None:
+            http = self._local.http = deadline.deadline_client()
+        return http
 
     def post(self, body: dict[str, Any]) -> Any:
         """The reply to `body` as JSON data (or its text, when it is no JSON and does not claim to
@@ -54,15 +65,16 @@ class ChatRoute:
         or `APIConnectionError` (caused by the HTTP library's error) when no reply came."""
         import openai
 
+        http = self._http()
         content = json.dumps(body, ensure_ascii=False, separators=(",", ":"),
                              allow_nan=False).encode()  # as the SDK serialises a body
         # What the client's `build_request` makes of the same arguments, without merging its
         # headers and parsing the URL again for each request; the client's cookies, if a server
         # set any, are sent as it would send them.
         request = self._request("POST", self.url, content=content, headers=self.headers,
-                                cookies=self._http.cookies, extensions={"timeout": self._timeout})
+                                cookies=http.cookies, extensions={"timeout": self._timeout})
         try:
-            response = self._http.send(request)
+            response = http.send(request)
         except self._timeout_errors as err:
             raise openai.APITimeoutError(request=request) from err
         except self._request_errors as err:
