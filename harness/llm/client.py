@@ -1,14 +1,15 @@
 """The LLM client: every chat call in freshrag goes through `LLMClient.chat`.
 
 One `openai` SDK client per role endpoint, so any OpenAI-compatible server works (OpenAI, vLLM,
-Ollama, llama.cpp). This is where usage is normalised into `Usage` (from the API's `usage`, or
+Ollama, llama.cpp); a chat request goes out as the SDK would send it, on the SDK's HTTP stack but
+past its per-call machinery (harness/llm/wire.py). This is where usage is normalised into `Usage` (from the API's `usage`, or
 counted with tiktoken and flagged estimated), where the response cache is consulted, and where
 transient failures (rate limits, timeouts, connection errors, 5xx) are retried with bounded
 exponential backoff and jitter. Nothing else is retried.
 
 Every attempt has a deadline for the whole exchange (`timeout_s`, harness/llm/deadline.py), and
 a stop (SIGINT, SIGTERM) ends it within a second. Whatever comes back is checked before it is
-used: a reply the SDK cannot read (an HTML page, a cut JSON body, a 5,000-digit number), a reply
+used: a reply that is no JSON completion (an HTML page, a cut JSON body, a 5,000-digit number), a reply
 without text or call, text or arguments over `MAX_REPLY_CHARS`, is an `EndpointError` naming the
 role and endpoint, so the caller records that one call as failed and goes on. A 401 or 403 is
 `AccessDenied`: the key is wrong for every call, so the run stops at the first and no other call

@@ -39,14 +39,14 @@ class ChatRoute:
         self._local = threading.local()
         self._timeout_errors = (httpx.TimeoutException,)
         self._request_errors = (httpx.RequestError, ssl.SSLError)  # what the SDK calls connection errors
-        self.url = sdk._prepare_url(PATH)  # the base URL and its query, joined as the SDK joins them
+        self.url = sdk.base_url.join(PATH.lstrip("/"))  # the SDK's base URL ends in a slash
         # The SDK's headers for a POST with JSON (User-Agent, OpenAI-Organization and -Project when
         # set, the key), over its HTTP client's own (Accept-Encoding, Connection), as its
         # `build_request` would merge them, but once. An omitted header is not sent, and neither
         # are the SDK's X-Stainless-* telemetry headers: no server needs them, and each header is
         # checked and copied a few times per request on its way through httpx, httpcore and h11.
         sdk_headers = {**sdk.default_headers, **sdk.auth_headers, "Content-Type": "application/json"}
-        self.headers = httpx.Headers(sdk._client.headers)
+        self.headers = httpx.Headers(self._http().headers)
         self.headers.update({name: value for name, value in sdk_headers.items()
                              if isinstance(value, str) and not name.lower().startswith("x-stainless")})
         self._timeout = httpx.Timeout(sdk.timeout).as_dict()
