@@ -1,15 +1,15 @@
-"""A chat request on the wire: one POST on the openai SDK client's own HTTP client, the reply read
-as plain JSON.
+"""A chat request on the wire: one POST on an HTTP client made as the openai SDK's own, the reply
+read as plain JSON.
 
 The SDK's request path costs more CPU than the exchange itself: per call it copies its options
 models, parses and merges URLs and headers, and builds a typed `ChatCompletion` field by field
 (two thirds of the client's CPU per call in a profile, issue 29). freshrag's request is plain JSON
 already, and `completion_value` (replies.py) checks the reply's fields itself, so `ChatRoute`
-sends the body as the SDK would (its URL, headers and key, its HTTP client with the deadline
-backend, harness/llm/deadline.py) and fails as the SDK would: the same openai exception classes
-for a status, a timeout or a connection error, so retries and error messages are unchanged.
-Embeddings and the Batch API still go through the SDK (`LLMClient.sdk_call`).
-"""
+sends the body as the SDK would (its URL, headers and key, on an HTTP client made as the one the
+SDK is given, with the deadline backend of harness/llm/deadline.py, one per thread) and fails as
+the SDK would: the same openai exception classes for a status, a timeout or a connection error,
+so retries and error messages are unchanged. Embeddings and the Batch API still go through the
+SDK (`LLMClient.sdk_call`)."""
 
 from __future__ import annotations
 
