@@ -1,14 +1,15 @@
 """The LLM client: every chat call in freshrag goes through `LLMClient.chat`.
 
 One `openai` SDK client per role endpoint, so any OpenAI-compatible server works (OpenAI, vLLM,
-Ollama, llama.cpp). This is where usage is normalised into `Usage` (from the API's `usage`, or
+Ollama, llama.cpp); a chat request goes out as the SDK would send it, on the SDK's HTTP stack but
+past its per-call machinery (harness/llm/wire.py). This is where usage is normalised into `Usage` (from the API's `usage`, or
 counted with tiktoken and flagged estimated), where the response cache is consulted, and where
 transient failures (rate limits, timeouts, connection errors, 5xx) are retried with bounded
 exponential backoff and jitter. Nothing else is retried.
 
 Every attempt has a deadline for the whole exchange (`timeout_s`, harness/llm/deadline.py), and
 a stop (SIGINT, SIGTERM) ends it within a second. Whatever comes back is checked before it is
-used: a reply the SDK cannot read (an HTML page, a cut JSON body, a 5,000-digit number), a reply
+used: a reply that is no JSON completion (an HTML page, a cut JSON body, a 5,000-digit number), a reply
 without text or call, text or arguments over `MAX_REPLY_CHARS`, is an `EndpointError` naming the
 role and endpoint, so the caller records that one call as failed and goes on. A 401 or 403 is
 `AccessDenied`: the key is wrong for every call, so the run stops at the first and no other call
@@ -50,6 +51,7 @@ from freshrag.llm.errors import (
 )
 from freshrag.llm.replies import completion_value, is_usable
 from freshrag.llm.tally import TALLY
+from freshrag.llm.wire import ChatRoute
 
 # openai is imported where a call is made: importing it takes half a second, and every
 # command's --help imports this module.
@@ -153,7 +155,7 @@ class LLMClient:
         self.backoff_s = backoff_s
         self.seed = seed
         self.gate: CallGate | None = None  # a budget that may refuse a call (harness/cost/budget.py)
-        self._clients: dict[str, openai.OpenAI] = {}
+        self._clients: dict[tuple[str, str], tuple[openai.OpenAI, ChatRoute]] = {}
         self._lock = threading.Lock()
         self._in_flight: dict[str, threading.Event] = {}  # cache key -> set when its call ends
         self._denied: dict[tuple[str, str], str] = {}  # (base URL, key) -> why it was refused
@@ -250,20 +252,15 @@ class LLMClient:
 
     def _call(self, role: str, cfg: RoleConfig, request: dict[str, Any]) -> dict[str, Any]:
         import openai
-        from openai.types.chat import ChatCompletion
 
-        client = self._client(role, cfg)
+        route = self._route(role, cfg)
         started = time.monotonic()
         attempts = 0
         try:
             for attempt in self._retrying(cfg):
                 with attempt, deadline.within(self.settings.timeout_s):
                     attempts = attempt.retry_state.attempt_number
-                    # The SDK's documented way to send a body as it is: `create` would walk the
-                    # request through its type transforms (a third of the client's CPU per call)
-                    # for a body that is plain JSON already. The reply is read as `create` reads it.
-                    completion = client.post("/chat/completions", body=request,
-                                             cast_to=ChatCompletion)
+                    completion = route.post(request)  # the SDK's request, without its CPU (wire.py)
             return completion_value(completion, request, time.monotonic() - started)
         except openai.APIConnectionError as err:
             if cfg.is_local and self.local is not None and self.local.death():
@@ -278,7 +275,7 @@ class LLMClient:
             raise EndpointError(self._describe(role, err, attempts)) from None
         except EndpointError as err:  # completion_value's checks of the reply
             raise EndpointError(f"{role} endpoint {self.base_url(role)}: {err}") from None
-        except Exception as err:  # the SDK could not read the reply: HTML, cut JSON, huge numbers
+        except Exception as err:  # a reply json cannot read: cut short, huge numbers
             raise EndpointError(self._unreadable(role, err)) from None
 
     def embed(self, role: str, texts: list[str]) -> list[list[float]]:
@@ -334,18 +331,27 @@ class LLMClient:
                         sleep=deadline.sleep)  # a stop cuts the wait short
 
     def _client(self, role: str, cfg: RoleConfig) -> openai.OpenAI:
-        import openai
+        return self._endpoint(role, cfg)[0]
 
+    def _route(self, role: str, cfg: RoleConfig) -> ChatRoute:
+        return self._endpoint(role, cfg)[1]
+
+    def _endpoint(self, role: str, cfg: RoleConfig) -> tuple[openai.OpenAI, ChatRoute]:
+        """The role's SDK client and its chat route, made once per endpoint and key;
+        AccessDenied once the endpoint refused the key, Stopped once the process is stopping."""
         base_url = self.base_url(role)
         deadline.check_stop()
         with self._lock:
             if (base_url, cfg.key()) in self._denied:  # refused once: refused for every call
                 raise AccessDenied(self._denied[base_url, cfg.key()])
             if (base_url, cfg.key()) not in self._clients:
-                self._clients[base_url, cfg.key()] = openai.OpenAI(
+                import openai
+
+                sdk = openai.OpenAI(
                     base_url=base_url, api_key=cfg.key(), timeout=self.settings.timeout_s,
                     http_client=deadline.deadline_client(),  # the exchange's deadline, the stop
                     max_retries=0)  # retries are ours, so that they are bounded and visible
+                self._clients[base_url, cfg.key()] = sdk, ChatRoute(sdk)
             return self._clients[base_url, cfg.key()]
 
     def _deny(self, role: str, cfg: RoleConfig, err: Exception) -> AccessDenied:

@@ -78,15 +78,31 @@ def _libraries() -> tuple[Any, Any]:
 
 def deadline_client(max_connections: int = 1000) -> Any:
     """An HTTP client for openai.OpenAI(http_client=...) whose exchanges keep deadlines and stop
-    on STOP. The SDK's own defaults otherwise (openai.DefaultHttpxClient)."""
+    on STOP. The SDK's own defaults otherwise (openai.DefaultHttpxClient), with one SSL context
+    for all of them: loading the certificates takes more CPU than the rest of a client, and the
+    chat route makes a client per worker thread (harness/llm/wire.py)."""
     import openai
 
     httpx, httpcore = _libraries()
-    transport = httpx.HTTPTransport(limits=httpx.Limits(
+    ssl_context = _ssl_context(httpx)
+    transport = httpx.HTTPTransport(verify=ssl_context, limits=httpx.Limits(
         max_connections=max_connections, max_keepalive_connections=100))
     pool = transport._pool  # the one private name used: the pool's backend has no public setter
     pool._network_backend = _backend_class(httpcore)(pool._network_backend)
-    return openai.DefaultHttpxClient(transport=transport)
+    return openai.DefaultHttpxClient(transport=transport, verify=ssl_context)
+
+
+_SSL_CONTEXTS: dict[str, Any] = {}
+_ssl_lock = threading.Lock()
+
+
+def _ssl_context(httpx: Any) -> Any:
+    """The SSL context an httpx transport would make by default (certifi's certificates, or
+    SSL_CERT_FILE and SSL_CERT_DIR), made once per process."""
+    with _ssl_lock:
+        if httpx.__name__ not in _SSL_CONTEXTS:
+            _SSL_CONTEXTS[httpx.__name__] = httpx.create_ssl_context(trust_env=True)
+        return _SSL_CONTEXTS[httpx.__name__]
 
 
 _BACKENDS: dict[str, type] = {}

@@ -1,7 +1,7 @@
-"""What an endpoint sent back, read and checked before anything uses it: the openai SDK builds
-its objects without checking them, so a reply that is no chat completion (no choices, text that is
-not text, a runaway of a million characters) is an EndpointError here, never a row or a cache
-entry; usage that is no count is counted locally instead (docs/faults.md)."""
+"""What an endpoint sent back, read and checked before anything uses it: the reply is plain JSON
+data (harness/llm/wire.py) of any shape, so a reply that is no chat completion (no choices, text
+that is not text, a runaway of a million characters) is an EndpointError here, never a row or a
+cache entry; usage that is no count is counted locally instead (docs/faults.md)."""
 
 from __future__ import annotations
 
@@ -36,23 +36,23 @@ def is_usable(value: dict[str, Any]) -> bool:
 
 
 def completion_value(completion: Any, request: dict[str, Any], latency_s: float) -> dict[str, Any]:
-    """The cacheable part of a completion, with usage normalised; EndpointError for a reply that
-    is not one (the SDK builds its objects without checking them): no choices, text or arguments
-    that are not strings or are longer than MAX_REPLY_CHARS."""
-    choices = getattr(completion, "choices", None)
+    """The cacheable part of a completion (the reply's JSON data), with usage normalised;
+    EndpointError for a reply that is not one: no choices, text or arguments that are not
+    strings or are longer than MAX_REPLY_CHARS."""
+    choices = _field(completion, "choices")
     if not isinstance(choices, list):
         start = str(completion)[:80]
         raise EndpointError(f"the reply is not a chat completion (it starts {start!r})")
     if not choices:
         raise EndpointError(f"endpoint returned no choices for model {request['model']!r}")
-    message = getattr(choices[0], "message", None)
-    text = getattr(message, "content", None)
-    calls = getattr(message, "tool_calls", None) or []
+    message = _field(choices[0], "message")
+    text = _field(message, "content")
+    calls = _field(message, "tool_calls") or []
     tool_name = tool_arguments = None
     if calls:
-        function = getattr(calls[0], "function", None) if isinstance(calls, list) else None
-        tool_name = getattr(function, "name", None)
-        tool_arguments = getattr(function, "arguments", None)
+        function = _field(calls[0], "function") if isinstance(calls, list) else None
+        tool_name = _field(function, "name")
+        tool_arguments = _field(function, "arguments")
         if not isinstance(tool_name, str) or not isinstance(tool_arguments, str):
             raise EndpointError("the reply's tool call has no function name and arguments as text")
     for what, value in (("text", text), ("tool-call arguments", tool_arguments)):
@@ -61,7 +61,7 @@ def completion_value(completion: Any, request: dict[str, Any], latency_s: float)
         if value is not None and len(value) > MAX_REPLY_CHARS:
             raise EndpointError(f"the reply's {what} hold {len(value):,} characters, more than "
                                 f"the {MAX_REPLY_CHARS:,} freshrag accepts from one call")
-    usage = _usage(getattr(completion, "usage", None))
+    usage = _usage(_field(completion, "usage"))
     if usage is None:  # none given, or not counts: counted here, and flagged estimated
         usage = estimate_usage(request["messages"], request.get("tools"), text, tool_arguments,
                                request["model"])
@@ -70,10 +70,15 @@ def completion_value(completion: Any, request: dict[str, Any], latency_s: float)
             "logprobs": _logprobs(choices[0]) if request.get("logprobs") else None}
 
 
+def _field(data: Any, name: str) -> Any:
+    """`data[name]` if data is a JSON object, else None: a reply may have any shape."""
+    return data.get(name) if isinstance(data, dict) else None
+
+
 def _usage(given: Any) -> Usage | None:
     """The endpoint's token counts, if it gave counts (whole numbers in a sane range)."""
-    prompt = getattr(given, "prompt_tokens", None)
-    output = getattr(given, "completion_tokens", None) or 0
+    prompt = _field(given, "prompt_tokens")
+    output = _field(given, "completion_tokens") or 0
     if not all(type(n) is int and 0 <= n <= MAX_USAGE_TOKENS for n in (prompt, output)):
         return None
     return Usage(prompt, output)
@@ -82,12 +87,12 @@ def _usage(given: Any) -> Usage | None:
 def _logprobs(choice: Any) -> list[dict[str, Any]] | None:
     """The tokens' log-probabilities as the endpoint gave them, None if it gave none (an
     endpoint that ignores the request field is recorded as such, never guessed)."""
-    content = getattr(getattr(choice, "logprobs", None), "content", None)
-    if not content:
+    content = _field(_field(choice, "logprobs"), "content")
+    if not content or not isinstance(content, list):
         return None
-    return [{"token": item.token, "logprob": _finite(item.logprob),
-             "top": [{"token": top.token, "logprob": _finite(top.logprob)}
-                     for top in (item.top_logprobs or [])]} for item in content]
+    return [{"token": _field(item, "token"), "logprob": _finite(_field(item, "logprob")),
+             "top": [{"token": _field(top, "token"), "logprob": _finite(_field(top, "logprob"))}
+                     for top in (_field(item, "top_logprobs") or [])]} for item in content]
 
 
 def _finite(logprob: Any) -> Any:
