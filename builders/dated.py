@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.builders.cutoffs import EARLIEST
-from freshrag.builders.sources.pages import BuildError, Page, PageSource, classify
+from freshrag.builders.sources.pages import BuildError, Page, PageSource, Reservoir, classify
 from freshrag.core.dates import parse_timestamp, utc_today
 from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
 
@@ -197,9 +197,7 @@ def sample_dump_by_month(source: PageSource, files: SampleFiles, months: MonthRa
     from tqdm import tqdm
 
     wanted = months.months()
-    reservoirs: dict[str, list[Page]] = defaultdict(list)
-    seen: Counter = Counter()
-    rngs = {month: _month_rng(seed, month) for month in wanted}
+    reservoirs = {month: Reservoir(per_month, _month_rng(seed, month)) for month in wanted}
     partial = files.partial
     partial.unlink(missing_ok=True)
     discards = JsonlWriter(partial)
@@ -209,16 +207,9 @@ def sample_dump_by_month(source: PageSource, files: SampleFiles, months: MonthRa
             if why is not None:
                 discards.write({"title": page.title, "discard": why, "month": month})
                 continue
-            seen[month] += 1
-            reservoir = reservoirs[month]
-            if len(reservoir) < per_month:
-                reservoir.append(page)
-                continue
-            slot = rngs[month].randrange(seen[month])
-            if slot < per_month:
-                reservoir[slot], page = page, reservoir[slot]
-            discards.write({"title": page.title, "discard": NOT_SAMPLED, "month": month})
-        chosen = [page for month in wanted for page in reservoirs[month]]
+            if (left := reservoirs[month].offer(page)) is not None:
+                discards.write({"title": left.title, "discard": NOT_SAMPLED, "month": month})
+        chosen = [page for month in wanted for page in reservoirs[month].items]
         if not chosen:
             raise BuildError(f"{source.description}: no article of it was created in "
                              f"{months.text()}" + (f" after {months.after}" if months.after

@@ -47,7 +47,7 @@ from freshrag.builders.prompts import (
     question_messages,
     recency_messages,
 )
-from freshrag.builders.sources.pages import BuildError, Page, PageSource, classify
+from freshrag.builders.sources.pages import BuildError, Page, PageSource, Reservoir, classify
 from freshrag.builders.styles import grounded
 from freshrag.builders.styles.facts import WikitextSource, facts_stage
 from freshrag.builders.styles.needs import NeedsPlan, generate_need_questions, needs_digest
@@ -190,9 +190,7 @@ def _reservoir_sample(source: PageSource, config: BuildConfig) -> list[str]:
     read to its end."""
     from tqdm import tqdm
 
-    rng = random.Random(config.seed)
-    reservoir: list[Page] = []
-    seen = 0
+    reservoir: Reservoir[Page] = Reservoir(config.n, random.Random(config.seed))
     partial = config.out / SAMPLE_PARTIAL
     partial.unlink(missing_ok=True)
     discards = JsonlWriter(partial)
@@ -201,22 +199,15 @@ def _reservoir_sample(source: PageSource, config: BuildConfig) -> list[str]:
             page = classify(page)
             if page.discard is not None:
                 discards.write(_sample_row(page))
-                continue
-            seen += 1
-            if len(reservoir) < config.n:
-                reservoir.append(page)
-            elif (slot := rng.randrange(seen)) < config.n:
-                discards.write({"title": reservoir[slot].title, "discard": "not_sampled"})
-                reservoir[slot] = page
-            else:
-                discards.write({"title": page.title, "discard": "not_sampled"})
-        for page in reservoir:
+            elif (left := reservoir.offer(page)) is not None:
+                discards.write({"title": left.title, "discard": "not_sampled"})
+        for page in reservoir.items:
             discards.write(_sample_row(page))
     finally:
         discards.close()
-    replace_jsonl(config.out / ARTICLES, (page.article_row() for page in reservoir))
+    replace_jsonl(config.out / ARTICLES, (page.article_row() for page in reservoir.items))
     partial.replace(config.out / SAMPLE)
-    titles = [page.title for page in reservoir]
+    titles = [page.title for page in reservoir.items]
     write_titles(config.out, "A_r", titles)
     return titles
 

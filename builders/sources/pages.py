@@ -3,8 +3,9 @@ date, or the reason it cannot be an article of the random sample."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import asdict, dataclass, field
-from typing import Any, Generator, Protocol
+from typing import Any, Generator, Generic, Protocol, TypeVar
 
 from freshrag.core.dates import parse_timestamp
 from freshrag.core.errors import UserError
@@ -52,6 +53,32 @@ def classify(page: Page) -> Page:
     if page.discard is None and len(page.content) <= MIN_CHARS:
         return Page(**{**page.record(), "discard": TOO_SHORT})
     return page
+
+
+Item = TypeVar("Item")
+
+
+class Reservoir(Generic[Item]):
+    """A uniform random sample of `size` items from a stream read once (Algorithm R), holding
+    only the sample: a dump's A_r, whole or a month of it."""
+
+    def __init__(self, size: int, rng: random.Random):
+        self.size = size
+        self.rng = rng
+        self.items: list[Item] = []
+        self.seen = 0
+
+    def offer(self, item: Item) -> Item | None:
+        """Take the stream's next item; the item this leaves out of the sample (the one offered,
+        or the one it replaced), None while the sample is still filling."""
+        self.seen += 1
+        if len(self.items) < self.size:
+            self.items.append(item)
+            return None
+        slot = self.rng.randrange(self.seen)
+        if slot < self.size:
+            self.items[slot], item = item, self.items[slot]
+        return item
 
 
 class PageSource(Protocol):
