@@ -94,8 +94,4 @@ def _write(out: Path, document: dict, rows: list[dict], capped: Exception | None
     print("\n".join(judge_checks([out], rows)["lines"]))
     print(f"\ncutoff written to {out}/ ({cutoff.CUTOFF_JSON}, {cutoff.CUTOFF_MD}, "
           f"{cutoff.CUTOFF_PNG}); `freshrag report {out}` reports the run itself")
-    if capped:
-        print(f"\nCAPPED: {capped}; the estimate covers the finished pairs only: run the same "
-              f"command without --max-cost (or with a higher one) to finish")
-        return 3
-    return 1 if any(row["status"] == "failed" for row in rows) else 0
+    return run.exit_status(rows, capped, "the estimate covers the finished pairs only")

@@ -268,8 +268,14 @@ def _summarise(out: Path, rows: list[dict], capped: Exception | None,
     print("\n" + "\n".join(judge_checks([out], rows)["lines"]))
     print(f"\nrun written to {out}/ (samples.jsonl, manifest.json, summary.json, and the whole "
           f"table in {report.SUMMARY_MD})")
+    return exit_status(rows, capped, "finished pairs are kept")
+
+
+def exit_status(rows: list[dict], capped: Exception | None, kept: str) -> int:
+    """3 when --max-cost stopped the run (said, with `kept`: what the finished pairs give), 1
+    when a pair failed, else 0."""
     if capped:
-        print(f"\nCAPPED: {capped}; finished pairs are kept: run the same command without "
-              f"--max-cost (or with a higher one) to finish")
+        print(f"\nCAPPED: {capped}; {kept}: run the same command without --max-cost (or with a "
+              f"higher one) to finish")
         return 3
     return 1 if any(row["status"] == "failed" for row in rows) else 0
