@@ -55,3 +55,31 @@ def test_a_refused_key_is_access_denied_with_the_endpoints_message():
             client(server.base_url).chat("answer", MESSAGES)
     assert "HTTP 401" in str(err.value) and "Incorrect API key" in str(err.value)
     assert SECRET not in str(err.value)
+
+
+def test_each_thread_keeps_its_own_http_client_and_all_share_one_ssl_context():
+    """One HTTP client per worker thread (one small pool each, not one pool scanned by 128
+    threads), reused by the thread's later calls; the SSL context made once for all of them."""
+    import threading
+
+    with FakeOpenAIServer(services={CHAT: lambda request, headers: {"json": COMPLETION}}) as server:
+        llm = client(server.base_url)
+        route = llm._route("answer", llm.settings.role("answer"))
+        seen = {}
+
+        def calls(name):
+            llm.chat("answer", MESSAGES, attempt=1)
+            first = route._http()
+            llm.chat("answer", MESSAGES, attempt=2)
+            seen[name] = (first, route._http())
+
+        workers = [threading.Thread(target=calls, args=(n,)) for n in range(3)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    assert all(first is again for first, again in seen.values())
+    assert len({id(first) for first, _ in seen.values()}) == 3
+    contexts = {id(pool._ssl_context) for first, _ in seen.values()
+                for pool in [first._transport._pool]}
+    assert len(contexts) == 1
