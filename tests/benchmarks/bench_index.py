@@ -15,7 +15,7 @@ temporary directory, it measures:
    article's hit@1, hit@5 and MRR@5 from the top-5 chunks' titles, beside the paper's hit@5
    (ada-002 over 12,792 articles: 91.8% A_f, 94.0% A_r);
 4. reference: the same model as sentence-transformers runs it by default (fp32, batches of 32)
-   on a sample of chunks, so that the gain of the index's settings (int8, batches of 8 over
+   on a sample of chunks, so that the gain of the index's settings (bf16 or int8, batches of 8 over
    length-sorted chunks) is measured in the same run;
 5. concurrency: retrievals per second with a remote embeddings endpoint (the
    fake OpenAI-compatible server, answering /v1/embeddings after `--embed-latency` seconds) over
@@ -96,7 +96,7 @@ def second_start(articles_file: Path, directory: Path) -> float:
 
 def reference_runtime(texts: list[str]) -> dict:
     """Chunks/s of sentence-transformers' defaults on the same kind of chunks, in this run."""
-    model = LocalMiniLM(batch_size=32, quantized=False)
+    model = LocalMiniLM(batch_size=32, precision="fp32")
     model.embed(texts[:32])  # warm-up, and loads the model
     started = time.monotonic()
     model._model.encode(texts, batch_size=32, normalize_embeddings=True, show_progress_bar=False)

@@ -7,23 +7,27 @@ Prints ONE JSON object on stdout (progress on stderr). Over the paper's 1,101 ar
 as the index chunks them (1,024/48), it measures in one run:
 
 1. the machine: CPU model, cores, torch's threads, load average before and after;
-2. the floor: FLOPs per chunk of all-MiniLM-L6-v2 (6 layers, hidden 384, FFN 1,536; the linear
-   layers' 24·n·h² and attention's 4·n²·h per layer) at each chunk's real token count n (capped
-   at the model's 256), against the machine's measured FLOP/s: a large fp32 torch.matmul, the
-   int8 dynamic linear layer the index runs (at the model's FFN shape), and bf16 (AMX, where the
-   CPU has it); so chunks/s at each floor;
+2. two floors per precision (fp32, int8, bf16), at each chunk's real token count n (capped at
+   the model's 256, no padding):
+   - the matmul floor: FLOPs per chunk of all-MiniLM-L6-v2 (6 layers, hidden 384, FFN 1,536; the
+     linear layers' 24·n·h² and attention's 4·n²·h per layer) at the machine's measured FLOP/s
+     (a large fp32 torch.matmul, the int8 dynamic linear layer at the model's FFN shape, a large
+     bf16 matmul: AMX where the CPU has it);
+   - the operations floor: that, plus the work matmul FLOPs leave out, each kind at the best rate
+     this machine measured for it on large tensors: the softmax over 12·n² attention scores, the
+     GELU over n·1,536 activations and the layer norms and residual adds over n·384, per layer;
 3. variants of the encode path over an evenly spaced sample of chunks, in interleaved rounds
    (best round kept: the machine may be shared), each with chunks/s, CPU per chunk, its ratio
    to the floor of its arithmetic, and how far its vectors are from the path before and from
    fp32's (largest absolute difference of any component, smallest cosine): the path before
    (int8, batches of 8 over chunks sorted by length, 256 per encode() call, each batch spread
    over torch's threads), the path now (the same batches side by side, one torch thread each),
-   encode() on one thread, batch sizes, chunks sorted by tokens or not sorted, a hand-written
-   loop under no_grad and under inference_mode, fp32, and bf16;
+   the three precisions, batch sizes, chunks sorted by tokens or not sorted, sentence-transformers'
+   defaults;
 4. the build split (unless --no-build): the whole corpus into embedded Qdrant through
    `open_index`, its wall divided into the splitter, the model, the lexical vectors and Qdrant;
 5. with --quality: the gold article's hit@1 and hit@5 for every A_f and A_r question in int8,
-   bf16 and fp32, by exact cosine over the whole corpus (what bf16 would cost in quality).
+   bf16 and fp32, by exact cosine over the whole corpus (what each precision costs in quality).
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ import torch  # noqa: E402
 
 from freshrag.core.dataset import load_articles  # noqa: E402
 from freshrag.systems.retrieval import lexical  # noqa: E402
-from freshrag.systems.retrieval.embeddings import LocalMiniLM  # noqa: E402
+from freshrag.systems.retrieval.embeddings import LocalMiniLM, default_precision  # noqa: E402
 from freshrag.systems.retrieval.index import IndexConfig, chunk_articles, open_index  # noqa: E402
 from tests import WIKIRAG  # noqa: E402
 
@@ -94,7 +98,8 @@ def rate(work, flops: float, repeat: int) -> float:
 
 
 def machine_flops() -> dict:
-    """Measured GFLOP/s: a large fp32 and bf16 matmul, and the int8 dynamic linear layer."""
+    """Measured rates on large tensors: GFLOP/s of an fp32 and a bf16 matmul and of the int8
+    dynamic linear layer; Gelem/s of softmax, GELU, layer norm and add in fp32 and bf16."""
     size = 2048
     result = {}
     for name, dtype in (("fp32_matmul_2048", torch.float32), ("bf16_matmul_2048", torch.bfloat16)):
@@ -109,7 +114,53 @@ def machine_flops() -> dict:
     with torch.inference_mode():
         result["fp32_linear_ffn"] = rate(lambda: layer(x), 2 * rows * HIDDEN * FFN, 10) / 1e9
         result["int8_dynamic_linear_ffn"] = rate(lambda: int8(x), 2 * rows * HIDDEN * FFN, 10) / 1e9
-    return {key: round(value, 1) for key, value in result.items()}
+        for label, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+            scores = torch.randn(32, 12, 192, 192, dtype=dtype)  # 32 chunks' attention scores
+            wide = torch.randn(32 * 192, FFN, dtype=dtype)
+            narrow = torch.randn(32 * 192, HIDDEN, dtype=dtype)
+            weight, bias = torch.ones(HIDDEN, dtype=dtype), torch.zeros(HIDDEN, dtype=dtype)
+            for op, work, elements in (
+                    ("softmax", lambda: torch.softmax(scores, -1), scores.numel()),
+                    ("gelu", lambda: torch.nn.functional.gelu(wide), wide.numel()),
+                    ("layer_norm", lambda: torch.nn.functional.layer_norm(
+                        narrow, (HIDDEN,), weight, bias), narrow.numel()),
+                    ("add", lambda: narrow + narrow, narrow.numel())):
+                result[f"{label}_{op}_gelem"] = rate(work, elements, 3) / 1e9
+    return {key: round(value, 2) for key, value in result.items()}
+
+
+def matmul_rates(floors: dict) -> dict:
+    """GFLOP/s of each precision's linear layers and attention matmuls."""
+    return {"fp32": (floors["fp32_matmul_2048"], floors["fp32_matmul_2048"]),
+            "int8": (floors["int8_dynamic_linear_ffn"], floors["fp32_matmul_2048"]),
+            "bf16": (floors["bf16_matmul_2048"], floors["bf16_matmul_2048"])}
+
+
+def chunk_seconds(tokens: int, precision: str, floors: dict, operations: bool) -> float:
+    """The least time one chunk of `tokens` tokens can take in `precision` on this machine: its
+    matmuls at the measured matmul rate, and (`operations`) its softmax, GELU, layer norms and
+    residual adds at the best measured rate for each (bf16 may use fp32's where that is faster;
+    fp32 and int8 keep to fp32)."""
+    linear_rate, attention_rate = matmul_rates(floors)[precision]
+    linear = 2 * tokens * (4 * HIDDEN * HIDDEN + 2 * HIDDEN * FFN)
+    seconds = LAYERS * (linear / linear_rate + 4 * tokens * tokens * HIDDEN / attention_rate) / 1e9
+    if operations:
+        dtypes = ("fp32", "bf16") if precision == "bf16" else ("fp32",)
+        best = {op: max(floors[f"{dtype}_{op}_gelem"] for dtype in dtypes)
+                for op in ("softmax", "gelu", "layer_norm", "add")}
+        seconds += LAYERS * (12 * tokens * tokens / best["softmax"] + tokens * FFN / best["gelu"]
+                             + 2 * tokens * HIDDEN / best["layer_norm"]
+                             + 2 * tokens * HIDDEN / best["add"]) / 1e9
+    return seconds
+
+
+def floor_per_s(tokens: list[int], floors: dict) -> dict:
+    """Chunks/s at each floor: `{precision: {"matmul": …, "operations": …}}`."""
+    return {precision: {kind: round(len(tokens) / sum(chunk_seconds(n, precision, floors,
+                                                                      kind == "operations")
+                                                         for n in tokens), 1)
+                        for kind in ("matmul", "operations")}
+            for precision in ("fp32", "int8", "bf16")}
 
 
 def corpus_tokens(model, texts: list[str]) -> list[int]:
@@ -162,51 +213,6 @@ def before(embedder: LocalMiniLM):
     return embed
 
 
-def hand_loop(embedder: LocalMiniLM, context):
-    """Tokenise, forward, mean-pool and normalise by hand, one batch at a time, under `context`."""
-    def embed(texts: list[str]) -> numpy.ndarray:
-        if embedder._model is None:
-            embedder.embed(texts[:1])  # loads the model
-        model = embedder._model
-        tokenizer, encoder = model.tokenizer, model[0].auto_model
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        out = numpy.zeros((len(texts), 384), dtype=numpy.float32)
-        with context():
-            for start in range(0, len(order), embedder.batch_size):
-                ids = order[start:start + embedder.batch_size]
-                batch = tokenizer([texts[i] for i in ids], padding=True, truncation=True,
-                                  max_length=model.max_seq_length, return_tensors="pt")
-                hidden = encoder(**batch).last_hidden_state
-                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                out[ids] = torch.nn.functional.normalize(pooled, dim=1).float().numpy()
-        return out
-    return embed
-
-
-def one_thread(embed):
-    def on_one(texts: list[str]):
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            return embed(texts)
-        finally:
-            torch.set_num_threads(threads)
-    return on_one
-
-
-class BF16MiniLM(LocalMiniLM):
-    """The fp32 model cast to bfloat16 (AMX on CPUs that have it); not an index setting."""
-
-    def _load(self):
-        return super()._load().to(torch.bfloat16)
-
-    def _forward(self, features: dict):
-        with torch.inference_mode():
-            found = self._model(features)["sentence_embedding"].float()
-            return torch.nn.functional.normalize(found, p=2, dim=1).numpy()
-
-
 def compare(vectors: numpy.ndarray, reference: numpy.ndarray) -> dict:
     cosine = (vectors * reference).sum(1) / (numpy.linalg.norm(vectors, axis=1)
                                             * numpy.linalg.norm(reference, axis=1))
@@ -215,38 +221,32 @@ def compare(vectors: numpy.ndarray, reference: numpy.ndarray) -> dict:
 
 
 def plans(by_text: dict) -> list[tuple[str, str, object]]:
-    """(variant, its arithmetic, its encode over a list of texts)."""
-    now, fp32 = LocalMiniLM(), LocalMiniLM(quantized=False)
+    """(variant, its precision, its encode over a list of texts)."""
+    default = default_precision()
     return [
         ("before: int8, batch 8, encode() on 2 torch threads", "int8",
-         index_path(before(LocalMiniLM()))),
-        ("now: int8, batch 8, batches side by side on 1 torch thread each", "int8",
-         index_path(now.embed)),
-        ("int8, batch 8, encode() on 1 torch thread", "int8",
-         index_path(one_thread(before(LocalMiniLM())))),
-        *[(f"now, batch {size}", "int8", index_path(LocalMiniLM(batch_size=size).embed))
-          for size in (1, 4, 16, 32)],
-        ("now, chunks sorted by tokens", "int8", index_path(now.embed, by_text.get)),
-        ("now, chunks not sorted (each 256 sorted inside)", "int8",
-         index_path(now.embed, lambda text: hashlib.sha256(text.encode()).digest())),
-        ("int8, batch 8, hand loop, 1 thread, no_grad", "int8",
-         index_path(one_thread(hand_loop(LocalMiniLM(), torch.no_grad)))),
-        ("int8, batch 8, hand loop, 1 thread, inference_mode", "int8",
-         index_path(one_thread(hand_loop(LocalMiniLM(), torch.inference_mode)))),
-        ("before, fp32, batch 32 (sentence-transformers' default)", "fp32",
-         index_path(before(LocalMiniLM(batch_size=32, quantized=False)))),
-        ("now, fp32", "fp32", index_path(fp32.embed)),
-        ("now, bf16 (not an index setting)", "bf16", index_path(BF16MiniLM(quantized=False).embed)),
+         index_path(before(LocalMiniLM(precision="int8")))),
+        ("int8, batch 8, batches side by side on 1 torch thread each", "int8",
+         index_path(LocalMiniLM(precision="int8").embed)),
+        ("bf16, batch 8, side by side", "bf16", index_path(LocalMiniLM(precision="bf16").embed)),
+        ("fp32, batch 8, side by side", "fp32", index_path(LocalMiniLM(precision="fp32").embed)),
+        ("sentence-transformers' defaults: fp32, batch 32, encode() on 2 threads", "fp32",
+         index_path(before(LocalMiniLM(batch_size=32, precision="fp32")))),
+        *[(f"{default}, batch {size}", default,
+           index_path(LocalMiniLM(batch_size=size, precision=default).embed)) for size in (4, 16)],
+        (f"{default}, chunks sorted by tokens", default,
+         index_path(LocalMiniLM(precision=default).embed, by_text.get)),
+        (f"{default}, chunks not sorted (each 256 sorted inside)", default,
+         index_path(LocalMiniLM(precision=default).embed,
+                    lambda text: hashlib.sha256(text.encode()).digest())),
     ]
 
 
 def variants(texts: list[str], tokens: list[int], floors: dict, rounds: int) -> list[dict]:
     """Chunks/s of each way to encode the sample (the best of `rounds` interleaved rounds, so
     that another process's burst hurts one round of a variant, not the variant), with its ratio
-    to the floor of its arithmetic and its vectors beside the ones before and fp32's."""
-    flops_per_chunk = sum(chunk_flops(n) for n in tokens) / len(tokens)
-    floor_of = {"int8": floors["int8_dynamic_linear_ffn"], "fp32": floors["fp32_matmul_2048"],
-                "bf16": floors["bf16_matmul_2048"]}
+    to its precision's two floors and to fp32's matmul floor, and its vectors beside the path
+    before and fp32's."""
     chosen = plans(dict(zip(texts, tokens)))
     for _, _, encode in chosen:
         encode(texts[:STEP // 8])  # loads each variant's model outside the timing
@@ -261,28 +261,27 @@ def variants(texts: list[str], tokens: list[int], floors: dict, rounds: int) -> 
                 f"load {os.getloadavg()[0]:.1f}")
     first, fp32 = chosen[0][0], next(name for name, kind, _ in chosen if kind == "fp32")
     rows = []
-    for name, arithmetic, _ in chosen:
+    for name, precision, _ in chosen:
         wall = min(t[0] for t in timings[name])
-        per_s = len(texts) / wall
         rows.append({
-            "variant": name, "arithmetic": arithmetic, "chunks_per_s": round(per_s, 1),
+            "variant": name, "precision": precision,
+            "chunks_per_s": round(len(texts) / wall, 1),
             "chunks_per_s_each_round": [round(len(texts) / t[0], 1) for t in timings[name]],
             "cpu_ms_per_chunk": round(1000 * min(t[1] for t in timings[name]) / len(texts), 1),
-            "achieved_gflops": round(per_s * flops_per_chunk / 1e9, 1),
-            "ratio_to_own_floor": round(per_s * flops_per_chunk / (floor_of[arithmetic] * 1e9), 3),
-            "ratio_to_fp32_floor": round(per_s * flops_per_chunk / (floor_of["fp32"] * 1e9), 3),
             "vs_before": compare(vectors[name], vectors[first]),
             "vs_fp32": compare(vectors[name], vectors[fp32])})
+    rescore(rows, tokens, floors)
     return rows
 
 
-def rescore(rows: list[dict], floors: dict) -> None:
-    """Each variant's ratios against the floor as finally measured."""
-    floor_of = {"int8": floors["int8_dynamic_linear_ffn"], "fp32": floors["fp32_matmul_2048"],
-                "bf16": floors["bf16_matmul_2048"]}
+def rescore(rows: list[dict], tokens: list[int], floors: dict) -> None:
+    """Each variant's ratios to its precision's floors (as measured so far) and to fp32's."""
+    per_s = floor_per_s(tokens, floors)
     for row in rows:
-        row["ratio_to_own_floor"] = round(row["achieved_gflops"] / floor_of[row["arithmetic"]], 3)
-        row["ratio_to_fp32_floor"] = round(row["achieved_gflops"] / floor_of["fp32"], 3)
+        own = per_s[row["precision"]]
+        row["ratio_to_matmul_floor"] = round(row["chunks_per_s"] / own["matmul"], 3)
+        row["ratio_to_operations_floor"] = round(row["chunks_per_s"] / own["operations"], 3)
+        row["ratio_to_fp32_matmul_floor"] = round(row["chunks_per_s"] / per_s["fp32"]["matmul"], 3)
 
 
 def quality(chunks: list, sets: dict[str, list[dict]]) -> dict:
@@ -290,8 +289,8 @@ def quality(chunks: list, sets: dict[str, list[dict]]) -> dict:
     the index embeds them, each question alone as a retrieval embeds it, exact cosine top 5."""
     texts, titles = [chunk.text for chunk in chunks], [chunk.title for chunk in chunks]
     result = {}
-    for name, embedder in (("int8", LocalMiniLM()), ("bf16", BF16MiniLM(quantized=False)),
-                           ("fp32", LocalMiniLM(quantized=False))):
+    for name in ("int8", "bf16", "fp32"):
+        embedder = LocalMiniLM(precision=name)
         log(f"quality: the whole corpus in {name}")
         vectors = index_path(embedder.embed)(texts)
         result[name] = {}
@@ -323,7 +322,7 @@ class TimedEmbedder:
 
 def build_split(articles: dict, chunk_texts: list[str], tmp: Path) -> dict:
     """The whole build through open_index, its wall divided among splitter, model, lexical, Qdrant."""
-    embedder = TimedEmbedder(LocalMiniLM())
+    embedder = TimedEmbedder(LocalMiniLM())  # the default precision, as `freshrag index` runs it
     embedder.inner.embed(["warm"])  # the model load is not the build's steady cost
     started = time.perf_counter()
     chunk_articles(articles.values(), 1024, 48)
@@ -339,9 +338,10 @@ def build_split(articles: dict, chunk_texts: list[str], tmp: Path) -> dict:
     # open_index splits once more and builds the lexical vectors inside; both timed alone above
     qdrant = wall - splitter - embedder.seconds - lexical_s
     return {"chunks": len(chunk_texts), "wall_s": round(wall, 1),
-            "chunks_per_s": round(len(chunk_texts) / wall, 1),
+            "chunks_per_s": round(len(chunk_texts) / wall, 1), "precision": embedder.inner.precision,
             "splitter_s": round(splitter, 1), "model_s": round(embedder.seconds, 1),
-            "lexical_vectors_s": round(lexical_s, 1), "qdrant_and_rest_s": round(qdrant, 1)}
+            "lexical_vectors_s": round(lexical_s, 1), "qdrant_and_rest_s": round(qdrant, 1),
+            "model_chunks_per_s": round(len(chunk_texts) / embedder.seconds, 1)}
 
 
 def main() -> None:
@@ -357,7 +357,7 @@ def main() -> None:
               "machine": machine()}
     articles = load_articles(WIKIRAG / "articles.jsonl")
     texts = [chunk.text for chunk in chunk_articles(articles.values(), 1024, 48)]
-    model = LocalMiniLM(quantized=False)._load()
+    model = LocalMiniLM(precision="fp32")._load()
     tokens = corpus_tokens(model, texts)
     log("measuring the machine's FLOP/s")
     floors = machine_flops()
@@ -371,25 +371,27 @@ def main() -> None:
                                                           / (per_chunk * len(tokens)) - 1, 4),
                         "attention_share": round(sum(LAYERS * 4 * n * n * HIDDEN for n in tokens)
                                                  / sum(chunk_flops(n) for n in tokens), 3)}
-    report["floor"] = {"gflops": floors,
-                       "chunks_per_s": {name: round(value * 1e9 / per_chunk, 1)
-                                        for name, value in floors.items()}}
+    report["floor"] = {"rates": floors, "chunks_per_s": floor_per_s(tokens, floors)}
     step = max(1, len(texts) // args.sample)
-    sample = texts[::step][:args.sample]
+    sample, sample_tokens = texts[::step][:args.sample], tokens[::step][:args.sample]
     report["sample"] = {"chunks": len(sample), "every": step}
-    report["variants"] = variants(sample, tokens[::step][:args.sample], floors, args.rounds)
-    log("the machine's FLOP/s again: the floor is the better of the two measurements")
+    report["variants"] = variants(sample, sample_tokens, floors, args.rounds)
+    log("the machine's rates again: the floor is the better of the two measurements")
     again = machine_flops()
-    report["floor"]["gflops_start_end"] = {name: [floors[name], again[name]] for name in floors}
+    report["floor"]["rates_start_end"] = {name: [floors[name], again[name]] for name in floors}
     floors = {name: max(floors[name], again[name]) for name in floors}
-    report["floor"]["gflops"] = floors
-    report["floor"]["chunks_per_s"] = {name: round(value * 1e9 / per_chunk, 1)
-                                       for name, value in floors.items()}
-    rescore(report["variants"], floors)
+    report["floor"]["rates"] = floors
+    report["floor"]["chunks_per_s"] = floor_per_s(tokens, floors)
+    report["floor"]["sample_chunks_per_s"] = floor_per_s(sample_tokens, floors)
+    rescore(report["variants"], sample_tokens, floors)
     if not args.no_build:
         log("the whole build, split")
         with tempfile.TemporaryDirectory() as tmp:
-            report["build"] = build_split(articles, texts, Path(tmp))
+            build = report["build"] = build_split(articles, texts, Path(tmp))
+        own = report["floor"]["chunks_per_s"][build["precision"]]
+        build["model_ratio_to_matmul_floor"] = round(build["model_chunks_per_s"] / own["matmul"], 3)
+        build["model_ratio_to_operations_floor"] = round(build["model_chunks_per_s"]
+                                                         / own["operations"], 3)
     if args.quality:
         sets = {name: [json.loads(line) for line in (WIKIRAG / file).open(encoding="utf-8")
                        if line.strip()]

@@ -60,7 +60,7 @@ def test_index_then_scan_every_weight_per_label_without_an_llm(small, built, tmp
     assert indexed.returncode == 0, indexed.stderr[-2000:]
     record = json.loads(indexed.stdout)
     assert record["text_weight"] == 0.2 and record["lexical"] == "bm25-crc32-v1"
-    assert record["embedding_model"] == "all-MiniLM-L6-v2-int8" and record["fusion_depth"] == 50
+    assert record["embedding_model"] == LocalMiniLM().name and record["fusion_depth"] == 50
 
     scanned = freshrag("scan-retrieval", str(small), "--weights", WEIGHTS, "--k", "5",
                        "--index-dir", str(index_dir), "--out", str(tmp_path / "scan"))
