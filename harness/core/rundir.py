@@ -31,7 +31,9 @@ from freshrag.core.manifest import MANIFEST
 
 LOCK = ".lock"
 RUN_ROLES = ("answer", "decision", "judge")  # the roles a run calls
-INDEX_SETTINGS = ("chunk_size", "chunk_overlap", "top_k", "text_weight")  # how chunks are found
+# How chunks are found; `embedding_model` is the model that made the vectors as the index names
+# it, the local one with its precision (all-MiniLM-L6-v2-bf16), which follows the CPU.
+INDEX_SETTINGS = ("chunk_size", "chunk_overlap", "top_k", "text_weight", "embedding_model")
 SOURCE_SETTINGS = ("origin", "sha256", "version")  # of a system, as systems/external/plugins.py records it
 DATE_SETTINGS = ("today", "knowledge_cutoff")  # stated only by systems with `uses_date`
 # The option that sets an identity setting, for the way out of a refusal.
@@ -39,6 +41,7 @@ OPTIONS = {"seed": "--seed", "context_tokens": "--context-tokens", "today": "--t
            "knowledge_cutoff": "--knowledge-cutoff", "top_k": "--top-k",
            "chunk_size": "--chunk-size", "chunk_overlap": "--chunk-overlap",
            "text_weight": "--text-weight"}
+LOCAL_EMBEDDINGS = "all-MiniLM-L6-v2"  # the local model; its index name ends in its precision
 KINDS = {"run": "a run of `freshrag run`", "import": "runs imported by `freshrag import-legacy`",
          "dataset": "a dataset built by `freshrag build`"}
 
@@ -141,6 +144,8 @@ def check_same_run(run_dir: Path, previous: dict[str, Any], planned: dict[str, A
     date_systems = set(date_systems)
     old, new = identity(previous, date_systems), identity(planned, date_systems)
     changed = [name for name in old if name in new and old[name] != new[name]]
+    if "embeddings.model" in changed and "embedding_model" in changed:  # one change, said once
+        changed.remove("embedding_model")
     if not changed:
         return
     lines = "\n".join(f"  {name}: was {_show(name, old[name])}, now {_show(name, new[name])}"
@@ -158,4 +163,7 @@ def _show(name: str, value: Any) -> str:
 
 
 def _way_back(name: str, old: Any) -> str:
+    if name == "embedding_model" and str(old).startswith(LOCAL_EMBEDDINGS):
+        precision = str(old)[len(LOCAL_EMBEDDINGS) + 1:] or "fp32"  # all-MiniLM-L6-v2-int8: int8
+        return f" (resume with FRESHRAG_LOCAL_EMBEDDINGS_PRECISION={precision})"
     return f" (resume with {OPTIONS[name]} {old})" if name in OPTIONS and old is not None else ""

@@ -59,6 +59,30 @@ CHANGED = [
 ]
 
 
+
+def test_a_resume_whose_local_embeddings_run_in_another_precision_is_refused(tmp_path):
+    """The local model's precision follows the CPU: a run started on a bf16 machine and resumed
+    on an int8 one would retrieve with other vectors. The index names the model that made them."""
+    from freshrag.core.rundir import RunDirError, check_same_run
+
+    def manifest(embedding_model):
+        return {"config": {"seed": 0}, "systems": ["naive"],
+                "llm": {"roles": {"embeddings": {"model": "all-MiniLM-L6-v2", "base_url": "local"}}},
+                "index": {"chunk_size": 1024, "embedding_model": embedding_model}}
+
+    check_same_run(tmp_path, manifest("all-MiniLM-L6-v2-int8"), manifest("all-MiniLM-L6-v2-int8"), ())
+    with pytest.raises(RunDirError) as refused:
+        check_same_run(tmp_path, manifest("all-MiniLM-L6-v2-int8"),
+                       manifest("all-MiniLM-L6-v2-bf16"), ())
+    assert ("embedding_model: was all-MiniLM-L6-v2-int8, now all-MiniLM-L6-v2-bf16 "
+            "(resume with FRESHRAG_LOCAL_EMBEDDINGS_PRECISION=int8)") in str(refused.value)
+    with pytest.raises(RunDirError) as refused:
+        check_same_run(tmp_path, manifest("all-MiniLM-L6-v2"), manifest("all-MiniLM-L6-v2-bf16"), ())
+    assert "(resume with FRESHRAG_LOCAL_EMBEDDINGS_PRECISION=fp32)" in str(refused.value)
+    older = manifest("all-MiniLM-L6-v2-int8")
+    del older["index"]["embedding_model"]  # a manifest that did not record it: not compared
+    check_same_run(tmp_path, older, manifest("all-MiniLM-L6-v2-bf16"), ())
+
 @pytest.mark.parametrize("systems, first, second, env, line", CHANGED)
 def test_a_resume_with_other_settings_is_refused_naming_both_values(
         tmp_path, fake, monkeypatch, capsys, systems, first, second, env, line):
@@ -236,3 +260,28 @@ def test_a_run_from_before_the_lexical_side_counts_as_text_weight_0():
            "index": {"chunk_size": 1024, "chunk_overlap": 48, "top_k": 5}}
     now = {**old, "index": {**old["index"], "text_weight": 0.2}}
     assert identity(old, ())["text_weight"] == 0.0 and identity(now, ())["text_weight"] == 0.2
+
+
+@pytest.mark.integration
+def test_a_run_resumed_with_the_local_model_in_another_precision_is_refused_before_indexing(
+        tmp_path, fake, monkeypatch, capsys):
+    """The real local MiniLM: a run that retrieved with int8 vectors is refused a resume in fp32
+    before any index is built or call made, and resumes once the precision is pinned back."""
+    monkeypatch.delenv("FRESHRAG_EMBEDDINGS_MODEL")  # embeddings on the local model
+    monkeypatch.setenv("FRESHRAG_LOCAL_EMBEDDINGS_PRECISION", "int8")
+    assert run(tmp_path, "naive", "--limit", "1") == 0
+    before = snapshot(tmp_path / "run")
+    fake.reset_counts()
+    monkeypatch.setenv("FRESHRAG_LOCAL_EMBEDDINGS_PRECISION", "fp32")
+    capsys.readouterr()
+    assert run(tmp_path, "naive") == 2
+    err = capsys.readouterr().err
+    assert ("embedding_model: was all-MiniLM-L6-v2-int8, now all-MiniLM-L6-v2 "
+            "(resume with FRESHRAG_LOCAL_EMBEDDINGS_PRECISION=int8)") in err
+    assert "indexing" not in err and fake.calls == 0
+    assert snapshot(tmp_path / "run") == before
+    monkeypatch.setenv("FRESHRAG_LOCAL_EMBEDDINGS_PRECISION", "int8")
+    assert run(tmp_path, "naive") == 0
+    questions = (tmp_path / "questions.jsonl").read_text().strip().splitlines()
+    rows = read_samples(tmp_path / "run" / "samples.jsonl")
+    assert len(rows) == len(questions) > 1  # the first row kept, the rest answered

@@ -142,6 +142,7 @@ def run_pairs(args: argparse.Namespace, data: Dataset, systems: str, out: Path,
     from freshrag.reporting.prices import price_table
     from freshrag.run.runner import check_resume
     from freshrag.scoring.scorepass import scorer_names, scorer_roles
+    from freshrag.systems.retrieval.embeddings import embedder_for
 
     scorers = scorer_names(args.scorers)
     sources = system_sources(systems, data, args.config)
@@ -159,8 +160,10 @@ def run_pairs(args: argparse.Namespace, data: Dataset, systems: str, out: Path,
     prompts = _prompts()
     index = index_config(args, out.parent) if any(s.uses_index for s in sources) else None
     # Refused before a server starts or an index is built; `run` checks again, holding the lock.
-    check_resume(data, config, LLMClient(settings, seed=args.seed), factories, prompts,
-                 index and {name: getattr(index, name) for name in INDEX_SETTINGS})
+    llm = LLMClient(settings, seed=args.seed)
+    check_resume(data, config, llm, factories, prompts, index and {
+        **{name: getattr(index, name) for name in INDEX_SETTINGS if hasattr(index, name)},
+        "embedding_model": embedder_for(llm).name})  # names the model without loading it
     cache = None if args.no_cache else out.parent / CACHE_FILE
     print_roles(settings, roles, embeddings=bool(index) or embed_for_needed(scorers))
     if args.dry_run:
