@@ -55,7 +55,7 @@ class LocalMiniLM:
     - `bf16` on CPUs with bfloat16 in hardware (AMX, AVX-512-BF16): the weights and activations
       in bfloat16, about 1.7 times int8's speed there, with vectors within 0.9999 cosine of fp32's;
     - `int8` elsewhere: dynamic quantization of the linear layers, 1.6 times fp32's speed, vectors
-      down to 0.79 cosine of fp32's, with the gold article's hit@5 unchanged on the paper's data;
+      down to 0.82 cosine of fp32's, with the gold article's hit@5 unchanged on the paper's data;
     - `fp32`: the model as published.
 
     Each precision is its own model name (`all-MiniLM-L6-v2-bf16`, `-int8`, or plain), so its
