@@ -161,3 +161,19 @@ def test_a_batch_run_answers_every_pair_through_the_batch_api(tmp_path, fake_ser
     assert server.calls == 0 and batches.submitted  # every chat call came from a batch
     document = json.loads((tmp_path / "run" / "cutoff.json").read_text())
     assert document["fall"]["month"] == FALL
+
+
+@pytest.mark.parametrize("option", ["--text-weight", "--top-k", "--chunk-size", "--qdrant-url"])
+def test_retrieval_index_options_are_not_cutoff_options(tmp_path, capsys, option):
+    """baseline and oracle retrieve nothing: `cutoff` neither shows nor takes the index's options,
+    which `run` shows and takes."""
+    with pytest.raises(SystemExit) as usage:
+        main(["cutoff", "--dataset", str(tmp_path), option, "1"])
+    assert usage.value.code == 2
+    assert f"unrecognized arguments: {option}" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["cutoff", "--help"])
+    assert option not in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert option in capsys.readouterr().out

@@ -37,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     inputs.add_argument("--stated-cutoff", type=iso_date, metavar="DATE",
                         help="the cutoff the model's maker states, YYYY-MM-DD, shown beside the "
                              "estimate (default: --knowledge-cutoff's date)")
-    run.add_run_options(p)
+    run.add_run_options(p, index=False)  # baseline and oracle retrieve nothing
     # the run's own --out, whose default here is a directory beside the dataset's run
     out = next(action for action in p._actions if action.dest == "out")
     out.help = ("run directory of baseline and oracle alone (default: "

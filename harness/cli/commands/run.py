@@ -66,9 +66,10 @@ def add_systems(p: argparse._ArgumentGroup) -> None:
                         f"installed (default: %(default)s)")
 
 
-def add_run_options(p: argparse.ArgumentParser) -> None:
+def add_run_options(p: argparse.ArgumentParser, index: bool = True) -> None:
     """Every option of a run but the dataset and the systems (`freshrag import` shares them), in
-    named groups."""
+    named groups; the retrieval index's only with `index` (a command whose systems never
+    retrieve shows none)."""
     add_models(p)
     control = p.add_argument_group("run control")
     add_limit(control)
@@ -85,7 +86,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     add_scorers(judging, "judge", "; the judge grades every pair, the others score the answers "
                 "into scores.jsonl after the pairs (default: %(default)s)")
     add_probe_options(judging)
-    add_index_options(p.add_argument_group("retrieval index"))
+    if index:
+        add_index_options(p.add_argument_group("retrieval index"))
     add_cost_options(p.add_argument_group("cost"))
 
 
