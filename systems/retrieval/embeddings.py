@@ -97,8 +97,9 @@ class LocalMiniLM:
     def batches(self, texts: list[str]) -> list:
         """Indices of `texts` in batches of `batch_size`, longest first by the model's own token
         count (cut at its 256): texts of one length share a batch, so a batch pads little. Over
-        the paper's chunks, handed over 256 at a time, 1.3% of the tokens computed are padding,
-        where sorting by characters (as `encode()` does) pads 18%."""
+        the paper's chunks, handed over 256 at a time, batches of 8 compute 1.4% more than the
+        chunks need, where sorting by characters (as `encode()` does) computes 19% more. The
+        model must be loaded (`embed` loads it)."""
         import numpy
 
         model = self._model
