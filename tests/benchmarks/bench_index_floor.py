@@ -14,16 +14,17 @@ as the index chunks them (1,024/48), it measures in one run:
      (a large fp32 torch.matmul, the int8 dynamic linear layer at the model's FFN shape, a large
      bf16 matmul: AMX where the CPU has it);
    - the operations floor: that, plus the work matmul FLOPs leave out, each kind at the best rate
-     this machine measured for it on large tensors: the softmax over 12·n² attention scores, the
-     GELU over n·1,536 activations and the layer norms and residual adds over n·384, per layer;
+     this machine measured for it, in fp32 or bf16, at the size of a model's batch: the softmax
+     over 12·n² attention scores, the GELU over n·1,536 activations and the layer norms and
+     residual adds over n·384, per layer;
 3. variants of the encode path over an evenly spaced sample of chunks, in interleaved rounds
    (best round kept: the machine may be shared), each with chunks/s, CPU per chunk, its ratio
    to the floor of its arithmetic, and how far its vectors are from the path before and from
    fp32's (largest absolute difference of any component, smallest cosine): the path before
-   (int8, batches of 8 over chunks sorted by length, 256 per encode() call, each batch spread
-   over torch's threads), the path now (the same batches side by side, one torch thread each),
-   the three precisions, batch sizes, chunks sorted by tokens or not sorted, sentence-transformers'
-   defaults;
+   issue 29 (int8, batches of 8 over chunks sorted by characters, 256 per encode() call, each
+   batch spread over torch's threads), batches side by side (one torch thread each) formed by
+   characters or by tokens, the three precisions, batch sizes, chunks handed over sorted by
+   tokens, sentence-transformers' defaults;
 4. the build split (unless --no-build): the whole corpus into embedded Qdrant through
    `open_index`, its wall divided into the splitter, the model, the lexical vectors and Qdrant;
 5. with --quality: the gold article's hit@1 and hit@5 for every A_f and A_r question in int8,
