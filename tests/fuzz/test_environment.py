@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from freshrag.core.config import load_settings
 from freshrag.core.types import ROLES
+from freshrag.systems.retrieval.embeddings import PRECISION_VARIABLE, PRECISIONS
 from tests.fuzz.support import (
     assert_no_calls,
     assert_refused,
@@ -75,6 +76,22 @@ def test_a_bad_key_in_the_variable_api_key_env_names_is_refused(server, key):
                         "--config", tmp / "my.toml", "--systems", "baseline")
         assert_refused(result, "MY_JUDGE_KEY (api_key_env)", "API key must be printable ASCII")
         assert_no_calls(server)
+
+
+@settings(max_examples=budget(30))
+@given(value=TEXT.filter(lambda t: t.strip() and t.strip() not in PRECISIONS))
+def test_a_bad_local_embeddings_precision_is_refused_naming_the_variable(server, value):
+    """With the embeddings on the local MiniLM (no model named for them), a run that retrieves
+    refuses a precision it does not know before the index is built or the model loaded."""
+    with scratch(server) as (tmp, mp):
+        mp.delenv("FRESHRAG_EMBEDDINGS_MODEL", raising=False)
+        mp.setenv(PRECISION_VARIABLE, value)
+        questions, articles = write_dataset(tmp / "data")
+        result = invoke("run", "--questions", questions, "--articles", articles,
+                        "--out", tmp / "run", "--systems", "naive")
+        assert_refused(result, PRECISION_VARIABLE, "one of bf16, int8, fp32")
+        assert_no_calls(server)
+        assert [path.name for path in tmp.iterdir()] == ["data"]  # no run, no index
 
 
 @settings(max_examples=budget(30))
