@@ -57,13 +57,14 @@ def load_settings(args: argparse.Namespace) -> LLMSettings:
 
 def roles_table(settings: LLMSettings, roles: tuple[str, ...]) -> str:
     """Which model each of `roles` calls, at which endpoint, and where that came from; no key."""
-    from freshrag.systems.retrieval.embeddings import LOCAL_MODEL
+    from freshrag.systems.retrieval.embeddings import LocalMiniLM
 
     rows = []
     for role in roles:
         cfg, origin = settings.role(role), settings.origins.get(role, "default")
-        if role == EMBEDDINGS and cfg.is_local:  # in process, whatever the model's name
-            rows.append((role, "local (in process)", LOCAL_MODEL, origin if origin !=
+        if role == EMBEDDINGS and cfg.is_local:  # in process, whatever the model's name; its
+            # name says its precision (all-MiniLM-L6-v2-bf16), which follows the CPU
+            rows.append((role, "local (in process)", LocalMiniLM().name, origin if origin !=
                          LOCAL_FALLBACK else "local fallback (--model-role embeddings=M)"))
         elif cfg.is_local:
             rows.append((role, "local (embedded llama.cpp)", cfg.model, origin))

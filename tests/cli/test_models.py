@@ -16,6 +16,7 @@ from freshrag.cli.main import main
 from freshrag.core.samples import read_samples
 from freshrag.core.types import ROLES
 from freshrag.scoring.store import read_scores
+from freshrag.systems.retrieval.embeddings import LocalMiniLM
 from tests.support.builds import needs_reply
 from tests.support.datasets import bridges_and_mayor, write_dataset
 from tests.support.fake_openai_server import FakeOpenAIServer, forced_tool_name
@@ -106,6 +107,7 @@ def test_embeddings_stay_local_until_named_and_the_table_says_so(tmp_path, serve
     assert run(tmp_path, server, "--model", MODEL, "--dry-run", systems="naive") == 0
     table = roles_table(capsys.readouterr().err)
     assert table["embeddings"][1:4] == ["local", "(in", "process)"]
+    assert table["embeddings"][4] == LocalMiniLM().name  # with its precision: -bf16, -int8
     assert "local fallback" in " ".join(table["embeddings"])
     assert table["answer"][1:] == [server.base_url, MODEL, "--model"]
     assert server.requests == [] and server.embedding_requests == []
