@@ -102,6 +102,8 @@ class LocalMiniLM:
         model must be loaded (`embed` loads it)."""
         import numpy
 
+        if len(texts) <= self.batch_size:  # one batch (a query) or none: nothing to sort
+            return [numpy.arange(len(texts))] if texts else []
         model = self._model
         ids = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length,
                               return_attention_mask=False, return_token_type_ids=False)

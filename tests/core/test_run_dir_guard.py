@@ -59,7 +59,6 @@ CHANGED = [
 ]
 
 
-
 def test_a_resume_whose_local_embeddings_run_in_another_precision_is_refused(tmp_path):
     """The local model's precision follows the CPU: a run started on a bf16 machine and resumed
     on an int8 one would retrieve with other vectors. The index names the model that made them."""
@@ -82,6 +81,7 @@ def test_a_resume_whose_local_embeddings_run_in_another_precision_is_refused(tmp
     older = manifest("all-MiniLM-L6-v2-int8")
     del older["index"]["embedding_model"]  # a manifest that did not record it: not compared
     check_same_run(tmp_path, older, manifest("all-MiniLM-L6-v2-bf16"), ())
+
 
 @pytest.mark.parametrize("systems, first, second, env, line", CHANGED)
 def test_a_resume_with_other_settings_is_refused_naming_both_values(
