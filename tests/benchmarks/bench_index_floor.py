@@ -2,6 +2,7 @@
 FLOPs allow on this machine (docs/measurements.md#the-index-build).
 
     python tests/benchmarks/bench_index_floor.py [--sample N] [--rounds R] [--no-build] [--quality]
+        [--openvino]
 
 Prints ONE JSON object on stdout (progress on stderr). Over the paper's 1,101 articles chunked
 as the index chunks them (1,024/48), it measures in one run:
@@ -24,7 +25,10 @@ as the index chunks them (1,024/48), it measures in one run:
    issue 29 (int8, batches of 8 over chunks sorted by characters, 256 per encode() call, each
    batch spread over torch's threads), batches side by side (one torch thread each) formed by
    characters or by tokens, the three precisions, batch sizes, chunks handed over sorted by
-   tokens, sentence-transformers' defaults;
+   tokens, sentence-transformers' defaults; with --openvino (after `pip install openvino`, which
+   the project does not need), the same model in Intel's OpenVINO runtime as a cross-check of
+   what another runtime gets from this CPU: its fused attention, the batches by tokens, bf16 where
+   the CPU has it;
 4. the build split (unless --no-build): the whole corpus into embedded Qdrant through
    `open_index`, its wall divided into the splitter, the model, the lexical vectors and Qdrant;
 5. with --quality: the gold article's hit@1 and hit@5 for every A_f and A_r question in int8,
@@ -233,8 +237,54 @@ class ByCharacters(LocalMiniLM):
                 for start in range(0, len(texts), self.batch_size)]
 
 
-def plans(by_text: dict) -> list[tuple[str, str, object]]:
+class OpenVINOMiniLM(LocalMiniLM):
+    """The same model converted to OpenVINO, on 2 streams of one thread (as the batches run side
+    by side here), in bf16 where the CPU has it: a cross-check, not a path of the index."""
+
+    def __init__(self, precision: str):
+        super().__init__(precision=precision)
+        import openvino
+
+        torch_model = LocalMiniLM(precision="fp32")._load()
+        example = dict(torch_model.tokenizer(["an example", "another example"], padding=True,
+                                             return_tensors="pt"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # tracing warnings from transformers
+            converted = openvino.convert_model(torch_model[0].auto_model, example_input=example)
+        self.compiled = openvino.Core().compile_model(converted, "CPU", {
+            "INFERENCE_PRECISION_HINT": "bf16" if precision == "bf16" else "f32",
+            "PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": 2, "INFERENCE_NUM_THREADS": 2})
+        self.inputs = [port.get_any_name() for port in self.compiled.inputs]
+        self._model = torch_model  # its tokenizer forms the batches, as the index's do
+        self.openvino = openvino
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        batches = self.batches(texts)
+        vectors = numpy.empty((len(texts), 384), dtype=numpy.float32)
+        features = [self._model.tokenizer([texts[i] for i in batch], padding=True,
+                                          truncation=True, max_length=256, return_tensors="np")
+                    for batch in batches]
+
+        def pooled(request, i):
+            mask = features[i]["attention_mask"][..., None].astype(numpy.float32)
+            summed = (request.get_output_tensor(0).data * mask).sum(1) / mask.sum(1)
+            vectors[batches[i]] = summed / numpy.linalg.norm(summed, axis=1, keepdims=True)
+
+        queue = self.openvino.AsyncInferQueue(self.compiled, 2)
+        queue.set_callback(pooled)
+        for i, found in enumerate(features):
+            queue.start_async({name: found[name] for name in self.inputs}, i)
+        queue.wait_all()
+        return vectors
+
+
+def plans(by_text: dict, openvino: bool = False) -> list[tuple[str, str, object]]:
     """(variant, its precision, its encode over a list of texts)."""
+    cross_check = []
+    if openvino:
+        precision = LocalMiniLM().precision.replace("int8", "fp32")  # no int8 without calibration
+        cross_check = [(f"OpenVINO, {precision}, batch 16 by tokens, 2 streams", precision,
+                        index_path(OpenVINOMiniLM(precision).embed))]
     return [
         ("before: int8, batch 8, encode() on 2 torch threads", "int8",
          index_path(before(LocalMiniLM(precision="int8")))),
@@ -256,15 +306,17 @@ def plans(by_text: dict) -> list[tuple[str, str, object]]:
          index_path(before(LocalMiniLM(batch_size=32, precision="fp32")))),
         ("now, bf16, chunks handed over sorted by tokens, not characters", "bf16",
          index_path(LocalMiniLM(precision="bf16").embed, by_text.get)),
+        *cross_check,
     ]
 
 
-def variants(texts: list[str], tokens: list[int], floors: dict, rounds: int) -> list[dict]:
+def variants(texts: list[str], tokens: list[int], floors: dict, rounds: int,
+             openvino: bool = False) -> list[dict]:
     """Chunks/s of each way to encode the sample (the best of `rounds` interleaved rounds, so
     that another process's burst hurts one round of a variant, not the variant), with its ratio
     to its precision's two floors and to fp32's matmul floor, and its vectors beside the path
     before and fp32's."""
-    chosen = plans(dict(zip(texts, tokens)))
+    chosen = plans(dict(zip(texts, tokens)), openvino)
     for _, _, encode in chosen:
         encode(texts[:STEP // 8])  # loads each variant's model outside the timing
     timings: dict[str, list] = {name: [] for name, _, _ in chosen}
@@ -369,7 +421,14 @@ def main() -> None:
     parser.add_argument("--quality", action="store_true",
                         help="also the gold article's hit@1/@5 in int8, bf16 and fp32 (A_f, A_r)")
     parser.add_argument("--no-build", action="store_true", help="skip the whole build's split")
+    parser.add_argument("--openvino", action="store_true",
+                        help="also the model in OpenVINO, a cross-check (pip install openvino)")
     args = parser.parse_args()
+    if args.openvino:
+        try:
+            import openvino  # noqa: F401
+        except ImportError:
+            parser.error("--openvino needs OpenVINO: pip install openvino")
     report = {"command": " ".join(["python tests/benchmarks/bench_index_floor.py", *sys.argv[1:]]),
               "machine": machine()}
     articles = load_articles(WIKIRAG / "articles.jsonl")
@@ -395,7 +454,7 @@ def main() -> None:
     step = max(1, len(texts) // args.sample)
     sample, sample_tokens = texts[::step][:args.sample], tokens[::step][:args.sample]
     report["sample"] = {"chunks": len(sample), "every": step}
-    report["variants"] = variants(sample, sample_tokens, floors, args.rounds)
+    report["variants"] = variants(sample, sample_tokens, floors, args.rounds, args.openvino)
     log("the machine's rates again: the floor is the better of the two measurements")
     again = machine_flops()
     report["floor"]["rates_start_end"] = {name: [floors[name], again[name]] for name in floors}
