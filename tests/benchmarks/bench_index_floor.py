@@ -231,7 +231,7 @@ def compare(vectors: numpy.ndarray, reference: numpy.ndarray) -> dict:
 class ByCharacters(LocalMiniLM):
     """The local model with the batches `encode()` forms: texts sorted by characters."""
 
-    def batches(self, texts: list[str]) -> list:
+    def batches(self, texts: list[str], lengths: list[int] | None = None) -> list:
         order = numpy.argsort([-len(text) for text in texts])
         return [order[start:start + self.batch_size]
                 for start in range(0, len(texts), self.batch_size)]

@@ -16,7 +16,8 @@ pytestmark = pytest.mark.integration
 @pytest.mark.parametrize("precision", PRECISIONS)
 def test_batches_side_by_side_give_the_vectors_encode_gives_for_the_same_batches(precision):
     texts = [chunk.text for chunk in chunk_articles(CORPUS.values(), 300, 20)]
-    texts += ["a short query", "Title: X\n" + "word " * 400]  # and one cut at 256 tokens
+    texts += ["a short query", "Title: X\n" + "word " * 400,  # and one cut at 256 tokens
+              "  Spaces AROUND, Capitals and ünïcödé  \n"]
     embedder = LocalMiniLM(precision=precision, batch_size=8, workers=2)
     found = numpy.asarray(embedder.embed(texts))
     assert found.shape == (len(texts), 384)
