@@ -184,17 +184,18 @@ class OverlapModel:
 
     max_seq_length = 256
 
-    def tokenizer(self, texts, **options):  # a token a character, as the batches count them
+    def tokenizer(self, texts, **options):  # a token a character
         self._enter("tokenise")
-        return {"input_ids": [list(text) for text in texts]}
+        return {"input_ids": [[ord(c) for c in text] for text in texts],
+                "attention_mask": [[1] * len(text) for text in texts]}
 
-    def preprocess(self, texts):
-        self._enter("tokenise")
-        return {"lengths": torch.tensor([[float(len(text)), 1.0, 0.0, 0.0] for text in texts])}
+    tokenizer.pad_token_id = 0
 
-    def __call__(self, features):
+    def __call__(self, features):  # each text's vector from its unpadded length
         self._enter("forward")
-        return {"sentence_embedding": features["lengths"]}
+        lengths = features["attention_mask"].sum(1, keepdim=True).float()
+        return {"sentence_embedding": torch.cat([lengths, torch.ones_like(lengths),
+                                                 torch.zeros(len(lengths), 2)], dim=1)}
 
     def get_embedding_dimension(self):
         return 4
