@@ -316,9 +316,12 @@ def _commit_without_sync(client: QdrantClient, collection: str) -> None:
     connection = getattr(store, "storage", None)
     if not isinstance(connection, sqlite3.Connection):
         return
-    mode = connection.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-    if mode == "wal":  # not on a file system without shared memory: it keeps its journal, and syncs
-        connection.execute("PRAGMA synchronous=NORMAL")
+    try:
+        mode = connection.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode == "wal":  # not on a file system without shared memory: it keeps its journal
+            connection.execute("PRAGMA synchronous=NORMAL")
+    except sqlite3.Error:  # the store as it is: slower, never broken by a setting for speed
+        return
 
 
 def _point(i: int, chunk: Chunk, vector: list[float], average: float) -> models.PointStruct:
