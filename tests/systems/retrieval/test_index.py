@@ -294,3 +294,23 @@ def test_a_build_killed_outright_keeps_what_it_stored_and_resumes_with_the_rest(
     assert resumed.texts == total - 3 * 4  # the three stored batches were not embedded again
     assert index.client.count(index.collection, exact=True).count == total
     index.close()
+
+
+def test_a_store_that_cannot_change_its_journal_is_left_as_it_is(tmp_path):
+    """SQLite refuses to change its journal inside a transaction: the build goes on, unsynced
+    commits or not, rather than failing for a setting that only buys speed."""
+    from qdrant_client import QdrantClient, models
+
+    from freshrag.systems.retrieval.index import _commit_without_sync
+
+    client = QdrantClient(path=str(tmp_path / "store"))
+    client.create_collection("c", vectors_config=models.VectorParams(
+        size=4, distance=models.Distance.COSINE))
+    connection = client._client.collections["c"].storage.storage
+    connection.execute("BEGIN")
+    _commit_without_sync(client, "c")
+    connection.execute("ROLLBACK")
+    assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    client.upsert("c", points=[models.PointStruct(id=1, vector=[1.0, 0, 0, 0])])
+    assert client.count("c").count == 1
+    client.close()
