@@ -118,7 +118,7 @@ class LocalMiniLM:
     def _padded(self, tokens: dict, batch) -> dict:
         """One batch's model input from texts tokenised once (`_tokenised`): the features
         sentence-transformers' `preprocess` makes of the batch's texts, without tokenising them
-        again (which cost 2 s of a 35 s build over the paper's chunks)."""
+        again (which cost 1.8 s of a 35 s build over the paper's chunks)."""
         import numpy
         import torch
 

@@ -306,10 +306,11 @@ def _commit_without_sync(client: QdrantClient, collection: str) -> None:
     journal syncs the disk several times a commit: storing the paper's 7,452 chunks took 9.3 s,
     two thirds of it in commits. In write-ahead-log mode with `synchronous=NORMAL` a commit is a
     write to the log, synced at checkpoints: the same chunks store in 2.3 s
-    (tests/benchmarks/bench_index.py, item 6). A commit survives the process being killed; only a power cut can undo the
-    last ones, never corrupt the file, and a point undone is found missing when the index is next
-    opened and embedded again (`_missing_ids`). The connection is qdrant-client's own (it has no
-    option for this); a Qdrant server, or a client laid out otherwise, is left as it is.
+    (tests/benchmarks/bench_index.py, item 6). A commit survives the process being killed; only
+    a power cut can undo the last ones, never corrupt the file, and a point undone is found
+    missing when the index is next opened and embedded again (`_missing_ids`). The connection is
+    qdrant-client's own (it has no option for this); a Qdrant server, or a client laid out
+    otherwise, is left as it is.
     """
     local = getattr(client, "_client", None)
     store = getattr(getattr(local, "collections", {}).get(collection), "storage", None)
