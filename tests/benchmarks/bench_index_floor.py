@@ -242,7 +242,7 @@ class OpenVINOMiniLM(LocalMiniLM):
     by side here), in bf16 where the CPU has it: a cross-check, not a path of the index."""
 
     def __init__(self, precision: str):
-        super().__init__(precision=precision)
+        super().__init__(batch_size=16, precision=precision)
         import openvino
 
         torch_model = LocalMiniLM(precision="fp32")._load()
