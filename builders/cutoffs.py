@@ -18,7 +18,7 @@ from pathlib import Path
 
 from freshrag.core.config import config_table
 from freshrag.core.dates import DATE_FORM, TIMESTAMP_FORM, parse_date, parse_timestamp, utc_today
-from freshrag.core.errors import UserError
+from freshrag.core.errors import CutoffError
 
 # Dates as the providers document them; a month-only cutoff is given as that month's last day.
 KNOWN_CUTOFFS = {
@@ -35,11 +35,6 @@ KNOWN_CUTOFFS = {
 
 
 EARLIEST = date(1990, 1, 1)  # before the web: no model's knowledge ends there
-
-
-class CutoffError(UserError, ValueError):
-    """A cutoff that is not a date or lies outside EARLIEST to yesterday, a model whose cutoff is
-    unknown, or an article's creation time that is not a timestamp."""
 
 
 def parse_cutoff(text: str, where: str = "--cutoff") -> date:

@@ -32,3 +32,10 @@ class UserError(FreshragError):
     chained cause, printed once under the message."""
 
     show_cause = False
+
+
+class CutoffError(UserError, ValueError):
+    """A knowledge cutoff, or a date it is compared with, that cannot be used: a cutoff that is
+    not a date or lies outside the range a model's can (builders/cutoffs.py), a model whose
+    cutoff is unknown, an article's creation time that is not a timestamp, or a run or dataset
+    the cutoff analysis cannot read (harness/reporting/cutoff.py). The message names the input."""

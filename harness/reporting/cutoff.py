@@ -16,7 +16,7 @@ from typing import Any
 
 from freshrag.core.dataset import Dataset
 from freshrag.core.dates import parse_date, parse_timestamp
-from freshrag.core.errors import UserError
+from freshrag.core.errors import CutoffError
 from freshrag.core.stats import CONFIDENCE, bootstrap_interval, mean
 from freshrag.reporting import breakpoint
 from freshrag.reporting.outcomes import is_scored
@@ -28,10 +28,6 @@ CLOSED, OPEN = "baseline", "oracle"
 SYSTEMS = (CLOSED, OPEN)
 WELL = 4  # truthfulness from which an answer counts as answered well
 SEED = 0  # every interval and test is drawn from it, so that the same run gives the same numbers
-
-
-class CutoffError(UserError, ValueError):
-    """An input the cutoff analysis cannot use; the message names it."""
 
 
 def month_of(created: str) -> str:
