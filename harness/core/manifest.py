@@ -14,10 +14,10 @@ from typing import Any
 from freshrag.core.files import write_json
 from freshrag.core.jsonl import ResultsError, loads
 from freshrag.core.manifest_shape import shape_problem
+from freshrag.core.runfiles import MANIFEST
 from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.core.textfile import read_text
 
-MANIFEST = "manifest.json"
 # The manifest's layout; a manifest of a higher version comes from a newer freshrag and is refused.
 # Manifests written before the field existed are version 1.
 FORMAT_VERSION = 1

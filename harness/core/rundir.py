@@ -27,9 +27,8 @@ from typing import Any, Iterable, Iterator
 
 from freshrag.core.files import open_no_follow
 from freshrag.core.jsonl import ResultsError
-from freshrag.core.manifest import MANIFEST
+from freshrag.core.runfiles import LOCK, MANIFEST
 
-LOCK = ".lock"
 RUN_ROLES = ("answer", "decision", "judge")  # the roles a run calls
 # How chunks are found; `embedding_model` is the model that made the vectors as the index names
 # it, the local one with its precision (all-MiniLM-L6-v2-bf16), which follows the CPU.

@@ -34,9 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.core.jsonl import iter_jsonl, now
+from freshrag.core.runfiles import SAMPLES as SAMPLES
 from freshrag.core.types import Grade, LLMResponse, Question, SystemAnswer, sum_usage_by_role
-
-SAMPLES = "samples.jsonl"
 
 
 def sample_row(dataset: str, question: Question, system: str, answer: SystemAnswer | None,

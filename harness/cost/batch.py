@@ -38,13 +38,13 @@ from openai.types.chat import ChatCompletion
 from freshrag.core.errors import UserError
 from freshrag.core.files import dumps
 from freshrag.core.jsonl import JsonlWriter, loads, read_jsonl
+from freshrag.core.runfiles import BATCHES
 from freshrag.cost.budget import BudgetExceeded
 from freshrag.cost.plan import Pending, PlannedCall, Planner, walk
 from freshrag.llm import deadline
 from freshrag.llm.client import EndpointError, LLMClient
 from freshrag.llm.replies import completion_value
 
-BATCHES = "batches.jsonl"
 TRIES = 3  # batches a request is sent in before the live run takes it
 POLL_S = 5.0  # first wait between polls (--batch-poll)
 MAX_POLL_S = 60.0

