@@ -18,34 +18,23 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
 import importlib.metadata
-import importlib.util
-import inspect
 import json
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Callable
 
+from freshrag.core import plugins
 from freshrag.core.config import url_problem
 from freshrag.core.errors import UserError
+from freshrag.core.plugins import NAME, PluginError, first_line
 from freshrag.core.types import Question, System, SystemContext
 from freshrag.systems.external import answers_file
 from freshrag.systems.external.http import HttpSettings, HttpSystem, settings_from_table
 
 ENTRY_POINT_GROUP = "freshrag.systems"
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a system's name in rows and reports
 Factory = Callable[[SystemContext], System]
-
-
-class PluginError(UserError, ValueError):
-    """A system that cannot be loaded: the input it came from is named; the cause, where the
-    user's own code raised, is chained (`__cause__`) so that its traceback can be shown once."""
-
-    show_cause = True
 
 
 @dataclass(frozen=True)
@@ -129,13 +118,7 @@ def resolve(spec: str, builtins: dict[str, Factory],
     elif target.lower().endswith(answers_file.SUFFIXES):
         found = _answers(spec, Path(target), name or Path(target).stem, questions)
     elif ":" in target:
-        where, _, attribute = target.rpartition(":")
-        if not attribute.isidentifier():
-            raise PluginError(f"system {spec!r}: {attribute!r} after the ':' is not a Python name")
-        path = Path(where)
-        found = (_from_file(target, path, attribute)
-                 if where.endswith(".py") or path.parent != Path(".") else
-                 _from_module(target, where, attribute))
+        found = _source(target, plugins.load("system", spec, target))
     elif (entry := _entry_points().get(target)) is not None:
         found = _from_entry_point(entry)
     else:
@@ -152,8 +135,8 @@ def available(builtins: dict[str, Factory]) -> list[SystemSource]:
         try:
             found.append(_from_entry_point(entry))
         except PluginError as err:  # listed with its problem rather than hidden
-            found.append(SystemSource(entry.name, _broken, "entry point",
-                                      f"{entry.value} ({_dist(entry)})", description=str(err)))
+            found.append(SystemSource(entry.name, _broken, "entry point", f"{entry.value} "
+                                      f"({plugins.dist(entry)})", description=str(err)))
     return found
 
 
@@ -167,8 +150,8 @@ def check_system(source: SystemSource, system: Any) -> System:
 
 def _builtin(name: str, factory: Factory) -> SystemSource:
     return SystemSource(name, factory, "built-in", factory.__module__,
-                        description=_first_line(factory)
-                        or _first_line(sys.modules.get(factory.__module__)))
+                        description=first_line(factory)
+                        or first_line(sys.modules.get(factory.__module__)))
 
 
 def _service(settings: HttpSettings) -> SystemSource:
@@ -199,78 +182,17 @@ def _url_settings(name: str, url: str, spec: str) -> HttpSettings:
     return HttpSettings(name, url)
 
 
-def _from_file(spec: str, path: Path, attribute: str) -> SystemSource:
-    if not path.is_file():
-        raise PluginError(f"system {spec!r}: {path} is not a file")
-    data = path.read_bytes()
-    digest = hashlib.sha256(data).hexdigest()
-    stem = re.sub(r"\W", "_", path.stem)
-    module_name = f"freshrag_user_{stem}_{digest[:12]}"
-    module = sys.modules.get(module_name) or _exec_file(spec, path, module_name)
-    return _source(spec, module, attribute, "file", str(path), digest, None)
-
-
-def _exec_file(spec: str, path: Path, module_name: str) -> ModuleType:
-    loader_spec = importlib.util.spec_from_file_location(module_name, path)
-    if loader_spec is None or loader_spec.loader is None:
-        raise PluginError(f"system {spec!r}: {path} cannot be loaded as a Python file")
-    module = importlib.util.module_from_spec(loader_spec)
-    sys.modules[module_name] = module
-    folder = str(path.resolve().parent)  # so that the file can import its sibling modules
-    if folder not in sys.path:
-        sys.path.append(folder)
-    try:
-        loader_spec.loader.exec_module(module)
-    except BaseException as err:  # the user's code: any error, named with its file
-        del sys.modules[module_name]
-        if isinstance(err, KeyboardInterrupt):
-            raise
-        raise PluginError(f"system {spec!r}: importing {path} failed: "
-                          f"{type(err).__name__}: {err}") from err
-    return module
-
-
-def _from_module(spec: str, module_name: str, attribute: str) -> SystemSource:
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as err:
-        if err.name and module_name.startswith(err.name):
-            raise PluginError(f"system {spec!r}: no module named {err.name!r} (give a "
-                              f"file as path/to/file.py:NAME, or install the package)") from None
-        raise PluginError(f"system {spec!r}: importing {module_name} failed: {err}") from err
-    except Exception as err:  # the user's code: any error, named with its module
-        raise PluginError(f"system {spec!r}: importing {module_name} failed: "
-                          f"{type(err).__name__}: {err}") from err
-    return _source(spec, module, attribute, "module", spec, _file_digest(module),
-                   _module_version(module_name))
-
-
 def _from_entry_point(entry: importlib.metadata.EntryPoint) -> SystemSource:
-    where = f"{entry.value} ({_dist(entry)})"
-    try:
-        factory = entry.load()
-    except Exception as err:  # the plugin's code: any error, named with its package
-        raise PluginError(f"system {entry.name!r} ({where}): loading it failed: "
-                          f"{type(err).__name__}: {err}") from err
-    module = sys.modules.get(entry.module)
-    found = _source(entry.name, module, entry.attr, "entry point", where,
-                    _file_digest(module) if module else None,
-                    entry.dist.version if entry.dist else None, factory=factory)
-    return _named(found, entry.name, entry.name)
+    return _named(_source(entry.name, plugins.load_entry_point("system", entry)), entry.name,
+                  entry.name)
 
 
-def _source(spec: str, module: Any, attribute: str | None, origin: str, where: str,
-            digest: str | None, version: str | None, factory: Any = None) -> SystemSource:
-    if factory is None:
-        factory = getattr(module, attribute or "", None)
-        if factory is None:
-            raise PluginError(f"system {spec!r}: {where} defines no {attribute!r}")
-    if not callable(factory):
-        raise PluginError(f"system {spec!r}: {attribute} is a {type(factory).__name__}, not a "
-                          f"class or function taking the run's SystemContext")
-    name = getattr(factory, "name", None)
-    return SystemSource(name if isinstance(name, str) else (attribute or spec), factory, origin,
-                        where, digest, version, _first_line(factory) or _first_line(module))
+def _source(spec: str, loaded: plugins.Loaded) -> SystemSource:
+    if not callable(loaded.thing):
+        raise PluginError(f"system {spec!r}: {loaded.attribute} is a {type(loaded.thing).__name__}, "
+                          f"not a class or function taking the run's SystemContext")
+    return SystemSource(loaded.name, loaded.thing, loaded.origin, loaded.where, loaded.sha256,
+                        loaded.version, loaded.description)
 
 
 def _named(found: SystemSource, name: str | None, spec: str) -> SystemSource:
@@ -283,30 +205,7 @@ def _named(found: SystemSource, name: str | None, spec: str) -> SystemSource:
 
 
 def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
-    return {entry.name: entry for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
-
-
-def _dist(entry: importlib.metadata.EntryPoint) -> str:
-    return f"{entry.dist.name} {entry.dist.version}" if entry.dist else "an installed package"
-
-
-def _file_digest(module: Any) -> str | None:
-    path = getattr(module, "__file__", None)
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else None
-
-
-def _module_version(module_name: str) -> str | None:
-    top = module_name.split(".")[0]
-    for dist in importlib.metadata.packages_distributions().get(top, []):
-        return importlib.metadata.version(dist)
-    return None
-
-
-def _first_line(thing: Any) -> str:
-    """The first sentence of `thing`'s own docstring (never an inherited one), on one line."""
-    doc = inspect.cleandoc(getattr(thing, "__doc__", None) or "")
-    paragraph = " ".join(doc.split("\n\n", 1)[0].split())
-    return paragraph.split(". ", 1)[0].rstrip(".") + "." if paragraph else ""
+    return plugins.entry_points(ENTRY_POINT_GROUP)
 
 
 def _broken(context: SystemContext) -> System:
