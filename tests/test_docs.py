@@ -1,7 +1,8 @@
 """The documentation stays true to the code (docs/design.md#documentation): docs/cli.md is what the
-parser generates now, every relative link of README.md and docs/ reaches a file of the repository
-(and a heading of that page, where it names one), and every docs/ page the code cites exists
-with the heading cited."""
+parser generates now and docs/design.md's layout what the source tree's docstrings generate,
+every relative link of README.md and docs/ reaches a file of the repository (and a heading of
+that page, where it names one), every docs/ page the code cites exists with the heading cited,
+and the README stays short enough to read at once."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from freshrag.cli import reference
 from freshrag.cli.main import parser
+from tests.support import layout
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -25,6 +27,7 @@ CODE_SPAN = re.compile(r"`[^`\n]*`")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 CITATION = re.compile(r"\bdocs/[\w-]+\.md(?:#[\w-]+)?")
+README_LINES = 200  # what the README leaves out has a page of docs/
 
 
 def prose(text: str) -> str:
@@ -64,6 +67,41 @@ def test_cli_reference_is_what_the_parser_generates():
                                     "docs/cli.md", "generated", lineterm="", n=1)
         pytest.fail(f"docs/cli.md is stale: regenerate it from the repository root with "
                     f"`{reference.COMMAND}`\n" + "\n".join(list(diff)[:40]))
+
+
+def test_design_layout_is_what_the_docstrings_generate():
+    page = (ROOT / layout.DOC).read_text(encoding="utf-8")
+    written = page[page.find(layout.BEGIN):page.find(layout.END) + len(layout.END)]
+    generated = layout.block()
+    if written != generated:
+        diff = difflib.unified_diff(written.splitlines(), generated.splitlines(),
+                                    "docs/design.md", "generated", lineterm="", n=1)
+        pytest.fail(f"docs/design.md's layout is stale: regenerate it from the repository root "
+                    f"with `{layout.COMMAND}`\n" + "\n".join(list(diff)[:40]))
+
+
+def test_the_layout_is_made_by_its_rule(tmp_path):
+    package = tmp_path / "harness"
+    (package / "cli" / "commands").mkdir(parents=True)
+    (package / "__init__.py").write_text('"""Tools: what it does (docs/x.md). More."""\n')
+    (package / "one.py").write_text('"""The first module (section IV): its detail; more."""\n')
+    (package / "cli" / "__init__.py").write_text('"""The command; what it is."""\n')
+    (package / "cli" / "commands" / "__init__.py").write_text('"""Its commands. More."""\n')
+    (package / "cli" / "commands" / "go_on.py").write_text('"""`freshrag go-on`: goes on."""\n')
+    assert layout.tree_of(package, "pkg") == [
+        "harness/                    pkg: what it does",
+        "│                           one.py (the first module)",
+        "└── cli/                    the command",
+        "    └── commands/           its commands",
+        "                            go_on.py"]
+    assert layout.replaced("a\n<!-- layout: x -->\nold\n<!-- /layout -->\nb\n", "NEW") == \
+        "a\nNEW\nb\n"
+
+
+def test_the_readme_reads_at_once():
+    lines = len((ROOT / "README.md").read_text(encoding="utf-8").splitlines())
+    assert lines < README_LINES, (f"README.md has {lines} lines: move detail into the page of "
+                                  f"docs/ it belongs to, and link it")
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))

@@ -1,11 +1,16 @@
 """The house rules of the test tree: a test module is never imported (shared helpers live in
 tests/support/, shared fixtures in tests/conftest.py, which pytest loads itself), and the folders
 of tests mirror the packages they test. Every import counts, a lazy one inside a function too.
+And one rule of the source tree: no comment or docstring cites an issue number, which says
+nothing to a reader of the code (it cites the page of docs/ that holds the reason instead).
 """
 
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -114,3 +119,40 @@ def test_the_folders_of_tests_mirror_the_packages():
     folders = sorted({path.parent.relative_to(TESTS) for path in TESTS.rglob("test_*.py")}
                      - {Path(".")})
     assert not unmirrored(folders), "tests/ folders with no package to mirror"
+
+
+ISSUE = re.compile(r"\bissues?\s*#?\s*\d+", re.IGNORECASE)
+
+
+def issue_citations(source: str) -> list[tuple[int, str]]:
+    """(line, text) of every comment and docstring of `source` that cites an issue number."""
+    texts = [(token.start[0], token.string)
+             for token in tokenize.generate_tokens(io.StringIO(source).readline)
+             if token.type == tokenize.COMMENT]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and node.body and isinstance(first := node.body[0], ast.Expr) \
+                and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            texts.append((first.lineno, first.value.value))
+    return sorted((line, match.group()) for line, text in texts
+                  for match in ISSUE.finditer(text))
+
+
+@pytest.mark.parametrize("source, expected", [
+    pytest.param("x = 1  # as issue 29 found\n", [(1, "issue 29")], id="a-comment"),
+    pytest.param('"""A module (Issue #7)."""\n', [(1, "Issue #7")], id="a-module-docstring"),
+    pytest.param('def f():\n    """Why (issues 3)."""\n', [(2, "issues 3")], id="a-docstring"),
+    pytest.param('MESSAGE = "an issue 5 in a string is data"\n', [], id="a-string-is-data"),
+    pytest.param("# the issue is the deadline (docs/faults.md)\n", [], id="the-word-alone"),
+])
+def test_an_issue_citation_is_seen(source, expected):
+    assert issue_citations(source) == expected
+
+
+def test_no_comment_or_docstring_of_the_source_cites_an_issue():
+    found = [f"{path.relative_to(ROOT)}:{line}: {text}"
+             for folder in ("harness", "builders", "systems")
+             for path in sorted((ROOT / folder).rglob("*.py"))
+             for line, text in issue_citations(path.read_text(encoding="utf-8"))]
+    assert not found, ("cite the page of docs/ that holds the reason, not the issue:\n"
+                       + "\n".join(found))

@@ -1,5 +1,5 @@
-"""The `freshrag` command: one subcommand a module in harness/cli/commands/, listed by
-`freshrag --help` with a one-line summary each.
+"""The `freshrag` command's parser and dispatch: one subcommand a module in
+harness/cli/commands/, listed by `freshrag --help` with a one-line summary each.
 
 One module per command in harness/cli/commands/ declares its options and does its work; this one
 parses, dispatches and reports what the user can fix (freshrag.core.errors.UserError) as one

@@ -1,4 +1,4 @@
-"""The CLI reference, docs/cli.md, generated from the command's argparse parser (docs/cli.md).
+"""The CLI reference, generated from the argparse parser (docs/cli.md).
 
 `python -m freshrag.cli.reference` prints the markdown; `--write` writes it to docs/cli.md (run
 from the repository root). Every command gets its usage, its help and description, and a table of

@@ -1,4 +1,4 @@
-"""Question and article files (JSON Lines), read strictly before any LLM call.
+"""Question and article files (JSON Lines): read strictly, before any LLM call.
 
 A dataset is `questions.jsonl` (`title`, `question`, optional `id` and the optional fields of
 `Question`; `title` is null exactly for a question of kind `general`) beside `articles.jsonl`

@@ -1,4 +1,4 @@
-"""Outputs that would overwrite a command's own inputs, refused before anything is written.
+"""Outputs that would overwrite a command's own inputs: refused before anything is written.
 
 `freshrag needs --out log.jsonl --queries log.jsonl` would have written the needs over the query
 log it had just read; `freshrag label DATASET --hand-labels DATASET/labels.jsonl` would have

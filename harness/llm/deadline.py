@@ -1,5 +1,6 @@
-"""A deadline for the whole of each HTTP exchange the LLM client makes, and a stop that ends every
-exchange in flight within a fraction of a second.
+"""A deadline per HTTP exchange, and a stop for all: each exchange the LLM client makes gets a
+deadline for the whole of it, and a stop ends every exchange in flight within a fraction of a
+second.
 
 The HTTP library under the openai SDK (httpx, or its successor httpx2) times each socket
 operation, not the exchange: a server that sends one byte a second never trips a read timeout,

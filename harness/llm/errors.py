@@ -1,5 +1,5 @@
-"""How a call to an endpoint fails for good, from the mildest to the run-stopping: what the
-LLM client raises and its callers catch (harness/llm/client.py)."""
+"""How a call to an endpoint fails for good: what the LLM client raises and its callers catch
+(harness/llm/client.py), from the mildest to the run-stopping."""
 
 from __future__ import annotations
 

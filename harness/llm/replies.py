@@ -1,4 +1,4 @@
-"""What an endpoint sent back, read and checked before anything uses it: the reply is plain JSON
+"""What an endpoint sent back, checked before anything uses it: the reply is plain JSON
 data (harness/llm/wire.py) of any shape, so a reply that is no chat completion (no choices, text
 that is not text, a runaway of a million characters) is an EndpointError here, never a row or a
 cache entry; usage that is no count is counted locally instead (docs/faults.md)."""

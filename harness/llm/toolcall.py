@@ -1,4 +1,4 @@
-"""The arguments of a forced function call, read one way everywhere: the judge, the scorers, the
+"""A forced function call's arguments, read one way everywhere: the judge, the scorers, the
 deciders and the builders all ask for one named function and accept only a call of it whose
 arguments are a JSON object (docs/methods.md#judge: structured output through function calling).
 

@@ -3,13 +3,13 @@ read as plain JSON.
 
 The SDK's request path costs more CPU than the exchange itself: per call it copies its options
 models, parses and merges URLs and headers, and builds a typed `ChatCompletion` field by field
-(two thirds of the client's CPU per call in a profile, issue 29). freshrag's request is plain JSON
-already, and `completion_value` (replies.py) checks the reply's fields itself, so `ChatRoute`
-sends the body as the SDK would (its URL, headers and key, on an HTTP client made as the one the
-SDK is given, with the deadline backend of harness/llm/deadline.py, one per thread) and fails as
-the SDK would: the same openai exception classes for a status, a timeout or a connection error,
-so retries and error messages are unchanged. Embeddings and the Batch API still go through the
-SDK (`LLMClient.sdk_call`)."""
+(two thirds of the client's CPU per call in a profile: docs/measurements.md#scale). freshrag's
+request is plain JSON already, and `completion_value` (replies.py) checks the reply's fields
+itself, so `ChatRoute` sends the body as the SDK would (its URL, headers and key, on an HTTP
+client made as the one the SDK is given, with the deadline backend of harness/llm/deadline.py,
+one per thread) and fails as the SDK would: the same openai exception classes for a status, a
+timeout or a connection error, so retries and error messages are unchanged. Embeddings and the
+Batch API still go through the SDK (`LLMClient.sdk_call`)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ class ChatRoute:
         self._sdk = sdk
         # An HTTP client per thread, each made as the SDK's own (deadline.deadline_client): with
         # one client for all, its connection pool looks at every connection twice per request,
-        # a third of the CPU of a call with 128 threads (issue 29); with one per thread, at one.
+        # a third of the CPU of a call with 128 threads; with one per thread, at one.
         self._local = threading.local()
         self._timeout_errors = (httpx.TimeoutException,)
         self._request_errors = (httpx.RequestError, ssl.SSLError)  # what the SDK calls connection errors
