@@ -4,7 +4,8 @@ invented text, each with a registry code of its own),
 and a scripted model on the fake server that knows only the pages created before a chosen month
 (but for every seventh page, which it knows or not the other way, as a real model would).
 The estimate must find that month (within one) and its interval must hold it. The test's
-figure and table go to results/artefacts/cutoff/, which the README shows."""
+figure and table go to results/artefacts/cutoff/, which docs/cutoff.md shows (the figure in the
+README too)."""
 
 from __future__ import annotations
 
