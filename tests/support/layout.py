@@ -1,6 +1,6 @@
 """The layout tree of docs/design.md#the-layout, generated from the docstrings of the source tree.
 
-`python -m tests.support.layout --write` (from the repository root) rewrites the block between
+`python -m tests.support.layout --write` (run from the repository root) rewrites the block between
 the markers `<!-- layout: ... -->` and `<!-- /layout -->` in docs/design.md and nothing else;
 without `--write` it prints the block. tests/test_docs.py fails when the page's block differs
 from what this prints, as it does for docs/cli.md.
@@ -10,13 +10,14 @@ repository's folders (harness/, builders/, systems/) as files, which an installe
 not have, and imports nothing of them.
 
 The rule that makes the tree: a package's line is its role, and under it its modules, each named
-with a short summary; both come from the docstring's first sentence. Its citations in
-parentheses (`(docs/...)`, `(section IV)`) are dropped, and its head is kept, the words before
-the first colon or semicolon: "The LLM client: every chat call goes through ..." gives "the LLM
-client". A head of one word ("Scoring: everything that grades ...") says too little, so the words
-after it stand instead. A command module whose head only names its command shows its name alone.
-A summary longer than `LONG` characters is printed in full and named by `--write` as one whose
-docstring's first sentence would read better shorter.
+with a short summary; both come from the docstring's first sentence. Its asides in parentheses
+(citations such as `(docs/...)` or `(section IV)`, examples) are dropped, and its head is kept,
+the words before the first colon or semicolon: "The LLM client: every chat call goes through ..."
+gives "the LLM client". A head of one word or of the module's own name ("Scoring: everything
+that grades ...") says too little, so the words after it stand instead. A command module whose
+head only names its command shows its name alone. A summary longer than `LONG` characters is
+printed in full, and `--write` names its module: the tree reads better when the head of that
+docstring's first sentence is shorter.
 """
 
 from __future__ import annotations
@@ -132,12 +133,12 @@ def tree(root: Path = ROOT) -> str:
 
 def tree_of(folder: Path, name: str) -> list[str]:
     """The lines of one source folder's tree, `name` the package it is installed as."""
-    return _draw(read_package(folder, name), "", "", "")
+    return _draw(read_package(folder, name), "", "")
 
 
-def _draw(package: Package, first: str, rest: str, below: str) -> list[str]:
-    """A package's lines: `first` before its name, `rest` before its other lines, `below`
-    before its children's."""
+def _draw(package: Package, first: str, rest: str) -> list[str]:
+    """A package's lines: `first` before its name, `rest` (the bars of the packages above)
+    before its other lines and its children's."""
     modules = " · ".join(f"{file} ({text})" if text else file
                          for file, text in package.modules)
     bar = "│" if package.children else ""
@@ -146,8 +147,8 @@ def _draw(package: Package, first: str, rest: str, below: str) -> list[str]:
         lines += _rows(rest + bar, rest + bar, modules)
     for index, child in enumerate(package.children):
         last = index == len(package.children) - 1
-        lines += _draw(child, below + ("└── " if last else "├── "),
-                       below + ("    " if last else "│   "), below + ("    " if last else "│   "))
+        lines += _draw(child, rest + ("└── " if last else "├── "),
+                       rest + ("    " if last else "│   "))
     return lines
 
 
