@@ -11,6 +11,7 @@ mapping says, and the errors are named by their paths in the repository. By hand
 cache is .mypy_cache/: a first run takes a minute or two, a run after a small change seconds."""
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -50,11 +51,10 @@ def link_tree() -> Path:
 
 
 def _repo_paths(report: str) -> str:
-    """mypy's report with the linked paths named as the repository's files."""
-    prefix = f"{TREE / 'freshrag'}/"
-    for name, folder in FOLDERS.items():
-        report = report.replace(f"{prefix}{name}/", f"{folder}/")
-    return report.replace(prefix, "harness/")
+    """mypy's report with the linked paths (absolute or relative: mypy names a file as its cache
+    remembers it) named as the repository's files."""
+    linked = re.compile(r"[^\s\"':]*\.mypy_cache/tree/freshrag/(?:(builders|systems)/)?")
+    return linked.sub(lambda m: f"{FOLDERS[m[1]]}/" if m[1] else "harness/", report)
 
 
 def check() -> tuple[str, int]:
