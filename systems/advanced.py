@@ -8,15 +8,17 @@ as the paper suggests); the answer with chunks from the `answer` role. Every cal
 
 from __future__ import annotations
 
-from freshrag.core.types import Question, SystemAnswer, SystemContext
+from freshrag.core.types import CallShape, Declarations, Question, SystemAnswer, SystemContext
 from freshrag.systems.prompts import MORE_INFORMATION_QUESTION, MORE_INFORMATION_TOOL
-from freshrag.systems.rag import answer_then_ask, answer_with_chunks, parse_decision
+from freshrag.systems.rag import answer_then_ask, answer_with_chunks, parse_decision, retrieve
 
 TOOL_NAME = MORE_INFORMATION_TOOL["function"]["name"]
 
 
-class Advanced:
+class Advanced(Declarations):
     uses_index = True
+    # the answer role only when the decision retrieves
+    call_shape = CallShape({"decision": (2, 2), "answer": (0, 1)})
 
     def __init__(self, context: SystemContext):
         self.context = context
@@ -29,7 +31,7 @@ class Advanced:
                    "first_answer": first.text}
         if not decision.retrieve:
             return SystemAnswer(first.text or "", [first, asked], details=details)
-        chunks = self.context.retriever.retrieve(question.text)
+        chunks = retrieve(self.context, question.text)
         response, retrieved = answer_with_chunks(self.context, question, chunks)
         return SystemAnswer(response.text or "", [first, asked, response], retrievals=1,
                             details={**details, **retrieved})

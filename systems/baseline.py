@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from freshrag.core.types import Question, SystemAnswer, SystemContext
+from freshrag.core.types import CallShape, Declarations, Question, SystemAnswer, SystemContext
 from freshrag.systems.prompts import ANSWER_MAX_TOKENS, answer_messages
 
 
-class Baseline:
+class Baseline(Declarations):
+    call_shape = CallShape({"answer": (1, 1)})
+
     def __init__(self, context: SystemContext):
         self.llm = context.llm
 

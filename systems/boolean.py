@@ -11,18 +11,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from freshrag.core.types import Question, SystemAnswer, SystemContext
+from freshrag.core.types import CallShape, Declarations, Question, SystemAnswer, SystemContext
 from freshrag.systems.prompts import (
     ANSWER_MAX_TOKENS,
     BOOLEAN_PROMPT,
     RETRIEVE_TOOL,
     answer_messages,
 )
-from freshrag.systems.rag import answer_with_chunks, parse_decision
+from freshrag.systems.rag import answer_with_chunks, parse_decision, retrieve
 
 
-class Boolean:
+class Boolean(Declarations):
     uses_index = True
+    # answered by the decision call, or after it
+    call_shape = CallShape({"decision": (1, 1), "answer": (0, 1)})
 
     def __init__(self, context: SystemContext):
         self.context = context
@@ -37,7 +39,7 @@ class Boolean:
         decision = parse_decision(first, RETRIEVE_TOOL["function"]["name"])
         details: dict[str, Any] = {"decision": decision.label, "decision_raw": decision.raw}
         if decision.retrieve:
-            chunks = self.context.retriever.retrieve(question.text)
+            chunks = retrieve(self.context, question.text)
             response, retrieved = answer_with_chunks(self.context, question, chunks)
             return SystemAnswer(response.text or "", [first, response], retrievals=1,
                                 details={**details, **retrieved})

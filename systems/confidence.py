@@ -17,7 +17,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from freshrag.core.types import LLMResponse, Question, SystemAnswer, SystemContext
+from freshrag.core.types import (
+    CallShape,
+    Declarations,
+    LLMResponse,
+    Question,
+    SystemAnswer,
+    SystemContext,
+)
 from freshrag.systems.prompts import (
     ANSWER_MAX_TOKENS,
     NEED_MAX_TOKENS,
@@ -26,7 +33,7 @@ from freshrag.systems.prompts import (
     NEED_TOP_LOGPROBS,
     answer_messages,
 )
-from freshrag.systems.rag import answer_with_chunks
+from freshrag.systems.rag import answer_with_chunks, retrieve
 
 THRESHOLD = 0.5  # retrieve when P(yes) is at least this; the report sweeps the others
 YES, NO = "yes", "no"
@@ -59,8 +66,9 @@ def retrieve_probability(response: LLMResponse) -> Probability:
     return Probability(round(mass[YES] / (mass[YES] + mass[NO]), 6))
 
 
-class Confidence:
+class Confidence(Declarations):
     uses_index = True
+    call_shape = CallShape({"decision": (1, 1), "answer": (1, 1)})
 
     def __init__(self, context: SystemContext):
         self.context = context
@@ -80,7 +88,7 @@ class Confidence:
                                    "p_retrieve": probability.value,
                                    "p_unavailable": probability.reason, "threshold": THRESHOLD}
         if label == "retrieve":
-            chunks = self.context.retriever.retrieve(question.text)
+            chunks = retrieve(self.context, question.text)
             response, retrieved = answer_with_chunks(self.context, question, chunks)
             return SystemAnswer(response.text or "", [asked, response], retrievals=1,
                                 details={**details, **retrieved})

@@ -6,13 +6,14 @@ A passage in the style of the corpus often lands nearer the right chunks than a 
 
 from __future__ import annotations
 
-from freshrag.core.types import Question, SystemAnswer, SystemContext
+from freshrag.core.types import CallShape, Declarations, Question, SystemAnswer, SystemContext
 from freshrag.systems.prompts import HYDE_MAX_TOKENS, HYDE_PROMPT, answer_messages
-from freshrag.systems.rag import answer_with_chunks
+from freshrag.systems.rag import answer_with_chunks, retrieve
 
 
-class Hyde:
+class Hyde(Declarations):
     uses_index = True
+    call_shape = CallShape({"answer": (2, 2)})
 
     def __init__(self, context: SystemContext):
         self.context = context
@@ -22,7 +23,7 @@ class Hyde:
                                         max_tokens=HYDE_MAX_TOKENS)
         # The question first: an embedder that truncates long input still sees it.
         query = f"{question.text}\n{passage.text or ''}".strip()
-        chunks = self.context.retriever.retrieve(query)
+        chunks = retrieve(self.context, query)
         response, retrieved = answer_with_chunks(self.context, question, chunks)
         return SystemAnswer(response.text or "", [passage, response], retrievals=1,
                             details={"decision": None, "hypothetical": passage.text, **retrieved})

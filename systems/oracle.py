@@ -9,12 +9,21 @@ general query (no gold article) is answered as the baseline answers it, `gold_ar
 
 from __future__ import annotations
 
-from freshrag.core.types import ARTICLE_CHARS, Question, SystemAnswer, SystemContext
+from freshrag.core.types import (
+    ARTICLE_CHARS,
+    CallShape,
+    Declarations,
+    Question,
+    SystemAnswer,
+    SystemContext,
+)
 from freshrag.llm.client import ContextTooLong, chat_fitting
 from freshrag.systems.prompts import ANSWER_MAX_TOKENS, ARTICLE_PROMPT, answer_messages
 
 
-class Oracle:
+class Oracle(Declarations):
+    call_shape = CallShape({"answer": (1, 1)})
+
     def __init__(self, context: SystemContext):
         self.llm = context.llm
         self.articles = context.articles

@@ -60,6 +60,14 @@ def answer_then_ask(llm: LLM, question: Question, ask: str,
     return first, asked
 
 
+def retrieve(context: SystemContext, query: str) -> list[RetrievedChunk]:
+    """The index's chunks for `query`. A retrieving system declares `uses_index`, for which the
+    run gives it the index; one built without it is a mistake in its caller's code."""
+    if context.retriever is None:
+        raise TypeError("a retrieving system was given no retrieval index: declare uses_index")
+    return context.retriever.retrieve(query)
+
+
 def answer_with_chunks(context: SystemContext, question: Question,
                        chunks: list[RetrievedChunk]) -> tuple[LLMResponse, dict[str, Any]]:
     """The answer role's reply given the chunks, and the details to record about them."""

@@ -12,10 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from freshrag.core.types import LLMResponse, Question, SystemAnswer, SystemContext
+from freshrag.core.types import (
+    CallShape,
+    Declarations,
+    LLMResponse,
+    Question,
+    SystemAnswer,
+    SystemContext,
+)
 from freshrag.llm.toolcall import ReplyError, tool_arguments
 from freshrag.systems.prompts import SELF_CHECK_QUESTION, SELF_CHECK_TOOL
-from freshrag.systems.rag import answer_then_ask, answer_with_chunks
+from freshrag.systems.rag import answer_then_ask, answer_with_chunks, retrieve
 
 THRESHOLD = 4  # retrieve when the rating is below this (1..3); the report sweeps the others
 TOOL_NAME = SELF_CHECK_TOOL["function"]["name"]
@@ -33,8 +40,10 @@ def parse_rating(response: LLMResponse) -> int | None:
     return int(value) if 1 <= value <= 5 else None
 
 
-class SelfCheck:
+class SelfCheck(Declarations):
     uses_index = True
+    # the answer role only when the rating retrieves
+    call_shape = CallShape({"decision": (2, 2), "answer": (0, 1)})
 
     def __init__(self, context: SystemContext):
         self.context = context
@@ -50,7 +59,7 @@ class SelfCheck:
                                    "first_answer": first.text}
         if label != "retrieve":
             return SystemAnswer(first.text or "", [first, rated], details=details)
-        chunks = self.context.retriever.retrieve(question.text)
+        chunks = retrieve(self.context, question.text)
         response, retrieved = answer_with_chunks(self.context, question, chunks)
         return SystemAnswer(response.text or "", [first, rated, response], retrievals=1,
                             details={**details, **retrieved})

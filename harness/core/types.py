@@ -8,7 +8,7 @@ through the `System` Protocol (section IV of the paper); every LLM call comes ba
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 # `labeller`: labels questions (builders/labels/labeller.py); `scorer`: every scorer beyond the judge
 # (harness/scoring/), counted apart from the judge's tokens
@@ -136,9 +136,58 @@ class SystemAnswer:
 
 
 class System(Protocol):
-    """A RAG strategy: one object with one method."""
+    """A RAG strategy: one object with one method. What else it may declare, each optional, is
+    `Declarations` (read through `uses_index`, `uses_date` and `call_shape`) and `StandIn`."""
 
     def answer(self, question: Question) -> SystemAnswer: ...
+
+
+@dataclass(frozen=True)
+class CallShape:
+    """The chat calls one answer of a system makes, per role: the fewest and the most. A system
+    whose calls follow its decisions gives their range; one that loops gives its loop's bound
+    (an agent's most steps). A walk (docs/costs.md#dry-run) holds a system to its most."""
+
+    calls: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def steps(self) -> tuple[int, int]:
+        """The fewest and the most calls of one answer, over every role."""
+        return (sum(low for low, _ in self.calls.values()),
+                sum(high for _, high in self.calls.values()))
+
+
+class Declarations:
+    """What a system may declare besides `answer`, with the defaults of one that declares
+    nothing; the built-in systems inherit it, a user's may (docs/own-system.md)."""
+
+    uses_index: bool = False  # asks for the retrieval index as `context.retriever`
+    uses_date: bool = False  # states today's date and the knowledge cutoff: part of a run's identity
+    call_shape: CallShape | None = None  # None: not declared, so nothing holds it to a bound
+
+
+def uses_index(factory: object) -> bool:
+    """Whether a system's class (or factory) asks for the retrieval index."""
+    return bool(getattr(factory, "uses_index", False))
+
+
+def uses_date(factory: object) -> bool:
+    """Whether a system's class (or factory) states today's date and the knowledge cutoff."""
+    return bool(getattr(factory, "uses_date", False))
+
+
+def call_shape(system: object) -> CallShape | None:
+    """The shape a built system declares of its calls, None if it declares none."""
+    shape = getattr(system, "call_shape", None)
+    return shape if isinstance(shape, CallShape) else None
+
+
+@runtime_checkable
+class StandIn(Protocol):
+    """A system that calls out of freshrag (a service): a walk of the run's calls asks
+    `stand_in` instead of `answer`, an answer of typical length that asks nothing."""
+
+    def stand_in(self, question: Question) -> SystemAnswer: ...
 
 
 @dataclass(frozen=True)

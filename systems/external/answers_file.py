@@ -30,7 +30,7 @@ from typing import Any
 
 from freshrag.core.errors import UserError
 from freshrag.core.textfile import lines, read_text
-from freshrag.core.types import Question, SystemAnswer, SystemContext
+from freshrag.core.types import CallShape, Declarations, Question, SystemAnswer, SystemContext
 from freshrag.llm.client import EndpointError
 from freshrag.systems.external.matching import NoMatch, QuestionMatcher, summary
 from freshrag.systems.external.reported import reported_answer
@@ -87,9 +87,11 @@ def load_answers(path: Path, questions: list[Question], name: str) -> Answers:
                    matcher.unanswered(set(found)))
 
 
-class AnswersFile:
+class AnswersFile(Declarations):
     """The file as a system: each question's answer is the file's, its calls and tokens as the
     file reports them."""
+
+    call_shape = CallShape()  # none: the answers were made elsewhere
 
     def __init__(self, context: SystemContext, answers: Answers):
         self.answers = answers

@@ -25,7 +25,7 @@ from typing import Any
 
 from freshrag.core.config import url_problem
 from freshrag.core.errors import FreshragError, UserError
-from freshrag.core.types import Question, SystemAnswer, SystemContext
+from freshrag.core.types import CallShape, Declarations, Question, SystemAnswer, SystemContext
 from freshrag.llm.client import EndpointError, EndpointUnreachable
 from freshrag.systems.external.reported import REPORTED, reported_answer
 
@@ -66,8 +66,10 @@ class HttpFault(FreshragError):
         self.retry = retry
 
 
-class HttpSystem:
+class HttpSystem(Declarations):
     """The service as a system: `answer` is one POST (with bounded retries)."""
+
+    call_shape = CallShape()  # none through the run's client: the service reports its own
 
     def __init__(self, context: SystemContext, settings: HttpSettings):
         self.settings = settings

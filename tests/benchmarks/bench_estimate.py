@@ -89,11 +89,11 @@ def second_estimate(args: argparse.Namespace, out: Path, cache: Path) -> dict[st
         estimate,
         local_stand_in,
         observed_outputs,
-        run_jobs,
     )
     from freshrag.llm.cache import ResponseCache
     from freshrag.llm.client import LLMClient
     from freshrag.reporting.prices import KNOWN_PRICES
+    from freshrag.run.plan import make_plan
     from freshrag.run.runner import RunConfig
     from freshrag.scoring.probes import ProbeSettings
     from freshrag.systems import SYSTEMS as FACTORIES
@@ -104,8 +104,8 @@ def second_estimate(args: argparse.Namespace, out: Path, cache: Path) -> dict[st
     dataset = load_dataset_dir(example_dir())
     config = RunConfig(out=out, systems=tuple(args.systems.split(",")), limit=args.limit,
                        probe=ProbeSettings(k=args.probe_k))
-    jobs = run_jobs(dataset, config, FACTORIES, StandInRetriever(dataset.articles, 1024, 48, 5),
-                    set(), False)
+    jobs = make_plan(dataset, config, [], None).jobs(
+        FACTORIES, StandInRetriever(dataset.articles, 1024, 48, 5))
     result = estimate(LLMClient(settings, None, local=local_stand_in()), jobs, KNOWN_PRICES,
                       observed=observed)
     return {"observed_output_means": result["output_from"],

@@ -297,8 +297,8 @@ def _dry_run(args: argparse.Namespace, config: BuildConfig, config_file: Path | 
     """A build dry run counts every stage (harness/cost/build_estimate.py) but the control
     questions of a --needs build; it refuses what it would leave out rather than under-count."""
     from freshrag.cli.common import load_settings
-    from freshrag.cost import dry_run
     from freshrag.reporting.prices import price_table
+    from freshrag.run import dry_run
 
     if args.control and args.needs:
         raise UsageError("--dry-run cannot count the control questions of a --needs build yet: "

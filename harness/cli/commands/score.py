@@ -60,9 +60,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from freshrag.cli.common import CACHE_FILE, check_batch, default_config, load_settings
-    from freshrag.cost import dry_run
     from freshrag.reporting import scorers as scorer_report
     from freshrag.reporting.prices import price_table
+    from freshrag.run import dry_run
     from freshrag.scoring import scorepass
 
     names = scorepass.scorer_names(args.scorers)

@@ -1,7 +1,10 @@
-"""What `freshrag run --dry-run` and `--max-cost` (and `freshrag score`'s) need from the command
-line: the estimate of a run directory's remaining work (harness/cost/estimate.py) and the budget
-(harness/cost/budget.py), set up from the options without starting a server or making a call.
-docs/costs.md#dry-run; docs/methods.md#reference-free-metrics for the scorers' calls."""
+"""The dry runs of `run`, `score` and `build`, and the `--max-cost` budget: set up from the
+command line's options without starting a server or making a call. A run's estimate walks its
+plan's jobs (harness/run/plan.py), the same pairs, probes and scores the run then executes;
+harness/cost/estimate.py walks jobs with made-up replies and prices them, harness/cost/budget.py
+caps what a run spends. docs/costs.md#dry-run; docs/methods.md#reference-free-metrics for the
+scorers' calls.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +14,7 @@ from typing import Any, Iterator
 
 from freshrag.core.config import LLMSettings
 from freshrag.core.dataset import Dataset
-from freshrag.core.manifest import read_manifest
 from freshrag.core.rundir import RUN_ROLES
-from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.cost.budget import BATCH_DISCOUNT, Budget
 from freshrag.cost.estimate import (
     MADE_UP_ITEMS,
@@ -21,30 +22,28 @@ from freshrag.cost.estimate import (
     estimate,
     local_stand_in,
     render,
-    run_jobs,
 )
 from freshrag.cost.plan import score_jobs
 from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import LLMClient
+from freshrag.run.config import RunConfig
+from freshrag.run.plan import Factories, read_plan
 from freshrag.scoring.scorepass import check_same_models, make_scorers, pending, scorer_roles
+from freshrag.systems.retrieval.index import IndexConfig
 
 # what a range spans where a scorer's later calls depend on a list in its reply
 SCORER_SPANS = (f"every list in a reply empty (no statement to check) and every list "
                 f"{MADE_UP_ITEMS} items long")
 
 
-def dry_run(dataset: Dataset, config: Any, settings: LLMSettings, cache_path: Path | None,
-            seed: int | None, index: Any, prices: dict[str, tuple[float, float]],
-            factories: dict[str, Any]) -> str:
-    """The estimate table of what `freshrag run` with `config` would still spend."""
+def dry_run(dataset: Dataset, config: RunConfig, settings: LLMSettings, cache_path: Path | None,
+            seed: int | None, index: IndexConfig | None, prices: dict[str, tuple[float, float]],
+            factories: Factories) -> str:
+    """The estimate table of what `freshrag run` with `config` would still spend (`index`: the
+    retrieval settings if a system retrieves; its chunks stand in for retrievals)."""
     retriever = index and StandInRetriever(dataset.articles, index.chunk_size,
                                            index.chunk_overlap, index.top_k)
-    rows = read_samples(config.out / SAMPLES) if (config.out / SAMPLES).exists() else []
-    finished = {(row["question_id"], row["system"]) for row in rows if row["status"] == "ok"}
-    probe = (read_manifest(config.out) or {}).get("judge_probe") or {}
-    probed = bool(config.probe and "fields" in probe and (probe["k"], probe["seed"]) == (
-        min(config.probe.k, len(dataset.questions)), config.probe.seed))
-    jobs = run_jobs(dataset, config, factories, retriever or None, finished, probed, rows)
+    jobs = read_plan(dataset, config).jobs(factories, retriever or None)
     with _client(settings, cache_path, seed, RUN_ROLES + scorer_roles(config.scorers)) as client:
         result = estimate(client, jobs, prices, batch=config.batch_poll is not None,
                           concurrency=config.concurrency, cached_run=cache_path is not None)

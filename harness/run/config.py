@@ -1,0 +1,35 @@
+"""The options of one run (`freshrag run`'s, or the run service's), typed and described field by
+field: which systems answer which questions into which directory, and how (docs/running.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from freshrag.scoring.probes import ProbeSettings
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    out: Path = field(metadata={"help": "run directory (results/NAME)"})
+    systems: tuple[str, ...] = field(metadata={"help": "system names, in order"})
+    limit: int | None = field(default=None, metadata={"help": "only the first N questions"})
+    concurrency: int = field(default=8, metadata={"help": "pairs in flight at once; 1 = serial"})
+    use_cache: bool = field(default=True, metadata={"help": "answer repeated calls from the cache"})
+    today: str | None = field(default=None, metadata={
+        "help": "today's date as the dated decision prompt states it"})
+    knowledge_cutoff: str | None = field(default=None, metadata={
+        "help": "the answering model's knowledge cutoff, for the dated decision prompt"})
+    context_tokens: int = field(default=8192, metadata={
+        "help": "the answering model's context window; retrieved text is cut to fit"})
+    probe: ProbeSettings | None = field(default=ProbeSettings(), metadata={
+        "help": "how the judge is probed before grading; None: not probed (--no-probe)"})
+    scorers: tuple[str, ...] = field(default=("judge",), metadata={
+        "help": "scorers of freshrag.scoring; the judge grades every row, the others go to "
+                "scores.jsonl after the pairs"})
+    batch_poll: float | None = field(default=None, metadata={
+        "help": "first wait between batch polls; None: every call live (no --batch)"})
+    system_sources: dict[str, dict[str, Any]] = field(default_factory=dict, metadata={
+        "help": "where each system came from (systems/external/plugins.py record()), for the manifest "
+                "and the resume check"})

@@ -1,0 +1,250 @@
+"""A run's plan: what `freshrag run` still has to do in its directory, computed once, and what
+each piece of it does. The runner executes it with the live client; the dry run
+(harness/run/dry_run.py) and the batch pre-pass (harness/cost/batch.py) walk the same pieces
+under a `freshrag.cost.plan.Planner` (docs/running.md#the-plan, docs/costs.md#dry-run).
+
+The resume rules live here alone: a pair whose row has the status `ok` is finished, every other
+pair is answered (again); the judge is probed unless the manifest holds a verdict over the same
+probes (k and seed); the scorers beyond the judge score every row not scored yet for its current
+answer (scoring/scorepass.py `pending`). A pair is `answer_and_grade`: the system answers, the
+judge grades, both through the recorder that keeps the pair's calls; its row is then scored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from freshrag.core.dataset import Dataset
+from freshrag.core.errors import UserError
+from freshrag.core.manifest import read_manifest
+from freshrag.core.samples import SAMPLES, read_samples, sample_row
+from freshrag.core.types import (
+    LLM,
+    CallShape,
+    LLMResponse,
+    Question,
+    Retriever,
+    StandIn,
+    System,
+    SystemAnswer,
+    SystemContext,
+    call_shape,
+)
+from freshrag.cost.budget import BudgetExceeded
+from freshrag.cost.plan import Job, Pending, Planner, score_jobs, stand_in_embed
+from freshrag.llm.cache import CacheError
+from freshrag.llm.client import EndpointError, EndpointUnreachable
+from freshrag.run.config import RunConfig
+from freshrag.scoring import judge, probes
+from freshrag.scoring.base import Scorer
+from freshrag.scoring.probes import ProbeSettings
+from freshrag.scoring.scorepass import Item, make_scorers, pending, score_input
+
+Factories = dict[str, Callable[[SystemContext], System]]
+MAX_ANSWER_CHARS = 1_000_000  # as the LLM client's MAX_REPLY_CHARS: no answer is longer
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run still has to do: the unfinished pairs, the judge probes due, the scores
+    pending on finished rows, and the scorers (beyond the judge) that score every row."""
+
+    dataset: Dataset
+    config: RunConfig
+    pairs: list[tuple[Question, str]]
+    probe: ProbeSettings | None  # the probes to grade now; None: none (off, or graded before)
+    probed: dict[str, Any] | None  # the verdict a resume keeps instead (the manifest's)
+    scores: list[Item]
+    scorers: tuple[str, ...]
+
+    def jobs(self, factories: Factories, retriever: Retriever | None) -> list[Job]:
+        """Every call of the plan as jobs for a walk: the probes, the pairs (each scored after
+        its judge), the pending scores."""
+        walkers = make_scorers(self.scorers, stand_in_embed)
+        return (probe_jobs(self.dataset, self.probe)
+                + [pair_job(self, question, name, factories[name], retriever, walkers)
+                   for question, name in self.pairs]
+                + score_jobs(self.scores, self.scorers, self.dataset.articles))
+
+
+def make_plan(dataset: Dataset, config: RunConfig, rows: list[dict[str, Any]],
+              manifest: dict[str, Any] | None) -> RunPlan:
+    """The plan of `config` over the run directory's `rows` and its manifest (None: new)."""
+    finished = {(row["question_id"], row["system"]) for row in rows if row["status"] == "ok"}
+    pairs = [(q, name) for q in dataset.questions[:config.limit] for name in config.systems
+             if (q.id, name) not in finished]
+    scorers = tuple(name for name in config.scorers if name != "judge")
+    probed = kept_probe(dataset, config.probe, (manifest or {}).get("judge_probe"))
+    return RunPlan(dataset, config, pairs, None if probed else config.probe, probed,
+                   pending(config.out, rows, scorers, 1) if scorers else [], scorers)
+
+
+def system_context(dataset: Dataset, config: RunConfig, llm: LLM,
+                   retriever: Retriever | None) -> SystemContext:
+    """What the run's systems may use, calling `llm`."""
+    return SystemContext(llm=llm, articles=dataset.articles, retriever=retriever,
+                         today=config.today, knowledge_cutoff=config.knowledge_cutoff,
+                         context_tokens=config.context_tokens)
+
+
+def read_plan(dataset: Dataset, config: RunConfig) -> RunPlan:
+    """The plan of `config` over what its run directory holds now."""
+    return make_plan(dataset, config, read_samples(config.out / SAMPLES), read_manifest(config.out))
+
+
+def kept_probe(dataset: Dataset, settings: ProbeSettings | None,
+               previous: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The verdict a resume keeps: its run graded the same probes (finished calls are not made
+    again, with or without the cache); None when the probes are due or probing is off."""
+    if settings and previous and "fields" in previous and (previous["k"], previous["seed"]) == (
+            min(settings.k, len(dataset.questions)), settings.seed):
+        return previous
+    return None
+
+
+class CallRecorder:
+    """The LLM as the systems and the judge see it in a pair: each call goes to the client and is
+    also kept for the pair that the calling thread is working on, so that a pair failing part-way
+    still accounts for the tokens it spent. A pair runs on one thread from start to end."""
+
+    def __init__(self, llm: LLM):
+        self.llm = llm
+        self._pair = threading.local()
+
+    def chat(self, role: str, messages: list[dict[str, Any]], **options: Any) -> LLMResponse:
+        response = self.llm.chat(role, messages, **options)  # options as in the LLM Protocol
+        calls = getattr(self._pair, "calls", None)
+        if calls is not None:
+            calls.append(response)
+        return response
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[list[LLMResponse]]:
+        """Every call this thread makes inside the block, in order."""
+        self._pair.calls = calls = []
+        try:
+            yield calls
+        finally:
+            self._pair.calls = None
+
+
+class AnswerTooLong(EndpointError):
+    """A system's answer longer than freshrag keeps: the pair fails."""
+
+
+class CallShapeExceeded(UserError):
+    """A walked system made more calls than its `call_shape` allows (docs/own-system.md)."""
+
+
+# What no other pair can get past (an endpoint gone, the budget, the cache) or a walk's stop
+# (a call to wait for, a shape broken): raised out of a pair, never its failed row.
+STOPS = (EndpointUnreachable, BudgetExceeded, CacheError, Pending, CallShapeExceeded)
+
+
+def answer_and_grade(dataset: Dataset, question: Question, name: str, system: System,
+                     llm: CallRecorder) -> dict[str, Any]:
+    """One pair's row; `system` must call `llm` too, so that its calls are recorded."""
+    started = time.monotonic()
+    answer = grade = answered = None
+    with llm.recording() as calls:
+        try:
+            answer = system.answer(question)
+            answered = time.monotonic() - started
+            # Calls the system returns that the recorder did not see: made on threads of its
+            # own (a LangChain pipeline's) or reported by a system outside freshrag.
+            calls += [call for call in answer.calls if not any(call is seen for seen in calls)]
+            if len(answer.text or "") > MAX_ANSWER_CHARS:
+                raise AnswerTooLong(f"system {name!r} answered with {len(answer.text):,} "
+                                    f"characters, more than the {MAX_ANSWER_CHARS:,} freshrag "
+                                    f"keeps of one answer")
+            grade, _ = judge.grade(llm, question, answer.text, dataset.gold_article(question))
+        except STOPS:
+            raise  # no other pair can succeed, be paid for or be kept: the run stops, resumable
+        except AnswerTooLong as err:  # not kept: the row would be refused by its readers
+            return sample_row(dataset.name, question, name, None, None, calls,
+                              time.monotonic() - started, error=str(err))
+        except EndpointError as err:
+            return sample_row(dataset.name, question, name, answer, None, calls,
+                              time.monotonic() - started, error=str(err),
+                              answer_latency_s=answered)
+        except Exception as err:  # a system's own code (a user's plugin): this pair fails
+            return sample_row(dataset.name, question, name, answer, None, calls,
+                              time.monotonic() - started, answer_latency_s=answered,
+                              error=f"system {name!r} raised {type(err).__name__}: {err}"[:2000])
+    return sample_row(dataset.name, question, name, answer, grade, calls,
+                      time.monotonic() - started, answer_latency_s=answered)
+
+
+def pair_job(plan: RunPlan, question: Question, name: str,
+             factory: Callable[[SystemContext], System], retriever: Retriever | None,
+             scorers: dict[str, Scorer]) -> Job:
+    """A pair for a walk: `answer_and_grade` as the runner runs it, then each of `scorers`
+    (beyond the judge) scores its row, as the run's score pass does after the pairs."""
+
+    def run(planner: Planner) -> None:
+        recorder = CallRecorder(planner)
+        bounded = _Bounded(recorder, name)
+        system = factory(system_context(plan.dataset, plan.config, bounded, retriever))
+        bounded.shape = call_shape(system)
+        row = answer_and_grade(plan.dataset, question, name, _walked(system), recorder)
+        if row["status"] == "ok":
+            for scorer in scorers.values():
+                scorer.score(planner, score_input(row, plan.dataset.articles, 0))
+
+    return Job(f"{question.id}/{name}", run)
+
+
+def _walked(system: System) -> System:
+    """A system that calls out of freshrag (a service) is not asked in a walk: its stand-in
+    answer feeds the judge's estimate instead."""
+    return _AsStandIn(system) if isinstance(system, StandIn) else system
+
+
+@dataclass(frozen=True)
+class _AsStandIn:
+    system: StandIn
+
+    def answer(self, question: Question) -> SystemAnswer:
+        return self.system.stand_in(question)
+
+
+class _Bounded:
+    """The LLM as a walked system sees it: past the most calls its `call_shape` declares, a
+    call is refused, so that a loop that the made-up replies keep going stops at its bound."""
+
+    def __init__(self, llm: LLM, name: str):
+        self.llm = llm
+        self.name = name
+        self.shape: CallShape | None = None
+        self.made = 0  # calls answered: a call refused (too long, to be cut) is not one
+
+    def chat(self, role: str, messages: list[dict[str, Any]], **options: Any) -> LLMResponse:
+        most = self.shape.steps[1] if self.shape else None
+        if most is not None and self.made >= most:
+            raise CallShapeExceeded(f"system {self.name!r} made more than the {most} calls its "
+                                    f"call_shape declares for one answer")
+        response = self.llm.chat(role, messages, **options)
+        self.made += 1
+        return response
+
+
+def probe_jobs(dataset: Dataset, settings: ProbeSettings | None) -> list[Job]:
+    """A job per judge probe the run would grade (none when probing is off or impossible)."""
+    if settings is None:
+        return []
+    try:
+        made = probes.make_probes(dataset.questions, dataset.articles, settings.k, settings.seed)
+    except probes.ProbeError:
+        return []
+
+    def job(probe: probes.Probe) -> Job:
+        def run(planner: Planner) -> None:
+            judge.grade(planner, probe.question, probe.answer,
+                        dataset.articles[probe.question.gold_title])
+        return Job(f"probe {probe.question.id}/{probe.kind}", run)
+
+    return [job(probe) for probe in made]
