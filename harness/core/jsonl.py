@@ -17,7 +17,7 @@ import sys
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable, Iterator
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping
 
 from freshrag.core.errors import UserError
 from freshrag.core.files import atomic_open, dumps, open_no_follow
@@ -68,7 +68,7 @@ class JsonlWriter:
         self._fd = open_no_follow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644, FIX)
         self._lock = threading.Lock()
 
-    def write(self, row: dict[str, Any]) -> None:
+    def write(self, row: Mapping[str, Any]) -> None:
         data = memoryview((dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
         if len(data) > MAX_LINE_BYTES:  # never a row that every reader would then refuse
             raise RowTooLong(f"{self.path}: a row of {len(data):,} bytes, more than the "

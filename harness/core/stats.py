@@ -34,23 +34,24 @@ def mean(values: Sequence[float], places: int | None = None) -> float | None:
     return value if places is None else round(value, places)
 
 
-def bootstrap_interval(values: Sequence[Any], statistic: Callable[[Sequence[Any]], float],
+def bootstrap_interval(values: Sequence[Any],
+                       statistic: Callable[[Sequence[Any]], float | None],
                        samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval (95%) of `statistic` over `values`; `mean` and `sum` (this
-    module's mean, the built-in sum) over numbers are resampled with numpy (the module's note)."""
+    module's mean, the built-in sum) over numbers are resampled with numpy (the module's note).
+    A statistic that is None only for no values, as `mean`, is never given none here."""
     n = len(values)
     if n == 0:
         raise ValueError("bootstrap of no values")
     if statistic in (mean, sum, statistics.mean) and _all_numbers(values):
         sums = _resampled_sums(values, samples, seed)
         sums.sort()
-        stats = sums if statistic is sum else sums / n
+        drawn = sums if statistic is sum else sums / n
         whole = statistic is sum and all(isinstance(v, int) for v in values)
-        stats = stats.astype("int64") if whole else stats  # a sum of counts stays a count
-        stats = stats.tolist()
+        stats = (drawn.astype("int64") if whole else drawn).tolist()  # a sum of counts stays a count
     else:
         rng = random.Random(seed)
-        stats = sorted(statistic(rng.choices(values, k=n)) for _ in range(samples))
+        stats = sorted(_defined(statistic(rng.choices(values, k=n))) for _ in range(samples))
     tail = (1 - CONFIDENCE) / 2
     return (round(stats[int(tail * samples)], 4),
             round(stats[min(samples - 1, int((1 - tail) * samples))], 4))
@@ -60,6 +61,12 @@ def bootstrap_interval(values: Sequence[Any], statistic: Callable[[Sequence[Any]
 # cheaper of the two draws is taken.
 COUNT_COST = 25
 BLOCK_VALUES = 4_000_000  # indices drawn at once (32 MB)
+
+
+def _defined(value: float | None) -> float:
+    if value is None:  # a resample has n > 0 values: a statistic such as `mean` is defined
+        raise ValueError("the statistic gave no value for a resample")
+    return value
 
 
 def _all_numbers(values: Sequence[Any]) -> bool:

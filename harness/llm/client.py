@@ -180,13 +180,14 @@ class LLMClient:
         if cached is not None:
             return _response(role, cfg.model, messages, cached, cache_hit=True)
         try:
-            ticket = self.gate.reserve(role, request) if self.gate else None
+            gate = self.gate
+            ticket = gate.reserve(role, request) if gate else None
             value = None
             try:
                 value = self._call(role, cfg, request)
             finally:
-                if ticket is not None:
-                    self.gate.settle(ticket, value)
+                if gate and ticket is not None:
+                    gate.settle(ticket, value)
             self.store(key, role, value)
         finally:
             self._land(key)

@@ -35,6 +35,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 from freshrag.core.errors import UserError
@@ -92,7 +93,7 @@ def model_id(path: Path) -> str:
     return f"{path.name} sha256:{digest.hexdigest()[:16]} {name} {_runtime_version(name)}"
 
 
-def runtime(env: dict[str, str] | None = None) -> str:
+def runtime(env: Mapping[str, str] | None = None) -> str:
     """The runtime that serves the embedded model: FRESHRAG_LOCAL_RUNTIME, else the prebuilt one
     when installed, else the source-built one."""
     env = os.environ if env is None else env
@@ -272,6 +273,11 @@ class LocalServer:
             raise LocalServerError(f"{where} returned text where a tool call was forced "
                                    f"({str(message.get('content'))[:60]!r}): it could not grade, "
                                    f"label or build; {fix}")
+
+    def wait(self) -> None:
+        """Block while the server runs (until it dies, or Ctrl-C); at once if it never started."""
+        if self.process is not None:
+            self.process.wait()
 
     def stop(self) -> bool:
         """End the server; True if it was still running (False: it had died, or never started)."""

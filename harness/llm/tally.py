@@ -24,7 +24,8 @@ class CallTally:
 
     def snapshot(self) -> dict[str, tuple[int, int, int]]:
         with self._lock:
-            return {role: tuple(counts) for role, counts in self.by_role.items()}
+            return {role: (calls, inputs, outputs)
+                    for role, (calls, inputs, outputs) in self.by_role.items()}
 
 
 TALLY = CallTally()

@@ -132,10 +132,10 @@ class _Check:
             if name == "INST":
                 raise PickleRefused("refused INST: plain data never builds an instance")
         elif name == "STACK_GLOBAL":
-            attribute, module = stack.pop(), stack.pop()
-            if attribute.text is None or module.text is None:
+            named, owner = stack.pop(), stack.pop()
+            if named.text is None or owner.text is None:
                 raise PickleRefused("refused a class named by something other than strings")
-            stack.append(_class(module.text, attribute.text))
+            stack.append(_class(owner.text, named.text))
         elif name == "REDUCE":
             arguments, function = stack.pop(), stack.pop()
             stack.append(self.called(function, arguments))
@@ -210,8 +210,8 @@ def _scalar(arg: object) -> _Object:
     if isinstance(arg, bytearray):
         return _Object("bytearray", 1 + len(arg))
     if isinstance(arg, (str, bytes)):
-        name = isinstance(arg, str) and len(arg) <= NAME_CHARS
-        return _Object("key", 1 + len(arg), text=arg if name else None)
+        name = arg if isinstance(arg, str) and len(arg) <= NAME_CHARS else None
+        return _Object("key", 1 + len(arg), text=name)
     if isinstance(arg, int):  # a bool too
         large = arg.bit_length() > HASHABLE_INT_BITS
         return _Object(f"number of more than {HASHABLE_INT_BITS} bits" if large else "key",

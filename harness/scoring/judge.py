@@ -56,7 +56,7 @@ GENERAL_JUDGE_PROMPT = (
     "submit_grade."
 )
 
-GRADE_TOOL = {
+GRADE_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "submit_grade",
@@ -173,7 +173,7 @@ class Judge:
     def score(self, llm: LLM, item: ScoreInput) -> ScoreResult:
         verdict, _ = grade(llm, item.question, item.answer, item.article,
                            first_attempt=item.repeat * ATTEMPTS)
-        if not verdict.scored:
+        if verdict.unscored_reason is not None:  # not `scored`, in a form mypy narrows
             return unscored(verdict.unscored_reason, context_cut=verdict.context_cut)
         return ScoreResult("scored", {name: getattr(verdict, name) for name in FIELDS},
                            {"context_cut": verdict.context_cut, "reason": verdict.reason})

@@ -155,7 +155,7 @@ def make_probes(questions: list[Question], articles: dict[str, Article], k: int 
     vocabulary = vocabularies(articles)
     probes = []
     for question in chosen:
-        gold = articles[question.gold_title]
+        gold = _gold(question, articles)
         other = most_distant_article(gold, articles, rng, vocabulary)
         grounded = closest_sentences(question.text, gold)
         probes += [Probe(question, "grounded", grounded),
@@ -165,6 +165,14 @@ def make_probes(questions: list[Question], articles: dict[str, Article], k: int 
         if missed:
             probes.append(Probe(question, "near_miss", missed[0], missed[1]))
     return probes
+
+
+def _gold(question: Question, articles: dict[str, Article]) -> Article:
+    """The article a probe's question was asked of: probes are made only of questions that have
+    one (a KeyError, as for a title the dataset lacks, if not)."""
+    if question.gold_title is None:
+        raise KeyError(f"question {question.id!r} has no gold article")
+    return articles[question.gold_title]
 
 
 def probe_judge(llm: LLM, questions: list[Question], articles: dict[str, Article],
@@ -180,7 +188,7 @@ def probe_judge(llm: LLM, questions: list[Question], articles: dict[str, Article
     def grade(probe: Probe) -> tuple[Probe, Grade, list]:
         try:
             verdict, calls = judge.grade(llm, probe.question, probe.answer,
-                                         articles[probe.question.gold_title])
+                                         _gold(probe.question, articles))
         except EndpointUnreachable:
             raise
         except EndpointError as err:  # one refused call leaves its probe unscored, as in a run

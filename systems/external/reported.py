@@ -26,18 +26,19 @@ def reported_answer(values: dict[str, Any], model: str, question: Question) -> S
     if not isinstance(answer, str):
         raise ValueError(f"no answer text at {{answer!r}} (got {answer!r:.80})")
     contexts = _contexts(values.get("contexts"))
-    tokens = [_count(values.get(name), name) for name in ("input_tokens", "output_tokens")]
+    tokens_in, tokens_out = (_count(values.get(name), name)
+                             for name in ("input_tokens", "output_tokens"))
     retrievals = _count(values.get("retrievals"), "retrievals")
     decision = _decision(values.get("decision"))
     latency = _seconds(values.get("latency_s"))
     if retrievals is None and contexts is not None:
         retrievals = int(bool(contexts))  # contexts came back: one retrieval, as naive RAG counts
-    unknown = [name for name, value in (("input_tokens", tokens[0]), ("output_tokens", tokens[1]),
+    unknown = [name for name, value in (("input_tokens", tokens_in), ("output_tokens", tokens_out),
                                         ("retrievals", retrievals), ("decision", decision))
                if value is None]
-    calls = [] if None in tokens else [LLMResponse(
+    calls = [] if tokens_in is None or tokens_out is None else [LLMResponse(
         role="answer", model=model, text=answer, tool_name=None, tool_arguments=None,
-        usage=Usage(tokens[0], tokens[1]), latency_s=latency or 0.0, cache_hit=False,
+        usage=Usage(tokens_in, tokens_out), latency_s=latency or 0.0, cache_hit=False,
         messages=[{"role": "user", "content": question.text}])]
     details: dict[str, Any] = {"decision": decision, "unknown": unknown}
     if contexts:
@@ -55,7 +56,7 @@ def _contexts(value: Any) -> list[tuple[str, str, float | None]] | None:
         return None
     if not isinstance(value, list):
         raise ValueError(f"contexts must be a list, got {value!r:.80}")
-    found = []
+    found: list[tuple[str, str, float | None]] = []
     for item in value:
         if isinstance(item, str):
             found.append(("", item, None))

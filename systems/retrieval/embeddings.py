@@ -12,9 +12,13 @@ import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from freshrag.core.config import ConfigError
 from freshrag.llm.client import LLMClient
+
+if TYPE_CHECKING:  # a slow import, made only when the model is loaded
+    from sentence_transformers import SentenceTransformer
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 PRECISIONS = ("bf16", "int8", "fp32")  # the arithmetic the local model may run in
@@ -82,7 +86,7 @@ class LocalMiniLM:
         self.name = LOCAL_MODEL + ("" if self.precision == "fp32" else "-" + self.precision)
         self.runtime = "sentence-transformers, PyTorch " + {
             "bf16": "bfloat16", "int8": "int8 dynamic", "fp32": "fp32"}[self.precision]
-        self._model = None
+        self._model: SentenceTransformer | None = None
         self._lock = threading.Lock()
 
     def embed(self, texts: list[str]) -> list[list[float]]:
@@ -93,6 +97,13 @@ class LocalMiniLM:
             if self._model is None:
                 self._model = self._load()
             return self._encode(texts).tolist()
+
+    @property
+    def model(self) -> SentenceTransformer:
+        """The loaded model: `embed` loads it before the methods below use it."""
+        if self._model is None:
+            raise RuntimeError("the embedding model is not loaded yet (embed() loads it)")
+        return self._model
 
     def batches(self, texts: list[str], lengths: list[int] | None = None) -> list:
         """Indices of `texts` in batches of `batch_size`, longest first by the model's own token
@@ -112,7 +123,7 @@ class LocalMiniLM:
 
     def _tokenised(self, texts: list[str]) -> dict:
         """The model's tokens for each text, cut at its maximum length, not padded."""
-        model = self._model
+        model = self.model
         return model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)
 
     def _padded(self, tokens: dict, batch) -> dict:
@@ -122,7 +133,7 @@ class LocalMiniLM:
         import numpy
         import torch
 
-        tokenizer = self._model.tokenizer
+        tokenizer = self.model.tokenizer
         rows = [tokens["input_ids"][i] for i in batch]
         width = max(map(len, rows))
         features: dict = {}
@@ -143,8 +154,7 @@ class LocalMiniLM:
         tokens = self._tokenised(texts)
         batches = self.batches(texts, [len(ids) for ids in tokens["input_ids"]])
         features = [self._padded(tokens, batch) for batch in batches]
-        vectors = numpy.empty((len(texts), self._model.get_embedding_dimension()),
-                              dtype=numpy.float32)
+        vectors = numpy.empty((len(texts), self._width()), dtype=numpy.float32)
         if len(batches) <= 1:  # a query: all cores on its one batch
             for batch, batch_features in zip(batches, features):
                 vectors[batch] = self._forward(batch_features)
@@ -159,15 +169,22 @@ class LocalMiniLM:
             torch.set_num_threads(threads)
         return vectors
 
+    def _width(self) -> int:
+        """The model's vector size, which sentence-transformers reads from its layers."""
+        width = self.model.get_embedding_dimension()
+        if width is None:  # a model without a pooling layer: not the one the package carries
+            raise RuntimeError(f"{LOCAL_MODEL} in {model_dir()} reports no embedding dimension")
+        return width
+
     def _forward(self, features: dict):
         """One batch's normalised sentence vectors, as `encode()` computes them."""
         import torch
 
         with torch.inference_mode():  # per thread: each worker enters it
-            found = self._model(features)["sentence_embedding"].float()
+            found = self.model(features)["sentence_embedding"].float()
             return torch.nn.functional.normalize(found, p=2, dim=1).numpy()
 
-    def _load(self):
+    def _load(self) -> SentenceTransformer:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are in the package; never the hub
         import torch
         from sentence_transformers import SentenceTransformer  # slow import: only when used

@@ -137,7 +137,7 @@ class VectorIndex:
         self.embedder = embedder
         self.config = config
         self.chunks = chunks
-        self.dimension = client.get_collection(collection).config.params.vectors.size
+        self.dimension = _dimension(client, collection)
 
     def retrieve(self, query: str) -> list[RetrievedChunk]:
         """The top-k chunks at the configured text weight, best first. Their `score` is the
@@ -167,7 +167,7 @@ class VectorIndex:
         found = []
         for vector in vectors:
             sides = [next(answers).points for _ in range(2 if vector is not None else 1)]
-            payloads = {int(hit.id): hit.payload for side in sides for hit in side}
+            payloads = {int(hit.id): hit.payload or {} for side in sides for hit in side}
             hits = [_ranked(side) for side in sides]
             found.append(Candidates(hits[0] if vector is not None else [], hits[-1], payloads))
         return found
@@ -181,7 +181,7 @@ class VectorIndex:
             points = self.client.query_points(self.collection, query=vector, limit=limit,
                                               with_payload=True).points
             ranked = _ranked(points)
-            payloads = {int(point.id): point.payload for point in points}
+            payloads = {int(point.id): point.payload or {} for point in points}
             if len(points) < limit or limit >= self.chunks or len(ranked) <= k \
                     or _rounded(points[-1].score) < ranked[k - 1][1]:
                 return [_chunk(payloads[point], score) for point, score in ranked[:k]]
@@ -250,6 +250,18 @@ def _check_lexical_side(client: QdrantClient, collection: str, config: IndexConf
                              f"--index-dir, and the index is built again with them")
 
 
+def _dimension(client: QdrantClient, collection: str) -> int:
+    """The size of the collection's dense vectors: one unnamed vector in every collection freshrag
+    builds (its lexical side is a sparse vector, named apart)."""
+    from qdrant_client import models
+
+    vectors = client.get_collection(collection).config.params.vectors
+    if not isinstance(vectors, models.VectorParams):  # named vectors, or none: not one of ours
+        raise RetrievalError(f"collection {collection} has no unnamed dense vector, which "
+                             "freshrag's index has; delete it, or give another --index-dir")
+    return vectors.size
+
+
 def _missing_ids(client: QdrantClient, collection: str, total: int) -> list[int]:
     if not client.collection_exists(collection):
         return list(range(total))
@@ -275,8 +287,7 @@ def _embed_and_store(client: QdrantClient, collection: str, chunks: list[Chunk],
     missing = sorted(missing, key=lambda i: len(chunks[i].text))
     # over every chunk, not the missing ones: a resumed build weighs terms as a whole one does
     average = lexical.mean_length(chunk.text for chunk in chunks)
-    dimension = (client.get_collection(collection).config.params.vectors.size
-                 if client.collection_exists(collection) else None)
+    dimension = _dimension(client, collection) if client.collection_exists(collection) else None
     if dimension is not None:  # a build resumed: the collection is there
         _commit_without_sync(client, collection)
     with tqdm(total=len(chunks), initial=len(chunks) - len(missing), unit="chunk",

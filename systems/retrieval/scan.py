@@ -38,7 +38,7 @@ def scan(index: VectorIndex, questions: Sequence[Question], weights: Sequence[fl
     started = time.monotonic()
     general = sum(question.gold_title is None for question in questions)
     questions = [question for question in questions if question.gold_title is not None]
-    found = {weight: [] for weight in weights}  # per weight: was question i's gold article found
+    found: dict[float, list[bool]] = {weight: [] for weight in weights}  # per weight: was question i's gold article found
     depth = max(lexical.DEPTH, k)
     with tqdm(total=len(questions), unit="question", desc="scanning",
               disable=not progress) as bar:
@@ -61,10 +61,11 @@ def scan(index: VectorIndex, questions: Sequence[Question], weights: Sequence[fl
 
 def _row(field: str, name: str, members: list[int],
          found: dict[float, list[bool]]) -> dict[str, Any]:
-    recall = {}
+    recall: dict[str, list[float]] = {}
     for weight, hits in found.items():
         values = [float(hits[i]) for i in members]
-        recall[weight_name(weight)] = [mean(values, places=4), *bootstrap_interval(values, mean)]
+        low, high = bootstrap_interval(values, mean)  # a ValueError for a group of no members
+        recall[weight_name(weight)] = [round(sum(values) / len(values), 4), low, high]
     best = max(value[0] for value in recall.values())
     return {field: name, "questions": len(members), "recall": recall,
             "best_weights": [float(w) for w, value in recall.items() if value[0] == best],

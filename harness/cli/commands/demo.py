@@ -139,7 +139,7 @@ def run_demo(out: Path, questions: int, systems: list[str],
     from freshrag.scoring.probes import verdict_lines
 
     write_example_dump(out / "example-wiki.xml")
-    stages = []
+    stages: list[dict] = []
     for argv in demo_commands(out, questions, systems, full, models):
         print(f"\n$ freshrag {' '.join(argv)}", flush=True)
         with timed_stage(argv[0], stages):
@@ -147,7 +147,7 @@ def run_demo(out: Path, questions: int, systems: list[str],
         if status != 0:
             return status
     print(f"\nthe demo's report: {out / 'report.html'}  (tables also in {out / 'run'}/)")
-    print("\n".join(verdict_lines(read_manifest(out / "run").get("judge_probe"))))
+    print("\n".join(verdict_lines((read_manifest(out / "run") or {}).get("judge_probe"))))
     print("\n" + stage_table(stages))
     write_json(out / TIMINGS_FILE, {"stages": stages})
     return 0

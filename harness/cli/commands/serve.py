@@ -30,5 +30,5 @@ def handle(args: argparse.Namespace) -> int:
     with LocalServer(port=args.port) as server:
         print(f"serving SmolLM2-135M-Instruct at {server.base_url} (Ctrl-C stops it)\n"
               f"point freshrag at it with: export FRESHRAG_BASE_URL={server.base_url}", flush=True)
-        server.process.wait()
+        server.wait()
     raise LocalServerError(server.death())  # Ctrl-C ends serve by KeyboardInterrupt, not here
