@@ -5,7 +5,8 @@ installed package under the entry-point group `freshrag.systems`, beside the bui
 Whatever the origin, a system is a callable taking the run's `SystemContext` and returning an
 object with `answer(question) -> SystemAnswer` (freshrag's public `System` protocol), so a
 plugged-in system gets the same retriever, cache, concurrency, resume and accounting as a
-built-in one. `uses_index = True` on it asks for the retrieval index, as on the built-in ones.
+built-in one. What it declares besides (`uses_index = True` asks for the retrieval index; see
+`Declarations` in harness/core/types.py) is read as on the built-in ones.
 
 Each resolved system carries its identity: where it came from, a SHA-256 of the file that defines
 it and the version of the package that ships it. The run manifest records it, so that a resume
@@ -29,7 +30,7 @@ from freshrag.core import plugins
 from freshrag.core.config import url_problem
 from freshrag.core.errors import UserError
 from freshrag.core.plugins import NAME, PluginError, first_line
-from freshrag.core.types import Question, System, SystemContext
+from freshrag.core.types import Question, System, SystemContext, uses_index
 from freshrag.systems.external import answers_file
 from freshrag.systems.external.http import HttpSettings, HttpSystem, settings_from_table
 
@@ -51,7 +52,7 @@ class SystemSource:
 
     @property
     def uses_index(self) -> bool:
-        return bool(getattr(self.factory, "uses_index", False))
+        return uses_index(self.factory)
 
     def record(self) -> dict[str, Any]:
         """What the run manifest keeps about the system (its identity, not its code)."""
