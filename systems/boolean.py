@@ -44,6 +44,7 @@ class Boolean(Declarations):
             return SystemAnswer(response.text or "", [first, response], retrievals=1,
                                 details={**details, **retrieved})
         if first.tool_name is None and (first.text or "").strip():
-            return SystemAnswer(first.text, [first], details={**details, "answered_by": "decision"})
+            return SystemAnswer(first.text or "", [first],
+                                details={**details, "answered_by": "decision"})
         response = llm.chat("answer", answer_messages(question), max_tokens=ANSWER_MAX_TOKENS)
         return SystemAnswer(response.text or "", [first, response], details=details)

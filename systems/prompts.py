@@ -28,7 +28,7 @@ RAG_PROMPT = (
 )
 
 # The boolean agent's one function (section IV): a single boolean, offered with tool choice "auto".
-RETRIEVE_TOOL = {
+RETRIEVE_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "retrieve_information",
@@ -52,7 +52,7 @@ BOOLEAN_PROMPT = (
 
 # The advanced boolean agent's forced question, asked after its first answer (section IV).
 MORE_INFORMATION_QUESTION = "Could the last question have been answered better with more information?"
-MORE_INFORMATION_TOOL = {
+MORE_INFORMATION_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "more_information",
@@ -94,7 +94,7 @@ SELF_CHECK_QUESTION = (
     "How confident are you that your last answer is correct and complete? Rate it from 1 (a "
     "guess) to 5 (certain) by calling the function rate_confidence."
 )
-SELF_CHECK_TOOL = {
+SELF_CHECK_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "rate_confidence",

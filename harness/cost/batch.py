@@ -31,7 +31,7 @@ import json
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from openai.types.chat import ChatCompletion
 
@@ -48,7 +48,7 @@ from freshrag.llm.replies import completion_value
 TRIES = 3  # batches a request is sent in before the live run takes it
 POLL_S = 5.0  # first wait between polls (--batch-poll)
 MAX_POLL_S = 60.0
-ENDPOINT = "/v1/chat/completions"
+ENDPOINT: Final = "/v1/chat/completions"
 TERMINAL = ("completed", "failed", "expired", "cancelled")
 OPEN = ("validating", "in_progress", "finalizing", "cancelling")  # the Batch API's other statuses
 DEADLINE_S = 25 * 3600  # the 24 h completion window and an hour's grace, from its creation
@@ -221,7 +221,7 @@ def _collect(llm: LLMClient, log: BatchLog, role: str, batch_id: str, keys: list
         if value is not None and not llm.store(key, role, value):
             outcome["filled"] -= 1  # an empty reply: not cached, asked again
     for key in keys:
-        if key in tickets:
+        if key in tickets and llm.gate is not None:  # tickets come from the gate
             llm.gate.settle(tickets.pop(key), values.get(key))
     log.write({"event": "collected", "batch_id": batch_id, "status": batch.status, **outcome,
                "left_live": left_live})

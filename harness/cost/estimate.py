@@ -108,7 +108,7 @@ class MadeUpReply:
 
     def __call__(self, role: str, request: dict[str, Any], key: str) -> dict[str, Any]:
         model = request["model"]
-        tools = request.get("tools")
+        tools: list[dict[str, Any]] = request.get("tools") or []
         forced = request.get("tool_choice")
         counter = self.counter(role, model)
         if isinstance(forced, dict) or (tools and self.retrieve):
@@ -150,8 +150,9 @@ def _fill(schema: dict[str, Any], flag: bool, tag: str) -> Any:
         most = schema.get("maxItems", MADE_UP_ITEMS)
         n = min(max(MADE_UP_ITEMS, least), most) if flag else least
         return [_fill(schema.get("items", {}), flag, tag) for _ in range(n)]
-    return {"boolean": flag, "integer": schema.get("minimum", 1), "number": 1.0,
-            "string": tag}.get(kind)
+    made: dict[Any, Any] = {"boolean": flag, "integer": schema.get("minimum", 1), "number": 1.0,
+                            "string": tag}
+    return made.get(kind)
 
 
 @dataclass

@@ -62,14 +62,13 @@ class Planner:
 
     def chat(self, role: str, messages: list[dict[str, Any]], **options: Any) -> LLMResponse:
         request, key = self.client.prepare(role, messages, **options)
-        value = self.client.cache.get(key) if self.client.cache else None
-        cached = value is not None
-        if not cached:
-            try:
-                value = self.on_miss(role, request, key)
-            except Pending:
-                self._calls().append(PlannedCall(role, request, key, False, {}))
-                raise
+        found = self.client.cache.get(key) if self.client.cache else None
+        cached = found is not None
+        try:
+            value = found if found is not None else self.on_miss(role, request, key)
+        except Pending:
+            self._calls().append(PlannedCall(role, request, key, False, {}))
+            raise
         self._calls().append(PlannedCall(role, request, key, cached, value))
         return LLMResponse(role=role, model=request["model"], text=value["text"],
                            tool_name=value["tool_name"], tool_arguments=value["tool_arguments"],
@@ -81,7 +80,7 @@ class Planner:
 
     @contextlib.contextmanager
     def recording(self) -> Iterator[list[PlannedCall]]:
-        self._job.calls = calls = []
+        self._job.calls = calls = list[PlannedCall]()
         try:
             yield calls
         finally:

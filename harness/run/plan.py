@@ -125,7 +125,7 @@ class CallRecorder:
     @contextlib.contextmanager
     def recording(self) -> Iterator[list[LLMResponse]]:
         """Every call this thread makes inside the block, in order."""
-        self._pair.calls = calls = []
+        self._pair.calls = calls = list[LLMResponse]()
         try:
             yield calls
         finally:
@@ -244,7 +244,7 @@ def probe_jobs(dataset: Dataset, settings: ProbeSettings | None) -> list[Job]:
     def job(probe: probes.Probe) -> Job:
         def run(planner: Planner) -> None:
             judge.grade(planner, probe.question, probe.answer,
-                        dataset.articles[probe.question.gold_title])
+                        dataset.gold_article(probe.question))
         return Job(f"probe {probe.question.id}/{probe.kind}", run)
 
     return [job(probe) for probe in made]

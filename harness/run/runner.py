@@ -26,7 +26,7 @@ from freshrag.core.runfiles import PROBES as PROBES_FILE
 from freshrag.core.samples import SAMPLES, answer_tokens, read_samples, sample_row
 from freshrag.core.types import Question, Retriever, System, uses_date
 from freshrag.cost import batch
-from freshrag.cost.budget import BudgetExceeded
+from freshrag.cost.budget import Budget, BudgetExceeded
 from freshrag.llm.client import EndpointError, LLMClient
 from freshrag.run.config import RunConfig
 from freshrag.run.plan import (
@@ -77,7 +77,7 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
                            make_scorers(plan.scorers, embed), llm, dataset.articles,
                            concurrency=config.concurrency)
         except BudgetExceeded:
-            manifest["capped"] = llm.gate.record()
+            manifest["capped"] = llm.gate.record() if isinstance(llm.gate, Budget) else None
             write_manifest(config.out, manifest)
             raise
         manifest["finished_at"] = now()
@@ -221,7 +221,7 @@ def _safe_base_url(llm: LLMClient, role: str) -> str | None:
 
 
 def _package_versions() -> dict[str, str | None]:
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             versions[name] = importlib.metadata.version(name)
