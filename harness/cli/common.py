@@ -1,8 +1,8 @@
-"""What the commands' handlers share when they run (docs/cli.md): the response cache's file, the
-default config file, the roles' settings with the models named on the command line and the table
-of them printed before the first call, the LLM client with the embedded server started when a
-role needs it, the dataset and index named on the command line, and the lines a run and a report
-both print.
+"""What the commands' handlers share when they run (docs/cli.md): the default config file, the
+roles' settings with the models named on the command line and the table of them printed before
+the first call, the LLM client with the embedded server started when a role needs it (opened as
+the run service opens its own, harness/run/service.py), the dataset and index named on the
+command line, and the lines a run and a report both print.
 
 Only handlers import this module, when their command runs; options are in harness/cli/options.py.
 """
@@ -13,9 +13,9 @@ import argparse
 import contextlib
 import sys
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Iterator
 
-from freshrag.cli.options import INDEX_DIR, UsageError
+from freshrag.cli.options import UsageError
 from freshrag.core import config as core_config
 from freshrag.core.config import (
     DEFAULT_CONFIG_FILE,
@@ -25,27 +25,24 @@ from freshrag.core.config import (
     LLMSettings,
 )
 from freshrag.core.dataset import Dataset, example_dir, load_dataset, load_dataset_dir
-from freshrag.core.outputs import Output
 from freshrag.core.rundir import RUN_ROLES
-from freshrag.llm.cache import ResponseCache
+from freshrag.core.runfiles import CACHE_FILE as CACHE_FILE
+from freshrag.core.runfiles import INDEX_DIR
 from freshrag.llm.client import LLMClient
-from freshrag.llm.local_server import LocalServer
 from freshrag.reporting import report
-from freshrag.scoring import SCORERS
-from freshrag.systems.external.plugins import SystemSource
-from freshrag.systems.retrieval.embeddings import embedder_for
+from freshrag.run import service
+from freshrag.run.service import cache_output as cache_output
+from freshrag.run.service import embed_for as embed_for
+from freshrag.run.service import embed_for_needed as embed_for_needed
+from freshrag.run.service import opened
 from freshrag.systems.retrieval.index import IndexConfig
 
-CACHE_FILE = ".llm-cache.sqlite"
+if TYPE_CHECKING:
+    from freshrag.core.records import SampleRow
 
 
 def default_config() -> Path | None:
     return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None
-
-
-def cache_output(cache: Path | None) -> list[Output]:
-    """The response cache among a command's outputs (core/outputs.py), if it keeps one."""
-    return [Output(cache, "the response cache", "give --no-cache")] if cache else []
 
 
 def load_settings(args: argparse.Namespace) -> LLMSettings:
@@ -92,13 +89,8 @@ def print_roles(settings: LLMSettings, roles: tuple[str, ...], embeddings: bool 
 def llm_client(settings: LLMSettings, cache_path: Path | None, seed: int | None,
                roles: tuple[str, ...] = RUN_ROLES) -> Iterator[LLMClient]:
     """The client, with the embedded server running if any of `roles` needs it."""
-    cache = ResponseCache(cache_path) if cache_path else None  # CacheError names its file
-    needs_local = any(settings.role(role).is_local for role in roles)
-    with contextlib.ExitStack() as stack:
-        local = stack.enter_context(LocalServer()) if needs_local else None
-        if cache:
-            stack.callback(cache.close)
-        yield LLMClient(settings, cache, local=local, seed=seed)
+    with opened(LLMClient(settings, seed=seed), cache_path, roles) as llm:
+        yield llm
 
 
 def dataset(args: argparse.Namespace) -> Dataset:
@@ -113,18 +105,6 @@ def dataset(args: argparse.Namespace) -> Dataset:
     return load_dataset_dir(args.dataset or example_dir())
 
 
-def system_sources(specs: str, data: Dataset | None, config: Path | None) -> list[SystemSource]:
-    """The systems `--systems` names: built-in, the user's (files, modules, entry points),
-    services of freshrag.toml's [systems] (or --config's), answers files matched to `data`."""
-    from freshrag.core.config import config_table
-    from freshrag.systems import SYSTEMS
-    from freshrag.systems.external.plugins import resolve_all, services_from
-
-    file = config or default_config()
-    services = services_from(config_table(file, "systems"), str(file)) if file else {}
-    return resolve_all(specs, SYSTEMS, services, data.questions if data else None)
-
-
 def index_config(args: argparse.Namespace, results_dir: Path) -> IndexConfig:
     return IndexConfig(directory=args.index_dir or results_dir / INDEX_DIR,
                        qdrant_url=args.qdrant_url, chunk_size=args.chunk_size,
@@ -134,30 +114,10 @@ def index_config(args: argparse.Namespace, results_dir: Path) -> IndexConfig:
 
 def check_batch(args: argparse.Namespace, settings: LLMSettings, roles: tuple[str, ...]) -> None:
     """--batch keeps its results in the response cache, on an endpoint with the Batch API."""
-    if args.no_cache:
-        raise UsageError("--batch hands its results to the run through the response cache: "
-                         "drop --no-cache")
-    local = [role for role in roles if settings.role(role).is_local]
-    if local:
-        raise UsageError(f"--batch needs an endpoint with the Batch API (/v1/files, /v1/batches), "
-                         f"such as OpenAI's; the {', '.join(local)} role(s) use the embedded "
-                         f"server, which has none")
+    service.check_batch(not args.no_cache, settings, roles)
 
 
-def embed_for_needed(scorers: tuple[str, ...]) -> bool:
-    """Whether a scorer needs the embeddings role."""
-    return any("embeddings" in SCORERS[name].needs for name in scorers)
-
-
-def embed_for(llm: LLMClient, scorers: tuple[str, ...], retriever: object | None = None
-              ) -> Callable[[list[str]], list[list[float]]] | None:
-    """The embeddings role's function, if a scorer needs it (the retrieval index's own model)."""
-    if not embed_for_needed(scorers):
-        return None
-    return (getattr(retriever, "embedder", None) or embedder_for(llm)).embed
-
-
-def print_unscored(rows: list[dict]) -> None:
+def print_unscored(rows: list[SampleRow]) -> None:
     reasons = report.unscored_reasons(rows)
     if reasons:
         print("\nunscored answers (system: reason × count):")

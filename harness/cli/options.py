@@ -279,7 +279,9 @@ def add_articles(p: Group, detail: str = " (title, content)", required: bool = F
 def add_scorers(p: Group, default: str | None = None, detail: str = "") -> None:
     """--scorers, required unless it has a `default`."""
     p.add_argument("--scorers", required=default is None, default=default,
-                   help=f"comma-separated scorers, from: {', '.join(SCORERS)}{detail}")
+                   help=f"comma-separated scorers, from: {', '.join(SCORERS)}, or your own as "
+                        f"[NAME=]FILE.py:CLASS, [NAME=]MODULE:CLASS or an installed package's "
+                        f"(docs/scoring.md#your-own-scorer){detail}")
 
 
 def add_probe_options(p: Group) -> None:

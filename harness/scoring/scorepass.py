@@ -29,7 +29,7 @@ from freshrag.core.rundir import kind
 from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.core.types import LLM, QUESTION_FIELDS, Article, LLMResponse, Question
 from freshrag.llm.client import ContextTooLong, EndpointError, EndpointUnreachable
-from freshrag.scoring import SCORERS
+from freshrag.scoring import SCORERS, plugins
 from freshrag.scoring.base import Embed, ScoreInput, Scorer, ScoreResult, unscored
 from freshrag.scoring.store import FINISHED, SCORES, answer_sha256, key, read_scores, score_row
 
@@ -43,18 +43,25 @@ class ScoreError(ResultsError):
 
 
 def scorer_names(text: str) -> tuple[str, ...]:
-    """`--scorers judge,faithfulness`: known names, in order, each once."""
-    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    unknown = [name for name in names if name not in SCORERS]
-    if unknown or not names:
+    """`--scorers judge,faithfulness,mine=my_scorer.py:MyScorer`: the scorers' names, in order,
+    each once; a user's scorer is loaded and checked here (harness/scoring/plugins.py), and known
+    by its name from then on."""
+    unknown = plugins.unknown(text)
+    if unknown or not text.replace(",", "").strip():
         raise ScoreError(f"--scorers: unknown scorer(s) {unknown}; valid scorers: "
-                         f"{', '.join(SCORERS)}")
-    return names
+                         f"{', '.join([*SCORERS, *plugins.installed()])}, or FILE.py:NAME, or "
+                         f"MODULE:NAME for your own")
+    return tuple(source.name for source in plugins.resolve_all(text))
 
 
 def scorer_roles(names: Iterable[str]) -> tuple[str, ...]:
     """The LLM roles the named scorers call (the embedded server starts if one is local)."""
-    return tuple(dict.fromkeys(SCORERS[name].role for name in names))
+    return tuple(dict.fromkeys(plugins.lookup(name).role for name in names))
+
+
+def scorer_needs(names: Iterable[str]) -> set[str]:
+    """What the named scorers need from their caller (`article`, `embeddings`)."""
+    return {need for name in names for need in plugins.lookup(name).needs}
 
 
 def score_inputs(run_dir: Path, articles: dict[str, Article] | None
@@ -83,7 +90,7 @@ def missing_inputs(rows: list[dict[str, Any]], names: Iterable[str],
                    articles: dict[str, Article]) -> str | None:
     """What the named scorers need that is not there (gold articles), or None. A general query's
     row has no gold article to miss (its `gold_title` is null)."""
-    needing = [name for name in names if "article" in SCORERS[name].needs]
+    needing = [name for name in names if "article" in plugins.lookup(name).needs]
     titles = sorted({row["gold_title"] for row in rows if row["status"] == "ok"
                      and row["gold_title"] is not None} - set(articles))
     if needing and titles:
@@ -93,12 +100,13 @@ def missing_inputs(rows: list[dict[str, Any]], names: Iterable[str],
 
 
 def make_scorers(names: Iterable[str], embed: Embed | None = None) -> dict[str, Scorer]:
-    """The named scorers of freshrag.scoring.SCORERS, those that need embeddings given `embed`."""
+    """The named scorers (built-in, or the user's: harness/scoring/plugins.py), those that need
+    embeddings given `embed` as their `embed` attribute."""
     made = {}
     for name in names:
-        scorer = SCORERS[name]()
+        scorer = plugins.lookup(name).make()
         if "embeddings" in scorer.needs:
-            scorer.embed = embed
+            setattr(scorer, "embed", embed)
         made[name] = scorer
     return made
 
@@ -144,12 +152,15 @@ def pending(run_dir: Path, rows: list[dict[str, Any]], names: Iterable[str],
 
 
 def check_same_models(run_dir: Path, scorers: dict[str, Scorer], llm: LLM) -> None:
-    """Refuse a pass whose scorer model differs from the one a scorer's earlier scores used:
-    resumed, or added to, the two models' scores would merge into one row of every table."""
+    """Refuse a pass whose scorer model, or a user's scorer's code, differs from the one a
+    scorer's earlier scores used: resumed, or added to, the two models' (or versions') scores
+    would merge into one row of every table."""
+    rows = read_scores(run_dir)
+    check_same_code(run_dir, scorers, rows)
     settings = getattr(llm, "settings", None)
     if settings is None:  # a scripted model in tests: no configured roles to compare
         return
-    for row in read_scores(run_dir):
+    for row in rows:
         scorer = scorers.get(row["scorer"])
         if scorer is None:
             continue
@@ -160,6 +171,36 @@ def check_same_models(run_dir: Path, scorers: dict[str, Scorer], llm: LLM) -> No
                 f"{run_dir / SCORES}: {row['scorer']} was scored with the {scorer.role} model "
                 f"{sorted(used)[0]!r}, and this pass would use {now_model!r}: the two models' "
                 f"scores would merge into one row; score a copy of the run directory instead")
+
+
+def check_same_code(run_dir: Path, scorers: Iterable[str],
+                    rows: list[dict[str, Any]] | None = None) -> None:
+    """Refuse a pass whose user's scorer is not the code (file hash, package version) that wrote
+    the scorer's earlier scores (their `source`), nor a built-in one of the same name."""
+    now = {name: plugins.lookup(name) for name in scorers}
+    for row in read_scores(run_dir) if rows is None else rows:
+        source = now.get(row["scorer"])
+        if source is None:
+            continue
+        before = row.get("source") or {"origin": "built-in"}
+        current = {"origin": "built-in"} if source.builtin else source.record()
+        if _identity(before) != _identity(current):
+            raise ResultsError(
+                f"{run_dir / SCORES}: {row['scorer']} was scored by {_said(before)}, and this "
+                f"pass would use {_said(current)}: the two versions' scores would merge into one "
+                f"row; score a copy of the run directory instead")
+
+
+def _identity(record: dict[str, Any]) -> tuple[Any, ...]:
+    return record.get("origin") == "built-in", record.get("sha256"), record.get("version")
+
+
+def _said(record: dict[str, Any]) -> str:
+    if record.get("origin") == "built-in":
+        return "the built-in scorer"
+    code = f"SHA-256 {str(record.get('sha256'))[:12]}"
+    return f"{record.get('where')} ({code}, version {record.get('version')})" \
+        if record.get("version") else f"{record.get('where')} ({code})"
 
 
 def score_rows(run_dir: Path, rows: list[dict[str, Any]], scorers: dict[str, Scorer], llm: LLM,
@@ -203,7 +244,9 @@ def _score_one(row: dict[str, Any], scorer: Scorer, name: str, llm: LLM,
         result = unscored(f"too long for the {scorer.role} model: {err}")
     except EndpointError as err:
         result = ScoreResult("failed", reason=str(err))
-    return score_row(row, name, repeat, result, recorder.calls, time.monotonic() - started)
+    written = score_row(row, name, repeat, result, recorder.calls, time.monotonic() - started)
+    source = plugins.lookup(name)
+    return written if source.builtin else {**written, "source": source.record()}
 
 
 class Recorder:
