@@ -1,26 +1,8 @@
-"""The row of samples.jsonl (docs/run-format.md#samplesjsonl): one per (question, system), appended
-the moment the pair finishes, with everything needed to recompute any table later:
-
-- `dataset`, `question_id`, `question`, `gold_title`, `system`
-- `status`: "ok", or "failed" (an LLM error, or an exception a system's own code raised; `error`
-  says why; failed pairs are retried on resume)
-- `answer`: the system's answer text (null when failed)
-- `retrievals`: how many times the system retrieved; null when a system outside freshrag (a
-  service, an answers file) did not say
-- `usage`: per role (answer, decision, judge, ...) `{"input", "output", "estimated"}`, summed
-  over `calls`
-- `grade`: `{"truthfulness", "relevance", "unscored_reason", "raw", "context_cut", "reason"}`
-  (scores null when unscored; `context_cut` `{"chars", "halvings"}` when the article was halved
-  to fit; `reason` the judge's one line on why, null when it gave none or in rows before it)
-- `calls`: every LLM call the pair made (the system's, then the judge's), with the messages sent,
-  tool arguments, usage, latency, cache hit and `batch` (answered by the Batch API, so priced
-  at the batch rate; absent from rows written before it, which are list price). A failed row
-  holds the calls that succeeded before the failure, so that the tokens spent on failed pairs
-  are counted too
-- `details`: what the strategy reports about itself (decision, retrieved chunks, cuts; for a
-  system outside freshrag, `unknown`: what it did not report)
-- `latency_s`: wall time of the pair (the judge included); `answer_latency_s`: the system's own
-  (what it reported, else the wall time of its `answer`); `error`, `finished_at`
+"""The row of samples.jsonl (docs/run-format.md#samplesjsonl), typed field by field in
+core/records.py `SampleRow`: one per (question, system), appended the moment the pair finishes,
+with everything needed to recompute any table later; how it is written (`sample_row`), read
+(`read_samples`, the last row of a pair winning) and checked on reading (`sample_problem`, whose
+fields and types come from the same record).
 
 The file itself is JSON Lines, appended to and repaired as harness/core/jsonl.py describes.
 """
@@ -29,11 +11,13 @@ from __future__ import annotations
 
 import math
 import sys
+import types as typing_types
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Union, cast, get_args, get_origin, get_type_hints, is_typeddict
 
 from freshrag.core.jsonl import iter_jsonl, now
+from freshrag.core.records import SampleFields, SampleRow
 from freshrag.core.runfiles import SAMPLES as SAMPLES
 from freshrag.core.types import Grade, LLMResponse, Question, SystemAnswer, sum_usage_by_role
 
@@ -41,13 +25,14 @@ from freshrag.core.types import Grade, LLMResponse, Question, SystemAnswer, sum_
 def sample_row(dataset: str, question: Question, system: str, answer: SystemAnswer | None,
                grade: Grade | None, calls: list[LLMResponse], latency_s: float,
                error: str | None = None,
-               answer_latency_s: float | None = None) -> dict[str, Any]:
+               answer_latency_s: float | None = None) -> SampleRow:
     """One row; `calls` are all the pair's calls, the judge's included. `latency_s` is the pair's
     wall time, judge included; `answer_latency_s` the system's own (what it reports, else
     freshrag's clock around `answer`), None when it gave no answer."""
     if answer is not None and answer.latency_s is not None:
         answer_latency_s = answer.latency_s
-    return {
+    # cast: the question's fields come as a dict (Question.fields), in the row's order
+    return cast(SampleRow, {
         "dataset": dataset, "question_id": question.id, "question": question.text,
         "gold_title": question.gold_title, **question.fields(), "system": system,
         "status": "failed" if error else "ok",
@@ -60,7 +45,7 @@ def sample_row(dataset: str, question: Question, system: str, answer: SystemAnsw
         "latency_s": round(latency_s, 4),
         "answer_latency_s": None if answer_latency_s is None else round(answer_latency_s, 4),
         "error": error, "finished_at": now(),
-    }
+    })
 
 
 # What the tables read of a call (harness/reporting: models by role, prices, batch discounts,
@@ -68,21 +53,20 @@ def sample_row(dataset: str, question: Question, system: str, answer: SystemAnsw
 CALL_SUMMARY = ("role", "model", "usage", "batch", "cache_hit", "latency_s")
 
 
-def read_samples(path: Path, light: bool = False) -> list[dict[str, Any]]:
+def read_samples(path: Path, light: bool = False) -> list[SampleRow]:
     """Every row, the last one per (question, system) winning, in file order. `light` keeps of
     each call only CALL_SUMMARY (not its messages, text and arguments: most of a row), except in
     rows of grounded questions (with a `reference`), whose wording analysis reads the answer's
     context from its calls."""
-    latest: dict[tuple[str, str], dict[str, Any]] = {}
-    for row in iter_jsonl(path, sample_problem):
-        if light:
-            row = _light(row)
+    latest: dict[tuple[str, str], SampleRow] = {}
+    for read in iter_jsonl(path, sample_problem):
+        row = _light(read) if light else cast(SampleRow, read)  # sample_problem checked it
         latest.pop((row["question_id"], row["system"]), None)
         latest[row["question_id"], row["system"]] = row
     return list(latest.values())
 
 
-def _light(row: dict[str, Any]) -> dict[str, Any]:
+def _light(row: dict[str, Any]) -> SampleRow:
     """The row as read_samples(light=True) keeps it: calls cut to CALL_SUMMARY (but a grounded
     row's), retrieved chunks without their text, optional fields that are null left out
     (readers `get` them: SAMPLE_FIELDS), and every key the one shared string (json makes each
@@ -95,8 +79,8 @@ def _light(row: dict[str, Any]) -> dict[str, Any]:
         row["details"] = {**row["details"], "retrieved": [
             {key: value for key, value in chunk.items() if key != "text"}
             if isinstance(chunk, dict) else chunk for chunk in retrieved]}
-    return _shared_keys({key: value for key, value in row.items()
-                         if value is not None or key in KEPT_WHEN_NULL})
+    return cast(SampleRow, _shared_keys({key: value for key, value in row.items()
+                                         if value is not None or key in KEPT_WHEN_NULL}))
 
 
 def _shared_keys(value: Any) -> Any:
@@ -107,7 +91,25 @@ def _shared_keys(value: Any) -> Any:
     return value
 
 
-def answer_tokens(row: dict[str, Any]) -> tuple[int, int]:
+def is_scored(row: SampleRow) -> bool:
+    """An answer the judge scored (what every table averages; the rest are counted)."""
+    grade = row["grade"]
+    return row["status"] == "ok" and grade is not None and grade["unscored_reason"] is None
+
+
+def judge_scores(row: SampleRow) -> dict[str, float] | None:
+    """The truthfulness and relevance of an answer the judge scored, None for any other: how
+    the tables read a row's grade (the run's, or a judge pass's: scoring/store.py
+    with_judge_pass)."""
+    grade = row["grade"]
+    if not is_scored(row) or grade is None:
+        return None
+    # a scored grade holds numbers (sample_problem; a judge pass's: scoring/store.py _usable)
+    return {"truthfulness": cast(float, grade["truthfulness"]),
+            "relevance": cast(float, grade["relevance"])}
+
+
+def answer_tokens(row: SampleRow) -> tuple[int, int]:
     """Tokens the system spent on this row (all roles but the judge)."""
     used = [u for role, u in (row.get("usage") or {}).items() if role != "judge"]
     return sum(u["input"] for u in used), sum(u["output"] for u in used)
@@ -117,20 +119,32 @@ def answer_tokens(row: dict[str, Any]) -> tuple[int, int]:
 
 _NONE = type(None)
 _NUMBER = (int, float)
-# Every field sample_row writes, with the JSON types a reader may meet there; the readers index
-# the REQUIRED ones directly, and only look at the others if present (rows made by hand and older
-# rows may lack them).
-REQUIRED = ("question_id", "gold_title", "system", "status", "retrievals", "usage", "grade")
+
+
+def _json_types(hint: Any) -> tuple[type, ...]:
+    """The JSON types a reader may meet where a record's annotation says `hint` (a number where
+    it says float; an object for a TypedDict or a dict; a string for a Literal of strings)."""
+    origin = get_origin(hint)
+    if origin in (Union, typing_types.UnionType):
+        return tuple(dict.fromkeys(t for arg in get_args(hint) for t in _json_types(arg)))
+    if origin is Literal:
+        return tuple(dict.fromkeys(type(value) for value in get_args(hint)))
+    if hint is float:
+        return _NUMBER
+    if is_typeddict(hint) or origin is dict:
+        return (dict,)
+    return (origin or hint,)
+
+
+# Every field a reader may meet, with its JSON types, from its record (core/records.py
+# SampleFields): the readers index the REQUIRED ones directly, and only look at the others if
+# present (rows made by hand and older rows may lack them).
+SAMPLE_FIELDS: dict[str, tuple[type, ...]] = {
+    name: _json_types(hint) for name, hint in get_type_hints(SampleFields).items()}
+REQUIRED = tuple(name for name in SAMPLE_FIELDS if name in SampleFields.__required_keys__)
 # Read directly too: a failed row's `error`, and `dataset` (null in rows made by hand, which
 # the report fills from the manifest)
 KEPT_WHEN_NULL = (*REQUIRED, "error", "dataset")
-SAMPLE_FIELDS: dict[str, tuple[type, ...]] = {
-    "dataset": (str, _NONE), "question_id": (str,), "question": (str,), "gold_title": (str, _NONE),
-    "system": (str,), "status": (str,), "answer": (str, _NONE), "retrievals": (int, _NONE),
-    "usage": (dict,), "grade": (dict, _NONE), "calls": (list,), "details": (dict, _NONE),
-    "latency_s": (*_NUMBER, _NONE), "answer_latency_s": (*_NUMBER, _NONE),
-    "error": (str, _NONE), "finished_at": (str, _NONE),
-}
 
 
 def sample_problem(row: dict[str, Any]) -> str | None:
@@ -171,7 +185,7 @@ def _grade_problem(grade: dict[str, Any] | None) -> str | None:
     if not _is(grade.get("reason"), (str, _NONE)):
         return f"grade 'reason' must be text or null, got {grade['reason']!r:.80}"
     for name in ("truthfulness", "relevance"):
-        value = grade.get(name)
+        value: Any = grade.get(name)
         scored = _is(value, _NUMBER) and math.isfinite(value) and 1 <= value <= 5
         if not scored and (reason is None or value is not None):
             return f"grade {name!r} must be a number from 1 to 5 (or null when unscored), got {value!r:.80}"

@@ -28,17 +28,17 @@ from typing import Any, Sequence
 from freshrag.core import tables
 from freshrag.core.files import write_json
 from freshrag.core.jsonl import ResultsError
+from freshrag.core.records import GradeRecord, SampleRow
+from freshrag.core.samples import judge_scores
 from freshrag.core.stats import cohen_kappa
 from freshrag.reporting.identity import role_models
-from freshrag.reporting.outcomes import is_scored
 from freshrag.reporting.report import load_runs, markdown_table
 from freshrag.scoring.judge import FIELDS, SCALE
-from freshrag.scoring.store import answer_sha256, read_scores
+from freshrag.scoring.store import answer_sha256, read_scores, score_grade
 
 AGREEMENT = "agreement.json"
 TOP = 5  # disagreements listed per field unless --top says otherwise
 EXCERPT = 160  # characters of a question or answer shown in the disagreement tables
-Row = dict[str, Any]
 
 
 class AgreementError(ResultsError):
@@ -120,7 +120,7 @@ def _round(value: float) -> float:
 # ------------------------------------------------------------------ pairing
 
 
-def pair_runs(rows_a: list[Row], rows_b: list[Row]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def pair_runs(rows_a: list[SampleRow], rows_b: list[SampleRow]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The pairs to compare (same key, both scored, same answer, grades on the scale, checked
     in this order) and what was left out, counted."""
     keyed_b = {_key(row): row for row in rows_b}
@@ -136,32 +136,33 @@ def pair_runs(rows_a: list[Row], rows_b: list[Row]) -> tuple[list[dict[str, Any]
         row_b = keyed_b.get(key)
         if row_b is None:
             continue
-        if not (is_scored(row_a) and is_scored(row_b)):  # failed pairs too: no answer
-            counts["unscored_a"] += not is_scored(row_a)
-            counts["unscored_b"] += not is_scored(row_b)
+        scores_a, scores_b = judge_scores(row_a), judge_scores(row_b)
+        if scores_a is None or scores_b is None:  # failed pairs too: no answer
+            counts["unscored_a"] += scores_a is None
+            counts["unscored_b"] += scores_b is None
             counts["unscored_either"] += 1
         elif row_a.get("answer") != row_b.get("answer"):
             counts["different_answers"] += 1
-        elif not all(_on_scale(row["grade"][f]) for row in (row_a, row_b) for f in FIELDS):
+        elif not all(_on_scale(scores[f]) for scores in (scores_a, scores_b) for f in FIELDS):
             counts["off_scale"] += 1
         else:
             pairs.append({"dataset": key[0], "question_id": key[1], "system": key[2],
                           "question": row_a.get("question"), "answer": row_a.get("answer"),
-                          **{side: {f: int(row["grade"][f]) for f in FIELDS}
-                             for side, row in (("a", row_a), ("b", row_b))},
+                          **{side: {f: int(scores[f]) for f in FIELDS}
+                             for side, scores in (("a", scores_a), ("b", scores_b))},
                           "reasons": {side: _reason(row["grade"])
                                       for side, row in (("a", row_a), ("b", row_b))}})
     counts["compared"] = len(pairs)
     return pairs, counts
 
 
-def _reason(grade: dict[str, Any]) -> str | None:
+def _reason(grade: GradeRecord | None) -> str | None:
     """The judge's reason in a grade; None where it gave none (rows before it, imported rows)."""
-    reason = grade.get("reason")
+    reason = grade.get("reason") if grade else None
     return reason if isinstance(reason, str) and reason else None
 
 
-def _key(row: Row) -> tuple[Any, Any, Any]:
+def _key(row: SampleRow) -> tuple[Any, Any, Any]:
     return row.get("dataset"), row["question_id"], row["system"]
 
 
@@ -202,23 +203,22 @@ def compare_runs(run_a: Path, run_b: Path, top: int = TOP,
     return document
 
 
-def with_repeat(rows: list[Row], run_dir: Path, repeat: int) -> list[Row]:
+def with_repeat(rows: list[SampleRow], run_dir: Path, repeat: int) -> list[SampleRow]:
     """The rows with the grade (and the calls) of the judge's repeat `repeat` in the run's
     scores.jsonl; a row without one for its answer is unscored, saying so."""
     judged = {(s.get("dataset"), s["question_id"], s["system"]): s for s in read_scores(run_dir)
               if s["scorer"] == "judge" and s["repeat"] == repeat}
-    replaced = []
+    replaced: list[SampleRow] = []
     for row in rows:
         score = judged.get(_key(row))
+        calls = score.get("calls", []) if score is not None else []
         if score is None or score.get("answer_sha256") != answer_sha256(row.get("answer")):
-            grade = {f: None for f in FIELDS} | {
-                "unscored_reason": f"no judge repeat {repeat} of this answer", "raw": []}
+            replaced.append({**row, "grade": {
+                "truthfulness": None, "relevance": None,
+                "unscored_reason": f"no judge repeat {repeat} of this answer", "raw": []},
+                "calls": calls})
         else:
-            grade = {f: score["metrics"].get(f) for f in FIELDS} | {
-                "unscored_reason": None if score["status"] == "scored" else
-                (score.get("reason") or score["status"]), "raw": score.get("raw", []),
-                "reason": (score.get("details") or {}).get("reason")}
-        replaced.append({**row, "grade": grade, "calls": (score or {}).get("calls", [])})
+            replaced.append({**row, "grade": score_grade(score), "calls": calls})
     return replaced
 
 
@@ -293,7 +293,7 @@ def _counts_line(counts: dict[str, Any]) -> str:
             f"B {counts['unscored_b']}), {counts['off_scale']} with a grade off the 1..5 scale")
 
 
-def _judge(rows: list[Row]) -> str | None:
+def _judge(rows: list[SampleRow]) -> str | None:
     """The judge model(s) of a run, from its rows' calls; None for imports, which record none."""
     models = {role_models(row).get("judge") for row in rows} - {None}
     return " + ".join(sorted(map(str, models))) or None

@@ -28,9 +28,10 @@ failed pairs' tokens are counted apart there (harness/reporting/report.py).
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, cast
 
-from freshrag.core.samples import answer_tokens
+from freshrag.core.records import SampleRow
+from freshrag.core.samples import answer_tokens, is_scored, judge_scores
 from freshrag.core.stats import BOOTSTRAP_SAMPLES, CONFIDENCE, bootstrap_interval, mean
 from freshrag.reporting import decisions as by_need
 from freshrag.reporting import savings
@@ -47,7 +48,6 @@ from freshrag.reporting.identity import (
 from freshrag.reporting.outcomes import (
     by_question,
     decides,
-    is_scored,
     latency,
     retrievals,
     shared_questions,
@@ -64,7 +64,7 @@ GOLD_CONTEXT_SYSTEMS = {"oracle"}  # answer with the gold article itself: a low 
 ATTRIBUTIONS = ("fine", "retrieval_miss", "generation", "knowledge_gap", "unscored")
 
 
-def retrieved_titles(row: dict[str, Any]) -> list[str] | None:
+def retrieved_titles(row: SampleRow) -> list[str] | None:
     """Titles of the retrieved chunks in rank order; None if the answer did not retrieve."""
     chunks = (row.get("details") or {}).get("retrieved")
     if not row.get("retrievals") or chunks is None:
@@ -75,7 +75,7 @@ def retrieved_titles(row: dict[str, Any]) -> list[str] | None:
 # --------------------------------------------------------------------------- retrieval quality
 
 
-def retrieval_quality(rows: list[dict[str, Any]], with_intervals: bool = False,
+def retrieval_quality(rows: list[SampleRow], with_intervals: bool = False,
                       seed: int = 0) -> list[dict[str, Any]]:
     """Per run identity that retrieved at all: hit@1, hit@k and MRR over its retrievals; each
     as [value, low, high] with its 95% bootstrap interval if `with_intervals`."""
@@ -104,7 +104,7 @@ def retrieval_quality(rows: list[dict[str, Any]], with_intervals: bool = False,
 # --------------------------------------------------------------------------- failure attribution
 
 
-def attribution(row: dict[str, Any], low: float = LOW_SCORE) -> str:
+def attribution(row: SampleRow, low: float = LOW_SCORE) -> str:
     score = total_score(row)
     if score is None:
         return "unscored"
@@ -121,7 +121,7 @@ def attribution(row: dict[str, Any], low: float = LOW_SCORE) -> str:
     return "generation" if row["system"] in GOLD_CONTEXT_SYSTEMS else "knowledge_gap"
 
 
-def attributions(rows: list[dict[str, Any]], low: float = LOW_SCORE) -> list[dict[str, Any]]:
+def attributions(rows: list[SampleRow], low: float = LOW_SCORE) -> list[dict[str, Any]]:
     table = []
     for key, group in group_rows(rows).items():
         counts = {name: 0 for name in ATTRIBUTIONS}
@@ -134,13 +134,13 @@ def attributions(rows: list[dict[str, Any]], low: float = LOW_SCORE) -> list[dic
 # --------------------------------------------------------------------------- decision quality
 
 
-def decision_quality(rows: list[dict[str, Any]], baseline: str = "baseline",
+def decision_quality(rows: list[SampleRow], baseline: str = "baseline",
                      naive: str = "naive") -> list[dict[str, Any]]:
     """The table of `decisions_and_notes`."""
     return decisions_and_notes(rows, baseline, naive)[0]
 
 
-def decisions_and_notes(rows: list[dict[str, Any]], baseline: str = "baseline",
+def decisions_and_notes(rows: list[SampleRow], baseline: str = "baseline",
                         naive: str = "naive") -> tuple[list[dict[str, Any]], list[str]]:
     """For each `baseline` and `naive` run of one dataset that are comparable (same judge and
     answering models): the oracle router, then every comparable system that decides (its rows
@@ -173,13 +173,14 @@ def decisions_and_notes(rows: list[dict[str, Any]], baseline: str = "baseline",
     return table, _decision_notes(groups, names, judged, baseline, naive)
 
 
-def _needed(base: dict[str, dict[str, Any]], rag: dict[str, dict[str, Any]]) -> dict[str, bool]:
+def _needed(base: dict[str, SampleRow], rag: dict[str, SampleRow]) -> dict[str, bool]:
     """Per question both scored: did naive score above the baseline (retrieval was needed)?"""
-    return {q: total_score(rag[q]) > total_score(base[q]) for q in shared_questions(base, rag)
-            if total_score(base[q]) is not None and total_score(rag[q]) is not None}
+    scores = {q: (total_score(base[q]), total_score(rag[q])) for q in shared_questions(base, rag)}
+    return {q: rag_score > base_score for q, (base_score, rag_score) in scores.items()
+            if base_score is not None and rag_score is not None}
 
 
-def _decision_notes(groups: dict[Identity, list[dict[str, Any]]], names: dict[Identity, str],
+def _decision_notes(groups: dict[Identity, list[SampleRow]], names: dict[Identity, str],
                     judged: set[Identity], baseline: str, naive: str) -> list[str]:
     notes = []
     for dataset in dict.fromkeys(key.dataset for key in groups):
@@ -201,17 +202,18 @@ def _decision_notes(groups: dict[Identity, list[dict[str, Any]]], names: dict[Id
     return notes
 
 
-def _router_scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _router_scores(rows: list[SampleRow]) -> dict[str, Any]:
     tokens = [answer_tokens(row) for row in rows]
-    return {"truthfulness": mean([row["grade"]["truthfulness"] for row in rows], places=4),
-            "relevance": mean([row["grade"]["relevance"] for row in rows], places=4),
+    scored = [scores for row in rows if (scores := judge_scores(row)) is not None]
+    return {"truthfulness": mean([s["truthfulness"] for s in scored], places=4),
+            "relevance": mean([s["relevance"] for s in scored], places=4),
             "input_tokens": sum(t[0] for t in tokens), "output_tokens": sum(t[1] for t in tokens),
             "retrievals": retrievals(rows)}
 
 
-def _confusion(rows: dict[str, dict[str, Any]], needed: dict[str, bool]) -> dict[str, Any]:
-    pairs = [(rows[q]["retrievals"] > 0, needed[q]) for q in needed
-             if q in rows and rows[q]["retrievals"] is not None]
+def _confusion(rows: dict[str, SampleRow], needed: dict[str, bool]) -> dict[str, Any]:
+    pairs = [(count > 0, needed[q]) for q in needed
+             if q in rows and (count := rows[q]["retrievals"]) is not None]
     tp = sum(r and n for r, n in pairs)
     fp = sum(r and not n for r, n in pairs)
     fn = sum(n and not r for r, n in pairs)
@@ -225,7 +227,7 @@ def _confusion(rows: dict[str, dict[str, Any]], needed: dict[str, bool]) -> dict
 # --------------------------------------------------------------------------- quality against cost
 
 
-def quality_and_cost(rows: list[dict[str, Any]],
+def quality_and_cost(rows: list[SampleRow],
                      prices: dict[str, tuple[float, float]]) -> list[dict[str, Any]]:
     """Per run identity: mean truthfulness + relevance, input tokens and dollars of the answered
     pairs (batch calls at the batch rate, counted in `batch_calls`; failed pairs are counted in
@@ -239,11 +241,13 @@ def quality_and_cost(rows: list[dict[str, Any]],
         unpriced = sorted({model for row, cost in zip(answered, costs) if cost is None
                            for role, model in role_models(row).items()
                            if role != "judge" and role in row["usage"] and model not in prices})
-        scores = [total_score(row) for row in group if is_scored(row)]
+        scores = [score for row in group if (score := total_score(row)) is not None]
+        priced = [cost for cost in costs if cost is not None]
         unknown = unreported(group, "input_tokens") or unreported(group, "output_tokens")
         table.append({**key.fields(), "score": mean(scores, places=4),
                       "input_tokens": None if unknown else spent(group)[0],
-                      "cost_usd": None if None in costs or unknown else round(sum(costs), 6),
+                      "cost_usd": None if len(priced) < len(costs) or unknown
+                      else round(sum(priced), 6),
                       "batch_calls": sum(len(batch_calls(row)) for row in answered),
                       "failed": len(group) - len(answered), "unpriced_models": unpriced})
     for axis in ("input_tokens", "cost_usd"):
@@ -270,13 +274,13 @@ def same_front(a: dict[str, Any], b: dict[str, Any]) -> bool:
 # --------------------------------------------------------------------------- uncertainty
 
 
-def intervals(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]:
+def intervals(rows: list[SampleRow], seed: int = 0) -> list[dict[str, Any]]:
     """Per run identity: 95% intervals of mean truthfulness, relevance and their sum (over
     scored answers) and of total input and output tokens (over answered pairs, as the summary
     counts them; None when none was answered)."""
     table = []
     for key, group in group_rows(rows).items():
-        scored = [row["grade"] for row in group if is_scored(row)]
+        scored = [scores for row in group if (scores := judge_scores(row)) is not None]
         tokens = [answer_tokens(row) for row in group if row["status"] == "ok"]
         entry: dict[str, Any] = key.fields()
         if scored:
@@ -293,14 +297,14 @@ def intervals(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]
     return table
 
 
-def latencies(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def latencies(rows: list[SampleRow]) -> list[dict[str, Any]]:
     """Per run identity, the answer latency's median and 95th percentile (outcomes.latency);
     identities whose rows record none (runs written before it) are left out."""
     return [{**key.fields(), **found} for key, group in group_rows(rows).items()
             if (found := latency(group))]
 
 
-def paired_comparisons(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]:
+def paired_comparisons(rows: list[SampleRow], seed: int = 0) -> list[dict[str, Any]]:
     """Every two run identities of one dataset judged by one model (scores of two judges are not
     on one scale): mean difference in truthfulness + relevance over the questions both scored,
     its 95% paired-bootstrap interval, and a two-sided p-value (how often the resampled
@@ -315,8 +319,10 @@ def paired_comparisons(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[s
             if (a.dataset, a.judge) != (b.dataset, b.judge):
                 continue
             first, second = by_question(groups[a]), by_question(groups[b])
-            diffs = [total_score(first[q]) - total_score(second[q]) for q in shared_questions(first, second)
-                     if total_score(first[q]) is not None and total_score(second[q]) is not None]
+            both = [(total_score(first[q]), total_score(second[q]))
+                    for q in shared_questions(first, second)]
+            diffs = [a_score - b_score for a_score, b_score in both
+                     if a_score is not None and b_score is not None]
             if len(diffs) < 2:
                 continue
             diffs.sort()  # so that the seed alone fixes the result, whatever the question ids
@@ -344,16 +350,16 @@ def judge_notes(keys: list[Identity]) -> list[str]:
 def _paired_p_value(diffs: list[float], seed: int, samples: int = BOOTSTRAP_SAMPLES) -> float:
     """Bootstrap under the null (differences centred on zero): share of resampled means at least
     as far from zero as the observed one."""
-    observed = mean(diffs)
+    observed = cast(float, mean(diffs))  # there are diffs: never None
     centred = [d - observed for d in diffs]
     rng = random.Random(seed)
     n = len(diffs)
-    extreme = sum(abs(mean(rng.choices(centred, k=n))) >= abs(observed)
+    extreme = sum(abs(cast(float, mean(rng.choices(centred, k=n)))) >= abs(observed)
                   for _ in range(samples))
     return round((extreme + 1) / (samples + 1), 4)
 
 
-def analyse(rows: list[dict[str, Any]], prices: dict[str, tuple[float, float]] | None = None,
+def analyse(rows: list[SampleRow], prices: dict[str, tuple[float, float]] | None = None,
             seed: int = 0, correct_at: int = CORRECT_AT,
             mixes: list[dict[str, float]] | None = None) -> dict[str, Any]:
     """Everything above and the scorers' tables (harness/reporting/scorers.py, `correct_at` its

@@ -19,9 +19,9 @@ from typing import Any
 
 from freshrag.core import tables
 from freshrag.core.fields import grouped
+from freshrag.core.records import SampleRow
 from freshrag.reporting import analysis, report
 
-Row = dict[str, Any]
 # (key, title, columns) of the broken-down tables, in the order the report prints them
 TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("summary", "Scores, tokens and failures", report.COLUMNS),
@@ -31,7 +31,7 @@ TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 
-def breakdown(rows: list[Row], field: str, prices: dict[str, tuple[float, float]] | None = None,
+def breakdown(rows: list[SampleRow], field: str, prices: dict[str, tuple[float, float]] | None = None,
               seed: int = 0) -> dict[str, Any]:
     """`{"field", "groups": {value: questions}, "tables": {key: rows}, "notes"}` (module
     docstring); every table row carries `field` first."""
@@ -72,6 +72,6 @@ def render(document: dict[str, Any]) -> str:
     return "\n\n".join(sections)
 
 
-def summary_tables(breakdowns: dict[str, dict[str, Any]]) -> dict[str, list[Row]]:
+def summary_tables(breakdowns: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """What summary.json keeps of each breakdown: its summary table."""
     return {field: document["tables"]["summary"] for field, document in breakdowns.items()}

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import timedelta
-from typing import Any
+from typing import Any, Sequence
 
 from freshrag.core.dataset import Dataset
 from freshrag.core.dates import parse_date, parse_timestamp
 from freshrag.core.errors import CutoffError
+from freshrag.core.records import SampleRow
+from freshrag.core.samples import judge_scores
 from freshrag.core.stats import CONFIDENCE, bootstrap_interval, mean
 from freshrag.reporting import breakpoint
-from freshrag.reporting.outcomes import is_scored
 
 CUTOFF_JSON = "cutoff.json"
 CUTOFF_MD = "cutoff.md"
@@ -53,30 +54,31 @@ def month_range(first: str, last: str) -> list[str]:
     return months
 
 
-def analyse(data: Dataset, rows: list[dict[str, Any]], stated: str | None,
+def analyse(data: Dataset, rows: list[SampleRow], stated: str | None,
             stated_from: str) -> dict[str, Any]:
     """The whole analysis of a run's `rows`; `stated` is the cutoff the user states (YYYY-MM-DD),
     `stated_from` the option that gave it."""
     titles = {q.id: q.gold_title for q in data.questions}
-    month = {qid: month_of(data.articles[t].created) if t and data.articles[t].created else None
-             for qid, t in titles.items()}
+    month = {qid: _created_month(data, t) for qid, t in titles.items()}
     asked = {row["question_id"] for row in rows if row["question_id"] in month}
     undated = sorted(qid for qid in asked if month[qid] is None)
-    scored = {system: {} for system in SYSTEMS}  # system -> question -> truthfulness
+    dated_month = {qid: name for qid, name in month.items() if name is not None}
+    # system -> question -> truthfulness
+    scored: dict[str, dict[str, float]] = {system: {} for system in SYSTEMS}
     left_out: dict[str, Counter] = {system: Counter() for system in SYSTEMS}
     for row in rows:
-        if row["system"] not in SYSTEMS or month.get(row["question_id"]) is None:
+        if row["system"] not in SYSTEMS or row["question_id"] not in dated_month:
             continue
-        if is_scored(row):
-            scored[row["system"]][row["question_id"]] = row["grade"]["truthfulness"]
+        if (scores := judge_scores(row)) is not None:
+            scored[row["system"]][row["question_id"]] = scores["truthfulness"]
         else:
             left_out[row["system"]][row["status"] if row["status"] != "ok" else "unscored"] += 1
-    dated = sorted({month[qid] for system in SYSTEMS for qid in scored[system]})
+    dated = sorted({dated_month[qid] for system in SYSTEMS for qid in scored[system]})
     months = month_range(dated[0], dated[-1]) if dated else []
-    table = [_month_row(name, scored, month) for name in months]
-    closed = sorted(scored[CLOSED].items(), key=lambda item: month[item[0]])
+    table = [_month_row(name, scored, dated_month) for name in months]
+    closed = sorted(scored[CLOSED].items(), key=lambda item: dated_month[item[0]])
     index = {name: i for i, name in enumerate(months)}
-    fall = breakpoint.fit_fall([index[month[qid]] for qid, _ in closed],
+    fall = breakpoint.fit_fall([index[dated_month[qid]] for qid, _ in closed],
                                [value for _, value in closed], months or ["none"], seed=SEED)
     return {
         "dataset": data.name, "systems": {"closed_book": CLOSED, "open_book": OPEN},
@@ -93,8 +95,14 @@ def analyse(data: Dataset, rows: list[dict[str, Any]], stated: str | None,
     }
 
 
-def _month_row(name: str, scored: dict[str, dict[str, int]],
-               month: dict[str, str | None]) -> dict[str, Any]:
+def _created_month(data: Dataset, title: str | None) -> str | None:
+    """The month its article was created in; None without an article or its date."""
+    created = data.articles[title].created if title else None
+    return month_of(created) if created else None
+
+
+def _month_row(name: str, scored: dict[str, dict[str, float]],
+               month: dict[str, str]) -> dict[str, Any]:
     """One month's closed-book and open-book figures (null where the month has no answers)."""
     closed = [value for qid, value in scored[CLOSED].items() if month[qid] == name]
     opened = [value for qid, value in scored[OPEN].items() if month[qid] == name]
@@ -106,11 +114,11 @@ def _month_row(name: str, scored: dict[str, dict[str, int]],
             "open_book": {"n": len(opened), **_mean_and_interval(opened)}}
 
 
-def _mean_and_interval(values: list[int]) -> dict[str, Any]:
+def _mean_and_interval(values: list[float]) -> dict[str, Any]:
     return {"mean": mean(values, 4), "interval": _interval(values)}
 
 
-def _interval(values: list[int]) -> list[float] | None:
+def _interval(values: Sequence[float]) -> list[float] | None:
     """The 95% bootstrap interval of the mean; none for fewer than two values, whose
     resamples are all the one value (an interval of no width that says nothing)."""
     return list(bootstrap_interval(values, mean, seed=SEED)) if len(values) >= 2 else None

@@ -22,20 +22,19 @@ an unusable rating) never retrieves, as in the system itself, and is counted as 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
-from freshrag.core.samples import answer_tokens
+from freshrag.core.records import SampleRow
+from freshrag.core.samples import answer_tokens, is_scored
 from freshrag.core.stats import bootstrap_interval, mean
 from freshrag.reporting.identity import group_rows, labels
 from freshrag.reporting.outcomes import (
     decides,
-    is_scored,
     known_retrievals,
     references,
     total_score,
 )
 
-Row = dict[str, Any]
 KIND_ORDER = ("fresh", "control", "general", "all")
 Z = 1.959964  # the normal quantile of a two-sided 95% interval
 
@@ -59,20 +58,20 @@ SWEEPS = (
 )
 
 
-def sweep_of(group: list[Row]) -> Sweep | None:
+def sweep_of(group: list[SampleRow]) -> Sweep | None:
     """The sweep for a decider whose rows record a score, None for others."""
     details = [row.get("details") or {} for row in group]
     return next((s for s in SWEEPS if any(s.field in d for d in details)), None)
 
 
-def known_need(group: list[Row]) -> list[Row]:
+def known_need(group: list[SampleRow]) -> list[SampleRow]:
     return [row for row in group if row["status"] == "ok" and isinstance(row.get("need"), bool)]
 
 
 # --------------------------------------------------------------------------- per kind
 
 
-def decisions_by_kind(rows: list[Row], seed: int = 0) -> list[Row]:
+def decisions_by_kind(rows: list[SampleRow], seed: int = 0) -> list[dict[str, Any]]:
     table = []
     for key, group in group_rows(rows).items():
         judged = known_need(group)
@@ -81,12 +80,13 @@ def decisions_by_kind(rows: list[Row], seed: int = 0) -> list[Row]:
         for kind in KIND_ORDER:
             mine = judged if kind == "all" else [r for r in judged if r.get("kind") == kind]
             if mine:
-                pairs = [(row["retrievals"] > 0, row["need"]) for row in known_retrievals(mine)]
+                pairs = [((row["retrievals"] or 0) > 0, row["need"] is True)
+                         for row in known_retrievals(mine)]
                 table.append({**key.fields(), "kind": kind, **metrics(pairs, seed)})
     return table
 
 
-def metrics(pairs: list[tuple[bool, bool]], seed: int = 0, intervals: bool = True) -> Row:
+def metrics(pairs: list[tuple[bool, bool]], seed: int = 0, intervals: bool = True) -> dict[str, Any]:
     """Accuracy, precision, recall and F1 of (retrieved, needed) pairs; undefined ones None."""
     tp = sum(r and n for r, n in pairs)
     fp = sum(r and not n for r, n in pairs)
@@ -97,8 +97,8 @@ def metrics(pairs: list[tuple[bool, bool]], seed: int = 0, intervals: bool = Tru
             return wilson(k, n)
         return round(k / n, 4) if n else None
 
-    f1 = _f1(pairs)
-    if intervals and f1 is not None:
+    f1: list[float] | float | None = _f1(pairs)
+    if intervals and isinstance(f1, float):
         low, high = bootstrap_interval(pairs, lambda s: _f1(s) or 0.0, seed=seed)
         f1 = [f1, low, high]
     return {"questions": len(pairs), "needed": tp + fn, "retrieved": tp + fp,
@@ -125,7 +125,7 @@ def _f1(pairs: Sequence[tuple[bool, bool]]) -> float | None:
 # --------------------------------------------------------------------------- thresholds
 
 
-def threshold_sweep(rows: list[Row]) -> list[Row]:
+def threshold_sweep(rows: list[SampleRow]) -> list[dict[str, Any]]:
     groups = group_rows(rows)
     table = []
     for key, group in groups.items():
@@ -139,20 +139,20 @@ def threshold_sweep(rows: list[Row]) -> list[Row]:
             decided = [(_retrieves(sweep, row, threshold), row) for row in judged]
             entry = {**key.fields(), "rule": sweep.rule, "threshold": threshold,
                      "current": threshold in current,
-                     **metrics([(r, row["need"]) for r, row in decided], intervals=False)}
+                     **metrics([(r, row["need"] is True) for r, row in decided], intervals=False)}
             if refs:
                 entry.update(_estimate(sweep, decided, *refs))
             table.append(entry)
     return table
 
 
-def _retrieves(sweep: Sweep, row: Row, threshold: float) -> bool:
+def _retrieves(sweep: Sweep, row: SampleRow, threshold: float) -> bool:
     value = (row.get("details") or {}).get(sweep.field)
     return value is not None and sweep.retrieves(value, threshold)
 
 
-def _estimate(sweep: Sweep, decided: list[tuple[bool, Row]], base: dict[str, Row],
-              rag: dict[str, Row]) -> Row:
+def _estimate(sweep: Sweep, decided: list[tuple[bool, SampleRow]], base: dict[str, SampleRow],
+              rag: dict[str, SampleRow]) -> dict[str, Any]:
     """Mean truthfulness + relevance and tokens per question this threshold would reach."""
     scores, tokens = [], []
     for retrieves, row in decided:
@@ -160,7 +160,7 @@ def _estimate(sweep: Sweep, decided: list[tuple[bool, Row]], base: dict[str, Row
         if q not in base or q not in rag or not (is_scored(base[q]) and is_scored(rag[q])):
             continue
         used = rag[q] if retrieves else base[q]
-        scores.append(total_score(used))
+        scores.append(cast(float, total_score(used)))  # scored, both
         decision = row["usage"].get("decision") or {"input": 0, "output": 0}
         answered = sum(answer_tokens(used)) if retrieves or sweep.answers_alone else 0
         tokens.append(decision["input"] + decision["output"] + answered)
@@ -174,7 +174,7 @@ def _estimate(sweep: Sweep, decided: list[tuple[bool, Row]], base: dict[str, Row
 # --------------------------------------------------------------------------- ROC
 
 
-def roc_curves(rows: list[Row], seed: int = 0) -> list[Row]:
+def roc_curves(rows: list[SampleRow], seed: int = 0) -> list[dict[str, Any]]:
     """Per decider that records a score: its ROC and precision-recall points, AUROC with a
     bootstrap interval, average precision; None where need takes one value only."""
     groups = group_rows(rows)
@@ -184,7 +184,7 @@ def roc_curves(rows: list[Row], seed: int = 0) -> list[Row]:
         if sweep is None:
             continue
         judged = known_need(group)
-        scored = [(sweep.rank(v), row["need"]) for row in judged
+        scored = [(sweep.rank(v), row["need"] is True) for row in judged
                   if (v := (row.get("details") or {}).get(sweep.field)) is not None]
         entry = {**key.fields(), "questions": len(judged),
                  "unavailable": len(judged) - len(scored), "needed": sum(n for _, n in scored)}
@@ -259,7 +259,7 @@ def average_precision(scored: Sequence[tuple[float, bool]]) -> float:
     return round(total, 4)
 
 
-def analyse(rows: list[Row], seed: int = 0) -> Row:
+def analyse(rows: list[SampleRow], seed: int = 0) -> dict[str, Any]:
     """The three tables, as analysis.json holds them, and notes on what could not be judged."""
     groups = group_rows(rows)
     names = labels(groups)

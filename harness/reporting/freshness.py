@@ -13,23 +13,24 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from freshrag.builders.measured import KNOWN_AT, SYSTEM
+from freshrag.core.records import SampleRow
+from freshrag.core.samples import judge_scores
 from freshrag.reporting.decisions import wilson
 from freshrag.reporting.identity import group_rows, labels
-from freshrag.reporting.outcomes import is_scored
 
-Row = dict[str, Any]
 NOTE = ("Questions known without retrieval are not fresh for that model: it answers them from "
         "memory. `freshrag filter` writes the set without them.")
 
 
-def known_without_retrieval(rows: list[Row]) -> list[Row]:
+def known_without_retrieval(rows: list[SampleRow]) -> list[dict[str, Any]]:
     """One row per baseline identity with a graded answer: `questions` graded, `known` of them,
     `share` [k/n, low, high], `ungraded` (unscored or failed), `known_at`, and its identity."""
     groups = {key: group for key, group in group_rows(rows).items() if key.system == SYSTEM}
     names = labels(groups)
     table = []
     for key, group in groups.items():
-        graded = [row["grade"]["truthfulness"] for row in group if is_scored(row)]
+        graded = [scores["truthfulness"] for row in group
+                  if (scores := judge_scores(row)) is not None]
         if not graded:
             continue
         known = sum(truth >= KNOWN_AT for truth in graded)
@@ -39,7 +40,7 @@ def known_without_retrieval(rows: list[Row]) -> list[Row]:
     return table
 
 
-def known_lines(table: list[Row], shown: Callable[[Any], str] = str) -> list[str]:
+def known_lines(table: list[dict[str, Any]], shown: Callable[[Any], str] = str) -> list[str]:
     """The report's lines: one per baseline identity, then NOTE; none without a graded baseline.
     `shown` writes each name (dataset, model, label): tables.cell for markdown, which escapes
     it; the HTML page escapes the whole line its own way."""

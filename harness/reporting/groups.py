@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.core.files import write_figure
+from freshrag.core.records import SampleRow
 from freshrag.core.reference import matches
+from freshrag.core.samples import judge_scores
 from freshrag.core.stats import bootstrap_interval
 from freshrag.core.types import WORDING_AXES
 from freshrag.reporting.identity import Identity, group_rows, labels
-from freshrag.reporting.outcomes import is_scored
 
-Row = dict[str, Any]
 JUDGE_CORRECT = 4  # truthfulness (1..5) from which the judge's second opinion says correct
 TAGS = ("robust", "non_robust", "gap", "unscored")
 CAUSES = ("retriever", "language_model", "no_retrieval")
@@ -43,21 +43,22 @@ RULE = (f"correct: the answer matches the reference (normalised dates, numbers, 
         f"does not, the judge's truthfulness >= {JUDGE_CORRECT} of 5")
 
 
-def verdict(row: Row) -> tuple[str, str]:
+def verdict(row: SampleRow) -> tuple[str, str]:
     """(`correct` | `incorrect` | `unscored`, the basis): the match first, then the judge."""
     if row["status"] != "ok":
         return "unscored", f"failed pair: {row.get('error')}"
-    if matches(row.get("answer"), row["reference"]):
+    if matches(row.get("answer"), row.get("reference") or ""):
         return "correct", "match"
-    if not is_scored(row):
-        reason = (row.get("grade") or {}).get("unscored_reason") or "not graded"
+    scores, grade = judge_scores(row), row["grade"]
+    if scores is None:
+        reason = (grade["unscored_reason"] if grade else None) or "not graded"
         return "unscored", f"no match, judge unscored: {reason}"
-    if row["grade"]["truthfulness"] >= JUDGE_CORRECT:
+    if scores["truthfulness"] >= JUDGE_CORRECT:
         return "correct", "judge"
     return "incorrect", "no match, judge below threshold"
 
 
-def context_text(row: Row) -> str | None:
+def context_text(row: SampleRow) -> str | None:
     """The retrieved extracts the answer was written from (the system prompt of the last answer
     call), or None when the pair retrieved nothing."""
     if not row.get("retrievals"):
@@ -69,13 +70,13 @@ def context_text(row: Row) -> str | None:
                      if message.get("role") == "system")
 
 
-def grouped_rows(rows: list[Row]) -> dict[Identity, dict[str, list[Row]]]:
+def grouped_rows(rows: list[SampleRow]) -> dict[Identity, dict[str, list[SampleRow]]]:
     """Per run identity that answered grounded questions: its rows by semantic group."""
     result = {}
     for key, rows_of in group_rows([r for r in rows if r.get("group") and r.get("reference")]).items():
-        groups: dict[str, list[Row]] = {}
+        groups: dict[str, list[SampleRow]] = {}
         for row in rows_of:
-            groups.setdefault(row["group"], []).append(row)
+            groups.setdefault(row.get("group") or "", []).append(row)
         result[key] = groups
     return result
 
@@ -88,7 +89,7 @@ def tag(verdicts: list[str]) -> str:
     return "gap" if all(v == "incorrect" for v in verdicts) else "non_robust"
 
 
-def analyse_groups(rows: list[Row], seed: int = 0) -> dict[str, Any]:
+def analyse_groups(rows: list[SampleRow], seed: int = 0) -> dict[str, Any]:
     """The tables `groups` and `wording`, and `grounded`: the rule, every form's verdict and the
     attribution of every wrong form of a non-robust group."""
     table, wording, forms, attribution = [], [], [], []
@@ -112,8 +113,8 @@ def analyse_groups(rows: list[Row], seed: int = 0) -> dict[str, Any]:
                          "attribution": attribution}}
 
 
-def _figures(judged: dict[str, list[tuple[Row, str, str]]], tags: dict[str, str],
-             causes: list[Row]) -> dict[str, Any]:
+def _figures(judged: dict[str, list[tuple[SampleRow, str, str]]], tags: dict[str, str],
+             causes: list[dict[str, Any]]) -> dict[str, Any]:
     counts = Counter(tags.values())
     tagged = [g for g, t in tags.items() if t != "unscored"]
     verdicts = [v for g in tagged for _, v, _ in judged[g]]
@@ -125,9 +126,9 @@ def _figures(judged: dict[str, list[tuple[Row, str, str]]], tags: dict[str, str]
             **{f"wrong_{cause}": sum(c["cause"] == cause for c in causes) for cause in CAUSES}}
 
 
-def _attribute(forms_of: list[tuple[Row, str, str]]) -> list[Row]:
+def _attribute(forms_of: list[tuple[SampleRow, str, str]]) -> list[dict[str, Any]]:
     """The cause of each wrong form of one non-robust group (see the module docstring)."""
-    reference = forms_of[0][0]["reference"]
+    reference = forms_of[0][0].get("reference") or ""
     right_held = any((context := context_text(row)) is not None and matches(context, reference)
                      for row, v, _ in forms_of if v == "correct")
     causes = []
@@ -143,8 +144,8 @@ def _attribute(forms_of: list[tuple[Row, str, str]]) -> list[Row]:
     return causes
 
 
-def wording_tests(judged: dict[str, list[tuple[Row, str, str]]], tags: dict[str, str],
-                  seed: int = 0) -> list[Row]:
+def wording_tests(judged: dict[str, list[tuple[SampleRow, str, str]]], tags: dict[str, str],
+                  seed: int = 0) -> list[dict[str, Any]]:
     """Per wording axis with forms of both values in some tagged group: the paired test."""
     tests = []
     for axis, (first, second) in WORDING_AXES.items():
@@ -159,7 +160,7 @@ def wording_tests(judged: dict[str, list[tuple[Row, str, str]]], tags: dict[str,
 
 
 def paired_test(axis: str, first: str, second: str, pairs: list[tuple[bool, bool]],
-                seed: int = 0) -> Row:
+                seed: int = 0) -> dict[str, Any]:
     """Accuracy of `first` minus that of `second` over paired groups: the difference, its 95%
     paired-bootstrap interval, and the exact McNemar p-value."""
     from scipy.stats import binomtest  # here: scipy.stats takes a second to import
@@ -181,7 +182,7 @@ def _share(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
-def tag_figure(rows: list[Row], path: Path) -> Path | None:
+def tag_figure(rows: list[SampleRow], path: Path) -> Path | None:
     """Stacked bars of group tags per run identity; None when no identity has groups."""
     table = analyse_groups(rows)["groups"]
     if not table:
@@ -198,7 +199,8 @@ def tag_figure(rows: list[Row], path: Path) -> Path | None:
         ax.barh(names, counts, left=left, color=colours[name], label=name.replace("_", "-"))
         left = [a + b for a, b in zip(left, counts)]
     ax.invert_yaxis()
-    ax.xaxis.get_major_locator().set_params(integer=True)
+    # the axis's locator is a MaxNLocator, which takes `integer`; the stubs' Locator does not
+    ax.xaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]
     ax.set_xlabel("semantic groups (gap: every form wrong; robust: every form right)")
     ax.set_title("Semantic group tags per system")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")

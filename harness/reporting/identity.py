@@ -30,12 +30,13 @@ model that played each role, and the run directory. The rule:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from typing import Any, Final, Iterable
 
-Row = dict[str, Any]
+from freshrag.core.records import SampleRow
+
 ROLE_ORDER = ("answer", "decision", "judge", "embeddings")
 MIXED = " + "  # between the models one role played in one run directory
-RUN = "run"  # the field and column added when two rows differ only by their run directory
+RUN: Final = "run"  # the field and column added when two rows differ only by their run directory
 
 
 @dataclass(frozen=True)
@@ -72,14 +73,14 @@ def retriever_model(index: dict[str, Any] | None) -> str | None:
     return index["embedding_model"] + (f" (text weight {weight:g})" if weight else "")
 
 
-def role_models(row: Row) -> dict[str, str]:
+def role_models(row: SampleRow) -> dict[str, str]:
     """Which model played each role in a samples row: from its calls, or the `models` field of
     imported rows, which have no calls."""
     models = {call["role"]: call["model"] for call in row.get("calls") or [] if call.get("model")}
     return {**(row.get("models") or {}), **models}
 
 
-def group_rows(rows: list[Row]) -> dict[Identity, list[Row]]:
+def group_rows(rows: list[SampleRow]) -> dict[Identity, list[SampleRow]]:
     """Rows by identity, in order of first appearance (see the module docstring for the rule).
     A report groups the same list of rows a score of times: the last few groupings are kept
     (while the list holds the same rows) and handed out as new dicts."""
@@ -92,11 +93,11 @@ def group_rows(rows: list[Row]) -> dict[Identity, list[Row]]:
 
 
 GROUPINGS_KEPT = 8
-_GROUPED: dict[tuple[Any, ...], tuple[list[Row], dict[Identity, list[Row]]]] = {}
+_GROUPED: dict[tuple[Any, ...], tuple[list[SampleRow], dict[Identity, list[SampleRow]]]] = {}
 
 
-def _group(rows: list[Row]) -> dict[Identity, list[Row]]:
-    buckets: dict[tuple[Any, Any, Any], list[Row]] = {}
+def _group(rows: list[SampleRow]) -> dict[Identity, list[SampleRow]]:
+    buckets: dict[tuple[Any, Any, Any], list[SampleRow]] = {}
     for row in rows:
         buckets.setdefault((row["dataset"], row["system"], row.get("run")), []).append(row)
     keys = [_identity(dataset, system, run, group)
@@ -106,7 +107,7 @@ def _group(rows: list[Row]) -> dict[Identity, list[Row]]:
     return dict(zip(keys, buckets.values()))
 
 
-def _identity(dataset: str, system: str, run: str | None, rows: list[Row]) -> Identity:
+def _identity(dataset: str, system: str, run: str | None, rows: list[SampleRow]) -> Identity:
     seen: dict[str, set[str]] = {}
     for row in rows:
         for role, model in role_models(row).items():

@@ -15,18 +15,20 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.core.manifest import read_manifest
+from freshrag.core.records import GRADE_FIELDS, SampleRow
 from freshrag.reporting.identity import group_rows
 from freshrag.scoring.probes import JUDGE_HINT, verdict_lines
 
 DEGENERATE_SHARE = 0.9
-FIELDS = ("truthfulness", "relevance")
 NOT_PROBED = "no judge probes recorded (an import, or a run made before freshrag probed its judge)"
 
 
-def judge_checks(run_dirs: list[Path], rows: list[dict[str, Any]]) -> dict[str, Any]:
+def judge_checks(run_dirs: list[Path], rows: list[SampleRow]) -> dict[str, Any]:
     """Per run directory its probe verdict, the degenerate fields, and the lines to show (the
     warnings first)."""
-    runs, warnings, notes = [], [], []
+    runs: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    notes: list[str] = []
     for run_dir in dict.fromkeys(run_dirs):
         manifest = read_manifest(run_dir) or {}
         probe = manifest.get("judge_probe")
@@ -44,19 +46,18 @@ def judge_checks(run_dirs: list[Path], rows: list[dict[str, Any]]) -> dict[str, 
             "lines": warnings + ([JUDGE_HINT] if warnings else []) + notes}
 
 
-def degenerate_fields(rows: list[dict[str, Any]],
+def degenerate_fields(rows: list[SampleRow],
                       share: float = DEGENERATE_SHARE) -> dict[str, float]:
     """Field -> share, for the fields where one and the same value was given to at least `share`
     of the scored answers of every row (the smallest of those rows' shares). A judge that gives
     every baseline answer 2 and every naive answer 5 still tells the rows apart: not degenerate."""
-    found = {}
+    found: dict[str, float] = {}
     groups = list(group_rows(rows).values())
-    for field in FIELDS:
+    for field in GRADE_FIELDS:
         counts = []
         for group in groups:
-            values = [row["grade"][field] for row in group
-                      if row["status"] == "ok" and row.get("grade")
-                      and row["grade"].get(field) is not None]
+            values = [value for row in group if row["status"] == "ok" and (grade := row["grade"])
+                      and (value := grade[field]) is not None]
             if values:
                 counts.append((Counter(values), len(values)))
         common = set.intersection(*(set(c) for c, _ in counts)) if counts else set()

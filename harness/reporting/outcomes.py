@@ -16,115 +16,76 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from freshrag.core.samples import answer_tokens
+from freshrag.core.records import SampleRow
+from freshrag.core.samples import answer_tokens, judge_scores
 from freshrag.reporting.identity import Identity, comparable
-from freshrag.scoring.judge import FIELDS
-
-Row = dict[str, Any]
 
 
-def is_scored(row: Row) -> bool:
-    return row["status"] == "ok" and row["grade"] is not None and row["grade"]["unscored_reason"] is None
-
-
-def with_judge_pass(row: Row) -> Row:
-    """The row as every table reads it. An answered row without a run grade (none, or unscored)
-    whose answer the judge pass scored (its `scores["judge"]`, repeat 0) takes that grade: the
-    judge's model joins `models` and its tokens `usage`, as a run's judge call's would, and the
-    score leaves `scores`, being the row's judge rather than a scorer beyond it. A row the run
-    graded keeps its grade: a pass over it is a second opinion (freshrag agreement)."""
-    judged = (row.get("scores") or {}).get("judge")
-    if row["status"] != "ok" or is_scored(row) or not _usable(judged):
-        return row
-    cut = (judged.get("details") or {}).get("context_cut")
-    usage = dict(row["usage"])
-    for role, counts in (judged.get("usage") or {}).items():
-        before = usage.get(role, {"input": 0, "output": 0, "estimated": False})
-        usage[role] = {"input": before["input"] + counts["input"],
-                       "output": before["output"] + counts["output"],
-                       "estimated": bool(before.get("estimated") or counts.get("estimated"))}
-    return {**row, "grade": {**{f: judged["metrics"][f] for f in FIELDS}, "unscored_reason": None,
-                             "raw": judged.get("raw") or [], "context_cut": cut,
-                             "reason": (judged.get("details") or {}).get("reason"),
-                             "graded_by": "freshrag score"},
-            "models": {**(row.get("models") or {}), **(judged.get("models") or {})},
-            "usage": usage,
-            "scores": {name: score for name, score in row["scores"].items() if name != "judge"}}
-
-
-def _usable(judged: dict[str, Any] | None) -> bool:
-    """A judge pass's score that is a grade: scored, each field on the 1..5 scale."""
-    return bool(judged) and judged["status"] == "scored" and all(
-        isinstance(judged["metrics"].get(f), (int, float)) and 1 <= judged["metrics"][f] <= 5
-        for f in FIELDS)
-
-
-def total_score(row: Row) -> float | None:
+def total_score(row: SampleRow) -> float | None:
     """Truthfulness + relevance (2..10), None for an answer that was not scored."""
-    if not is_scored(row):
-        return None
-    return row["grade"]["truthfulness"] + row["grade"]["relevance"]
+    scores = judge_scores(row)
+    return None if scores is None else scores["truthfulness"] + scores["relevance"]
 
 
-def spent(rows: list[Row], status: str = "ok") -> tuple[int, int]:
+def spent(rows: list[SampleRow], status: str = "ok") -> tuple[int, int]:
     """Input and output tokens (judge excluded) of the rows with this status: "ok" rows are what
     the tables call tokens, "failed" rows are counted apart."""
     tokens = [answer_tokens(row) for row in rows if row["status"] == status]
     return sum(t[0] for t in tokens), sum(t[1] for t in tokens)
 
 
-def unreported(rows: list[Row], name: str) -> bool:
+def unreported(rows: list[SampleRow], name: str) -> bool:
     """Whether a system outside freshrag left `name` (input_tokens, output_tokens, retrievals,
     decision) unreported for any answered row: its totals are then unknown, never a sum of 0s."""
     return any(name in ((row.get("details") or {}).get("unknown") or ())
                for row in rows if row["status"] == "ok")
 
 
-def retrievals(rows: list[Row]) -> int | None:
+def retrievals(rows: list[SampleRow]) -> int | None:
     """The rows' retrievals, None (unknown) when some system did not say how many it made."""
-    counts = [row["retrievals"] for row in rows]
-    return None if None in counts else sum(counts)
+    counts = [count for row in rows if (count := row["retrievals"]) is not None]
+    return sum(counts) if len(counts) == len(rows) else None
 
 
-def known_retrievals(rows: list[Row]) -> list[Row]:
+def known_retrievals(rows: list[SampleRow]) -> list[SampleRow]:
     """The rows whose retrievals are known: what decisions against need can be judged on."""
     return [row for row in rows if row["retrievals"] is not None]
 
 
-def latency(rows: list[Row]) -> dict[str, Any] | None:
+def latency(rows: list[SampleRow]) -> dict[str, Any] | None:
     """The median and 95th percentile of the answered rows' own answer latency, in seconds
     (nearest rank), None when no row records one."""
-    values = sorted(row["answer_latency_s"] for row in rows
-                    if row["status"] == "ok" and row.get("answer_latency_s") is not None)
+    values = sorted(value for row in rows
+                    if row["status"] == "ok" and (value := row.get("answer_latency_s")) is not None)
     if not values:
         return None
     rank = {q: values[max(0, math.ceil(q / 100 * len(values)) - 1)] for q in (50, 95)}
     return {"answers": len(values), "p50_s": round(rank[50], 3), "p95_s": round(rank[95], 3)}
 
 
-def decides(group: list[Row]) -> bool:
+def decides(group: list[SampleRow]) -> bool:
     """A system that records retrieval decisions, or (an imported run) retrieved for some
     questions and not for others."""
     if any((row.get("details") or {}).get("decision") is not None for row in group):
         return True
     known = known_retrievals(group)
-    retrieving = sum(row["retrievals"] > 0 for row in known)
+    retrieving = sum((row["retrievals"] or 0) > 0 for row in known)
     return 0 < retrieving < len(known)
 
 
-def by_question(group: list[Row]) -> dict[str, Row]:
+def by_question(group: list[SampleRow]) -> dict[str, SampleRow]:
     return {row["question_id"]: row for row in group}
 
 
-def shared_questions(first: dict[str, Row], second: dict[str, Row]) -> list[str]:
+def shared_questions(first: dict[str, SampleRow], second: dict[str, SampleRow]) -> list[str]:
     """Question ids both groups answered with the same question text, sorted (imported runs
     number questions by position, so one id may name two questions in two imports)."""
     return sorted(q for q in first.keys() & second.keys()
                   if first[q].get("question") == second[q].get("question"))
 
 
-def references(groups: dict[Identity, list[Row]], key: Identity
-               ) -> tuple[dict[str, Row], dict[str, Row]] | None:
+def references(groups: dict[Identity, list[SampleRow]], key: Identity
+               ) -> tuple[dict[str, SampleRow], dict[str, SampleRow]] | None:
     """Rows by question of a `baseline` and a `naive` run comparable with `key` (same dataset,
     judge and shared models), or None when the report has no such pair."""
     for base in (k for k in groups if k.system == "baseline" and comparable(k, key)):

@@ -10,15 +10,14 @@ written before it existed) at the list price.
 
 from __future__ import annotations
 
-from typing import Any
-
+from freshrag.core.records import CallRecord, SampleRow, UsageRecord
 from freshrag.cost.budget import BATCH_DISCOUNT
 from freshrag.cost.prices import KNOWN_PRICES as KNOWN_PRICES
 from freshrag.cost.prices import price_table as price_table
 from freshrag.reporting.identity import role_models
 
 
-def row_cost(row: dict[str, Any], prices: dict[str, tuple[float, float]]) -> float | None:
+def row_cost(row: SampleRow, prices: dict[str, tuple[float, float]]) -> float | None:
     """Dollars the system spent on this answer (every role but the judge), its batch calls at
     the batch rate; None if a role's model has no price."""
     models = role_models(row)
@@ -38,14 +37,14 @@ def row_cost(row: dict[str, Any], prices: dict[str, tuple[float, float]]) -> flo
     return total
 
 
-def batch_calls(row: dict[str, Any]) -> list[dict[str, Any]]:
+def batch_calls(row: SampleRow) -> list[CallRecord]:
     """The calls of a row's system (the judge's excluded, as in `row_cost`) that a batch
     answered."""
     return [call for call in row.get("calls") or []
             if call.get("batch") and call.get("role") != "judge"]
 
 
-def batch_note(rows: list[dict[str, Any]]) -> list[str]:
+def batch_note(rows: list[SampleRow]) -> list[str]:
     """What the analysis notes say about batch prices (nothing when no call was a batch's)."""
     answered = [row for row in rows if row["status"] == "ok"]
     batched = sum(len(batch_calls(row)) for row in answered)
@@ -58,5 +57,5 @@ def batch_note(rows: list[dict[str, Any]]) -> list[str]:
             f"(cost table: batch_calls; the savings and mixes tables likewise)"]
 
 
-def _dollars(usage: dict[str, Any], price: tuple[float, float]) -> float:
+def _dollars(usage: UsageRecord, price: tuple[float, float]) -> float:
     return (usage["input"] * price[0] + usage["output"] * price[1]) / 1e6

@@ -36,21 +36,22 @@ from freshrag.core import tables
 from freshrag.core.files import dumps, write_text
 from freshrag.core.jsonl import ResultsError
 from freshrag.core.manifest import read_manifest
+from freshrag.core.records import SampleRow
 from freshrag.core.runfiles import SUMMARY, SUMMARY_MD
-from freshrag.core.samples import SAMPLES, read_samples
+from freshrag.core.samples import SAMPLES, is_scored, judge_scores, read_samples
 from freshrag.core.stats import mean
 from freshrag.reporting.freshness import known_lines
 from freshrag.reporting.identity import RUN, group_rows, labels, models_label, retriever_model
-from freshrag.reporting.outcomes import is_scored, retrievals, spent, unreported, with_judge_pass
+from freshrag.reporting.outcomes import retrievals, spent, unreported
 from freshrag.reporting.render.terminal import format_value, terminal_table
-from freshrag.scoring.store import answer_scores, scores_of
+from freshrag.scoring.store import answer_scores, scores_of, with_judge_pass
 
 COLUMNS = ("dataset", "system", "n", "scored", "unscored", "truthfulness", "relevance",
            "input_tokens", "output_tokens", "retrievals", "no_decision", "failed",
            "failed_input_tokens", "failed_output_tokens", "models")
 
 
-def load_runs(run_dirs: list[Path], light: bool = False) -> list[dict[str, Any]]:
+def load_runs(run_dirs: list[Path], light: bool = False) -> list[SampleRow]:
     """All rows of the given run directories (a directory without samples is an error), each
     marked with its `run` (the directory as given; one named twice is read once), its `scores`
     from scores.jsonl (scorer -> repeat 0, for this answer; a judge pass is the grade of a row
@@ -80,7 +81,7 @@ def load_runs(run_dirs: list[Path], light: bool = False) -> list[dict[str, Any]]
     return rows
 
 
-def in_systems_order(rows: list[dict[str, Any]], order: Sequence[Any]) -> list[dict[str, Any]]:
+def in_systems_order(rows: list[SampleRow], order: Sequence[Any]) -> list[SampleRow]:
     """One run's rows by dataset (as first met), then system in `order` (the manifest's
     `systems`, as given to --systems; a system it does not name, as an import's, after them as
     first met); within each, as read (the order the pairs finished in)."""
@@ -91,7 +92,7 @@ def in_systems_order(rows: list[dict[str, Any]], order: Sequence[Any]) -> list[d
     return sorted(rows, key=lambda row: (datasets[row.get("dataset")], ranks[row["system"]]))
 
 
-def run_notes(run_dirs: list[Path], rows: list[dict[str, Any]]) -> list[str]:
+def run_notes(run_dirs: list[Path], rows: list[SampleRow]) -> list[str]:
     """A line for each run directory that has no rows, or only failed ones (what an unreachable
     endpoint leaves behind)."""
     notes = []
@@ -154,12 +155,12 @@ def _non_finite(value: Any, path: str = "") -> Iterator[str]:
             yield from _non_finite(item, f"{path}.{step}" if path else step)
 
 
-def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def summarise(rows: list[SampleRow]) -> list[dict[str, Any]]:
     return [_summary_row(key.fields(), group) for key, group in group_rows(rows).items()]
 
 
-def _summary_row(identity: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
-    scored = [row["grade"] for row in rows if is_scored(row)]
+def _summary_row(identity: dict[str, Any], rows: list[SampleRow]) -> dict[str, Any]:
+    scored = [scores for row in rows if (scores := judge_scores(row)) is not None]
     (ok_in, ok_out), (failed_in, failed_out) = spent(rows), spent(rows, "failed")
     return {
         "dataset": identity["dataset"], "system": identity["system"], "n": len(rows),
@@ -176,7 +177,7 @@ def _summary_row(identity: dict[str, Any], rows: list[dict[str, Any]]) -> dict[s
     }
 
 
-def unscored_reasons(rows: list[dict[str, Any]]) -> Counter:
+def unscored_reasons(rows: list[SampleRow]) -> Counter:
     """(label, reason) -> count, the label naming the run identity (harness/reporting/identity.py)."""
     reasons: Counter = Counter()
     groups = group_rows(rows)
@@ -185,7 +186,9 @@ def unscored_reasons(rows: list[dict[str, Any]]) -> Counter:
         for row in group:
             if not is_scored(row):
                 failed = row["status"] == "failed"
-                reason = row["error"] if failed else row["grade"]["unscored_reason"]
+                grade = row["grade"]
+                reason = (row.get("error") or "none recorded") if failed else (
+                    (grade["unscored_reason"] if grade else None) or "not graded")
                 reasons[(names[key], ("failed: " if failed else "") + reason)] += 1
     return reasons
 

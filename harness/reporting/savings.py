@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence, cast
 
+from freshrag.core.records import SampleRow
 from freshrag.core.samples import answer_tokens
 from freshrag.core.stats import BOOTSTRAP_SAMPLES, CONFIDENCE, mean
 from freshrag.reporting.identity import Identity, comparable, group_rows, labels
-from freshrag.reporting.outcomes import is_scored, references, total_score
+from freshrag.reporting.outcomes import references, total_score
 from freshrag.reporting.prices import row_cost
 
-Row = dict[str, Any]
 KINDS = ("fresh", "control", "general")
 CURVE_SHARES = [round(i / 10, 1) for i in range(11)]
 TABLE_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -46,29 +46,35 @@ class KindStats:
     token_samples: list[float]
 
 
-def kind_stats(rows: list[Row], prices: dict[str, tuple[float, float]],
+def kind_stats(rows: list[SampleRow], prices: dict[str, tuple[float, float]],
                seed: int) -> KindStats | None:
     answered = [row for row in rows if row["status"] == "ok"]
     if not answered:
         return None
     rng = random.Random(seed)
-    scores = [total_score(row) for row in answered if is_scored(row)]
+    scores = [score for row in answered if (score := total_score(row)) is not None]
     tokens = [sum(answer_tokens(row)) for row in answered]
     costs = [row_cost(row, prices) for row in answered]
-    return KindStats(mean(scores), mean(tokens),
-                     None if None in costs else mean(costs),
-                     [mean(rng.choices(scores, k=len(scores))) for _ in range(BOOTSTRAP_SAMPLES)]
+    priced = [cost for cost in costs if cost is not None]
+    return KindStats(mean(scores), _mean(tokens),
+                     mean(priced) if len(priced) == len(costs) else None,
+                     [_mean(rng.choices(scores, k=len(scores))) for _ in range(BOOTSTRAP_SAMPLES)]
                      if scores else [],
-                     [mean(rng.choices(tokens, k=len(tokens))) for _ in range(BOOTSTRAP_SAMPLES)])
+                     [_mean(rng.choices(tokens, k=len(tokens))) for _ in range(BOOTSTRAP_SAMPLES)])
 
 
-def estimate(stats: dict[str, KindStats], weights: dict[str, float]) -> Row | None:
+def _mean(values: Sequence[float]) -> float:
+    """core/stats.py's mean of values there are some of: never None."""
+    return cast(float, mean(values))
+
+
+def estimate(stats: dict[str, KindStats], weights: dict[str, float]) -> dict[str, Any] | None:
     """Score, tokens and dollars per question at these kind weights, with intervals; None when
     a kind that weighs is missing."""
     used = {kind: w for kind, w in weights.items() if w > 0}
     if any(kind not in stats for kind in used):
         return None
-    entry: Row = {}
+    entry: dict[str, Any] = {}
     for name, mean_of, samples_of in (("score", "score", "score_samples"),
                                       ("tokens_per_question", "tokens", "token_samples")):
         if any(getattr(stats[k], mean_of) is None for k in used):
@@ -80,9 +86,8 @@ def estimate(stats: dict[str, KindStats], weights: dict[str, float]) -> Row | No
         tail = int((1 - CONFIDENCE) / 2 * BOOTSTRAP_SAMPLES)
         entry[name] = [round(value, 4), round(combined[tail], 4),
                        round(combined[BOOTSTRAP_SAMPLES - 1 - tail], 4)]
-    costs = [stats[k].cost for k in used]
-    entry["cost_per_question"] = None if None in costs else round(
-        sum(w * stats[k].cost for k, w in used.items()), 8)
+    costs = [w * cost for k, w in used.items() if (cost := stats[k].cost) is not None]
+    entry["cost_per_question"] = round(sum(costs), 8) if len(costs) == len(used) else None
     return entry
 
 
@@ -93,10 +98,10 @@ def curve_weights(share: float, counts: dict[str, int]) -> dict[str, float]:
                                for kind in ("control", "general")}}
 
 
-def router_groups(groups: dict[Identity, list[Row]]) -> dict[Identity, list[Row]]:
+def router_groups(groups: dict[Identity, list[SampleRow]]) -> dict[Identity, list[SampleRow]]:
     """Per dataset, the oracle router by construction over a comparable baseline and naive run:
     naive's row where the question needs retrieval, baseline's where it does not."""
-    routers = {}
+    routers: dict[Identity, list[SampleRow]] = {}
     for key in [k for k in groups if k.system == "baseline"]:
         refs = references(groups, key)
         if refs is None or any(k.system == ROUTER and k.dataset == key.dataset for k in routers):
@@ -111,8 +116,8 @@ def router_groups(groups: dict[Identity, list[Row]]) -> dict[Identity, list[Row]
     return routers
 
 
-def analyse(rows: list[Row], prices: dict[str, tuple[float, float]] | None = None,
-            mixes: list[dict[str, float]] | None = None, seed: int = 0) -> Row:
+def analyse(rows: list[SampleRow], prices: dict[str, tuple[float, float]] | None = None,
+            mixes: list[dict[str, float]] | None = None, seed: int = 0) -> dict[str, Any]:
     """`savings` (a table at a few fresh shares), `savings_curve` (every identity at every
     tenth, for the figure), `mixes` (the chosen compositions) and notes."""
     groups = {k: [r for r in g if r.get("kind")] for k, g in group_rows(rows).items()}
@@ -144,7 +149,7 @@ def analyse(rows: list[Row], prices: dict[str, tuple[float, float]] | None = Non
 
 
 def _rows(key: Identity, keys: list[Identity], stats: dict[Identity, dict[str, KindStats]],
-          names: dict[Identity, str], counts: dict[str, int]) -> list[Row]:
+          names: dict[Identity, str], counts: dict[str, int]) -> list[dict[str, Any]]:
     out = []
     for share in TABLE_SHARES:
         weights = curve_weights(share, counts)
@@ -166,7 +171,7 @@ def _saving(key: Identity, keys: list[Identity], stats: dict[Identity, dict[str,
     return round(1 - mine["tokens_per_question"][0] / theirs["tokens_per_question"][0], 4)
 
 
-def _fields(key: Identity, names: dict[Identity, str]) -> Row:
+def _fields(key: Identity, names: dict[Identity, str]) -> dict[str, Any]:
     return {**key.fields(), "system": names[key], "reference": REFERENCES.get(key.system)}
 
 

@@ -25,10 +25,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from freshrag.core.records import SampleRow
+from freshrag.core.samples import judge_scores
 from freshrag.core.stats import bootstrap_interval, mean
 from freshrag.reporting.agreement import spearman
 from freshrag.reporting.identity import group_rows, labels
-from freshrag.reporting.outcomes import is_scored
 from freshrag.reporting.report import RUN, markdown_table
 from freshrag.scoring.judge import FIELDS
 from freshrag.scoring.store import read_scores
@@ -36,7 +37,6 @@ from freshrag.scoring.store import read_scores
 CORRECT_AT = 4  # judge truthfulness (1..5) at or above which an answer that did not abstain is correct
 FAITHFUL_AT = 0.5  # faithfulness below this: the answer did not keep to its context (attribution)
 MIN_CORRELATED = 3  # answers needed before a Spearman correlation is shown
-Row = dict[str, Any]
 
 # (key in analyse(), title, columns), printed after the analysis tables and in the HTML page
 SCORER_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -56,24 +56,24 @@ SCORER_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 
-def metric_values(row: Row) -> dict[str, float]:
+def metric_values(row: SampleRow) -> dict[str, float]:
     """Every metric this answer has: `scorer.metric` from its scores, `run-judge.FIELD` from the
     run's own grade."""
     values = {f"{name}.{metric}": value for name, score in (row.get("scores") or {}).items()
               if score["status"] == "scored" for metric, value in score["metrics"].items()}
-    if is_scored(row):
-        values.update({f"run-judge.{f}": row["grade"][f] for f in FIELDS})
+    if (scores := judge_scores(row)) is not None:
+        values.update({f"run-judge.{f}": scores[f] for f in FIELDS})
     return values
 
 
-def analyse(rows: list[Row], correct_at: int = CORRECT_AT) -> dict[str, Any]:
+def analyse(rows: list[SampleRow], correct_at: int = CORRECT_AT) -> dict[str, Any]:
     """The tables above, for analysis.json; empty lists where no row has scores."""
     return {"scorers": scorer_means(rows), "scorer_correlations": correlations(rows),
             "crag": crag(rows, correct_at), "judge_spread": judge_spread(rows),
             "correct_at": correct_at}
 
 
-def scorer_means(rows: list[Row], seed: int = 0) -> list[Row]:
+def scorer_means(rows: list[SampleRow], seed: int = 0) -> list[dict[str, Any]]:
     table = []
     for key, group in group_rows(rows).items():
         answered = [row for row in group if row["status"] == "ok"]
@@ -91,13 +91,15 @@ def scorer_means(rows: list[Row], seed: int = 0) -> list[Row]:
                     + statuses.count("failed"), "not_applicable": statuses.count("not_applicable"),
                     "mean": [mean(values, places=4), *bootstrap_interval(values, mean, seed=seed)]
                     if values else None,
-                    **{f"{side}_tokens": mean([sum(u[side] for u in used) for used in usage],
-                                              places=4) for side in ("input", "output")}})
+                    "input_tokens": mean([sum(u["input"] for u in used) for used in usage],
+                                         places=4),
+                    "output_tokens": mean([sum(u["output"] for u in used) for used in usage],
+                                          places=4)})
     return table
 
 
-def correlations(rows: list[Row]) -> list[Row]:
-    by_dataset: dict[str, list[dict[str, float]]] = defaultdict(list)
+def correlations(rows: list[SampleRow]) -> list[dict[str, Any]]:
+    by_dataset: dict[str | None, list[dict[str, float]]] = defaultdict(list)
     for row in rows:
         by_dataset[row.get("dataset")].append(metric_values(row))
     table = []
@@ -112,22 +114,23 @@ def correlations(rows: list[Row]) -> list[Row]:
     return table
 
 
-def outcome(row: Row, correct_at: int = CORRECT_AT) -> str:
+def outcome(row: SampleRow, correct_at: int = CORRECT_AT) -> str:
     """correct / abstained / incorrect / unknown (no abstention verdict, or no judge grade)."""
-    verdict = (row.get("scores") or {}).get("abstention") or {}
-    if verdict.get("status") != "scored":
+    verdict = (row.get("scores") or {}).get("abstention")
+    if verdict is None or verdict["status"] != "scored":
         return "unknown"
     unanswerable = row.get("label") == "unanswerable"
     if verdict["metrics"]["abstained"]:
         return "correct" if unanswerable else "abstained"
     if unanswerable:
         return "incorrect"
-    if not is_scored(row):
+    scores = judge_scores(row)
+    if scores is None:
         return "unknown"
-    return "correct" if row["grade"]["truthfulness"] >= correct_at else "incorrect"
+    return "correct" if scores["truthfulness"] >= correct_at else "incorrect"
 
 
-def crag(rows: list[Row], correct_at: int = CORRECT_AT) -> list[Row]:
+def crag(rows: list[SampleRow], correct_at: int = CORRECT_AT) -> list[dict[str, Any]]:
     table = []
     for key, group in group_rows(rows).items():
         outcomes = [outcome(row, correct_at) for row in group if row["status"] == "ok"]
@@ -145,9 +148,9 @@ def crag(rows: list[Row], correct_at: int = CORRECT_AT) -> list[Row]:
     return table
 
 
-def repeat_grades(run_dir: Path) -> dict[tuple[Any, str, str], list[tuple[int, int]]]:
+def repeat_grades(run_dir: Path) -> dict[tuple[Any, str, str], list[tuple[float, ...]]]:
     """The judge's scored repeats per (dataset, question_id, system), in repeat order."""
-    grades: dict[tuple[Any, str, str], list[tuple[int, tuple[int, int]]]] = defaultdict(list)
+    grades: dict[tuple[Any, str, str], list[tuple[int, tuple[float, ...]]]] = defaultdict(list)
     for score in read_scores(run_dir):
         if score["scorer"] == "judge" and score["status"] == "scored":
             grades[score.get("dataset"), score["question_id"], score["system"]].append(
@@ -155,12 +158,12 @@ def repeat_grades(run_dir: Path) -> dict[tuple[Any, str, str], list[tuple[int, i
     return {k: [g for _, g in sorted(v)] for k, v in grades.items()}
 
 
-def judge_spread(rows: list[Row]) -> list[Row]:
+def judge_spread(rows: list[SampleRow]) -> list[dict[str, Any]]:
     by_run = {run: repeat_grades(Path(run)) for run in {row[RUN] for row in rows if RUN in row}}
     table = []
     for key, group in group_rows(rows).items():
         spreads = [_ranges(grades) for row in group
-                   if len(grades := by_run.get(row.get(RUN), {}).get(
+                   if len(grades := by_run.get(row.get(RUN, ""), {}).get(
                        (row.get("dataset"), row["question_id"], row["system"]), [])) > 1]
         if spreads:
             table.append({**key.fields(), "answers": len(spreads),
@@ -170,12 +173,12 @@ def judge_spread(rows: list[Row]) -> list[Row]:
     return table
 
 
-def _ranges(grades: list[tuple[int, int]]) -> dict[str, Any]:
+def _ranges(grades: list[tuple[float, ...]]) -> dict[str, Any]:
     return {"repeats": len(grades), **{f: max(g[i] for g in grades) - min(g[i] for g in grades)
                                        for i, f in enumerate(FIELDS)}}
 
 
-def scorer_attribution(row: Row) -> str | None:
+def scorer_attribution(row: SampleRow) -> str | None:
     """Why a low-scored answer that retrieved failed, by its scores, or None (not scored so):
     no sentence of the context was needed (context relevance 0) is a retrieval miss; an answer
     its context does not support (faithfulness below FAITHFUL_AT) is a generation failure."""
@@ -199,7 +202,7 @@ def render(details: dict[str, Any]) -> str:
     return "\n\n".join(sections)
 
 
-def write_histograms(rows: list[Row], out_dir: Path) -> list[Path]:
+def write_histograms(rows: list[SampleRow], out_dir: Path) -> list[Path]:
     """One figure per metric: its values per identity, side by side, 10 bins over 0..1 (the
     judge's fields over 1..5)."""
     # here, not above: matplotlib takes a third of a second, and --help reads CORRECT_AT

@@ -1,23 +1,11 @@
 """Where the scores of the scorers beyond the judge (docs/scoring.md#scorers) and the judge's
 repeats (docs/scoring.md#judge-agreement) live, beside the run's own judge grade in samples.jsonl:
-`RUN_DIR/scores.jsonl`, one row per (dataset, question_id, system, scorer, repeat), appended as
-each finishes (the JsonlWriter of harness/core/jsonl.py, so a kill leaves whole rows), the last row
-of a key winning on reading:
+`RUN_DIR/scores.jsonl`, one row per (dataset, question_id, system, scorer, repeat) (core/records.py
+`ScoreRow`, field by field), appended as each finishes (the JsonlWriter of harness/core/jsonl.py,
+so a kill leaves whole rows), the last row of a key winning on reading.
 
-- `dataset`, `question_id`, `system`: the samples.jsonl row scored; `answer_sha256`: of the
-  answer text scored, so that a re-answered pair is scored again rather than matched to a score
-  of another answer
-- `scorer`, `repeat` (0 first; `freshrag score --repeats N` gives 0..N-1)
-- `status`: `scored`, `unscored` (the reply could not be used: `reason` and `raw`),
-  `not_applicable` (`reason`: e.g. nothing was retrieved), `failed` (an endpoint error:
-  `reason`; tried again on resume)
-- `metrics`: numbers by name, only when scored (judge: truthfulness, relevance; faithfulness;
-  answer_relevance; context_relevance; claims_precision, claims_recall; abstained 1/0)
-- `details`: what the scorer reports (statements and verdicts, generated questions, the
-  abstention verdict's source, cuts)
-- `usage` per role (`scorer`, or `judge` for judge repeats) and `calls` with the messages sent,
-  as in samples.jsonl: a scorer's tokens are never mixed with the system's or the run's judge's
-- `latency_s`, `finished_at`
+A judge pass's score is a grade (`score_grade`), and the one place where a row takes it as its
+grade is `with_judge_pass` (docs/reports.md): every report reads rows through it.
 """
 
 from __future__ import annotations
@@ -25,12 +13,15 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from freshrag.core.jsonl import now, read_jsonl
+from freshrag.core.records import AnswerScore, GradeRecord, SampleRow, ScoreRow, UsageRecord
 from freshrag.core.runfiles import SCORES
+from freshrag.core.samples import is_scored
 from freshrag.core.types import LLMResponse, sum_usage_by_role
 from freshrag.scoring.base import STATUSES, ScoreResult
+from freshrag.scoring.judge import FIELDS
 
 FINISHED = ("scored", "unscored", "not_applicable")  # what a resumed pass does not ask again
 Key = tuple[Any, str, str, str, int]
@@ -40,28 +31,30 @@ def answer_sha256(answer: str | None) -> str:
     return hashlib.sha256((answer or "").encode("utf-8")).hexdigest()
 
 
-def key(row: dict[str, Any]) -> Key:
+def key(row: ScoreRow) -> Key:
     return row.get("dataset"), row["question_id"], row["system"], row["scorer"], row["repeat"]
 
 
-def score_row(sample: dict[str, Any], scorer: str, repeat: int, result: ScoreResult,
-              calls: list[LLMResponse], latency_s: float) -> dict[str, Any]:
+def score_row(sample: SampleRow, scorer: str, repeat: int, result: ScoreResult,
+              calls: list[LLMResponse], latency_s: float) -> ScoreRow:
     return {
         "dataset": sample.get("dataset"), "question_id": sample["question_id"],
         "system": sample["system"], "answer_sha256": answer_sha256(sample.get("answer")),
         "scorer": scorer, "repeat": repeat, "status": result.status,
         "metrics": result.metrics, "details": result.details, "reason": result.reason,
         "raw": [c.tool_arguments if c.tool_arguments is not None else c.text for c in calls],
-        "usage": {role: asdict(u) for role, u in sum_usage_by_role(calls).items()},
-        "calls": [asdict(call) for call in calls],
+        "usage": {role: cast(UsageRecord, asdict(u))
+                  for role, u in sum_usage_by_role(calls).items()},
+        "calls": [cast(Any, asdict(call)) for call in calls],
         "latency_s": round(latency_s, 4), "finished_at": now(),
     }
 
 
-def read_scores(run_dir: Path) -> list[dict[str, Any]]:
+def read_scores(run_dir: Path) -> list[ScoreRow]:
     """Every score row of a run directory, the last per key winning; none if it has no file."""
-    latest: dict[Key, dict[str, Any]] = {}
-    for row in read_jsonl(run_dir / SCORES, score_problem):
+    latest: dict[Key, ScoreRow] = {}
+    for read in read_jsonl(run_dir / SCORES, score_problem):
+        row = cast(ScoreRow, read)  # score_problem checked it
         latest.pop(key(row), None)
         latest[key(row)] = row
     return list(latest.values())
@@ -83,24 +76,73 @@ def score_problem(row: dict[str, Any]) -> str | None:
     return None
 
 
-def answer_scores(run_dir: Path) -> dict[tuple[Any, str, str], dict[str, dict[str, Any]]]:
+Found = dict[tuple[Any, str, str], dict[str, AnswerScore]]  # by (dataset, question_id, system)
+
+
+def answer_scores(run_dir: Path) -> Found:
     """Repeat 0 of every scorer per (dataset, question_id, system), as reports attach it to a
     row (`scores_of`): status, metrics, reason, raw replies, usage, the model of each role
     (`models`, from its calls) and the answer's hash."""
-    found: dict[tuple[Any, str, str], dict[str, dict[str, Any]]] = {}
+    found: Found = {}
     for row in read_scores(run_dir):
         if row["repeat"] == 0:
-            found.setdefault(key(row)[:3], {})[row["scorer"]] = {
-                **{name: row.get(name) for name in
-                   ("status", "metrics", "reason", "raw", "usage", "answer_sha256", "details")},
+            found.setdefault((row.get("dataset"), row["question_id"], row["system"]), {})[
+                row["scorer"]] = {
+                "status": row["status"], "metrics": row["metrics"], "reason": row.get("reason"),
+                "raw": row.get("raw"), "usage": row["usage"],
+                "answer_sha256": row.get("answer_sha256"), "details": row.get("details"),
                 "models": {call["role"]: call["model"] for call in row.get("calls") or []
                            if isinstance(call, dict) and call.get("model")}}
     return found
 
 
-def scores_of(found: dict[tuple[Any, str, str], dict[str, dict[str, Any]]],
-              row: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def scores_of(found: Found, row: SampleRow) -> dict[str, AnswerScore]:
     """The scores of this row's answer (a score of an earlier answer of the pair is left out)."""
     digest = answer_sha256(row.get("answer"))
     mine = found.get((row.get("dataset"), row["question_id"], row["system"]), {})
     return {name: score for name, score in mine.items() if score["answer_sha256"] == digest}
+
+
+# --------------------------------------------------------------------------- the judge's grade
+
+
+def score_grade(score: ScoreRow | AnswerScore) -> GradeRecord:
+    """The grade a judge pass's score makes, as the run's judge would have written it: its
+    fields, unscored (with the reason, else the status) unless scored, its raw replies, the
+    cut of the article and the judge's reason."""
+    details = score.get("details") or {}
+    metrics = score["metrics"]
+    return {"truthfulness": metrics.get("truthfulness"), "relevance": metrics.get("relevance"),
+            "unscored_reason": None if score["status"] == "scored"
+            else (score.get("reason") or score["status"]),
+            "raw": score.get("raw") or [], "context_cut": details.get("context_cut"),
+            "reason": details.get("reason")}
+
+
+def with_judge_pass(row: SampleRow) -> SampleRow:
+    """The row as every report reads it. An answered row without a run grade (none, or
+    unscored) whose answer the judge pass scored (its `scores["judge"]`, repeat 0) takes that
+    grade: the judge's model joins `models` and its tokens `usage`, as a run's judge call's
+    would, and the score leaves `scores`, being the row's judge rather than a scorer beyond it.
+    A row the run graded keeps its grade: a pass over it is a second opinion (freshrag
+    agreement)."""
+    judged = (row.get("scores") or {}).get("judge")
+    if row["status"] != "ok" or is_scored(row) or not judged or not _usable(judged):
+        return row
+    usage = dict(row["usage"])
+    for role, counts in (judged.get("usage") or {}).items():
+        before = usage.get(role, {"input": 0, "output": 0, "estimated": False})
+        usage[role] = {"input": before["input"] + counts["input"],
+                       "output": before["output"] + counts["output"],
+                       "estimated": bool(before.get("estimated") or counts.get("estimated"))}
+    return {**row, "grade": {**score_grade(judged), "graded_by": "freshrag score"},
+            "models": {**(row.get("models") or {}), **(judged.get("models") or {})},
+            "usage": usage,
+            "scores": {name: score for name, score in row["scores"].items() if name != "judge"}}
+
+
+def _usable(judged: AnswerScore) -> bool:
+    """A judge pass's score that is a grade: scored, each field on the 1..5 scale."""
+    return judged["status"] == "scored" and all(
+        isinstance(judged["metrics"].get(f), (int, float)) and 1 <= judged["metrics"][f] <= 5
+        for f in FIELDS)

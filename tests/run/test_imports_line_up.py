@@ -17,7 +17,8 @@ from freshrag.cli.main import main
 from freshrag.core.dataset import load_dataset_dir
 from freshrag.core.samples import read_samples
 from freshrag.reporting import report
-from freshrag.reporting.outcomes import total_score, with_judge_pass
+from freshrag.reporting.outcomes import total_score
+from freshrag.scoring.store import with_judge_pass
 from tests.support.datasets import write_dataset
 from tests.support.fake_openai_server import default_reply, forced_tool_name
 from tests.support.fakes import discerning_judge

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from freshrag.core.files import write_text
+from freshrag.core.records import SampleRow
 from freshrag.reporting import breakdown
 from freshrag.reporting.analysis import LOW_SCORE
 from freshrag.reporting.freshness import known_lines
@@ -42,8 +43,6 @@ from freshrag.reporting.render.viewer import viewer_section
 from freshrag.reporting.report import ANALYSIS_TABLES as PRINTED_TABLES
 from freshrag.reporting.report import COLUMNS, columns_for
 from freshrag.reporting.scorers import SCORER_TABLES
-
-Row = dict[str, Any]
 
 DECISION_COLUMNS = (
     "dataset", "system", "questions", "needed", "retrieved", "true_positive", "false_positive",
@@ -81,10 +80,10 @@ figcaption { font-size: 12px; color: #555; text-align: center; }
 """
 
 
-def write_html(rows: list[Row], summary: list[Row], analysis: dict[str, Any],
+def write_html(rows: list[SampleRow], summary: list[dict[str, Any]], analysis: dict[str, Any],
                figures: Sequence[Path], path: Path, sources: Sequence[str] = (),
                notes: Sequence[str] = (), breakdowns: dict[str, dict[str, Any]] | None = None,
-               known: list[Row] | None = None) -> Path:
+               known: list[dict[str, Any]] | None = None) -> Path:
     """Write the report to `path` (parents created) and return it. `sources` (the run
     directories) are named under the title so a saved page says where it came from; `notes`
     (e.g. a run with no rows) are listed below them."""
@@ -93,14 +92,15 @@ def write_html(rows: list[Row], summary: list[Row], analysis: dict[str, Any],
                                          breakdowns, known))
 
 
-def render_html(rows: list[Row], summary: list[Row], analysis: dict[str, Any],
+def render_html(rows: list[SampleRow], summary: list[dict[str, Any]], analysis: dict[str, Any],
                 figures: Sequence[Path], sources: Sequence[str] = (),
                 notes: Sequence[str] = (),
                 breakdowns: dict[str, dict[str, Any]] | None = None,
-                known: list[Row] | None = None) -> str:
+                known: list[dict[str, Any]] | None = None) -> str:
     """The page as a string; see the module docstring for its sections. `known`: what the
     answer model knows without retrieval (harness/reporting/freshness.py), under the summary."""
-    fields = list(breakdowns or {})
+    breakdowns = breakdowns or {}
+    fields = list(breakdowns)
     body = [
         "<h1>freshrag report</h1>",
         f"<p class=\"meta\">{_e(', '.join(sources))}</p>" if sources else "",
@@ -149,7 +149,7 @@ def _section(anchor: str, title: str, content: str) -> str:
     return f"<section id=\"{anchor}\">\n<h2>{_e(title)}</h2>\n{content}\n</section>"
 
 
-def _table(table_id: str, rows: Iterable[Row], columns: Sequence[str]) -> str:
+def _table(table_id: str, rows: Iterable[dict[str, Any]], columns: Sequence[str]) -> str:
     """A table with one `<tbody>` row per row; the oracle router is marked (class `router`)
     because it is a bound, not a system that ran."""
     # keys stay as in summary.json / analysis.json, but may break after "_" to keep tables narrow
@@ -220,7 +220,7 @@ def _judge_verdict(checks: dict[str, Any] | None) -> str:
             + "".join(f"<li>{_e(line)}</li>" for line in checks["lines"]) + "</ul></div>")
 
 
-def _known(known: list[Row] | None) -> str:
+def _known(known: list[dict[str, Any]] | None) -> str:
     """The lines of freshness.known_lines as a list under the summary table ("" for none)."""
     lines = known_lines(known or [])
     return "\n" + _notes("known", lines) if lines else ""

@@ -24,7 +24,7 @@ import re
 import textwrap
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal
 
 import matplotlib
 
@@ -33,9 +33,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from freshrag.core.fields import grouped  # noqa: E402
 from freshrag.core.files import write_figure  # noqa: E402
+from freshrag.core.records import SampleRow  # noqa: E402
 from freshrag.reporting.groups import tag_figure  # noqa: E402
 from freshrag.reporting.identity import Identity, group_rows, labels  # noqa: E402
-from freshrag.reporting.outcomes import is_scored  # noqa: E402
+from freshrag.reporting.outcomes import total_score  # noqa: E402
 
 BINS = list(range(2, 11))
 GRID_COLUMNS = 3  # histograms side by side: three to a row, so that nine stay legible
@@ -43,15 +44,14 @@ KEY_COLUMNS = 3  # the Pareto plot's key: names of the numbered points, three to
 KEY_ROW_IN = 0.2  # inches per row of the key
 LABEL_PT = 7
 MARKER_PX = 10  # a plotted point's marker (6 pt at the figures' 110 dpi), kept clear of labels
-Groups = dict[Identity, list[dict[str, Any]]]
+Groups = dict[Identity, list[SampleRow]]
 
 
-def combined_scores(rows: list[dict[str, Any]]) -> list[int]:
-    return [row["grade"]["truthfulness"] + row["grade"]["relevance"]
-            for row in rows if is_scored(row)]
+def combined_scores(rows: list[SampleRow]) -> list[float]:
+    return [score for row in rows if (score := total_score(row)) is not None]
 
 
-def write_figures(rows: list[dict[str, Any]], out_dir: Path,
+def write_figures(rows: list[SampleRow], out_dir: Path,
                   cost: list[dict[str, Any]] | None = None) -> list[Path]:
     """Every figure for these rows, written into out_dir; returns the paths (none for no rows).
     `cost` is the analysis's quality-and-cost table, for the Pareto plot."""
@@ -75,7 +75,7 @@ def write_figures(rows: list[dict[str, Any]], out_dir: Path,
     return paths
 
 
-def histograms_by_field(rows: list[dict[str, Any]], field: str, out_dir: Path) -> list[Path]:
+def histograms_by_field(rows: list[SampleRow], field: str, out_dir: Path) -> list[Path]:
     """Per run identity, its histogram for each value of `field` (questions without one:
     `unlabelled`) side by side; none when no row carries the field."""
     if not any(row.get(field) is not None for row in rows):
@@ -220,7 +220,7 @@ def _no_points(cost: list[dict[str, Any]]) -> str:
     return "no prices for: " + (", ".join(missing) or "these models")
 
 
-def _histogram(ax: Any, scores: list[int], title: str, n: int) -> None:
+def _histogram(ax: Any, scores: list[float], title: str, n: int) -> None:
     counts = [scores.count(b) for b in BINS]
     ax.bar(BINS, counts, width=0.8, color="#4c72b0")
     if scores:
@@ -248,6 +248,14 @@ def _side_by_side(groups: Groups, names: dict[Identity, str], path: Path) -> Pat
     return save(fig, path)
 
 
+_KINDS: tuple[tuple[Literal["input", "output"], str], ...] = (("input", ""), ("output", "//"))
+
+
+def _role_tokens(row: SampleRow, role: str, kind: Literal["input", "output"]) -> int:
+    counts = (row.get("usage") or {}).get(role)
+    return counts.get(kind, 0) if counts else 0
+
+
 def _token_chart(groups: Groups, names: dict[Identity, str], path: Path) -> Path:
     """Input and output tokens by role of the answered pairs, then one segment (grey, crossed)
     for everything the failed pairs spent, all roles together."""
@@ -258,9 +266,8 @@ def _token_chart(groups: Groups, names: dict[Identity, str], path: Path) -> Path
     fig, ax = plt.subplots(figsize=(max(5, 1.4 * len(bars) + 2), 4))
     bottoms = [0] * len(bars)
     for role in roles:
-        for kind, hatch in (("input", ""), ("output", "//")):
-            heights = [sum((row.get("usage") or {}).get(role, {}).get(kind, 0) for row in rows)
-                       for rows in answered]
+        for kind, hatch in _KINDS:
+            heights = [sum(_role_tokens(row, role, kind) for row in rows) for rows in answered]
             ax.bar(bars, heights, bottom=bottoms, label=f"{role} {kind}", hatch=hatch)
             bottoms = [b + h for b, h in zip(bottoms, heights)]
     failed = [sum(u.get("input", 0) + u.get("output", 0) for row in group

@@ -32,11 +32,10 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from freshrag.core.fields import value_name
+from freshrag.core.records import SampleRow
+from freshrag.core.samples import is_scored, judge_scores
 from freshrag.core.types import QUESTION_FIELDS
 from freshrag.reporting.identity import group_rows, labels
-from freshrag.reporting.outcomes import is_scored
-
-Row = dict[str, Any]
 
 BLOCK_SAMPLES = 200  # answers per lazily parsed block: one block parses in milliseconds
 SHARED_MIN_CHARS = 120  # a string this long met twice in a block is stored once
@@ -52,7 +51,7 @@ ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
 ASSETS = Path(__file__).with_name("assets")
 
 
-def viewer_section(rows: list[Row]) -> str:
+def viewer_section(rows: list[SampleRow]) -> str:
     """The viewer's markup: its controls, its data blocks, its styles and script."""
     names = _row_labels(rows)
     questions = _questions(rows)
@@ -91,25 +90,25 @@ def _asset(name: str) -> str:
 # --------------------------------------------------------------------------- the list
 
 
-def _row_labels(rows: list[Row]) -> dict[int, str]:
+def _row_labels(rows: list[SampleRow]) -> dict[int, str]:
     groups = group_rows(rows)
     names = labels(groups)
     return {id(row): names[key] for key, group in groups.items() for row in group}
 
 
-def _question_key(row: Row) -> tuple[str, str]:
+def _question_key(row: SampleRow) -> tuple[str, str]:
     return str(row["dataset"]), str(row["question_id"])
 
 
-def _questions(rows: list[Row]) -> dict[tuple[str, str], list[Row]]:
+def _questions(rows: list[SampleRow]) -> dict[tuple[str, str], list[SampleRow]]:
     """Rows by question, questions and their answers in the order the rows came."""
-    groups: dict[tuple[str, str], list[Row]] = {}
+    groups: dict[tuple[str, str], list[SampleRow]] = {}
     for row in rows:
         groups.setdefault(_question_key(row), []).append(row)
     return groups
 
 
-def _question_entry(row: Row) -> list[Any]:
+def _question_entry(row: SampleRow) -> list[Any]:
     return [str(row["dataset"]), str(row["question_id"]), row.get("question"),
             row.get("gold_title"), _text(row.get("label")), _text(row.get("kind"))]
 
@@ -118,27 +117,27 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def status(row: Row) -> str:
+def status(row: SampleRow) -> str:
     """`failed`, `unscored` or `scored`: the list's status column."""
     if row["status"] == "failed":
         return "failed"
     return "scored" if is_scored(row) else "unscored"
 
 
-def _list_entry(row: Row, question: int, system: int, block: int, slot: int) -> list[Any]:
-    grade = row.get("grade") or {}
-    scored = status(row) == "scored"
-    truth, rel = (grade.get("truthfulness"), grade.get("relevance")) if scored else (None, None)
+def _list_entry(row: SampleRow, question: int, system: int, block: int, slot: int) -> list[Any]:
+    scores = judge_scores(row)
+    truth, rel = (scores["truthfulness"], scores["relevance"]) if scores else (None, None)
+    total = scores["truthfulness"] + scores["relevance"] if scores else None
     tokens = _system_tokens(row)
     latency = row.get("answer_latency_s", row.get("latency_s"))
     answer = row.get("answer") or ""
-    return [question, system, status(row), truth + rel if scored else None, truth, rel,
+    return [question, system, status(row), total, truth, rel,
             (row.get("details") or {}).get("decision"), tokens[0], tokens[1],
             None if latency is None else round(latency, 3), row.get("retrievals"),
             answer[:SNIPPET_CHARS], block, slot]
 
 
-def _system_tokens(row: Row) -> tuple[int | None, int | None]:
+def _system_tokens(row: SampleRow) -> tuple[int | None, int | None]:
     """What the system spent (every role but the judge), None where it did not say."""
     unknown = (row.get("details") or {}).get("unknown") or ()
     used = [u for role, u in (row.get("usage") or {}).items() if role != "judge"]
@@ -149,10 +148,10 @@ def _system_tokens(row: Row) -> tuple[int | None, int | None]:
 # --------------------------------------------------------------------------- the blocks
 
 
-def _blocks(questions: Iterable[list[Row]]) -> Iterator[list[Row]]:
+def _blocks(questions: Iterable[list[SampleRow]]) -> Iterator[list[SampleRow]]:
     """Whole questions, about BLOCK_SAMPLES answers a block, so a comparison of two answers to
     one question parses one block."""
-    block: list[Row] = []
+    block: list[SampleRow] = []
     for group in questions:
         block.extend(group)
         if len(block) >= BLOCK_SAMPLES:
@@ -162,7 +161,7 @@ def _blocks(questions: Iterable[list[Row]]) -> Iterator[list[Row]]:
         yield block
 
 
-def _block(rows: list[Row]) -> dict[str, Any]:
+def _block(rows: list[SampleRow]) -> dict[str, Any]:
     records = [_record(row) for row in rows]
     counts = Counter(text for record in records for text in _strings(record)
                      if len(text) >= SHARED_MIN_CHARS)
@@ -171,21 +170,22 @@ def _block(rows: list[Row]) -> dict[str, Any]:
     return {"strings": shared, "samples": [_replace(record, index) for record in records]}
 
 
-def _record(row: Row) -> Row:
+def _record(row: SampleRow) -> dict[str, Any]:
     """The row as run-format.md defines it, plus the question's fields as the tables name their
     values (`need: yes`) and the gold passage found in the judge's prompt. A judge message that
     carries the passage keeps only what comes before it and is marked `with_passage`, for the
     script to put the passage back: the passage, the same for every answer to the question, is
     then stored once in the block."""
-    record = {key: value for key, value in row.items() if key not in ("question", "calls")}
-    record["question_fields"] = {name: value_name(row[name]) for name in QUESTION_FIELDS
-                                 if row.get(name) is not None}
+    record: dict[str, Any] = {key: value for key, value in row.items()
+                              if key not in ("question", "calls")}
+    record["question_fields"] = {name: value_name(record[name]) for name in QUESTION_FIELDS
+                                 if record.get(name) is not None}
     record["gold_passage"] = passage = gold_passage(row)
     record["calls"] = [_without_passage(call, passage) for call in row.get("calls") or []]
     return record
 
 
-def gold_passage(row: Row) -> str | None:
+def gold_passage(row: SampleRow) -> str | None:
     """The article the judge graded against, as its prompt carried it (None: no judge call with
     an article, e.g. a general query or an imported run)."""
     for call in row.get("calls") or []:
