@@ -1,6 +1,6 @@
 """manifest.json, the record of how a run or a dataset was made (docs/run-format.md#manifestjson):
-config, versions, dataset hashes, prompts, model names and endpoints, written whole at every change.
-A manifest of a newer format than this freshrag reads is refused, never misread; so is a run's
+config, versions, dataset hashes, prompts, model names and endpoints, written whole at every change;
+typed key by key in core/records.py `Manifest`. A manifest of a newer format than this freshrag reads is refused, never misread; so is a run's
 manifest whose parts have the wrong shape (`"capped": true`, `"judge_probe": {}`, a missing
 `config`), checked once here (harness/core/manifest_shape.py) rather than by every reader.
 """
@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, cast
 
 from freshrag.core.files import write_json
 from freshrag.core.jsonl import ResultsError, loads
 from freshrag.core.manifest_shape import shape_problem
+from freshrag.core.records import Manifest
 from freshrag.core.runfiles import MANIFEST
 from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.core.textfile import read_text
@@ -23,11 +24,11 @@ from freshrag.core.textfile import read_text
 FORMAT_VERSION = 1
 
 
-def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
+def write_manifest(run_dir: Path, manifest: Manifest | Mapping[str, Any]) -> None:
     write_json(run_dir / MANIFEST, {**manifest, "format_version": FORMAT_VERSION})
 
 
-def read_manifest(run_dir: Path) -> dict[str, Any] | None:
+def read_manifest(run_dir: Path) -> Manifest | None:
     """The manifest of a run or dataset directory (None if it has none); one of a newer format,
     or not a JSON object, is refused."""
     path = run_dir / MANIFEST
@@ -53,7 +54,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any] | None:
     if problem:
         raise ResultsError(f"{path}: {problem}; it was not written by freshrag as it is (restore "
                            f"it, or write the run into another directory)")
-    return manifest
+    return cast(Manifest, manifest)
 
 
 def check_resumable(run_dir: Path) -> None:
@@ -66,7 +67,7 @@ def check_resumable(run_dir: Path) -> None:
     read_samples(run_dir / SAMPLES)
 
 
-def _run_manifest_problem(manifest: dict[str, Any]) -> str | None:
+def _run_manifest_problem(manifest: Mapping[str, Any]) -> str | None:
     dataset = manifest.get("dataset") or {}
     if not isinstance(dataset.get("sha256"), dict) or not isinstance(dataset.get("files"), dict):
         return "not the manifest of a freshrag run (no dataset.sha256 and dataset.files)"

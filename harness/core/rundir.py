@@ -23,7 +23,7 @@ import fcntl
 import os
 import stat
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 from freshrag.core.files import open_no_follow
 from freshrag.core.jsonl import ResultsError
@@ -86,7 +86,7 @@ def _open_lock(path: Path) -> int:
     return fd
 
 
-def kind(manifest: dict[str, Any]) -> str:
+def kind(manifest: Mapping[str, Any]) -> str:
     """"run", "import", "dataset", or "unknown"; manifests written before `kind` by content."""
     if "kind" in manifest:
         return manifest["kind"] if isinstance(manifest["kind"], str) else "unknown"
@@ -99,7 +99,7 @@ def kind(manifest: dict[str, Any]) -> str:
     return "unknown"
 
 
-def check_kind(run_dir: Path, manifest: dict[str, Any] | None, expected: str) -> None:
+def check_kind(run_dir: Path, manifest: Mapping[str, Any] | None, expected: str) -> None:
     """Refuse a directory whose manifest says it holds something other than `expected`."""
     if manifest is None or kind(manifest) == expected:
         return

@@ -2,9 +2,11 @@
 the tokens its pair spent, whether a system decided about retrieval, and which answers of two run
 identities answer the same questions (docs/reports.md#what-a-report-holds).
 
-An answer the run left without a grade (an import, or a judge reply that could not be read) and
-that `freshrag score --scorers judge` graded is judged by that pass (`with_judge_pass`), in every
-table, as if the run's judge had graded it.
+Rows come through report.load_runs, so an answer the run left without a grade (an import, or a
+judge reply that could not be read) and that `freshrag score --scorers judge` graded is judged by
+that pass in every table, as if the run's judge had graded it (scoring/store.py
+`with_judge_pass`, the one place a grade is merged); a row's scores are read with
+core/samples.py `judge_scores`.
 
 The analysis (analysis.py), the decisions against need (decisions.py), the savings curve
 (savings.py), the summary (report.py) and the figures all build on these, and on nothing of each

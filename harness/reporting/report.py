@@ -55,7 +55,7 @@ def load_runs(run_dirs: list[Path], light: bool = False) -> list[SampleRow]:
     """All rows of the given run directories (a directory without samples is an error), each
     marked with its `run` (the directory as given; one named twice is read once), its `scores`
     from scores.jsonl (scorer -> repeat 0, for this answer; a judge pass is the grade of a row
-    the run left ungraded: outcomes.with_judge_pass) and, if it retrieved, the run's
+    the run left ungraded: scoring/store.py with_judge_pass) and, if it retrieved, the run's
     embedding model in `models` (see harness/reporting/identity.py). `light`: calls without
     their messages and text, which no table reads (core/samples.py read_samples)."""
     rows, seen = [], set()
