@@ -7,10 +7,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from freshrag.cli.options import UsageError, add_command, add_config, mix_shares, out_dir, whole
 from freshrag.core.fields import FIELDS
 from freshrag.reporting.scorers import CORRECT_AT
+
+if TYPE_CHECKING:
+    from freshrag.core.records import SampleRow
 
 HELP = "tables and figures from one or more run directories"
 ANALYSIS = "analysis.json"  # retrieval quality, attribution, decisions, intervals, paired tests
@@ -129,7 +133,7 @@ def _check_outputs(args: argparse.Namespace, out: Path) -> None:
                   + [("--config", args.config or default_config())])
 
 
-def _figures(rows: list[dict], out: Path, details: dict, breakdowns: dict) -> list[Path]:
+def _figures(rows: list[SampleRow], out: Path, details: dict, breakdowns: dict) -> list[Path]:
     from freshrag.reporting import scorers as scorer_report
     from freshrag.reporting.render import plots, traffic_plots
 
@@ -140,7 +144,7 @@ def _figures(rows: list[dict], out: Path, details: dict, breakdowns: dict) -> li
     return figures
 
 
-def _print_analysis(rows: list[dict], details: dict, breakdowns: dict) -> None:
+def _print_analysis(rows: list[SampleRow], details: dict, breakdowns: dict) -> None:
     from freshrag.cli.common import print_unscored
     from freshrag.reporting import breakdown, report
     from freshrag.reporting import scorers as scorer_report
