@@ -3,6 +3,10 @@
 This module is the public API: what a user's own code imports. Everything else under `freshrag.`
 is internal and may move between releases (docs/design.md draws the packages).
 
+An evaluation is one call, as `freshrag run` makes it (docs/api.md): `freshrag.evaluate(dataset,
+systems=[EchoRag, "naive"], limit=3)` answers, judges and accounts every pair into a run
+directory and returns its rows; `freshrag.estimate(...)` with the same arguments prices it first.
+
 A system under test is one object with one method::
 
     from freshrag import Question, SystemAnswer, SystemContext
@@ -47,6 +51,15 @@ _EXPORTS = {
     "Dataset": "freshrag.core.dataset",
     "load_dataset": "freshrag.core.dataset",
     "load_dataset_dir": "freshrag.core.dataset",
+    "evaluate": "freshrag.run.service",
+    "estimate": "freshrag.run.service",
+    "RunOptions": "freshrag.run.inputs",
+    "RunResult": "freshrag.run.service",
+    "ProbeSettings": "freshrag.scoring.probes",
+    "IndexConfig": "freshrag.systems.retrieval.index",
+    "LLMSettings": "freshrag.core.config",
+    "load_settings": "freshrag.core.config",
+    # the runner itself, which `evaluate` drives: it takes an opened client and the prompts
     "RunConfig": "freshrag.run.runner",
     "run_dataset": "freshrag.run.runner:run",  # `freshrag.run` is the package
     "load_runs": "freshrag.reporting.report",
@@ -59,10 +72,13 @@ _EXPORTS = {
 __all__ = [
     "__version__", "System", "SystemContext", "SystemAnswer", "Question", "Article", "LLM",
     "LLMResponse", "Usage", "Retriever", "RetrievedChunk", "Grade", "Dataset", "load_dataset",
-    "load_dataset_dir", "RunConfig", "run_dataset", "load_runs", "summarise", "SYSTEMS", "SCORERS",
+    "load_dataset_dir", "evaluate", "estimate", "RunOptions", "RunResult", "ProbeSettings",
+    "IndexConfig", "LLMSettings", "load_settings", "RunConfig", "run_dataset", "load_runs",
+    "summarise", "SYSTEMS", "SCORERS",
 ]
 
 if TYPE_CHECKING:  # what type checkers and editors see
+    from freshrag.core.config import LLMSettings, load_settings
     from freshrag.core.dataset import Dataset, load_dataset, load_dataset_dir
     from freshrag.core.types import (
         LLM,
@@ -78,10 +94,14 @@ if TYPE_CHECKING:  # what type checkers and editors see
         Usage,
     )
     from freshrag.reporting.report import load_runs, summarise
+    from freshrag.run.inputs import RunOptions
     from freshrag.run.runner import RunConfig
     from freshrag.run.runner import run as run_dataset
+    from freshrag.run.service import RunResult, estimate, evaluate
     from freshrag.scoring import SCORERS
+    from freshrag.scoring.probes import ProbeSettings
     from freshrag.systems import SYSTEMS
+    from freshrag.systems.retrieval.index import IndexConfig
 
 
 def __getattr__(name: str) -> Any:

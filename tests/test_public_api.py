@@ -68,3 +68,19 @@ def test_the_documented_own_system_runs_as_written(page):
     assert (answer.text, answer.retrievals, namespace["MyRag"].uses_index) == (
         "Four bridges.", 1, True)
     assert llm.requests[0]["messages"][0]["content"] == "Town 1 has 4 bridges."
+
+
+@pytest.mark.parametrize("typed", ["RunOptions", "RunResult"])
+def test_every_field_of_the_run_services_types_is_described(typed):
+    import dataclasses
+
+    undescribed = [f.name for f in dataclasses.fields(getattr(freshrag, typed))
+                   if not f.metadata.get("help")]
+    assert undescribed == []
+
+
+def test_evaluate_and_estimate_take_the_same_arguments():
+    import inspect
+
+    assert (inspect.signature(freshrag.evaluate).parameters
+            == inspect.signature(freshrag.estimate).parameters)

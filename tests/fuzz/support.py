@@ -98,7 +98,7 @@ def scratch(server=None) -> Iterator[tuple[Path, pytest.MonkeyPatch]]:
     function-scoped tmp_path), the environment pointed at the fake server if one is given."""
     with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
         mp.chdir(tmp)  # no freshrag.toml, no results/ of the worktree
-        mp.setattr("freshrag.cli.common.LocalServer", _no_local_server)
+        mp.setattr("freshrag.run.service.LocalServer", _no_local_server)
         if server is not None:
             use_fake(server, mp)
         yield Path(tmp), mp

@@ -1,0 +1,269 @@
+"""What a run takes from its caller (docs/api.md): the typed options, the systems in whatever form
+they are given (names as `--systems` takes them, resolved sources, or the caller's own class,
+factory or object), and the models of the roles. Each is checked before anything starts, and a
+value that cannot be used is refused with its name, as the command line refuses a bad option.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import math
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence, Union
+
+from freshrag.core.config import (
+    DEFAULT_CONFIG_FILE,
+    CommandLine,
+    LLMSettings,
+    checked_value,
+    config_table,
+    load_settings,
+)
+from freshrag.core.dataset import Dataset, example_dir, load_dataset_dir
+from freshrag.core.dates import parse_date
+from freshrag.core.errors import UserError
+from freshrag.core.types import ROLES
+from freshrag.scoring.probes import ProbeSettings
+from freshrag.systems import SYSTEMS
+from freshrag.systems.external.plugins import (
+    NAME,
+    SystemSource,
+    resolve_all,
+    services_from,
+)
+from freshrag.systems.retrieval.index import IndexConfig
+
+PAPER_CUTOFF = "2021-09-30"  # GPT-4-0613's knowledge cutoff, the model of the paper's datasets
+DEFAULT_SYSTEMS = "baseline,oracle,naive,advanced"
+MAX_CONCURRENCY = 256  # threads; endpoints rate-limit far below this
+MAX_SEED = 2**31 - 1  # fits every server's seed (llama.cpp's is 32 bits)
+
+# A system as a caller may give it: a name or spec as --systems takes it, a resolved source, or
+# the caller's own class, factory (taking the run's SystemContext) or built object.
+SystemSpec = Union[str, SystemSource, Callable[..., Any], object]
+Systems = Union[str, Sequence[SystemSpec], Mapping[str, SystemSpec]]
+# The models of the roles: settings as they are, the command line's models, one model for every
+# role but embeddings, or a model per role; None: freshrag.toml and FRESHRAG_* as the CLI reads them.
+Roles = Union[LLMSettings, CommandLine, str, Mapping[str, str], None]
+
+
+class InputError(UserError, ValueError):
+    """An argument of a run that cannot be used; the message names it."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Every option of a run but the dataset, the systems, the models and the run directory; the
+    command line's run options, typed (docs/cli.md#freshrag-run)."""
+
+    limit: int | None = field(default=None, metadata={
+        "help": "only the first N questions (--limit); None: all of them"})
+    concurrency: int = field(default=8, metadata={
+        "help": "pairs in flight at once; 1 runs serially (--concurrency)"})
+    seed: int = field(default=0, metadata={"help": "seed sent with every LLM request (--seed)"})
+    cache: bool = field(default=True, metadata={
+        "help": "read and write the response cache beside the run directory (not --no-cache)"})
+    scorers: tuple[str, ...] = field(default=("judge",), metadata={
+        "help": "scorers: names of freshrag.SCORERS or of installed ones, or your own as "
+                "[NAME=]FILE.py:CLASS or [NAME=]MODULE:CLASS; the judge grades every pair, the "
+                "others score the answers into scores.jsonl after the pairs (--scorers)"})
+    probe: ProbeSettings | None = field(default=ProbeSettings(), metadata={
+        "help": "how the judge is probed before grading; None: not probed (--no-probe)"})
+    knowledge_cutoff: str = field(default=PAPER_CUTOFF, metadata={
+        "help": "the answering model's knowledge cutoff, YYYY-MM-DD, stated by dated-boolean "
+                "(--knowledge-cutoff)"})
+    today: str | None = field(default=None, metadata={
+        "help": "today's date as dated-boolean states it, YYYY-MM-DD; None: today's (--today)"})
+    context_tokens: int = field(default=8192, metadata={
+        "help": "the answering model's context window; retrieved text is cut to fit "
+                "(--context-tokens)"})
+    index: IndexConfig | None = field(default=None, metadata={
+        "help": "the retrieval index of the systems that retrieve; None: the defaults, stored "
+                "in .index beside the run directory (--index-dir, --chunk-size, --top-k, ...)"})
+    max_cost: float | None = field(default=None, metadata={
+        "help": "stop making new calls once the dollars spent plus the calls in flight would "
+                "pass this many USD; the run ends resumable, capped (--max-cost)"})
+    batch: bool = field(default=False, metadata={
+        "help": "send the calls through the OpenAI Batch API first, at half price (--batch)"})
+    batch_poll: float | None = field(default=None, metadata={
+        "help": "first wait in seconds between polls of a batch; None: 5 (--batch-poll)"})
+    config: Path | None = field(default=None, metadata={
+        "help": "TOML file with role endpoints, [prices] and [systems]; None: ./freshrag.toml "
+                "if there is one (--config)"})
+
+    def __post_init__(self) -> None:
+        _whole("limit", self.limit, 1, None, optional=True)
+        _whole("concurrency", self.concurrency, 1, MAX_CONCURRENCY)
+        _whole("seed", self.seed, 0, MAX_SEED)
+        _whole("context_tokens", self.context_tokens, 1, 10_000_000)
+        _date("knowledge_cutoff", self.knowledge_cutoff)
+        if self.today is not None:
+            _date("today", self.today)
+        for name, value in (("max_cost", self.max_cost), ("batch_poll", self.batch_poll)):
+            if value is not None and not (_number(value) and value >= 0 and math.isfinite(value)):
+                raise InputError(f"RunOptions.{name}: expected a number >= 0, got {value!r:.80}")
+        if not isinstance(self.scorers, tuple) or not all(
+                isinstance(name, str) for name in self.scorers):
+            raise InputError(f"RunOptions.scorers: expected a tuple of scorers' names (of "
+                             f"freshrag.SCORERS) or specs (FILE.py:NAME, MODULE:NAME), got "
+                             f"{self.scorers!r:.200}")
+        for name, kind in (("probe", ProbeSettings), ("index", IndexConfig), ("config", Path)):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), kind):
+                raise InputError(f"RunOptions.{name}: expected a {kind.__name__} or None, got "
+                                 f"{type(getattr(self, name)).__name__}")
+
+    def config_file(self) -> Path | None:
+        """The TOML file the run reads: `config`, else ./freshrag.toml if it exists."""
+        return self.config or (DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None)
+
+
+def run_options(options: RunOptions | None, values: Mapping[str, Any]) -> RunOptions:
+    """`options` with `values` (RunOptions' fields by name) over it; an unknown name is refused."""
+    known = {f.name for f in fields(RunOptions)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise InputError(f"unknown run option(s) {unknown}; RunOptions has: {', '.join(known)}")
+    if options is not None and not isinstance(options, RunOptions):
+        raise InputError(f"options: expected a RunOptions, got {type(options).__name__}")
+    base = {f.name: getattr(options, f.name) for f in fields(RunOptions)} if options else {}
+    if isinstance(values.get("scorers"), list):
+        values = {**values, "scorers": tuple(values["scorers"])}
+    return RunOptions(**{**base, **values})
+
+
+def dataset_of(dataset: Dataset | str | Path | None) -> Dataset:
+    """A loaded dataset, a dataset directory's, or the example dataset shipped with freshrag."""
+    if isinstance(dataset, Dataset):
+        return dataset
+    if dataset is not None and not isinstance(dataset, (str, Path)):
+        raise InputError(f"dataset: expected a Dataset or a dataset directory, got "
+                         f"{type(dataset).__name__}")
+    return load_dataset_dir(Path(dataset) if dataset is not None else example_dir())
+
+
+def settings_of(roles: Roles, config_file: Path | None) -> LLMSettings:
+    """The roles' settings: `roles` as given, over freshrag.toml and the FRESHRAG_* variables."""
+    if isinstance(roles, LLMSettings):
+        return roles
+    if isinstance(roles, CommandLine):
+        return load_settings(config_file, command_line=roles)
+    if isinstance(roles, str):
+        return load_settings(config_file, command_line=CommandLine(
+            model=checked_value("model", roles, "roles")))
+    if roles is not None and not isinstance(roles, Mapping):
+        raise InputError(f"roles: expected LLMSettings, a model's name or a mapping of role to "
+                         f"model, got {type(roles).__name__}")
+    unknown = sorted(set(roles or {}) - set(ROLES))
+    if unknown:
+        raise InputError(f"roles: unknown role(s) {unknown}; roles: {', '.join(ROLES)}")
+    return load_settings(config_file, command_line=CommandLine(role_models=tuple(
+        (role, checked_value("model", model, f"roles[{role!r}]"))
+        for role, model in (roles or {}).items())))
+
+
+def system_sources(systems: Systems, dataset: Dataset | None,
+                   config_file: Path | None) -> list[SystemSource]:
+    """Each system ready to build, named once: specs as --systems takes them (built-in, a file,
+    a module, an entry point, a service of [systems] in `config_file`, an answers file matched to
+    `dataset`), resolved sources, or the caller's own classes, factories and objects."""
+    if isinstance(systems, str):
+        return _specs(systems, dataset, config_file)
+    items = list(systems.items()) if isinstance(systems, Mapping) else \
+        [(None, item) for item in _sequence(systems)]
+    found: dict[str, SystemSource] = {}
+    for name, item in items:
+        sources = (_specs(f"{name}={item}" if name else item, dataset, config_file)
+                   if isinstance(item, str) else [_own(item, name)])
+        for source in sources:
+            if source.name in found:
+                raise InputError(f"systems: two systems named {source.name!r}; name one apart")
+            found[source.name] = source
+    if not found:
+        raise InputError("systems: no system given")
+    return list(found.values())
+
+
+def _specs(specs: str, dataset: Dataset | None, config_file: Path | None) -> list[SystemSource]:
+    services = (services_from(config_table(config_file, "systems"), str(config_file))
+                if config_file else {})
+    return resolve_all(specs, SYSTEMS, services, dataset.questions if dataset else None)
+
+
+def _sequence(systems: Any) -> Iterable[Any]:
+    if isinstance(systems, (list, tuple)):
+        return systems
+    raise InputError(f"systems: expected names, a list of systems or a mapping of name to "
+                     f"system, got {type(systems).__name__}")
+
+
+def _own(item: Any, name: str | None) -> SystemSource:
+    """The caller's own system: a source as given, a class or factory taking the run's
+    SystemContext, or an object that answers already (its calls count only as it returns them)."""
+    if isinstance(item, SystemSource):
+        return item if name in (None, item.name) else replace(item, name=_usable(str(name)))
+    built = not inspect.isclass(item) and callable(getattr(item, "answer", None))
+    if not built and not callable(item):
+        raise InputError(f"systems: {item!r:.80} is neither a system's name, a class or "
+                         f"factory taking the run's SystemContext, nor an object with "
+                         f"answer(question)")
+    code = type(item) if built else item
+    own = getattr(item, "name", None)
+    chosen = _usable(name or (own if isinstance(own, str) else str(getattr(code, "__name__", ""))))
+    if chosen in SYSTEMS and SYSTEMS[chosen] is not item:
+        raise InputError(f"systems: {chosen!r} is a built-in system's name; name yours apart, "
+                         f"in a mapping {{NAME: system}}")
+    return SystemSource(chosen, _answering(item) if built else item, "object", _where(code),
+                        _source_hash(code),
+                        description=(inspect.getdoc(code) or "").split("\n\n")[0])
+
+
+def _usable(name: str) -> str:
+    if not NAME.match(name):
+        raise InputError(f"systems: {name!r} is not a usable name (letters, digits, '_', '.', "
+                         f"'-'; up to 64); name it in a mapping {{NAME: system}}")
+    return name
+
+
+def _answering(system: Any) -> Callable[..., Any]:
+    """A factory that gives the built `system`, saying what it does as the system says."""
+    def factory(context: Any) -> Any:
+        return system
+
+    for flag in ("uses_index", "uses_date"):
+        setattr(factory, flag, bool(getattr(system, flag, False)))
+    return factory
+
+
+def _where(code: Any) -> str:
+    return f"{getattr(code, '__module__', '?')}:{getattr(code, '__qualname__', type(code).__name__)}"
+
+
+def _source_hash(code: Any) -> str | None:
+    """The SHA-256 of the system's source code, so that a resume with changed code is refused;
+    None where Python keeps no source (code typed at a bare interpreter prompt)."""
+    try:
+        return hashlib.sha256(inspect.getsource(code).encode()).hexdigest()
+    except (OSError, TypeError):
+        return None
+
+
+def _whole(name: str, value: Any, low: int, high: int | None, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (
+            high is not None and value > high):
+        bound = f"from {low:,} to {high:,}" if high is not None else f"from {low:,}"
+        raise InputError(f"RunOptions.{name}: expected a whole number {bound}, got {value!r:.80}")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _date(name: str, value: Any) -> None:
+    try:
+        parse_date(value)
+    except ValueError as err:
+        raise InputError(f"RunOptions.{name}: {err}") from None
