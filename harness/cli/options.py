@@ -18,6 +18,7 @@ from typing import Callable, Iterable
 from freshrag.core.config import LOCAL_MODEL, checked_value, header_problem, url_problem
 from freshrag.core.dates import DATE_FORM, parse_date
 from freshrag.core.errors import UserError
+from freshrag.core.runfiles import INDEX_DIR
 from freshrag.core.types import ROLES
 from freshrag.scoring import SCORERS, probes
 from freshrag.systems.retrieval.index import DEFAULT_DIRECTORY, IndexConfig
@@ -32,7 +33,6 @@ MAX_CHUNK = 10_000_000  # characters
 # so that the cache answers them and a seeded endpoint repeats itself.
 DEFAULT_CONCURRENCY = 8
 DEFAULT_SEED = 0
-INDEX_DIR = ".index"  # embedded Qdrant storage beside the run directories, shared by them
 DATASET_ALIAS = "dataset_argument"  # the positional DATASET, an alias of --dataset
 EXAMPLE_DEFAULT = " (default: the example dataset shipped with freshrag)"
 
