@@ -42,25 +42,23 @@ from freshrag.builders.stages import (
     sample_articles,
     titles_path,
 )
-from freshrag.builders.styles import grounded
+from freshrag.builders.styles import DEFAULT_STYLE, STYLES, style_of, takes_labels
 from freshrag.builders.styles.facts import FACTS
 from freshrag.builders.styles.needs import NEEDS_FILE
-from freshrag.builders.styles.statement_questions import CANDIDATES_FILE
-from freshrag.builders.styles.statements import STATEMENTS_FILE, LabelSpec, parse_label_spec
+from freshrag.builders.styles.statements import LabelSpec
 from freshrag.builders.traffic.kinds import CONTROL, add_traffic
 from freshrag.core.config import config_table
 from freshrag.core.jsonl import read_jsonl
 from freshrag.core.manifest import MANIFEST, read_manifest
 from freshrag.core.rundir import LOCK, locked
-from freshrag.core.types import LABELS
 from freshrag.llm.client import LLMClient
 
-# Every file a build may write in its dataset directory, whatever its stages and style:
+# Every file a build may write in its dataset directory, whatever its stages and built-in style:
 # `freshrag build` refuses an input given at one of these paths (core/outputs.py), and the
 # builder tests check every build they run against the list (tests/support/builds.py).
 WRITES = (MANIFEST, LOCK, SAMPLE, SAMPLE_PARTIAL, ARTICLES, RECENCY, QUESTIONS,
           *(titles_path(Path(), stage).name for stage in (*ARTICLE_STAGES, CONTROL)), FACTS,
-          grounded.QUERIES, grounded.FAILED, STATEMENTS_FILE, CANDIDATES_FILE, NEEDS_FILE,
+          *(name for style in STYLES.values() for name in style.files), NEEDS_FILE,
           LABELS_FILE, REPORT_FILE, CHART_FILE)
 
 # The client for the given roles, with the embedded server running if one of them needs it.
@@ -120,7 +118,7 @@ def check_options(source: Source, needs: Path | None, per_need: int | None, styl
         raise BuildError("give either --dump or --wiki-api, not both")
     if per_need and not needs:
         raise BuildError("--per-need caps the questions of --needs; give --needs too")
-    if needs and (style != "creative" or questions_per_article != 1):
+    if needs and (style != DEFAULT_STYLE or questions_per_article != 1):
         raise BuildError("--needs asks one question per need and chunk with its own prompt; "
                          "it takes no --style or --questions-per-article")
     if source.stub_dump and not source.dump:
@@ -129,17 +127,19 @@ def check_options(source: Source, needs: Path | None, per_need: int | None, styl
 
 def label_spec(style: str, labels: LabelSpec | None,
                min_critique: tuple[tuple[str, int], ...]) -> LabelSpec | None:
-    """The statements style's labels (equal shares unless --labels); refused with another style."""
-    if style != "statements":
-        if labels or min_critique:
-            raise BuildError("--labels and --min-critique go with --style statements")
-        return None
-    return labels or parse_label_spec(",".join(f"{label}=0.25" for label in LABELS))
+    """The labels the style aims for (the statements style: equal shares unless --labels);
+    --labels and --min-critique are refused with a style that takes neither."""
+    chosen = style_of(style)
+    if not chosen.takes_labels and (labels or min_critique):
+        raise BuildError(f"--labels and --min-critique go with --style "
+                         f"{' or '.join(takes_labels())}")
+    return chosen.labels(labels)
 
 
 def labelling(label: bool, style: str) -> bool:
-    """Whether the build labels its questions: when asked, and always for the statements style."""
-    return label or style == "statements"
+    """Whether the build labels its questions: when asked, and always for a style whose builds
+    do (the statements style)."""
+    return label or style_of(style).always_labels
 
 
 def stages_to_run(config: BuildConfig, stage: str | None, labelled: bool,

@@ -22,7 +22,7 @@ from freshrag.builders.stages import (
     read_titles,
     titles_path,
 )
-from freshrag.builders.styles import grounded
+from freshrag.builders.styles import grounded, style_of
 from freshrag.builders.styles.facts import fact_counts
 from freshrag.builders.styles.needs import NEEDS_FILE, needs_funnel
 from freshrag.builders.styles.needs import PROMPTS as NEED_PROMPTS
@@ -92,8 +92,7 @@ def update_manifest(config: BuildConfig, source: str | None, cutoff_source: str 
         if role == "builder" or stage == "labels":
             manifest.setdefault("models", {})[role] = llm.settings.role(role).record()
     manifest["prompts"] = PROMPTS | LABEL_PROMPTS | (NEED_PROMPTS if config.needs else {})
-    if config.style == "statements":  # a filter, not a setting: changing it rebuilds, no call
-        manifest["min_critique"] = dict(config.min_critique)
+    manifest.update(style_of(config.style).manifest(config))  # the style's own keys, if any
     manifest["stages"][stage] = {"finished_at": now()}
     manifest["funnel"] = funnel(config.out, config.min_critique)
     version = version_record(config.out, manifest["settings"], config.parent)

@@ -8,11 +8,10 @@
 3. `A_f`: the A_d articles the `builder` model judges to be mostly about events after the cutoff
    (a forced boolean call, temperature 0); an unparseable verdict is `unknown`, excluded and
    counted. One line of `recency.jsonl` per verdict.
-4. Questions about the chosen stage's articles (default A_f), temperature 1, one line of
-   `questions.jsonl` each, tied to the article's title and revision. The `statements` style
-   (label-targeted, with critiques) is builders/styles/statement_questions.py; with `--style
-   grounded`, text forms of SQL queries over the fact table (builders/styles/grounded.py); with
-   `--needs`, questions per information need (builders/styles/needs.py).
+4. Questions about the chosen stage's articles (default A_f), in the build's question style
+   (builders/styles/, docs/building.md#question-styles): the paper's prompt
+   (builders/styles/prompted.py) unless `--style` names another; with `--needs`, questions per
+   information need (builders/styles/needs.py).
 5. Labels (with `--label`, and always for the `statements` style): builders/labels/labeller.py.
 6. Traffic (with `--control` / `--general`): control questions and general queries
    (builders/traffic/kinds.py).
@@ -41,17 +40,15 @@ from freshrag.builders.dated import (
 )
 from freshrag.builders.prompts import (
     ARTICLE_CHARS,
-    QUESTION_MAX_TOKENS,
     RECENCY_MAX_TOKENS,
     RECENCY_TOOL,
-    question_messages,
     recency_messages,
 )
 from freshrag.builders.sources.pages import BuildError, Page, PageSource, Reservoir, classify
-from freshrag.builders.styles import grounded
+from freshrag.builders.styles import DEFAULT_STYLE, grounded, style_of
+from freshrag.builders.styles.base import read_articles
 from freshrag.builders.styles.facts import WikitextSource, facts_stage
 from freshrag.builders.styles.needs import NeedsPlan, generate_need_questions, needs_digest
-from freshrag.builders.styles.statement_questions import build_statement_questions
 from freshrag.builders.styles.statements import LabelSpec
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.files import write_text
@@ -61,16 +58,11 @@ from freshrag.llm.client import ContextTooLong, LLMClient, chat_fitting
 from freshrag.llm.toolcall import ReplyError, tool_arguments
 
 STAGES = ("A_r", "facts", "A_d", "A_f", "questions", "labels", "traffic")  # traffic: builders/traffic/kinds.py
-# The traffic kind and retrieval need, by construction, of questions about each stage's articles
-# (docs/methods.md#retrieval-need-and-deciders); other stages' questions carry neither.
-STAGE_KINDS = {"A_f": {"kind": "fresh", "need": True}, "control": {"kind": "control", "need": False}}
 ARTICLE_STAGES = ("A_r", "A_d", "A_f")  # the stages that end in a title list
 SAMPLE, ARTICLES, RECENCY, QUESTIONS = "sample.jsonl", "articles.jsonl", "recency.jsonl", \
     "questions.jsonl"
 SAMPLE_PARTIAL = SAMPLE + ".partial"  # a dump's reservoir sample, until it has read the dump
-STYLES = ("creative", "recent", "statements", "grounded")
 RECENCY_FUNCTION = RECENCY_TOOL["function"]["name"]
-QUESTION_TRIES = 3  # an empty question is asked again, as a new attempt, up to this many times
 
 
 @dataclass(frozen=True)
@@ -79,7 +71,7 @@ class BuildConfig:
     cutoff: date
     n: int | None = None  # articles in A_r; None takes every article of a dump
     questions_per_article: int = 1
-    style: str = "creative"
+    style: str = DEFAULT_STYLE  # a name of builders/styles (STYLES, or an installed style's)
     questions_from: str = "A_f"
     concurrency: int = 4
     seed: int = 0
@@ -90,7 +82,7 @@ class BuildConfig:
     control: int = 0  # control questions about A_r articles created well before the cutoff
     general: int = 0  # general queries from the shipped list (builders/traffic/kinds.py)
     control_margin_days: int = 365  # "well before": created at least this long before the cutoff
-    # --style grounded: extra templates, the criteria of the text forms, groups at most
+    # the grounded style's: extra templates, the criteria of the text forms, groups at most
     templates: Path | None = None
     criteria: tuple[str, ...] = tuple(grounded.CRITERIA)
     groups: int | None = None
@@ -110,9 +102,7 @@ class BuildConfig:
                 "needs": needs_digest(self.needs) if self.needs else None,
                 "per_need": self.per_need, "control": self.control,
                 "general": self.general, "control_margin_days": self.control_margin_days,
-                **({"templates": self.templates and str(self.templates),
-                    "criteria": list(self.criteria), "groups": self.groups}
-                   if self.style == "grounded" else {}),
+                **style_of(self.style).settings(self),
                 **({"created": self.months.text(), "per_month": self.per_month,
                     "after": self.months.after} if self.months else {})}
 
@@ -246,7 +236,7 @@ def classify_recency(llm: LLMClient, config: BuildConfig) -> list[str]:
     if titles_path(out, "A_f").exists():
         return read_titles(out, "A_f")
     a_d = read_titles(out, "A_d")
-    articles = _articles(out)
+    articles = read_articles(out)
     done = {row["title"]: row for row in read_jsonl(out / RECENCY)}
     writer = JsonlWriter(out / RECENCY)
     cutoff = config.cutoff.isoformat()
@@ -285,13 +275,6 @@ def recency_request(title: str, text: str, cutoff: str) -> dict[str, Any]:
                 temperature=0.0, tool_choice=RECENCY_FUNCTION, max_tokens=RECENCY_MAX_TOKENS)
 
 
-def question_request(title: str, text: str, style: str, cutoff: str,
-                     attempt: int) -> dict[str, Any]:
-    """The question writer's call (also what `build --dry-run` counts)."""
-    return dict(messages=question_messages(title, text, style, cutoff), temperature=1.0,
-                max_tokens=QUESTION_MAX_TOKENS, attempt=attempt)
-
-
 def parse_verdict(response: LLMResponse) -> tuple[bool | str, str | None]:
     """True/False from a `report_recency` call, or (`unknown`, why)."""
     try:
@@ -307,79 +290,13 @@ def parse_verdict(response: LLMResponse) -> tuple[bool | str, str | None]:
 
 
 def generate_questions(llm: LLMClient, config: BuildConfig) -> int:
-    """`questions_per_article` questions for each article of `questions_from`; returns how many
-    exist. Sample i of an article is its own cache entry (attempt i), so resuming never repeats
-    a call. An empty reply is asked again at once as a new attempt (i + k * questions_per_article,
-    which no other sample uses), `QUESTION_TRIES` times in all; the client does not cache empty
-    replies, so a question still missing is asked again when the build resumes."""
-    out = config.out
-    titles = read_titles(out, config.questions_from)
+    """The questions about each article of `questions_from`, written by the build's style (or,
+    with `--needs`, per information need); returns how many exist. Resumable as every stage."""
+    titles = read_titles(config.out, config.questions_from)
     if config.needs:
-        return generate_need_questions(llm, out, config.questions_from, titles, NeedsPlan(
+        return generate_need_questions(llm, config.out, config.questions_from, titles, NeedsPlan(
             config.needs, config.per_need, config.seed), config.concurrency)
-    if config.style == "grounded":
-        return grounded.grounded_questions(llm, config, titles)
-    articles = _articles(out)
-    if config.style == "statements":
-        return build_statement_questions(llm, out, titles, articles, config)
-    done = {row["id"] for row in read_jsonl(out / QUESTIONS)}
-    todo = [(position, title, i) for position, title in enumerate(titles)
-            for i in range(config.questions_per_article)
-            if _question_id(config, position, i) not in done]
-    writer = JsonlWriter(out / QUESTIONS)
-    cutoff = config.cutoff.isoformat()
-    per_article = config.questions_per_article
-
-    def ask(item: tuple[int, str, int]) -> bool:
-        position, title, i = item
-        article = articles[title]
-        content, fitted, question = article["content"][:ARTICLE_CHARS], None, ""
-        for attempt in range(i, i + QUESTION_TRIES * per_article, per_article):
-            try:  # a try again sends the article as far as the first had to cut it
-                fitted = chat_fitting(llm, "builder", content, lambda text: question_request(
-                    title, text, config.style, cutoff, attempt),
-                    halved=fitted.halvings if fitted else 0)
-            except ContextTooLong:
-                break
-            content, response = content[:fitted.chars], fitted.response
-            question = clean_question(response.text or "")
-            if question:
-                break
-        if not question:
-            return False  # counted in the manifest as missing; a resume asks again
-        writer.write({"id": _question_id(config, position, i), "title": title,
-                      "question": question, "revision_id": article.get("revision_id"),
-                      "generator": response.model, "style": config.style,
-                      "stage": config.questions_from, "cutoff": cutoff,
-                      "created": article.get("created"), "month": article.get("month"),
-                      **STAGE_KINDS.get(config.questions_from, {}), "usage": _usage(response)})
-        return True
-
-    try:
-        map_with_progress(ask, todo, config.concurrency, desc="questions", unit="question")
-    finally:
-        writer.close()
-    return len(read_jsonl(out / QUESTIONS))
-
-
-def clean_question(text: str) -> str:
-    """The question the model wrote, without a `Question:` label or surrounding quotes."""
-    lines = [line.strip().strip("\"'“”").strip() for line in text.splitlines()]
-    lines = [line for line in lines if line]
-    if not lines:
-        return ""
-    line = next((line for line in lines if line.endswith("?")), lines[0])
-    if line.lower().startswith("question:"):
-        line = line[len("question:"):].strip().strip("\"'“”").strip()
-    return line
-
-
-def _question_id(config: BuildConfig, position: int, i: int) -> str:
-    return f"{config.questions_from}-{position:05d}-{i}"
-
-
-def _articles(out: Path) -> dict[str, dict[str, Any]]:
-    return {row["title"]: row for row in read_jsonl(out / ARTICLES)}
+    return style_of(config.style).write_questions(llm, config, titles)
 
 
 def _usage(response: LLMResponse) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from typing import Any
 
 from freshrag.builders.prompts import FORM_MAX_TOKENS, GROUNDED_PROMPT, WRITE_QUESTION_TOOL
 from freshrag.builders.sources.pages import BuildError
+from freshrag.builders.styles.base import Articles, Config, Plain, Walk
 from freshrag.builders.styles.facts import FACTS, closing_db
 from freshrag.builders.styles.templates import (
     KINDS,
@@ -36,7 +37,6 @@ from freshrag.core.concurrency import map_with_progress
 from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
 from freshrag.core.reference import matches
 from freshrag.core.types import LLM, LLMResponse
-from freshrag.llm.client import LLMClient
 from freshrag.llm.toolcall import ReplyError, tool_arguments
 
 QUERIES, FAILED = "queries.jsonl", "forms-failed.jsonl"
@@ -56,10 +56,37 @@ CRITERIA = {
 }
 
 
+class Grounded(Plain):
+    """The style object (builders/styles/base.py): its settings are `--templates`, `--criteria`
+    and `--groups`; it writes the text forms of the groups about each article."""
 
-def grounded_questions(llm: LLMClient, config: Any, titles: list[str]) -> int:
-    """The questions stage with `--style grounded` (`config`: freshrag.builders.stages.BuildConfig) for the
-    articles `titles`; returns how many text forms exist."""
+    name = "grounded"
+    description = "text forms of SQL queries over the articles' infobox facts"
+    files = (QUERIES, FAILED)
+
+    def settings(self, config: Config) -> dict[str, Any]:
+        return {"templates": config.templates and str(config.templates),
+                "criteria": list(config.criteria), "groups": config.groups}
+
+    def write_questions(self, llm: LLM, config: Config, titles: list[str]) -> int:
+        return grounded_questions(llm, config, titles)
+
+    def walk(self, config: Config, titles: list[str], articles: Articles, done: set[str],
+             known: bool) -> Walk:
+        forms = grounded_forms(config, titles, done)
+
+        def run(llm: LLM, position: int, title: str, label: bool) -> None:
+            for query, criterion in forms.get(title, []):
+                write_form(llm, query, criterion)
+        return run
+
+
+GROUNDED = Grounded()
+
+
+def grounded_questions(llm: LLM, config: Config, titles: list[str]) -> int:
+    """The questions stage with `--style grounded` for the articles `titles`; returns how many
+    text forms exist."""
     if not (config.out / FACTS).exists():
         raise BuildError(f"{config.out}: stage facts has not finished; run it first "
                          f"(freshrag build --stage facts ...)")
@@ -107,7 +134,28 @@ def _select(queries: list[Query], titles: set[str], groups: int | None, seed: in
     return {query.group for query in ordered[:groups]}
 
 
-def write_forms(llm: LLMClient, out: Path, queries: list[Query], criteria: tuple[str, ...],
+def grounded_forms(config: Config, titles: list[str], done: set[str]
+                   ) -> dict[str, list[tuple[Query, str]]]:
+    """For `build --dry-run`: per gold article, the (query, criterion) forms not written yet, of
+    the groups queries.jsonl keeps (or would keep, chosen without writing it)."""
+    if not (config.out / FACTS).exists():
+        raise BuildError(f"{config.out}: facts is not built yet, so there is nothing to count: "
+                         f"build --stage facts first (it makes no LLM call), then --dry-run again")
+    if (config.out / QUERIES).exists():
+        kept = write_queries(config.out, titles, config.templates, config.groups, config.seed)
+    else:
+        queries, groups = fill_queries(config.out, titles, config.templates, config.groups,
+                                       config.seed)
+        kept = [query for query in queries if query.group in groups]
+    forms: dict[str, list[tuple[Query, str]]] = {}
+    for query in kept:
+        for criterion in config.criteria:
+            if form_id(query, criterion) not in done:
+                forms.setdefault(query.gold_title, []).append((query, criterion))
+    return forms
+
+
+def write_forms(llm: LLM, out: Path, queries: list[Query], criteria: tuple[str, ...],
                 concurrency: int) -> int:
     """One text form per (group, criterion) not written yet; returns how many exist."""
     done = {row["id"] for row in read_jsonl(out / "questions.jsonl")}

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.builders.forced import TRIES, forced_call, text_field, usage_record
-from freshrag.builders.labels.labeller import LABELS_FILE, latest_records
+from freshrag.builders.labels.labeller import LABELS_FILE, Item, label_one, latest_records
 from freshrag.builders.labels.prompts import (
     QUESTION_PROMPT,
     QUESTION_TOOL,
@@ -28,18 +28,55 @@ from freshrag.builders.labels.prompts import (
 )
 from freshrag.builders.prompts import article_text
 from freshrag.builders.styles import critiques
-from freshrag.builders.styles.statements import STATEMENTS_FILE, Slot, extract, pick_statement, plan
+from freshrag.builders.styles.base import Articles, Config, Plain, Walk, read_articles
+from freshrag.builders.styles.statements import (
+    STATEMENTS_FILE,
+    LabelSpec,
+    Slot,
+    extract,
+    parse_label_spec,
+    pick_statement,
+    plan,
+)
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
-from freshrag.core.types import ARTICLE_CHARS, LLM
+from freshrag.core.types import ARTICLE_CHARS, LABELS, LLM
 
 CANDIDATES_FILE = "candidates.jsonl"
 QUESTION_MAX_TOKENS = 128
 QUESTION_TEMPERATURE = 1.0  # as the paper's question writer: varied wording across samples
 
 
+class Statements(Plain):
+    """The style object (builders/styles/base.py): its builds always label their questions,
+    `--labels` (equal shares of the four by default) and `--min-critique` are its options."""
+
+    name = "statements"
+    description = "label-targeted from extracted statements, critiqued, labelled"
+    files = (STATEMENTS_FILE, CANDIDATES_FILE)
+    always_labels = True
+    takes_labels = True
+
+    def labels(self, given: LabelSpec | None) -> LabelSpec | None:
+        return given or parse_label_spec(",".join(f"{label}=0.25" for label in LABELS))
+
+    def manifest(self, config: Config) -> dict[str, Any]:
+        return {"min_critique": dict(config.min_critique)}  # a filter: changing it rebuilds
+
+    def write_questions(self, llm: LLM, config: Config, titles: list[str]) -> int:
+        return build_statement_questions(llm, config.out, titles, read_articles(config.out),
+                                         config)
+
+    def walk(self, config: Config, titles: list[str], articles: Articles, done: set[str],
+             known: bool) -> Walk:
+        return StatementsWalk(config, titles, articles).run
+
+
+STATEMENTS = Statements()
+
+
 def build_statement_questions(llm: LLM, out: Path, titles: list[str],
-                              articles: dict[str, dict[str, Any]], config: Any) -> int:
+                              articles: dict[str, dict[str, Any]], config: Config) -> int:
     """Statements, candidates and `questions.jsonl` for `titles`; returns the questions kept.
     `config` is the build's BuildConfig (labels, seed, thresholds, concurrency)."""
     slots = plan(titles, config.labels, config.questions_per_article, config.seed,
@@ -79,7 +116,7 @@ def _statements(llm: LLM, out: Path, titles: list[str], articles: dict[str, dict
 
 
 def write_candidate(llm: LLM, slot: Slot, article: dict[str, Any], record: dict[str, Any],
-                    config: Any) -> dict[str, Any]:
+                    config: Config) -> dict[str, Any]:
     """One slot's candidate line: the question, its statement and critique, or why it failed."""
     content = article["content"][:ARTICLE_CHARS]
     row: dict[str, Any] = {
@@ -163,3 +200,34 @@ def statements_funnel(out: Path, thresholds: tuple[tuple[str, int], ...]) -> dic
             "dropped": dict(Counter(reason for row in written
                                     if (reason := drop_reason(row, thresholds)))),
             "requested": dict(Counter(row["requested_label"] for row in candidates))}
+
+
+class StatementsWalk:
+    """What the style still asks about each article of `titles`, for `build --dry-run`: the
+    statement extraction (unless `statements.jsonl` has it), then each of its slots without a
+    line in `candidates.jsonl`: the question, its critique, and the labeller's label for a
+    question the critique keeps. Walked through the functions above, so a made-up reply's lists
+    (empty, or a few items long) decide which later calls happen: the range."""
+
+    def __init__(self, config: Config, titles: list[str], articles: Articles):
+        self.config, self.articles = config, articles
+        self.records = {row["title"]: row for row in read_jsonl(config.out / STATEMENTS_FILE)}
+        done = {row["id"] for row in read_jsonl(config.out / CANDIDATES_FILE)}
+        self.slots: dict[str, list[Slot]] = {}
+        for slot in plan(titles, config.labels, config.questions_per_article, config.seed,
+                         config.questions_from):
+            self.slots.setdefault(slot.title, []).append(slot)
+        self.todo = {title: [slot for slot in slots if slot.id not in done]
+                     for title, slots in self.slots.items()}
+
+    def run(self, llm: LLM, position: int, title: str, label: bool) -> None:
+        """One article's calls, as the live build makes them (every statements build labels its
+        questions, `label` or not)."""
+        if title not in self.slots:
+            return
+        article = self.articles[title]
+        record = self.records.get(title) or extract(llm, title, article["content"])
+        for slot in self.todo[title]:
+            row = write_candidate(llm, slot, article, record, self.config)
+            if row["status"] == "ok" and drop_reason(row, self.config.min_critique) is None:
+                label_one(llm, Item(slot.id, title, row["question"]), article["content"])

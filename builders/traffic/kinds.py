@@ -11,7 +11,7 @@
   them with its no-article prompt (harness/scoring/judge.py).
 
 The fresh questions of the `questions` stage carry `kind: fresh`, `need: true` when they are
-about A_f (builders/stages.py, STAGE_KINDS). The stage resumes like the others: control titles
+about A_f (builders/styles/prompted.py, STAGE_KINDS). The stage resumes like the others: control titles
 are fixed in `control.txt` once chosen, and questions already written are not asked again.
 `manifest.json` gets a `traffic` record: counts per kind, the cutoff and the margin.
 """

@@ -1,7 +1,7 @@
-"""Loading a user's code by name, for every kind of thing a user may plug in (a system,
-docs/own-system.md; a scorer, docs/scoring.md#your-own-scorer; a question style,
-docs/building.md#question-styles): an attribute named by a file (`path/to/file.py:NAME`) or a
-module (`package.module:NAME`), or registered by an installed package under an entry-point group.
+"""Loading a user's own code by name: a system (docs/own-system.md), a scorer
+(docs/scoring.md#your-own-scorer) or a question style (docs/building.md#question-styles) given
+as an attribute of a file (`path/to/file.py:NAME`) or a module (`package.module:NAME`), or
+registered by an installed package under an entry-point group.
 
 What is loaded carries its identity: where it came from, a SHA-256 of the file that defines it
 and the version of the package that ships it, so that a run can record it and refuse to resume

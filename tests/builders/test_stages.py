@@ -18,12 +18,12 @@ from freshrag.builders.stages import (
     BuildConfig,
     BuildError,
     classify_recency,
-    clean_question,
     filter_created,
     generate_questions,
     read_titles,
     sample_articles,
 )
+from freshrag.builders.styles.prompted import clean_question
 from freshrag.core.dataset import load_dataset_dir
 from freshrag.core.jsonl import read_jsonl
 from freshrag.llm.client import ContextTooLong

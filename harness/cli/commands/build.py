@@ -11,7 +11,8 @@ import argparse
 from pathlib import Path
 
 from freshrag.builders.sources.mediawiki import WIKIPEDIA_API
-from freshrag.builders.stages import ARTICLE_STAGES, STAGES, STYLES, BuildConfig
+from freshrag.builders.stages import ARTICLE_STAGES, STAGES, BuildConfig
+from freshrag.builders.styles import DEFAULT_STYLE, STYLES, Choices
 from freshrag.builders.styles.critiques import parse_thresholds
 from freshrag.builders.styles.grounded import CRITERIA
 from freshrag.builders.styles.statements import parse_label_spec
@@ -110,10 +111,10 @@ def _question_options(p: argparse._ArgumentGroup) -> None:
                    "have finished); default: every stage not finished yet")
     p.add_argument("--questions-per-article", type=whole(1, 100), default=1,
                    help="questions written per article (default: %(default)s)")
-    p.add_argument("--style", choices=STYLES, default="creative", help="question prompt: "
-                   "creative (the paper's), recent (about facts after the cutoff; harder) or "
-                   "statements (label-targeted from extracted statements, critiqued, labelled) or "
-                   "grounded (text forms of SQL queries over the articles' infobox facts)")
+    styles = [f"{name} ({style.description})" for name, style in STYLES.items()]
+    p.add_argument("--style", choices=Choices(), default=DEFAULT_STYLE, help="question prompt: "
+                   f"{', '.join(styles[:-1])} or {styles[-1]}; or an installed package's "
+                   "(docs/building.md#question-styles)")
     p.add_argument("--labels", type=parse_label_spec, help="statements style: questions per "
                    "label over the set, as counts (fact_single=4,summary=4,reasoning=4,"
                    "unanswerable=2) or shares (fact_single=0.5,summary=0.5) of --questions-per-"

@@ -1,0 +1,111 @@
+"""What a question style offers the build (docs/building.md#question-styles): one object per
+style, listed in `STYLES` (builders/styles/__init__.py), that the stages, the manifest, the dry
+run and `freshrag build` ask instead of testing the style's name.
+
+A style object has a `name` (`--style NAME`, recorded in the dataset's settings), a
+`description` (its words in `--style`'s help), `files` (what it may write in the dataset
+directory besides the stages' own), `always_labels` (its builds label every question),
+`takes_labels` (it takes `--labels` and `--min-critique`), and four methods:
+
+- `labels(given)`: the labels to aim for (`--labels`, or the style's default), or None;
+- `settings(config)`: the settings it adds to the dataset's (a build into the directory with
+  other values is refused); `manifest(config)`: other keys it keeps in the manifest;
+- `write_questions(llm, config, titles)`: stage 4 for the articles `titles`, resumably; how
+  many questions exist;
+- `walk(config, titles, articles, done, known)`: for `build --dry-run`, a function making one
+  article's calls (`walk(llm, position, title, label)`) as the live stage would, through a
+  planner that answers them with made-up replies (harness/cost/build_estimate.py). `done` holds
+  the ids of questions.jsonl; `known` says whether `titles` are final (else a question
+  written before may be about another article at the same position).
+
+A style lives below the stages (builders/stages.py imports the registry), so it imports none of
+them: `config` is the build's BuildConfig, read through `Config`, the fields a style may read.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+from freshrag.core.jsonl import read_jsonl
+from freshrag.core.types import LLM
+
+if TYPE_CHECKING:
+    from freshrag.builders.styles.statements import LabelSpec
+
+ARTICLES, QUESTIONS = "articles.jsonl", "questions.jsonl"  # the dataset's files (core/dataset.py)
+
+
+class Config(Protocol):
+    """What a style reads of the build's BuildConfig (builders/stages.py: each field's meaning)."""
+
+    @property
+    def out(self) -> Path: ...
+    @property
+    def cutoff(self) -> date: ...
+    @property
+    def questions_per_article(self) -> int: ...
+    @property
+    def questions_from(self) -> str: ...
+    @property
+    def concurrency(self) -> int: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def labels(self) -> LabelSpec | None: ...
+    @property
+    def min_critique(self) -> tuple[tuple[str, int], ...]: ...
+    @property
+    def templates(self) -> Path | None: ...
+    @property
+    def criteria(self) -> tuple[str, ...]: ...
+    @property
+    def groups(self) -> int | None: ...
+
+
+# One article's calls for the dry run: (llm, position in `titles`, title, whether labelled).
+Walk = Callable[[LLM, int, str, bool], None]
+Articles = dict[str, dict[str, Any]]
+
+
+class Style(Protocol):
+    name: str
+    description: str
+    files: tuple[str, ...]
+    always_labels: bool
+    takes_labels: bool
+
+    def labels(self, given: LabelSpec | None) -> LabelSpec | None: ...
+
+    def settings(self, config: Config) -> dict[str, Any]: ...
+
+    def manifest(self, config: Config) -> dict[str, Any]: ...
+
+    def write_questions(self, llm: LLM, config: Config, titles: list[str]) -> int: ...
+
+    def walk(self, config: Config, titles: list[str], articles: Articles, done: set[str],
+             known: bool) -> Walk: ...
+
+
+class Plain:
+    """The defaults of a style that needs nothing beyond its questions: no files of its own, no
+    labels, no settings; a style class may derive from it and override what it needs."""
+
+    files: tuple[str, ...] = ()
+    always_labels = False
+    takes_labels = False
+
+    def labels(self, given: LabelSpec | None) -> LabelSpec | None:
+        return None
+
+    def settings(self, config: Config) -> dict[str, Any]:
+        return {}
+
+    def manifest(self, config: Config) -> dict[str, Any]:
+        return {}
+
+
+def read_articles(out: Path) -> Articles:
+    """The dataset's articles by title."""
+    return {row["title"]: row for row in read_jsonl(out / ARTICLES)}
