@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator
 from freshrag.core.dataset import Dataset
 from freshrag.core.errors import UserError
 from freshrag.core.manifest import read_manifest
+from freshrag.core.records import Manifest, SampleRow
 from freshrag.core.samples import SAMPLES, read_samples, sample_row
 from freshrag.core.types import (
     LLM,
@@ -71,8 +72,8 @@ class RunPlan:
                 + score_jobs(self.scores, self.scorers, self.dataset.articles))
 
 
-def make_plan(dataset: Dataset, config: RunConfig, rows: list[dict[str, Any]],
-              manifest: dict[str, Any] | None) -> RunPlan:
+def make_plan(dataset: Dataset, config: RunConfig, rows: list[SampleRow],
+              manifest: Manifest | None) -> RunPlan:
     """The plan of `config` over the run directory's `rows` and its manifest (None: new)."""
     finished = {(row["question_id"], row["system"]) for row in rows if row["status"] == "ok"}
     pairs = [(q, name) for q in dataset.questions[:config.limit] for name in config.systems
@@ -146,7 +147,7 @@ STOPS = (EndpointUnreachable, BudgetExceeded, CacheError, Pending, CallShapeExce
 
 
 def answer_and_grade(dataset: Dataset, question: Question, name: str, system: System,
-                     llm: CallRecorder) -> dict[str, Any]:
+                     llm: CallRecorder) -> SampleRow:
     """One pair's row; `system` must call `llm` too, so that its calls are recorded."""
     started = time.monotonic()
     answer = grade = answered = None

@@ -21,6 +21,7 @@ from freshrag.core.dataset import Dataset
 from freshrag.core.files import write_json
 from freshrag.core.jsonl import JsonlWriter, ResultsError, RowTooLong, now
 from freshrag.core.manifest import check_resumable, read_manifest, write_manifest
+from freshrag.core.records import Manifest, SampleRow
 from freshrag.core.rundir import check_kind, check_same_run, locked
 from freshrag.core.runfiles import PROBES as PROBES_FILE
 from freshrag.core.samples import SAMPLES, answer_tokens, read_samples, sample_row
@@ -48,7 +49,7 @@ PACKAGES = ("freshrag", "openai", "tiktoken", "tenacity", "tqdm", "matplotlib", 
 
 def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
         prompts: dict[str, str], retriever: Retriever | None = None,
-        embed: Embed | None = None, light: bool = False) -> list[dict[str, Any]]:
+        embed: Embed | None = None, light: bool = False) -> list[SampleRow]:
     """Run what the run's plan (harness/run/plan.py) says is left: the judge probes, every
     unfinished pair, then the scorers beyond the judge (`embed`: the embeddings role, for
     answer-relevance), holding the run directory; return all its rows (`light`: read as a report
@@ -90,13 +91,13 @@ def _answer_pairs(plan: RunPlan, systems: dict[str, System], recorder: CallRecor
     writer = JsonlWriter(config.out / SAMPLES)
     dataset = plan.dataset
 
-    def run_pair(pair: tuple[Question, str]) -> dict[str, Any]:
+    def run_pair(pair: tuple[Question, str]) -> SampleRow:
         row = answer_and_grade(dataset, pair[0], pair[1], systems[pair[1]], recorder)
         try:
             writer.write(row)
         except RowTooLong as err:  # its calls or details: the pair fails, without them
-            row = sample_row(dataset.name, pair[0], pair[1], None, None, [], row["latency_s"],
-                             error=f"its row was not kept: {err}")
+            row = sample_row(dataset.name, pair[0], pair[1], None, None, [],
+                             row["latency_s"] or 0.0, error=f"its row was not kept: {err}")
             writer.write(row)
         return row
 
@@ -145,7 +146,7 @@ class _RunningTotals:
     def __init__(self) -> None:
         self.input = self.output = self.failed = 0
 
-    def __call__(self, row: dict[str, Any]) -> str:
+    def __call__(self, row: SampleRow) -> str:
         spent_input, spent_output = answer_tokens(row)
         self.input += spent_input
         self.output += spent_output
@@ -155,7 +156,7 @@ class _RunningTotals:
 
 
 def _start_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
-                    prompts: dict[str, str], retriever: Retriever | None) -> dict[str, Any]:
+                    prompts: dict[str, str], retriever: Retriever | None) -> Manifest:
     previous = read_manifest(config.out)
     manifest = _checked_manifest(dataset, config, llm, factories, prompts,
                                  retriever.record() if retriever else None, previous)
@@ -166,7 +167,7 @@ def _start_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, factori
 
 def _checked_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
                       prompts: dict[str, str], index: dict[str, Any] | None,
-                      previous: dict[str, Any] | None) -> dict[str, Any]:
+                      previous: Manifest | None) -> Manifest:
     """The manifest this run would write, after refusing a directory it must not write."""
     check_kind(config.out, previous, "run")
     date_systems = {name for name, factory in factories.items() if uses_date(factory)}
@@ -180,8 +181,8 @@ def _checked_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, facto
 
 
 def _manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, prompts: dict[str, str],
-              index: dict[str, Any] | None, previous: dict[str, Any],
-              date_systems: set[str]) -> dict[str, Any]:
+              index: dict[str, Any] | None, previous: Manifest,
+              date_systems: set[str]) -> Manifest:
     # The date a dated system stated stays recorded while the systems run now state none.
     dated_now = bool(date_systems & set(config.systems))
     dated_before = bool(date_systems & set(previous.get("systems", [])))
