@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 from freshrag.core.config import LLMSettings
 from freshrag.core.dataset import Dataset
+from freshrag.core.records import SampleRow
 from freshrag.core.rundir import RUN_ROLES
 from freshrag.cost.budget import BATCH_DISCOUNT, Budget
 from freshrag.cost.estimate import (
@@ -54,7 +55,7 @@ def dry_run(dataset: Dataset, config: RunConfig, settings: LLMSettings, cache_pa
                   f"every decision for it with every list {MADE_UP_ITEMS} items long")
 
 
-def dry_run_score(run_dir: Path, rows: list[dict[str, Any]], names: tuple[str, ...],
+def dry_run_score(run_dir: Path, rows: list[SampleRow], names: tuple[str, ...],
                   articles: dict[str, Any], repeats: int, settings: LLMSettings,
                   cache_path: Path | None, seed: int | None,
                   prices: dict[str, tuple[float, float]], batch: bool, concurrency: int) -> str:
