@@ -10,7 +10,7 @@ import contextlib
 import functools
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, ContextManager
+from typing import Callable, ContextManager
 
 from freshrag.builders.labels.labeller import LABELS_FILE, label_dataset
 from freshrag.builders.labels.report import (
@@ -50,6 +50,7 @@ from freshrag.builders.traffic.kinds import CONTROL, add_traffic
 from freshrag.core.config import config_table
 from freshrag.core.jsonl import read_jsonl
 from freshrag.core.manifest import MANIFEST, read_manifest
+from freshrag.core.records import Manifest
 from freshrag.core.rundir import LOCK, locked
 from freshrag.llm.client import LLMClient
 
@@ -159,12 +160,14 @@ def stages_to_run(config: BuildConfig, stage: str | None, labelled: bool,
 
 
 def build(config: BuildConfig, stages: tuple[str, ...], source: Source,
-          cutoff_source: str | None, open_llm: OpenLLM, labelled: bool) -> dict[str, Any]:
+          cutoff_source: str | None, open_llm: OpenLLM, labelled: bool) -> Manifest:
     """Run `stages` in order, holding the directory, each recorded in the manifest as it
     finishes and said in a line; the manifest at the end."""
     sampled = titles_path(config.out, "A_r").exists()
     roles = ("builder", "labeller") if labelled else ("builder",)
-    llm = sampler = manifest = None
+    llm: LLMClient | None = None
+    sampler: PageSource | None = None
+    manifest: Manifest | None = None
     with contextlib.ExitStack() as stack:
         stack.enter_context(locked(config.out))  # one build of a directory at a time
         for stage in stages:
@@ -182,9 +185,11 @@ def build(config: BuildConfig, stages: tuple[str, ...], source: Source,
                                  extract_facts(page_source, config).items())
             else:
                 done = _run_stage(stage, config, llm)
-            manifest = update_manifest(config, page_source and page_source.description,
+            manifest = update_manifest(config, page_source.description if page_source else None,
                                        cutoff_source, llm, stage)
             say(f"{stage}: {done}")
+    if manifest is None:
+        raise BuildError("no stage to run")
     return manifest
 
 
@@ -193,13 +198,19 @@ def _run_stage(stage: str, config: BuildConfig, llm: LLMClient | None) -> str:
     if stage == "A_d":
         return f"{len(filter_created(config))} articles"
     if stage == "A_f":
-        return f"{len(classify_recency(llm, config))} articles"
+        return f"{len(classify_recency(_model(llm), config))} articles"
     if stage == "labels":  # a critique threshold may have dropped every question
-        return label_and_report(llm, config.out, config.concurrency, None) \
+        return label_and_report(_model(llm), config.out, config.concurrency, None) \
             if read_jsonl(config.out / "questions.jsonl") else "no questions to label"
     if stage == "questions":
-        return f"{generate_questions(llm, config)} questions"
+        return f"{generate_questions(_model(llm), config)} questions"
     return add_traffic(llm, config) or "no control or general questions asked for"
+
+
+def _model(llm: LLMClient | None) -> LLMClient:
+    if llm is None:  # build() opens the model before any stage that calls it
+        raise BuildError("this stage needs the builder model")
+    return llm
 
 
 def label_and_report(llm: LLMClient, directory: Path, concurrency: int,

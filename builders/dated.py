@@ -197,14 +197,15 @@ def sample_dump_by_month(source: PageSource, files: SampleFiles, months: MonthRa
     from tqdm import tqdm
 
     wanted = months.months()
-    reservoirs = {month: Reservoir(per_month, _month_rng(seed, month)) for month in wanted}
+    reservoirs: dict[str, Reservoir[Page]] = {month: Reservoir(per_month, _month_rng(seed, month))
+                                              for month in wanted}
     partial = files.partial
     partial.unlink(missing_ok=True)
     discards = JsonlWriter(partial)
     try:
         for page in tqdm(source.pages(set()), desc="A_r (reading the whole dump)", unit="page"):
             month, why = _dump_month(classify(page), months, wanted)
-            if why is not None:
+            if why is not None or month is None:
                 discards.write({"title": page.title, "discard": why, "month": month})
                 continue
             if (left := reservoirs[month].offer(page)) is not None:

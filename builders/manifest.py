@@ -30,6 +30,7 @@ from freshrag.builders.styles.statement_questions import CANDIDATES_FILE, statem
 from freshrag.builders.versions import version_record
 from freshrag.core.jsonl import now, read_jsonl
 from freshrag.core.manifest import read_manifest, write_manifest
+from freshrag.core.records import Manifest
 from freshrag.core.types import UNKNOWN
 from freshrag.llm.client import LLMClient
 
@@ -79,17 +80,17 @@ def funnel(out: Path, min_critique: tuple[tuple[str, int], ...] = ()) -> dict[st
 
 
 def update_manifest(config: BuildConfig, source: str | None, cutoff_source: str | None,
-                    llm: LLMClient | None, stage: str) -> dict[str, Any]:
+                    llm: LLMClient | None, stage: str) -> Manifest:
     """Record a finished stage and the funnel; refuse to mix settings within one dataset."""
-    manifest = read_manifest(config.out) or {"created_at": now(), "stages": {}}
+    manifest: Manifest = read_manifest(config.out) or {"created_at": now(), "stages": {}}
     check_settings(config)
     manifest["settings"] = config.settings()
     if source is not None:
         manifest["source"] = source
     if cutoff_source is not None:
         manifest["cutoff_source"] = cutoff_source
-    for role in ("builder", "labeller") if llm is not None else ():
-        if role == "builder" or stage == "labels":
+    for role in ("builder", "labeller"):
+        if llm is not None and (role == "builder" or stage == "labels"):
             manifest.setdefault("models", {})[role] = llm.settings.role(role).record()
     manifest["prompts"] = PROMPTS | LABEL_PROMPTS | (NEED_PROMPTS if config.needs else {})
     manifest.update(style_of(config.style).manifest(config))  # the style's own keys, if any

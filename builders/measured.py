@@ -27,6 +27,7 @@ from freshrag.core.errors import UserError
 from freshrag.core.files import replacing
 from freshrag.core.jsonl import now, replace_jsonl
 from freshrag.core.manifest import MANIFEST, read_manifest, write_manifest
+from freshrag.core.records import Manifest, SampleRow
 from freshrag.core.samples import SAMPLES, read_samples
 
 KNOWN_AT = 4  # truthfulness from which an answer counts as known (as the report's share)
@@ -60,7 +61,7 @@ def measure(dataset: Dataset, run_dir: Path, system: str = SYSTEM,
             known_at: int = KNOWN_AT) -> Measured:
     """Which questions of `dataset` the run's `system` answered below `known_at` (kept)."""
     rows = _system_rows(run_dir, system)
-    manifest = read_manifest(run_dir) or {}
+    manifest: Manifest = read_manifest(run_dir) or {}
     matched_by = _check_same_dataset(dataset, run_dir, manifest, rows)
     by_id = {row["question_id"]: row for row in rows}
     verdicts: dict[str, list[str]] = {name: [] for name in
@@ -71,19 +72,19 @@ def measure(dataset: Dataset, run_dir: Path, system: str = SYSTEM,
                     matched_by=matched_by)
 
 
-def _verdict(row: dict[str, Any] | None, known_at: int) -> str:
+def _verdict(row: SampleRow | None, known_at: int) -> str:
     if row is None:
         return "not_in_run"
     if row["status"] == "failed":
         return "failed"
     grade = row["grade"]
-    if grade is None or grade.get("unscored_reason") is not None \
-            or grade.get("truthfulness") is None:
+    truthfulness = grade and grade.get("truthfulness")
+    if grade is None or grade.get("unscored_reason") is not None or truthfulness is None:
         return "unscored"
-    return "known" if grade["truthfulness"] >= known_at else "kept"
+    return "known" if truthfulness >= known_at else "kept"
 
 
-def _system_rows(run_dir: Path, system: str) -> list[dict[str, Any]]:
+def _system_rows(run_dir: Path, system: str) -> list[SampleRow]:
     """The run's rows of `system`, or the reason there are none."""
     if not (run_dir / SAMPLES).is_file():
         raise MeasuredError(f"{run_dir}: no {SAMPLES}; is this a run directory?")
@@ -96,8 +97,8 @@ def _system_rows(run_dir: Path, system: str) -> list[dict[str, Any]]:
     return mine
 
 
-def _check_same_dataset(dataset: Dataset, run_dir: Path, manifest: dict[str, Any],
-                        rows: list[dict[str, Any]]) -> str:
+def _check_same_dataset(dataset: Dataset, run_dir: Path, manifest: Manifest,
+                        rows: list[SampleRow]) -> str:
     """How the run was matched to the dataset: the questions file's SHA-256 the run recorded,
     else every answered question found in the dataset with the same text (a set labelled
     since, or a run imported without hashes); refused otherwise."""
@@ -117,7 +118,7 @@ def _check_same_dataset(dataset: Dataset, run_dir: Path, manifest: dict[str, Any
     return "question ids"
 
 
-def _answer_model(run_dir: Path, manifest: dict[str, Any], rows: list[dict[str, Any]],
+def _answer_model(run_dir: Path, manifest: Manifest, rows: list[SampleRow],
                   system: str) -> str | None:
     """The one model that answered the rows (their calls, or an import's `models`), else the
     run manifest's answer role; rows from two models are refused: their grades measure two."""

@@ -4,6 +4,7 @@ Recorded in the dataset's manifest, so that a dataset says how it was made."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from freshrag.core.types import (
     ARTICLE_CHARS,  # title + text handed to the classifier, as in the paper
@@ -21,7 +22,7 @@ RECENCY_PROMPT = (
     "information in it concerns events after {cutoff}, false otherwise."
 )
 
-RECENCY_TOOL = {
+RECENCY_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "report_recency",
@@ -61,7 +62,7 @@ GROUNDED_PROMPT = (
     "never state the answer. {instruction} Call the function write_question with the question."
 )
 
-WRITE_QUESTION_TOOL = {
+WRITE_QUESTION_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "write_question",

@@ -140,13 +140,15 @@ def sample_articles(source: PageSource | None, config: BuildConfig) -> list[str]
         raise BuildError(f"{out}: stage A_r has not finished and no source was given")
     out.mkdir(parents=True, exist_ok=True)
     if config.months is not None:
+        if config.per_month is None:
+            raise BuildError("--created needs --per-month N (articles sampled per month)")
         sample = sample_wiki_by_month if source.random_order else sample_dump_by_month
         kept = sample(source, SampleFiles(out / SAMPLE, out / ARTICLES, out / SAMPLE_PARTIAL),
                       config.months, config.per_month, config.seed)
         write_titles(out, "A_r", kept)
         return kept
     if config.n is not None and not source.random_order:
-        return _reservoir_sample(source, config)
+        return _reservoir_sample(source, config, config.n)
     examined = {row["title"]: row for row in read_jsonl(out / SAMPLE)}
     kept = [row["title"] for row in read_jsonl(out / ARTICLES)]
     samples, articles = JsonlWriter(out / SAMPLE), JsonlWriter(out / ARTICLES)
@@ -174,13 +176,13 @@ def sample_articles(source: PageSource | None, config: BuildConfig) -> list[str]
     return kept
 
 
-def _reservoir_sample(source: PageSource, config: BuildConfig) -> list[str]:
+def _reservoir_sample(source: PageSource, config: BuildConfig, n: int) -> list[str]:
     """A uniform random sample of `n` articles from a dump in one pass (Algorithm R), holding
     only the sample in memory; discards stream to a partial file. Written when the dump has been
     read to its end."""
     from tqdm import tqdm
 
-    reservoir: Reservoir[Page] = Reservoir(config.n, random.Random(config.seed))
+    reservoir: Reservoir[Page] = Reservoir(n, random.Random(config.seed))
     partial = config.out / SAMPLE_PARTIAL
     partial.unlink(missing_ok=True)
     discards = JsonlWriter(partial)
@@ -242,6 +244,7 @@ def classify_recency(llm: LLMClient, config: BuildConfig) -> list[str]:
     cutoff = config.cutoff.isoformat()
 
     def judge(title: str) -> dict[str, Any]:
+        row: dict[str, Any]
         try:
             fitted = chat_fitting(llm, "builder", articles[title]["content"][:ARTICLE_CHARS],
                                   lambda text: recency_request(title, text, cutoff))

@@ -90,6 +90,8 @@ def since_range(parent: dict[str, Any], created: MonthRange | None) -> MonthRang
     """From the parent's newest article (exclusive) to --created's end, else this month."""
     end = created.end if created else utc_today().strftime("%Y-%m")
     start = month_of(parent["newest"])
+    if start is None:  # parent_of read it as the newest article's creation time
+        raise BuildError(f"--since {parent['path']}: its newest article has no creation time")
     if end < start:
         raise BuildError(f"--created ends in {end}, before the month of the newest article of "
                          f"--since {parent['path']} ({start})")

@@ -96,7 +96,7 @@ def label_dataset(llm: LLM, directory: Path, concurrency: int) -> list[dict[str,
     # answers, so it gets none
     questions = [q for q in dataset.questions if q.gold_title is not None]
     records = label_questions(
-        llm, [Item(q.id, q.gold_title, q.text) for q in questions],
+        llm, [Item(q.id, q.gold_title, q.text) for q in questions if q.gold_title is not None],
         {title: article.content for title, article in dataset.articles.items()}, path,
         concurrency)
     write_labels(questions_path, {qid: record["label"] for qid, record in records.items()})

@@ -18,7 +18,7 @@ from __future__ import annotations
 import bz2
 import gzip
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Generator, Iterator, cast
 from xml.etree.ElementTree import ParseError
 
 import mwparserfromhell
@@ -52,7 +52,7 @@ class DumpSource:
             raise DumpError(f"{self.path}: expected a MediaWiki XML dump ending in "
                             f"{', '.join(SUFFIXES)}")
 
-    def pages(self, seen: set[str]) -> Iterator[Page]:
+    def pages(self, seen: set[str]) -> Generator[Page, None, None]:
         """Main-namespace pages not in `seen`, in dump order; then a DumpError if it broke."""
         with _open(self.path) as raw:
             stream = _CountingReader(raw)
@@ -116,7 +116,7 @@ def _page(page: Any, base: str | None) -> Page:
             first = (revision.timestamp, revision.parent_id)
         last = revision
     url = _page_url(base, page.title)
-    if last is None:
+    if last is None or first is None:
         return Page(page.title, "", None, None, url, discard=NO_CONTENT)
     timestamp, parent = first
     created = timestamp.long_format() if timestamp is not None and parent is None else None
@@ -177,8 +177,11 @@ def _page_url(base: str | None, title: str) -> str | None:
 
 
 def _open(path: Path) -> IO[bytes]:
-    opener = {".bz2": bz2.open, ".gz": gzip.open}.get(path.suffix, open)
-    return opener(path, "rb")
+    if path.suffix == ".bz2":
+        return bz2.open(path, "rb")
+    if path.suffix == ".gz":  # a GzipFile reads as any binary file does; typeshed says otherwise
+        return cast(IO[bytes], gzip.open(path, "rb"))
+    return open(path, "rb")
 
 
 class _CountingReader:

@@ -8,7 +8,7 @@ import bz2
 import gzip
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Iterable
+from typing import IO, Iterable, cast
 from xml.sax.saxutils import escape
 
 from freshrag.core.files import atomic_open
@@ -52,14 +52,23 @@ def creation_log(pages: Iterable[DumpPage], first_id: int = 1) -> list[LogItem]:
             for i, page in enumerate(pages) if page.revisions]
 
 
+def _compressed(raw: IO[bytes], suffix: str) -> IO[bytes]:
+    """`raw`, written through the compression its file's suffix names (.bz2, .gz), if any."""
+    if suffix == ".bz2":
+        return bz2.open(raw, "wb")
+    if suffix == ".gz":  # a GzipFile writes as any binary file does; typeshed says otherwise
+        return cast(IO[bytes], gzip.open(raw, "wb"))
+    return raw
+
+
 def write_dump(path: Path, pages: Iterable[DumpPage], truncate_at: int | None = None,
                log_items: Iterable[LogItem] = ()) -> Path:
     """Write `pages` (then `log_items`) as an export file, compressed by the suffix (.xml,
     .xml.bz2, .xml.gz). `truncate_at` cuts the uncompressed XML after that many bytes, as a
     broken download would."""
-    compress = {".bz2": bz2.open, ".gz": gzip.open}.get(Path(path).suffix)
+    suffix = Path(path).suffix
     # whole or not at all, and a symbolic link at `path` refused (core/files.py)
-    with atomic_open(path, "wb") as raw, (compress(raw, "wb") if compress else raw) as out:
+    with atomic_open(path, "wb") as raw, _compressed(raw, suffix) as out:
         writer = _Truncating(out, truncate_at)
         writer.write(_HEADER)
         for page in pages:

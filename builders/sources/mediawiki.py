@@ -15,7 +15,7 @@ import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Generator, Iterator
 from urllib.parse import quote, urlsplit
 
 from freshrag.builders.sources.pages import DISAMBIGUATION, REDIRECT, VANISHED, Page
@@ -67,7 +67,7 @@ class MediaWikiSource:
         self.content_requests = 0  # prop=revisions&rvprop=content requests made (the facts stage)
         self.site()  # fail now, naming the URL, if the wiki cannot be reached
 
-    def pages(self, seen: set[str]) -> Iterator[Page]:
+    def pages(self, seen: set[str]) -> Generator[Page, None, None]:
         seen = set(seen)
         idle = 0
         while idle < EXHAUSTED_AFTER:
@@ -109,7 +109,7 @@ class MediaWikiSource:
                            ppprop="disambiguation", tltemplates="|".join(DISAMBIGUATION_TEMPLATES),
                            tllimit=len(DISAMBIGUATION_TEMPLATES), rvdir="newer", rvlimit=1,
                            rvprop="ids|timestamp")
-        info = next(iter(result["query"].get("pages", {}).values()), {})
+        info: dict[str, Any] = next(iter(result["query"].get("pages", {}).values()), {})
         url = _page_url(self.api_url, title)
         if "missing" in info or "invalid" in info or not info.get("revisions"):
             return Page(title, "", None, None, url, discard=VANISHED)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import asdict, dataclass, field
-from typing import Any, Generator, Generic, Protocol, TypeVar
+from typing import Any, Generator, Generic, Iterator, Protocol, TypeVar
 
 from freshrag.core.dates import parse_timestamp
 from freshrag.core.errors import UserError
@@ -90,4 +90,9 @@ class PageSource(Protocol):
     def pages(self, seen: set[str]) -> Generator[Page, None, None]:
         """Main-namespace pages whose titles are not in `seen`, each once, until the source is
         exhausted; the caller stops iterating when it has enough."""
+        ...
+
+    def wikitexts(self, articles: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
+        """(title, wikitext) of the given articles' sampled revisions, for the facts stage
+        (builders/styles/facts.py `WikitextSource`)."""
         ...

@@ -27,7 +27,7 @@ import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import Any, Generator, Iterable, Iterator, TextIO
 
 import mwxml
 from mwxml.element_iterator import ElementIterator
@@ -104,7 +104,7 @@ class SplitDumpSource:
 
     random_order = False
 
-    def __init__(self, paths: list[Path], spool_dir: Path, stubs: list[Path] = (),
+    def __init__(self, paths: list[Path], spool_dir: Path, stubs: Iterable[Path] = (),
                  processes: int = 2):
         self.paths = [Path(p) for p in paths]
         self.stubs = [Path(p) for p in stubs]
@@ -127,7 +127,7 @@ class SplitDumpSource:
             if not wanted:
                 return
 
-    def pages(self, seen: set[str]) -> Iterator[Page]:
+    def pages(self, seen: set[str]) -> Generator[Page, None, None]:
         self.spool.mkdir(parents=True, exist_ok=True)
         context = get_context("spawn")  # no inherited threads or open files in the workers
         with ProcessPoolExecutor(self.processes, mp_context=context) as pool:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from freshrag.core.jsonl import read_jsonl
+from freshrag.core.records import Manifest
 from freshrag.core.types import LLM
 
 if TYPE_CHECKING:
@@ -70,17 +71,22 @@ Articles = dict[str, dict[str, Any]]
 
 
 class Style(Protocol):
-    name: str
-    description: str
-    files: tuple[str, ...]
-    always_labels: bool
-    takes_labels: bool
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def files(self) -> tuple[str, ...]: ...
+    @property
+    def always_labels(self) -> bool: ...
+    @property
+    def takes_labels(self) -> bool: ...
 
     def labels(self, given: LabelSpec | None) -> LabelSpec | None: ...
 
     def settings(self, config: Config) -> dict[str, Any]: ...
 
-    def manifest(self, config: Config) -> dict[str, Any]: ...
+    def manifest(self, config: Config) -> Manifest: ...
 
     def write_questions(self, llm: LLM, config: Config, titles: list[str]) -> int: ...
 
@@ -102,7 +108,7 @@ class Plain:
     def settings(self, config: Config) -> dict[str, Any]:
         return {}
 
-    def manifest(self, config: Config) -> dict[str, Any]:
+    def manifest(self, config: Config) -> Manifest:
         return {}
 
 

@@ -150,7 +150,7 @@ def grounded_forms(config: Config, titles: list[str], done: set[str]
     forms: dict[str, list[tuple[Query, str]]] = {}
     for query in kept:
         for criterion in config.criteria:
-            if form_id(query, criterion) not in done:
+            if query.gold_title is not None and form_id(query, criterion) not in done:
                 forms.setdefault(query.gold_title, []).append((query, criterion))
     return forms
 

@@ -28,7 +28,7 @@ from freshrag.core.concurrency import map_with_progress
 from freshrag.core.errors import UserError
 from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
 from freshrag.core.textfile import lines
-from freshrag.core.types import Article, LLMResponse, Usage
+from freshrag.core.types import LLM, Article, LLMResponse, Usage
 from freshrag.llm.client import EndpointError, EndpointUnreachable, LLMClient
 from freshrag.llm.toolcall import ReplyError, line_of_text, room_for, tool_arguments
 from freshrag.systems.retrieval.index import Chunk, IndexConfig, chunk_articles
@@ -49,7 +49,7 @@ NEED_PROMPT = (
     "people, places or events it is about. If the passage holds nothing for this need, call "
     "submit_question with the question BLANK and an empty answer."
 )
-NEED_TOOL = {
+NEED_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "submit_question",
@@ -185,7 +185,7 @@ def _sample(chunks: list[Chunk], need: str, plan: NeedsPlan) -> list[Chunk]:
     return [chunks[k] for k in sorted(picked)]
 
 
-def ask_need(llm: LLMClient, need: str, text: str) -> dict[str, Any]:
+def ask_need(llm: LLM, need: str, text: str) -> dict[str, Any]:
     """One (need, chunk) pair: the outcome, with every raw reply and the tokens spent. An error
     that no retry mends (a refused request) fails the pair; an unreachable endpoint stops all."""
     raws: list[str | None] = []

@@ -40,6 +40,7 @@ from freshrag.builders.styles.statements import (
 )
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
+from freshrag.core.records import Manifest
 from freshrag.core.types import ARTICLE_CHARS, LABELS, LLM
 
 CANDIDATES_FILE = "candidates.jsonl"
@@ -57,10 +58,10 @@ class Statements(Plain):
     always_labels = True
     takes_labels = True
 
-    def labels(self, given: LabelSpec | None) -> LabelSpec | None:
+    def labels(self, given: LabelSpec | None) -> LabelSpec:
         return given or parse_label_spec(",".join(f"{label}=0.25" for label in LABELS))
 
-    def manifest(self, config: Config) -> dict[str, Any]:
+    def manifest(self, config: Config) -> Manifest:
         return {"min_critique": dict(config.min_critique)}  # a filter: changing it rebuilds
 
     def write_questions(self, llm: LLM, config: Config, titles: list[str]) -> int:
@@ -79,8 +80,8 @@ def build_statement_questions(llm: LLM, out: Path, titles: list[str],
                               articles: dict[str, dict[str, Any]], config: Config) -> int:
     """Statements, candidates and `questions.jsonl` for `titles`; returns the questions kept.
     `config` is the build's BuildConfig (labels, seed, thresholds, concurrency)."""
-    slots = plan(titles, config.labels, config.questions_per_article, config.seed,
-                 config.questions_from)
+    slots = plan(titles, STATEMENTS.labels(config.labels), config.questions_per_article,
+                 config.seed, config.questions_from)
     records = _statements(llm, out, sorted({slot.title for slot in slots}, key=titles.index),
                           articles, config.concurrency)
     done = {row["id"] for row in read_jsonl(out / CANDIDATES_FILE)}
@@ -145,7 +146,7 @@ def write_candidate(llm: LLM, slot: Slot, article: dict[str, Any], record: dict[
     row.update(question_raw=outcome.raw, generator=outcome.calls[-1].model if outcome.calls
                else None, usage=usage_record(outcome.calls))
     if not outcome.ok:
-        failure = "too_long" if outcome.reason.startswith("article ") else "no_question"
+        failure = "too_long" if (outcome.reason or "").startswith("article ") else "no_question"
         return {**row, "failure": failure, "reason": outcome.reason}
     rated = critiques.critique(llm, slot.title, content, outcome.value, row["reference"])
     return {**row, "question": outcome.value, "status": "ok", "critique": rated.value,
@@ -174,7 +175,7 @@ def question_row(candidate: dict[str, Any], label: dict[str, Any] | None) -> dic
                                             "reference", "critique", "revision_id", "generator",
                                             "style", "stage")} | {
         "created": candidate.get("created"), "month": candidate.get("month"),
-        "label": label["label"] if fresh else None}
+        "label": label["label"] if fresh and label is not None else None}
 
 
 def drop_reason(candidate: dict[str, Any], thresholds: tuple[tuple[str, int], ...]) -> str | None:
@@ -214,8 +215,8 @@ class StatementsWalk:
         self.records = {row["title"]: row for row in read_jsonl(config.out / STATEMENTS_FILE)}
         done = {row["id"] for row in read_jsonl(config.out / CANDIDATES_FILE)}
         self.slots: dict[str, list[Slot]] = {}
-        for slot in plan(titles, config.labels, config.questions_per_article, config.seed,
-                         config.questions_from):
+        for slot in plan(titles, STATEMENTS.labels(config.labels), config.questions_per_article,
+                         config.seed, config.questions_from):
             self.slots.setdefault(slot.title, []).append(slot)
         self.todo = {title: [slot for slot in slots if slot.id not in done]
                      for title, slots in self.slots.items()}

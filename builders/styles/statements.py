@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from freshrag.builders.forced import forced_call, text_field, text_list
+from freshrag.builders.forced import Outcome, forced_call, text_field, text_list
 from freshrag.builders.labels.prompts import (
     CONCLUSIONS,
     CONCLUSIONS_PROMPT,
@@ -86,8 +86,8 @@ def parse_label_spec(text: str) -> LabelSpec:
     elif len(set(names)) != len(names):
         problem = "each label at most once"
     else:
-        shares = any(match.group(3) is not None for match in pairs)
-        values = tuple((match.group(1), float(match.group(2))) for match in pairs)
+        shares = any(match.group(3) is not None for match in pairs if match)
+        values = tuple((match.group(1), float(match.group(2))) for match in pairs if match)
         total = sum(value for _, value in values)
         if shares and abs(total - 1) > 1e-6:
             problem = f"shares (numbers with a decimal point) must add up to 1, not {total:g}"
@@ -119,7 +119,8 @@ def plan(titles: list[str], spec: LabelSpec, per_article: int, seed: int,
     totals = spec.totals(per_article * len(titles))
     sequence = [label for label in LABELS for _ in range(totals.get(label, 0))]
     random.Random(seed).shuffle(sequence)
-    slots, seen = [], {}
+    slots: list[Slot] = []
+    seen: dict[tuple[int, str], int] = {}
     for k, label in enumerate(sequence):
         position, index = k % len(titles), k // len(titles)
         nth = seen[position, label] = seen.get((position, label), -1) + 1
@@ -143,12 +144,8 @@ def extract(llm: LLM, title: str, content: str) -> dict[str, Any]:
     for kind, prompt, n in (("summaries", SUMMARIES_PROMPT, SUMMARIES),
                             ("conclusions", CONCLUSIONS_PROMPT, CONCLUSIONS)):
         if facts.ok:
-            steps[kind] = forced_call(
-                llm, "builder", DERIVED_TOOL,
-                lambda _, prompt=prompt, n=n: messages(prompt.format(n=n),
-                                                       facts_user(theme.value, facts.value)),
-                lambda values, n=n: text_list(values, "statements")[:n],
-                max_tokens=MAX_TOKENS[kind])
+            steps[kind] = _derived(llm, kind, prompt.format(n=n), n,
+                                   facts_user(theme.value, facts.value))
     calls = [call for outcome in steps.values() for call in outcome.calls]
     record = {"title": title, "theme": theme.value,
               "model": calls[-1].model if calls else None,
@@ -162,10 +159,19 @@ def extract(llm: LLM, title: str, content: str) -> dict[str, Any]:
     return record
 
 
+def _derived(llm: LLM, kind: str, prompt: str, n: int, user: str) -> Outcome:
+    """Summaries or conclusions, at most `n`, derived from the facts."""
+    return forced_call(llm, "builder", DERIVED_TOOL, lambda _: messages(prompt, user),
+                       lambda values: text_list(values, "statements")[:n],
+                       max_tokens=MAX_TOKENS[kind])
+
+
 def pick_statement(record: dict[str, Any], slot: Slot, seed: int) -> tuple[str | None, str | None]:
     """The statement a slot's question is written from, or (None, why there is none). Questions
     of one label on one article take the statements in turn from a seeded start."""
     kind = KINDS[slot.label]
+    if kind is None:
+        return None, "an unanswerable question is written from no statement"
     pool = record.get(kind) or []
     if not pool:
         step = record["steps"].get(kind) or {}

@@ -47,7 +47,7 @@ DESCRIBE_PROMPT = (
     "share: what these users want to know, general enough to cover every question of the group "
     "and specific enough to tell it apart from other needs. Do not list the questions."
 )
-DESCRIBE_TOOL = {
+DESCRIBE_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "describe_need",
@@ -100,7 +100,8 @@ def read_queries(path: Path) -> list[str]:
 def distinct_queries(queries: list[str]) -> tuple[list[str], list[int]]:
     """Each query once (compared without case), in first-seen order, with how often it came."""
     first: dict[str, int] = {}
-    texts, counts = [], []
+    texts: list[str] = []
+    counts: list[int] = []
     for query in queries:
         key = query.casefold()
         if key not in first:

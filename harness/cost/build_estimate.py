@@ -112,8 +112,9 @@ def written_label_jobs(out: Path, articles: dict[str, dict[str, Any]]) -> list[J
     records = latest_records(out / LABELS_FILE)
 
     def job(item: Item) -> Job:
-        return Job(f"label {item.id}", lambda planner: label_one(
-            planner, item, articles[item.title]["content"]))
+        def run(planner: Planner) -> None:
+            label_one(planner, item, articles[item.title]["content"])
+        return Job(f"label {item.id}", run)
 
     return [job(Item(qid, row["title"], row["question"]))
             for qid, row in question_rows(out / QUESTIONS)

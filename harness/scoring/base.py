@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
+from freshrag.core.records import GradeRecord
 from freshrag.core.types import LLM, Article, LLMResponse, Question
 from freshrag.llm.toolcall import ReplyError, tool_arguments
 
@@ -37,7 +38,7 @@ class ScoreInput:
     answer: str
     context: str | None = None
     article: Article | None = None
-    grade: dict[str, Any] | None = None
+    grade: GradeRecord | None = None
     repeat: int = 0
 
 

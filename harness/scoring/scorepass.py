@@ -25,6 +25,7 @@ from freshrag.core.concurrency import map_with_progress
 from freshrag.core.dataset import DatasetError, load_articles
 from freshrag.core.jsonl import JsonlWriter, ResultsError
 from freshrag.core.manifest import read_manifest
+from freshrag.core.records import SampleRow, ScoreRow
 from freshrag.core.rundir import kind
 from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.core.types import LLM, QUESTION_FIELDS, Article, LLMResponse, Question
@@ -33,7 +34,7 @@ from freshrag.scoring import SCORERS, plugins
 from freshrag.scoring.base import Embed, ScoreInput, Scorer, ScoreResult, unscored
 from freshrag.scoring.store import FINISHED, SCORES, answer_sha256, key, read_scores, score_row
 
-Item = tuple[dict[str, Any], str, int]  # (samples row, scorer name, repeat)
+Item = tuple[SampleRow, str, int]  # (samples row, scorer name, repeat)
 SCORED_KINDS = ("run", "import")  # directories whose answers may be scored
 
 
@@ -65,7 +66,7 @@ def scorer_needs(names: Iterable[str]) -> set[str]:
 
 
 def score_inputs(run_dir: Path, articles: dict[str, Article] | None
-                 ) -> tuple[list[dict[str, Any]], dict[str, Article]]:
+                 ) -> tuple[list[SampleRow], dict[str, Article]]:
     """A directory's rows (each with its dataset's name) and the gold articles: `articles` if
     given, else those of the run's dataset files. An import keeps no articles: none then."""
     manifest = read_manifest(run_dir)
@@ -74,8 +75,9 @@ def score_inputs(run_dir: Path, articles: dict[str, Article] | None
     if kind(manifest) not in SCORED_KINDS:
         raise ScoreError(f"{run_dir}: holds no answers to score (a {kind(manifest)} directory)")
     name = (manifest.get("dataset") or {}).get("name")
-    rows = [{**row, "dataset": row.get("dataset") or name}
-            for row in read_samples(run_dir / SAMPLES)]
+    rows = read_samples(run_dir / SAMPLES)
+    for row in rows:
+        row["dataset"] = row.get("dataset") or name
     files = (manifest.get("dataset") or {}).get("files") or {}
     if articles is None and kind(manifest) == "run" and files.get("articles"):
         try:
@@ -86,7 +88,7 @@ def score_inputs(run_dir: Path, articles: dict[str, Article] | None
     return rows, articles or {}
 
 
-def missing_inputs(rows: list[dict[str, Any]], names: Iterable[str],
+def missing_inputs(rows: list[SampleRow], names: Iterable[str],
                    articles: dict[str, Article]) -> str | None:
     """What the named scorers need that is not there (gold articles), or None. A general query's
     row has no gold article to miss (its `gold_title` is null)."""
@@ -111,7 +113,7 @@ def make_scorers(names: Iterable[str], embed: Embed | None = None) -> dict[str, 
     return made
 
 
-def retrieved_context(row: dict[str, Any]) -> str | None:
+def retrieved_context(row: SampleRow) -> str | None:
     """The text the answer was given from retrieval, or None if the row retrieved nothing."""
     details = row.get("details") or {}
     if isinstance(details.get("context"), str) and details["context"].strip():
@@ -126,16 +128,18 @@ def retrieved_context(row: dict[str, Any]) -> str | None:
     return system.split("\n\n", 1)[1].strip() or None
 
 
-def score_input(row: dict[str, Any], articles: dict[str, Article], repeat: int) -> ScoreInput:
-    question = Question(id=row["question_id"], text=row.get("question") or "",
-                        gold_title=row["gold_title"],
-                        **{name: row.get(name) for name in QUESTION_FIELDS})
+def score_input(row: SampleRow, articles: dict[str, Article], repeat: int) -> ScoreInput:
+    fields: dict[str, Any] = {name: row.get(name) for name in QUESTION_FIELDS}
+    title = row["gold_title"]
+    question = Question(id=row["question_id"], text=row.get("question") or "", gold_title=title,
+                        **fields)
     return ScoreInput(question=question, answer=row.get("answer") or "",
-                      context=retrieved_context(row), article=articles.get(row["gold_title"]),
+                      context=retrieved_context(row),
+                      article=articles.get(title) if title is not None else None,
                       grade=row.get("grade"), repeat=repeat)
 
 
-def pending(run_dir: Path, rows: list[dict[str, Any]], names: Iterable[str],
+def pending(run_dir: Path, rows: list[SampleRow], names: Iterable[str],
             repeats: int) -> list[Item]:
     """The (row, scorer, repeat) not finished yet for the row's current answer."""
     done = {key(s): s["answer_sha256"] for s in read_scores(run_dir) if s["status"] in FINISHED}
@@ -174,7 +178,7 @@ def check_same_models(run_dir: Path, scorers: dict[str, Scorer], llm: LLM) -> No
 
 
 def check_same_code(run_dir: Path, scorers: Iterable[str],
-                    rows: list[dict[str, Any]] | None = None) -> None:
+                    rows: list[ScoreRow] | None = None) -> None:
     """Refuse a pass whose user's scorer is not the code (file hash, package version) that wrote
     the scorer's earlier scores (their `source`), nor a built-in one of the same name."""
     now = {name: plugins.lookup(name) for name in scorers}
@@ -203,7 +207,7 @@ def _said(record: dict[str, Any]) -> str:
         if record.get("version") else f"{record.get('where')} ({code})"
 
 
-def score_rows(run_dir: Path, rows: list[dict[str, Any]], scorers: dict[str, Scorer], llm: LLM,
+def score_rows(run_dir: Path, rows: list[SampleRow], scorers: dict[str, Scorer], llm: LLM,
                articles: dict[str, Article], repeats: int = 1,
                concurrency: int = 8) -> dict[str, Any]:
     """Score what is pending; the caller holds the run directory (harness/core/rundir.py). Returns
@@ -212,7 +216,7 @@ def score_rows(run_dir: Path, rows: list[dict[str, Any]], scorers: dict[str, Sco
     items = pending(run_dir, rows, scorers, repeats)
     writer = JsonlWriter(run_dir / SCORES)
 
-    def one(item: Item) -> dict[str, Any]:
+    def one(item: Item) -> ScoreRow:
         row, name, repeat = item
         written = _score_one(row, scorers[name], name, llm, articles, repeat)
         writer.write(written)
@@ -232,8 +236,8 @@ def score_rows(run_dir: Path, rows: list[dict[str, Any]], scorers: dict[str, Sco
             "by_scorer": counts}
 
 
-def _score_one(row: dict[str, Any], scorer: Scorer, name: str, llm: LLM,
-               articles: dict[str, Article], repeat: int) -> dict[str, Any]:
+def _score_one(row: SampleRow, scorer: Scorer, name: str, llm: LLM,
+               articles: dict[str, Article], repeat: int) -> ScoreRow:
     recorder = Recorder(llm)
     started = time.monotonic()
     try:
@@ -246,7 +250,9 @@ def _score_one(row: dict[str, Any], scorer: Scorer, name: str, llm: LLM,
         result = ScoreResult("failed", reason=str(err))
     written = score_row(row, name, repeat, result, recorder.calls, time.monotonic() - started)
     source = plugins.lookup(name)
-    return written if source.builtin else {**written, "source": source.record()}
+    if not source.builtin:
+        written["source"] = source.record()
+    return written
 
 
 class Recorder:

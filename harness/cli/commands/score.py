@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from freshrag.cli.options import (
     UsageError,
@@ -22,8 +22,10 @@ from freshrag.cli.options import (
 
 if TYPE_CHECKING:
     from freshrag.core.config import LLMSettings
-    from freshrag.core.types import Article
+    from freshrag.core.records import SampleRow
+    from freshrag.core.types import LLM, Article
     from freshrag.cost.budget import Budget
+    from freshrag.llm.client import LLMClient
 
 HELP = "add scorers to a finished or imported run, resumably"
 
@@ -82,7 +84,7 @@ def handle(args: argparse.Namespace) -> int:
     budget = args.max_cost and dry_run.budget(args.max_cost, args.batch, settings, prices,
                                               scorepass.scorer_roles(names))
     counts, capped = _score(args, rows, names, articles, settings, cache, budget)
-    if capped:
+    if counts is None:
         print(f"CAPPED: {capped}; finished scores are kept in scores.jsonl: run the same "
               f"command without --max-cost (or with a higher one) to finish")
         return 3
@@ -92,8 +94,8 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def _score(args: argparse.Namespace, rows: list[dict], names: tuple[str, ...],
-           articles: dict[str, Article] | None, settings: LLMSettings, cache: Path | None,
+def _score(args: argparse.Namespace, rows: list[SampleRow], names: tuple[str, ...],
+           articles: dict[str, Article], settings: LLMSettings, cache: Path | None,
            budget: Budget | None) -> tuple[dict[str, Any] | None, Exception | None]:
     """The pass over the run, holding its directory: the counts, or the cap if it was hit."""
     import contextlib
@@ -105,7 +107,8 @@ def _score(args: argparse.Namespace, rows: list[dict], names: tuple[str, ...],
     from freshrag.scoring import scorepass
 
     with locked(args.run_dir), contextlib.ExitStack() as stack:
-        llm = embed = None
+        llm: LLMClient | None = None
+        embed = None
         todo = scorepass.pending(args.run_dir, rows, names, args.repeats)
         if todo:  # else no server starts
             roles = scorepass.scorer_roles(names)
@@ -114,11 +117,12 @@ def _score(args: argparse.Namespace, rows: list[dict], names: tuple[str, ...],
             llm.gate, embed = budget or None, embed_for(llm, names)
         scorers = scorepass.make_scorers(names, embed)
         try:
-            if todo and args.batch:  # chat calls only: answer-relevance's embeddings stay live
+            if llm is not None and args.batch:  # chat calls only: embeddings stay live
                 scorepass.check_same_models(args.run_dir, scorers, llm)  # before any upload
                 batch.prefill(llm, args.run_dir, plan.score_jobs(todo, names, articles),
                               args.batch_poll or batch.POLL_S, args.concurrency)
-            return scorepass.score_rows(args.run_dir, rows, scorers, llm, articles,
+            # without a model only when nothing is pending: the pass then makes no call
+            return scorepass.score_rows(args.run_dir, rows, scorers, cast("LLM", llm), articles,
                                         args.repeats, args.concurrency), None
         except BudgetExceeded as err:
             return None, err
