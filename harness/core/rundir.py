@@ -109,7 +109,7 @@ def check_kind(run_dir: Path, manifest: Mapping[str, Any] | None, expected: str)
                       f"together)")
 
 
-def identity(manifest: dict[str, Any], date_systems: Iterable[str]) -> dict[str, Any]:
+def identity(manifest: Mapping[str, Any], date_systems: Iterable[str]) -> dict[str, Any]:
     """The settings of a run's manifest that decide its answers, by name. A setting the run does
     not use is absent: the index's while no system retrieved, the date's while no system that
     states it (in `date_systems`) ran; so is one an older manifest did not record."""
@@ -135,7 +135,7 @@ def _pick(values: dict[str, Any], names: Iterable[str], prefix: str = "") -> dic
     return {prefix + name: values[name] for name in names if name in values}
 
 
-def check_same_run(run_dir: Path, previous: dict[str, Any], planned: dict[str, Any],
+def check_same_run(run_dir: Path, previous: Mapping[str, Any], planned: Mapping[str, Any],
                    date_systems: Iterable[str]) -> None:
     """Refuse to resume the run `previous` records with the settings `planned` records. Only
     settings both use are compared: a prompt that is new, or an index that was not used, cannot
