@@ -60,11 +60,6 @@ def scorer_roles(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(plugins.lookup(name).role for name in names))
 
 
-def scorer_needs(names: Iterable[str]) -> set[str]:
-    """What the named scorers need from their caller (`article`, `embeddings`)."""
-    return {need for name in names for need in plugins.lookup(name).needs}
-
-
 def score_inputs(run_dir: Path, articles: dict[str, Article] | None
                  ) -> tuple[list[SampleRow], dict[str, Article]]:
     """A directory's rows (each with its dataset's name) and the gold articles: `articles` if

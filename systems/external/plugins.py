@@ -107,8 +107,7 @@ def resolve(spec: str, builtins: dict[str, Factory],
     `[systems.*]` tables of freshrag.toml), an http(s):// URL, an answers file (`.jsonl` or
     `.csv`, matched to `questions`, the run's dataset), `FILE.py:ATTR`, `MODULE:ATTR`, or the name
     of an installed package's entry point in the `freshrag.systems` group."""
-    name, _, target = spec.partition("=") if "=" in spec.split(":", 1)[0] else ("", "", spec)
-    name, target = name.strip(), target.strip()
+    name, target = plugins.split_name(spec)
     services = services or {}
     if target in builtins:
         if name and name != target:

@@ -19,7 +19,6 @@ from freshrag.scoring.scorepass import (
     make_scorers,
     score_rows,
     scorer_names,
-    scorer_needs,
     scorer_roles,
 )
 from freshrag.scoring.store import read_scores
@@ -80,7 +79,8 @@ def test_named_scorers_are_known_by_name_to_the_whole_pass(my_scorer):
     names = scorer_names(f"judge, mine={my_scorer}:Words,near={my_scorer}:Near")
     assert names == ("judge", "mine", "near")
     assert scorer_roles(names) == ("judge", "scorer")
-    assert scorer_needs(names) == {"article", "embeddings"}
+    assert {need for name in names for need in plugins.lookup(name).needs} == {"article",
+                                                                               "embeddings"}
     made = make_scorers(names, embed=len)
     assert made["near"].embed is len and not hasattr(made["mine"], "embed")
     assert plugins.lookup("judge").factory is SCORERS["judge"]
