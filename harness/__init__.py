@@ -47,6 +47,9 @@ _EXPORTS = {
     "Retriever": "freshrag.core.types",
     "RetrievedChunk": "freshrag.core.types",
     "Grade": "freshrag.core.types",
+    # what a system may declare about itself (docs/own-system.md)
+    "Declarations": "freshrag.core.types",
+    "CallShape": "freshrag.core.types",
     # datasets, runs and reports
     "Dataset": "freshrag.core.dataset",
     "load_dataset": "freshrag.core.dataset",
@@ -71,8 +74,8 @@ _EXPORTS = {
 
 __all__ = [
     "__version__", "System", "SystemContext", "SystemAnswer", "Question", "Article", "LLM",
-    "LLMResponse", "Usage", "Retriever", "RetrievedChunk", "Grade", "Dataset", "load_dataset",
-    "load_dataset_dir", "evaluate", "estimate", "RunOptions", "RunResult", "ProbeSettings",
+    "LLMResponse", "Usage", "Retriever", "RetrievedChunk", "Grade", "Declarations", "CallShape",
+    "Dataset", "load_dataset", "load_dataset_dir", "evaluate", "estimate", "RunOptions", "RunResult", "ProbeSettings",
     "IndexConfig", "LLMSettings", "load_settings", "RunConfig", "run_dataset", "load_runs",
     "summarise", "SYSTEMS", "SCORERS",
 ]
@@ -83,6 +86,8 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from freshrag.core.types import (
         LLM,
         Article,
+        CallShape,
+        Declarations,
         Grade,
         LLMResponse,
         Question,

@@ -20,19 +20,16 @@ from freshrag.core.dates import DATE_FORM, parse_date
 from freshrag.core.errors import UserError
 from freshrag.core.runfiles import INDEX_DIR
 from freshrag.core.types import ROLES
+from freshrag.run.inputs import DEFAULT_CONCURRENCY, DEFAULT_SEED, MAX_CONCURRENCY, MAX_SEED
 from freshrag.scoring import SCORERS, probes
 from freshrag.systems.retrieval.index import DEFAULT_DIRECTORY, IndexConfig
 
-MAX_SEED = 2**31 - 1  # fits every server's seed (llama.cpp's is 32 bits, and -1 means "random")
-# Ranges of the numeric options, stated in their messages.
-MAX_CONCURRENCY = 256  # threads; endpoints rate-limit far below this
+# Ranges of the numeric options, stated in their messages (seed and concurrency: the run's own).
 MAX_QUESTIONS = 1_000_000_000
 MAX_CHUNK = 10_000_000  # characters
 # One default per option for every command. 8 requests in flight suits a remote endpoint (the
 # embedded server queues what its slots cannot take); seed 0 makes a rerun send the same requests,
 # so that the cache answers them and a seeded endpoint repeats itself.
-DEFAULT_CONCURRENCY = 8
-DEFAULT_SEED = 0
 DATASET_ALIAS = "dataset_argument"  # the positional DATASET, an alias of --dataset
 EXAMPLE_DEFAULT = " (default: the example dataset shipped with freshrag)"
 

@@ -38,7 +38,11 @@ from freshrag.systems.retrieval.index import IndexConfig
 PAPER_CUTOFF = "2021-09-30"  # GPT-4-0613's knowledge cutoff, the model of the paper's datasets
 DEFAULT_SYSTEMS = "baseline,oracle,naive,advanced"
 MAX_CONCURRENCY = 256  # threads; endpoints rate-limit far below this
-MAX_SEED = 2**31 - 1  # fits every server's seed (llama.cpp's is 32 bits)
+MAX_SEED = 2**31 - 1  # fits every server's seed (llama.cpp's is 32 bits, and -1 means "random")
+# 8 requests in flight suit a remote endpoint (the embedded server queues what its slots cannot
+# take); seed 0 makes a rerun send the same requests, so that the cache answers them.
+DEFAULT_CONCURRENCY = 8
+DEFAULT_SEED = 0
 
 # A system as a caller may give it: a name or spec as --systems takes it, a resolved source, or
 # the caller's own class, factory (taking the run's SystemContext) or built object.
@@ -60,9 +64,9 @@ class RunOptions:
 
     limit: int | None = field(default=None, metadata={
         "help": "only the first N questions (--limit); None: all of them"})
-    concurrency: int = field(default=8, metadata={
+    concurrency: int = field(default=DEFAULT_CONCURRENCY, metadata={
         "help": "pairs in flight at once; 1 runs serially (--concurrency)"})
-    seed: int = field(default=0, metadata={"help": "seed sent with every LLM request (--seed)"})
+    seed: int = field(default=DEFAULT_SEED, metadata={"help": "seed sent with every LLM request (--seed)"})
     cache: bool = field(default=True, metadata={
         "help": "read and write the response cache beside the run directory (not --no-cache)"})
     scorers: tuple[str, ...] = field(default=("judge",), metadata={
