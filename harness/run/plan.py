@@ -244,8 +244,7 @@ def probe_jobs(dataset: Dataset, settings: ProbeSettings | None) -> list[Job]:
 
     def job(probe: probes.Probe) -> Job:
         def run(planner: Planner) -> None:
-            judge.grade(planner, probe.question, probe.answer,
-                        dataset.gold_article(probe.question))
+            probes.grade_probe(planner, probe, dataset.articles)
         return Job(f"probe {probe.question.id}/{probe.kind}", run)
 
     return [job(probe) for probe in made]

@@ -175,6 +175,12 @@ def _gold(question: Question, articles: dict[str, Article]) -> Article:
     return articles[question.gold_title]
 
 
+def grade_probe(llm: LLM, probe: Probe, articles: dict[str, Article]) -> tuple[Grade, list]:
+    """One probe graded as a run grades an answer: against its question's gold article. The
+    run's probe pass and the walks of its plan (harness/run/plan.py) both grade through this."""
+    return judge.grade(llm, probe.question, probe.answer, _gold(probe.question, articles))
+
+
 def probe_judge(llm: LLM, questions: list[Question], articles: dict[str, Article],
                 k: int = PROBES, seed: int = 0, threshold: float = THRESHOLD,
                 concurrency: int = 4) -> dict[str, Any]:
@@ -187,8 +193,7 @@ def probe_judge(llm: LLM, questions: list[Question], articles: dict[str, Article
 
     def grade(probe: Probe) -> tuple[Probe, Grade, list]:
         try:
-            verdict, calls = judge.grade(llm, probe.question, probe.answer,
-                                         _gold(probe.question, articles))
+            verdict, calls = grade_probe(llm, probe, articles)
         except EndpointUnreachable:
             raise
         except EndpointError as err:  # one refused call leaves its probe unscored, as in a run
