@@ -39,6 +39,7 @@ _EXPORTS = {
     "System": "freshrag.core.types",
     "SystemContext": "freshrag.core.types",
     "SystemAnswer": "freshrag.core.types",
+    "Step": "freshrag.core.types",
     "Question": "freshrag.core.types",
     "Article": "freshrag.core.types",
     "LLM": "freshrag.core.types",
@@ -73,7 +74,7 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "__version__", "System", "SystemContext", "SystemAnswer", "Question", "Article", "LLM",
+    "__version__", "System", "SystemContext", "SystemAnswer", "Step", "Question", "Article", "LLM",
     "LLMResponse", "Usage", "Retriever", "RetrievedChunk", "Grade", "Declarations", "CallShape",
     "Dataset", "load_dataset", "load_dataset_dir", "evaluate", "estimate", "RunOptions", "RunResult", "ProbeSettings",
     "IndexConfig", "LLMSettings", "load_settings", "RunConfig", "run_dataset", "load_runs",
@@ -93,6 +94,7 @@ if TYPE_CHECKING:  # what type checkers and editors see
         Question,
         RetrievedChunk,
         Retriever,
+        Step,
         System,
         SystemAnswer,
         SystemContext,

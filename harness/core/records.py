@@ -44,6 +44,30 @@ class CallRecord(TypedDict, total=False):
     batch: bool
 
 
+class ChunkRecord(TypedDict):
+    """A chunk a search step found (core/types.py RetrievedChunk, without its text)."""
+
+    title: str
+    index: int  # its place in its article: the chunk's id with the title
+    score: float
+
+
+class StepRecord(TypedDict):
+    """One step of an answer's trajectory (`steps[*]`; core/types.py Step as core/steps.py
+    `step_records` writes it). Each field is written; a reader checks those present."""
+
+    kind: Literal["decide", "search", "read", "reason", "answer"]
+    query: NotRequired[str | None]  # a search's query; null for the other kinds
+    retrieved: NotRequired[list[ChunkRecord]]  # what a search found, best first
+    title: NotRequired[str | None]  # the article a read step read whole
+    text: NotRequired[str | None]  # a decision's label, a reasoning step's text, an answer
+    # a search whose query equals an earlier search's in the same answer
+    repeated: NotRequired[bool]
+    calls: NotRequired[int]  # how many of the row's calls the step made
+    usage: NotRequired[dict[str, UsageRecord]]  # per role, summed over the step's calls
+    latency_s: NotRequired[float]  # summed over the step's calls
+
+
 class ContextCut(TypedDict):
     """How the article was halved to fit the judge's window."""
 
@@ -111,6 +135,9 @@ class SampleFields(TypedDict):
     # what the system reports about itself (decision, retrieved chunks, cuts; for a system
     # outside freshrag, `unknown`: what it did not report)
     details: NotRequired[dict[str, Any] | None]
+    # the answer's trajectory, in order (empty when a system outside freshrag reported none);
+    # absent from rows written before it existed
+    steps: NotRequired[list[StepRecord]]
     latency_s: NotRequired[float | None]  # wall time of the pair, the judge included
     # the system's own: what it reported, else the wall time of its `answer`; null when none
     answer_latency_s: NotRequired[float | None]

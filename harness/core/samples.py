@@ -17,9 +17,17 @@ from pathlib import Path
 from typing import Any, Literal, Union, cast, get_args, get_origin, get_type_hints, is_typeddict
 
 from freshrag.core.jsonl import iter_jsonl, now
-from freshrag.core.records import SampleFields, SampleRow
+from freshrag.core.records import SampleFields, SampleRow, StepRecord
 from freshrag.core.runfiles import SAMPLES as SAMPLES
-from freshrag.core.types import Grade, LLMResponse, Question, SystemAnswer, sum_usage_by_role
+from freshrag.core.steps import step_records
+from freshrag.core.types import (
+    STEP_KINDS,
+    Grade,
+    LLMResponse,
+    Question,
+    SystemAnswer,
+    sum_usage_by_role,
+)
 
 
 def sample_row(dataset: str, question: Question, system: str, answer: SystemAnswer | None,
@@ -42,6 +50,7 @@ def sample_row(dataset: str, question: Question, system: str, answer: SystemAnsw
         "grade": asdict(grade) if grade else None,
         "calls": [asdict(call) for call in calls],
         "details": answer.details if answer else {},
+        "steps": step_records(answer.steps) if answer else [],
         "latency_s": round(latency_s, 4),
         "answer_latency_s": None if answer_latency_s is None else round(answer_latency_s, 4),
         "error": error, "finished_at": now(),
@@ -76,11 +85,18 @@ def _light(row: dict[str, Any]) -> SampleRow:
                         for call in row["calls"]]
     retrieved = (row.get("details") or {}).get("retrieved")
     if isinstance(retrieved, list):  # each chunk's text: the viewer's, not a table's
-        row["details"] = {**row["details"], "retrieved": [
-            {key: value for key, value in chunk.items() if key != "text"}
-            if isinstance(chunk, dict) else chunk for chunk in retrieved]}
+        row["details"] = {**row["details"], "retrieved": _without_text(retrieved)}
+    if row.get("steps"):  # freshrag writes steps' chunks without text; a hand-made row may not
+        row["steps"] = [{**step, "retrieved": _without_text(step["retrieved"])}
+                        if isinstance(step.get("retrieved"), list) else step
+                        for step in row["steps"]]
     return cast(SampleRow, _shared_keys({key: value for key, value in row.items()
                                          if value is not None or key in KEPT_WHEN_NULL}))
+
+
+def _without_text(chunks: list[Any]) -> list[Any]:
+    return [{key: value for key, value in chunk.items() if key != "text"}
+            if isinstance(chunk, dict) else chunk for chunk in chunks]
 
 
 def _shared_keys(value: Any) -> Any:
@@ -165,7 +181,8 @@ def sample_problem(row: dict[str, Any]) -> str | None:
     if row["retrievals"] is not None and row["retrievals"] < 0:
         return f"field 'retrievals' must be a count, got {row['retrievals']}"
     return (_usage_problem(row["usage"]) or _grade_problem(row["grade"])
-            or _details_problem(row.get("details"), row.get("calls") or [], row.get("models")))
+            or _details_problem(row.get("details"), row.get("calls") or [], row.get("models"))
+            or _steps_problem(row.get("steps") or []))
 
 
 def _usage_problem(usage: dict[str, Any]) -> str | None:
@@ -210,6 +227,29 @@ def _details_problem(details: dict[str, Any] | None, calls: list[Any],
     return None
 
 
+# A step's fields with their JSON types, from its record (core/records.py StepRecord)
+STEP_FIELDS = {name: _json_types(hint) for name, hint in get_type_hints(StepRecord).items()}
+
+
+def _steps_problem(steps: list[Any]) -> str | None:
+    for i, step in enumerate(steps):
+        if not isinstance(step, dict) or step.get("kind") not in STEP_KINDS:
+            return (f"steps[{i}] must be an object whose kind is one of "
+                    f"{', '.join(STEP_KINDS)}, got {step!r:.80}")
+        for name, types in STEP_FIELDS.items():
+            if name in step and not _is(step[name], types):
+                return f"steps[{i}].{name} must be {_names(types)}, got {step[name]!r:.80}"
+        if not all(isinstance(chunk, dict) and isinstance(chunk.get("title"), str)
+                   and _is(chunk.get("index"), (int,)) and _is(chunk.get("score"), _NUMBER)
+                   for chunk in step.get("retrieved", [])):
+            return (f"steps[{i}].retrieved must be a list of {{\"title\": text, \"index\": "
+                    f"count, \"score\": number}}, got {step['retrieved']!r:.80}")
+        problem = _usage_problem(step.get("usage", {}))
+        if problem:
+            return f"steps[{i}]: {problem}"
+    return None
+
+
 def _is(value: Any, types: tuple[type, ...]) -> bool:
     """isinstance, where a JSON true/false is not a number."""
     return isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
@@ -217,5 +257,5 @@ def _is(value: Any, types: tuple[type, ...]) -> bool:
 
 def _names(types: tuple[type, ...]) -> str:
     words = {str: "text", int: "a whole number", float: "a number", dict: "an object",
-             list: "a list", _NONE: "null"}
+             list: "a list", bool: "true or false", _NONE: "null"}
     return " or ".join(dict.fromkeys(words[t] for t in types))

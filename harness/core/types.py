@@ -27,6 +27,8 @@ WORDING_AXES = {"length": ("short", "long"), "style": ("formal", "casual"),
 # What a model that classifies (the labeller, the recency classifier) is recorded as saying when
 # its reply could not be parsed.
 UNKNOWN = "unknown"
+# The kinds of step in an answer's trajectory (docs/run-format.md#steps)
+STEP_KINDS = ("decide", "search", "read", "reason", "answer")
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,24 @@ class LLM(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Step:
+    """One step of an answer's trajectory (docs/run-format.md#steps), with the calls it made: a
+    step's tokens per role and its latency are its calls'. A call belongs to one step only."""
+
+    kind: str  # one of STEP_KINDS
+    calls: tuple[LLMResponse, ...] = ()
+    query: str | None = None  # what a search searched for
+    retrieved: tuple[RetrievedChunk, ...] = ()  # what a search found, best first
+    title: str | None = None  # the article a read step reads whole
+    text: str | None = None  # a decision's label, a reasoning step's text, an answer's text
+
+    def __post_init__(self) -> None:
+        if self.kind not in STEP_KINDS:  # a user's step: named here, not in a reader's refusal
+            raise ValueError(f"a step's kind must be one of {', '.join(STEP_KINDS)}, "
+                             f"got {self.kind!r:.40}")
+
+
 @dataclass
 class SystemAnswer:
     """A system's answer to one question and everything it spent getting there."""
@@ -130,6 +150,7 @@ class SystemAnswer:
     # The answer's own latency where the system knows it better than freshrag's clock can (an
     # answers file made elsewhere); None: the runner times `answer` itself.
     latency_s: float | None = None
+    steps: list[Step] = field(default_factory=list)  # its trajectory; empty: not reported
 
     def usage_by_role(self) -> dict[str, Usage]:
         return sum_usage_by_role(self.calls)

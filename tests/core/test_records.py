@@ -19,7 +19,7 @@ ACCEPTED = {
     "dataset": (str, NONE), "question_id": (str,), "question": (str,), "gold_title": (str, NONE),
     "system": (str,), "status": (str,), "answer": (str, NONE), "retrievals": (int, NONE),
     "usage": (dict,), "grade": (dict, NONE), "calls": (list,), "details": (dict, NONE),
-    "latency_s": (int, float, NONE), "answer_latency_s": (int, float, NONE),
+    "steps": (list,), "latency_s": (int, float, NONE), "answer_latency_s": (int, float, NONE),
     "error": (str, NONE), "finished_at": (str, NONE),
 }
 
