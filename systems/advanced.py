@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from freshrag.core.types import CallShape, Declarations, Question, SystemAnswer, SystemContext
 from freshrag.systems.prompts import MORE_INFORMATION_QUESTION, MORE_INFORMATION_TOOL
-from freshrag.systems.rag import answer_then_ask, answer_with_chunks, parse_decision, retrieve
+from freshrag.systems.rag import (
+    answer_then_ask,
+    answered,
+    decided,
+    from_steps,
+    parse_decision,
+    search_and_answer,
+)
 
 TOOL_NAME = MORE_INFORMATION_TOOL["function"]["name"]
 
@@ -29,9 +36,9 @@ class Advanced(Declarations):
         decision = parse_decision(asked, TOOL_NAME)
         details = {"decision": decision.label, "decision_raw": decision.raw,
                    "first_answer": first.text}
+        # it answers first, then decides: without retrieval the first answer stands
+        steps = [answered(first), decided(decision.label, asked)]
         if not decision.retrieve:
-            return SystemAnswer(first.text or "", [first, asked], details=details)
-        chunks = retrieve(self.context, question.text)
-        response, retrieved = answer_with_chunks(self.context, question, chunks)
-        return SystemAnswer(response.text or "", [first, asked, response], retrievals=1,
-                            details={**details, **retrieved})
+            return from_steps(steps, details)
+        more, retrieved = search_and_answer(self.context, question, question.text)
+        return from_steps(steps + more, {**details, **retrieved})

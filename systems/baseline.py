@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from freshrag.core.types import CallShape, Declarations, Question, SystemAnswer, SystemContext
 from freshrag.systems.prompts import ANSWER_MAX_TOKENS, answer_messages
+from freshrag.systems.rag import answered, from_steps
 
 
 class Baseline(Declarations):
@@ -14,4 +15,4 @@ class Baseline(Declarations):
 
     def answer(self, question: Question) -> SystemAnswer:
         response = self.llm.chat("answer", answer_messages(question), max_tokens=ANSWER_MAX_TOKENS)
-        return SystemAnswer(text=response.text or "", calls=[response])
+        return from_steps([answered(response)])

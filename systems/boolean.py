@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from freshrag.core.types import CallShape, Declarations, Question, SystemAnswer, SystemContext
+from freshrag.core.types import CallShape, Declarations, Question, Step, SystemAnswer, SystemContext
 from freshrag.systems.prompts import (
     ANSWER_MAX_TOKENS,
     BOOLEAN_PROMPT,
     RETRIEVE_TOOL,
     answer_messages,
 )
-from freshrag.systems.rag import answer_with_chunks, parse_decision, retrieve
+from freshrag.systems.rag import answered, decided, from_steps, parse_decision, search_and_answer
 
 
 class Boolean(Declarations):
@@ -38,13 +38,13 @@ class Boolean(Declarations):
                          tool_choice="auto", max_tokens=ANSWER_MAX_TOKENS)
         decision = parse_decision(first, RETRIEVE_TOOL["function"]["name"])
         details: dict[str, Any] = {"decision": decision.label, "decision_raw": decision.raw}
+        decide = decided(decision.label, first)
         if decision.retrieve:
-            chunks = retrieve(self.context, question.text)
-            response, retrieved = answer_with_chunks(self.context, question, chunks)
-            return SystemAnswer(response.text or "", [first, response], retrievals=1,
-                                details={**details, **retrieved})
+            steps, retrieved = search_and_answer(self.context, question, question.text)
+            return from_steps([decide, *steps], {**details, **retrieved})
         if first.tool_name is None and (first.text or "").strip():
-            return SystemAnswer(first.text or "", [first],
-                                details={**details, "answered_by": "decision"})
+            # the decision's reply is the answer: an answer step of no call of its own
+            return from_steps([decide, Step("answer", text=first.text)],
+                              {**details, "answered_by": "decision"})
         response = llm.chat("answer", answer_messages(question), max_tokens=ANSWER_MAX_TOKENS)
-        return SystemAnswer(response.text or "", [first, response], details=details)
+        return from_steps([decide, answered(response)], details)

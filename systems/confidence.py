@@ -33,7 +33,7 @@ from freshrag.systems.prompts import (
     NEED_TOP_LOGPROBS,
     answer_messages,
 )
-from freshrag.systems.rag import answer_with_chunks, retrieve
+from freshrag.systems.rag import answered, decided, from_steps, search_and_answer
 
 THRESHOLD = 0.5  # retrieve when P(yes) is at least this; the report sweeps the others
 YES, NO = "yes", "no"
@@ -88,9 +88,7 @@ class Confidence(Declarations):
                                    "p_retrieve": probability.value,
                                    "p_unavailable": probability.reason, "threshold": THRESHOLD}
         if label == "retrieve":
-            chunks = retrieve(self.context, question.text)
-            response, retrieved = answer_with_chunks(self.context, question, chunks)
-            return SystemAnswer(response.text or "", [asked, response], retrievals=1,
-                                details={**details, **retrieved})
+            steps, retrieved = search_and_answer(self.context, question, question.text)
+            return from_steps([decided(label, asked), *steps], {**details, **retrieved})
         response = llm.chat("answer", answer_messages(question), max_tokens=ANSWER_MAX_TOKENS)
-        return SystemAnswer(response.text or "", [asked, response], details=details)
+        return from_steps([decided(label, asked), answered(response)], details)

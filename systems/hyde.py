@@ -6,9 +6,9 @@ A passage in the style of the corpus often lands nearer the right chunks than a 
 
 from __future__ import annotations
 
-from freshrag.core.types import CallShape, Declarations, Question, SystemAnswer, SystemContext
+from freshrag.core.types import CallShape, Declarations, Question, Step, SystemAnswer, SystemContext
 from freshrag.systems.prompts import HYDE_MAX_TOKENS, HYDE_PROMPT, answer_messages
-from freshrag.systems.rag import answer_with_chunks, retrieve
+from freshrag.systems.rag import from_steps, search_and_answer
 
 
 class Hyde(Declarations):
@@ -23,7 +23,6 @@ class Hyde(Declarations):
                                         max_tokens=HYDE_MAX_TOKENS)
         # The question first: an embedder that truncates long input still sees it.
         query = f"{question.text}\n{passage.text or ''}".strip()
-        chunks = retrieve(self.context, query)
-        response, retrieved = answer_with_chunks(self.context, question, chunks)
-        return SystemAnswer(response.text or "", [passage, response], retrievals=1,
-                            details={"decision": None, "hypothetical": passage.text, **retrieved})
+        steps, retrieved = search_and_answer(self.context, question, query)
+        return from_steps([Step("reason", (passage,), text=passage.text), *steps],
+                          {"decision": None, "hypothetical": passage.text, **retrieved})

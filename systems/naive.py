@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from freshrag.core.types import CallShape, Declarations, Question, SystemAnswer, SystemContext
-from freshrag.systems.rag import answer_with_chunks, retrieve
+from freshrag.systems.rag import from_steps, search_and_answer
 
 
 class Naive(Declarations):
@@ -14,7 +14,5 @@ class Naive(Declarations):
         self.context = context
 
     def answer(self, question: Question) -> SystemAnswer:
-        chunks = retrieve(self.context, question.text)
-        response, details = answer_with_chunks(self.context, question, chunks)
-        return SystemAnswer(response.text or "", [response], retrievals=1,
-                            details={"decision": None, **details})
+        steps, details = search_and_answer(self.context, question, question.text)
+        return from_steps(steps, {"decision": None, **details})

@@ -14,11 +14,13 @@ from freshrag.core.types import (
     CallShape,
     Declarations,
     Question,
+    Step,
     SystemAnswer,
     SystemContext,
 )
 from freshrag.llm.client import ContextTooLong, chat_fitting
 from freshrag.systems.prompts import ANSWER_MAX_TOKENS, ARTICLE_PROMPT, answer_messages
+from freshrag.systems.rag import answered, from_steps
 
 
 class Oracle(Declarations):
@@ -32,8 +34,7 @@ class Oracle(Declarations):
         if question.gold_title is None:  # a general query: no article to hand over
             response = self.llm.chat("answer", answer_messages(question),
                                      max_tokens=ANSWER_MAX_TOKENS)
-            return SystemAnswer(text=response.text or "", calls=[response],
-                                details={"gold_article": None})
+            return from_steps([answered(response)], {"gold_article": None})
         article = self.articles[question.gold_title]
         try:
             fitted = chat_fitting(self.llm, "answer", article.prompt_text(), lambda text: dict(
@@ -42,5 +43,6 @@ class Oracle(Declarations):
         except ContextTooLong as err:
             raise ContextTooLong(f"gold article {article.title!r} {err}") from None
         cut = len(article.full_text()) > ARTICLE_CHARS
-        return SystemAnswer(text=fitted.response.text or "", calls=[fitted.response],
-                            details={"article_cut": cut, "context_cut": fitted.cut})
+        # reading the article costs no call of its own: the answer's call carries it
+        return from_steps([Step("read", title=article.title), answered(fitted.response)],
+                          {"article_cut": cut, "context_cut": fitted.cut})

@@ -1,5 +1,7 @@
-"""What the retrieving strategies share: answering with retrieved chunks, fitting them into the
-model's context window, and reading a boolean retrieval decision strictly.
+"""What the strategies share: answering with retrieved chunks, fitting them into the model's
+context window, reading a boolean retrieval decision strictly, and the steps of an answer's
+trajectory (docs/run-format.md#steps), from which its calls, retrievals and text follow
+(`from_steps`).
 
 A decision the model did not make usably (no tool call, other tool, arguments that are not
 `{"retrieve": true|false}`) is `none`: the strategy answers without retrieval and the report
@@ -11,7 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from freshrag.core.types import LLM, LLMResponse, Question, RetrievedChunk, SystemContext
+from freshrag.core.types import (
+    LLM,
+    LLMResponse,
+    Question,
+    RetrievedChunk,
+    Step,
+    SystemAnswer,
+    SystemContext,
+)
 from freshrag.llm.tokens import count_text, encoding_for
 from freshrag.llm.toolcall import ReplyError, tool_arguments
 from freshrag.systems.prompts import (
@@ -66,6 +76,34 @@ def retrieve(context: SystemContext, query: str) -> list[RetrievedChunk]:
     if context.retriever is None:
         raise TypeError("a retrieving system was given no retrieval index: declare uses_index")
     return context.retriever.retrieve(query)
+
+
+def search_and_answer(context: SystemContext, question: Question,
+                      query: str) -> tuple[list[Step], dict[str, Any]]:
+    """A search for `query`, then the answer role's reply with its chunks: the two steps, and
+    the details to record about the chunks."""
+    chunks = retrieve(context, query)
+    response, details = answer_with_chunks(context, question, chunks)
+    return [Step("search", query=query, retrieved=tuple(chunks)), answered(response)], details
+
+
+def answered(response: LLMResponse) -> Step:
+    """The answer step of a reply."""
+    return Step("answer", (response,), text=response.text)
+
+
+def decided(label: str, *calls: LLMResponse) -> Step:
+    """The decision step of the calls that made it, with the decision's label."""
+    return Step("decide", calls, text=label)
+
+
+def from_steps(steps: list[Step], details: dict[str, Any] | None = None) -> SystemAnswer:
+    """The answer a trajectory gives: the last answer step's text, every step's calls in order,
+    and one retrieval per search."""
+    text = next((step.text for step in reversed(steps) if step.kind == "answer"), None)
+    return SystemAnswer(text or "", [call for step in steps for call in step.calls],
+                        retrievals=sum(step.kind == "search" for step in steps),
+                        details=details or {}, steps=steps)
 
 
 def answer_with_chunks(context: SystemContext, question: Question,

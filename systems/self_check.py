@@ -22,7 +22,7 @@ from freshrag.core.types import (
 )
 from freshrag.llm.toolcall import ReplyError, tool_arguments
 from freshrag.systems.prompts import SELF_CHECK_QUESTION, SELF_CHECK_TOOL
-from freshrag.systems.rag import answer_then_ask, answer_with_chunks, retrieve
+from freshrag.systems.rag import answer_then_ask, answered, decided, from_steps, search_and_answer
 
 THRESHOLD = 4  # retrieve when the rating is below this (1..3); the report sweeps the others
 TOOL_NAME = SELF_CHECK_TOOL["function"]["name"]
@@ -57,9 +57,9 @@ class SelfCheck(Declarations):
                                    "decision_raw": rated.tool_arguments or rated.text,
                                    "confidence": rating, "threshold": THRESHOLD,
                                    "first_answer": first.text}
+        # as the advanced agent: the first answer, then the rating's decision
+        steps = [answered(first), decided(label, rated)]
         if label != "retrieve":
-            return SystemAnswer(first.text or "", [first, rated], details=details)
-        chunks = retrieve(self.context, question.text)
-        response, retrieved = answer_with_chunks(self.context, question, chunks)
-        return SystemAnswer(response.text or "", [first, rated, response], retrievals=1,
-                            details={**details, **retrieved})
+            return from_steps(steps, details)
+        more, retrieved = search_and_answer(self.context, question, question.text)
+        return from_steps(steps + more, {**details, **retrieved})
