@@ -9,7 +9,15 @@ import pytest
 
 from freshrag.core.dataset import Dataset
 from freshrag.core.samples import read_samples
-from freshrag.core.types import Article, Question, RetrievedChunk, SystemContext, Usage
+from freshrag.core.types import (
+    Article,
+    Question,
+    RetrievedChunk,
+    Step,
+    SystemAnswer,
+    SystemContext,
+    Usage,
+)
 from freshrag.llm.client import EndpointError
 from freshrag.run.runner import CallRecorder, answer_and_grade
 from freshrag.systems import SYSTEMS
@@ -110,3 +118,35 @@ def test_a_run_keeps_the_judge_calls_made_before_the_judge_failed(tmp_path, monk
         assert [c["role"] for c in row["calls"]] == ["answer", "judge"]
         assert row["calls"][1]["tool_arguments"] == '{"truthfulness": 9}'
         assert row["usage"]["judge"]["input"] > 0 and row["usage"]["answer"]["input"] > 0
+
+
+class StepsOfItsOwn:
+    """A user's system that reports its trajectory: two searches of one query, then an answer."""
+
+    def __init__(self, context):
+        self.context = context
+
+    def answer(self, question):
+        chunks = tuple(self.context.retriever.retrieve(question.text))
+        reply = self.context.llm.chat("answer", [{"role": "user", "content": question.text}])
+        return SystemAnswer(reply.text or "", calls=[reply], retrievals=2, steps=[
+            Step("search", query="velmora", retrieved=chunks),
+            Step("search", query="velmora", retrieved=chunks),
+            Step("answer", (reply,), text=reply.text)])
+
+
+def test_a_users_steps_are_written_by_the_runner_and_a_system_without_steps_writes_none():
+    recorder = CallRecorder(ScriptedLLM(["Nine.", GRADE], usage=Usage(40, 3)))
+    system = StepsOfItsOwn(SystemContext(llm=recorder, articles=ARTICLES,
+                                         retriever=FakeRetriever(CHUNKS)))
+    row = answer_and_grade(DATASET, QUESTION, "mine", system, recorder)
+    assert [(s["kind"], s["repeated"]) for s in row["steps"]] == [
+        ("search", False), ("search", True), ("answer", False)]
+    assert row["steps"][2]["usage"] == usage(answer=1) and row["usage"] == usage(answer=1, judge=1)
+    assert pair("baseline", ["Nine.", GRADE])["steps"][0]["usage"] == usage(answer=1)
+
+
+def test_a_pair_whose_judge_fails_keeps_its_answers_steps():
+    row = pair("advanced", ["Maybe.", MORE, "Nine.", DOWN])
+    assert row["status"] == "failed"
+    assert [s["kind"] for s in row["steps"]] == ["answer", "decide", "search", "answer"]
