@@ -23,6 +23,7 @@ from freshrag.scoring.scorepass import (
 )
 from freshrag.scoring.store import read_scores
 from tests.support.fakes import ScriptedLLM
+from tests.support.packages import install_package
 
 MY_SCORER = '''
 """A user's scorer, as a file beside their code."""
@@ -122,13 +123,8 @@ def test_a_module_on_the_path_is_loaded_by_its_dotted_name(tmp_path, monkeypatch
 
 
 def test_an_installed_entry_point_is_a_scorer(tmp_path, monkeypatch):
-    (tmp_path / "plugged_scorer.py").write_text(MY_SCORER, encoding="utf-8")
-    info = tmp_path / "plugged_scorer-1.2.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plugged-scorer\nVersion: 1.2.0\n")
-    (info / "entry_points.txt").write_text(f"[{plugins.ENTRY_POINT_GROUP}]\n"
-                                           f"plugged = plugged_scorer:Words\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    install_package(tmp_path, monkeypatch, "plugged_scorer", MY_SCORER, "1.2.0",
+                    plugins.ENTRY_POINT_GROUP, {"plugged": "plugged_scorer:Words"})
     assert "plugged" in plugins.installed()
     assert scorer_names("plugged") == ("plugged",)
     source = plugins.lookup("plugged")

@@ -6,7 +6,6 @@ dry run use without further code."""
 from __future__ import annotations
 
 import re
-import sys
 from datetime import date
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from freshrag.core.plugins import PluginError
 from freshrag.cost.build_estimate import build_jobs
 from tests import ROOT
 from tests.support.fakes import ScriptedLLM
+from tests.support.packages import install_package
 
 BRIEF = '''
 """Brief questions: one per article, of at most five words."""
@@ -85,14 +85,8 @@ def built_to_a_f(out: Path, titles: tuple[str, ...], **settings) -> BuildConfig:
 @pytest.fixture
 def installed(tmp_path, monkeypatch):
     """brief_style.py installed as pip would: a dist-info with its entry points."""
-    (tmp_path / "brief_style.py").write_text(BRIEF, encoding="utf-8")
-    info = tmp_path / "brief_style-0.1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: brief-style\nVersion: 0.1.0\n")
-    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nbrief = brief_style:BRIEF\n"
-                                           f"broken = brief_style:NOT_A_STYLE\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "brief_style", raising=False)
+    install_package(tmp_path, monkeypatch, "brief_style", BRIEF, "0.1.0", ENTRY_POINT_GROUP,
+                    {"brief": "brief_style:BRIEF", "broken": "brief_style:NOT_A_STYLE"})
 
 
 def test_every_built_in_style_is_an_object_the_build_can_ask():

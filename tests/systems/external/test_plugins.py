@@ -19,6 +19,7 @@ from freshrag.systems.external.plugins import (
     resolve,
 )
 from tests.support.fakes import ScriptedLLM
+from tests.support.packages import install_package
 
 MY_RAG = '''
 """A user's RAG system, as a file beside their code."""
@@ -109,13 +110,8 @@ def test_a_module_on_the_path_is_loaded_by_its_dotted_name(tmp_path, monkeypatch
 def installed_plugin(tmp_path, monkeypatch, target="plugged_rag:MyRag", code=MY_RAG):
     """A package installed the way pip installs one: its module and a dist-info folder with
     entry_points.txt, found by importlib.metadata on sys.path."""
-    (tmp_path / "plugged_rag.py").write_text(code, encoding="utf-8")
-    info = tmp_path / "plugged_rag-2.1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plugged-rag\nVersion: 2.1.0\n")
-    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nplugged = {target}\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "plugged_rag", raising=False)
+    install_package(tmp_path, monkeypatch, "plugged_rag", code, "2.1.0", ENTRY_POINT_GROUP,
+                    {"plugged": target})
 
 
 def test_an_installed_entry_point_is_listed_and_resolved(tmp_path, monkeypatch):
