@@ -26,7 +26,7 @@ from freshrag.core.concurrency import map_with_progress
 from freshrag.core.errors import FreshragError
 from freshrag.core.types import Article, LLMResponse, Usage
 from freshrag.llm.client import EndpointError, LLMClient
-from freshrag.scoring.scorepass import Item, make_scorers, score_input
+from freshrag.scoring.scorepass import Item, checked_score, make_scorers, score_input
 
 # What a caller does with a call the cache cannot answer: return a reply value (as the cache
 # stores them) or raise Pending.
@@ -114,7 +114,7 @@ def score_jobs(items: list[Item], scorers: tuple[str, ...],
     def job(item: Item) -> Job:
         row, name, repeat = item
         def run(planner: Planner) -> None:
-            walkers[name].score(planner, score_input(row, articles, repeat))
+            checked_score(walkers[name], name, planner, score_input(row, articles, repeat))
         return Job(f"{row['question_id']}/{row['system']} {name} #{repeat}", run)
 
     return [job(item) for item in items]

@@ -43,7 +43,13 @@ from freshrag.run.config import RunConfig
 from freshrag.scoring import judge, probes
 from freshrag.scoring.base import Scorer
 from freshrag.scoring.probes import ProbeSettings
-from freshrag.scoring.scorepass import Item, make_scorers, pending, score_input
+from freshrag.scoring.scorepass import (
+    Item,
+    checked_score,
+    make_scorers,
+    pending,
+    score_input,
+)
 
 Factories = dict[str, Callable[[SystemContext], System]]
 MAX_ANSWER_CHARS = 1_000_000  # as the LLM client's MAX_REPLY_CHARS: no answer is longer
@@ -193,8 +199,9 @@ def pair_job(plan: RunPlan, question: Question, name: str,
         bounded.shape = call_shape(system)
         row = answer_and_grade(plan.dataset, question, name, _walked(system), recorder)
         if row["status"] == "ok":
-            for scorer in scorers.values():
-                scorer.score(planner, score_input(row, plan.dataset.articles, 0))
+            for scorer_name, scorer in scorers.items():
+                checked_score(scorer, scorer_name, planner,
+                              score_input(row, plan.dataset.articles, 0))
 
     return Job(f"{question.id}/{name}", run)
 

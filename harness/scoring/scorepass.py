@@ -17,12 +17,15 @@ after the first blank line of the system message (RAG_PROMPT), when the row retr
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 from typing import Any, Iterable
 
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.dataset import DatasetError, load_articles
+from freshrag.core.errors import FreshragError
+from freshrag.core.files import dumps
 from freshrag.core.jsonl import JsonlWriter, ResultsError
 from freshrag.core.manifest import read_manifest
 from freshrag.core.records import SampleRow, ScoreRow
@@ -31,7 +34,7 @@ from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.core.types import LLM, QUESTION_FIELDS, Article, LLMResponse, Question
 from freshrag.llm.client import ContextTooLong, EndpointError, EndpointUnreachable
 from freshrag.scoring import SCORERS, plugins
-from freshrag.scoring.base import Embed, ScoreInput, Scorer, ScoreResult, unscored
+from freshrag.scoring.base import STATUSES, Embed, ScoreInput, Scorer, ScoreResult, unscored
 from freshrag.scoring.store import FINISHED, SCORES, answer_sha256, key, read_scores, score_row
 
 Item = tuple[SampleRow, str, int]  # (samples row, scorer name, repeat)
@@ -236,7 +239,7 @@ def _score_one(row: SampleRow, scorer: Scorer, name: str, llm: LLM,
     recorder = Recorder(llm)
     started = time.monotonic()
     try:
-        result = scorer.score(recorder, score_input(row, articles, repeat))
+        result = checked_score(scorer, name, recorder, score_input(row, articles, repeat))
     except EndpointUnreachable:
         raise
     except ContextTooLong as err:  # will not fit next time either: finished, unscored
@@ -248,6 +251,47 @@ def _score_one(row: SampleRow, scorer: Scorer, name: str, llm: LLM,
     if not source.builtin:
         written["source"] = source.record()
     return written
+
+
+def checked_score(scorer: Scorer, name: str, llm: LLM, item: ScoreInput) -> ScoreResult:
+    """`scorer.score`, with what a scorer's own code (a user's) does wrong made a failed result,
+    never a traceback or a row its readers refuse: an exception of its own (freshrag's, an
+    endpoint's, the budget's or a walk's stop, go on up), or a value no score row can hold. The
+    pass and the walks of a run's plan score through this."""
+    try:
+        result = scorer.score(llm, item)
+    except FreshragError:
+        raise
+    except Exception as err:  # the scorer's own code: this score fails, the pass goes on
+        return ScoreResult("failed", reason=f"scorer {name!r} raised {type(err).__name__}: "
+                                            f"{err}"[:2000])
+    problem = result_problem(result)
+    if problem:
+        return ScoreResult("failed", reason=f"scorer {name!r} returned {problem}"[:2000])
+    return result
+
+
+def result_problem(result: Any) -> str | None:
+    """What keeps `result` from being a ScoreResult that a score row holds, or None."""
+    if not isinstance(result, ScoreResult):
+        return f"a {type(result).__name__}, not a ScoreResult"
+    if result.status not in STATUSES:
+        return f"the status {result.status!r:.40}, not one of {', '.join(STATUSES)}"
+    metrics = result.metrics
+    if not isinstance(metrics, dict) or not all(
+            isinstance(key, str) and isinstance(value, (int, float))
+            and not isinstance(value, bool) and math.isfinite(value)
+            for key, value in metrics.items()):
+        return f"metrics {metrics!r:.80}, not names mapped to finite numbers"
+    if not isinstance(result.reason, (str, type(None))):
+        return f"a reason {result.reason!r:.80}, not text"
+    if not isinstance(result.details, dict):
+        return f"details {result.details!r:.80}, not an object"
+    try:
+        dumps(result.details)
+    except (TypeError, ValueError) as err:  # what the score row's writer would refuse
+        return f"details that JSON cannot hold ({err})"
+    return None
 
 
 class Recorder:

@@ -137,3 +137,73 @@ def test_a_factory_that_fails_names_the_scorer_and_keeps_its_cause(my_scorer):
                                           r"failed: RuntimeError: no config") as caught:
         plugins.resolve(f"{my_scorer}:broken")
     assert isinstance(caught.value.__cause__, RuntimeError)
+
+
+MISBEHAVING = '''
+import math
+from freshrag.scoring.base import ScoreResult
+
+
+class Base:
+    role = "scorer"
+    needs = ()
+    metrics = ("words",)
+
+
+class Raises(Base):
+    name = "raises"
+    def score(self, llm, item):
+        raise LookupError("my index is gone")
+
+
+class NotAResult(Base):
+    name = "not-a-result"
+    def score(self, llm, item):
+        return {"words": 3}
+
+
+class TextMetric(Base):
+    name = "text-metric"
+    def score(self, llm, item):
+        return ScoreResult("scored", {"words": "three"})
+
+
+class NanMetric(Base):
+    name = "nan-metric"
+    def score(self, llm, item):
+        return ScoreResult("scored", {"words": math.nan})
+
+
+class OddStatus(Base):
+    name = "odd-status"
+    def score(self, llm, item):
+        return ScoreResult("great", {"words": 3.0})
+
+
+class SetDetails(Base):
+    name = "set-details"
+    def score(self, llm, item):
+        return ScoreResult("scored", {"words": 3.0}, details={"seen": {1, 2}})
+'''
+
+
+@pytest.mark.parametrize("attribute, reason", [
+    pytest.param("Raises", "raised LookupError: my index is gone", id="raises"),
+    pytest.param("NotAResult", "returned a dict, not a ScoreResult", id="not-a-result"),
+    pytest.param("TextMetric", "not names mapped to finite numbers", id="text-metric"),
+    pytest.param("NanMetric", "not names mapped to finite numbers", id="nan-metric"),
+    pytest.param("OddStatus", "the status 'great'", id="odd-status"),
+    pytest.param("SetDetails", "details that JSON cannot hold", id="set-details"),
+])
+def test_what_a_user_scorer_does_wrong_is_a_failed_score_and_the_pass_goes_on(
+        tmp_path, attribute, reason):
+    bad, good = tmp_path / "misbehaving.py", tmp_path / "words.py"
+    bad.write_text(MISBEHAVING, encoding="utf-8")
+    good.write_text(MY_SCORER, encoding="utf-8")
+    names = scorer_names(f"bad={bad}:{attribute},{good}:Words")
+    counts = score_rows(tmp_path, ROWS, make_scorers(names), ScriptedLLM([]), {})
+    assert counts["by_scorer"] == {"bad": {"failed": 2}, "words": {"scored": 2}}
+    failed = [row for row in read_scores(tmp_path) if row["scorer"] == "bad"]
+    assert len(failed) == 2 and all(
+        row["reason"].startswith("scorer 'bad' ") and reason in row["reason"]
+        and row["metrics"] == {} for row in failed)
