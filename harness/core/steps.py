@@ -10,7 +10,7 @@ from dataclasses import asdict
 from typing import cast
 
 from freshrag.core.records import ChunkRecord, StepRecord
-from freshrag.core.types import Step, sum_usage_by_role
+from freshrag.core.types import LLMResponse, RetrievedChunk, Step, sum_usage_by_role
 
 
 def step_records(steps: list[Step]) -> list[StepRecord]:
@@ -36,3 +36,23 @@ def step_record(step: Step, repeated: bool = False) -> StepRecord:
         "usage": {role: asdict(usage) for role, usage in sum_usage_by_role(list(step.calls)).items()},
         "latency_s": round(sum(call.latency_s for call in step.calls), 4),
     })
+
+
+def steps_problem(steps: object) -> str | None:
+    """What keeps a system's `steps` from being written, or None: a list of `Step`s whose fields
+    hold what their types say. A user's system may return anything; the runner asks this before
+    a row is made of it."""
+    if not isinstance(steps, list):
+        return f"steps that are a {type(steps).__name__}, not a list of Step"
+    for i, step in enumerate(steps):
+        if not isinstance(step, Step):
+            return f"steps[{i}] a {type(step).__name__}, not a Step"
+        for name in ("query", "title", "text"):
+            value = getattr(step, name)
+            if not isinstance(value, (str, type(None))):
+                return f"steps[{i}].{name} {value!r:.80}, not text or None"
+        if not all(isinstance(chunk, RetrievedChunk) for chunk in step.retrieved):
+            return f"steps[{i}].retrieved holding what is not a RetrievedChunk"
+        if not all(isinstance(call, LLMResponse) for call in step.calls):
+            return f"steps[{i}].calls holding what is not an LLMResponse"
+    return None

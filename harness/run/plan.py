@@ -23,6 +23,7 @@ from freshrag.core.errors import UserError
 from freshrag.core.manifest import read_manifest
 from freshrag.core.records import Manifest, SampleRow
 from freshrag.core.samples import SAMPLES, read_samples, sample_row
+from freshrag.core.steps import steps_problem
 from freshrag.core.types import (
     LLM,
     CallShape,
@@ -139,8 +140,9 @@ class CallRecorder:
             self._pair.calls = None
 
 
-class AnswerTooLong(EndpointError):
-    """A system's answer longer than freshrag keeps: the pair fails."""
+class AnswerNotKept(EndpointError):
+    """A system's answer freshrag does not keep (longer than it keeps, or with steps that are
+    not steps): the pair fails, its row without the answer, which its readers would refuse."""
 
 
 class CallShapeExceeded(UserError):
@@ -165,13 +167,15 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
             # own (a LangChain pipeline's) or reported by a system outside freshrag.
             calls += [call for call in answer.calls if not any(call is seen for seen in calls)]
             if len(answer.text or "") > MAX_ANSWER_CHARS:
-                raise AnswerTooLong(f"system {name!r} answered with {len(answer.text):,} "
+                raise AnswerNotKept(f"system {name!r} answered with {len(answer.text):,} "
                                     f"characters, more than the {MAX_ANSWER_CHARS:,} freshrag "
                                     f"keeps of one answer")
+            if problem := steps_problem(answer.steps):
+                raise AnswerNotKept(f"system {name!r} answered with {problem}"[:2000])
             grade, _ = judge.grade(llm, question, answer.text, dataset.gold_article(question))
         except STOPS:
             raise  # no other pair can succeed, be paid for or be kept: the run stops, resumable
-        except AnswerTooLong as err:  # not kept: the row would be refused by its readers
+        except AnswerNotKept as err:  # not kept: the row would be refused by its readers
             return sample_row(dataset.name, question, name, None, None, calls,
                               time.monotonic() - started, error=str(err))
         except EndpointError as err:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from freshrag.core.dataset import Dataset
-from freshrag.core.samples import read_samples
+from freshrag.core.samples import read_samples, sample_problem
 from freshrag.core.types import (
     Article,
     Question,
@@ -150,3 +150,34 @@ def test_a_pair_whose_judge_fails_keeps_its_answers_steps():
     row = pair("advanced", ["Maybe.", MORE, "Nine.", DOWN])
     assert row["status"] == "failed"
     assert [s["kind"] for s in row["steps"]] == ["answer", "decide", "search", "answer"]
+
+
+class OddSteps:
+    """A user's system whose steps are not what `Step` holds."""
+
+    steps: list = []
+
+    def __init__(self, context):
+        self.context = context
+
+    def answer(self, question):
+        return SystemAnswer("Nine.", steps=self.steps)
+
+
+@pytest.mark.parametrize("steps, said", [
+    pytest.param({"kind": "search"}, "steps that are a dict, not a list of Step", id="not-a-list"),
+    pytest.param([{"kind": "search"}], "steps[0] a dict, not a Step", id="a-dict"),
+    pytest.param([Step("search", query=7)], "steps[0].query 7, not text or None", id="query"),
+    pytest.param([Step("search", retrieved=("Velmora",))], "steps[0].retrieved holding",
+                 id="retrieved"),
+    pytest.param([Step("answer", ("Nine.",))], "steps[0].calls holding", id="calls"),
+])
+def test_steps_that_are_not_steps_fail_the_pair_with_a_reason_and_no_row_a_reader_refuses(
+        steps, said):
+    recorder = CallRecorder(ScriptedLLM([GRADE]))
+    system = type("Odd", (OddSteps,), {"steps": steps})(SystemContext(llm=recorder,
+                                                                      articles=ARTICLES))
+    row = answer_and_grade(DATASET, QUESTION, "odd", system, recorder)
+    assert row["status"] == "failed" and row["steps"] == [] and row["answer"] is None
+    assert row["error"].startswith("system 'odd' answered with ") and said in row["error"]
+    assert sample_problem(dict(row)) is None
