@@ -138,6 +138,9 @@ class SampleFields(TypedDict):
     # the answer's trajectory, in order (empty when a system outside freshrag reported none);
     # absent from rows written before it existed
     steps: NotRequired[list[StepRecord]]
+    # why an agent's answer was cut short: "max_steps" or "budget" (docs/methods.md#agents);
+    # null when it answered as it chose, and in rows written before agents existed
+    stopped: NotRequired[Literal["max_steps", "budget"] | None]
     latency_s: NotRequired[float | None]  # wall time of the pair, the judge included
     # the system's own: what it reported, else the wall time of its `answer`; null when none
     answer_latency_s: NotRequired[float | None]

@@ -22,6 +22,7 @@ from freshrag.core.runfiles import SAMPLES as SAMPLES
 from freshrag.core.steps import step_records
 from freshrag.core.types import (
     STEP_KINDS,
+    STOPS,
     Grade,
     LLMResponse,
     Question,
@@ -51,6 +52,7 @@ def sample_row(dataset: str, question: Question, system: str, answer: SystemAnsw
         "calls": [asdict(call) for call in calls],
         "details": answer.details if answer else {},
         "steps": step_records(answer.steps) if answer else [],
+        "stopped": answer.stopped if answer else None,
         "latency_s": round(latency_s, 4),
         "answer_latency_s": None if answer_latency_s is None else round(answer_latency_s, 4),
         "error": error, "finished_at": now(),
@@ -178,6 +180,8 @@ def sample_problem(row: dict[str, Any]) -> str | None:
         return "field 'gold_title' is null, which only a general query (kind 'general') may be"
     if row["status"] not in ("ok", "failed"):
         return f"field 'status' must be 'ok' or 'failed', got {row['status']!r:.80}"
+    if row.get("stopped") not in (None, *STOPS):
+        return f"field 'stopped' must be one of {', '.join(STOPS)} or null, got {row['stopped']!r:.80}"
     if row["retrievals"] is not None and row["retrievals"] < 0:
         return f"field 'retrievals' must be a count, got {row['retrievals']}"
     return (_usage_problem(row["usage"]) or _grade_problem(row["grade"])

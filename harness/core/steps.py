@@ -10,7 +10,7 @@ from dataclasses import asdict
 from typing import cast
 
 from freshrag.core.records import ChunkRecord, StepRecord
-from freshrag.core.types import LLMResponse, RetrievedChunk, Step, sum_usage_by_role
+from freshrag.core.types import STOPS, LLMResponse, RetrievedChunk, Step, sum_usage_by_role
 
 
 def step_records(steps: list[Step]) -> list[StepRecord]:
@@ -36,6 +36,13 @@ def step_record(step: Step, repeated: bool = False) -> StepRecord:
         "usage": {role: asdict(usage) for role, usage in sum_usage_by_role(list(step.calls)).items()},
         "latency_s": round(sum(call.latency_s for call in step.calls), 4),
     })
+
+
+def stopped_problem(stopped: object) -> str | None:
+    """What keeps a system's `stopped` from being written, or None: one of STOPS, or None."""
+    if stopped is None or stopped in STOPS:
+        return None
+    return f"stopped {stopped!r:.80}, not one of {', '.join(STOPS)} or None"
 
 
 def steps_problem(steps: object) -> str | None:

@@ -29,6 +29,10 @@ WORDING_AXES = {"length": ("short", "long"), "style": ("formal", "casual"),
 UNKNOWN = "unknown"
 # The kinds of step in an answer's trajectory (docs/run-format.md#steps)
 STEP_KINDS = ("decide", "search", "read", "reason", "answer")
+# Why an agent's answer was cut short (SystemAnswer.stopped; docs/methods.md#agents)
+STOPS = ("max_steps", "budget")
+DEFAULT_MAX_STEPS = 5  # an agent's most model calls for one answer (--max-steps)
+DEFAULT_TOKEN_BUDGET = 32_000  # an agent's most tokens, in and out, for one answer (--token-budget)
 
 
 @dataclass(frozen=True)
@@ -151,6 +155,9 @@ class SystemAnswer:
     # answers file made elsewhere); None: the runner times `answer` itself.
     latency_s: float | None = None
     steps: list[Step] = field(default_factory=list)  # its trajectory; empty: not reported
+    # why an agent stopped before it chose to answer: "max_steps" (its most calls made) or
+    # "budget" (its tokens for one question spent); None: it answered when it chose to
+    stopped: str | None = None
 
     def usage_by_role(self) -> dict[str, Usage]:
         return sum_usage_by_role(self.calls)
@@ -272,3 +279,7 @@ class SystemContext:
     today: str | None = None
     knowledge_cutoff: str | None = None
     context_tokens: int = 8192  # the answering model's context window, for cutting retrieved text
+    # An agent's bounds for one answer (systems/agent.py): its most model calls, and its most
+    # tokens in and out (None: no bound but the calls')
+    max_steps: int = DEFAULT_MAX_STEPS
+    token_budget: int | None = DEFAULT_TOKEN_BUDGET

@@ -23,7 +23,7 @@ from freshrag.core.errors import UserError
 from freshrag.core.manifest import read_manifest
 from freshrag.core.records import Manifest, SampleRow
 from freshrag.core.samples import SAMPLES, read_samples, sample_row
-from freshrag.core.steps import steps_problem
+from freshrag.core.steps import steps_problem, stopped_problem
 from freshrag.core.types import (
     LLM,
     CallShape,
@@ -170,7 +170,7 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
                 raise AnswerNotKept(f"system {name!r} answered with {len(answer.text):,} "
                                     f"characters, more than the {MAX_ANSWER_CHARS:,} freshrag "
                                     f"keeps of one answer")
-            if problem := steps_problem(answer.steps):
+            if problem := steps_problem(answer.steps) or stopped_problem(answer.stopped):
                 raise AnswerNotKept(f"system {name!r} answered with {problem}"[:2000])
             grade, _ = judge.grade(llm, question, answer.text, dataset.gold_article(question))
         except STOPS:

@@ -19,7 +19,8 @@ ACCEPTED = {
     "dataset": (str, NONE), "question_id": (str,), "question": (str,), "gold_title": (str, NONE),
     "system": (str,), "status": (str,), "answer": (str, NONE), "retrievals": (int, NONE),
     "usage": (dict,), "grade": (dict, NONE), "calls": (list,), "details": (dict, NONE),
-    "steps": (list,), "latency_s": (int, float, NONE), "answer_latency_s": (int, float, NONE),
+    "steps": (list,), "stopped": (str, NONE), "latency_s": (int, float, NONE),
+    "answer_latency_s": (int, float, NONE),
     "error": (str, NONE), "finished_at": (str, NONE),
 }
 
