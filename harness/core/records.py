@@ -214,7 +214,8 @@ class Manifest(TypedDict, total=False):
     systems: list[str]  # every system the run has answered with, across resumes
     # per system: `origin`, `where`, `sha256`, `version` (docs/own-system.md)
     system_sources: dict[str, Any]
-    # limit, concurrency, cache, seed, today, knowledge_cutoff, context_tokens
+    # limit, concurrency, cache, seed, today, knowledge_cutoff, context_tokens, max_steps,
+    # token_budget
     config: dict[str, Any]
     # timeout_s, max_attempts, roles (per role model, base_url, api_key_env, api_key_set; never
     # a key) and resolved_base_urls

@@ -35,9 +35,11 @@ RUN_ROLES = ("answer", "decision", "judge")  # the roles a run calls
 INDEX_SETTINGS = ("chunk_size", "chunk_overlap", "top_k", "text_weight", "embedding_model")
 SOURCE_SETTINGS = ("origin", "sha256", "version")  # of a system, as systems/external/plugins.py records it
 DATE_SETTINGS = ("today", "knowledge_cutoff")  # stated only by systems with `uses_date`
+STEP_SETTINGS = ("max_steps", "token_budget")  # bound only systems with `uses_steps` (agents)
 # The option that sets an identity setting, for the way out of a refusal.
 OPTIONS = {"seed": "--seed", "context_tokens": "--context-tokens", "today": "--today",
            "knowledge_cutoff": "--knowledge-cutoff", "top_k": "--top-k",
+           "max_steps": "--max-steps", "token_budget": "--token-budget",
            "chunk_size": "--chunk-size", "chunk_overlap": "--chunk-overlap",
            "text_weight": "--text-weight"}
 LOCAL_EMBEDDINGS = "all-MiniLM-L6-v2"  # the local model; its index name ends in its precision
@@ -109,10 +111,12 @@ def check_kind(run_dir: Path, manifest: Mapping[str, Any] | None, expected: str)
                       f"together)")
 
 
-def identity(manifest: Mapping[str, Any], date_systems: Iterable[str]) -> dict[str, Any]:
+def identity(manifest: Mapping[str, Any], date_systems: Iterable[str],
+             step_systems: Iterable[str] = ()) -> dict[str, Any]:
     """The settings of a run's manifest that decide its answers, by name. A setting the run does
     not use is absent: the index's while no system retrieved, the date's while no system that
-    states it (in `date_systems`) ran; so is one an older manifest did not record."""
+    states it (in `date_systems`) ran, an agent's bounds while no agent (in `step_systems`) ran;
+    so is one an older manifest did not record."""
     config, roles, index = manifest["config"], manifest["llm"]["roles"], manifest.get("index")
     settings = {}
     for role in RUN_ROLES + (("embeddings",) if index else ()):
@@ -122,6 +126,8 @@ def identity(manifest: Mapping[str, Any], date_systems: Iterable[str]) -> dict[s
         settings.update(_pick({"text_weight": 0.0, **index}, INDEX_SETTINGS))
     if set(manifest["systems"]) & set(date_systems):
         settings.update(_pick(config, DATE_SETTINGS))
+    if set(manifest["systems"]) & set(step_systems):
+        settings.update(_pick(config, STEP_SETTINGS))
     settings.update(_pick(manifest.get("prompts_sha256", {}), manifest.get("prompts_sha256", {}),
                           "prompt."))
     sources = manifest.get("system_sources")
@@ -136,12 +142,13 @@ def _pick(values: dict[str, Any], names: Iterable[str], prefix: str = "") -> dic
 
 
 def check_same_run(run_dir: Path, previous: Mapping[str, Any], planned: Mapping[str, Any],
-                   date_systems: Iterable[str]) -> None:
+                   date_systems: Iterable[str], step_systems: Iterable[str] = ()) -> None:
     """Refuse to resume the run `previous` records with the settings `planned` records. Only
     settings both use are compared: a prompt that is new, or an index that was not used, cannot
     have shaped the rows already written."""
-    date_systems = set(date_systems)
-    old, new = identity(previous, date_systems), identity(planned, date_systems)
+    date_systems, step_systems = set(date_systems), set(step_systems)
+    old = identity(previous, date_systems, step_systems)
+    new = identity(planned, date_systems, step_systems)
     changed = [name for name in old if name in new and old[name] != new[name]]
     if "embeddings.model" in changed and "embedding_model" in changed:  # one change, said once
         changed.remove("embedding_model")

@@ -204,6 +204,12 @@ def uses_date(factory: object) -> bool:
     return bool(getattr(factory, "uses_date", False))
 
 
+def uses_steps(factory: object) -> bool:
+    """Whether a system's class (or factory) is an agent bounded by the run's max_steps and
+    token_budget (systems/agent.py), which are then part of the run's identity."""
+    return bool(getattr(factory, "uses_steps", False))
+
+
 def call_shape(system: object) -> CallShape | None:
     """The shape a built system declares of its calls, None if it declares none."""
     shape = getattr(system, "call_shape", None)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from freshrag.core.types import DEFAULT_MAX_STEPS, DEFAULT_TOKEN_BUDGET
 from freshrag.scoring.probes import ProbeSettings
 
 
@@ -23,6 +24,10 @@ class RunConfig:
         "help": "the answering model's knowledge cutoff, for the dated decision prompt"})
     context_tokens: int = field(default=8192, metadata={
         "help": "the answering model's context window; retrieved text is cut to fit"})
+    max_steps: int = field(default=DEFAULT_MAX_STEPS, metadata={
+        "help": "an agent's most model calls for one answer"})
+    token_budget: int | None = field(default=DEFAULT_TOKEN_BUDGET, metadata={
+        "help": "an agent's most tokens for one answer; None: no bound but max_steps"})
     probe: ProbeSettings | None = field(default=ProbeSettings(), metadata={
         "help": "how the judge is probed before grading; None: not probed (--no-probe)"})
     scorers: tuple[str, ...] = field(default=("judge",), metadata={

@@ -24,7 +24,7 @@ from freshrag.core.config import (
 from freshrag.core.dataset import Dataset, example_dir, load_dataset_dir
 from freshrag.core.dates import parse_date
 from freshrag.core.errors import UserError
-from freshrag.core.types import ROLES
+from freshrag.core.types import DEFAULT_MAX_STEPS, DEFAULT_TOKEN_BUDGET, ROLES
 from freshrag.scoring.probes import ProbeSettings
 from freshrag.systems import SYSTEMS
 from freshrag.systems.external.plugins import (
@@ -38,6 +38,7 @@ from freshrag.systems.retrieval.index import IndexConfig
 PAPER_CUTOFF = "2021-09-30"  # GPT-4-0613's knowledge cutoff, the model of the paper's datasets
 DEFAULT_SYSTEMS = "baseline,oracle,naive,advanced"
 MAX_CONCURRENCY = 256  # threads; endpoints rate-limit far below this
+MAX_STEPS = 100  # an agent's bound: more calls than any answer needs, fewer than a runaway bill
 MAX_SEED = 2**31 - 1  # fits every server's seed (llama.cpp's is 32 bits, and -1 means "random")
 # 8 requests in flight suit a remote endpoint (the embedded server queues what its slots cannot
 # take); seed 0 makes a rerun send the same requests, so that the cache answers them.
@@ -83,6 +84,11 @@ class RunOptions:
     context_tokens: int = field(default=8192, metadata={
         "help": "the answering model's context window; retrieved text is cut to fit "
                 "(--context-tokens)"})
+    max_steps: int = field(default=DEFAULT_MAX_STEPS, metadata={
+        "help": "an agent's most model calls for one answer; the last one answers (--max-steps)"})
+    token_budget: int | None = field(default=DEFAULT_TOKEN_BUDGET, metadata={
+        "help": "an agent's most tokens, in and out, for one answer; once spent it makes its "
+                "closing answer call; None: no bound but max_steps (--token-budget)"})
     index: IndexConfig | None = field(default=None, metadata={
         "help": "the retrieval index of the systems that retrieve; None: the defaults, stored "
                 "in .index beside the run directory (--index-dir, --chunk-size, --top-k, ...)"})
@@ -102,6 +108,8 @@ class RunOptions:
         _whole("concurrency", self.concurrency, 1, MAX_CONCURRENCY)
         _whole("seed", self.seed, 0, MAX_SEED)
         _whole("context_tokens", self.context_tokens, 1, 10_000_000)
+        _whole("max_steps", self.max_steps, 1, MAX_STEPS)
+        _whole("token_budget", self.token_budget, 1, None, optional=True)
         _date("knowledge_cutoff", self.knowledge_cutoff)
         if self.today is not None:
             _date("today", self.today)

@@ -96,7 +96,8 @@ def system_context(dataset: Dataset, config: RunConfig, llm: LLM,
     """What the run's systems may use, calling `llm`."""
     return SystemContext(llm=llm, articles=dataset.articles, retriever=retriever,
                          today=config.today, knowledge_cutoff=config.knowledge_cutoff,
-                         context_tokens=config.context_tokens)
+                         context_tokens=config.context_tokens, max_steps=config.max_steps,
+                         token_budget=config.token_budget)
 
 
 def read_plan(dataset: Dataset, config: RunConfig) -> RunPlan:

@@ -25,7 +25,7 @@ from freshrag.core.records import Manifest, SampleRow
 from freshrag.core.rundir import check_kind, check_same_run, locked
 from freshrag.core.runfiles import PROBES as PROBES_FILE
 from freshrag.core.samples import SAMPLES, answer_tokens, read_samples, sample_row
-from freshrag.core.types import Question, Retriever, System, uses_date
+from freshrag.core.types import Question, Retriever, System, uses_date, uses_steps
 from freshrag.cost import batch
 from freshrag.cost.budget import Budget, BudgetExceeded
 from freshrag.llm.client import EndpointError, LLMClient
@@ -176,7 +176,8 @@ def _checked_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, facto
         raise ResultsError(f"{config.out}: holds a run on different dataset files "
                            f"({previous['dataset']['files']}); choose another --out")
     if previous:
-        check_same_run(config.out, previous, manifest, date_systems)
+        check_same_run(config.out, previous, manifest, date_systems,
+                       {name for name, factory in factories.items() if uses_steps(factory)})
     return manifest
 
 
@@ -200,7 +201,8 @@ def _manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, prompts: dict
         "system_sources": {**previous.get("system_sources", {}), **config.system_sources},
         "config": {"limit": config.limit, "concurrency": config.concurrency,
                    "cache": config.use_cache, "seed": llm.seed, **dates,
-                   "context_tokens": config.context_tokens},
+                   "context_tokens": config.context_tokens,
+                   "max_steps": config.max_steps, "token_budget": config.token_budget},
         "llm": {**llm.settings.record(),
                 "resolved_base_urls": {role: _safe_base_url(llm, role) for role in llm.settings.roles}},
         "index": index or previous.get("index"),  # kept while the systems run now retrieve nothing

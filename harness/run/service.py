@@ -262,5 +262,6 @@ def _run_config(options: RunOptions, out: Path, sources: list[SystemSource],
                      today=options.today or date.today().isoformat(),
                      knowledge_cutoff=options.knowledge_cutoff,
                      context_tokens=options.context_tokens, probe=options.probe,
+                     max_steps=options.max_steps, token_budget=options.token_budget,
                      batch_poll=(options.batch_poll or batch.POLL_S) if options.batch else None,
                      system_sources={source.name: source.record() for source in sources})

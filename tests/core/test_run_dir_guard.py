@@ -121,6 +121,8 @@ ALLOWED = [
     pytest.param("baseline", [], [], {"FRESHRAG_API_KEY": "sk-another-key"}, id="api-key"),
     pytest.param("baseline", [], [], {"FRESHRAG_BUILDER_MODEL": "other-builder"}, id="builder-role"),
     pytest.param("baseline", [], ["--today", "2030-01-02"], {}, id="today-unused"),
+    pytest.param("naive", [], ["--max-steps", "3", "--token-budget", "0"], {},
+                 id="agent-bounds-unused"),
     pytest.param("naive", [], ["--limit", "2"], {}, id="retrieving-system"),
 ]
 

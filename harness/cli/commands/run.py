@@ -26,7 +26,8 @@ from freshrag.cli.options import (
     whole,
 )
 from freshrag.core.runfiles import MANIFEST, RESULTS, SAMPLES, SUMMARY, SUMMARY_MD
-from freshrag.run.inputs import DEFAULT_SYSTEMS, PAPER_CUTOFF
+from freshrag.core.types import DEFAULT_MAX_STEPS, DEFAULT_TOKEN_BUDGET
+from freshrag.run.inputs import DEFAULT_SYSTEMS, MAX_STEPS, PAPER_CUTOFF
 from freshrag.systems import SYSTEMS
 
 if TYPE_CHECKING:
@@ -101,6 +102,13 @@ def _answering_options(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--context-tokens", type=whole(1, 10_000_000), default=8192,
                    help="the answering model's context window; retrieved text is cut to fit "
                         "(default: %(default)s)")
+    p.add_argument("--max-steps", type=whole(1, MAX_STEPS), default=DEFAULT_MAX_STEPS,
+                   help="an agent's most model calls for one answer (react, iterative, "
+                        "decompose, router); its last call answers (default: %(default)s)")
+    p.add_argument("--token-budget", type=whole(0, 1_000_000_000), default=DEFAULT_TOKEN_BUDGET,
+                   help="an agent's most tokens, in and out, for one answer; once spent it "
+                        "makes its closing answer call; 0: no bound but --max-steps "
+                        "(default: %(default)s)")
 
 
 def date_or_today(text: str) -> str:
@@ -148,7 +156,8 @@ def run_options(args: argparse.Namespace, out: Path) -> RunOptions:
     return RunOptions(
         scorers=tuple(args.scorers.split(",")), limit=args.limit, concurrency=args.concurrency,
         seed=args.seed, cache=not args.no_cache, knowledge_cutoff=args.knowledge_cutoff,
-        today=args.today, context_tokens=args.context_tokens,
+        today=args.today, context_tokens=args.context_tokens, max_steps=args.max_steps,
+        token_budget=args.token_budget or None,
         probe=None if args.no_probe else probes.ProbeSettings(
             args.probe_k, args.probe_seed, args.probe_threshold),
         index=index_config(args, out.parent) if hasattr(args, "top_k") else None,
