@@ -191,6 +191,9 @@ class Declarations:
 
     uses_index: bool = False  # asks for the retrieval index as `context.retriever`
     uses_date: bool = False  # states today's date and the knowledge cutoff: part of a run's identity
+    # bounded by the run's max_steps and token_budget, which are part of a run's identity while
+    # it runs
+    uses_steps: bool = False
     call_shape: CallShape | None = None  # None: not declared, so nothing holds it to a bound
 
 
