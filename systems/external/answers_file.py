@@ -6,7 +6,10 @@ A row names its question by id (`question_id` or `id`) or by its text (`question
 `user_input`) and gives the answer (`answer`, or Ragas' `response`); optional columns are the
 retrieved contexts (`contexts`, or Ragas' `retrieved_contexts`: a list of texts or of
 {title, text, score}; in CSV a JSON list), `input_tokens`, `output_tokens`, `retrievals`,
-`decision`, `latency_s`, and Ragas' `reference` (kept in the answer's details). What a row does
+`decision`, `latency_s`, the trajectory (`steps`, or a conversation's `messages`; in CSV JSON
+text), and Ragas' `reference` (kept in the answer's details). A Ragas multi-turn sample (its
+`user_input` a list of messages) asks its first human message and answers with its last ai
+message; the conversation is its trajectory (systems/external/trajectory.py). What a row does
 not report is unknown, never 0. Each row lands on the dataset's question as
 systems/external/matching.py says: by id when the dataset has it, else by the question text
 (whitespace and case aside). The whole file is read and checked before the run starts: an unknown
@@ -34,15 +37,18 @@ from freshrag.core.types import CallShape, Declarations, Question, SystemAnswer,
 from freshrag.llm.client import EndpointError
 from freshrag.systems.external.matching import NoMatch, QuestionMatcher, summary
 from freshrag.systems.external.reported import reported_answer
+from freshrag.systems.external.trajectory import TrajectoryError, conversation_ends
 
 SUFFIXES = (".jsonl", ".csv")
 # column -> the reported value it is (systems/external/reported.py), Ragas' names beside ours
 COLUMNS = {"answer": "answer", "response": "answer", "contexts": "contexts",
            "retrieved_contexts": "contexts", "input_tokens": "input_tokens",
            "output_tokens": "output_tokens", "retrievals": "retrievals", "decision": "decision",
-           "latency_s": "latency_s"}
+           "latency_s": "latency_s", "steps": "steps", "messages": "messages"}
 QUESTION_COLUMNS = ("question_id", "id", "question", "user_input")
-KEPT = ("reference",)  # Ragas' reference answer: kept in the answer's details
+# Ragas' reference answer, and what a multi-turn sample may add: kept in the answer's details
+KEPT = ("reference", "reference_tool_calls", "rubrics", "reference_topics")
+LISTS = ("contexts", "steps", "messages")  # what a CSV cell holds as a JSON (or Python) list
 
 
 class AnswersFileError(UserError, ValueError):
@@ -100,7 +106,8 @@ class AnswersFile(Declarations):
         found = self.answers.by_question.get(question.id)
         if found is None:
             raise EndpointError(f"{self.answers.path} has no answer for question {question.id}")
-        return replace(found, calls=list(found.calls), details=dict(found.details))
+        return replace(found, calls=list(found.calls), details=dict(found.details),
+                       steps=list(found.steps))
 
 
 def factory(answers: Answers) -> functools.partial:
@@ -129,12 +136,15 @@ def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 def _csv_values(row: dict[str, str], where: str) -> dict[str, Any]:
-    """A CSV row's cells as values: numbers for counts, a list for contexts, empty as absent."""
+    """A CSV row's cells as values: numbers for counts, lists for contexts and trajectories (and
+    a Ragas multi-turn sample's `user_input`), empty as absent."""
     values: dict[str, Any] = {}
     for column, cell in row.items():
         if cell is None or cell == "":
             continue
-        if COLUMNS.get(column) == "contexts":
+        if COLUMNS.get(column) in LISTS or column in KEPT[1:]:
+            values[column] = _list_cell(cell, column, where)
+        elif column == "user_input" and cell.lstrip().startswith("[{"):
             values[column] = _list_cell(cell, column, where)
         elif COLUMNS.get(column) in ("input_tokens", "output_tokens", "retrievals", "latency_s"):
             try:
@@ -167,6 +177,8 @@ def _question(row: dict[str, Any], matcher: QuestionMatcher, where: str) -> tupl
                                f"{', '.join([*QUESTION_COLUMNS, *COLUMNS, *KEPT])}")
     qid = row.get("question_id", row.get("id"))
     text = row.get("question", row.get("user_input"))
+    if isinstance(text, list):  # a Ragas multi-turn sample: its first human message asks
+        text = _ends(text, where)[0]
     if qid is None and (not isinstance(text, str) or not text.strip()):
         raise AnswersFileError(f"{where}: names no question (question_id, id, question or "
                                f"user_input)")
@@ -181,12 +193,34 @@ def _answer(row: dict[str, Any], question: Question, name: str, where: str) -> S
     for column, value in row.items():
         if column in COLUMNS:
             values[COLUMNS[column]] = value
+    names, answer_at = {}, "answer or response"
+    if isinstance(conversation := row.get("user_input"), list):
+        if (given := sorted({"steps", "messages"} & set(row))):
+            raise AnswersFileError(f"{where}: gives its trajectory twice: user_input is a "
+                                   f"conversation, and {' and '.join(given)} beside it")
+        values["messages"], names["messages"] = conversation, "user_input"
+        if values.get("answer") is None:
+            values["answer"], answer_at = _ends(conversation, where)[1], "user_input's last ai message"
     try:
-        answer = reported_answer(values, name, question)
+        answer = reported_answer(values, name, question, names)
     except ValueError as err:
-        raise AnswersFileError(f"{where}: " + str(err).replace("{answer!r}", "answer or response")
-                               ) from None
+        raise AnswersFileError(f"{where}: " + str(err).replace("{answer!r}", answer_at)) from None
     for column in KEPT:
-        if isinstance(row.get(column), str):
-            answer.details[column] = row[column]
+        if row.get(column) is not None and (column != "reference" or isinstance(row[column], str)):
+            answer.details[column] = _json_value(row[column], column, where)
     return answer
+
+
+def _json_value(value: Any, column: str, where: str) -> Any:
+    """`value` as JSON holds it (a Python list in CSV may hold what JSON cannot: a set, bytes)."""
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError, RecursionError):
+        raise AnswersFileError(f"{where}: {column} holds what JSON cannot: {value!r:.80}") from None
+
+
+def _ends(conversation: list[Any], where: str) -> tuple[str | None, str | None]:
+    try:
+        return conversation_ends(conversation, "user_input")
+    except TrajectoryError as err:
+        raise AnswersFileError(f"{where}: {err}") from None

@@ -3,7 +3,8 @@ per request.
 
 freshrag POSTs a JSON body (`{"question": ..., "id": ...}`, field names configurable) and reads
 from the JSON reply the answer and, where the service reports them, the retrieved contexts, the
-tokens it spent, its retrievals and its retrieval decision. What the reply does not report is
+tokens it spent, its retrievals, its retrieval decision and its trajectory (`steps`, or the
+conversation its agent had as `messages`: systems/external/trajectory.py). What the reply does not report is
 recorded as unknown (the row's `unknown` list, `retrievals` null), never as 0.
 
 Every request has one deadline for the whole exchange (`timeout_s`), however slowly the service
@@ -46,7 +47,7 @@ class HttpSettings:
     reply: dict[str, str] = field(default_factory=lambda: {
         "answer": "answer", "contexts": "contexts", "input_tokens": "usage.input_tokens",
         "output_tokens": "usage.output_tokens", "retrievals": "retrievals",
-        "decision": "decision"})
+        "decision": "decision", "steps": "steps", "messages": "messages"})
 
     def record(self) -> dict[str, Any]:
         """What the run manifest keeps: the URL and field names, the header names, no values."""
@@ -186,8 +187,9 @@ def read_reply(settings: HttpSettings, question: Question, reply: Any) -> System
     if not isinstance(reply, dict):
         raise EndpointError(f"{where}: the reply is a JSON {type(reply).__name__}, not an object")
     values = {name: _at(reply, settings.reply.get(name)) for name in REPLY_FIELDS}
+    names = {name: settings.reply.get(name) or name for name in ("steps", "messages")}
     try:
-        answer = reported_answer(values, settings.name, question)
+        answer = reported_answer(values, settings.name, question, names)
     except ValueError as err:
         message = str(err).replace("{answer!r}", repr(settings.reply["answer"]))
         raise EndpointError(f"{where}: {message}") from None

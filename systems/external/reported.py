@@ -4,7 +4,9 @@ the tokens spent, the retrievals, the retrieval decision and the latency are rea
 and recorded as unknown (the answer's `details["unknown"]`, `retrievals` None) where not, never
 as 0. Contexts given as bare texts (Ragas' `retrieved_contexts`) keep their text but name no
 article: their `retrieved` titles are left out, so that the retrieval table does not count them
-as misses of the gold article."""
+as misses of the gold article. A trajectory, as `steps` or as a conversation's `messages`,
+becomes the answer's steps (systems/external/trajectory.py); where the retrievals are not
+reported, its searches count them."""
 
 from __future__ import annotations
 
@@ -12,16 +14,19 @@ import math
 from typing import Any
 
 from freshrag.core.types import LLMResponse, Question, SystemAnswer, Usage
+from freshrag.systems.external.trajectory import reported_steps
 
 REPORTED = ("answer", "contexts", "input_tokens", "output_tokens", "retrievals", "decision",
-            "latency_s")
+            "latency_s", "steps", "messages")
 DECISIONS = ("retrieve", "no-retrieve", "none")
 
 
-def reported_answer(values: dict[str, Any], model: str, question: Question) -> SystemAnswer:
+def reported_answer(values: dict[str, Any], model: str, question: Question,
+                    names: dict[str, str] | None = None) -> SystemAnswer:
     """The answer `values` (keys of REPORTED, None where not reported) describe; `model` names
     what answered in the calls. ValueError names the first value that cannot be read; `{answer}`
-    in its message stands for where the answer was looked for."""
+    in its message stands for where the answer was looked for, and `names` gives the trajectory's
+    fields as the source calls them (`steps`, `messages` unless named)."""
     answer = values.get("answer")
     if not isinstance(answer, str):
         raise ValueError(f"no answer text at {{answer!r}} (got {answer!r:.80})")
@@ -31,6 +36,12 @@ def reported_answer(values: dict[str, Any], model: str, question: Question) -> S
     retrievals = _count(values.get("retrievals"), "retrievals")
     decision = _decision(values.get("decision"))
     latency = _seconds(values.get("latency_s"))
+    names = names or {}
+    steps = reported_steps(values.get("steps"), values.get("messages"),
+                           (names.get("steps", "steps"), names.get("messages", "messages")))
+    searches = sum(step.kind == "search" for step in steps)
+    if retrievals is None and searches:
+        retrievals = searches  # the trajectory's searches are its retrievals
     if retrievals is None and contexts is not None:
         retrievals = int(bool(contexts))  # contexts came back: one retrieval, as naive RAG counts
     unknown = [name for name, value in (("input_tokens", tokens_in), ("output_tokens", tokens_out),
@@ -47,7 +58,7 @@ def reported_answer(values: dict[str, Any], model: str, question: Question) -> S
                                     for i, (title, _, score) in enumerate(contexts)]
         details["context"] = "\n\n".join(text for _, text, _ in contexts)
     return SystemAnswer(answer, calls=calls, retrievals=retrievals, details=details,
-                        latency_s=latency)
+                        latency_s=latency, steps=steps)
 
 
 def _contexts(value: Any) -> list[tuple[str, str, float | None]] | None:
