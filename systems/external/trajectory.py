@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from freshrag.core.errors import UserError
 from freshrag.core.types import STEP_KINDS, RetrievedChunk, Step
 
 QUERY_ARGUMENTS = ("query", "q", "search_query", "input")  # a tool call's search query, first wins
@@ -30,8 +31,8 @@ ROW_KEYS = ("repeated", "calls", "usage", "latency_s")  # a row's own: made agai
 RAGAS_TYPES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
 
 
-class TrajectoryError(ValueError):
-    """A trajectory that cannot be read; the message names the field."""
+class TrajectoryError(UserError, ValueError):
+    """A trajectory that cannot be read; the message names the field, each route adds where."""
 
 
 @dataclass(frozen=True, eq=False)  # by identity: two equal calls each have their result

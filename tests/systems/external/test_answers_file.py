@@ -128,6 +128,8 @@ def test_a_question_the_file_does_not_answer_fails_its_pair_only(tmp_path):
     pytest.param(['{"id": "q1", "answer": "x", "retrievals": ' + "9" * 5000 + "}"],
                  r"a.jsonl:1: not a JSON object", id="huge-int"),
     pytest.param(["[1, 2]"], r"a.jsonl:1: not a JSON object", id="not-object"),
+    pytest.param([{"id": "q1", "answer": "x", "steps": [{"kind": "guess"}]}],
+                 r"a.jsonl:1: steps\[0\].kind 'guess' is not one of", id="unknown-step-kind"),
     pytest.param([], r"a.jsonl: holds no answers", id="empty"),
 ])
 def test_bad_jsonl_rows_are_named_by_file_and_line(tmp_path, rows, expected):
@@ -142,6 +144,8 @@ def test_bad_jsonl_rows_are_named_by_file_and_line(tmp_path, rows, expected):
                  r"a.csv:2: more cells than the header", id="extra-cells"),
     pytest.param(["id", "answer", "contexts"], ["q1", "x", "not a list ["],
                  r"a.csv:2: contexts is neither a JSON nor a Python list", id="bad-list"),
+    pytest.param(["id", "answer", "steps"], ["q1", "x", '[{"kind": "answer", "text": 3}]'],
+                 r"a.csv:2: steps\[0\].text must be text or null", id="bad-step"),
 ])
 def test_bad_csv_rows_are_named_by_file_and_line(tmp_path, columns, row, expected):
     with pytest.raises(AnswersFileError, match=expected):

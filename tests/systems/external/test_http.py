@@ -103,6 +103,10 @@ def test_a_server_error_is_asked_again_then_answers():
                  id="bad-decision"),
     pytest.param({"json": {"answer": "x", "contexts": "one"}}, r"contexts must be a list",
                  id="contexts-not-list"),
+    pytest.param({"json": {"answer": "x", "steps": {"kind": "answer"}}},
+                 r"steps must be a list of step objects", id="steps-not-list"),
+    pytest.param({"json": {"answer": "x", "messages": [{"role": "assistant", "tool_calls": 1}]}},
+                 r"messages\[0\].tool_calls must be a list", id="tool-calls-not-list"),
 ])
 def test_a_bad_reply_fails_the_pair_naming_the_service(reply, expected):
     with FakeOpenAIServer(services={"/rag": service(reply)}) as server:
