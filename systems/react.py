@@ -113,8 +113,9 @@ class React(Declarations):
             call = searched(response, f"call_{len(steps)}")
             text, seen = observation(chunks, messages + [call], REACT_TOOLS,
                                      self.context.context_tokens, bounds.left)
-            messages = messages + [call, {"role": "tool", "tool_call_id": call["tool_calls"][0]["id"],
-                                          "content": text}]
+            observed = {"role": "tool", "tool_call_id": call["tool_calls"][0]["id"],
+                        "content": text}
+            messages = messages + [call, observed]
             found, shown = gathered(found, chunks), gathered(shown, seen)
         step, details = closing_answer(context, question, found)
         return [*steps, step], {**details, "unusable": unusable}, stopped
