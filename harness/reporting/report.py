@@ -12,6 +12,10 @@ run directory, which is shown only when two rows would otherwise look alike), wi
 - `failed` (pairs that ended in an error), and `failed_input_tokens`, `failed_output_tokens`:
   what they spent before failing (every role but the judge), counted apart so that the answered
   pairs' figures are never inflated by failures;
+- `searches_per_answer`, `repeated_search_share`, `stopped_max_steps`, `stopped_budget`: from
+  the answers' trajectories (`steps`, docs/run-format.md#steps): search steps per answered pair
+  that recorded its steps, the share of those searches that repeat an earlier query of the same
+  answer (null when none was made or none recorded), answers an agent stopped, by reason;
 - `models`: role -> model (shown as `answer, decision: m1; judge: m2`), and `run` when needed.
 
 Unscored answers are counted, never averaged in. A run directory with no rows, or with failed
@@ -22,7 +26,9 @@ Rows come run directory by run directory as given, each in the order of its `--s
 from them lists the systems as the user named them. The summary is printed narrow, to be read
 at 80 columns (render/terminal.py); the whole table is written beside summary.json as summary.md
 (`write_summary`). Under the table, each: how much of the set the answer model knows without
-retrieval (`known`, harness/reporting/freshness.py).
+retrieval (`known`, harness/reporting/freshness.py). The JSON printed (`render`) can hold every
+answer's trajectory too (`trajectories`: its steps and why it stopped), which summary.json leaves
+out.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from freshrag.core.records import SampleRow
 from freshrag.core.runfiles import SUMMARY, SUMMARY_MD
 from freshrag.core.samples import SAMPLES, is_scored, judge_scores, read_samples
 from freshrag.core.stats import mean
+from freshrag.core.types import STOPS
 from freshrag.reporting.freshness import known_lines
 from freshrag.reporting.identity import RUN, group_rows, labels, models_label, retriever_model
 from freshrag.reporting.outcomes import retrievals, spent, unreported
@@ -48,7 +55,8 @@ from freshrag.scoring.store import answer_scores, scores_of, with_judge_pass
 
 COLUMNS = ("dataset", "system", "n", "scored", "unscored", "truthfulness", "relevance",
            "input_tokens", "output_tokens", "retrievals", "no_decision", "failed",
-           "failed_input_tokens", "failed_output_tokens", "models")
+           "failed_input_tokens", "failed_output_tokens", "searches_per_answer",
+           "repeated_search_share", *(f"stopped_{reason}" for reason in STOPS), "models")
 
 
 def load_runs(run_dirs: list[Path], light: bool = False) -> list[SampleRow]:
@@ -173,8 +181,35 @@ def _summary_row(identity: dict[str, Any], rows: list[SampleRow]) -> dict[str, A
         "no_decision": sum((row.get("details") or {}).get("decision") == "none" for row in rows),
         "failed": sum(row["status"] == "failed" for row in rows),
         "failed_input_tokens": failed_in, "failed_output_tokens": failed_out,
+        **_trajectory_columns(rows),
         **{k: v for k, v in identity.items() if k not in ("dataset", "system")},
     }
+
+
+def _trajectory_columns(rows: list[SampleRow]) -> dict[str, Any]:
+    """What the answers' steps say of an identity: searches per answered pair that recorded its
+    steps (rows written before steps existed, and a system outside freshrag that reported none,
+    have none: unknown, not 0), the share of them repeated, and the answers stopped by reason."""
+    traced = [row["steps"] for row in rows if row["status"] == "ok" and row.get("steps")]
+    searches = [[step.get("repeated") is True for step in steps if step["kind"] == "search"]
+                for steps in traced]
+    return {
+        "searches_per_answer": mean([len(made) for made in searches], places=4),
+        "repeated_search_share": mean([float(r) for made in searches for r in made], places=4),
+        **{f"stopped_{reason}": sum(row.get("stopped") == reason for row in rows)
+           for reason in STOPS},
+    }
+
+
+def trajectories(rows: list[SampleRow]) -> list[dict[str, Any]]:
+    """Every answer's trajectory, as the JSON report lists it (`answers`): its identity (the
+    summary row's fields: dataset, system, models, and run when needed), question, status, why
+    an agent stopped (null: it answered when it chose) and its steps as the row holds them
+    (a light read's: retrieved chunks without text). Rows written before steps existed have no
+    trajectory and are left out."""
+    return [{**key.fields(), "question_id": row["question_id"], "status": row["status"],
+             "stopped": row.get("stopped"), "steps": row["steps"]}
+            for key, group in group_rows(rows).items() for row in group if "steps" in row]
 
 
 def unscored_reasons(rows: list[SampleRow]) -> Counter:
@@ -203,17 +238,19 @@ def columns_for(columns: Sequence[str], rows: list[dict[str, Any]]) -> tuple[str
 
 def render(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None = None,
            breakdowns: dict[str, list[dict[str, Any]]] | None = None,
-           known: list[dict[str, Any]] | None = None) -> str:
+           known: list[dict[str, Any]] | None = None,
+           answers: list[dict[str, Any]] | None = None) -> str:
     """The summary table as printed: markdown, the narrow table of render/terminal.py; as JSON
     with the judge's checks (harness/reporting/judge_check.py), the summary broken down by
-    question fields (harness/reporting/breakdown.py) and what the answer model knows without
-    retrieval (harness/reporting/freshness.py) if given; CSV, every column. In markdown, the
-    lines of `known` follow the table."""
+    question fields (harness/reporting/breakdown.py), what the answer model knows without
+    retrieval (harness/reporting/freshness.py) and every answer's trajectory (`trajectories`)
+    if given; CSV, every column. In markdown, the lines of `known` follow the table."""
     columns = columns_for(COLUMNS, summary)
     if fmt == "json":  # strict JSON: a statistic that is no finite number is null (`finite`)
         return dumps(finite({"rows": summary, **({"judge": judge} if judge else {}),
                              **({"breakdowns": breakdowns} if breakdowns else {}),
-                             **({"known": known} if known else {})}), indent=2)
+                             **({"known": known} if known else {}),
+                             **({"answers": answers} if answers else {})}), indent=2)
     if fmt == "csv":  # through the csv module, formulas defused (core/tables.py)
         return tables.csv_text([{k: models_label(v) if isinstance(v, dict) else v
                                  for k, v in row.items()} for row in summary], columns)
