@@ -17,8 +17,8 @@ request to any server (it works from `file://`). Sections, in order:
   (harness/reporting/breakdown.py), one section per field (`by-label`, ...),
 - every figure `plots.write_figures` returned, captioned with its file name,
 - the sample viewer (viewer.py): every answer in a sortable, filterable, searchable list, each
-  opened with its whole record (prompts, calls, chunks, grade and the judge's reason, scorers),
-  two answers to one question side by side.
+  opened with its whole record (prompts, calls, chunks, grade and the judge's reason, scorers,
+  its steps as a timeline and why an agent stopped), two answers to one question side by side.
 
 Tables and figures keep the order of the rows the caller passes. Answers, titles and judge
 output are model or dataset text: every piece of text in the markup goes through `html.escape`,

@@ -9,13 +9,14 @@ them:
   (`[dataset, id, text, gold title, label, kind]`), the run identities' labels once, then one
   array per answer (`LIST_COLUMNS`). Parsed once, when the page opens.
 - `viewer-block-N`: the whole records (calls with their prompts and replies, details, grade,
-  scorers' results) of about `BLOCK_SAMPLES` answers, whole questions at a time. A block is parsed
-  only when one of its answers is opened, so a page of 100,000 answers opens in seconds. Within a
-  block a long string met twice (a shared system prompt, an answer and its call's reply) is
-  stored once in the block's `strings` and referenced as NUL + its index (a string of the data
-  that starts with NUL gets a second one, which the script takes off). The gold article, which
-  every judge prompt of a question ends with, is cut from those prompts and kept once as the
-  record's `gold_passage`; the script puts it back.
+  scorers' results, the steps the script draws as a timeline and why an agent stopped) of about
+  `BLOCK_SAMPLES` answers, whole questions at a time. A block is parsed only when one of its
+  answers is opened, so a page of 100,000 answers opens in seconds. Within a block a long string
+  met twice (a shared system prompt, an answer, its call's reply and its answer step) is stored
+  once in the block's `strings` and referenced as NUL + its index (a string of the data that
+  starts with NUL gets a second one, which the script takes off). The gold article, which every
+  judge prompt of a question ends with, is cut from those prompts and kept once as the record's
+  `gold_passage`; the script puts it back.
 - The list and its script come before the blocks, so the list is on screen while the browser
   still reads the blocks.
 

@@ -278,6 +278,57 @@
       el("th", null, "scorer"), el("th", null, "status"), el("th", null, "metrics"),
       el("th", null, "tokens"), el("th", null, "reason"))), body);
   }
+  // ------------------------------------------------------------------ the steps
+
+  const STOPPED = {max_steps: "stopped at its most steps (max_steps)",
+                   budget: "stopped when its token budget was spent (budget)"};
+  function stoppedText(reason) {
+    return given(reason) ? (STOPPED[reason] || "stopped: " + reason) : null;
+  }
+  function stepCost(st) {
+    const used = Object.values(st.usage || {});
+    const total = function (kind) {
+      return used.reduce(function (n, u) { return n + (u[kind] || 0); }, 0);
+    };
+    const tokens = used.length ? num(total("input")) + " in / " + num(total("output")) + " out"
+      + (used.some(function (u) { return u.estimated; }) ? " (estimated)" : "") : "no tokens";
+    return tokens + " · " + fmt(st.latency_s) + " s";
+  }
+  function found(retrieved, gold) {
+    if (!retrieved || !retrieved.length) return el("p", "muted", "nothing found");
+    const list = el("ol", "viewer-step-found");
+    retrieved.forEach(function (c) {
+      list.append(el("li", c.title === gold ? "gold" : null, el("span", "title", c.title),
+                     el("span", "num score", fmt(c.score))));
+    });
+    return list;
+  }
+  function step(st, k, gold) {
+    const item = el("li", "viewer-step step-" + st.kind + (st.repeated ? " repeated" : ""),
+      el("div", "viewer-step-head", el("b", "kind", (k + 1) + ". " + st.kind),
+         el("span", "cost", stepCost(st)),
+         st.repeated ? el("span", "flag", "repeated search") : null));
+    item.dataset.kind = st.kind;
+    if (st.kind === "search") {
+      item.append(el("div", "viewer-step-query", el("span", "muted", "query "), fmt(st.query)),
+                  found(st.retrieved, gold));
+    }
+    if (given(st.title)) item.append(el("div", "viewer-step-read", el("span", "muted", "read "),
+                                        st.title));
+    if (given(st.text)) item.append(el("div", "text viewer-step-text", st.text));
+    return item;
+  }
+  function timeline(r) {
+    const steps = Array.isArray(r.steps) ? r.steps : [];
+    if (!steps.length) return null;  // a row from before steps, or a system that gave none
+    const searches = steps.filter(function (st) { return st.kind === "search"; });
+    const repeated = searches.filter(function (st) { return st.repeated; }).length;
+    const list = el("ol", "viewer-steps");
+    steps.forEach(function (st, k) { list.append(step(st, k, r.gold_title)); });
+    return section("Steps (" + steps.length + "; " + searches.length + " searches"
+                   + (repeated ? ", " + repeated + " repeated" : "") + ")", list,
+                   given(r.stopped) ? el("p", "viewer-stopped", stoppedText(r.stopped)) : null);
+  }
   const SHOWN = ["decision", "decision_raw", "first_answer", "retrieved", "context"];
   function overview(s, q, r) {
     const fields = r.question_fields || {};
@@ -290,7 +341,8 @@
                ["system tokens", num(s[C.input_tokens]) + " in / " + num(s[C.output_tokens])
                 + " out"],
                ["latency", latency], ["retrievals", fmt(r.retrievals)],
-               ["decision", (r.details || {}).decision], ["run", r.run]]));
+               ["decision", (r.details || {}).decision], ["stopped", stoppedText(r.stopped)],
+               ["run", r.run]]));
   }
   function given(value) { return value !== undefined && value !== null; }
   function transcript(i) {
@@ -306,6 +358,8 @@
     if (grade.reason) box.append(section("Judge's reason", el("p", "viewer-reason", grade.reason)));
     box.append(section("Answer", given(r.answer) ? el("div", "text viewer-answer", r.answer)
                                                  : el("p", "muted", "(no answer)")));
+    const steps = timeline(r);
+    if (steps) box.append(steps);
     if (given(details.first_answer)) {
       box.append(section("First answer (before deciding)",
                          el("div", "text", details.first_answer)));
