@@ -99,7 +99,8 @@ def handle(args: argparse.Namespace) -> int:
     for line in details["judge"]["lines"] + notes:
         print(line, file=side)
     print(report.render(summary, args.format, judge=details["judge"], breakdowns=by_field,
-                        known=known))
+                        known=known,
+                        answers=report.trajectories(rows) if args.format == "json" else None))
     if args.format == "markdown":
         _print_analysis(rows, details, breakdowns)
         print(f"\nsummary.json, {ANALYSIS} and {len(figures)} figures written to {out}/")
