@@ -1,7 +1,7 @@
-"""Self-Ask, decomposition into sub-questions (docs/methods.md#agents): one forced call of the
-`decision` role splits the question into sub-questions (`sub_questions`, at most as many as the
-bound leaves room for); each is searched for and answered in one short sentence; the closing
-answer composes those answers, with every chunk they saw. A question that needs no
+"""The Self-Ask agent, which answers sub-questions first (docs/methods.md#agents): one forced
+call of the `decision` role splits the question into sub-questions (`sub_questions`, at most as
+many as the bound leaves room for); each is searched for and answered in one short sentence; the
+closing answer composes those answers, with every chunk they saw. A question that needs no
 sub-questions (an empty list) is searched for and answered as naive answers it.
 
 Bounded as every agent (systems/agent.py): the split and the closing answer take two calls, the

@@ -1,8 +1,8 @@
-"""IRCoT, interleaved retrieval and reasoning (docs/methods.md#agents): a search with the question;
-then, in turn, one forced call writes the next sentence of reasoning with what was found and says
-whether to search again (`reason_step`: `thought`, `search_again`), and the index is searched with
-that sentence; until the reasoning says to stop or the bound comes; then the answer from every
-chunk gathered, each once, best first.
+"""The IRCoT agent, retrieval interleaved with reasoning (docs/methods.md#agents): a search with
+the question; then, in turn, one forced call writes the next sentence of reasoning with what was
+found and says whether to search again (`reason_step`: `thought`, `search_again`), and the index
+is searched with that sentence; until the reasoning says to stop or the bound comes; then the
+answer from every chunk gathered, each once, best first.
 
 Bounded as every agent (systems/agent.py). A reasoning reply it cannot use (no `reason_step` call,
 arguments that are no JSON object, no thought or no boolean `search_again`) ends the search: it is

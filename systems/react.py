@@ -1,8 +1,8 @@
-"""ReAct (docs/methods.md#agents): the model acts and reads what its action returns until it
-answers. Each call offers two functions with tool choice "auto": `search(query)` over the run's
-index, whose extracts come back as the call's observation, and `answer(text)`; a reply in text
-is the answer too. So the model may answer without searching, search several times, or search
-again with other words.
+"""The ReAct agent (docs/methods.md#agents): the model acts, and reads what its action returns,
+until it answers. Each call offers two functions with tool choice "auto": `search(query)` over
+the run's index, whose extracts come back as the call's observation, and `answer(text)`; a reply
+in text is the answer too. So the model may answer without searching, search several times, or
+search again with other words.
 
 Bounded as every agent (systems/agent.py): its last possible call is a closing answer with every
 chunk it found and no tools. A reply it cannot use (a call of an unknown function, arguments that

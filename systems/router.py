@@ -1,4 +1,4 @@
-"""Adaptive routing (docs/methods.md#agents, after Adaptive-RAG): one forced call of the
+"""The adaptive router (docs/methods.md#agents, after Adaptive-RAG): one forced call of the
 `decision` role routes the question (`route_question`: `retrieve`, `multi_step`) to an answer
 without retrieval, naive's one search and answer, or the ReAct agent (systems/react.py), which
 then has the calls the decision left. `multi_step` true is the agent whatever `retrieve` says.
