@@ -56,6 +56,11 @@ CHANGED = [
                  id="today"),
     pytest.param("dated-boolean", [], ["--knowledge-cutoff", "2023-04-30"], {},
                  "knowledge_cutoff: was 2021-09-30, now 2023-04-30", id="knowledge-cutoff"),
+    pytest.param("react", ["--max-steps", "4"], ["--max-steps", "3"], {},
+                 "max_steps: was 4, now 3 (resume with --max-steps 4)", id="max-steps"),
+    pytest.param("router", [], ["--token-budget", "0"], {},
+                 "token_budget: was 32000, now (not set) (resume with --token-budget 32000)",
+                 id="token-budget"),
 ]
 
 
