@@ -8,7 +8,7 @@ through the `System` Protocol (section IV of the paper); every LLM call comes ba
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Callable, ContextManager, Protocol, TypeVar, runtime_checkable
 
 # `labeller`: labels questions (builders/labels/labeller.py); `scorer`: every scorer beyond the judge
 # (harness/scoring/), counted apart from the judge's tokens
@@ -191,6 +191,7 @@ class Declarations:
 
     uses_index: bool = False  # asks for the retrieval index as `context.retriever`
     uses_date: bool = False  # states today's date and the knowledge cutoff: part of a run's identity
+    uses_endpoint: bool = False  # runs an agent framework on `context.endpoint` (own-system.md)
     # bounded by the run's max_steps and token_budget, which are part of a run's identity while
     # it runs
     uses_steps: bool = False
@@ -276,6 +277,25 @@ class Retriever(Protocol):
         ...
 
 
+T = TypeVar("T")
+
+
+class EndpointSession(Protocol):
+    """One answer's OpenAI-compatible endpoint (harness/llm/forward.py): an agent framework
+    pointed at `base_url` with `api_key` has each chat call made by the run's LLM on the
+    answering thread, while `run` runs it; `search` asks the run's index for its tool; `answer`
+    gives the calls, searches and steps as the `SystemAnswer` (docs/own-system.md)."""
+
+    base_url: str
+    api_key: str
+
+    def run(self, agent: Callable[[], T]) -> T: ...
+
+    def search(self, query: str) -> str: ...
+
+    def answer(self, text: str, stopped: str | None = None) -> SystemAnswer: ...
+
+
 @dataclass(frozen=True)
 class SystemContext:
     """What a system may use: the LLM client, the corpus (the oracle reads its gold article), the
@@ -292,3 +312,6 @@ class SystemContext:
     # tokens in and out (None: no bound but the calls')
     max_steps: int = DEFAULT_MAX_STEPS
     token_budget: int | None = DEFAULT_TOKEN_BUDGET
+    # An OpenAI-compatible endpoint for one answer by a role's model, for an agent framework
+    # (`with context.endpoint("answer") as session:`); None where the run serves none
+    endpoint: Callable[[str], ContextManager[EndpointSession]] | None = None

@@ -40,6 +40,7 @@ from freshrag.cost.budget import BudgetExceeded
 from freshrag.cost.plan import Job, Pending, Planner, score_jobs, stand_in_embed
 from freshrag.llm.cache import CacheError
 from freshrag.llm.client import EndpointError, EndpointUnreachable
+from freshrag.llm.forward import endpoint
 from freshrag.run.config import RunConfig
 from freshrag.scoring import judge, probes
 from freshrag.scoring.base import Scorer
@@ -93,11 +94,12 @@ def make_plan(dataset: Dataset, config: RunConfig, rows: list[SampleRow],
 
 def system_context(dataset: Dataset, config: RunConfig, llm: LLM,
                    retriever: Retriever | None) -> SystemContext:
-    """What the run's systems may use, calling `llm`."""
+    """What the run's systems may use, calling `llm`; an agent framework calls it through
+    `endpoint`, which serves nothing until a system opens a session."""
     return SystemContext(llm=llm, articles=dataset.articles, retriever=retriever,
                          today=config.today, knowledge_cutoff=config.knowledge_cutoff,
                          context_tokens=config.context_tokens, max_steps=config.max_steps,
-                         token_budget=config.token_budget)
+                         token_budget=config.token_budget, endpoint=endpoint(llm, retriever))
 
 
 def read_plan(dataset: Dataset, config: RunConfig) -> RunPlan:
