@@ -215,7 +215,9 @@ def _call_step(call: Call, result: str | None) -> Step:
         return Step("search", query=query, retrieved=_found(result))
     if isinstance(call.arguments.get("title"), str):
         return Step("read", title=call.arguments["title"])
-    return Step("reason", text=f"{call.name}({json.dumps(call.arguments, ensure_ascii=False)})")
+    # default=str: a CSV's Python list may hold what JSON cannot (a set)
+    arguments = json.dumps(call.arguments, ensure_ascii=False, default=str)
+    return Step("reason", text=f"{call.name}({arguments})")
 
 
 def _found(result: str | None) -> tuple[RetrievedChunk, ...]:

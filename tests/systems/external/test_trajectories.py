@@ -107,6 +107,9 @@ def test_an_openai_conversation_becomes_its_searches_and_answer():
         call("a", "open_page", {"title": "Town 1"}), call("b", "add", {"a": 1, "b": 2})]}],
         [Step("read", title="Town 1"), Step("reason", text='add({"a": 1, "b": 2})')],
         id="title-is-read-other-call-is-reason"),
+    pytest.param([{"type": "ai", "content": "", "tool_calls": [
+        {"name": "calc", "args": {"x": {1}}}]}], [Step("reason", text='calc({"x": "{1}"})')],
+        id="arguments-json-cannot-hold"),
     pytest.param([{"role": "assistant", "content": "Thinking."},
                   {"role": "user", "content": "Go on."},
                   {"role": "assistant", "content": [{"type": "text", "text": "Four."}]}],
