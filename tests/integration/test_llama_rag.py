@@ -26,6 +26,9 @@ TOP_K = 5
 DECIDING = {"boolean": "retrieve_information", "dated-boolean": "retrieve_information",
             "advanced": "more_information"}  # system: the function its decision call is read from
 ANSWER_FIRST = ("advanced", "self-check")  # the first answer stands unless they retrieve
+AGENTS = ("react", "iterative", "decompose", "router")  # as many calls as they choose, bounded
+MAX_STEPS = 5  # the run's default --max-steps
+ROUTES = ("no-retrieval", "one-retrieval", "multi-step", "none")
 
 
 def said(call: dict, function: str) -> str:
@@ -49,8 +52,24 @@ def extracts_reach(call: dict, row: dict) -> bool:
                for chunk in row["details"]["retrieved"])
 
 
+def check_agent_calls(row: dict, calls: list[dict]) -> None:
+    """An agent's row: its steps hold every call, within the bound, and its searches."""
+    steps = row["steps"]
+    assert 1 <= len(calls) <= MAX_STEPS and sum(s["calls"] for s in steps) == len(calls)
+    assert row.get("stopped") in (None, "max_steps", "budget")
+    assert row.get("stopped") != "max_steps" or len(calls) == MAX_STEPS
+    assert row["retrievals"] == sum(s["kind"] == "search" for s in steps)
+    assert row["answer"] == next(s["text"] for s in reversed(steps) if s["kind"] == "answer")
+    assert row["answer"] == (calls[-1]["text"] or "") or calls[-1]["tool_name"] == "answer"
+    if row["system"] == "router":
+        assert row["details"]["decision"] in ROUTES and steps[0]["kind"] == "decide"
+        assert steps[0]["text"] == row["details"]["decision"]
+
+
 def check_system_calls(row: dict, calls: list[dict]) -> None:
     system, details = row["system"], row["details"]
+    if system in AGENTS:
+        return check_agent_calls(row, calls)
     roles = [c["role"] for c in calls]
     if system in DECIDING:
         asked = calls[1] if system == "advanced" else calls[0]
