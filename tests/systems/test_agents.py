@@ -203,6 +203,7 @@ def test_an_agent_that_never_answers_stops_at_max_steps(name, max_steps):
     assert len(answer.calls) == len(requests) == max_steps
     assert answer.stopped == "max_steps" and answer.text == "Closing."
     assert requests[-1]["tools"] is None  # the closing call offers no tool
+    assert all(r["max_tokens"] for r in requests)  # every call bounded in output too
     expected = {"react": [f"query {i}" for i in range(max_steps - 1)],
                 "iterative": [QUESTION.text] + [f"thought {i}" for i in range(max_steps - 1)],
                 "decompose": [f"sub {i}?" for i in range(max_steps - 2)],

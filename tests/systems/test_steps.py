@@ -71,6 +71,23 @@ CASES = [
                  [("reason", {"answer": 1}, PASSAGE),
                   ("search", {}, f"{QUESTION.text}\n{PASSAGE}"),
                   ("answer", {"answer": 1}, "Nine.")], id="hyde"),
+    # the agents (docs/methods.md#agents): react's search holds the call that chose its query
+    pytest.param("react", [ToolReply("search", '{"query": "Velmora spans"}'), "Nine."], {},
+                 [("search", {"answer": 1}, "Velmora spans"), ("answer", {"answer": 1}, "Nine.")],
+                 id="react"),
+    pytest.param("iterative", [ToolReply("reason_step", json.dumps(
+        {"thought": PASSAGE, "search_again": False})), "Nine."], {},
+                 [SEARCH, ("reason", {"answer": 1}, PASSAGE), ("answer", {"answer": 1}, "Nine.")],
+                 id="iterative"),
+    pytest.param("decompose", [ToolReply("sub_questions", '{"sub_questions": ["How many?"]}'),
+                               "Nine.", "Nine."], {},
+                 [("reason", {"decision": 1}, "How many?"), ("search", {}, "How many?"),
+                  ("reason", {"answer": 1}, "Nine."), ("answer", {"answer": 1}, "Nine.")],
+                 id="decompose"),
+    pytest.param("router", [ToolReply("route_question",
+                                      '{"retrieve": true, "multi_step": false}'), "Nine."], {},
+                 [("decide", {"decision": 1}, "one-retrieval"), SEARCH,
+                  ("answer", {"answer": 1}, "Nine.")], id="router"),
 ]
 
 
