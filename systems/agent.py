@@ -69,9 +69,8 @@ class Bounds:
 
     def closing(self) -> str | None:
         """Why the next call must be the closing answer, or None while the agent may go on:
-        "budget" once a call was made and the tokens spent reach the budget (first, as the
-        reason the tokens ran out is the costlier one to miss), "max_steps" when only the
-        closing call is left."""
+        "budget" once a call was made and the tokens spent reach the budget (also when only the
+        closing call is left), "max_steps" when only the closing call is left."""
         if self.calls and self.token_budget is not None and self.spent >= self.token_budget:
             return "budget"
         return "max_steps" if self.left <= 1 else None
@@ -91,11 +90,12 @@ def finished(steps: list[Step], details: dict[str, Any], stopped: str | None) ->
 def closing_answer(context: SystemContext,
                    question: Question, chunks: list[RetrievedChunk]) -> tuple[Step, dict[str, Any]]:
     """The closing call, with no tools: the answer role's reply with every chunk gathered (as
-    naive's answer: rag.py fits them), or without extracts when nothing was gathered."""
+    naive's answer: rag.py fits them), or without extracts when nothing was gathered (and no
+    `retrieved` to record, as a system that did not retrieve records none)."""
     if not chunks:
         response = context.llm.chat("answer", answer_messages(question),
                                     max_tokens=ANSWER_MAX_TOKENS)
-        return answered(response), {"retrieved": []}
+        return answered(response), {}
     response, details = answer_with_chunks(context, question, chunks)
     return answered(response), details
 
@@ -117,7 +117,8 @@ def answer_room(context_tokens: int) -> int:
 
 
 def with_note(question: Question, chunks: list[RetrievedChunk], context_tokens: int, note: str,
-              tools: list[dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], Any]:
+              tools: list[dict[str, Any]] | None = None
+              ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """rag.py's fitted messages of `chunks` and the question, then `note` as a user message:
     the note (cut to half the window at most) is counted first and the extracts fill the rest,
     so that the whole request fits. Returns the messages and what was cut (None: nothing)."""

@@ -100,7 +100,8 @@ class React(Declarations):
             action = read_action(response)
             if action.text is not None:
                 steps.append(Step("answer", (response,), text=action.text))
-                return steps, {"retrieved": chunk_records(shown), "unusable": unusable}, None
+                saw = {"retrieved": chunk_records(shown)} if shown else {}
+                return steps, {**saw, "unusable": unusable}, None
             if action.query is None:
                 unusable += 1
                 steps.append(Step("reason", (response,),

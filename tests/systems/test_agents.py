@@ -334,6 +334,7 @@ def test_the_router_follows_its_route(decision, label, script, queries, roles):
     second = requests[1]["messages"][0]["content"]
     if label in ("no-retrieval", "none"):
         assert second == ANSWER_PROMPT and answer.text == "Eight." and requests[1]["tools"] is None
+        assert "retrieved" not in answer.details  # as a system that did not retrieve
     elif label == "one-retrieval":
         assert extracts_in(requests[1]) and requests[1]["tools"] is None
     else:
