@@ -177,11 +177,7 @@ def _outcome(agent: Callable[[], Any], outcome: dict[str, Any],
 
 def _gathered(chunks: list[RetrievedChunk]) -> list[RetrievedChunk]:
     """Every chunk the searches found, each once at its best score, best first."""
-    best: dict[tuple[str, int], RetrievedChunk] = {}
-    for chunk in chunks:
-        key = (chunk.title, chunk.index)
-        if key not in best or chunk.score > best[key].score:
-            best[key] = chunk
+    best = {(chunk.title, chunk.index): chunk for chunk in sorted(chunks, key=lambda c: c.score)}
     return sorted(best.values(), key=lambda chunk: -chunk.score)
 
 
@@ -210,10 +206,9 @@ def chat_options(body: Any) -> dict[str, Any]:
     that is missing, of the wrong type, or not forwarded."""
     if not isinstance(body, dict):
         raise Refused(400, "the body is not a JSON object")
-    if not isinstance(body.get("stream", False), bool):
-        raise Refused(400, "stream must be true or false", "stream")
-    if body.get("stream"):
-        raise Refused(400, "streaming is not forwarded: ask with stream false", "stream")
+    if (stream := body.get("stream", False)) is not False:
+        raise Refused(400, "streaming is not forwarded: ask with stream false" if stream is True
+                      else "stream must be true or false", "stream")
     known = ("messages", "tools", "tool_choice", "temperature", "max_tokens",
              "max_completion_tokens", "stream", *IGNORED)
     for name in body:

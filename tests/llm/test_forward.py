@@ -206,7 +206,9 @@ def test_an_llm_error_reaches_the_framework_unretried_and_is_raised_by_run():
     refusal = {"error": {"status": 400, "message": "model overloaded with nonsense"}}
     with FakeOpenAIServer(reply=lambda request: refusal) as server:
         with context(client(server.base_url)).endpoint("answer") as session:
-            seen = []
+            seen, sent = [], []
+            take = session.take
+            session.take = lambda exchange: (sent.append(exchange), take(exchange))[1]
 
             def agent():
                 sdk = framework(session)  # the SDK's own retries (2) stay on
@@ -219,7 +221,8 @@ def test_an_llm_error_reaches_the_framework_unretried_and_is_raised_by_run():
 
             with pytest.raises(EndpointError, match="model overloaded"):
                 session.run(agent)
-    assert seen == [502, 502] and server.calls == 1  # no retry, no call after the failure
+    assert seen == [502, 502] and len(sent) == 2  # the framework did not retry
+    assert server.calls == 1  # and no call was made after the failure
 
 
 class Agent:
