@@ -203,6 +203,11 @@ def uses_index(factory: object) -> bool:
     return bool(getattr(factory, "uses_index", False))
 
 
+def uses_endpoint(factory: object) -> bool:
+    """Whether a system's class (or factory) runs an agent framework on `context.endpoint`."""
+    return bool(getattr(factory, "uses_endpoint", False))
+
+
 def uses_date(factory: object) -> bool:
     """Whether a system's class (or factory) states today's date and the knowledge cutoff."""
     return bool(getattr(factory, "uses_date", False))

@@ -243,7 +243,7 @@ def _answering(system: Any) -> Callable[..., Any]:
     def factory(context: Any) -> Any:
         return system
 
-    for flag in ("uses_index", "uses_date"):
+    for flag in ("uses_index", "uses_date", "uses_steps", "uses_endpoint"):
         setattr(factory, flag, bool(getattr(system, flag, False)))
     return factory
 

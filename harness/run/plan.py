@@ -35,6 +35,7 @@ from freshrag.core.types import (
     SystemAnswer,
     SystemContext,
     call_shape,
+    uses_endpoint,
 )
 from freshrag.cost.budget import BudgetExceeded
 from freshrag.cost.plan import Job, Pending, Planner, score_jobs, stand_in_embed
@@ -92,14 +93,16 @@ def make_plan(dataset: Dataset, config: RunConfig, rows: list[SampleRow],
                    pending(config.out, rows, scorers, 1) if scorers else [], scorers)
 
 
-def system_context(dataset: Dataset, config: RunConfig, llm: LLM,
-                   retriever: Retriever | None) -> SystemContext:
-    """What the run's systems may use, calling `llm`; an agent framework calls it through
-    `endpoint`, which serves nothing until a system opens a session."""
+def system_context(dataset: Dataset, config: RunConfig, llm: LLM, retriever: Retriever | None,
+                   factory: object = None) -> SystemContext:
+    """What the run's system made by `factory` may use, calling `llm`; a system declaring
+    `uses_endpoint` gets `endpoint` too, for an agent framework to call `llm` through (it serves
+    nothing until the system opens a session)."""
     return SystemContext(llm=llm, articles=dataset.articles, retriever=retriever,
                          today=config.today, knowledge_cutoff=config.knowledge_cutoff,
                          context_tokens=config.context_tokens, max_steps=config.max_steps,
-                         token_budget=config.token_budget, endpoint=endpoint(llm, retriever))
+                         token_budget=config.token_budget,
+                         endpoint=endpoint(llm, retriever) if uses_endpoint(factory) else None)
 
 
 def read_plan(dataset: Dataset, config: RunConfig) -> RunPlan:
@@ -202,7 +205,7 @@ def pair_job(plan: RunPlan, question: Question, name: str,
     def run(planner: Planner) -> None:
         recorder = CallRecorder(planner)
         bounded = _Bounded(recorder, name)
-        system = factory(system_context(plan.dataset, plan.config, bounded, retriever))
+        system = factory(system_context(plan.dataset, plan.config, bounded, retriever, factory))
         bounded.shape = call_shape(system)
         row = answer_and_grade(plan.dataset, question, name, _walked(system), recorder)
         if row["status"] == "ok":

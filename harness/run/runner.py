@@ -61,8 +61,9 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
         recorder = CallRecorder(llm)
         # Built first: a system that cannot be built (a user's plugin) stops the run before
         # anything is written or any call is made.
-        context = system_context(dataset, config, recorder, retriever)
-        systems = {name: factories[name](context) for name in config.systems}
+        systems = {name: factories[name](system_context(dataset, config, recorder, retriever,
+                                                        factories[name]))
+                   for name in config.systems}
         manifest = _start_manifest(dataset, config, llm, factories, prompts, retriever)
         plan = make_plan(dataset, config, read_samples(config.out / SAMPLES), manifest)
         try:

@@ -111,8 +111,8 @@ def prepare(dataset: Dataset | str | Path | None, systems: Systems, roles: Roles
     sources = system_sources(systems, data, config_file)
     # Every built-in, so that a resume knows which of the systems run before stated a date (their
     # classes say `uses_date`), and the caller's, built and checked.
-    factories = {**SYSTEMS, **{source.name: source.build for source in sources
-                               if source.origin != "built-in"}}
+    factories: Factories = {**SYSTEMS, **{source.name: source for source in sources
+                                          if source.origin != "built-in"}}
     cache = run_dir.parent / CACHE_FILE if options.cache else None
     _check_outputs(run_dir, data, sources, cache, config_file, written)
     config = _run_config(options, run_dir, sources, scorers)

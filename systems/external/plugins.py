@@ -30,7 +30,15 @@ from freshrag.core import plugins
 from freshrag.core.config import url_problem
 from freshrag.core.errors import UserError
 from freshrag.core.plugins import NAME, PluginError, first_line
-from freshrag.core.types import Question, System, SystemContext, uses_index
+from freshrag.core.types import (
+    Question,
+    System,
+    SystemContext,
+    uses_date,
+    uses_endpoint,
+    uses_index,
+    uses_steps,
+)
 from freshrag.systems.external import answers_file
 from freshrag.systems.external.http import HttpSettings, HttpSystem, settings_from_table
 
@@ -50,9 +58,26 @@ class SystemSource:
     version: str | None = None  # of the installed package that ships it
     description: str = ""
 
+    # What the system declares (core/types.py Declarations), read from its factory, so that a
+    # source stands for its factory wherever the run asks (`factories` in harness/run/service.py)
     @property
     def uses_index(self) -> bool:
         return uses_index(self.factory)
+
+    @property
+    def uses_date(self) -> bool:
+        return uses_date(self.factory)
+
+    @property
+    def uses_steps(self) -> bool:
+        return uses_steps(self.factory)
+
+    @property
+    def uses_endpoint(self) -> bool:
+        return uses_endpoint(self.factory)
+
+    def __call__(self, context: SystemContext) -> System:
+        return self.build(context)
 
     def record(self) -> dict[str, Any]:
         """What the run manifest keeps about the system (its identity, not its code)."""

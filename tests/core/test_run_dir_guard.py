@@ -292,3 +292,38 @@ def test_a_run_resumed_with_the_local_model_in_another_precision_is_refused_befo
     questions = (tmp_path / "questions.jsonl").read_text().strip().splitlines()
     rows = read_samples(tmp_path / "run" / "samples.jsonl")
     assert len(rows) == len(questions) > 1  # the first row kept, the rest answered
+
+
+OWN_AGENT = '''
+from freshrag import SystemAnswer
+
+
+class Agent:
+    uses_date = True
+    uses_steps = True
+    uses_endpoint = {endpoint}
+
+    def __init__(self, context):
+        self.context = context
+
+    def answer(self, question):
+        served = self.context.endpoint is not None
+        return SystemAnswer(f"{{self.context.today}} {{self.context.max_steps}} {{served}}")
+'''
+
+
+@pytest.mark.parametrize("endpoint", [True, False])
+def test_what_a_systems_file_declares_reaches_its_context_and_binds_a_resume(tmp_path, fake,
+                                                                             capsys, endpoint):
+    """A system of the user's own declaring uses_date and uses_steps gets the run's date and
+    bounds, which then bind a resume as a built-in's do; uses_endpoint gets it the endpoint."""
+    code = tmp_path / "agent.py"
+    code.write_text(OWN_AGENT.format(endpoint=endpoint))
+    spec = f"mine={code}:Agent"
+    assert run(tmp_path, spec, "--today", "2030-01-01", "--max-steps", "4", "--no-probe") == 0
+    [row] = read_samples(tmp_path / "run" / "samples.jsonl")[:1]
+    assert row["answer"] == f"2030-01-01 4 {endpoint}"
+    capsys.readouterr()
+    assert run(tmp_path, spec, "--today", "2030-01-02", "--max-steps", "3", "--no-probe") == 2
+    err = capsys.readouterr().err
+    assert "max_steps: was 4, now 3" in err and "today: was 2030-01-01, now 2030-01-02" in err
