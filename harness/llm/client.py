@@ -34,7 +34,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
@@ -51,7 +51,7 @@ from freshrag.llm.errors import (
 )
 from freshrag.llm.replies import completion_value, is_usable
 from freshrag.llm.tally import TALLY
-from freshrag.llm.wire import ChatRoute
+from freshrag.llm.wire import EMBEDDINGS_PATH, ChatRoute
 
 # openai is imported where a call is made: importing it takes half a second, and every
 # command's --help imports this module.
@@ -105,6 +105,18 @@ def chat_fitting(llm: LLM, role: str, text: str, request: Callable[[str], dict[s
                          f"{len(text):,} characters ({last})")
 
 
+def chat_fitting_all(llm: LLM, role: str, texts: Sequence[str],
+                     request: Callable[[list[str]], dict[str, Any]], halved: int = 0) -> Fitted:
+    """`chat_fitting` for several texts sent in one prompt (a question's gold articles): each is
+    cut to the same most characters, the longest's length at first, and that bound is halved as
+    `chat_fitting` halves one text, so that every text keeps its share of the window and a short
+    one stays whole longest. `Fitted.chars` is the bound; one text is fitted as `chat_fitting`
+    fits it."""
+    longest = max(texts, key=len, default="")
+    return chat_fitting(llm, role, longest,
+                        lambda cut: request([text[:len(cut)] for text in texts]), halved)
+
+
 class LocalEndpoint(Protocol):
     """The embedded server as the client sees it (freshrag.llm.local_server.LocalServer)."""
 
@@ -155,7 +167,7 @@ class LLMClient:
         self.backoff_s = backoff_s
         self.seed = seed
         self.gate: CallGate | None = None  # a budget that may refuse a call (harness/cost/budget.py)
-        self._clients: dict[tuple[str, str], tuple[openai.OpenAI, ChatRoute]] = {}
+        self._clients: dict[tuple[str, str], tuple[openai.OpenAI, ChatRoute, ChatRoute]] = {}
         self._lock = threading.Lock()
         self._in_flight: dict[str, threading.Event] = {}  # cache key -> set when its call ends
         self._denied: dict[tuple[str, str], str] = {}  # (base URL, key) -> why it was refused
@@ -282,14 +294,15 @@ class LLMClient:
     def embed(self, role: str, texts: list[str]) -> list[list[float]]:
         """Embeddings of `texts` from the role's `/v1/embeddings` endpoint, in input order,
         retried like chat calls. Not cached: the retrieval index stores what it embedded."""
-        model = self.settings.role(role).model
+        cfg = self.settings.role(role)
+        route = self._endpoint(role, cfg)[2]
         result = self.sdk_call(role, "embeddings",
-                               lambda client: client.embeddings.create(model=model, input=texts),
+                               lambda _: route.post({"model": cfg.model, "input": texts}),
                                deadline_s=self.settings.timeout_s)
-        try:  # the SDK builds its objects unchecked: a reply of another shape fails here
-            vectors = [list(map(float, item.embedding))
-                       for item in sorted(result.data, key=lambda item: item.index)]
-        except (AttributeError, TypeError, ValueError) as err:
+        try:  # the reply as JSON, unchecked: a reply of another shape fails here
+            vectors = [list(map(float, item["embedding"]))
+                       for item in sorted(result["data"], key=lambda item: item["index"])]
+        except (KeyError, TypeError, ValueError) as err:
             raise EndpointError(self._unreadable(role, err) + " (embeddings)") from None
         if len(vectors) != len(texts):
             raise EndpointError(f"{role} endpoint {self.base_url(role)} returned {len(vectors)} "
@@ -337,8 +350,10 @@ class LLMClient:
     def _route(self, role: str, cfg: RoleConfig) -> ChatRoute:
         return self._endpoint(role, cfg)[1]
 
-    def _endpoint(self, role: str, cfg: RoleConfig) -> tuple[openai.OpenAI, ChatRoute]:
-        """The role's SDK client and its chat route, made once per endpoint and key;
+    def _endpoint(self, role: str,
+                  cfg: RoleConfig) -> tuple[openai.OpenAI, ChatRoute, ChatRoute]:
+        """The role's SDK client, its chat route and its embeddings route, made once per
+        endpoint and key;
         AccessDenied once the endpoint refused the key, Stopped once the process is stopping."""
         base_url = self.base_url(role)
         deadline.check_stop()
@@ -352,7 +367,8 @@ class LLMClient:
                     base_url=base_url, api_key=cfg.key(), timeout=self.settings.timeout_s,
                     http_client=deadline.deadline_client(),  # the exchange's deadline, the stop
                     max_retries=0)  # retries are ours, so that they are bounded and visible
-                self._clients[base_url, cfg.key()] = sdk, ChatRoute(sdk)
+                self._clients[base_url, cfg.key()] = (sdk, ChatRoute(sdk),
+                                                      ChatRoute(sdk, EMBEDDINGS_PATH))
             return self._clients[base_url, cfg.key()]
 
     def _deny(self, role: str, cfg: RoleConfig, err: Exception) -> AccessDenied:

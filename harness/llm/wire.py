@@ -8,8 +8,10 @@ request is plain JSON already, and `completion_value` (replies.py) checks the re
 itself, so `ChatRoute` sends the body as the SDK would (its URL, headers and key, on an HTTP
 client made as the one the SDK is given, with the deadline backend of harness/llm/deadline.py,
 one per thread) and fails as the SDK would: the same openai exception classes for a status, a
-timeout or a connection error, so retries and error messages are unchanged. Embeddings and the
-Batch API still go through the SDK (`LLMClient.sdk_call`)."""
+timeout or a connection error, so retries and error messages are unchanged. Embeddings take the
+same way to `/embeddings` (an agent's searches each embed a query: through the SDK, a search cost
+twice a chat call's CPU); the Batch API's files and batches still go through the SDK
+(`LLMClient.sdk_call`)."""
 
 from __future__ import annotations
 
@@ -24,13 +26,14 @@ if TYPE_CHECKING:
     import openai
 
 PATH = "/chat/completions"
+EMBEDDINGS_PATH = "/embeddings"
 
 
 class ChatRoute:
-    """`/chat/completions` of one SDK client (one endpoint and key): its URL and headers, worked
-    out once, and an HTTP client per thread."""
+    """`/chat/completions` (or another POST `path`: `/embeddings`) of one SDK client (one endpoint
+    and key): its URL and headers, worked out once, and an HTTP client per thread."""
 
-    def __init__(self, sdk: openai.OpenAI):
+    def __init__(self, sdk: openai.OpenAI, path: str = PATH):
         httpx, _ = deadline._libraries()
         self._sdk = sdk
         # An HTTP client per thread, each made as the SDK's own (deadline.deadline_client): with
@@ -39,7 +42,7 @@ class ChatRoute:
         self._local = threading.local()
         self._timeout_errors = (httpx.TimeoutException,)
         self._request_errors = (httpx.RequestError, ssl.SSLError)  # what the SDK calls connection errors
-        self.url = sdk.base_url.join(PATH.lstrip("/"))  # the SDK's base URL ends in a slash
+        self.url = sdk.base_url.join(path.lstrip("/"))  # the SDK's base URL ends in a slash
         # The SDK's headers for a POST with JSON (User-Agent, OpenAI-Organization and -Project when
         # set, the key), over its HTTP client's own (Accept-Encoding, Connection), as its
         # `build_request` would merge them, but once. An omitted header is not sent, and neither

@@ -3,6 +3,7 @@
 
     python tests/benchmarks/bench_scale.py [--sizes 1000,10000,100000] [--slow-max 10000]
                                            [--concurrency 128] [--latency 0.25]
+                                           [--system baseline|react]
 
 For each N it writes a synthetic dataset of N questions, then:
 
@@ -15,6 +16,12 @@ For each N it writes a synthetic dataset of N questions, then:
    concurrency 128 takes 2N x 0.25 / 128 s at best: 6.5 min for N = 100,000): efficiency is that
    ideal over the wall time;
 3. `freshrag report RUN --format json` on the first run's directory: wall time and peak memory.
+
+With `--system react` the pairs are the ReAct agent's on a scripted 3-step model (two searches,
+then an answer: tests/support/agent_script.py) and the judge's, 4 calls a pair, N questions over
+50 articles whose index is built before the timed run (a `--limit 1` run into another directory),
+so that what is measured is freshrag's cost per call of an agent's steps, not the index's (an
+embedded Qdrant query scans every vector: tests/benchmarks/bench_index.py; issue 38).
 
 It prints a table and, as its last line, one JSON object; per N: the run's wall time, calls/s,
 CPU per call (ms), peak memory, the slow run's efficiency, the report's wall time and peak memory;
@@ -46,14 +53,20 @@ CPU_MS_PER_CALL = 2.0
 SLOW_EFFICIENCY = 0.9
 REPORT_S, REPORT_MB = 30.0, 500.0
 REPORT_AT = 100_000
-CALLS_PER_PAIR = 2  # baseline: the answer, the judge's grade
+# calls a pair: baseline's answer and the judge's grade; react's two searching calls, its answer
+# and the judge's grade
+CALLS_PER_PAIR = {"baseline": 2, "react": 4}
+SEARCHES = 2  # the scripted agent's searches before it answers
+CORPUS = 50  # articles of react's datasets: what the harness costs a step, not the index a query
 
 # The fake server in a process of its own: it prints its port, then serves until stdin closes.
 SERVER = """
 import sys
 sys.path.insert(0, {root!r})
+from tests.support.agent_script import searches_then_answers
 from tests.support.fake_openai_server import FakeOpenAIServer
-server = FakeOpenAIServer(delay={delay!r}, capture=False).start()
+server = FakeOpenAIServer(reply=searches_then_answers({searches!r}), delay={delay!r},
+                          capture=False).start()
 print(server.port, flush=True)
 sys.stdin.read()
 server.stop()
@@ -85,7 +98,7 @@ class Server:
 
     def __init__(self, delay: float):
         self.process = subprocess.Popen(
-            [sys.executable, "-c", SERVER.format(root=str(ROOT), delay=delay)],
+            [sys.executable, "-c", SERVER.format(root=str(ROOT), delay=delay, searches=SEARCHES)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.base_url = f"http://127.0.0.1:{int(self.process.stdout.readline())}/v1"
 
@@ -101,28 +114,42 @@ def freshrag(*args: str) -> list[str]:
     return [sys.executable, "-m", "freshrag", *args]
 
 
-def run_once(data: Path, out: Path, delay: float, concurrency: int) -> dict[str, float]:
+def run_once(data: Path, out: Path, delay: float, concurrency: int, system: str,
+             *extra: str) -> dict[str, float]:
     with Server(delay) as server:
         env = {k: v for k, v in os.environ.items() if not k.startswith("FRESHRAG_")}
+        # the embeddings too: a query's vector from the fake server, as a chat reply is, and not
+        # the local MiniLM's forward pass (a model's compute, not freshrag's: about 15 ms a query)
         env.update(FRESHRAG_BASE_URL=server.base_url, FRESHRAG_API_KEY="bench-key",
-                   FRESHRAG_MODEL="fake-model")
+                   FRESHRAG_MODEL="fake-model", FRESHRAG_EMBEDDINGS_MODEL="fake-model")
         return measured(freshrag(
-            "run", "--dataset", str(data), "--out", str(out), "--systems", "baseline",
+            "run", "--dataset", str(data), "--out", str(out), "--systems", system,
             "--concurrency", str(concurrency), "--no-probe", "--no-cache",
-            "--config", str(data / "freshrag.toml")), env)
+            "--config", str(data / "freshrag.toml"), *extra), env)
 
 
 def measure_size(n: int, work: Path, args: argparse.Namespace) -> dict[str, float]:
     data = work / f"data-{n}"
-    write_dataset(data, n, prices=(0.15, 0.60))
-    calls = n * CALLS_PER_PAIR
+    if args.system == "baseline":
+        write_dataset(data, n, prices=(0.15, 0.60))
+    else:  # N questions over a small corpus: each search costs the same at every N
+        write_dataset(data, prices=(0.15, 0.60),
+                      articles=[{"title": f"Town {i}", "content": f"Town {i} has {i + 3} bridges."}
+                                for i in range(CORPUS)],
+                      questions=[{"title": f"Town {i % CORPUS}",
+                                  "question": f"How many bridges does Town {i % CORPUS} have? "
+                                              f"({i})"} for i in range(n)])
+    calls = n * CALLS_PER_PAIR[args.system]
+    if args.system != "baseline":  # the index, built once beside the runs, is not timed
+        log(f"N = {n:,}: the index, before the timed runs")
+        run_once(data, work / f"index-{n}", 0.0, args.concurrency, args.system, "--limit", "1")
     log(f"N = {n:,}: run at latency 0, concurrency {args.concurrency}")
-    fast = run_once(data, work / f"run-{n}", 0.0, args.concurrency)
+    fast = run_once(data, work / f"run-{n}", 0.0, args.concurrency, args.system)
     row = {"n": n, "run_wall_s": fast["wall_s"], "calls_per_s": calls / fast["wall_s"],
            "cpu_ms_per_call": 1000 * fast["cpu_s"] / calls, "run_peak_mb": fast["peak_mb"]}
     if n <= args.slow_max:
         log(f"N = {n:,}: run at latency {args.latency} s")
-        slow = run_once(data, work / f"slow-{n}", args.latency, args.concurrency)
+        slow = run_once(data, work / f"slow-{n}", args.latency, args.concurrency, args.system)
         ideal = calls * args.latency / args.concurrency
         row.update(slow_wall_s=slow["wall_s"], slow_ideal_s=ideal,
                    slow_efficiency=ideal / slow["wall_s"])
@@ -182,6 +209,9 @@ def main() -> None:
                         help="seconds per call of the slow runs (default: %(default)s)")
     parser.add_argument("--concurrency", type=int, default=128,
                         help="pairs in flight (default: %(default)s)")
+    parser.add_argument("--system", choices=sorted(CALLS_PER_PAIR), default="baseline",
+                        help="baseline (2 calls a pair) or react on a scripted 3-step model "
+                             "(4 calls a pair) (default: %(default)s)")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     with tempfile.TemporaryDirectory(prefix="freshrag-scale-") as work:
@@ -190,7 +220,8 @@ def main() -> None:
     result = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                           "python": platform.python_version(),
                           "load_1min": os.getloadavg()[0]},
-              "concurrency": args.concurrency, "latency_s": args.latency, "sizes": rows,
+              "system": args.system, "concurrency": args.concurrency,
+              "latency_s": args.latency, "sizes": rows,
               "slopes": {key: slopes(rows, key) for key in
                          ("run_wall_s", "cpu_ms_per_call", "run_peak_mb", "report_wall_s",
                           "report_peak_mb")},
