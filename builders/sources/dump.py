@@ -26,6 +26,7 @@ import mwxml
 from mwparserfromhell.nodes import Heading, Tag, Wikilink
 from mwxml.element_iterator import ElementIterator
 
+from freshrag.builders.sources.links import Link, dump_links, pages_titled
 from freshrag.builders.sources.pages import DISAMBIGUATION, NO_CONTENT, REDIRECT, Page
 from freshrag.core.errors import UserError
 
@@ -94,6 +95,15 @@ class DumpSource:
                 if not wanted:
                     return
 
+    def links(self, titles: list[str]) -> dict[str, list[Link]]:
+        """What each of `titles` links to: the dump read again, its wikitext parsed and its
+        redirect pages followed (builders/sources/links.py)."""
+        return dump_links(self.pages(set()), titles)
+
+    def fetch_titles(self, titles: list[str]) -> Iterator[Page]:
+        """The pages `titles` name, in dump order: the dump read again up to the last of them."""
+        return pages_titled(self.pages(set()), titles)
+
     def _broken_at(self, err: Exception, offset: int, last_title: str | None,
                    what: str = "dump broken") -> str:
         where = f"after {offset:,} bytes of uncompressed XML"
@@ -121,7 +131,8 @@ def _page(page: Any, base: str | None) -> Page:
     timestamp, parent = first
     created = timestamp.long_format() if timestamp is not None and parent is None else None
     if page.redirect or (last.text or "").lstrip().upper().startswith("#REDIRECT"):
-        return Page(page.title, "", created, last.id, url, discard=REDIRECT)
+        # its wikitext names the target, which resolves links to it (builders/sources/links.py)
+        return Page(page.title, "", created, last.id, url, discard=REDIRECT, wikitext=last.text)
     wikicode = mwparserfromhell.parse(last.text or "")
     if _is_disambiguation(wikicode):
         return Page(page.title, "", created, last.id, url, discard=DISAMBIGUATION)

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Generator, Iterator
 from urllib.parse import quote, urlsplit
 
+from freshrag.builders.sources.links import Link, resolved
 from freshrag.builders.sources.pages import DISAMBIGUATION, REDIRECT, VANISHED, Page
 from freshrag.builders.styles.facts import batches
 from freshrag.core.errors import UserError
@@ -134,6 +135,36 @@ class MediaWikiSource:
             yield from self._contents(revids="|".join(str(row["revision_id"]) for row in batch))
         for batch in batches(by_title, CONTENT_BATCH):
             yield from self._contents(titles="|".join(row["title"] for row in batch))
+
+    def links(self, titles: list[str]) -> dict[str, list[Link]]:
+        """What each of `titles` links to in the main namespace, from the wiki's link table
+        (`prop=links`, 50 titles a request, continued until complete), a link to a redirect
+        that leads to one of `titles` counted as a link to its target (`prop=redirects`)."""
+        found: dict[str, list[Link]] = {}
+        redirects: dict[str, str] = {}
+        for batch in batches(titles, CONTENT_BATCH):
+            for page in self._continued(prop="links", titles="|".join(batch), plnamespace=0,
+                                        pllimit="max"):
+                if "missing" not in page and "invalid" not in page:
+                    found.setdefault(page["title"], []).extend(
+                        Link(link["title"]) for link in page.get("links", []))
+            for page in self._continued(prop="redirects", titles="|".join(batch),
+                                        rdnamespace=0, rdlimit="max"):
+                redirects.update((item["title"], page["title"])
+                                 for item in page.get("redirects", []))
+        return {title: resolved(title, found[title], redirects) for title in titles
+                if title in found}
+
+    def _continued(self, **params: Any) -> Iterator[dict[str, Any]]:
+        """The pages of a query, a page once for each reply it appears in, the query continued
+        until the API says it is complete."""
+        params = dict(params, formatversion=2)
+        while True:
+            result = self._api("query", **params)
+            yield from result.get("query", {}).get("pages", [])
+            if "continue" not in result:
+                return
+            params.update(result["continue"])
 
     def _contents(self, **which: str) -> Iterator[tuple[str, str]]:
         params: dict[str, Any] = dict(prop="revisions", rvprop="ids|content", rvslots="main",

@@ -19,6 +19,7 @@ seventeen million titles of English Wikipedia), and every page without a date ta
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import resource
@@ -33,6 +34,7 @@ import mwxml
 from mwxml.element_iterator import ElementIterator
 
 from freshrag.builders.sources.dump import DumpError, DumpSource, _CountingReader, _open, _skip
+from freshrag.builders.sources.links import Link, dump_links, pages_titled
 from freshrag.builders.sources.pages import Page
 from freshrag.core.files import create_new, dumps
 
@@ -126,6 +128,17 @@ class SplitDumpSource:
                 yield title, wikitext
             if not wanted:
                 return
+
+    def links(self, titles: list[str]) -> dict[str, list[Link]]:
+        """What each of `titles` links to (builders/sources/links.py): every file read again in
+        turn, in this process, so that redirects in one file resolve links in another."""
+        return dump_links(itertools.chain.from_iterable(
+            DumpSource(path).pages(set()) for path in self.paths), titles)
+
+    def fetch_titles(self, titles: list[str]) -> Iterator[Page]:
+        """The pages `titles` name, the files read again in turn up to the last of them."""
+        return pages_titled(itertools.chain.from_iterable(
+            DumpSource(path).pages(set()) for path in self.paths), titles)
 
     def pages(self, seen: set[str]) -> Generator[Page, None, None]:
         self.spool.mkdir(parents=True, exist_ok=True)
