@@ -1,7 +1,9 @@
 """Question and article files (JSON Lines): read strictly, before any LLM call.
 
 A dataset is `questions.jsonl` (`title`, `question`, optional `id` and the optional fields of
-`Question`; `title` is null exactly for a question of kind `general`) beside `articles.jsonl`
+`Question`; `title` is null exactly for a question of kind `general`; a multi-article question's
+`gold_titles` name its articles in hop order, `title` first:
+docs/building.md#dataset-files) beside `articles.jsonl`
 (`title`, `content`, optional `url`, `created`: a timestamp as harness/core/dates.py reads it):
 the format of the paper's released sets and of what the builders write. Every problem is
 reported as `file:line: what is wrong`, so that a run never spends tokens on a dataset it would
@@ -16,14 +18,25 @@ import json
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from freshrag.core.dates import parse_timestamp
 from freshrag.core.errors import UserError
 from freshrag.core.jsonl import loads
 from freshrag.core.manifest import read_manifest
 from freshrag.core.textfile import lines, lone_surrogate
-from freshrag.core.types import KINDS, LABELS, QUESTION_FIELDS, UNKNOWN, Article, Question
+from freshrag.core.types import (
+    KINDS,
+    LABELS,
+    MULTIHOP,
+    QUESTION_FIELDS,
+    UNKNOWN,
+    Article,
+    Question,
+)
+
+
+GOLD_SET = ("gold_titles", "hops", "multihop")  # a question's fields read by `_gold_set`
 
 
 class DatasetError(UserError, ValueError):
@@ -47,11 +60,25 @@ class Dataset:
         """The name as a default directory takes it: `wiki v2` is `wiki-v2`, with no space."""
         return self.name.replace(" ", "-")
 
-    def gold_article(self, question: Question) -> Article | None:
-        """The article that answers `question`; None for a general query, which has none (the
-        judge then grades with its prompt for no article). The run and its walks (the dry run,
-        the batch) both ask here, so that they grade the same way."""
-        return None if question.gold_title is None else self.articles[question.gold_title]
+    def gold_articles(self, question: Question) -> tuple[Article, ...]:
+        """The articles that answer `question`, in hop order: one for a one-article question,
+        none for a general query (the judge then grades with its prompt for no article). The run
+        and its walks (the dry run, the batch) both ask here, so that they grade the same way."""
+        return tuple(self.articles[title] for title in question.golds)
+
+    def created(self, question: Question) -> str | None:
+        """When the question's newest gold article was created: a question dates from the
+        newest article it needs (docs/living.md#sets-dated-by-month). None for a general query,
+        or where a gold article's creation is unknown."""
+        return newest_created(self.gold_articles(question))
+
+
+def newest_created(articles: Iterable[Article]) -> str | None:
+    """The latest `created` of the articles; None for none, or if any lacks one."""
+    created = [article.created for article in articles]
+    if not created or None in created:
+        return None
+    return max((c for c in created if c is not None), key=parse_timestamp)
 
 
 def example_dir() -> Path:
@@ -123,6 +150,7 @@ def load_questions(path: Path, articles: dict[str, Article]) -> list[Question]:
     for line_no, row in dataset_rows(path):
         fields = _question_fields(row, path, line_no)
         title = _gold_title(row, fields["kind"], articles, path, line_no)
+        fields.update(_gold_set(row, title, articles, path, line_no))
         text = _text_field(row, "question", path, line_no)
         qid = question_id(row, path, line_no)
         _check_created(row, path, line_no)
@@ -150,6 +178,55 @@ def _gold_title(row: dict[str, Any], kind: str | None, articles: dict[str, Artic
     if title not in articles:
         raise DatasetError(f"{path}:{line_no}: title {title!r} has no article in the articles file")
     return title
+
+
+def _gold_set(row: dict[str, Any], title: str | None, articles: dict[str, Article],
+              path: Path, line_no: int) -> dict[str, Any]:
+    """A multi-article question's `gold_titles` (2 or more distinct titles of the articles file,
+    the row's `title` first), `hops` (their number, derived when absent) and `multihop`; a
+    one-article row may say `hops: 1` and nothing else."""
+    where = f"{path}:{line_no}: field"
+    titles, hops, multihop = row.get("gold_titles"), row.get("hops"), row.get("multihop")
+    if hops is not None and (isinstance(hops, bool) or not isinstance(hops, int)):
+        raise DatasetError(f"{where} 'hops' must be a whole number or null, got {hops!r:.80}")
+    if multihop is not None and multihop not in MULTIHOP:
+        raise DatasetError(f"{where} 'multihop' is {multihop!r:.80}; it must be one of "
+                           f"{', '.join(MULTIHOP)}, or null")
+    if titles is None:
+        if hops not in (None, 1) or multihop is not None:
+            named = "hops" if hops not in (None, 1) else "multihop"
+            raise DatasetError(f"{where} {named!r} is {row[named]!r:.80}, but the row has no "
+                               f"'gold_titles': a one-article question has 1 hop and no kind of "
+                               f"multi-hop")
+        return {"gold_titles": (), "hops": hops, "multihop": None}
+    if not (isinstance(titles, list) and titles and all(
+            isinstance(t, str) and t.strip() for t in titles)):
+        raise DatasetError(f"{where} 'gold_titles' must be a list of article titles, got "
+                           f"{titles!r:.80}")
+    problem = _gold_set_problem(titles, title, articles)
+    if problem:
+        raise DatasetError(f"{where} 'gold_titles' {problem}")
+    if hops is not None and hops != len(titles):
+        raise DatasetError(f"{where} 'hops' is {hops}, but 'gold_titles' names {len(titles)} "
+                           f"articles")
+    return {"gold_titles": tuple(titles), "hops": len(titles), "multihop": multihop}
+
+
+def _gold_set_problem(titles: list[str], title: str | None,
+                      articles: dict[str, Article]) -> str | None:
+    if title is None:
+        return "is given for a general query, which no article answers"
+    if len(titles) < 2:
+        return f"names {len(titles)} article; a multi-article question has 2 or more"
+    if titles[0] != title:
+        return f"must start with the row's 'title' {title!r}, got {titles[0]!r:.80} first"
+    twice = next((t for n, t in enumerate(titles) if t in titles[:n]), None)
+    if twice is not None:
+        return f"names {twice!r:.80} twice"
+    missing = next((t for t in titles if t not in articles), None)
+    if missing is not None:
+        return f"names {missing!r:.80}, which has no article in the articles file"
+    return None
 
 
 def sha256_file(path: Path) -> str:
@@ -196,7 +273,7 @@ def question_id(row: dict[str, Any], path: Path, line_no: int) -> str:
 def _question_fields(row: dict[str, Any], path: Path, line_no: int) -> dict[str, Any]:
     """The optional fields of a question (types.QUESTION_FIELDS), each checked: absent or null is
     None, a value of the wrong type or outside its vocabulary names the file, line and field."""
-    fields = {name: row.get(name) for name in QUESTION_FIELDS}
+    fields = {name: row.get(name) for name in QUESTION_FIELDS if name not in GOLD_SET}
     for name, value in fields.items():
         wanted = bool if name == "need" else str
         if value is not None and not isinstance(value, wanted):

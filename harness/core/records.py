@@ -120,6 +120,11 @@ class SampleFields(TypedDict):
     question_id: str  # the question's id from the questions file (else `q` and its line number)
     question: NotRequired[str]  # its text
     gold_title: str | None  # the article that answers it; null only for a general query
+    # a multi-article question's gold articles in hop order, `gold_title` first, their number and
+    # how they answer it ("bridge", "comparison"); null for a one-article question
+    gold_titles: NotRequired[list[str] | None]
+    hops: NotRequired[int | None]
+    multihop: NotRequired[str | None]
     system: str  # the system's name, as in --systems
     # "failed": an LLM error after the retries, or an exception a system's own code raised
     # (`error` says why; tried again on resume)

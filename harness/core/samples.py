@@ -178,6 +178,8 @@ def sample_problem(row: dict[str, Any]) -> str | None:
             return f"field {name!r} must be {_names(types)}, got {row[name]!r:.80}"
     if row["gold_title"] is None and row.get("kind") != "general":
         return "field 'gold_title' is null, which only a general query (kind 'general') may be"
+    if (problem := _gold_set_problem(row)) is not None:
+        return problem
     if row["status"] not in ("ok", "failed"):
         return f"field 'status' must be 'ok' or 'failed', got {row['status']!r:.80}"
     if row.get("stopped") not in (None, *STOPS):
@@ -187,6 +189,20 @@ def sample_problem(row: dict[str, Any]) -> str | None:
     return (_usage_problem(row["usage"]) or _grade_problem(row["grade"])
             or _details_problem(row.get("details"), row.get("calls") or [], row.get("models"))
             or _steps_problem(row.get("steps") or []))
+
+
+def _gold_set_problem(row: dict[str, Any]) -> str | None:
+    """A multi-article row's gold set: titles, `gold_title` first, as many as its `hops`."""
+    titles = row.get("gold_titles")
+    if titles is None:
+        return None
+    if not (titles and all(isinstance(title, str) for title in titles)
+            and titles[0] == row["gold_title"]):
+        return (f"field 'gold_titles' must be a list of titles starting with 'gold_title' "
+                f"({row['gold_title']!r:.80}), got {titles!r:.80}")
+    if row.get("hops") not in (None, len(titles)):
+        return f"field 'hops' is {row['hops']}, but 'gold_titles' names {len(titles)} articles"
+    return None
 
 
 def _usage_problem(usage: dict[str, Any]) -> str | None:

@@ -54,7 +54,8 @@ class Article:
 
 @dataclass(frozen=True)
 class Question:
-    """One question tied to the article that answers it."""
+    """One question tied to the article that answers it, or to the articles that answer it
+    together (a multi-article question: docs/methods.md#multi-article-questions)."""
 
     id: str
     text: str
@@ -68,13 +69,31 @@ class Question:
     reference: str | None = None         # a reference answer: a statement, an SQL result
     group: str | None = None             # semantic group: the questions sharing one meaning
     criterion: str | None = None         # the wording criterion this text form was written under
+    # A multi-article question's gold articles in hop order, the first being `gold_title`; empty
+    # for a one-article question. `hops` is their number, `multihop` "bridge" or "comparison".
+    gold_titles: tuple[str, ...] = ()
+    hops: int | None = None
+    multihop: str | None = None
+
+    @property
+    def golds(self) -> tuple[str, ...]:
+        """Every gold article's title in hop order: one for a one-article question, none for a
+        general query."""
+        if self.gold_titles:
+            return self.gold_titles
+        return (self.gold_title,) if self.gold_title else ()
 
     def fields(self) -> dict[str, Any]:
-        """The optional fields above, as a row carries them."""
-        return {name: getattr(self, name) for name in QUESTION_FIELDS}
+        """The optional fields above, as a row carries them (`gold_titles` a list, or null)."""
+        fields = {name: getattr(self, name) for name in QUESTION_FIELDS}
+        fields["gold_titles"] = list(self.gold_titles) or None
+        return fields
 
 
-QUESTION_FIELDS = ("label", "information_need", "kind", "need", "reference", "group", "criterion")
+QUESTION_FIELDS = ("label", "information_need", "kind", "need", "reference", "group", "criterion",
+                   "gold_titles", "hops", "multihop")
+# How the articles of a multi-article question answer it (docs/methods.md#multi-article-questions)
+MULTIHOP = ("bridge", "comparison")
 
 
 @dataclass(frozen=True)

@@ -178,7 +178,7 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
                                     f"keeps of one answer")
             if problem := steps_problem(answer.steps) or stopped_problem(answer.stopped):
                 raise AnswerNotKept(f"system {name!r} answered with {problem}"[:2000])
-            grade, _ = judge.grade(llm, question, answer.text, dataset.gold_article(question))
+            grade, _ = judge.grade(llm, question, answer.text, dataset.gold_articles(question))
         except STOPS:
             raise  # no other pair can succeed, be paid for or be kept: the run stops, resumable
         except AnswerNotKept as err:  # not kept: the row would be refused by its readers

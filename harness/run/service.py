@@ -240,7 +240,8 @@ def embed_for(llm: LLMClient, scorers: tuple[str, ...], retriever: object | None
 def recorded_prompts() -> dict[str, str]:
     """The prompts a run records in its manifest: the systems' and the judge's."""
     return {**PROMPTS, "judge": judge.JUDGE_PROMPT, "judge_tool": json.dumps(judge.GRADE_TOOL),
-            "judge_general": judge.GENERAL_JUDGE_PROMPT}
+            "judge_general": judge.GENERAL_JUDGE_PROMPT,
+            "judge_articles": judge.ARTICLES_JUDGE_PROMPT}
 
 
 def _check_outputs(out: Path, data: Dataset, sources: list[SystemSource], cache: Path | None,

@@ -3,7 +3,9 @@
 The judge alone sees the gold article (`Article.prompt_text`: title + text, cut to 15,000
 characters; a general query has none and is graded against the judge's own knowledge), halved
 to fit the judge model's window if need be (`chat_fitting`, the one rule for
-that; the grade records the cut). Its reply is parsed strictly: anything but two integers in
+that; the grade records the cut). A multi-article question's judge sees every gold article, in hop
+order, each cut to the same bound that the rule halves (`chat_fitting_all`;
+docs/methods.md#multi-article-questions). Its reply is parsed strictly: anything but two integers in
 1..5 earns one more attempt, then the grade is unscored with the reason and the raw arguments
 kept. An article still too long after the halvings leaves the grade unscored with that reason.
 An unscored answer is never given a score.
@@ -17,11 +19,11 @@ neither ever costs the grade its ratings.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Sequence
 
 from freshrag.core.errors import FreshragError
 from freshrag.core.types import LLM, Article, Grade, LLMResponse, Question
-from freshrag.llm.client import ContextTooLong, chat_fitting
+from freshrag.llm.client import ContextTooLong, chat_fitting_all
 from freshrag.llm.toolcall import ReplyError, line_of_text, room_for, tool_arguments
 from freshrag.scoring.base import ScoreInput, ScoreResult, unscored
 
@@ -43,6 +45,19 @@ JUDGE_PROMPT = (
     "does not know, its relevance is 1. Report both ratings, with the reason for them in one short "
     "sentence, by calling the function submit_grade."
 )
+
+# A multi-article question: the articles that hold its answer between them, in hop order.
+ARTICLES_JUDGE_PROMPT = (
+    "You evaluate the answer a chatbot gave to a user's query. You are given the query, the "
+    "chatbot's answer, and the Wikipedia articles that together contain the true answer (it may "
+    "need facts from each of them). Rate the answer's truthfulness (is what it says correct "
+    "according to the articles?) and its relevance (does it answer what was asked?), each from 1 "
+    "(worst) to 5 (best). If the answer says that the chatbot does not know, its relevance is 1. "
+    "Report both ratings, with the reason for them in one short sentence, by calling the "
+    "function submit_grade."
+)
+# What heads each article in the judge's user message (the viewer finds the gold passage by it)
+ARTICLE_MARK = "\n\nWikipedia article:\n"
 
 # A general query (a greeting, arithmetic, a definition, a writing request) has no gold article:
 # the judge is told so and grades by its own knowledge, on the same scale and through the same call.
@@ -85,34 +100,40 @@ class GradeParseError(FreshragError, ValueError):
 
 
 def judge_messages(question: Question, answer: str,
-                   article_text: str | None) -> list[dict[str, Any]]:
-    """The judge's messages; `article_text` None for a general query, which has no article."""
+                   article_text: str | Sequence[str] | None) -> list[dict[str, Any]]:
+    """The judge's messages; `article_text` the gold article's text, or the texts of a
+    multi-article question's articles in hop order; None (or none) for a general query."""
+    texts = [article_text] if isinstance(article_text, str) else list(article_text or ())
     user = f"Query: {question.text}\n\nChatbot's answer: {answer}"
-    if article_text is None:
+    if not texts:
         return [{"role": "system", "content": GENERAL_JUDGE_PROMPT}, {"role": "user", "content": user}]
-    user += f"\n\nWikipedia article:\n{article_text}"
-    return [{"role": "system", "content": JUDGE_PROMPT}, {"role": "user", "content": user}]
+    user += "".join(ARTICLE_MARK + text for text in texts)
+    prompt = JUDGE_PROMPT if len(texts) == 1 else ARTICLES_JUDGE_PROMPT
+    return [{"role": "system", "content": prompt}, {"role": "user", "content": user}]
 
 
-def grade(llm: LLM, question: Question, answer: str, article: Article | None,
+def grade(llm: LLM, question: Question, answer: str,
+          article: Article | Sequence[Article] | None,
           first_attempt: int = 0) -> tuple[Grade, list[LLMResponse]]:
     """Score one answer; returns the grade and the judge calls made (for token accounting).
-    `article` None (a general query) grades with GENERAL_JUDGE_PROMPT, without an article.
+    `article` is the gold article, or a multi-article question's articles in hop order; None
+    (or none: a general query) grades with GENERAL_JUDGE_PROMPT, without an article.
     `first_attempt` > 0 asks afresh (a repeat of `freshrag score --repeats`): attempts are
     cached, and sent with seed + attempt, apart from the first grading's."""
-    text, fitted = (article.prompt_text() if article else ""), None
+    articles = (article,) if isinstance(article, Article) else tuple(article or ())
+    texts, fitted = [gold.prompt_text() for gold in articles], None
     calls, raws, reasons = [], [], []
     for attempt in range(ATTEMPTS):
-        try:  # a retry sends the article as far as the first attempt had to cut it
-            fitted = chat_fitting(llm, "judge", text, lambda cut: dict(
-                messages=judge_messages(question, answer, cut if article else None),
+        try:  # a retry sends the articles as far as the first attempt had to cut them
+            fitted = chat_fitting_all(llm, "judge", texts, lambda cut: dict(
+                messages=judge_messages(question, answer, cut),
                 tools=[GRADE_TOOL],
                 tool_choice="submit_grade", temperature=0.0, max_tokens=JUDGE_MAX_TOKENS,
                 attempt=first_attempt + attempt), halved=fitted.halvings if fitted else 0)
         except ContextTooLong as err:
-            reasons.append(f"article {err}")
+            reasons.append(f"{'article' if len(articles) < 2 else 'articles'} {err}")
             break
-        text = text[:fitted.chars]
+        texts = [text[:fitted.chars] for text in texts]
         calls.append(fitted.response)
         raws.append(fitted.response.tool_arguments)
         try:
@@ -171,7 +192,7 @@ class Judge:
     metrics = FIELDS
 
     def score(self, llm: LLM, item: ScoreInput) -> ScoreResult:
-        verdict, _ = grade(llm, item.question, item.answer, item.article,
+        verdict, _ = grade(llm, item.question, item.answer, item.gold_articles(),
                            first_attempt=item.repeat * ATTEMPTS)
         if verdict.unscored_reason is not None:  # not `scored`, in a form mypy narrows
             return unscored(verdict.unscored_reason, context_cut=verdict.context_cut)
