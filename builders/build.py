@@ -164,7 +164,9 @@ def build(config: BuildConfig, stages: tuple[str, ...], source: Source,
     """Run `stages` in order, holding the directory, each recorded in the manifest as it
     finishes and said in a line; the manifest at the end."""
     sampled = titles_path(config.out, "A_r").exists()
+    style = style_of(config.style)
     roles = ("builder", "labeller") if labelled else ("builder",)
+    roles += tuple(getattr(style, "roles", ()))  # the roles a style's own calls take (multihop)
     llm: LLMClient | None = None
     sampler: PageSource | None = None
     manifest: Manifest | None = None
@@ -185,12 +187,24 @@ def build(config: BuildConfig, stages: tuple[str, ...], source: Source,
                                  extract_facts(page_source, config).items())
             else:
                 done = _run_stage(stage, config, llm)
+            done += _style_step(style, stage, config, functools.cache(
+                lambda: page_source or sampler or source.recorded(config.out)))
             manifest = update_manifest(config, page_source.description if page_source else None,
                                        cutoff_source, llm, stage)
             say(f"{stage}: {done}")
     if manifest is None:
         raise BuildError("no stage to run")
     return manifest
+
+
+def _style_step(style: object, stage: str, config: BuildConfig,
+                open_source: Callable[[], PageSource]) -> str:
+    """What a style reads of the source itself after a stage (multihop: the links after facts,
+    the distractors after questions), the source opened only if it asks; in a few words."""
+    step = getattr(style, "source_step", None)
+    said = step(stage, config, open_source) if step is not None and stage in ("facts",
+                                                                             "questions") else None
+    return f"; {said}" if said else ""
 
 
 def _run_stage(stage: str, config: BuildConfig, llm: LLMClient | None) -> str:

@@ -89,13 +89,18 @@ def update_manifest(config: BuildConfig, source: str | None, cutoff_source: str 
         manifest["source"] = source
     if cutoff_source is not None:
         manifest["cutoff_source"] = cutoff_source
-    for role in ("builder", "labeller"):
-        if llm is not None and (role == "builder" or stage == "labels"):
+    style = style_of(config.style)
+    style_roles = tuple(getattr(style, "roles", ()))  # the roles a style's own calls take
+    for role in ("builder", "labeller", *style_roles):
+        if llm is not None and (role == "builder" or stage == "labels"
+                                or role in style_roles and stage == "questions"):
             manifest.setdefault("models", {})[role] = llm.settings.role(role).record()
     manifest["prompts"] = PROMPTS | LABEL_PROMPTS | (NEED_PROMPTS if config.needs else {})
-    manifest.update(style_of(config.style).manifest(config))  # the style's own keys, if any
+    manifest.update(style.manifest(config))  # the style's own keys, if any
     manifest["stages"][stage] = {"finished_at": now()}
     manifest["funnel"] = funnel(config.out, config.min_critique)
+    if hasattr(style, "funnel"):  # a style that counts its own drops (multihop)
+        manifest["funnel"].update(style.funnel(config))
     version = version_record(config.out, manifest["settings"], config.parent)
     if version is not None:
         manifest["version"] = version

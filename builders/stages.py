@@ -90,6 +90,9 @@ class BuildConfig:
     months: MonthRange | None = None
     per_month: int | None = None
     parent: dict[str, Any] | None = None  # --since: the version this build extends (versions.py)
+    # the multihop style's: the kinds of question, distractors per question
+    multihop: tuple[str, ...] = ("bridge", "comparison")
+    distractors: int = 0
 
     def settings(self) -> dict[str, Any]:
         """What a dataset directory is tied to: resuming with other values is refused. `n` and

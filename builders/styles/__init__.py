@@ -1,7 +1,8 @@
 """Question styles (docs/building.md#question-styles): how stage 4 writes questions. One module per
 style, its style object registered in `STYLES` below as systems/ registers strategies: the paper's
 creative and recent prompts (prompted.py), label-targeted statements with critiques
-(statement_questions.py), grounded questions from infobox facts (grounded.py); what a style object
+(statement_questions.py), grounded questions from infobox facts (grounded.py), two-article
+questions (multihop.py); what a style object
 offers the build is base.py. An installed package adds one under the entry-point group
 `freshrag.styles`. Beside them, what styles build on: the fact table (facts.py), query templates
 (templates.py), statements (statements.py), critiques (critiques.py), and questions per
@@ -15,6 +16,7 @@ from typing import Iterator
 from freshrag.builders.sources.pages import BuildError
 from freshrag.builders.styles.base import Style
 from freshrag.builders.styles.grounded import GROUNDED
+from freshrag.builders.styles.multihop import MULTIHOP
 from freshrag.builders.styles.prompted import CREATIVE, RECENT
 from freshrag.builders.styles.statement_questions import STATEMENTS
 from freshrag.core import plugins
@@ -24,6 +26,7 @@ STYLES: dict[str, Style] = {
     "recent": RECENT,
     "statements": STATEMENTS,
     "grounded": GROUNDED,
+    "multihop": MULTIHOP,
 }
 DEFAULT_STYLE = "creative"
 ENTRY_POINT_GROUP = "freshrag.styles"

@@ -15,6 +15,7 @@ from freshrag.builders.stages import ARTICLE_STAGES, STAGES, BuildConfig
 from freshrag.builders.styles import DEFAULT_STYLE, STYLES, Choices
 from freshrag.builders.styles.critiques import parse_thresholds
 from freshrag.builders.styles.grounded import CRITERIA
+from freshrag.builders.styles.multihop_plan import KINDS as MULTIHOP_KINDS
 from freshrag.builders.styles.statements import parse_label_spec
 from freshrag.builders.traffic.general_queries import GENERAL_QUERIES
 from freshrag.cli.options import (
@@ -131,6 +132,14 @@ def _question_options(p: argparse._ArgumentGroup) -> None:
                         f"(default: {','.join(CRITERIA)})")
     p.add_argument("--groups", type=whole(1, MAX_QUESTIONS), help="--style grounded: semantic "
                    "groups at most, a seeded sample (default: every answerable query)")
+    p.add_argument("--multihop", type=choices(MULTIHOP_KINDS), default=MULTIHOP_KINDS,
+                   help="--style multihop: the kinds of two-article question, bridge (A links "
+                        "to B; B's fact asked through A) and comparison (two articles of one "
+                        f"infobox type; default: {','.join(MULTIHOP_KINDS)})")
+    p.add_argument("--distractors", type=whole(0, 100), default=0, metavar="K",
+                   help="--style multihop: per question, K articles close to its gold ones "
+                        "(linked, same infobox type, same month) added to the corpus "
+                        "(default: %(default)s)")
     p.add_argument("--questions-from", choices=ARTICLE_STAGES, default="A_f",
                    help="the stage whose articles get questions (default: %(default)s)")
     p.add_argument("--needs", type=Path, metavar="FILE", help="generate the questions for these "
@@ -190,6 +199,9 @@ def handle(args: argparse.Namespace) -> int:
                             args.concurrency, config_file)
     builder.check_options(source, args.needs, args.per_need, args.style,
                           args.questions_per_article)
+    if args.distractors and args.style != "multihop":
+        raise UsageError("--distractors adds articles close to a two-article question's gold "
+                         "ones: it goes with --style multihop")
     config = BuildConfig(
         out=args.out, cutoff=cutoff, n=args.n, questions_per_article=args.questions_per_article,
         style=args.style, questions_from=args.questions_from, concurrency=args.concurrency,
@@ -198,7 +210,7 @@ def handle(args: argparse.Namespace) -> int:
         per_need=args.per_need, control=args.control, general=args.general,
         control_margin_days=args.control_margin, templates=args.templates,
         criteria=args.criteria, groups=args.groups, months=months, per_month=args.per_month,
-        parent=args.parent)
+        parent=args.parent, multihop=args.multihop, distractors=args.distractors)
     check_settings(config)
     if args.templates:
         load_templates(args.templates)  # a bad file is refused before any source or model
