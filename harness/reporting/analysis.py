@@ -1,11 +1,17 @@
 """Why a system scored as it did, and how sure the numbers are; all from samples.jsonl rows.
 
-- Retrieval quality: gold-article hit@1, hit@k and MRR from the retrieved chunks' titles.
+- Retrieval quality over gold sets (harness/reporting/retrieval_metrics.py, ir-measures):
+  hit@1, hit@k (any gold article among the first k), recall of all gold articles at k, nDCG@k
+  and MRR at the article level from the retrieved chunks' titles, and the recall of any and of
+  all over a multi-step answer's whole trajectory.
 - Failure attribution: per answer, retrieval missed the gold article / gold retrieved but the
   answer still scored low (generation) / no retrieval and a low score (knowledge gap) / fine.
   Where the answer has scores beyond the judge (harness/reporting/scorers.py), they decide
   first: a context of which no sentence was needed is a retrieval miss, an answer its context
-  does not support (faithfulness below 0.5) a generation failure.
+  does not support (faithfulness below 0.5) a generation failure. An answer to a multi-article
+  question, of several searches or stopped at a bound is attributed by its gold set instead:
+  stopped / no gold article in its trajectory / some but not all (partial retrieval) / all of
+  them (generation).
 - Decision quality of adaptive systems against a `baseline` and a `naive` run on the same
   questions: retrieval is *needed* where the baseline scored below naive (truthfulness +
   relevance). Confusion matrix, precision and recall per adaptive system, and the oracle router
@@ -56,20 +62,21 @@ from freshrag.reporting.outcomes import (
     unreported,
 )
 from freshrag.reporting.prices import batch_calls, batch_note, row_cost
+from freshrag.reporting.retrieval_metrics import (
+    METRICS,
+    answer_metrics,
+    gold_set,
+    retrieved_titles,
+    searches,
+    trajectory_titles,
+)
 from freshrag.reporting.scorers import CORRECT_AT, scorer_attribution
 from freshrag.reporting.scorers import analyse as scorer_tables
 
 LOW_SCORE = 8  # truthfulness + relevance below this (of 10) is a poor answer
 GOLD_CONTEXT_SYSTEMS = {"oracle"}  # answer with the gold article itself: a low score is generation
-ATTRIBUTIONS = ("fine", "retrieval_miss", "generation", "knowledge_gap", "unscored")
-
-
-def retrieved_titles(row: SampleRow) -> list[str] | None:
-    """Titles of the retrieved chunks in rank order; None if the answer did not retrieve."""
-    chunks = (row.get("details") or {}).get("retrieved")
-    if not row.get("retrievals") or chunks is None:
-        return None
-    return [chunk["title"] for chunk in chunks]
+ATTRIBUTIONS = ("fine", "retrieval_miss", "partial_retrieval", "generation", "knowledge_gap",
+                "stopped", "unscored")
 
 
 # --------------------------------------------------------------------------- retrieval quality
@@ -77,8 +84,9 @@ def retrieved_titles(row: SampleRow) -> list[str] | None:
 
 def retrieval_quality(rows: list[SampleRow], with_intervals: bool = False,
                       seed: int = 0) -> list[dict[str, Any]]:
-    """Per run identity that retrieved at all: hit@1, hit@k and MRR over its retrievals; each
-    as [value, low, high] with its 95% bootstrap interval if `with_intervals`."""
+    """Per run identity that retrieved at all, over its answers that retrieved a question with
+    a gold set: the means of retrieval_metrics.METRICS (article level, ir-measures); each as
+    [value, low, high] with its 95% bootstrap interval if `with_intervals`."""
     def shown(values: list[float]) -> Any:
         if not with_intervals:
             return mean(values, places=4)
@@ -86,18 +94,15 @@ def retrieval_quality(rows: list[SampleRow], with_intervals: bool = False,
 
     table = []
     for key, group in group_rows(rows).items():
-        ranked = [(titles, row["gold_title"]) for row in group  # general queries have no gold
-                  if (titles := retrieved_titles(row)) is not None and row["gold_title"]]
-        if not ranked:
+        answers = [(gold, titles, trajectory_titles(row)) for row in group  # general: no gold
+                   if (titles := retrieved_titles(row)) is not None and (gold := gold_set(row))]
+        if not answers:
             continue
-        ranks = [titles.index(gold) + 1 if gold in titles else None for titles, gold in ranked]
-        table.append({
-            **key.fields(), "retrieved": len(ranked),
-            "k": max(len(titles) for titles, _ in ranked),
-            "hit@1": shown([float(rank == 1) for rank in ranks]),
-            "hit@k": shown([float(rank is not None) for rank in ranks]),
-            "mrr": shown([1 / rank if rank else 0.0 for rank in ranks]),
-        })
+        per_answer = answer_metrics(answers)
+        table.append({**key.fields(), "retrieved": len(answers),
+                      "k": max(len(titles) for _, titles, _ in answers),
+                      **{name: shown([values[name] for values in per_answer])
+                         for name in METRICS}})
     return table
 
 
@@ -105,19 +110,43 @@ def retrieval_quality(rows: list[SampleRow], with_intervals: bool = False,
 
 
 def attribution(row: SampleRow, low: float = LOW_SCORE) -> str:
+    """One of ATTRIBUTIONS. A one-article, single-search answer: by its scores where scored
+    (scorers.scorer_attribution), else whether the gold article was retrieved; an answer to a
+    multi-article question, or of several searches, or stopped at a bound: `_by_gold_set`."""
     score = total_score(row)
     if score is None:
         return "unscored"
     if score >= low:
         return "fine"
-    if row["gold_title"] is None:  # a general query: no document to miss, the answer failed
+    gold = gold_set(row)
+    if not gold:  # a general query: no document to miss, the answer failed
         return "generation"
+    if len(gold) > 1 or len(searches(row)) > 1 or row.get("stopped"):
+        return _by_gold_set(row, gold)
     titles = retrieved_titles(row)
     by_scores = scorer_attribution(row)  # faithfulness, context relevance where scored
     if by_scores:
         return by_scores
     if titles is not None:
-        return "generation" if row["gold_title"] in titles else "retrieval_miss"
+        return "generation" if gold[0] in titles else "retrieval_miss"
+    return _unretrieved(row)
+
+
+def _by_gold_set(row: SampleRow, gold: list[str]) -> str:
+    """Stopped at the bound (it never answered as it chose); else, over every search of its
+    trajectory, no gold article found (retrieval_miss), some but not all (partial_retrieval),
+    all of them and a wrong answer all the same (generation)."""
+    if row.get("stopped"):
+        return "stopped"
+    if retrieved_titles(row) is None and not searches(row):
+        return _unretrieved(row)
+    found = set(gold) & set(trajectory_titles(row))
+    if not found:
+        return "retrieval_miss"
+    return "generation" if len(found) == len(set(gold)) else "partial_retrieval"
+
+
+def _unretrieved(row: SampleRow) -> str:
     return "generation" if row["system"] in GOLD_CONTEXT_SYSTEMS else "knowledge_gap"
 
 

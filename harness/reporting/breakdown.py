@@ -7,8 +7,8 @@ The rows of each value's questions (those without a value form the `unlabelled` 
 through the very functions of the whole report: the summary (`report.summarise`: scores,
 tokens, retrievals, decisions made, failures) and the analysis (`analysis.analyse`: means and
 token totals with 95% bootstrap intervals, failure attribution, decisions against need, quality
-against cost, paired comparisons), the retrieval table with a bootstrap interval on hit@1,
-hit@k and MRR as well. Each row of each table starts with the field's value; everything else,
+against cost, paired comparisons), the retrieval table with a bootstrap interval on each of
+its metrics as well. Each row of each table starts with the field's value; everything else,
 identities and like-with-like rules included, is the whole report's. A field no row carries
 gives a note and no tables.
 """
@@ -24,11 +24,7 @@ from freshrag.reporting import analysis, report
 
 # (key, title, columns) of the broken-down tables, in the order the report prints them
 TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("summary", "Scores, tokens and failures", report.COLUMNS),
-    *((key, title, ("dataset", "system", "retrieved", "k", "hit@1", "hit@k", "mrr", "models"))
-      if key == "retrieval" else (key, title, columns)
-      for key, title, columns in report.ANALYSIS_TABLES),
-)
+    ("summary", "Scores, tokens and failures", report.COLUMNS), *report.ANALYSIS_TABLES)
 
 
 def breakdown(rows: list[SampleRow], field: str, prices: dict[str, tuple[float, float]] | None = None,

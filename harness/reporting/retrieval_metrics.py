@@ -1,0 +1,113 @@
+"""Retrieval quality over gold sets, per answer (docs/reports.md#retrieval-quality), computed by
+ir-measures (trec_eval's own code through pytrec_eval) rather than by hand: why that library,
+docs/design.md#retrieval-metrics.
+
+A question's gold set is its `gold_titles` (a multi-article question, in hop order), else its
+one `gold_title`; a general query has none and is not measured. The metrics are at the article
+level: a chunk's title is its article, and a later chunk of an article already ranked earns
+nothing but keeps its place, so an article counts once, at its best rank, and `k` still counts
+the chunks the answer saw. On a one-article set this gives exactly the chunk-rank hit@1, hit@k
+and MRR the report has always shown.
+
+Per answer: `hit@1` (a gold article first), `hit@k` (any gold article among the first k: the
+recall of any), `recall_all@k` (every gold article among them), `ndcg@k` (binary gains),
+`mrr` (the reciprocal rank of the first gold article), over the chunks the answer saw
+(`details.retrieved`); and `recall_any_traj` / `recall_all_traj` over its whole trajectory
+(every search step's chunks, in order; an answer without search steps: the chunks it saw).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import ir_measures
+from ir_measures import RR, Measure, R, Success, nDCG
+
+from freshrag.core.records import SampleRow
+
+METRICS = ("hit@1", "hit@k", "recall_all@k", "ndcg@k", "mrr", "recall_any_traj",
+           "recall_all_traj")
+
+
+def gold_set(row: SampleRow) -> list[str]:
+    """The row's gold articles in hop order: its `gold_titles`, else its one `gold_title`, else
+    none (a general query)."""
+    return list(row.get("gold_titles") or ([row["gold_title"]] if row["gold_title"] else []))
+
+
+def retrieved_titles(row: SampleRow) -> list[str] | None:
+    """Titles of the chunks the answer saw, in rank order; None if the answer did not retrieve
+    (or did not say what it retrieved)."""
+    chunks = (row.get("details") or {}).get("retrieved")
+    if not row.get("retrievals") or chunks is None:
+        return None
+    return [chunk["title"] for chunk in chunks]
+
+
+def searches(row: SampleRow) -> list[list[str]]:
+    """The titles each search step found, one list per search, in the order searched."""
+    return [[chunk["title"] for chunk in step.get("retrieved") or []]
+            for step in row.get("steps") or [] if step["kind"] == "search"]
+
+
+def trajectory_titles(row: SampleRow) -> list[str]:
+    """Every search step's titles, in order; an answer without search steps (a row written
+    before steps, an import): the chunks it saw."""
+    found = searches(row)
+    if found:
+        return [title for titles in found for title in titles]
+    return retrieved_titles(row) or []
+
+
+def article_run(titles: Sequence[str]) -> list[str | None]:
+    """The ranking at the article level: each article at the place of its first chunk, a later
+    chunk of it None (a place that earns nothing)."""
+    seen: set[str] = set()
+    ranked: list[str | None] = []
+    for title in titles:
+        ranked.append(None if title in seen else title)
+        seen.add(title)
+    return ranked
+
+
+def answer_metrics(answers: Sequence[tuple[list[str], list[str], list[str]]]
+                   ) -> list[dict[str, float]]:
+    """Per answer, given as (gold set, titles it saw, trajectory titles), the METRICS above;
+    `k` is the most chunks any of them saw, the trajectories' cutoff their longest."""
+    if not answers:
+        return []
+    k = max([1, *(len(seen) for _, seen, _ in answers)])
+    at_k = _evaluate([(gold, seen) for gold, seen, _ in answers],
+                     (Success @ 1, Success @ k, R @ k, nDCG @ k, RR))
+    # what the answer saw is its trajectory when it searched once: not evaluated again
+    apart = [i for i, (_, seen, path) in enumerate(answers) if path != seen]
+    n = max([1, *(len(answers[i][2]) for i in apart)])
+    over_path = _evaluate([(answers[i][0], answers[i][2]) for i in apart], (Success @ n, R @ n))
+    paths = [(values[Success @ k], values[R @ k]) for values in at_k]
+    for i, values in zip(apart, over_path):
+        paths[i] = (values[Success @ n], values[R @ n])
+    return [{"hit@1": values[Success @ 1], "hit@k": values[Success @ k],
+             "recall_all@k": float(values[R @ k] == 1.0), "ndcg@k": values[nDCG @ k],
+             "mrr": values[RR], "recall_any_traj": found_any,
+             "recall_all_traj": float(recall == 1.0)}
+            for values, (found_any, recall) in zip(at_k, paths)]
+
+
+def _evaluate(answers: Sequence[tuple[list[str], list[str]]],
+              measures: Sequence[Measure]) -> list[dict[Any, float]]:
+    """Each measure per answer (gold set, ranked titles), 0.0 where it found nothing. Documents
+    are named by number, so no title can clash with a place that earns nothing."""
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for query, (gold, titles) in enumerate(answers):
+        names = {title: f"a{n}" for n, title in enumerate(dict.fromkeys([*gold, *titles]))}
+        qrels[str(query)] = {names[title]: 1 for title in gold}
+        ranked = article_run(titles)
+        if ranked:  # descending scores: trec_eval ranks by score, and no two are equal
+            run[str(query)] = {names[title] if title else f"r{rank}": float(len(ranked) - rank)
+                               for rank, title in enumerate(ranked)}
+    values = [dict.fromkeys(measures, 0.0) for _ in answers]
+    if run:
+        for metric in ir_measures.iter_calc(list(measures), qrels, run):
+            values[int(metric.query_id)][metric.measure] = float(metric.value)
+    return values
