@@ -8,10 +8,10 @@ not exactly one true/false per statement, is a ReplyError for the scorer to reco
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from freshrag.core.types import LLM, LLMResponse
-from freshrag.llm.client import chat_fitting
+from freshrag.llm.client import chat_fitting_all
 from freshrag.scoring.base import (
     FLAG_MAX_TOKENS,
     LIST_MAX_TOKENS,
@@ -57,15 +57,17 @@ def split(llm: LLM, role: str, text: str, repeat: int) -> list[str]:
     return text_list(arguments(response, STATEMENTS_TOOL)["statements"], "statements")
 
 
-def key_claims(llm: LLM, role: str, question: str, source: str, repeat: int) -> list[str]:
-    """The facts of `source` a complete answer to `question` must state."""
+def key_claims(llm: LLM, role: str, question: str, source: str | Sequence[str],
+               repeat: int) -> list[str]:
+    """The facts of `source` (a text, or several: a multi-article question's gold articles) a
+    complete answer to `question` must state."""
     response = about(llm, role, KEY_CLAIMS_PROMPT, source,
                      lambda cut: f"Question: {question}\n\nSource:\n{cut}",
                      STATEMENTS_TOOL, LIST_MAX_TOKENS, repeat)
     return text_list(arguments(response, STATEMENTS_TOOL)["statements"], "statements")
 
 
-def supported(llm: LLM, role: str, statements: list[str], source: str,
+def supported(llm: LLM, role: str, statements: list[str], source: str | Sequence[str],
               repeat: int) -> list[bool]:
     """One verdict per statement: does `source` support it? Needs at least one statement."""
     if not statements:
@@ -78,13 +80,18 @@ def supported(llm: LLM, role: str, statements: list[str], source: str,
                      "supported")
 
 
-def about(llm: LLM, role: str, system: str, source: str, user: Callable[[str], str],
-          spec: dict[str, Any], max_tokens: int, repeat: int) -> LLMResponse:
-    """A forced call about a source text (a gold article, retrieved extracts), the source halved
-    to fit the model's window if the endpoint refuses it (`chat_fitting`, the judge's rule).
-    Raises ContextTooLong if even a quarter does not fit: the score pass records it unscored."""
-    return chat_fitting(llm, role, source, lambda cut: dict(
-        messages=[{"role": "system", "content": system}, {"role": "user", "content": user(cut)}],
+def about(llm: LLM, role: str, system: str, source: str | Sequence[str],
+          user: Callable[[str], str], spec: dict[str, Any], max_tokens: int,
+          repeat: int) -> LLMResponse:
+    """A forced call about a source text (a gold article, retrieved extracts) or several (a
+    multi-article question's gold articles, each cut alike and sent one after the other), the
+    source halved to fit the model's window if the endpoint refuses it (`chat_fitting_all`, the
+    judge's rule). Raises ContextTooLong if even a quarter does not fit: the score pass records
+    it unscored."""
+    texts = [source] if isinstance(source, str) else list(source)
+    return chat_fitting_all(llm, role, texts, lambda cuts: dict(
+        messages=[{"role": "system", "content": system},
+                  {"role": "user", "content": user("\n\n".join(cuts))}],
         tools=[spec], tool_choice=spec["function"]["name"], temperature=0.0,
         max_tokens=max_tokens, attempt=repeat)).response
 

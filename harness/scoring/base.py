@@ -31,8 +31,10 @@ Embed = Callable[[list[str]], list[list[float]]]
 class ScoreInput:
     """One answer to score: the question (with its optional `reference`), the answer text, the
     text the answer was given (`context`: the retrieved extracts; None when nothing was
-    retrieved), the gold article (None when the scorer's caller has no articles), the judge's
-    grade of the row (for the abstention outcome), and which repeat this is (0 first)."""
+    retrieved), the gold article (None when the scorer's caller has no articles; a
+    multi-article question's first), every gold article of a multi-article question in hop
+    order (`articles`; empty for one article), the judge's grade of the row (for the abstention
+    outcome), and which repeat this is (0 first)."""
 
     question: Question
     answer: str
@@ -40,6 +42,11 @@ class ScoreInput:
     article: Article | None = None
     grade: GradeRecord | None = None
     repeat: int = 0
+    articles: tuple[Article, ...] = ()
+
+    def gold_articles(self) -> tuple[Article, ...]:
+        """Every gold article at hand, in hop order: `articles`, else `article` alone."""
+        return self.articles or ((self.article,) if self.article else ())
 
 
 @dataclass(frozen=True)

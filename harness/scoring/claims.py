@@ -12,7 +12,8 @@ neither, the answer is unscored. An empty answer is not applicable.
 
 A general query (kind `general`, docs/traffic.md#kinds) has no gold article: no precision (its
 two calls are not made) and, without a `reference`, no recall either, so its answer is not
-applicable, with that reason, rather than scored against nothing.
+applicable, with that reason, rather than scored against nothing. A multi-article question's
+statements are checked against all its gold articles, and its key facts drawn from all of them.
 """
 
 from __future__ import annotations
@@ -45,9 +46,10 @@ class Claims:
             return not_applicable("empty answer")
         if item.question.gold_title is None and not item.question.reference:
             return not_applicable(NO_SOURCE)
-        if item.article is None and item.question.gold_title is not None:
+        golds = item.gold_articles()
+        if not golds and item.question.gold_title is not None:
             raise ValueError(f"claims: no article given for {item.question.gold_title!r}")
-        article = item.article.prompt_text() if item.article else None
+        article = [gold.prompt_text() for gold in golds] or None
         details: dict[str, Any] = {"recall_against": "reference" if item.question.reference
                                    else "article"}
         metrics: dict[str, float] = {}
@@ -75,7 +77,7 @@ class Claims:
             return unscored("no statements in the answer and no key claims", **details)
         return ScoreResult("scored", metrics, details)
 
-    def _key_claims(self, llm: LLM, item: ScoreInput, article: str | None) -> list[str]:
+    def _key_claims(self, llm: LLM, item: ScoreInput, article: list[str] | None) -> list[str]:
         if item.question.reference:
             return answer_statements.split(llm, self.role, item.question.reference, item.repeat)
         assert article is not None  # a question with neither is not applicable (score)

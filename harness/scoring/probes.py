@@ -10,7 +10,8 @@ From the run's own dataset, with no other model, k seeded questions each get thr
   on topic, fluent, sharing every other word with the article), where the grounded answer has
   one to change.
 
-The judge grades each against the gold article as it grades a run. A judge that works gives the
+The judge grades each against the gold article as it grades a run (a multi-article question's
+against all its gold articles, its grounded answer drawn from all of them). A judge that works gives the
 grounded answer a higher truthfulness than the wrong one, and the abstaining answer a lower
 relevance than the grounded one (the paper's instruction: relevance 1 for "I don't know").
 Discrimination per field is the share of probes ordered correctly, ties counted half, with a
@@ -80,12 +81,14 @@ def vocabularies(articles: dict[str, Article]) -> dict[str, set[str]]:
 
 
 def most_distant_article(gold: Article, articles: dict[str, Article], rng: random.Random,
-                         vocabulary: dict[str, set[str]] | None = None) -> Article:
-    """The article sharing the smallest share of words with the gold one (ties: seeded).
+                         vocabulary: dict[str, set[str]] | None = None,
+                         golds: tuple[str, ...] = ()) -> Article:
+    """The article sharing the smallest share of words with the gold one (ties: seeded), none of
+    `golds` (a multi-article question's other gold articles) either.
     `vocabulary` (from `vocabularies`) saves reading every article again for each question."""
     vocabulary = vocabularies(articles) if vocabulary is None else vocabulary
     gold_words = vocabulary.get(gold.title) or words(gold.full_text())
-    candidates = [title for title in vocabulary if title != gold.title]
+    candidates = [title for title in vocabulary if title != gold.title and title not in golds]
     if not candidates:
         raise ProbeError("judge probes need a second article to make a wrong answer from")
     rng.shuffle(candidates)
@@ -156,7 +159,7 @@ def make_probes(questions: list[Question], articles: dict[str, Article], k: int 
     probes = []
     for question in chosen:
         gold = _gold(question, articles)
-        other = most_distant_article(gold, articles, rng, vocabulary)
+        other = most_distant_article(gold, articles, rng, vocabulary, question.golds)
         grounded = closest_sentences(question.text, gold)
         probes += [Probe(question, "grounded", grounded),
                    Probe(question, "wrong", closest_sentences(question.text, other)),
@@ -169,16 +172,24 @@ def make_probes(questions: list[Question], articles: dict[str, Article], k: int 
 
 def _gold(question: Question, articles: dict[str, Article]) -> Article:
     """The article a probe's question was asked of: probes are made only of questions that have
-    one (a KeyError, as for a title the dataset lacks, if not)."""
+    one (a KeyError, as for a title the dataset lacks, if not). A multi-article question's
+    articles make one, their texts in hop order, so that its grounded answer may come from any."""
+    golds = _golds(question, articles)
+    if len(golds) == 1:
+        return golds[0]
+    return Article(golds[0].title, "\n".join(gold.content for gold in golds))
+
+
+def _golds(question: Question, articles: dict[str, Article]) -> tuple[Article, ...]:
     if question.gold_title is None:
         raise KeyError(f"question {question.id!r} has no gold article")
-    return articles[question.gold_title]
+    return tuple(articles[title] for title in question.golds)
 
 
 def grade_probe(llm: LLM, probe: Probe, articles: dict[str, Article]) -> tuple[Grade, list]:
-    """One probe graded as a run grades an answer: against its question's gold article. The
+    """One probe graded as a run grades an answer: against its question's gold articles. The
     run's probe pass and the walks of its plan (harness/run/plan.py) both grade through this."""
-    return judge.grade(llm, probe.question, probe.answer, _gold(probe.question, articles))
+    return judge.grade(llm, probe.question, probe.answer, _golds(probe.question, articles))
 
 
 def probe_judge(llm: LLM, questions: list[Question], articles: dict[str, Article],

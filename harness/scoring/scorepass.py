@@ -89,14 +89,21 @@ def score_inputs(run_dir: Path, articles: dict[str, Article] | None
 def missing_inputs(rows: list[SampleRow], names: Iterable[str],
                    articles: dict[str, Article]) -> str | None:
     """What the named scorers need that is not there (gold articles), or None. A general query's
-    row has no gold article to miss (its `gold_title` is null)."""
+    row has no gold article to miss (its `gold_title` is null); a multi-article row needs each."""
     needing = [name for name in names if "article" in plugins.lookup(name).needs]
-    titles = sorted({row["gold_title"] for row in rows if row["status"] == "ok"
-                     and row["gold_title"] is not None} - set(articles))
+    titles = sorted({title for row in rows if row["status"] == "ok"
+                     for title in _golds(row)} - set(articles))
     if needing and titles:
         return (f"{', '.join(needing)} need(s) the gold articles, and {len(titles)} are not at "
                 f"hand (e.g. {titles[0]!r}); give them with --articles FILE or --dataset DIR")
     return None
+
+
+def _golds(row: SampleRow) -> list[str]:
+    """The titles of a row's gold articles: its gold set, else its gold title (none for a
+    general query)."""
+    title = row["gold_title"]
+    return row.get("gold_titles") or ([title] if title is not None else [])
 
 
 def make_scorers(names: Iterable[str], embed: Embed | None = None) -> dict[str, Scorer]:
@@ -128,13 +135,16 @@ def retrieved_context(row: SampleRow) -> str | None:
 
 def score_input(row: SampleRow, articles: dict[str, Article], repeat: int) -> ScoreInput:
     fields: dict[str, Any] = {name: row.get(name) for name in QUESTION_FIELDS}
+    fields["gold_titles"] = tuple(fields["gold_titles"] or ())
     title = row["gold_title"]
     question = Question(id=row["question_id"], text=row.get("question") or "", gold_title=title,
                         **fields)
+    golds = tuple(articles[gold] for gold in question.golds if gold in articles)
     return ScoreInput(question=question, answer=row.get("answer") or "",
                       context=retrieved_context(row),
                       article=articles.get(title) if title is not None else None,
-                      grade=row.get("grade"), repeat=repeat)
+                      grade=row.get("grade"), repeat=repeat,
+                      articles=golds if len(question.golds) > 1 else ())
 
 
 def pending(run_dir: Path, rows: list[SampleRow], names: Iterable[str],
