@@ -22,6 +22,13 @@ ARTICLE_PROMPT = (
 )
 
 
+# The oracle's prompt for a multi-article question: its gold articles, one after the other
+ARTICLES_PROMPT = (
+    "You are a helpful assistant. Answer the user's question accurately and concisely, using the "
+    "Wikipedia articles below, each headed by its title.\n\n{articles}"
+)
+
+
 RAG_PROMPT = (
     "You are a helpful assistant. Answer the user's question accurately and concisely, using the "
     "extracts below. They come from Wikipedia articles; each extract is headed by the title of its "
@@ -246,7 +253,8 @@ def answer_messages(question: Question, system_prompt: str = ANSWER_PROMPT) -> l
     return [{"role": "system", "content": system_prompt}, {"role": "user", "content": question.text}]
 
 # Every answering prompt, hashed into each run's manifest.
-PROMPTS = {"answer": ANSWER_PROMPT, "article": ARTICLE_PROMPT, "rag": RAG_PROMPT,
+PROMPTS = {"answer": ANSWER_PROMPT, "article": ARTICLE_PROMPT, "articles": ARTICLES_PROMPT,
+           "rag": RAG_PROMPT,
            "boolean": BOOLEAN_PROMPT,
            "retrieve_tool": json.dumps(RETRIEVE_TOOL), "more_information": MORE_INFORMATION_QUESTION,
            "more_information_tool": json.dumps(MORE_INFORMATION_TOOL), "dated": DATED_PROMPT,

@@ -8,7 +8,8 @@ No LLM call. Each question is embedded once and searched once on each side (`Vec
 candidates`); every weight then fuses the same candidates with `lexical.fuse`, the function a
 run at that weight retrieves with, so the scan costs one search per question however many weights
 it tries. Recall@k is the share of questions whose gold article is among the articles of the
-top-k chunks (a question has one gold article), with a 95% bootstrap interval
+top-k chunks (for a multi-article question, any of its gold articles: a chunk of any is a
+hit), with a 95% bootstrap interval
 (harness/core/stats.py). A general query (kind `general`, docs/traffic.md#kinds) has no gold
 article: it is left out of every row, and counted apart (`general_queries`), rather than counted
 as a miss.
@@ -38,7 +39,7 @@ def scan(index: VectorIndex, questions: Sequence[Question], weights: Sequence[fl
     started = time.monotonic()
     general = sum(question.gold_title is None for question in questions)
     questions = [question for question in questions if question.gold_title is not None]
-    found: dict[float, list[bool]] = {weight: [] for weight in weights}  # per weight: was question i's gold article found
+    found: dict[float, list[bool]] = {weight: [] for weight in weights}  # per weight: was a gold article of question i found
     depth = max(lexical.DEPTH, k)
     with tqdm(total=len(questions), unit="question", desc="scanning",
               disable=not progress) as bar:
@@ -49,7 +50,7 @@ def scan(index: VectorIndex, questions: Sequence[Question], weights: Sequence[fl
             for question, candidate in zip(batch, candidates):
                 for weight in weights:
                     titles = {chunk.title for chunk in candidate.top(weight, k)}
-                    found[weight].append(question.gold_title in titles)
+                    found[weight].append(not titles.isdisjoint(question.golds))
             bar.update(len(batch))
     positions = grouped(range(len(questions)), field, lambda i, name: getattr(questions[i], name))
     positions[OVERALL] = list(range(len(questions)))

@@ -135,3 +135,13 @@ def test_a_group_named_by_its_questions_stays_in_its_cell():
     assert len(row) == len(header) == 5
     assert row[0] == "results | <i>votes</i> by town" and row[-1] == "0 (0.500)"
     assert "<i>" not in render(result)
+
+
+def test_a_chunk_of_any_gold_article_is_a_hit(index):
+    """Question 4's words find the bridge, never its comet: a miss as a one-article question, a
+    hit once the bridge is one of its gold articles."""
+    one = QUESTIONS[3]
+    two = replace(one, gold_titles=("Kettering Comet", "Velmora Bridge"), hops=2)
+    [(_, missed)] = scan(index, [one], [0.5], k=3, progress=False)["rows"][-1]["recall"].items()
+    [(_, hit)] = scan(index, [two], [0.5], k=3, progress=False)["rows"][-1]["recall"].items()
+    assert (missed[0], hit[0]) == (0.0, 1.0)
