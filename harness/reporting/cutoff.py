@@ -1,6 +1,7 @@
 """A model's effective knowledge cutoff from a run of `baseline` (closed book) and `oracle` (open
 book) over a dataset dated by month (docs/cutoff.md): per creation month of each question's
-article, the closed-book mean truthfulness and the share answered well, the open-book mean as
+article (a multi-article question's newest: it dates from the newest article it needs), the
+closed-book mean truthfulness and the share answered well, the open-book mean as
 the ceiling, each with a 95% bootstrap interval; and the month where closed-book quality falls
 (harness/reporting/breakpoint.py), beside the cutoff the user states.
 
@@ -58,8 +59,7 @@ def analyse(data: Dataset, rows: list[SampleRow], stated: str | None,
             stated_from: str) -> dict[str, Any]:
     """The whole analysis of a run's `rows`; `stated` is the cutoff the user states (YYYY-MM-DD),
     `stated_from` the option that gave it."""
-    titles = {q.id: q.gold_title for q in data.questions}
-    month = {qid: _created_month(data, t) for qid, t in titles.items()}
+    month = {q.id: _created_month(data.created(q)) for q in data.questions}
     asked = {row["question_id"] for row in rows if row["question_id"] in month}
     undated = sorted(qid for qid in asked if month[qid] is None)
     dated_month = {qid: name for qid, name in month.items() if name is not None}
@@ -95,9 +95,9 @@ def analyse(data: Dataset, rows: list[SampleRow], stated: str | None,
     }
 
 
-def _created_month(data: Dataset, title: str | None) -> str | None:
-    """The month its article was created in; None without an article or its date."""
-    created = data.articles[title].created if title else None
+def _created_month(created: str | None) -> str | None:
+    """The month a question's newest gold article was created in (Dataset.created); None
+    without an article or its date."""
     return month_of(created) if created else None
 
 

@@ -129,3 +129,20 @@ def test_no_answers_yet_give_an_empty_table_and_figure_not_an_error(tmp_path):
     assert "(no dated, scored answers)" in render(document)
     figure = write_cutoff_plot(document, tmp_path / "cutoff.png")
     assert figure.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_multi_article_question_dates_from_its_newest_gold_article(tmp_path):
+    """q0 needs a January and a March article: it is March's, whichever hop comes first; q2
+    needs an undated one as well: undated."""
+    created = ["2023-01-05T00:00:00Z", "2023-03-10T00:00:00Z", None]
+    articles = [{"title": f"Town {i}", "content": "text", "created": when}
+                for i, when in enumerate(created)]
+    sets = {"q0": ["Town 0", "Town 1"], "q1": ["Town 1", "Town 0"], "q2": ["Town 0", "Town 2"]}
+    questions = [{"id": qid, "title": titles[0], "question": f"{qid}?", "gold_titles": titles}
+                 for qid, titles in sets.items()]
+    write_dataset(tmp_path, articles=articles, questions=questions)
+    rows = [sample(qid, system, truth=4) for qid in sets for system in ("baseline", "oracle")]
+    document = analyse(load_dataset_dir(tmp_path), rows, None, "--knowledge-cutoff")
+    months = {row["month"]: row["closed_book"]["n"] for row in document["months"]}
+    assert months == {"2023-03": 2}
+    assert document["questions"]["undated"] == 1
