@@ -288,3 +288,27 @@ def test_two_runs_of_one_system_side_by_side(tmp_path):
         assert sides == ["model-a says so", "model-b says so"]
         tab.locator("#viewer-compare").scroll_into_view_if_needed()
         shot(tab, "compare-two-runs")
+
+
+def test_a_multi_article_question_shows_every_gold_title_and_marks_a_chunk_of_any(tmp_path):
+    """boolean's q1 made a two-article question: both titles shown, in hop order, and the chunks
+    of both gold articles marked gold, the other chunk not."""
+    rows = [r for r in viewer_rows() if r["system"] == "boolean"]
+    for row in rows:
+        if row["question_id"] == "q1":
+            row.update(gold_titles=["Gold q1", "Other"], hops=2, multihop="bridge")
+    page = tmp_path / "report.html"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["report", str(write_run(tmp_path / "run", rows)), "--out",
+                     str(tmp_path / "out"), "--html", str(page)]) == 0
+    with browser() as chromium:
+        tab = chromium.new_page(viewport={"width": 1400, "height": 1000})
+        tab.goto(page.as_uri())
+        tab.fill("#f-search", "(q1)")
+        tab.click("#viewer-spacer .vrow >> nth=0")
+        detail = tab.locator("#viewer-detail")
+        text = detail.inner_text()
+        assert "gold titles" in text and "Gold q1 · Other" in text and "bridge" in text
+        marked = detail.locator(".viewer-chunks").first.locator("tbody tr.gold td:nth-child(2)")
+        assert marked.all_inner_texts() == ["Gold q1", "Other"]
+        shot(tab, "multi-article-question")

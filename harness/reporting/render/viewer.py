@@ -6,7 +6,8 @@ never runs, and a small inline script (assets/viewer.js; its markup and styles b
 them:
 
 - `viewer-data`: what the sample list shows and filters on, compact: the questions once
-  (`[dataset, id, text, gold title, label, kind]`), the run identities' labels once, then one
+  (`[dataset, id, text, gold title, label, kind]`; a multi-article question's gold titles in hop
+  order, joined by ` · `, where a chunk of any of them is marked gold), the run identities' labels once, then one
   array per answer (`LIST_COLUMNS`). Parsed once, when the page opens.
 - `viewer-block-N`: the whole records (calls with their prompts and replies, details, grade,
   scorers' results, the steps the script draws as a timeline and why an agent stopped) of about
@@ -37,6 +38,7 @@ from freshrag.core.records import SampleRow
 from freshrag.core.samples import is_scored, judge_scores
 from freshrag.core.types import QUESTION_FIELDS
 from freshrag.reporting.identity import group_rows, labels
+from freshrag.scoring import judge
 
 BLOCK_SAMPLES = 200  # answers per lazily parsed block: one block parses in milliseconds
 SHARED_MIN_CHARS = 120  # a string this long met twice in a block is stored once
@@ -44,9 +46,10 @@ SNIPPET_CHARS = 200  # of each answer, kept in the list for the search box
 LIST_COLUMNS = ("question", "system", "status", "score", "truthfulness", "relevance",
                 "decision", "input_tokens", "output_tokens", "latency_s", "retrievals",
                 "answer", "block", "slot")
-# The judge's user message ends with the article it grades against (harness/scoring/judge.py):
-# the gold passage the viewer shows.
-ARTICLE_MARK = "\n\nWikipedia article:\n"
+# The judge's user message ends with the article it grades against (harness/scoring/judge.py),
+# or with each of a multi-article question's: the gold passage the viewer shows.
+ARTICLE_MARK = judge.ARTICLE_MARK
+GOLDS_JOIN = " · "  # between a multi-article question's gold titles in the list and overview
 ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
            "\u2029": "\\u2029"}
 ASSETS = Path(__file__).with_name("assets")
@@ -110,8 +113,10 @@ def _questions(rows: list[SampleRow]) -> dict[tuple[str, str], list[SampleRow]]:
 
 
 def _question_entry(row: SampleRow) -> list[Any]:
+    golds = row.get("gold_titles")
     return [str(row["dataset"]), str(row["question_id"]), row.get("question"),
-            row.get("gold_title"), _text(row.get("label")), _text(row.get("kind"))]
+            GOLDS_JOIN.join(golds) if golds else row.get("gold_title"),
+            _text(row.get("label")), _text(row.get("kind"))]
 
 
 def _text(value: Any) -> str | None:
@@ -180,7 +185,7 @@ def _record(row: SampleRow) -> dict[str, Any]:
     record: dict[str, Any] = {key: value for key, value in row.items()
                               if key not in ("question", "calls")}
     record["question_fields"] = {name: value_name(record[name]) for name in QUESTION_FIELDS
-                                 if record.get(name) is not None}
+                                 if record.get(name) is not None and name != "gold_titles"}
     record["gold_passage"] = passage = gold_passage(row)
     record["calls"] = [_without_passage(call, passage) for call in row.get("calls") or []]
     return record

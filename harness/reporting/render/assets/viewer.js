@@ -213,6 +213,11 @@
     if (s[C.status] === "unscored") return "unscored: " + (grade.unscored_reason || "no grade");
     return "truthfulness " + grade.truthfulness + " · relevance " + grade.relevance;
   }
+  // every gold article's title: a multi-article question's gold_titles, else its one title
+  function golds(r) {
+    if (Array.isArray(r.gold_titles) && r.gold_titles.length) return r.gold_titles;
+    return given(r.gold_title) ? [r.gold_title] : [];
+  }
   function chunks(r) {
     const retrieved = (r.details || {}).retrieved;
     if (!retrieved || !retrieved.length) return el("p", "muted", "nothing retrieved");
@@ -224,7 +229,7 @@
     retrieved.forEach(function (c, k) {
       c = typeof c === "object" && c !== null ? c : {title: c};
       const text = c.text !== undefined ? c.text : (c.content !== undefined ? c.content : null);
-      const tr = el("tr", c.title === r.gold_title ? "gold" : null, el("td", null, k + 1),
+      const tr = el("tr", golds(r).indexOf(c.title) >= 0 ? "gold" : null, el("td", null, k + 1),
                     el("td", null, c.title), el("td", "num", fmt(c.score)),
                     el("td", text === null ? "muted" : "text",
                        text === null ? "not recorded (the answer prompt holds it)" : text));
@@ -298,7 +303,7 @@
     if (!retrieved || !retrieved.length) return el("p", "muted", "nothing found");
     const list = el("ol", "viewer-step-found");
     retrieved.forEach(function (c) {
-      list.append(el("li", c.title === gold ? "gold" : null, el("span", "title", c.title),
+      list.append(el("li", gold.indexOf(c.title) >= 0 ? "gold" : null, el("span", "title", c.title),
                      el("span", "num score", fmt(c.score))));
     });
     return list;
@@ -324,7 +329,7 @@
     const searches = steps.filter(function (st) { return st.kind === "search"; });
     const repeated = searches.filter(function (st) { return st.repeated; }).length;
     const list = el("ol", "viewer-steps");
-    steps.forEach(function (st, k) { list.append(step(st, k, r.gold_title)); });
+    steps.forEach(function (st, k) { list.append(step(st, k, golds(r))); });
     return section("Steps (" + steps.length + "; " + searches.length + " searches"
                    + (repeated ? ", " + repeated + " repeated" : "") + ")", list,
                    given(r.stopped) ? el("p", "viewer-stopped", stoppedText(r.stopped)) : null);
@@ -334,7 +339,8 @@
     const fields = r.question_fields || {};
     const latency = s[C.latency_s] === null && !r.latency_s ? null
       : fmt(s[C.latency_s]) + " s (answer), " + fmt(r.latency_s) + " s (pair, judge included)";
-    return facts([["gold title", q[3] || "none (a general query)"]]
+    return facts([[golds(r).length > 1 ? "gold titles" : "gold title",
+                   q[3] || "none (a general query)"]]
       .concat(Object.keys(fields).map(function (k) { return [k, fields[k]]; }))
       .concat([["models", r.models ? JSON.stringify(r.models) : null],
                ["grade", verdict(s, r)],
