@@ -4,8 +4,9 @@ per (command, kind), on the fake OpenAI-compatible server (its Batch API too).
 The kinds, each built once for the module by `freshrag build` on a dump (a few questions each):
 creative (the default build), statements (`--style statements`: references, labels), grounded
 (`--style grounded`: references, groups, criteria), mix (`freshrag mix` of a traffic build: one
-fresh, one control and one general query, whose `title` is null) and imported (the creative set
-answered by a file through `freshrag import`, contexts included).
+fresh, one control and one general query, whose `title` is null), imported (the creative set
+answered by a file through `freshrag import`, contexts included) and multihop (two-article
+questions over the creative set's articles, written by hand: `gold_titles`, `hops`, `multihop`).
 
 Each case runs its command in process and asserts: the exit status is 0, or 2 with the one named
 error that EXPECTED says the design gives that pair; no traceback; and that the feature did its
@@ -34,6 +35,7 @@ from freshrag.scoring.store import read_scores
 from tests import WIKIRAG
 from tests.fuzz.support import Result, assert_refused, invoke
 from tests.support.builds import CUTOFF, statements_reply, write_traffic_dump
+from tests.support.datasets import write_multihop_set
 from tests.support.fake_batches import FakeBatches
 from tests.support.fake_openai_server import FakeOpenAIServer, forced_tool_name
 from tests.support.fakes import discerning_judge, scorers_reply, use_endpoint
@@ -43,7 +45,7 @@ N = 3  # questions run per kind
 SYSTEMS = "oracle,naive"  # the gold article handed over, and retrieval
 SCORER_TOOLS = {"submit_statements", "submit_verdicts", "submit_needed_sentences",
                 "submit_questions", "submit_abstention", "submit_grade"}
-KINDS = ("creative", "statements", "grounded", "mix", "imported")
+KINDS = ("creative", "statements", "grounded", "mix", "imported", "multihop")
 
 
 def reply(request):
@@ -127,9 +129,10 @@ def world(tmp_path_factory) -> World:
                         "--cutoff", CUTOFF, "--control", "2", "--general", "2")
         ok("mix", traffic, "--fresh", "0.4", "--control", "0.3", "--general", "0.3", "--n", N,
            "--seed", "1", "--out", root / "mix")
+        multihop = write_multihop_set(creative, root / "multihop", N)
         for name, dataset in (("creative", creative), ("statements", statements),
                               ("grounded", grounded), ("mix", root / "mix"),
-                              ("imported", creative)):
+                              ("imported", creative), ("multihop", multihop)):
             world.kinds[name] = Kind(name, dataset)
         write_answers(world)
         assert [len(world.answered(kind)) for kind in KINDS] == [N] * len(KINDS)
@@ -199,6 +202,10 @@ def case_run(world: World, kind: str, tmp_path: Path) -> None:
     general = [r for r in rows if r.get("kind") == "general"]
     assert len(general) == (len(systems_of(kind)) if kind == "mix" else 0)
     assert all(r["gold_title"] is None for r in general)
+    if kind == "multihop":  # every row carries its gold set; the oracle read both articles
+        assert all(len(r["gold_titles"]) == r["hops"] == 2 for r in rows)
+        assert all([s["title"] for s in r["steps"] if s["kind"] == "read"] == r["gold_titles"]
+                   for r in rows if r["system"] == "oracle")
 
 
 def case_dry_run(world: World, kind: str, tmp_path: Path) -> None:
@@ -328,8 +335,10 @@ def case_filter(world: World, kind: str, tmp_path: Path) -> None:
               for r in read_samples(run / "samples.jsonl") if r["system"] == system}
     ok("filter", run, "--dataset", world.kinds[kind].dataset, "--system", system,
        "--known-at", 5, "--out", tmp_path / "fresh")
-    kept = [str(q["id"]) for q in read_jsonl(tmp_path / "fresh" / "questions.jsonl")]
+    kept_rows = read_jsonl(tmp_path / "fresh" / "questions.jsonl")
+    kept = [str(q["id"]) for q in kept_rows]
     assert kept == [qid for qid in world.answered(kind) if truths[qid] < 5]
+    assert kind != "multihop" or all(len(q["gold_titles"]) == 2 for q in kept_rows)
     counts = json.loads((tmp_path / "fresh" / "manifest.json").read_text())["measured"]["counts"]
     questions = read_jsonl(world.kinds[kind].dataset / "questions.jsonl")
     assert sum(counts.values()) == len(questions) and counts["kept"] == len(kept)

@@ -44,3 +44,20 @@ def write_dataset(directory: Path, n: int = 3, *, content: Callable[[int], str] 
             f'[prices]\n"fake-model" = {{ input = {prices[0]}, output = {prices[1]} }}\n')
     return (write_jsonl(directory / "questions.jsonl", questions),
             write_jsonl(directory / "articles.jsonl", articles))
+
+
+def write_multihop_set(source: Path, out: Path, n: int) -> Path:
+    """A two-article question set written by hand into `out`: `source`'s articles, and n
+    questions each over two of them (article i, then i + 1), bridge and comparison by turn, the
+    first hop's title as `title` (docs/building.md#dataset-files)."""
+    articles = [json.loads(line) for line in (source / "articles.jsonl").read_text(
+        encoding="utf-8").splitlines() if line.strip()]
+    titles = [row["title"] for row in articles]
+    questions = [{"id": f"m{i}", "title": titles[i], "gold_titles": titles[i:i + 2], "hops": 2,
+                  "multihop": ("bridge", "comparison")[i % 2],
+                  "question": f"Which was created first, {titles[i]} or {titles[i + 1]}?"}
+                 for i in range(n)]
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out / "articles.jsonl", articles)
+    write_jsonl(out / "questions.jsonl", questions)
+    return out
