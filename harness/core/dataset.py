@@ -35,7 +35,6 @@ from freshrag.core.types import (
     Question,
 )
 
-
 GOLD_SET = ("gold_titles", "hops", "multihop")  # a question's fields read by `_gold_set`
 
 

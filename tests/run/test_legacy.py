@@ -206,3 +206,20 @@ def test_a_row_asking_no_question_or_one_again_is_refused_naming_it(tmp_path, ca
                  "--system", "naive", "--out", str(tmp_path / "run")]) == 2
     assert f"{path}: {message}" in capsys.readouterr().err
     assert not (tmp_path / "run" / "samples.jsonl").exists()
+
+
+def test_a_row_of_a_multi_article_question_takes_its_gold_set(tmp_path, capsys):
+    """Rows match questions as for one article; the row carries the question's gold set."""
+    dataset = questions_dir(tmp_path, 2)
+    questions = dataset / "questions.jsonl"
+    first, *rest = questions.read_text().splitlines()
+    two = {**json.loads(first), "gold_titles": ["Article 0", "Article 1"], "multihop": "bridge"}
+    questions.write_text("\n".join([json.dumps(two), *rest]) + "\n")
+    path = tmp_path / "paper.pkl"
+    path.write_bytes(pickle.dumps([row(0, 3, 3), row(1, 4, 4)]))
+    assert main(["import-legacy", str(path), "--dataset", str(dataset), "--system", "naive",
+                 "--out", str(tmp_path / "run")]) == 0
+    imported = {r["question_id"]: r for r in read_samples(tmp_path / "run" / "samples.jsonl")}
+    assert (imported["q0"]["gold_titles"], imported["q0"]["hops"],
+            imported["q0"]["multihop"]) == (["Article 0", "Article 1"], 2, "bridge")
+    assert (imported["q1"]["gold_titles"], imported["q1"]["hops"]) == (None, None)
