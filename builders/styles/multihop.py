@@ -1,5 +1,5 @@
 """`freshrag build --style multihop`: questions that need two post-cutoff articles
-(docs/building.md#multi-hop-questions; docs/methods.md#multi-article-questions).
+(docs/building.md#multi-hop-questions).
 
 1. Stage `facts` also reads the link table of the A_r articles from the build's source into
    `links.jsonl` (builders/sources/links.py): a line per article, its links to main-namespace
@@ -80,6 +80,7 @@ class MultiHop(Plain):
     description = "two-article bridge and comparison questions, kept if they need both"
     files = (LINKS, CANDIDATES, DISTRACTORS)
     roles = ("answer", "judge")
+    takes_distractors = True  # --distractors
 
     def settings(self, config: Config) -> dict[str, Any]:
         return {"multihop": list(kinds(config)), "distractors": distractors(config)}

@@ -21,7 +21,6 @@ from freshrag.builders.styles.distractors import DISTRACTORS, add_distractors
 from freshrag.builders.styles.multihop import CANDIDATES
 from freshrag.builders.styles.multihop_check import BY_ONE, NOT_WITH_ALL, check
 from freshrag.builders.styles.multihop_plan import LINKS
-from freshrag.cli.main import main
 from freshrag.core.jsonl import read_jsonl
 from freshrag.core.types import LLMResponse, Usage
 from tests.support.builds import listed_build

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from freshrag.builders.sources.mediawiki import WIKIPEDIA_API
 from freshrag.builders.stages import ARTICLE_STAGES, STAGES, BuildConfig
-from freshrag.builders.styles import DEFAULT_STYLE, STYLES, Choices
+from freshrag.builders.styles import DEFAULT_STYLE, STYLES, Choices, style_of
 from freshrag.builders.styles.critiques import parse_thresholds
 from freshrag.builders.styles.grounded import CRITERIA
 from freshrag.builders.styles.multihop_plan import KINDS as MULTIHOP_KINDS
@@ -199,7 +199,7 @@ def handle(args: argparse.Namespace) -> int:
                             args.concurrency, config_file)
     builder.check_options(source, args.needs, args.per_need, args.style,
                           args.questions_per_article)
-    if args.distractors and args.style != "multihop":
+    if args.distractors and not getattr(style_of(args.style), "takes_distractors", False):
         raise UsageError("--distractors adds articles close to a two-article question's gold "
                          "ones: it goes with --style multihop")
     config = BuildConfig(

@@ -90,7 +90,7 @@ def installed(tmp_path, monkeypatch):
 
 
 def test_every_built_in_style_is_an_object_the_build_can_ask():
-    assert list(STYLES) == ["creative", "recent", "statements", "grounded"]
+    assert list(STYLES) == ["creative", "recent", "statements", "grounded", "multihop"]
     for name, style in STYLES.items():
         assert style.name == name and all(hasattr(style, key) for key in NEEDED)
         assert set(style.files) <= set(WRITES)
@@ -107,7 +107,7 @@ def test_the_build_names_no_style():
 
 
 def test_an_installed_style_is_offered_and_used_without_further_code(tmp_path, installed):
-    assert "brief" in Choices() and list(Choices())[:5] == [*STYLES, "brief"]
+    assert "brief" in Choices() and list(Choices())[:len(STYLES) + 1] == [*STYLES, "brief"]
     args = parser().parse_args(["build", "--out", str(tmp_path / "d"), "--cutoff",
                                 "2021-09-30", "--style", "brief"])
     assert args.style == "brief"
@@ -130,7 +130,7 @@ def test_an_installed_style_is_offered_and_used_without_further_code(tmp_path, i
 
 def test_an_unknown_or_broken_style_is_named(installed):
     with pytest.raises(BuildError, match=r"--style 'nope': no such style; valid styles: "
-                                         r"creative, recent, statements, grounded, brief"):
+                                         r"creative, recent, statements, grounded, multihop, brief"):
         style_of("nope")
     with pytest.raises(PluginError, match=r"style 'broken' \(brief_style:NOT_A_STYLE\): a "
                                           r"object, which has no name, description"):
