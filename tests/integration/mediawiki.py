@@ -10,6 +10,7 @@ SQLite database, lock files and server log all live in the given directory.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -24,9 +25,11 @@ from typing import Iterator
 
 from tests.support.wikidump import (
     DumpPage,
+    Revision,
     article_pages,
     disambiguation_page,
     disambiguation_template,
+    later,
     redirect_page,
     write_dump,
 )
@@ -238,3 +241,38 @@ def _redirects_and_disambiguations(
     if clashes:
         raise ValueError(f"seed titles that are also articles: {clashes}")
     return redirects, disambiguations
+
+
+LINKED_AFTER = "2021-10-01"  # the linked pages are made from released articles created after this
+
+
+def linked_pages(articles_jsonl: Path, count: int = 6,
+                 first_id: int = 7001) -> tuple[list[DumpPage], dict[str, str]]:
+    """Post-cutoff pages that link to each other, made from the first `count` released articles
+    created after LINKED_AFTER: each page's text opens with a sentence linking to the next one in
+    a ring (`[[Next title]]`), the first page's through a redirect to the second, which is one
+    more page ("<second> (redirect)"). Two revisions each, as article_pages gives them. Returns
+    the pages (the redirect last) and each article's link target (the redirect resolved)."""
+    rows = []
+    with articles_jsonl.open(encoding="utf-8") as lines:
+        for line in lines:
+            row = json.loads(line)
+            if row["created"] and row["created"] >= LINKED_AFTER and len(row["content"]) > 1500:
+                rows.append(row)
+            if len(rows) == count:
+                break
+    titles = [row["title"] for row in rows]
+    targets = {title: titles[(i + 1) % count] for i, title in enumerate(titles)}
+    redirect = f"{titles[1]} (redirect)"
+    pages = []
+    for offset, row in enumerate(rows):
+        page_id, title = first_id + offset, row["title"]
+        shown = redirect if offset == 0 else targets[title]
+        text = (f"{title} is often compared with [[{shown}|{targets[title]}]] by its "
+                f"visitors.\n\n{row['content']}")
+        created = row["created"].replace("+00:00", "Z")
+        first = Revision(2 * page_id, created, text[: len(text) // 2])
+        pages.append(DumpPage(page_id, title, [first, Revision(
+            2 * page_id + 1, later(created, 30), text, parent_id=first.id)]))
+    pages.append(redirect_page(first_id + count, redirect, titles[1], _OTHERS_CREATED))
+    return pages, targets
