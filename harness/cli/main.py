@@ -23,6 +23,7 @@ from freshrag.cli.commands import (
     cutoff,
     datasets,
     demo,
+    export,
     filter,
     import_answers,
     import_legacy,
@@ -44,8 +45,8 @@ from freshrag.llm import deadline
 
 # In the order `freshrag --help` lists them.
 COMMANDS = (build, datasets, label, mix, filter, run, cutoff, systems, score, index,
-            scan_retrieval, report, agreement, import_answers, import_legacy, demo, probe_judge,
-            needs, serve)
+            scan_retrieval, report, export, agreement, import_answers, import_legacy, demo,
+            probe_judge, needs, serve)
 
 
 DESCRIPTION = ("Benchmark RAG strategies on questions about Wikipedia articles created after a "

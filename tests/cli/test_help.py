@@ -22,6 +22,8 @@ OWN_DEFAULTS = {
     "--scorers": "score adds the scorers it is told; run grades with the judge by default",
     "--by": "report adds a table per field given; scan-retrieval picks the one grouping",
     "--system": "import and import-legacy name the system they write; filter reads baseline's",
+    "--systems": "run runs the default systems; export exports every system a run has",
+    "--format": "export has no output to print, so no default: the file's format is chosen",
 }
 
 

@@ -1,0 +1,80 @@
+"""`freshrag export`: run directories' answers as a file for the tools users already have: Ragas'
+multi-turn samples, or flat JSON Lines for pandas (docs/export.md); the records are made in
+harness/reporting/export.py. Reading only the runs' files, it makes no call."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Iterable
+
+from freshrag.cli.options import add_command, name
+from freshrag.reporting.export import FORMATS
+
+HELP = "answers as Ragas multi-turn samples or JSONL for pandas"
+
+
+DESCRIPTION = ("Writes the run directories' answers to one file: with --format ragas one Ragas "
+               "MultiTurnSample per answered pair (the question, each search as a tool call and "
+               "its result, the answer; the question's reference answer), as Ragas' "
+               "EvaluationDataset.to_jsonl writes them; with --format jsonl one flat record per "
+               "pair (grades, tokens per role, searches, latency, the steps), for "
+               "pandas.read_json(lines=True). No model is called.")
+EXAMPLES = ("freshrag export results/agents --format ragas --out agents-ragas.jsonl",
+            "freshrag export results/gpt-4o results/mini --format jsonl --systems naive,react "
+            "--out answers.jsonl")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = add_command(sub, "export", HELP, DESCRIPTION, EXAMPLES)
+    inputs = p.add_argument_group("inputs")
+    inputs.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
+                        help="run directories, one or more")
+    inputs.add_argument("--systems", type=systems, metavar="NAMES",
+                        help="only these systems' answers, comma-separated (default: every "
+                             "system of every run)")
+    output = p.add_argument_group("output")
+    output.add_argument("--format", choices=FORMATS, required=True,
+                        help="ragas: Ragas multi-turn samples; jsonl: flat records for pandas")
+    output.add_argument("--out", type=Path, required=True, metavar="FILE",
+                        help="the file written, whole and atomically: not a symbolic link, not "
+                             "inside a run directory")
+    p.set_defaults(handler=handle)
+
+
+def systems(text: str) -> tuple[str, ...]:
+    """System names, comma-separated, each once."""
+    names = tuple(part.strip() for part in text.split(","))
+    if not all(names) or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"expected system names, comma-separated, each once; "
+                                         f"got {text!r:.200}")
+    return tuple(name(part) for part in names)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from freshrag.core.jsonl import ResultsError
+    from freshrag.core.samples import SAMPLES
+    from freshrag.reporting import export
+    from freshrag.reporting.report import load_runs
+
+    for run_dir in args.run_dirs:  # before anything is read or written
+        if not (run_dir / SAMPLES).is_file():
+            raise ResultsError(f"{run_dir}: no {SAMPLES}; is this a run directory?")
+    export.check_out(args.out, args.run_dirs)
+    rows = export.chosen(load_runs(args.run_dirs), args.systems)
+    if args.format == "ragas":
+        kept = [row for row in rows if export.answered(row)]
+        records: Iterable[dict[str, Any]] = map(export.ragas_sample, kept)
+        what = "Ragas multi-turn samples"
+    else:
+        kept, roles = rows, export.roles_of(rows)
+        records = (export.flat_record(row, roles) for row in rows)
+        what = "flat records"
+    if not kept:
+        raise export.ExportError(f"nothing to export: no answered pairs in "
+                                 f"{', '.join(map(str, args.run_dirs))}")
+    written = export.write_jsonl(args.out, records)  # made as written: one row's at a time
+    left = len(rows) - len(kept)
+    print(f"{args.out}: {written} {what} ({len({row['system'] for row in kept})} systems"
+          f"{f'; {left} failed pair(s) left out, having no answer' if left else ''})")
+    return 0
