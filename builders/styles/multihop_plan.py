@@ -45,6 +45,7 @@ NAME_FIELDS = {"name", "native_name", "official_name", "other_name", "other_name
                "full_name", "birth_name", "alt_name", "nickname"}
 ISO = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+BOUNDARY = re.compile(r"[.!?](?=\s)|\n")  # where a sentence ends
 PAIRS_SQL = (  # the join of the grounded `join` templates, on the comparable fields
     "SELECT a.article, b.article, a.infobox, a.field, a.value, a.normalised, b.value, "
     "b.normalised FROM facts AS a JOIN facts AS b ON b.infobox = a.infobox AND b.field = a.field "
@@ -133,12 +134,17 @@ def _bridges(links: dict[str, list[dict[str, Any]]], titles: list[str],
 
 def mention(content: str, title: str, text: str | None) -> str | None:
     """The first sentence of `content` naming `title` (or it without its parenthesis, or the
-    link's text), case ignored; None if none does."""
+    link's text), case ignored, outside headings; None if none does. The sentence is found
+    around the name, so a name holding a full stop ("Aston Villa F.C. season") stays whole."""
     names = {title, re.sub(r"\s*\(.*\)$", "", title), text or title}
-    names = {name.lower() for name in names if len(name) >= 3}
-    for sentence in SENTENCE.split(content):
-        if not sentence.startswith("=") and any(name in sentence.lower() for name in names):
-            return " ".join(sentence.split())
+    pattern = re.compile("|".join(re.escape(name) for name in sorted(
+        (name for name in names if len(name) >= 3), key=len, reverse=True)), re.I)
+    for match in pattern.finditer(content):
+        start = max((b.end() for b in BOUNDARY.finditer(content, 0, match.start())), default=0)
+        end = next((b.end() for b in BOUNDARY.finditer(content, match.end())), len(content))
+        sentence = " ".join(content[start:end].split())
+        if sentence and not sentence.startswith("="):
+            return sentence
     return None
 
 

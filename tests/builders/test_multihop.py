@@ -20,7 +20,7 @@ from freshrag.builders.sources.mediawiki import MediaWikiSource
 from freshrag.builders.styles.distractors import DISTRACTORS, add_distractors
 from freshrag.builders.styles.multihop import CANDIDATES
 from freshrag.builders.styles.multihop_check import BY_ONE, NOT_WITH_ALL, check
-from freshrag.builders.styles.multihop_plan import LINKS
+from freshrag.builders.styles.multihop_plan import LINKS, mention
 from freshrag.core.jsonl import read_jsonl
 from freshrag.core.types import LLMResponse, Usage
 from tests.support.builds import listed_build
@@ -411,3 +411,19 @@ def test_without_the_cache_a_resume_asks_again_only_the_candidate_cut_short(tmp_
         server.stop()
     assert again and all("Brask Hall or Corran Tower" in request for request in again)
     assert len(list(read_jsonl(out / "questions.jsonl"))) == 3
+
+
+@pytest.mark.parametrize("content, title, text, sentence", [
+    pytest.param("A town. It plays 1915–16 Aston Villa F.C. season games. Later.",
+                 "1915–16 Aston Villa F.C. season", None,
+                 "It plays 1915–16 Aston Villa F.C. season games.", id="a-full-stop-in-the-name"),
+    pytest.param("== Brask Hall ==\nIt faces [the hall].\nNear brask hall, a road.", "Brask Hall",
+                 None, "Near brask hall, a road.", id="not-a-heading-case-ignored"),
+    pytest.param("It leads to the old market hall of Brask. More.", "Brask Hall",
+                 "the old market hall of Brask", "It leads to the old market hall of Brask.",
+                 id="by-the-link-text"),
+    pytest.param("Seen from Delm. Nothing else.", "Delm Bridge (Kent)", None,
+                 None, id="not-named"),
+])
+def test_the_sentence_that_names_the_second_article(content, title, text, sentence):
+    assert mention(content, title, text) == sentence
