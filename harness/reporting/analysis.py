@@ -1,6 +1,6 @@
 """Why a system scored as it did, and how sure the numbers are; all from samples.jsonl rows.
 
-- Retrieval quality over gold sets (harness/reporting/retrieval_metrics.py, ir-measures):
+- Retrieval quality over gold sets (harness/reporting/retrieval_metrics.py, trec_eval's code):
   hit@1, hit@k (any gold article among the first k), recall of all gold articles at k, nDCG@k
   and MRR at the article level from the retrieved chunks' titles, and the recall of any and of
   all over a multi-step answer's whole trajectory.
@@ -85,7 +85,7 @@ ATTRIBUTIONS = ("fine", "retrieval_miss", "partial_retrieval", "generation", "kn
 def retrieval_quality(rows: list[SampleRow], with_intervals: bool = False,
                       seed: int = 0) -> list[dict[str, Any]]:
     """Per run identity that retrieved at all, over its answers that retrieved a question with
-    a gold set: the means of retrieval_metrics.METRICS (article level, ir-measures); each as
+    a gold set: the means of retrieval_metrics.METRICS (article level, trec_eval's code); each as
     [value, low, high] with its 95% bootstrap interval if `with_intervals`."""
     def shown(values: list[float]) -> Any:
         if not with_intervals:

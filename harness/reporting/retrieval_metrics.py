@@ -1,6 +1,6 @@
-"""Retrieval quality over gold sets, per answer (docs/reports.md#retrieval-quality), computed by
-ir-measures (trec_eval's own code through pytrec_eval) rather than by hand: why that library,
-docs/design.md#retrieval-metrics.
+"""Retrieval metrics over gold sets, per answer, by trec_eval's own code (pytrec_eval-terrier),
+never by hand (docs/reports.md#retrieval-quality; why this library:
+docs/design.md#retrieval-metrics).
 
 A question's gold set is its `gold_titles` (a multi-article question, in hop order), else its
 one `gold_title`; a general query has none and is not measured. The metrics are at the article
@@ -18,10 +18,9 @@ recall of any), `recall_all@k` (every gold article among them), `ndcg@k` (binary
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
-import ir_measures
-from ir_measures import RR, Measure, R, Success, nDCG
+import pytrec_eval
 
 from freshrag.core.records import SampleRow
 
@@ -78,25 +77,27 @@ def answer_metrics(answers: Sequence[tuple[list[str], list[str], list[str]]]
         return []
     k = max([1, *(len(seen) for _, seen, _ in answers)])
     at_k = _evaluate([(gold, seen) for gold, seen, _ in answers],
-                     (Success @ 1, Success @ k, R @ k, nDCG @ k, RR))
+                     {f"success.1,{k}", f"recall.{k}", f"ndcg_cut.{k}", "recip_rank"})
     # what the answer saw is its trajectory when it searched once: not evaluated again
     apart = [i for i, (_, seen, path) in enumerate(answers) if path != seen]
     n = max([1, *(len(answers[i][2]) for i in apart)])
-    over_path = _evaluate([(answers[i][0], answers[i][2]) for i in apart], (Success @ n, R @ n))
-    paths = [(values[Success @ k], values[R @ k]) for values in at_k]
+    over_path = _evaluate([(answers[i][0], answers[i][2]) for i in apart],
+                          {f"success.{n}", f"recall.{n}"})
+    paths = [(values[f"success_{k}"], values[f"recall_{k}"]) for values in at_k]
     for i, values in zip(apart, over_path):
-        paths[i] = (values[Success @ n], values[R @ n])
-    return [{"hit@1": values[Success @ 1], "hit@k": values[Success @ k],
-             "recall_all@k": float(values[R @ k] == 1.0), "ndcg@k": values[nDCG @ k],
-             "mrr": values[RR], "recall_any_traj": found_any,
-             "recall_all_traj": float(recall == 1.0)}
+        paths[i] = (values[f"success_{n}"], values[f"recall_{n}"])
+    return [{"hit@1": values["success_1"], "hit@k": values[f"success_{k}"],
+             "recall_all@k": float(values[f"recall_{k}"] == 1.0),
+             "ndcg@k": values[f"ndcg_cut_{k}"], "mrr": values["recip_rank"],
+             "recall_any_traj": found_any, "recall_all_traj": float(recall == 1.0)}
             for values, (found_any, recall) in zip(at_k, paths)]
 
 
 def _evaluate(answers: Sequence[tuple[list[str], list[str]]],
-              measures: Sequence[Measure]) -> list[dict[Any, float]]:
-    """Each measure per answer (gold set, ranked titles), 0.0 where it found nothing. Documents
-    are named by number, so no title can clash with a place that earns nothing."""
+              measures: set[str]) -> list[dict[str, float]]:
+    """trec_eval's `measures` per answer (gold set, ranked titles), each named as trec_eval
+    names it (`success_1`, `recall_5`, ...), 0.0 where the answer ranked nothing. Documents are
+    named by number, so no title can clash with a place that earns nothing."""
     qrels: dict[str, dict[str, int]] = {}
     run: dict[str, dict[str, float]] = {}
     for query, (gold, titles) in enumerate(answers):
@@ -106,8 +107,12 @@ def _evaluate(answers: Sequence[tuple[list[str], list[str]]],
         if ranked:  # descending scores: trec_eval ranks by score, and no two are equal
             run[str(query)] = {names[title] if title else f"r{rank}": float(len(ranked) - rank)
                                for rank, title in enumerate(ranked)}
-    values = [dict.fromkeys(measures, 0.0) for _ in answers]
-    if run:
-        for metric in ir_measures.iter_calc(list(measures), qrels, run):
-            values[int(metric.query_id)][metric.measure] = float(metric.value)
-    return values
+    found = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run) if run else {}
+    empty = dict.fromkeys(_names(measures), 0.0)
+    return [found.get(str(query), empty) for query in range(len(answers))]
+
+
+def _names(measures: set[str]) -> list[str]:
+    """trec_eval's name of each value of `measures`: `success.1,5` gives success_1, success_5."""
+    return [f"{name}_{cut}" if cuts else name for measure in measures
+            for name, _, cuts in [measure.partition(".")] for cut in cuts.split(",")]
