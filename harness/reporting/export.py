@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from freshrag.core.errors import UserError
 from freshrag.core.files import SymlinkError, atomic_open, dumps
@@ -68,6 +68,17 @@ def chosen(rows: list[SampleRow], systems: Sequence[str] | None) -> list[SampleR
 def answered(row: SampleRow) -> bool:
     """A row with an answer to export as a Ragas sample (a failed pair has none)."""
     return row["status"] == "ok" and isinstance(row.get("answer"), str)
+
+
+def records(rows: list[SampleRow], fmt: str
+            ) -> tuple[list[SampleRow], Iterator[dict[str, Any]]]:
+    """The rows `fmt` exports (ragas: the answered ones; jsonl: all) and their records, each
+    made as it is written."""
+    if fmt == "ragas":
+        kept = [row for row in rows if answered(row)]
+        return kept, map(ragas_sample, kept)
+    roles = roles_of(rows)
+    return rows, (flat_record(row, roles) for row in rows)
 
 
 def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> int:

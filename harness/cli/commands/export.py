@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, Iterable
 
 from freshrag.cli.options import add_command, name
 from freshrag.reporting.export import FORMATS
@@ -61,20 +60,15 @@ def handle(args: argparse.Namespace) -> int:
         if not (run_dir / SAMPLES).is_file():
             raise ResultsError(f"{run_dir}: no {SAMPLES}; is this a run directory?")
     export.check_out(args.out, args.run_dirs)
-    rows = export.chosen(load_runs(args.run_dirs), args.systems)
-    if args.format == "ragas":
-        kept = [row for row in rows if export.answered(row)]
-        records: Iterable[dict[str, Any]] = map(export.ragas_sample, kept)
-        what = "Ragas multi-turn samples"
-    else:
-        kept, roles = rows, export.roles_of(rows)
-        records = (export.flat_record(row, roles) for row in rows)
-        what = "flat records"
+    # the flat records need no call's messages nor chunk's text: a light read (core/samples.py)
+    rows = export.chosen(load_runs(args.run_dirs, light=args.format == "jsonl"), args.systems)
+    kept, records = export.records(rows, args.format)
     if not kept:
         raise export.ExportError(f"nothing to export: no answered pairs in "
                                  f"{', '.join(map(str, args.run_dirs))}")
     written = export.write_jsonl(args.out, records)  # made as written: one row's at a time
     left = len(rows) - len(kept)
+    what = "Ragas multi-turn samples" if args.format == "ragas" else "flat records"
     print(f"{args.out}: {written} {what} ({len({row['system'] for row in kept})} systems"
           f"{f'; {left} failed pair(s) left out, having no answer' if left else ''})")
     return 0
