@@ -6,18 +6,21 @@ never runs, and a small inline script (assets/viewer.js; its markup and styles b
 them:
 
 - `viewer-data`: what the sample list shows and filters on, compact: the questions once
-  (`[dataset, id, text, gold title, label, kind]`; a multi-article question's gold titles in hop
-  order, joined by ` · `, where a chunk of any of them is marked gold), the run identities' labels once, then one
-  array per answer (`LIST_COLUMNS`). Parsed once, when the page opens.
+  (`[dataset, id, text, gold title, label, kind, gold articles]`; a multi-article question's
+  gold titles in hop order, joined by ` · `, where a chunk of any of them is marked gold; the
+  number of gold articles for the hops filter), the run identities' labels once, then one array
+  per answer (`LIST_COLUMNS`, with why an agent stopped and its wasted steps for the filters).
+  Parsed once, when the page opens.
 - `viewer-block-N`: the whole records (calls with their prompts and replies, details, grade,
-  scorers' results, the steps the script draws as a timeline and why an agent stopped) of about
-  `BLOCK_SAMPLES` answers, whole questions at a time. A block is parsed only when one of its
-  answers is opened, so a page of 100,000 answers opens in seconds. Within a block a long string
-  met twice (a shared system prompt, an answer, its call's reply and its answer step) is stored
-  once in the block's `strings` and referenced as NUL + its index (a string of the data that
-  starts with NUL gets a second one, which the script takes off). The gold article, which every
-  judge prompt of a question ends with, is cut from those prompts and kept once as the record's
-  `gold_passage`; the script puts it back.
+  scorers' results, the steps the script draws as a timeline, why an agent stopped, and the step
+  that first found each gold article, `gold_found`) of about `BLOCK_SAMPLES` answers, whole
+  questions at a time. A block is parsed only when one of its answers is opened, so a page of
+  100,000 answers opens in seconds. Within a block a long string met twice (a shared system
+  prompt, an answer, its call's reply and its answer step) is stored once in the block's
+  `strings` and referenced as NUL + its index (a string of the data that starts with NUL gets a
+  second one, which the script takes off). The gold article, which every judge prompt of a
+  question ends with, is cut from those prompts and kept once as the record's `gold_passage`;
+  the script puts it back.
 - The list and its script come before the blocks, so the list is on screen while the browser
   still reads the blocks.
 
@@ -38,6 +41,7 @@ from freshrag.core.records import SampleRow
 from freshrag.core.samples import is_scored, judge_scores
 from freshrag.core.types import QUESTION_FIELDS
 from freshrag.reporting.identity import group_rows, labels
+from freshrag.reporting.retrieval_metrics import gold_set
 from freshrag.scoring import judge
 
 BLOCK_SAMPLES = 200  # answers per lazily parsed block: one block parses in milliseconds
@@ -45,7 +49,7 @@ SHARED_MIN_CHARS = 120  # a string this long met twice in a block is stored once
 SNIPPET_CHARS = 200  # of each answer, kept in the list for the search box
 LIST_COLUMNS = ("question", "system", "status", "score", "truthfulness", "relevance",
                 "decision", "input_tokens", "output_tokens", "latency_s", "retrievals",
-                "answer", "block", "slot")
+                "answer", "block", "slot", "stopped", "wasted")
 # The judge's user message ends with the article it grades against (harness/scoring/judge.py),
 # or with each of a multi-article question's: the gold passage the viewer shows.
 ARTICLE_MARK = judge.ARTICLE_MARK
@@ -116,7 +120,7 @@ def _question_entry(row: SampleRow) -> list[Any]:
     golds = row.get("gold_titles")
     return [str(row["dataset"]), str(row["question_id"]), row.get("question"),
             GOLDS_JOIN.join(golds) if golds else row.get("gold_title"),
-            _text(row.get("label")), _text(row.get("kind"))]
+            _text(row.get("label")), _text(row.get("kind")), len(gold_set(row))]
 
 
 def _text(value: Any) -> str | None:
@@ -140,7 +144,30 @@ def _list_entry(row: SampleRow, question: int, system: int, block: int, slot: in
     return [question, system, status(row), total, truth, rel,
             (row.get("details") or {}).get("decision"), tokens[0], tokens[1],
             None if latency is None else round(latency, 3), row.get("retrievals"),
-            answer[:SNIPPET_CHARS], block, slot]
+            answer[:SNIPPET_CHARS], block, slot, row.get("stopped"),
+            wasted_steps(row, gold_found(row))]
+
+
+def gold_found(row: SampleRow) -> dict[str, int]:
+    """Each gold article a search step found, with the number of the step that first found it
+    (from 1, every kind of step counted, as the timeline numbers them), in the order found."""
+    gold = set(gold_set(row))
+    first: dict[str, int] = {}
+    for number, step in enumerate(row.get("steps") or [], start=1):
+        searched = step.get("retrieved") or [] if step["kind"] == "search" else []
+        for title in (chunk["title"] for chunk in searched):
+            if title in gold:
+                first.setdefault(title, number)
+    return first
+
+
+def wasted_steps(row: SampleRow, found: dict[str, int]) -> int | None:
+    """The steps after the one where the last gold article was first found, answer steps not
+    counted (the steps were for the answer); None unless the steps found every gold article."""
+    gold = set(gold_set(row))
+    if not gold or len(found) < len(gold):
+        return None
+    return sum(step["kind"] != "answer" for step in row["steps"][max(found.values()):])
 
 
 def _system_tokens(row: SampleRow) -> tuple[int | None, int | None]:
@@ -178,7 +205,8 @@ def _block(rows: list[SampleRow]) -> dict[str, Any]:
 
 def _record(row: SampleRow) -> dict[str, Any]:
     """The row as run-format.md defines it, plus the question's fields as the tables name their
-    values (`need: yes`) and the gold passage found in the judge's prompt. A judge message that
+    values (`need: yes`), the gold passage found in the judge's prompt and, for an answer with
+    steps, the step that first found each gold article (`gold_found`). A judge message that
     carries the passage keeps only what comes before it and is marked `with_passage`, for the
     script to put the passage back: the passage, the same for every answer to the question, is
     then stored once in the block."""
@@ -187,6 +215,8 @@ def _record(row: SampleRow) -> dict[str, Any]:
     record["question_fields"] = {name: value_name(record[name]) for name in QUESTION_FIELDS
                                  if record.get(name) is not None and name != "gold_titles"}
     record["gold_passage"] = passage = gold_passage(row)
+    if row.get("steps"):
+        record["gold_found"] = gold_found(row)
     record["calls"] = [_without_passage(call, passage) for call in row.get("calls") or []]
     return record
 

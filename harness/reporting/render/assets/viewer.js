@@ -61,10 +61,36 @@
 
   function filters() {
     const bound = function (id) { const v = $(id).value; return v === "" ? null : Number(v); };
-    return {search: $("f-search").value.trim().toLowerCase(), system: $("f-system").value,
-            label: $("f-label").value, kind: $("f-kind").value,
-            decision: $("f-decision").value, status: $("f-status").value,
-            min: bound("f-min"), max: bound("f-max"), disagree: Number($("f-disagree").value)};
+    const f = {search: $("f-search").value.trim().toLowerCase(), system: $("f-system").value,
+               label: $("f-label").value, kind: $("f-kind").value,
+               decision: $("f-decision").value, status: $("f-status").value,
+               min: bound("f-min"), max: bound("f-max"), disagree: Number($("f-disagree").value)};
+    FACETS.forEach(function (name) { f[name] = $("f-" + name).value; });
+    return f;
+  }
+  // The filters on the steps: each answer falls in one option of each (or in none, e.g. an
+  // answer with no gold set has no hops); every option counts the answers it would show.
+  const FACETS = ["stopped", "wasted", "hops"];
+  const facetOf = {
+    stopped: function (s) { return given(s[C.stopped]) ? s[C.stopped] : "no"; },
+    wasted: function (s) {  // null: no steps, no gold set, or not every gold article found
+      const n = s[C.wasted];
+      return given(n) ? (n > 0 ? "some" : "none") : null;
+    },
+    hops: function (s) {
+      const n = Q[s[C.question]][6];
+      return n >= 2 ? "2+" : (n === 1 ? "1" : null);
+    }};
+  FACETS.forEach(function (name) {
+    Array.from($("f-" + name).options).forEach(function (o) { o.dataset.label = o.text; });
+  });
+  function facetCounts(counts) {
+    FACETS.forEach(function (name) {
+      Array.from($("f-" + name).options).forEach(function (o) {
+        const n = o.value === "" ? counts[name].any : counts[name][o.value] || 0;
+        o.text = o.dataset.label + " (" + n.toLocaleString("en") + ")";
+      });
+    });
   }
   function keep(s, f) {
     const q = Q[s[C.question]];
@@ -95,8 +121,21 @@
   }
   function apply() {
     const f = filters();
+    const counts = {};
+    FACETS.forEach(function (name) { counts[name] = {any: 0}; });
     view = [];
-    for (let i = 0; i < S.length; i++) if (keep(S[i], f)) view.push(i);
+    for (let i = 0; i < S.length; i++) {
+      if (!keep(S[i], f)) continue;
+      const at = FACETS.map(function (name) { return facetOf[name](S[i]); });
+      const misses = FACETS.filter(function (name, k) { return f[name] && at[k] !== f[name]; });
+      if (!misses.length) view.push(i);
+      FACETS.forEach(function (name, k) {  // what this facet would show, the others as set
+        if (misses.length > 1 || (misses.length === 1 && misses[0] !== name)) return;
+        counts[name].any++;
+        if (at[k] !== null) counts[name][at[k]] = (counts[name][at[k]] || 0) + 1;
+      });
+    }
+    facetCounts(counts);
     if (sortKey) {
       const keyed = view.map(function (i) { return [sortValue(i), i]; });
       keyed.sort(function (a, b) {  // missing values last either way; ties in report order
@@ -132,6 +171,7 @@
     row.dataset.status = s[C.status];
     row.dataset.score = fmt(s[C.score]);
     row.title = q[2] || "";
+    row.tabIndex = 0;  // Enter opens it
     return row;
   }
   function paint() {
@@ -166,6 +206,13 @@
   spacer.addEventListener("click", function (e) {
     const row = e.target.closest(".vrow");
     if (row) open(Number(row.dataset.i));
+  });
+  spacer.addEventListener("keydown", function (e) {
+    const row = e.target.closest(".vrow");
+    if (!row || (e.key !== "Enter" && e.key !== " ")) return;
+    e.preventDefault();
+    open(Number(row.dataset.i));
+    $("viewer-close").focus();  // the row is drawn again: keep the focus in the answer
   });
 
   // ------------------------------------------------------------------ one answer
@@ -299,39 +346,65 @@
       + (used.some(function (u) { return u.estimated; }) ? " (estimated)" : "") : "no tokens";
     return tokens + " · " + fmt(st.latency_s) + " s";
   }
-  function found(retrieved, gold) {
+  // the gold articles step k (from 0) found first: r.gold_found holds each one's step number
+  function firstAt(r, k) {
+    const first = r.gold_found || {};
+    return golds(r).filter(function (t) { return first[t] === k + 1; });
+  }
+  function found(retrieved, gold, firsts) {
     if (!retrieved || !retrieved.length) return el("p", "muted", "nothing found");
     const list = el("ol", "viewer-step-found");
+    const marked = new Set();  // an article's first chunk in the step is the one marked first
     retrieved.forEach(function (c) {
-      list.append(el("li", gold.indexOf(c.title) >= 0 ? "gold" : null, el("span", "title", c.title),
-                     el("span", "num score", fmt(c.score))));
+      const first = firsts.indexOf(c.title) >= 0 && !marked.has(c.title);
+      if (first) marked.add(c.title);
+      list.append(el("li", gold.indexOf(c.title) >= 0 ? "gold" + (first ? " first" : "") : null,
+                     el("span", "title", c.title), el("span", "num score", fmt(c.score)),
+                     first ? el("span", "flag-gold", "gold, first found") : null));
     });
     return list;
   }
-  function step(st, k, gold) {
-    const item = el("li", "viewer-step step-" + st.kind + (st.repeated ? " repeated" : ""),
+  function step(st, k, r) {
+    const firsts = firstAt(r, k);
+    const item = el("li", "viewer-step step-" + st.kind + (st.repeated ? " repeated" : "")
+                    + (firsts.length ? " gold-first" : ""),
       el("div", "viewer-step-head", el("b", "kind", (k + 1) + ". " + st.kind),
          el("span", "cost", stepCost(st)),
-         st.repeated ? el("span", "flag", "repeated search") : null));
+         st.repeated ? el("span", "flag", "repeated search") : null,
+         firsts.length ? el("span", "flag-gold", "gold found: " + firsts.join(", ")) : null));
     item.dataset.kind = st.kind;
     if (st.kind === "search") {
       item.append(el("div", "viewer-step-query", el("span", "muted", "query "), fmt(st.query)),
-                  found(st.retrieved, gold));
+                  found(st.retrieved, golds(r), firsts));
     }
     if (given(st.title)) item.append(el("div", "viewer-step-read", el("span", "muted", "read "),
                                         st.title));
     if (given(st.text)) item.append(el("div", "text viewer-step-text", st.text));
     return item;
   }
-  function timeline(r) {
-    const steps = Array.isArray(r.steps) ? r.steps : [];
+  function stepsOf(r) { return Array.isArray(r.steps) ? r.steps : []; }
+  // "gold found: A (step 2), B (step 4); not found: C", and the steps wasted after the last
+  function goldLine(s, r) {
+    const gold = golds(r), first = r.gold_found || {};
+    if (!gold.length || !stepsOf(r).length) return null;
+    const hit = gold.filter(function (t) { return given(first[t]); });
+    const missed = gold.filter(function (t) { return !given(first[t]); });
+    const wasted = s[C.wasted];
+    return el("p", "viewer-gold-found", "gold found: " + (hit.length ? hit.map(function (t) {
+      return t + " (step " + first[t] + ")";
+    }).join(", ") : "none") + (missed.length ? "; not found: " + missed.join(", ") : "")
+      + (given(wasted) ? "; " + wasted + (wasted === 1 ? " step" : " steps")
+         + " after all gold was found" : ""));
+  }
+  function timeline(s, r) {
+    const steps = stepsOf(r);
     if (!steps.length) return null;  // a row from before steps, or a system that gave none
     const searches = steps.filter(function (st) { return st.kind === "search"; });
     const repeated = searches.filter(function (st) { return st.repeated; }).length;
     const list = el("ol", "viewer-steps");
-    steps.forEach(function (st, k) { list.append(step(st, k, golds(r))); });
+    steps.forEach(function (st, k) { list.append(step(st, k, r)); });
     return section("Steps (" + steps.length + "; " + searches.length + " searches"
-                   + (repeated ? ", " + repeated + " repeated" : "") + ")", list,
+                   + (repeated ? ", " + repeated + " repeated" : "") + ")", goldLine(s, r), list,
                    given(r.stopped) ? el("p", "viewer-stopped", stoppedText(r.stopped)) : null);
   }
   const SHOWN = ["decision", "decision_raw", "first_answer", "retrieved", "context"];
@@ -364,7 +437,7 @@
     if (grade.reason) box.append(section("Judge's reason", el("p", "viewer-reason", grade.reason)));
     box.append(section("Answer", given(r.answer) ? el("div", "text viewer-answer", r.answer)
                                                  : el("p", "muted", "(no answer)")));
-    const steps = timeline(r);
+    const steps = timeline(s, r);
     if (steps) box.append(steps);
     if (given(details.first_answer)) {
       box.append(section("First answer (before deciding)",
@@ -409,7 +482,8 @@
     bar.firstChild.type = "button";
     bar.firstChild.id = "viewer-close";
     bar.firstChild.addEventListener("click", function () {
-      pane.hidden = true; $("viewer-compare").hidden = true; opened = null; paint();
+      pane.hidden = true; $("viewer-compare").hidden = true; $("viewer-trajectories").hidden = true;
+      opened = null; paint();
     });
     if (others.length) {
       const select = el("select");
@@ -420,10 +494,19 @@
         if (select.value !== "") compare(i, Number(select.value));
       });
       bar.append(el("label", null, "Compare with ", select));
+      const side = el("button", null, "Steps side by side");
+      side.type = "button";
+      side.id = "viewer-trajectories-open";
+      side.addEventListener("click", function () {
+        trajectories(i, others[0]);
+        $("viewer-traj-a").focus();
+      });
+      bar.append(side);
     }
     pane.replaceChildren(bar, transcript(i));
     pane.hidden = false;
     $("viewer-compare").hidden = true;
+    $("viewer-trajectories").hidden = true;
     paint();
     pane.scrollIntoView({block: "start"});
   }
@@ -434,6 +517,80 @@
     pane.hidden = false;
     pane.scrollIntoView({block: "start"});
   }
-  window.freshragViewer = {open: open, compare: compare, apply: apply};
+  // ------------------------------------------------------------------ steps side by side
+
+  function sideFacts(i, r) {
+    const s = S[i];
+    return [["answer", given(r.answer) ? el("div", "text viewer-answer", r.answer)
+                                       : el("span", "muted", "(no answer)")],
+            ["grade", verdict(s, r)],
+            ["tokens", num(s[C.input_tokens]) + " in / " + num(s[C.output_tokens]) + " out"],
+            ["stopped", stoppedText(r.stopped) || "no"],
+            ["gold", goldLine(s, r) || el("span", "muted", "–")]];
+  }
+  function stepCell(r, k) {
+    const steps = stepsOf(r);
+    if (!steps.length) return el("td", "viewer-traj-none", k === 0 ? "no steps recorded" : null);
+    if (k >= steps.length) return el("td", "viewer-traj-none");
+    const cell = el("td", null, el("ol", "viewer-steps", step(steps[k], k, r)));
+    cell.dataset.kind = steps[k].kind;
+    return cell;
+  }
+  function header(text, scope) {
+    const th = el("th", null, text);
+    th.scope = scope;
+    return th;
+  }
+  // two answers to one question, one column each, a row per step number
+  function trajectoryTable(a, b) {
+    const ra = record(a), rb = record(b);
+    if (ra === null || rb === null) {
+      return el("p", "muted", "Still loading these answers: choose them again in a moment.");
+    }
+    const q = Q[S[a][C.question]];
+    const facts = el("tbody", "viewer-traj-facts"), steps = el("tbody", "viewer-traj-steps");
+    const fa = sideFacts(a, ra), fb = sideFacts(b, rb);
+    fa.forEach(function (pair, k) {
+      facts.append(el("tr", null, header(pair[0], "row"), el("td", null, pair[1]),
+                      el("td", null, fb[k][1])));
+    });
+    const n = Math.max(stepsOf(ra).length, stepsOf(rb).length, 1);
+    for (let k = 0; k < n; k++) {
+      steps.append(el("tr", null, header(String(k + 1), "row"), stepCell(ra, k), stepCell(rb, k)));
+    }
+    return el("table", "viewer-traj-table",
+              el("caption", null, "The steps of two answers to " + q[0] + " / " + q[1]
+                 + ", side by side by step number"),
+              el("thead", null, el("tr", null, header("step", "col"),
+                                   header(SYSTEMS[S[a][C.system]], "col"),
+                                   header(SYSTEMS[S[b][C.system]], "col"))), facts, steps);
+  }
+  function trajectories(a, b) {
+    const pane = $("viewer-trajectories"), q = Q[S[a][C.question]];
+    const choose = function (id, chosen) {
+      const select = el("select");
+      select.id = id;
+      byQuestion.get(S[a][C.question]).forEach(function (j) {
+        select.append(new Option(SYSTEMS[S[j][C.system]], j, false, j === chosen));
+      });
+      return select;
+    };
+    const left = choose("viewer-traj-a", a), right = choose("viewer-traj-b", b);
+    const body = el("div", "viewer-traj-body", trajectoryTable(a, b));
+    const redraw = function () {
+      body.replaceChildren(trajectoryTable(Number(left.value), Number(right.value)));
+    };
+    left.addEventListener("change", redraw);
+    right.addEventListener("change", redraw);
+    pane.replaceChildren(el("h3", null, "Steps side by side · " + q[0] + " / " + q[1]),
+                         el("p", "viewer-question", q[2]),
+                         el("div", "viewer-bar", el("label", null, "Left ", left),
+                            el("label", null, "Right ", right)), body);
+    pane.hidden = false;
+    pane.scrollIntoView({block: "start"});
+    return pane;
+  }
+  window.freshragViewer = {open: open, compare: compare, trajectories: trajectories,
+                           apply: apply};
   apply();
 })();
