@@ -1,8 +1,9 @@
 """`freshrag export` (docs/export.md): a run's answers as Ragas multi-turn samples and as flat
 JSON Lines for pandas, each checked against the rows it came from; the Ragas export read back by
-freshrag's answers-file importer as the same answers and steps, and by the real `ragas` package
-where it is installed; the refusals (a missing run, a link or a run directory at --out, an
-unknown format or system), and a write that fails leaving the old file whole.
+freshrag's answers-file importer as the same answers and steps (and by the real `ragas` package
+in tests/integration/test_ragas_export.py, in an environment of its own); the refusals (a
+missing run, a link or a run directory at --out, an unknown format or system), and a write
+that fails leaving the old file whole.
 
 The runs are made once for the module on the fake server: `naive` (one search, then the answer)
 and `react` scripted to search twice and answer (tests/support/agent_script.py); town 0's
@@ -141,30 +142,6 @@ def test_the_ragas_export_is_written_as_ragas_writes_it(runs, tmp_path):
                                          else ["content", "type"])
         for call in (c for m in sample["user_input"] for c in m.get("tool_calls", [])):
             assert list(call) == list(theirs[0]["user_input"][1]["tool_calls"][0])
-
-
-def test_the_ragas_export_is_read_by_ragas(runs, tmp_path):
-    """Ragas' own reader makes each line a MultiTurnSample of its messages, keeps freshrag's
-    metadata, and writes the same bytes back. Runs where `ragas` is installed: it is not in the
-    test extra, since installing it here would downgrade openai and rich (docs/export.md)."""
-    schema = pytest.importorskip("ragas.dataset_schema")
-    messages = pytest.importorskip("ragas.messages")
-    made, _ = runs
-    out, again = tmp_path / "ragas.jsonl", tmp_path / "again.jsonl"
-    assert freshrag("export", made.run, "--format", "ragas", "--out", out) == 0
-    dataset = schema.EvaluationDataset.from_jsonl(str(out))
-    assert dataset.is_multi_turn() and len(dataset) == 6
-    for sample in dataset:
-        assert isinstance(sample, schema.MultiTurnSample)
-        assert isinstance(sample.user_input[0], messages.HumanMessage)
-        assert sample.user_input[0].metadata["system"] in SYSTEMS
-        assert isinstance(sample.user_input[-1], messages.AIMessage)
-        calls = [c for m in sample.user_input if isinstance(m, messages.AIMessage)
-                 for c in m.tool_calls or []]
-        assert calls and all(isinstance(c, messages.ToolCall) and c.name == "search"
-                             for c in calls)
-    dataset.to_jsonl(str(again))
-    assert again.read_bytes() == out.read_bytes()
 
 
 @pytest.mark.parametrize("system", SYSTEMS)
