@@ -33,14 +33,13 @@ failed pairs' tokens are counted apart there (harness/reporting/report.py).
 
 from __future__ import annotations
 
-import random
-from typing import Any, cast
+from typing import Any
 
 from freshrag.core.records import SampleRow
 from freshrag.core.samples import answer_tokens, is_scored, judge_scores
 from freshrag.core.stats import BOOTSTRAP_SAMPLES, CONFIDENCE, bootstrap_interval, mean
 from freshrag.reporting import decisions as by_need
-from freshrag.reporting import savings
+from freshrag.reporting import savings, trajectory
 from freshrag.reporting.groups import analyse_groups
 from freshrag.reporting.identity import (
     Identity,
@@ -358,7 +357,7 @@ def paired_comparisons(rows: list[SampleRow], seed: int = 0) -> list[dict[str, A
             table.append({"dataset": a.dataset, "a": names[a], "b": names[b],
                           "questions": len(diffs), "mean_difference": mean(diffs, places=4),
                           "interval": list(bootstrap_interval(diffs, mean, seed=seed)),
-                          "p_value": _paired_p_value(diffs, seed),
+                          "p_value": savings.paired_p_value(diffs, seed),
                           "a_models": a.model_map, "b_models": b.model_map})
     return table
 
@@ -376,18 +375,6 @@ def judge_notes(keys: list[Identity]) -> list[str]:
     return notes
 
 
-def _paired_p_value(diffs: list[float], seed: int, samples: int = BOOTSTRAP_SAMPLES) -> float:
-    """Bootstrap under the null (differences centred on zero): share of resampled means at least
-    as far from zero as the observed one."""
-    observed = cast(float, mean(diffs))  # there are diffs: never None
-    centred = [d - observed for d in diffs]
-    rng = random.Random(seed)
-    n = len(diffs)
-    extreme = sum(abs(cast(float, mean(rng.choices(centred, k=n)))) >= abs(observed)
-                  for _ in range(samples))
-    return round((extreme + 1) / (samples + 1), 4)
-
-
 def analyse(rows: list[SampleRow], prices: dict[str, tuple[float, float]] | None = None,
             seed: int = 0, correct_at: int = CORRECT_AT,
             mixes: list[dict[str, float]] | None = None) -> dict[str, Any]:
@@ -397,7 +384,8 @@ def analyse(rows: list[SampleRow], prices: dict[str, tuple[float, float]] | None
     savings curve (at `mixes` too)."""
     decisions, decision_notes = decisions_and_notes(rows)
     keys = list(group_rows(rows))
-    traffic = {**by_need.analyse(rows, seed), **savings.analyse(rows, prices, mixes, seed)}
+    traffic = {**by_need.analyse(rows, seed),
+               **savings.analyse(rows, prices, mixes, seed, correct_at)}
     return {"retrieval": retrieval_quality(rows), "attribution": attributions(rows),
             "cost": quality_and_cost(rows, prices or {}),
             "decisions": decisions, "intervals": intervals(rows, seed),
@@ -407,4 +395,6 @@ def analyse(rows: list[SampleRow], prices: dict[str, tuple[float, float]] | None
             "notes": mixed_notes(keys) + judge_notes(keys) + decision_notes
             + traffic.pop("decision_notes") + traffic.pop("savings_notes") + batch_note(rows),
             **traffic, **scorer_tables(rows, correct_at),
+            **savings.router_tables(rows, prices, correct_at, seed),  # three options, by hops
+            **trajectory.analyse(rows, prices, correct_at),  # trajectory, trajectory_by_answer
             **analyse_groups(rows, seed)}  # semantic groups: tables groups, wording; grounded

@@ -1,6 +1,7 @@
 """What an answer came to, as every table of a report reads it: whether it was scored, its score,
-the tokens its pair spent, whether a system decided about retrieval, and which answers of two run
-identities answer the same questions (docs/reports.md#what-a-report-holds).
+whether it was correct, the tokens its pair spent, whether a system decided about retrieval or
+searched in several steps, and which answers of two run identities answer the same questions
+(docs/reports.md#what-a-report-holds).
 
 Rows come through report.load_runs, so an answer the run left without a grade (an import, or a
 judge reply that could not be read) and that `freshrag score --scorers judge` graded is judged by
@@ -21,6 +22,16 @@ from typing import Any
 from freshrag.core.records import SampleRow
 from freshrag.core.samples import answer_tokens, judge_scores
 from freshrag.reporting.identity import Identity, comparable
+from freshrag.reporting.retrieval_metrics import gold_set
+
+CORRECT_AT = 4  # judge truthfulness (1..5) at or above which an answer that did not abstain is correct
+
+
+def answered_well(row: SampleRow, correct_at: int = CORRECT_AT) -> bool:
+    """A scored answer whose truthfulness is at least `correct_at`: a correct answer, as the
+    costs per correct answer and the oracle routers count it."""
+    scores = judge_scores(row)
+    return scores is not None and scores["truthfulness"] >= correct_at
 
 
 def total_score(row: SampleRow) -> float | None:
@@ -73,6 +84,30 @@ def decides(group: list[SampleRow]) -> bool:
     known = known_retrievals(group)
     retrieving = sum((row["retrievals"] or 0) > 0 for row in known)
     return 0 < retrieving < len(known)
+
+
+def hops(row: SampleRow) -> int:
+    """The question's gold articles: its `hops`, else 1 for one gold article, 0 for none (a
+    general query)."""
+    return row.get("hops") or len(gold_set(row))
+
+
+def multi_step(group: list[SampleRow]) -> bool:
+    """A multi-step agent, from its rows alone (docs/reports.md#the-three-way-router): a system
+    that records no retrieval decision (`decides`: a router that decides is a strategy, not an
+    option) and is `react`, or made more than one search in some answer (its search steps, or
+    its `retrievals` where it recorded no steps), or was stopped at an agent's bound."""
+    if decides(group):
+        return False
+    return any(row["system"] == "react" or row.get("stopped") or _searches(row) > 1
+               for row in group if row["status"] == "ok")
+
+
+def _searches(row: SampleRow) -> int:
+    steps = row.get("steps")
+    if steps:
+        return sum(step["kind"] == "search" for step in steps)
+    return row["retrievals"] or 0
 
 
 def by_question(group: list[SampleRow]) -> dict[str, SampleRow]:

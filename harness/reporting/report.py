@@ -12,6 +12,10 @@ run directory, which is shown only when two rows would otherwise look alike), wi
 - `failed` (pairs that ended in an error), and `failed_input_tokens`, `failed_output_tokens`:
   what they spent before failing (every role but the judge), counted apart so that the answered
   pairs' figures are never inflated by failures;
+- `tokens_per_correct`, `cost_per_correct`: the answered pairs' tokens and dollars (every role
+  but the judge; dollars from the report's prices, null when a model has none) over their
+  correct answers (truthfulness >= 4, `--correct-at`), and `correct_per_search` over the answers
+  that recorded their steps (harness/reporting/trajectory.py);
 - `searches_per_answer`, `repeated_search_share`, `stopped_max_steps`, `stopped_budget`: from
   the answers' trajectories (`steps`, docs/run-format.md#steps): search steps per answered pair
   that recorded its steps, the share of those searches that repeat an earlier query of the same
@@ -47,16 +51,19 @@ from freshrag.core.runfiles import SUMMARY, SUMMARY_MD
 from freshrag.core.samples import SAMPLES, is_scored, judge_scores, read_samples
 from freshrag.core.stats import mean
 from freshrag.core.types import STOPS
+from freshrag.reporting import savings
 from freshrag.reporting.freshness import known_lines
 from freshrag.reporting.identity import RUN, group_rows, labels, models_label, retriever_model
-from freshrag.reporting.outcomes import retrievals, spent, unreported
+from freshrag.reporting.outcomes import CORRECT_AT, retrievals, spent, unreported
 from freshrag.reporting.render.terminal import format_value, terminal_table
+from freshrag.reporting.trajectory import Prices, per_correct
 from freshrag.scoring.store import answer_scores, scores_of, with_judge_pass
 
 COLUMNS = ("dataset", "system", "n", "scored", "unscored", "truthfulness", "relevance",
            "input_tokens", "output_tokens", "retrievals", "no_decision", "failed",
            "failed_input_tokens", "failed_output_tokens", "searches_per_answer",
-           "repeated_search_share", *(f"stopped_{reason}" for reason in STOPS), "models")
+           "repeated_search_share", *(f"stopped_{reason}" for reason in STOPS),
+           "tokens_per_correct", "cost_per_correct", "correct_per_search", "models")
 
 
 def load_runs(run_dirs: list[Path], light: bool = False) -> list[SampleRow]:
@@ -163,11 +170,16 @@ def _non_finite(value: Any, path: str = "") -> Iterator[str]:
             yield from _non_finite(item, f"{path}.{step}" if path else step)
 
 
-def summarise(rows: list[SampleRow]) -> list[dict[str, Any]]:
-    return [_summary_row(key.fields(), group) for key, group in group_rows(rows).items()]
+def summarise(rows: list[SampleRow], prices: Prices | None = None,
+              correct_at: int = CORRECT_AT) -> list[dict[str, Any]]:
+    """One row per run identity (module docstring); dollars from `prices`, none: null."""
+    return [_summary_row(key.fields(), group, prices, correct_at)
+            for key, group in group_rows(rows).items()]
 
 
-def _summary_row(identity: dict[str, Any], rows: list[SampleRow]) -> dict[str, Any]:
+def _summary_row(identity: dict[str, Any], rows: list[SampleRow], prices: Prices | None,
+                 correct_at: int) -> dict[str, Any]:
+    cost = per_correct(rows, prices, correct_at)
     scored = [scores for row in rows if (scores := judge_scores(row)) is not None]
     (ok_in, ok_out), (failed_in, failed_out) = spent(rows), spent(rows, "failed")
     return {
@@ -182,6 +194,8 @@ def _summary_row(identity: dict[str, Any], rows: list[SampleRow]) -> dict[str, A
         "failed": sum(row["status"] == "failed" for row in rows),
         "failed_input_tokens": failed_in, "failed_output_tokens": failed_out,
         **_trajectory_columns(rows),
+        **{name: cost[name] for name in ("tokens_per_correct", "cost_per_correct",
+                                         "correct_per_search")},
         **{k: v for k, v in identity.items() if k not in ("dataset", "system")},
     }
 
@@ -247,10 +261,10 @@ def render(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None
     if given; CSV, every column. In markdown, the lines of `known` follow the table."""
     columns = columns_for(COLUMNS, summary)
     if fmt == "json":  # strict JSON: a statistic that is no finite number is null (`finite`)
-        return dumps(finite({"rows": summary, **({"judge": judge} if judge else {}),
-                             **({"breakdowns": breakdowns} if breakdowns else {}),
-                             **({"known": known} if known else {}),
-                             **({"answers": answers} if answers else {})}), indent=2)
+        return _with_answers(dumps(finite({"rows": summary, **({"judge": judge} if judge else {}),
+                                           **({"breakdowns": breakdowns} if breakdowns else {}),
+                                           **({"known": known} if known else {})}), indent=2),
+                             answers or [])
     if fmt == "csv":  # through the csv module, formulas defused (core/tables.py)
         return tables.csv_text([{k: models_label(v) if isinstance(v, dict) else v
                                  for k, v in row.items()} for row in summary], columns)
@@ -258,6 +272,16 @@ def render(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None
         return (terminal_table(summary) + _known_text(known) + f"\n\nthe whole table, with "
                 f"unscored and failed pairs, retrievals and models: {SUMMARY_MD}")
     raise ValueError(f"unknown format {fmt!r}; choose markdown, json or csv")
+
+
+def _with_answers(document: str, answers: list[dict[str, Any]]) -> str:
+    """The JSON `document` with `answers` added, one answer a line: a run's trajectories are
+    most of the report, and JSON without indentation is written by json's C encoder, several
+    times faster than its indenting one. Read from strict JSON rows, they hold no NaN."""
+    if not answers:
+        return document
+    lines = ",\n".join("    " + dumps(answer) for answer in answers)
+    return f'{document[:-2]},\n  "answers": [\n{lines}\n  ]\n}}'
 
 
 def _known_text(known: list[dict[str, Any]] | None) -> str:
@@ -298,6 +322,14 @@ ANALYSIS_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("attribution", "Failure attribution (low: truthfulness + relevance < {low_score})",
      ("dataset", "system", "fine", "retrieval_miss", "partial_retrieval", "generation",
       "knowledge_gap", "stopped", "unscored", "models")),
+    ("trajectory", "Trajectories: searches (mean, quantiles), evidence found over the whole "
+                   "trajectory (any, all gold articles), the steps that found the first and the "
+                   "last gold article, steps after that (wasted), repeats, stops; per correct "
+                   "answer (truthfulness >= --correct-at)",
+     ("dataset", "system", "answers", "traced", "searches", "searches_p50", "searches_p90",
+      "searches_max", "evidence_any", "evidence_all", "first_gold_step", "last_gold_step",
+      "wasted_steps", "repeated", "stopped", "correct", "tokens_per_correct", "cost_per_correct",
+      "correct_per_search", "models")),
     ("decisions", "Retrieval decisions against need (needed: baseline scored below naive)",
      ("dataset", "system", "questions", "needed", "retrieved", "precision", "recall",
       "truthfulness", "relevance", "input_tokens", "output_tokens", "retrievals", "models")),
@@ -329,6 +361,14 @@ ANALYSIS_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("mixes", "Chosen traffic mixes (--mix), recombined from the runs' rows",
      ("dataset", "system", "reference", "mix", "score", "tokens_per_question", "cost_per_question",
       "saving_vs_naive", "models")),
+    ("router3", "Three-way oracle router: per question the cheapest of no retrieval, one "
+                "retrieval and the agent that answered well; every system against it on its "
+                "questions (score: truthfulness + relevance, 95% intervals; score_vs_router: "
+                "paired by question)",
+     ("dataset", "system", "reference", *savings.ROUTER_COLUMNS, "models")),
+    ("savings_by_hops", "Savings by hops: the three-way router and every system on one-article "
+                        "against multi-article questions",
+     ("dataset", "system", "reference", "hops", *savings.ROUTER_COLUMNS, "models")),
     ("groups", "Semantic groups (grounded questions): tags, adequacy = 1 - gap/groups, refined "
                "accuracy without gap groups, wrong forms of non-robust groups by cause",
      ("dataset", "system", "groups", "robust", "non_robust", "gap", "unscored", "adequacy",
@@ -349,6 +389,8 @@ SHORT_NAMES = {
     "paired": "paired comparisons", "decisions_by_kind": "decisions by traffic kind",
     "thresholds": "threshold sweep", "roc": "ROC", "savings": "savings curve",
     "mixes": "traffic mixes", "groups": "semantic groups", "wording": "wording",
+    "trajectory": "trajectories", "router3": "three-way router",
+    "savings_by_hops": "savings by hops",
     "scorers": "scorers beyond the judge", "scorer_correlations": "scorer correlations",
     "crag": "CRAG outcomes", "judge_spread": "judge spread",
 }

@@ -23,9 +23,19 @@ from typing import Any, Sequence, cast
 
 from freshrag.core.records import SampleRow
 from freshrag.core.samples import answer_tokens
-from freshrag.core.stats import BOOTSTRAP_SAMPLES, CONFIDENCE, mean
+from freshrag.core.stats import BOOTSTRAP_SAMPLES, CONFIDENCE, bootstrap_interval, mean
 from freshrag.reporting.identity import Identity, comparable, group_rows, labels
-from freshrag.reporting.outcomes import references, total_score
+from freshrag.reporting.outcomes import (
+    CORRECT_AT,
+    answered_well,
+    by_question,
+    decides,
+    hops,
+    multi_step,
+    references,
+    shared_questions,
+    total_score,
+)
 from freshrag.reporting.prices import row_cost
 
 KINDS = ("fresh", "control", "general")
@@ -33,6 +43,8 @@ CURVE_SHARES = [round(i / 10, 1) for i in range(11)]
 TABLE_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
 ROUTER = "oracle-router (need)"
 REFERENCES = {"naive": "always retrieve", "baseline": "never retrieve", ROUTER: "oracle router"}
+THREE_WAY = "oracle router, 3 options"  # the reference of a three-way router's rows
+Prices = dict[str, tuple[float, float]]
 
 
 @dataclass
@@ -117,14 +129,19 @@ def router_groups(groups: dict[Identity, list[SampleRow]]) -> dict[Identity, lis
 
 
 def analyse(rows: list[SampleRow], prices: dict[str, tuple[float, float]] | None = None,
-            mixes: list[dict[str, float]] | None = None, seed: int = 0) -> dict[str, Any]:
+            mixes: list[dict[str, float]] | None = None, seed: int = 0,
+            correct_at: int = CORRECT_AT) -> dict[str, Any]:
     """`savings` (a table at a few fresh shares), `savings_curve` (every identity at every
-    tenth, for the figure), `mixes` (the chosen compositions) and notes."""
+    tenth, for the figure), `mixes` (the chosen compositions) and notes; the oracle router by
+    need and, where there are three options, the three-way routers among the identities."""
     groups = {k: [r for r in g if r.get("kind")] for k, g in group_rows(rows).items()}
     groups = {k: g for k, g in groups.items() if g}
-    groups.update(router_groups(groups))
-    names = {**labels([k for k in groups if k.system != ROUTER]),
-             **{k: ROUTER for k in groups if k.system == ROUTER}}
+    routers = {**router_groups(groups), **{key: chosen for key, (chosen, _) in
+                                           three_way_routers(groups, prices or {},
+                                                             correct_at).items()}}
+    groups.update(routers)
+    names = {**labels([k for k in groups if k not in routers]),
+             **{k: k.system for k in routers}}
     stats = {key: {kind: s for kind in KINDS if (s := kind_stats(
                        [r for r in g if r["kind"] == kind], prices or {}, seed)) is not None}
              for key, g in groups.items()}
@@ -172,7 +189,12 @@ def _saving(key: Identity, keys: list[Identity], stats: dict[Identity, dict[str,
 
 
 def _fields(key: Identity, names: dict[Identity, str]) -> dict[str, Any]:
-    return {**key.fields(), "system": names[key], "reference": REFERENCES.get(key.system)}
+    return {**key.fields(), "system": names[key], "reference": _reference(key)}
+
+
+def _reference(key: Identity) -> str | None:
+    three = key.system.startswith(ROUTER3) and not key.run and not key.mixed
+    return REFERENCES.get(key.system) or (THREE_WAY if three else None)
 
 
 def mix_label(weights: dict[str, float]) -> str:
@@ -181,3 +203,156 @@ def mix_label(weights: dict[str, float]) -> str:
 
 def _held(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "none"
+
+
+# --------------------------------------------------------------------------- three options
+
+
+ROUTER3 = "oracle-router: "  # + the options' names: `oracle-router: baseline | naive | react`
+ROUTER_COLUMNS = ("questions", "chosen", "cheapest_by", "score", "correct",
+                  "tokens_per_question", "cost_per_question", "router_saving", "score_vs_router",
+                  "interval", "p_value")
+
+
+def three_way_options(groups: dict[Identity, list[SampleRow]]
+                      ) -> list[tuple[Identity, Identity, Identity]]:
+    """(no retrieval, one retrieval, the multi-step agent) per agent of a dataset, the three
+    comparable (docs/reports.md#the-three-way-router): `baseline`; `naive`, else the first system
+    that decides nothing and retrieved exactly once in every answer; each system that
+    outcomes.multi_step finds an agent, with the first baseline it is comparable with."""
+    found: list[tuple[Identity, Identity, Identity]] = []
+    for base in [k for k in groups if k.system == "baseline"]:
+        rivals = [k for k in groups if k != base and comparable(k, base)]
+        one = next((k for k in rivals if k.system == "naive"), None) or next(
+            (k for k in rivals if _single_search(groups[k])), None)
+        for agent in [k for k in rivals if one and comparable(k, one) and multi_step(groups[k])]:
+            if one is not None and all(agent != options[2] for options in found):
+                found.append((base, one, agent))
+    return found
+
+
+def _single_search(group: list[SampleRow]) -> bool:
+    answered = [row for row in group if row["status"] == "ok"]
+    return (bool(answered) and group[0]["system"] != "oracle" and not decides(group)
+            and all(row["retrievals"] == 1 for row in answered))
+
+
+def three_way_routers(groups: dict[Identity, list[SampleRow]], prices: Prices,
+                      correct_at: int = CORRECT_AT) -> dict[Identity, tuple[list[SampleRow],
+                                                                            dict[str, Any]]]:
+    """Per three options, the oracle router: on each question all three answered, the cheapest
+    of the options that answered well (truthfulness >= `correct_at`; of the answered ones when
+    none did, a tie to the earlier option), by dollars when every answer of the three is priced,
+    else by tokens. Its rows, and what it chose (`chosen`, `cheapest_by`)."""
+    names = labels(groups)
+    routers: dict[Identity, tuple[list[SampleRow], dict[str, Any]]] = {}
+    for options in three_way_options(groups):
+        answers = [by_question(groups[key]) for key in options]
+        questions = [q for q in shared_questions(answers[0], answers[1])
+                     if q in answers[2] and answers[2][q].get("question") == answers[0][q].get(
+                         "question")]
+        rows = [[answered[q] for answered in answers] for q in questions]
+        priced = bool(rows) and all(row_cost(row, prices) is not None for r in rows for row in r)
+
+        def cost(row: SampleRow) -> float:
+            return cast(float, row_cost(row, prices)) if priced else sum(answer_tokens(row))
+
+        chosen = [_cheapest(three, cost, correct_at) for three in rows]
+        shown = [names[key] for key in options]
+        models = tuple(sorted(dict(sum((key.models for key in options), ())).items()))
+        key = Identity(options[0].dataset, ROUTER3 + " | ".join(shown), models)
+        routers[key] = ([three[i] for three, (i, _) in zip(rows, chosen)],
+                        {"options": shown, "keys": options, "picks": chosen,
+                         "cheapest_by": "cost_usd" if priced else "tokens"})
+    return routers
+
+
+def _cheapest(three: list[SampleRow], cost: Any, correct_at: int) -> tuple[int, bool]:
+    """The index of the option to take, and whether it answered well."""
+    good = [i for i, row in enumerate(three) if answered_well(row, correct_at)]
+    pool = good or [i for i, row in enumerate(three) if row["status"] == "ok"] or [0, 1, 2]
+    return min(pool, key=lambda i: (cost(three[i]), i)), bool(good)
+
+
+def chosen_label(options: list[str], picks: list[tuple[int, bool]]) -> str:
+    """`baseline 3, naive 2, react 1; none good 2`: how often each option was taken."""
+    counts = [sum(i == n for i, _ in picks) for n in range(len(options))]
+    shown = ", ".join(f"{name} {count}" for name, count in zip(options, counts))
+    return f"{shown}; none good {sum(not good for _, good in picks)}"
+
+
+def router_tables(rows: list[SampleRow], prices: Prices | None = None,
+                  correct_at: int = CORRECT_AT, seed: int = 0) -> dict[str, list[dict[str, Any]]]:
+    """`router3`: every three-way oracle router and each comparable system of its dataset over
+    the router's questions; `savings_by_hops`: the same per number of gold articles, when the
+    questions have more than one. Each row: score and tokens per question with 95% bootstrap
+    intervals, dollars, the share correct, the router's saving against it (1 - the router's
+    tokens per question / its own) and its score minus the router's, paired by question (95%
+    paired-bootstrap interval, p-value as in the paired comparisons)."""
+    groups = group_rows(rows)
+    names = labels(groups)
+    tables: dict[str, list[dict[str, Any]]] = {"router3": [], "savings_by_hops": []}
+    for key, (chosen, info) in three_way_routers(groups, prices or {}, correct_at).items():
+        router = {row["question_id"]: row for row in chosen}
+        rivals = [k for k in groups if all(comparable(k, option) for option in info["keys"])]
+        held = sorted({hops(row) for row in chosen})
+        for table, parts in (("router3", [None]), ("savings_by_hops", held if len(held) > 1
+                                                     else [])):
+            for part in parts:
+                mine = {q: row for q, row in router.items() if part in (None, hops(row))}
+                picks = [pick for pick, row in zip(info["picks"], chosen)
+                         if row["question_id"] in mine]
+                top = {**key.fields(), "reference": THREE_WAY,
+                       **({} if part is None else {"hops": part}),
+                       "chosen": chosen_label(info["options"], picks),
+                       "cheapest_by": info["cheapest_by"]}
+                tables[table].append({**top, **_against(mine, mine, prices, correct_at, seed)})
+                for rival in rivals:
+                    answers = by_question(groups[rival])
+                    theirs = {q: answers[q] for q in mine if q in answers}
+                    tables[table].append({**rival.fields(), "system": names[rival],
+                                          "reference": _reference(rival),
+                                          **({} if part is None else {"hops": part}),
+                                          **_against(theirs, mine, prices, correct_at, seed)})
+    return tables
+
+
+def _against(mine: dict[str, SampleRow], router: dict[str, SampleRow], prices: Prices | None,
+             correct_at: int, seed: int) -> dict[str, Any]:
+    """One row of the router tables: these answers' figures, and against the router's."""
+    stats = kind_stats(list(mine.values()), prices or {}, seed)
+    point = estimate({"all": stats}, {"all": 1.0}) if stats else None
+    ours = kind_stats(list(router.values()), prices or {}, seed)
+    scored = [row for row in mine.values() if total_score(row) is not None]
+    diffs = sorted(cast(float, total_score(mine[q])) - cast(float, total_score(router[q]))
+                   for q in mine if total_score(mine[q]) is not None
+                   and total_score(router[q]) is not None)
+    tokens = cast("float | None", point and point["tokens_per_question"]
+                  and point["tokens_per_question"][0])
+    return {"questions": len(mine), **(point or {"score": None, "tokens_per_question": None,
+                                                 "cost_per_question": None}),
+            "correct": round(sum(answered_well(row, correct_at) for row in scored)
+                             / len(scored), 4) if scored else None,
+            **(dict.fromkeys(("router_saving", "score_vs_router", "interval", "p_value"))
+               if mine is router else _paired(diffs, ours, tokens, seed))}
+
+
+def _paired(diffs: list[float], router: KindStats | None, tokens: float | None,
+            seed: int) -> dict[str, Any]:
+    return {"router_saving": round(1 - router.tokens / tokens, 4) if router and tokens else None,
+            "score_vs_router": mean(diffs, places=4),
+            "interval": list(bootstrap_interval(diffs, mean, seed=seed)) if len(diffs) > 1
+            else None,
+            "p_value": paired_p_value(diffs, seed) if len(diffs) > 1 else None}
+
+
+def paired_p_value(diffs: list[float], seed: int, samples: int = BOOTSTRAP_SAMPLES) -> float:
+    """Bootstrap under the null (differences centred on zero): share of resampled means at least
+    as far from zero as the observed one (the paired comparisons' and the router tables')."""
+    observed = cast(float, mean(diffs))  # there are diffs: never None
+    centred = [d - observed for d in diffs]
+    rng = random.Random(seed)
+    n = len(diffs)
+    extreme = sum(abs(cast(float, mean(rng.choices(centred, k=n)))) >= abs(observed)
+                  for _ in range(samples))
+    return round((extreme + 1) / (samples + 1), 4)

@@ -30,11 +30,11 @@ from freshrag.core.samples import judge_scores
 from freshrag.core.stats import bootstrap_interval, mean
 from freshrag.reporting.agreement import spearman
 from freshrag.reporting.identity import group_rows, labels
+from freshrag.reporting.outcomes import CORRECT_AT as CORRECT_AT
 from freshrag.reporting.report import RUN, markdown_table
 from freshrag.scoring.judge import FIELDS
 from freshrag.scoring.store import read_scores
 
-CORRECT_AT = 4  # judge truthfulness (1..5) at or above which an answer that did not abstain is correct
 FAITHFUL_AT = 0.5  # faithfulness below this: the answer did not keep to its context (attribution)
 MIN_CORRELATED = 3  # answers needed before a Spearman correlation is shown
 

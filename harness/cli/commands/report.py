@@ -75,7 +75,7 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError(f"--mix: no question of {', '.join(map(str, args.run_dirs))} has a "
                          f"traffic kind (fresh, control, general) to recombine; a set of them "
                          f"comes from the traffic stage and freshrag mix (docs/traffic.md)")
-    summary = report.summarise(rows)
+    summary = report.summarise(rows, prices, args.correct_at)  # dollars per correct answer
     known = known_without_retrieval(rows)  # how much of the set the answer model knows
     details = analysis.analyse(rows, prices, correct_at=args.correct_at, mixes=args.mix)
     details["judge"] = judge_checks(args.run_dirs, rows)

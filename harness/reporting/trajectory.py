@@ -1,0 +1,167 @@
+"""What each step of an answer costs and earns, from its trajectory (`steps`,
+docs/run-format.md#steps) and its grade; no call is made (docs/reports.md#trajectories).
+
+Per answer (`answer_figures`, analysis.json `trajectory_by_answer`):
+
+- `searches`, `repeated`: its search steps, and those whose query an earlier search asked;
+- `evidence_any`, `evidence_all`: whether any / every gold article was among the chunks of its
+  whole trajectory: retrieval_metrics' `recall_any_traj` and `recall_all_traj`, computed there by
+  trec_eval's code (an answer that searched nothing found nothing: 0; the oracle's read step is
+  no search);
+- `first_gold_step`, `last_gold_step`: the 1-based place in `steps` of the search that first
+  returned a gold article, and of the one that completed the gold set (null while a gold article
+  is still missing);
+- `wasted_steps`: the steps after the gold set was complete, answer steps aside (an agent must
+  still answer): searches and reasoning that could add nothing;
+- `stopped`, `correct` (truthfulness >= CORRECT_AT), `tokens` (every role but the judge) and
+  `cost_usd` (prices.py; null when a model has no price).
+
+A row without steps (written before them, or a system outside freshrag that gave none) has null
+for every step figure, never 0; its evidence comes from the chunks it saw when it says which, as
+in the retrieval table. A question without a gold set (a general query) has null evidence and
+gold steps.
+
+Per run identity (`analyse`, the table `trajectory`): the means of those figures over
+the answered pairs that have them, the searches' quantiles and histogram, answers stopped, and
+`per_correct`: tokens and dollars per correct answer (the answered pairs' totals over their
+correct answers) and correct answers per search (over the answers that recorded their steps).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from freshrag.core.records import SampleRow
+from freshrag.core.samples import answer_tokens, judge_scores
+from freshrag.core.stats import mean
+from freshrag.reporting.identity import group_rows
+from freshrag.reporting.outcomes import CORRECT_AT, answered_well, hops, unreported
+from freshrag.reporting.prices import row_cost
+from freshrag.reporting.retrieval_metrics import (
+    answer_metrics,
+    gold_set,
+    retrieved_titles,
+    trajectory_titles,
+)
+
+Prices = dict[str, tuple[float, float]]
+STEP_FIGURES = ("searches", "repeated", "first_gold_step", "last_gold_step", "wasted_steps")
+MEANS = ("evidence_any", "evidence_all", "first_gold_step", "last_gold_step", "wasted_steps")
+
+
+def gold_steps(steps: Sequence[Any], gold: Sequence[str]) -> tuple[int | None, int | None]:
+    """The 1-based place of the search step that first returned a gold article, and of the one
+    after which every gold article had been returned (None: not yet)."""
+    missing, first = set(gold), None
+    for place, step in enumerate(steps, 1):
+        if step["kind"] != "search":
+            continue
+        found = missing & {chunk["title"] for chunk in step.get("retrieved") or []}
+        if found and first is None:
+            first = place
+        missing -= found
+        if not missing:
+            return first, place
+    return first, None
+
+
+def step_figures(row: SampleRow) -> dict[str, Any]:
+    """STEP_FIGURES of one answer; all None when it recorded no steps."""
+    steps = row.get("steps")
+    if not steps:
+        return dict.fromkeys(STEP_FIGURES)
+    searched = [step for step in steps if step["kind"] == "search"]
+    gold = gold_set(row)
+    first, last = gold_steps(steps, gold) if gold else (None, None)
+    wasted = None if last is None else sum(step["kind"] != "answer" for step in steps[last:])
+    return {"searches": len(searched),
+            "repeated": sum(step.get("repeated") is True for step in searched),
+            "first_gold_step": first, "last_gold_step": last, "wasted_steps": wasted}
+
+
+def evidence(rows: Sequence[SampleRow]) -> list[tuple[float, float] | None]:
+    """Per row, (any, all) gold articles found over its trajectory (retrieval_metrics, one
+    evaluation for all the rows); None where it has no gold set or says nothing of what it
+    retrieved (no steps, no retrieved chunks)."""
+    known = [i for i, row in enumerate(rows) if gold_set(row)
+             and (row.get("steps") or retrieved_titles(row) is not None)]
+    metrics = answer_metrics([(gold_set(rows[i]), retrieved_titles(rows[i]) or [],
+                               trajectory_titles(rows[i])) for i in known])
+    found: list[tuple[float, float] | None] = [None] * len(rows)
+    for i, values in zip(known, metrics):
+        found[i] = (values["recall_any_traj"], values["recall_all_traj"])
+    return found
+
+
+def answer_figures(rows: list[SampleRow], prices: Prices | None = None,
+                   correct_at: int = CORRECT_AT) -> list[dict[str, Any]]:
+    """Every answered pair's figures (module docstring), in the rows' order."""
+    answered = [row for row in rows if row["status"] == "ok"]
+    table = []
+    for row, seen in zip(answered, evidence(answered)):
+        table.append({
+            "dataset": row["dataset"], "system": row["system"],
+            "question_id": row["question_id"], "hops": hops(row), **step_figures(row),
+            "evidence_any": None if seen is None else seen[0],
+            "evidence_all": None if seen is None else seen[1],
+            "stopped": row.get("stopped"),
+            "correct": answered_well(row, correct_at) if judge_scores(row) else None,
+            "tokens": sum(answer_tokens(row)), "cost_usd": _rounded(row_cost(row, prices or {}))})
+    return table
+
+
+def per_correct(rows: list[SampleRow], prices: Prices | None = None,
+                correct_at: int = CORRECT_AT) -> dict[str, Any]:
+    """`correct` answers, `tokens_per_correct` and `cost_per_correct` (the answered pairs'
+    tokens and dollars over their correct answers: null with none correct, with tokens a
+    system did not report, or with a model that has no price), `correct_per_search` (over the
+    answers that recorded their steps; null when they made no search)."""
+    answered = [row for row in rows if row["status"] == "ok"]
+    correct = sum(answered_well(row, correct_at) for row in answered)
+    costs = [row_cost(row, prices or {}) for row in answered]
+    unknown = unreported(rows, "input_tokens") or unreported(rows, "output_tokens")
+    traced = [row for row in answered if row.get("steps")]
+    made = sum(step["kind"] == "search" for row in traced for step in row["steps"])
+    return {"correct": correct,
+            "tokens_per_correct": None if unknown or not correct else round(
+                sum(sum(answer_tokens(row)) for row in answered) / correct, 1),
+            "cost_per_correct": None if unknown or not correct or None in costs or not costs
+            else _rounded(sum(c for c in costs if c is not None) / correct),
+            "correct_per_search": round(sum(answered_well(row, correct_at) for row in traced)
+                                        / made, 4) if made else None}
+
+
+def analyse(rows: list[SampleRow], prices: Prices | None = None,
+            correct_at: int = CORRECT_AT) -> dict[str, list[dict[str, Any]]]:
+    """`trajectory`: per run identity with an answered pair that recorded its steps, the means,
+    quantiles and counts of the module docstring; `trajectory_by_answer`: the figures of every
+    answered pair that recorded its steps. Each answer's figures are computed once."""
+    table, answers = [], []
+    for key, group in group_rows(rows).items():
+        figures = answer_figures(group, prices, correct_at)
+        traced = [f for f in figures if f["searches"] is not None]
+        if not traced:
+            continue
+        answers += traced
+        made = sorted(f["searches"] for f in traced)
+        table.append({
+            **key.fields(), "answers": len(figures), "traced": len(traced),
+            "searches": mean(made, places=4), "searches_p50": quantile(made, 50),
+            "searches_p90": quantile(made, 90), "searches_max": made[-1],
+            "searches_histogram": [made.count(n) for n in range(made[-1] + 1)],
+            "repeated": mean([f["repeated"] for f in traced], places=4),
+            **{name: mean([f[name] for f in figures if f[name] is not None], places=4)
+               for name in MEANS},
+            "stopped": sum(f["stopped"] is not None for f in figures),
+            **per_correct(group, prices, correct_at)})
+    return {"trajectory": table, "trajectory_by_answer": answers}
+
+
+def quantile(ordered: Sequence[int], q: int) -> int:
+    """The `q`th percentile of sorted values, nearest rank."""
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def _rounded(dollars: float | None) -> float | None:
+    return None if dollars is None else round(dollars, 8)
