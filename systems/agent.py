@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable
 
 from freshrag.core.types import (
+    DEFAULT_MAX_STEPS,
+    CallShape,
+    Declarations,
     LLMResponse,
     Question,
     RetrievedChunk,
@@ -36,6 +39,26 @@ from freshrag.systems.rag import (
 )
 
 TURN_TOKENS = 128  # kept free for each later turn's call and framing: a query is one short line
+
+
+class Agent(Declarations):
+    """What every agent declares: it retrieves, it is bounded by the run's max_steps and token
+    budget (so they are part of the run's identity), and its calls' shape follows max_steps.
+    Each agent names the function that gives that shape where it subclasses this:
+    `class React(Agent, shape=shape)`."""
+
+    uses_index = True
+    uses_steps = True
+    shape: Callable[[int], CallShape]
+
+    def __init_subclass__(cls, shape: Callable[[int], CallShape], **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        cls.shape = staticmethod(shape)
+        cls.call_shape = shape(DEFAULT_MAX_STEPS)  # the class's, at the default bound
+
+    def __init__(self, context: SystemContext):
+        self.context = context
+        self.call_shape = self.shape(context.max_steps)
 
 
 class Bounds:

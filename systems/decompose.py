@@ -15,9 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from freshrag.core.types import (
-    DEFAULT_MAX_STEPS,
     CallShape,
-    Declarations,
     LLMResponse,
     Question,
     RetrievedChunk,
@@ -26,7 +24,7 @@ from freshrag.core.types import (
     SystemContext,
 )
 from freshrag.llm.toolcall import ReplyError, room_for, tool_arguments
-from freshrag.systems.agent import Bounds, closing_answer, finished, gathered, with_note
+from freshrag.systems.agent import Agent, Bounds, closing_answer, finished, gathered, with_note
 from freshrag.systems.prompts import (
     ANSWER_MAX_TOKENS,
     DECOMPOSE_PROMPT,
@@ -76,15 +74,7 @@ def shape(max_steps: int) -> CallShape:
     return CallShape({"decision": (1, 1), "answer": (1, max_steps - 1)})
 
 
-class Decompose(Declarations):
-    uses_index = True
-    uses_steps = True
-    call_shape = shape(DEFAULT_MAX_STEPS)
-
-    def __init__(self, context: SystemContext):
-        self.context = context
-        self.call_shape = shape(context.max_steps)
-
+class Decompose(Agent, shape=shape):
     def answer(self, question: Question) -> SystemAnswer:
         bounds = Bounds(self.context)
         context = bounds.bounded(self.context)

@@ -14,18 +14,15 @@ from __future__ import annotations
 from typing import Any
 
 from freshrag.core.types import (
-    DEFAULT_MAX_STEPS,
     CallShape,
-    Declarations,
     LLMResponse,
     Question,
     RetrievedChunk,
     Step,
     SystemAnswer,
-    SystemContext,
 )
 from freshrag.llm.toolcall import ReplyError, room_for, tool_arguments
-from freshrag.systems.agent import Bounds, closing_answer, finished, gathered, with_note
+from freshrag.systems.agent import Agent, Bounds, closing_answer, finished, gathered, with_note
 from freshrag.systems.prompts import (
     NO_THOUGHTS,
     REASON_QUESTION,
@@ -54,15 +51,7 @@ def shape(max_steps: int) -> CallShape:
     return CallShape({"answer": (min(2, max_steps), max_steps)})
 
 
-class Iterative(Declarations):
-    uses_index = True
-    uses_steps = True
-    call_shape = shape(DEFAULT_MAX_STEPS)
-
-    def __init__(self, context: SystemContext):
-        self.context = context
-        self.call_shape = shape(context.max_steps)
-
+class Iterative(Agent, shape=shape):
     def answer(self, question: Question) -> SystemAnswer:
         bounds = Bounds(self.context)
         context = bounds.bounded(self.context)

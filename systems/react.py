@@ -17,18 +17,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from freshrag.core.types import (
-    DEFAULT_MAX_STEPS,
     CallShape,
-    Declarations,
     LLMResponse,
     Question,
     RetrievedChunk,
     Step,
     SystemAnswer,
-    SystemContext,
 )
 from freshrag.llm.toolcall import ReplyError, tool_arguments
-from freshrag.systems.agent import Bounds, closing_answer, finished, gathered, observation
+from freshrag.systems.agent import Agent, Bounds, closing_answer, finished, gathered, observation
 from freshrag.systems.prompts import (
     ANSWER_MAX_TOKENS,
     REACT_PROMPT,
@@ -71,15 +68,7 @@ def shape(max_steps: int) -> CallShape:
     return CallShape({"answer": (1, max_steps)})
 
 
-class React(Declarations):
-    uses_index = True
-    uses_steps = True
-    call_shape = shape(DEFAULT_MAX_STEPS)
-
-    def __init__(self, context: SystemContext):
-        self.context = context
-        self.call_shape = shape(context.max_steps)
-
+class React(Agent, shape=shape):
     def answer(self, question: Question) -> SystemAnswer:
         steps, details, stopped = self.loop(question, Bounds(self.context))
         return finished(steps, {"decision": None, **details}, stopped)

@@ -12,16 +12,13 @@ retrieval as rag.py's `none` is. The report reads `decision` only to tell a syst
 from __future__ import annotations
 
 from freshrag.core.types import (
-    DEFAULT_MAX_STEPS,
     CallShape,
-    Declarations,
     LLMResponse,
     Question,
     SystemAnswer,
-    SystemContext,
 )
 from freshrag.llm.toolcall import ReplyError, tool_arguments
-from freshrag.systems.agent import Bounds, closing_answer, finished
+from freshrag.systems.agent import Agent, Bounds, closing_answer, finished
 from freshrag.systems.prompts import DECISION_MAX_TOKENS, ROUTE_TOOL, ROUTER_PROMPT, answer_messages
 from freshrag.systems.rag import decided, search_and_answer
 from freshrag.systems.react import React
@@ -51,15 +48,7 @@ def shape(max_steps: int) -> CallShape:
     return CallShape({"decision": (1, 1), "answer": (1, max_steps - 1)})
 
 
-class Router(Declarations):
-    uses_index = True
-    uses_steps = True
-    call_shape = shape(DEFAULT_MAX_STEPS)
-
-    def __init__(self, context: SystemContext):
-        self.context = context
-        self.call_shape = shape(context.max_steps)
-
+class Router(Agent, shape=shape):
     def answer(self, question: Question) -> SystemAnswer:
         bounds = Bounds(self.context)
         context = bounds.bounded(self.context)
