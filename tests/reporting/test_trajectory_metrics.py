@@ -24,7 +24,6 @@ from freshrag.core.types import (
     Usage,
 )
 from freshrag.reporting import analysis, report, trajectory
-from freshrag.reporting.render.terminal import terminal_table
 
 PRICES = {"m": (1.0, 2.0)}  # dollars per million tokens in, out
 
@@ -188,7 +187,7 @@ def test_a_general_query_has_no_evidence_and_no_gold_steps():
     assert found["searches"] == 1
 
 
-def test_the_summary_carries_per_correct_columns_and_the_terminal_shows_tokens_per_correct():
+def test_the_summary_carries_per_correct_columns():
     rows = agent_rows()
     summary = report.summarise(rows, PRICES)
     agent = summary[0]
@@ -198,9 +197,10 @@ def test_the_summary_carries_per_correct_columns_and_the_terminal_shows_tokens_p
         2 / 9, abs=1e-4)
     assert report.summarise(rows)[0]["cost_per_correct"] is None  # no prices: unknown
     assert {"tokens_per_correct", "cost_per_correct", "correct_per_search"} <= set(report.COLUMNS)
-    printed = terminal_table(summary)
-    assert "tokens / correct" in printed.splitlines()[0]
-    assert printed.splitlines()[2].rstrip(" |").endswith("1,045")
+    # the whole table, every column: summary.md and the CSV
+    csv_head = report.render(summary, "csv").splitlines()[0].split(",")
+    assert csv_head[-4:] == ["tokens_per_correct", "cost_per_correct", "correct_per_search",
+                             "models"]
 
 
 def test_the_analysis_holds_the_table_and_every_answer_with_steps():

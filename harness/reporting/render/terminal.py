@@ -16,8 +16,7 @@ TERMINAL_WIDTH = 80
 def terminal_table(summary: list[dict[str, Any]], width: int = TERMINAL_WIDTH) -> str:
     """The summary's key columns as an aligned markdown table no wider than `width`: system
     (with the dataset when there are several), answers, mean truthfulness and relevance, tokens
-    in and out (answered pairs, judge excluded; 12.3k for 12,300) and tokens per correct answer
-    (report.py `tokens_per_correct`). Models and the run directory
+    in and out (answered pairs, judge excluded; 12.3k for 12,300). Models and the run directory
     are in the name only where they tell two rows apart (identity.labels); a name too long is cut
     with `…`."""
     several = len({row["dataset"] for row in summary}) > 1
@@ -25,11 +24,10 @@ def terminal_table(summary: list[dict[str, Any]], width: int = TERMINAL_WIDTH) -
     cells = [[("" if not several else f"{row['dataset']} / ") + named[i],
               format_value(row["n"]), format_value(row["truthfulness"]),
               format_value(row["relevance"]),
-              f"{_compact(row['input_tokens'])} / {_compact(row['output_tokens'])}",
-              _compact(_whole(row.get("tokens_per_correct")))]
+              f"{_compact(row['input_tokens'])} / {_compact(row['output_tokens'])}"]
              for i, row in enumerate(summary)]
     header = ["dataset / system" if several else "system", "n", "truthfulness", "relevance",
-              "tokens in / out", "tokens / correct"]
+              "tokens in / out"]
     widths = [max(len(tables.cell(line[i])) for line in [header, *cells])
               for i in range(len(header))]
     room = max(width - (sum(widths[1:]) + 3 * len(widths) + 1), len(header[0]))
@@ -62,10 +60,6 @@ def _compact(count: int | None) -> str:
     unit, size = next((u, n) for u, n in (("B", 10 ** 9), ("M", 10 ** 6), ("k", 10 ** 3))
                       if count >= n * 0.9995 or u == "k")
     return f"{count / size:.3g}{unit}"
-
-
-def _whole(value: float | None) -> int | None:
-    return None if value is None else round(value)
 
 
 def _cut(text: str, width: int) -> str:
