@@ -6,10 +6,10 @@ never runs, and a small inline script (assets/viewer.js; its markup and styles b
 them:
 
 - `viewer-data`: what the sample list shows and filters on, compact: the questions once
-  (`[dataset, id, text, gold title, label, kind, gold articles]`; a multi-article question's
-  gold titles in hop order, joined by ` · `, where a chunk of any of them is marked gold; the
-  number of gold articles for the hops filter), the run identities' labels once, then one array
-  per answer (`LIST_COLUMNS`, with why an agent stopped and its wasted steps for the filters).
+  (`[dataset, id, text, gold title, label, kind, hops]`; a multi-article question's gold titles
+  in hop order, joined by ` · `, where a chunk of any of them is marked gold), the run
+  identities' labels once, then one array per answer (`LIST_COLUMNS`, with why an agent stopped
+  and its wasted steps, docs/reports.md#trajectories, for the filters).
   Parsed once, when the page opens.
 - `viewer-block-N`: the whole records (calls with their prompts and replies, details, grade,
   scorers' results, the steps the script draws as a timeline, why an agent stopped, and the step
@@ -41,7 +41,9 @@ from freshrag.core.records import SampleRow
 from freshrag.core.samples import is_scored, judge_scores
 from freshrag.core.types import QUESTION_FIELDS
 from freshrag.reporting.identity import group_rows, labels
+from freshrag.reporting.outcomes import hops
 from freshrag.reporting.retrieval_metrics import gold_set
+from freshrag.reporting.trajectory import step_figures
 from freshrag.scoring import judge
 
 BLOCK_SAMPLES = 200  # answers per lazily parsed block: one block parses in milliseconds
@@ -120,7 +122,7 @@ def _question_entry(row: SampleRow) -> list[Any]:
     golds = row.get("gold_titles")
     return [str(row["dataset"]), str(row["question_id"]), row.get("question"),
             GOLDS_JOIN.join(golds) if golds else row.get("gold_title"),
-            _text(row.get("label")), _text(row.get("kind")), len(gold_set(row))]
+            _text(row.get("label")), _text(row.get("kind")), hops(row)]
 
 
 def _text(value: Any) -> str | None:
@@ -145,7 +147,7 @@ def _list_entry(row: SampleRow, question: int, system: int, block: int, slot: in
             (row.get("details") or {}).get("decision"), tokens[0], tokens[1],
             None if latency is None else round(latency, 3), row.get("retrievals"),
             answer[:SNIPPET_CHARS], block, slot, row.get("stopped"),
-            wasted_steps(row, gold_found(row))]
+            step_figures(row)["wasted_steps"]]
 
 
 def gold_found(row: SampleRow) -> dict[str, int]:
@@ -159,15 +161,6 @@ def gold_found(row: SampleRow) -> dict[str, int]:
             if title in gold:
                 first.setdefault(title, number)
     return first
-
-
-def wasted_steps(row: SampleRow, found: dict[str, int]) -> int | None:
-    """The steps after the one where the last gold article was first found, answer steps not
-    counted (the steps were for the answer); None unless the steps found every gold article."""
-    gold = set(gold_set(row))
-    if not gold or len(found) < len(gold):
-        return None
-    return sum(step["kind"] != "answer" for step in row["steps"][max(found.values()):])
 
 
 def _system_tokens(row: SampleRow) -> tuple[int | None, int | None]:
