@@ -124,16 +124,21 @@
     const counts = {};
     FACETS.forEach(function (name) { counts[name] = {any: 0}; });
     view = [];
+    const at = FACETS.map(function () { return null; });
     for (let i = 0; i < S.length; i++) {
       if (!keep(S[i], f)) continue;
-      const at = FACETS.map(function (name) { return facetOf[name](S[i]); });
-      const misses = FACETS.filter(function (name, k) { return f[name] && at[k] !== f[name]; });
-      if (!misses.length) view.push(i);
-      FACETS.forEach(function (name, k) {  // what this facet would show, the others as set
-        if (misses.length > 1 || (misses.length === 1 && misses[0] !== name)) return;
-        counts[name].any++;
-        if (at[k] !== null) counts[name][at[k]] = (counts[name][at[k]] || 0) + 1;
-      });
+      let misses = 0, missed = -1;
+      for (let k = 0; k < FACETS.length; k++) {
+        at[k] = facetOf[FACETS[k]](S[i]);
+        if (f[FACETS[k]] && at[k] !== f[FACETS[k]]) { misses++; missed = k; }
+      }
+      if (!misses) view.push(i);
+      for (let k = 0; k < FACETS.length && misses < 2; k++) {
+        if (misses && missed !== k) continue;  // a facet counts what it would show, others set
+        const counted = counts[FACETS[k]];
+        counted.any++;
+        if (at[k] !== null) counted[at[k]] = (counted[at[k]] || 0) + 1;
+      }
     }
     facetCounts(counts);
     if (sortKey) {
