@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import pytrec_eval
-
 from freshrag.core.records import SampleRow
 
 METRICS = ("hit@1", "hit@k", "recall_all@k", "ndcg@k", "mrr", "recall_any_traj",
@@ -107,6 +105,8 @@ def _evaluate(answers: Sequence[tuple[list[str], list[str]]],
         if ranked:  # descending scores: trec_eval ranks by score, and no two are equal
             run[str(query)] = {names[title] if title else f"r{rank}": float(len(ranked) - rank)
                                for rank, title in enumerate(ranked)}
+    import pytrec_eval  # numpy beneath it: loaded when a table is made, not by `--help`
+
     found = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run) if run else {}
     empty = dict.fromkeys(_names(measures), 0.0)
     return [found.get(str(query), empty) for query in range(len(answers))]
