@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, ContextManager, Iterator, TypeVar
 
+from freshrag.core.errors import FreshragError
 from freshrag.core.types import (
     LLM,
     ROLES,
@@ -50,8 +51,9 @@ IGNORED = ("model", "parallel_tool_calls", "stream_options", "store", "metadata"
            "n")
 
 
-class Refused(Exception):
-    """A request the endpoint answers with an error: its HTTP status and why (the field)."""
+class Refused(FreshragError):
+    """A request the endpoint answers with an error: its HTTP status and why (the field). Caught
+    where the request is answered, never shown to the user as such."""
 
     def __init__(self, status: int, message: str, param: str | None = None):
         super().__init__(message)
