@@ -15,6 +15,7 @@ import math
 from dataclasses import replace
 from typing import Any, Callable
 
+from freshrag.core.steps import best_chunks
 from freshrag.core.types import (
     DEFAULT_MAX_STEPS,
     CallShape,
@@ -126,12 +127,7 @@ def closing_answer(context: SystemContext,
 def gathered(found: list[RetrievedChunk], new: list[RetrievedChunk]) -> list[RetrievedChunk]:
     """The chunks of several searches, each once (by article and place, at its best score),
     best first."""
-    best: dict[tuple[str, int], RetrievedChunk] = {}
-    for chunk in [*found, *new]:
-        key = (chunk.title, chunk.index)
-        if key not in best or chunk.score > best[key].score:
-            best[key] = chunk
-    return sorted(best.values(), key=lambda chunk: -chunk.score)
+    return best_chunks([*found, *new])
 
 
 def answer_room(context_tokens: int) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from freshrag.core.steps import chunk_records as chunk_records  # the systems' name for it
 from freshrag.core.types import (
     LLM,
     LLMResponse,
@@ -112,13 +113,6 @@ def answer_with_chunks(context: SystemContext, question: Question,
     messages, cut = fitted_messages(question, chunks, context.context_tokens)
     response = context.llm.chat("answer", messages, max_tokens=ANSWER_MAX_TOKENS)
     return response, {"retrieved": chunk_records(chunks), "context_cut": cut}
-
-
-def chunk_records(chunks: list[RetrievedChunk]) -> list[dict[str, Any]]:
-    """What a row keeps of each retrieved chunk: where it is from, its score and its text (the
-    report's viewer shows it; a light read leaves the text out, core/samples.py)."""
-    return [{"title": c.title, "index": c.index, "score": round(c.score, 6), "text": c.text}
-            for c in chunks]
 
 
 def fitted_messages(question: Question, chunks: list[RetrievedChunk],

@@ -7,10 +7,29 @@ step's tokens per role and latency from its calls, and whether a search repeats 
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import cast
+from typing import Any, cast
 
 from freshrag.core.records import ChunkRecord, StepRecord
 from freshrag.core.types import STOPS, LLMResponse, RetrievedChunk, Step, sum_usage_by_role
+
+
+def best_chunks(chunks: list[RetrievedChunk]) -> list[RetrievedChunk]:
+    """The chunks of several searches, each once (by article and place, at its best score),
+    best first: what an agent gathered."""
+    best: dict[tuple[str, int], RetrievedChunk] = {}
+    for chunk in chunks:
+        key = (chunk.title, chunk.index)
+        if key not in best or chunk.score > best[key].score:
+            best[key] = chunk
+    return sorted(best.values(), key=lambda chunk: -chunk.score)
+
+
+def chunk_records(chunks: list[RetrievedChunk]) -> list[dict[str, Any]]:
+    """What a row keeps of each chunk an answer saw (`details.retrieved`): where it is from, its
+    score and its text (the report's viewer shows it; a light read leaves the text out,
+    core/samples.py)."""
+    return [{"title": c.title, "index": c.index, "score": round(c.score, 6), "text": c.text}
+            for c in chunks]
 
 
 def step_records(steps: list[Step]) -> list[StepRecord]:

@@ -30,11 +30,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, ContextManager, Iterator, TypeVar
 
 from freshrag.core.errors import FreshragError
+from freshrag.core.steps import best_chunks, chunk_records
 from freshrag.core.types import (
     LLM,
     ROLES,
     LLMResponse,
-    RetrievedChunk,
     Retriever,
     Step,
     SystemAnswer,
@@ -157,14 +157,12 @@ class Session:
         with self._lock:
             self.closed = True
             steps = list(self.steps)
-        chunks = _gathered([chunk for step in steps for chunk in step.retrieved])
+        chunks = best_chunks([chunk for step in steps for chunk in step.retrieved])
         searches = sum(step.kind == "search" for step in steps)
         return SystemAnswer(text, [call for step in steps for call in step.calls],
                             retrievals=searches, steps=steps, stopped=stopped, details={
                                 "decision": "retrieve" if searches else "no-retrieve",
-                                "retrieved": [{"title": c.title, "index": c.index,
-                                               "score": round(c.score, 6), "text": c.text}
-                                              for c in chunks]})
+                                "retrieved": chunk_records(chunks)})
 
 
 def _outcome(agent: Callable[[], Any], outcome: dict[str, Any],
@@ -175,12 +173,6 @@ def _outcome(agent: Callable[[], Any], outcome: dict[str, Any],
         outcome["error"] = err
     finally:
         inbox.put(None)
-
-
-def _gathered(chunks: list[RetrievedChunk]) -> list[RetrievedChunk]:
-    """Every chunk the searches found, each once at its best score, best first."""
-    best = {(chunk.title, chunk.index): chunk for chunk in sorted(chunks, key=lambda c: c.score)}
-    return sorted(best.values(), key=lambda chunk: -chunk.score)
 
 
 def completion(response: LLMResponse, number: int) -> dict[str, Any]:
