@@ -21,7 +21,7 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.jsonl import JsonlWriter
 from freshrag.scoring.store import SCORES, answer_sha256
-from tests.support.dom import browser
+from tests.support.dom import browser, report_url, viewer_tab
 from tests.support.runs import EVIL_TITLE, SCRIPT_ANSWER, sample_rows, write_run
 
 ARTEFACTS = Path(__file__).resolve().parents[2] / "results" / "artefacts" / "viewer"
@@ -101,27 +101,15 @@ def page_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     writer.write(judge_pass(next(r for r in rows if (r["question_id"], r["system"]) == (
         "q1", "boolean"))))
     writer.close()
-    html = run_dir / "report.html"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["report", str(run_dir), "--html", str(html)]) == 0
-    return html.as_uri()
+    return report_url(run_dir)
 
 
 @pytest.fixture
 def page(page_url: str):
-    """The report opened in Chromium; every request it makes beyond its own file is recorded,
-    and so is every script error."""
-    with browser() as chromium:
-        tab = chromium.new_page(viewport={"width": 1400, "height": 1000})
-        tab.requests, tab.errors = [], []
-        tab.on("request", lambda r: tab.requests.append(r.url)
-               if not r.url.startswith(("file:", "data:")) else None)
-        tab.on("pageerror", lambda e: tab.errors.append(str(e)))
-        tab.on("dialog", lambda d: (tab.errors.append(f"dialog {d.message}"), d.dismiss()))
-        tab.goto(page_url)
-        tab.wait_for_selector("#viewer-spacer .vrow")
+    """The report in Chromium (tests/support/dom.py viewer_tab: offline, no script error, no
+    dialog)."""
+    with viewer_tab(page_url) as tab:
         yield tab
-        assert tab.requests == [] and tab.errors == []  # offline, and no data ever ran
 
 
 def listed(tab) -> list[dict[str, str]]:

@@ -9,7 +9,6 @@ The rows are made as the runner makes them (core/samples.py sample_row) from Ste
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
@@ -30,7 +29,7 @@ from freshrag.core.types import (
     Usage,
 )
 from freshrag.reporting import report
-from tests.support.dom import browser
+from tests.support.dom import report_url, viewer_tab
 from tests.support.runs import EVIL_TITLE, write_run
 
 SCRIPT_QUERY = "<script>alert('step')</script> bridge"
@@ -202,26 +201,15 @@ def test_the_csv_and_the_whole_table_carry_the_new_columns(run, tmp_path):
 @pytest.fixture(scope="module")
 def page_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     run_dir = write_run(tmp_path_factory.mktemp("run"), rows())
-    html = run_dir / "report.html"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["report", str(run_dir), "--html", str(html)]) == 0
-    return html.as_uri()
+    return report_url(run_dir)
 
 
 @pytest.fixture
 def page(page_url: str):
-    """The report in Chromium; no request beyond its own file, no script error, no dialog."""
-    with browser() as chromium:
-        tab = chromium.new_page(viewport={"width": 1400, "height": 1000})
-        tab.requests, tab.errors = [], []
-        tab.on("request", lambda r: tab.requests.append(r.url)
-               if not r.url.startswith(("file:", "data:")) else None)
-        tab.on("pageerror", lambda e: tab.errors.append(str(e)))
-        tab.on("dialog", lambda d: (tab.errors.append(f"dialog {d.message}"), d.dismiss()))
-        tab.goto(page_url)
-        tab.wait_for_selector("#viewer-spacer .vrow")
+    """The report in Chromium (tests/support/dom.py viewer_tab: offline, no script error, no
+    dialog)."""
+    with viewer_tab(page_url) as tab:
         yield tab
-        assert tab.requests == [] and tab.errors == []
 
 
 def opened(tab, system: str, question: str):

@@ -11,14 +11,11 @@ written beside each row (`KNOWN`), by hand, not computed by the code under test.
 
 from __future__ import annotations
 
-import contextlib
-import io
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from freshrag.cli.main import main
 from freshrag.core.samples import sample_row
 from freshrag.core.types import (
     Grade,
@@ -29,7 +26,7 @@ from freshrag.core.types import (
     SystemAnswer,
     Usage,
 )
-from tests.support.dom import browser
+from tests.support.dom import report_url, viewer_tab
 from tests.support.runs import write_run
 
 pytestmark = pytest.mark.integration
@@ -148,26 +145,15 @@ def test_the_rows_hold_what_known_says():
 @pytest.fixture(scope="module")
 def page_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     run_dir = write_run(tmp_path_factory.mktemp("run"), rows())
-    html = run_dir / "report.html"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["report", str(run_dir), "--html", str(html)]) == 0
-    return html.as_uri()
+    return report_url(run_dir)
 
 
 @pytest.fixture
 def page(page_url: str):
-    """The report in Chromium; no request beyond its own file, no script error, no dialog."""
-    with browser() as chromium:
-        tab = chromium.new_page(viewport={"width": 1400, "height": 1000})
-        tab.requests, tab.errors = [], []
-        tab.on("request", lambda r: tab.requests.append(r.url)
-               if not r.url.startswith(("file:", "data:")) else None)
-        tab.on("pageerror", lambda e: tab.errors.append(str(e)))
-        tab.on("dialog", lambda d: (tab.errors.append(f"dialog {d.message}"), d.dismiss()))
-        tab.goto(page_url)
-        tab.wait_for_selector("#viewer-spacer .vrow")
+    """The report in Chromium (tests/support/dom.py viewer_tab: offline, no script error, no
+    dialog)."""
+    with viewer_tab(page_url) as tab:
         yield tab
-        assert tab.requests == [] and tab.errors == []
 
 
 def listed(tab) -> set[tuple[str, str]]:

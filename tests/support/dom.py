@@ -6,6 +6,7 @@ driving Debian's `chromium` package, which tests/run.sh installs; nothing downlo
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -161,3 +162,31 @@ def browser() -> Iterator[Any]:
             yield launched
         finally:
             launched.close()
+
+
+@contextlib.contextmanager
+def viewer_tab(page_url: str) -> Iterator[Any]:
+    """The report at `page_url` in Chromium, its answer list drawn; at the end no request beyond
+    its own file was made, no script error raised and no dialog opened (offline, and no data
+    ever ran as code)."""
+    with browser() as chromium:
+        tab = chromium.new_page(viewport={"width": 1400, "height": 1000})
+        tab.requests, tab.errors = [], []
+        tab.on("request", lambda r: tab.requests.append(r.url)
+               if not r.url.startswith(("file:", "data:")) else None)
+        tab.on("pageerror", lambda e: tab.errors.append(str(e)))
+        tab.on("dialog", lambda d: (tab.errors.append(f"dialog {d.message}"), d.dismiss()))
+        tab.goto(page_url)
+        tab.wait_for_selector("#viewer-spacer .vrow")
+        yield tab
+        assert tab.requests == [] and tab.errors == []
+
+
+def report_url(run_dir: Path) -> str:
+    """`freshrag report RUN --html` of `run_dir`, written into it, as a file URL."""
+    from freshrag.cli.main import main
+
+    html = run_dir / "report.html"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["report", str(run_dir), "--html", str(html)]) == 0
+    return html.as_uri()
