@@ -51,7 +51,7 @@ def systems(text: str) -> tuple[str, ...]:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from freshrag.core.jsonl import ResultsError
+    from freshrag.core.jsonl import ResultsError, replace_jsonl
     from freshrag.core.samples import SAMPLES
     from freshrag.reporting import export
     from freshrag.reporting.report import load_runs
@@ -66,7 +66,7 @@ def handle(args: argparse.Namespace) -> int:
     if not kept:
         raise export.ExportError(f"nothing to export: no answered pairs in "
                                  f"{', '.join(map(str, args.run_dirs))}")
-    written = export.write_jsonl(args.out, records)  # made as written: one row's at a time
+    written = replace_jsonl(args.out, records)  # made as written: one row's at a time
     left = len(rows) - len(kept)
     what = "Ragas multi-turn samples" if args.format == "ragas" else "flat records"
     print(f"{args.out}: {written} {what} ({len({row['system'] for row in kept})} systems"
