@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from freshrag.core.errors import UserError
-from freshrag.core.files import SymlinkError, atomic_open, dumps
+from freshrag.core.files import SymlinkError
 from freshrag.core.records import SampleRow
 from freshrag.core.samples import judge_scores
 
@@ -79,17 +79,6 @@ def records(rows: list[SampleRow], fmt: str
         return kept, map(ragas_sample, kept)
     roles = roles_of(rows)
     return rows, (flat_record(row, roles) for row in rows)
-
-
-def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> int:
-    """`records` as the whole of `path`, one JSON object a line, atomically (a link at `path`
-    is refused, never written through); how many were written."""
-    count = 0
-    with atomic_open(path) as handle:
-        for record in records:
-            handle.write(dumps(record, ensure_ascii=False) + "\n")
-            count += 1
-    return count
 
 
 # --------------------------------------------------------------------------- Ragas
