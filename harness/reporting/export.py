@@ -83,6 +83,7 @@ def records(rows: list[SampleRow], fmt: str
 
 # --------------------------------------------------------------------------- Ragas
 
+
 def ragas_sample(row: SampleRow) -> dict[str, Any]:
     """The answered row as a Ragas MultiTurnSample's dict: `user_input` the conversation,
     `reference` the question's reference answer when it has one. No `reference_tool_calls`:
