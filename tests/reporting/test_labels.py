@@ -1,0 +1,143 @@
+"""The human labels file (harness/reporting/labels.py, docs/reports.md#labelling-answers): every
+line checked with its file and line named, files merged with one labeller's last label of a key
+winning, and labels resolved to a run's rows by key and answer text.
+
+Keys and answer digests are computed here from their definition (SHA-256 of the UTF-8 text), not
+by the module under test."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from freshrag.reporting.labels import LabelsError, read_labels, resolve, row_key
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def row(question_id: str, system: str, answer: str, dataset: str = "A_f") -> dict[str, Any]:
+    return {"dataset": dataset, "question_id": question_id, "system": system, "answer": answer,
+            "status": "ok"}
+
+
+def label(question_id: str = "q1", system: str = "naive", answer: str = "Paris",
+          labeller: str = "ada", truth: Any = 4, rel: Any = 5, **extra: Any) -> dict[str, Any]:
+    record = {"freshrag_labels": 1, "key": sha(f"A_f\n{question_id}\n{system}"),
+              "dataset": "A_f", "question_id": question_id, "answer_sha256": sha(answer),
+              "truthfulness": truth, "relevance": rel, "note": "", "labeller": labeller,
+              "labelled_at": "2026-11-26T20:00:00Z", "seed": 7}
+    return {**record, **extra}
+
+
+def write(path: Path, *records: Any) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n"
+                            for r in records), encoding="utf-8")
+    return path
+
+
+def test_a_row_key_is_the_digest_of_dataset_question_and_system() -> None:
+    assert row_key(row("q1", "naive", "x")) == sha("A_f\nq1\nnaive")
+    assert row_key(row("q1", "naive", "x", dataset="A_d")) != row_key(row("q1", "naive", "x"))
+
+
+def test_labels_read_back_with_every_field(tmp_path: Path) -> None:
+    path = write(tmp_path / "ada.jsonl", label(note="ünïcode, \"quoted\""), "",
+                 label("q2", truth=1, rel=2))
+    first, second = read_labels([path])
+    assert (first.question_id, first.truthfulness, first.relevance, first.note) == \
+        ("q1", 4, 5, "ünïcode, \"quoted\"")
+    assert (first.labeller, first.seed, first.labelled_at) == ("ada", 7, "2026-11-26T20:00:00Z")
+    assert first.key == sha("A_f\nq1\nnaive") and first.answer_sha256 == sha("Paris")
+    assert second.where == f"{path}:3" and (second.truthfulness, second.relevance) == (1, 2)
+
+
+def test_files_merge_and_one_labellers_last_label_of_a_key_wins(tmp_path: Path) -> None:
+    ada = write(tmp_path / "ada.jsonl", label(truth=1), label("q2"), label(truth=2))
+    bob = write(tmp_path / "bob.jsonl", label(labeller="bob", truth=5), label(truth=3))
+    labels = read_labels([ada, bob])
+    got = [(x.labeller, x.question_id, x.truthfulness) for x in labels]
+    assert got == [("ada", "q2", 4), ("bob", "q1", 5), ("ada", "q1", 3)]
+
+
+BAD = [
+    pytest.param("{not json", "not valid JSON", id="not-json"),
+    pytest.param("[1, 2]", "expected a JSON object, got list", id="not-object"),
+    pytest.param(label(freshrag_labels=2), "`freshrag_labels` is 2", id="newer-format"),
+    pytest.param({k: v for k, v in label().items() if k != "freshrag_labels"},
+                 "`freshrag_labels` is None", id="no-format"),
+    pytest.param(label(key="naive"), "`key` is 'naive'", id="key-not-hex"),
+    pytest.param(label(answer_sha256=sha("x").upper()), "`answer_sha256`", id="hex-upper"),
+    pytest.param({k: v for k, v in label().items() if k != "question_id"},
+                 "`question_id` is None", id="no-question-id"),
+    pytest.param(label(note=None), "`note` is None", id="note-null"),
+    pytest.param(label(labeller="  "), "`labeller` is empty", id="labeller-blank"),
+    pytest.param(label(truth=0), "`truthfulness` is 0", id="truth-zero"),
+    pytest.param(label(rel=6), "`relevance` is 6", id="relevance-six"),
+    pytest.param(label(truth=3.5), "`truthfulness` is 3.5", id="truth-fraction"),
+    pytest.param(label(truth=True), "`truthfulness` is True", id="truth-bool"),
+    pytest.param(label(rel="4"), "`relevance` is '4'", id="relevance-string"),
+    pytest.param(label(seed="7"), "`seed` is '7'", id="seed-string"),
+    pytest.param(label(labelled_at="yesterday"), "expected an ISO 8601 time", id="time-bad"),
+    pytest.param(label(labelled_at="2026-11-26T20:00:00"), "expected a time in UTC",
+                 id="time-naive"),
+    pytest.param(label(labelled_at="2026-11-26T20:00:00+02:00"), "expected a time in UTC",
+                 id="time-not-utc"),
+]
+
+
+@pytest.mark.parametrize(("line", "message"), BAD)
+def test_a_bad_line_is_refused_naming_file_and_line(tmp_path: Path, line: Any,
+                                                     message: str) -> None:
+    path = write(tmp_path / "labels.jsonl", label(), line)
+    with pytest.raises(LabelsError) as caught:
+        read_labels([path])
+    assert str(caught.value).startswith(f"{path}:2: ")
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_missing_or_undecodable_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(LabelsError, match="missing.jsonl: cannot open"):
+        read_labels([tmp_path / "missing.jsonl"])
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(json.dumps(label()).encode() + b"\n" + b'{"note": "caf\xe9"}\n')
+    with pytest.raises(LabelsError, match=r"latin.jsonl:2: not UTF-8"):
+        read_labels([latin])
+
+
+def test_labels_resolve_to_rows_by_key_and_answer_text(tmp_path: Path) -> None:
+    rows = [row("q1", "naive", "Paris"), row("q1", "oracle", "Lyon"), row("q2", "naive", "Rome"),
+            row("q1", "naive", "Paris", dataset="A_d")]
+    path = write(tmp_path / "l.jsonl",
+                 label(),                                       # q1 naive: matches
+                 label(system="oracle", answer="Lyon", rel=1),  # q1 oracle: matches
+                 label("q2", answer="Milan"),                   # answered again since: changed
+                 label("q9"),                                   # no such question: unknown
+                 label(system="baseline"))                      # no such system: unknown
+    resolved = resolve(read_labels([path]), rows)
+    assert [(r["system"], r["dataset"], x.relevance) for r, x in resolved.pairs] == \
+        [("naive", "A_f", 5), ("oracle", "A_f", 1)]
+    assert (resolved.unknown, resolved.changed) == (2, 1)
+    notes = resolved.notes()
+    assert len(notes) == 2 and notes[0].startswith("2 label(s)") and notes[1].startswith("1 ")
+
+
+def test_a_label_pairs_with_every_row_holding_its_key_and_answer(tmp_path: Path) -> None:
+    # the same system over the same questions in two run directories, one answer changed
+    rows = [{**row("q1", "naive", "Paris"), "run": "a"}, {**row("q1", "naive", "Paris"), "run": "b"},
+            {**row("q1", "naive", "Nice"), "run": "c"}]
+    resolved = resolve(read_labels([write(tmp_path / "l.jsonl", label())]), rows)
+    assert [r["run"] for r, _ in resolved.pairs] == ["a", "b"]
+    assert (resolved.unknown, resolved.changed, resolved.notes()) == (0, 0, [])
+
+
+def test_an_answer_that_is_null_is_labelled_as_empty_text(tmp_path: Path) -> None:
+    rows = [{**row("q1", "naive", ""), "answer": None}]
+    resolved = resolve(read_labels([write(tmp_path / "l.jsonl", label(answer=""))]), rows)
+    assert len(resolved.pairs) == 1
