@@ -18,6 +18,13 @@ to). What is right depends on the file, and each caller says which in a comment:
 - replaced without writing through it (`create_new`), where the file is freshrag's own scratch
   space that nobody else reads (the split dump's spool files).
 
+Nor does it write anything but a regular file (docs/faults.md#outputs-that-are-not-plain-files):
+a FIFO, a device node (as root, `/dev/null` would be replaced by a file), a socket or a directory
+where a file goes is refused in one line naming it (`NotPlainFileError`); `check_plain` is the one
+check, made by every writer here and, naming the option, by `core/outputs.check_outputs` before a
+command starts. A replaced file keeps its permissions (a 0600 report stays 0600), and an error of
+the write (a full disk) names the file being written, never the temporary one.
+
 Files that grow row by row (samples.jsonl, the builders' stage records) are appended to
 instead, and repaired when torn (harness/core/jsonl.py).
 """
@@ -28,6 +35,7 @@ import contextlib
 import errno
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import IO, Any, Iterator
@@ -61,17 +69,63 @@ class SymlinkError(UserError, OSError):
         return f"{self.filename}: {self.strerror}"
 
 
-def open_no_follow(path: Path, flags: int, mode: int = 0o666, fix: str | None = None) -> int:
-    """`os.open(path, flags, mode)` that refuses a symbolic link at `path` itself (O_NOFOLLOW:
-    the kernel checks, so no other process can slip a link in between a check and the open);
-    links among the directories above it are followed as usual. `fix`: the way out the error
-    gives, if not the default one."""
+class NotPlainFileError(UserError, OSError):
+    """A path freshrag would write is there but is no regular file (module docstring)."""
+
+    def __init__(self, path: Path | str, kind: str, what: str | None = None,
+                 fix: str = "write to another path"):
+        where = f"{what} {path}" if what else str(path)
+        super().__init__(errno.EISDIR if kind == KINDS[stat.S_IFDIR] else errno.EINVAL,
+                         f"{where}: not a regular file but {kind}, and freshrag writes only "
+                         f"regular files; {fix}", str(path))
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device",
+         stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFLNK: "a link"}
+
+
+def check_plain(path: Path | str, what: str | None = None, fix: str | None = None,
+                link_fix: str | None = None) -> os.stat_result | None:
+    """What `os.lstat` finds at `path`, an output: None where nothing is there yet, and a regular
+    file's status; a symbolic link (`SymlinkError`) or anything else (`NotPlainFileError`) is
+    refused, named as `what` ("--html") where given. `fix`, `link_fix`: the way out, if not the
+    default one (`link_fix` for a link, if not `fix`)."""
+    link_fix = link_fix or fix
     try:
-        return os.open(path, flags | NOFOLLOW, mode)
+        found = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(found.st_mode):
+        raise SymlinkError(path, link_fix) if link_fix else SymlinkError(path)
+    if not stat.S_ISREG(found.st_mode):
+        kind = KINDS.get(stat.S_IFMT(found.st_mode), "no regular file")
+        raise NotPlainFileError(path, kind, what, fix) if fix else \
+            NotPlainFileError(path, kind, what)
+    return found
+
+
+def open_no_follow(path: Path, flags: int, mode: int = 0o666, fix: str | None = None) -> int:
+    """`os.open(path, flags, mode)` of a regular file (`check_plain`) that refuses a symbolic
+    link at `path` itself (O_NOFOLLOW: the kernel checks, so no other process can slip a link in
+    between a check and the open); links among the directories above it are followed as usual.
+    Opened without blocking and checked again once open, so that a FIFO planted after the check
+    neither hangs the open nor is written. `fix`: the way out the error gives, if not the
+    default one."""
+    check_plain(path, link_fix=fix)
+    try:
+        fd = os.open(path, flags | NOFOLLOW | os.O_NONBLOCK, mode)
     except OSError as err:
         if err.errno == errno.ELOOP or (err.errno == errno.EEXIST and Path(path).is_symlink()):
             raise (SymlinkError(path, fix) if fix else SymlinkError(path)) from None
         raise
+    found = os.fstat(fd)
+    if not stat.S_ISREG(found.st_mode):
+        os.close(fd)
+        raise NotPlainFileError(path, KINDS.get(stat.S_IFMT(found.st_mode), "no regular file"))
+    return fd
 
 
 def create_new(path: Path) -> int:
@@ -88,16 +142,23 @@ def replacing(path: Path) -> Iterator[Path]:
     a text handle); when the block ends without an error it is synced and moved onto `path`,
     otherwise removed."""
     path = Path(path)
-    if path.is_symlink():  # refused, not replaced: os.replace would not write through the link,
-        raise SymlinkError(path)  # but it would silently cut what someone linked on purpose
-    tmp, fd = _new_temporary(path)
+    # a link is refused, not replaced: os.replace would not write through it, but it would
+    # silently cut what someone linked on purpose; a device or FIFO would be replaced by a file
+    old = check_plain(path)
+    try:
+        tmp, fd = _new_temporary(path, old)
+    except OSError as err:  # a read-only or full directory: named by the file asked for
+        raise OSError(err.errno, err.strerror, str(path)) from None
     os.close(fd)
     try:
         yield tmp
         _sync(tmp)
+        check_plain(path)  # once more: os.replace would put a file over whatever came meanwhile
         os.replace(tmp, path)
-    except BaseException:  # a kill by Ctrl-C too: the old file stays, the temporary one goes
+    except BaseException as err:  # a kill by Ctrl-C too: the old file stays, the temporary goes
         tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError) and _is_write_error(err, tmp):
+            raise OSError(err.errno, err.strerror, str(path)) from None
         raise
 
 
@@ -143,13 +204,24 @@ def write_figure(figure: Any, path: Path, dpi: int) -> Path:
     return path
 
 
-def _new_temporary(path: Path) -> tuple[Path, int]:
+WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EISDIR, errno.EROFS,
+                errno.EACCES, errno.EPERM, errno.ENAMETOOLONG}
+
+
+def _is_write_error(err: OSError, tmp: Path) -> bool:
+    """An error of writing, syncing or moving the temporary file: named by it, or by nothing
+    (a write's own), as opposed to one of the block's inputs, named by their own files."""
+    return (not isinstance(err, UserError) and err.errno in WRITE_ERRORS and err.filename in (None, str(tmp)))
+
+
+def _new_temporary(path: Path, old: os.stat_result | None) -> tuple[Path, int]:
     """A hidden temporary file in `path`'s directory, named and created by `tempfile.mkstemp`
-    (O_EXCL | O_NOFOLLOW: never an existing file or link), with the permissions the umask gives
-    any new file rather than mkstemp's 0600, since it becomes the file itself."""
+    (O_EXCL | O_NOFOLLOW: never an existing file or link), with the permissions of the file it
+    replaces, or those the umask gives any new file (not mkstemp's 0600), since it becomes the
+    file itself."""
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, NEW_FILE_MODE)
+        os.fchmod(fd, stat.S_IMODE(old.st_mode) if old else NEW_FILE_MODE)
     except BaseException:
         os.close(fd)
         os.unlink(name)

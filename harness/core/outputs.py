@@ -9,6 +9,10 @@ outputs that are one file (`needs --out x.json`, whose .json goes beside it), en
 in one line naming both and the way out. A command that rewrites an input on purpose
 (`freshrag label` puts the labels into the dataset's questions.jsonl) simply does not list that
 file among its inputs.
+
+An output that is there but no regular file (a FIFO, a device such as /dev/null, a directory) is
+refused here too, named as the option that gave it ("--html /dev/null: not a regular file but a
+character device, ..."), by the one check every writer makes (core/files.py `check_plain`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 from typing import Iterable
 
 from freshrag.core.errors import UserError
+from freshrag.core.files import check_plain
 
 
 class OverwriteError(UserError, ValueError):
@@ -44,7 +49,7 @@ def files_in(directory: Path, names: Iterable[str], option: str,
 
 def check_outputs(outputs: Iterable[Output], inputs: Iterable[tuple[str, Path | None]]) -> None:
     """Refuse an output that is an input (`inputs`: (how the input was given, its path), None
-    for one not given) or another output."""
+    for one not given), another output, or no regular file."""
     given = [(what, Path(path)) for what, path in inputs if path is not None]
     seen: list[Output] = []
     for output in outputs:
@@ -58,6 +63,7 @@ def check_outputs(outputs: Iterable[Output], inputs: Iterable[tuple[str, Path | 
                 raise OverwriteError(f"{output.what} and {earlier.what} would be one file "
                                      f"({output.path}), one written over the other; "
                                      f"{output.fix}")
+        check_plain(output.path, output.what, output.fix)
         seen.append(output)
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import stat
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -76,15 +75,12 @@ def _open_lock(path: Path) -> int:
     refused (a link would have the pid written over the file it points to), and so is anything
     but a plain file of one name: a FIFO (opened without blocking, to be refused) or a file
     hard-linked elsewhere, whose other name would see its content replaced."""
-    fd = open_no_follow(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o644,
+    fd = open_no_follow(path, os.O_RDWR | os.O_CREAT, 0o644,  # a FIFO: refused (core/files.py)
                         fix="remove the link and run again")
-    found = os.fstat(fd)
-    if not stat.S_ISREG(found.st_mode) or found.st_nlink > 1:
+    if os.fstat(fd).st_nlink > 1:
         os.close(fd)
-        what = "has other names (hard links)" if stat.S_ISREG(found.st_mode) else \
-            "is not a plain file"
-        raise RunDirError(f"{path}: {what}, and freshrag writes its pid into this lock file; "
-                          f"remove it and run again")
+        raise RunDirError(f"{path}: has other names (hard links), and freshrag writes its pid "
+                          f"into this lock file; remove it and run again")
     return fd
 
 

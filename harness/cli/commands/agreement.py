@@ -47,11 +47,13 @@ def handle(args: argparse.Namespace) -> int:
     import sys
 
     from freshrag.core.files import dumps
+    from freshrag.core.outputs import check_outputs, files_in
 
+    out = args.out or agreement.default_out(args.run_a, args.run_b)
+    check_outputs(files_in(out, (agreement.AGREEMENT,), "--out"), [])  # before the runs are read
     document = agreement.compare_runs(args.run_a, args.run_b, args.top,
                                       repeats=(args.repeat_a, args.repeat_b))
-    path = agreement.write_agreement(args.out or agreement.default_out(args.run_a, args.run_b),
-                                     document)
+    path = agreement.write_agreement(out, document)
     markdown = args.format == "markdown"
     print(agreement.render(document) if markdown else dumps(document, indent=2))
     # stderr when stdout carries JSON, so that output stays parseable

@@ -136,8 +136,10 @@ def run_demo(out: Path, questions: int, systems: list[str],
     """Write the dump, then run each command through `command` (the CLI's main), stopping at the
     first that fails; returns its exit status."""
     from freshrag.core.manifest import read_manifest
+    from freshrag.core.outputs import check_outputs, files_in
     from freshrag.scoring.probes import verdict_lines
 
+    check_outputs(files_in(out, ("example-wiki.xml", TIMINGS_FILE, "report.html"), "--out"), [])
     write_example_dump(out / "example-wiki.xml")
     stages: list[dict] = []
     for argv in demo_commands(out, questions, systems, full, models):

@@ -57,6 +57,7 @@ def _scan_options(p: argparse._ArgumentGroup) -> None:
 def handle(args: argparse.Namespace) -> int:
     from freshrag.cli.common import dataset, load_settings, print_roles
     from freshrag.core.files import write_json
+    from freshrag.core.outputs import check_outputs, files_in
     from freshrag.llm.client import LLMClient
     from freshrag.systems.retrieval import scan
     from freshrag.systems.retrieval.embeddings import embedder_for
@@ -68,6 +69,9 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError(f"{data.files['questions']}: no question with a gold article to look "
                          f"for among the {len(questions):,} scanned; general queries (kind "
                          f"general) have none")
+    out = args.out or Path("results") / f"scan-retrieval-{data.path_name()}"
+    check_outputs(files_in(out, (scan.SCAN_FILE,), "--out"),  # before the index is built
+                  [(f"the dataset's {kind} file", path) for kind, path in data.files.items()])
     settings = load_settings(args)
     print_roles(settings, ("embeddings",))
     index = open_index(data.articles, IndexConfig(
@@ -78,7 +82,6 @@ def handle(args: argparse.Namespace) -> int:
         result = scan.scan(index, questions, args.weights, args.k, args.by)
     finally:
         index.close()
-    out = args.out or Path("results") / f"scan-retrieval-{data.path_name()}"
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / scan.SCAN_FILE, {"dataset": data.name, **result}, ensure_ascii=True)
     print(scan.render(result))
