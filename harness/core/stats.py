@@ -1,6 +1,8 @@
 """The statistics every table shares (docs/methods.md#statistics): the mean, the percentile
-bootstrap (for the analysis of runs and the judge probes alike) and Cohen's kappa, which is
-scikit-learn's.
+bootstrap (for the analysis of runs and the judge probes alike), Cohen's kappa, which is
+scikit-learn's, and for every table of paired comparisons the Holm-adjusted p-values over its rows
+and each comparison's minimum detectable difference (docs/human-labels.md#many-comparisons), which
+are statsmodels'.
 
 The bootstrap of a mean or a sum, the report's commonest intervals, is drawn with numpy: a
 resample of n values from n is a draw of how many times each distinct value comes up (a
@@ -106,3 +108,55 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any], labels: Sequence[Any],
         warnings.simplefilter("ignore", RuntimeWarning)  # 0/0 in releases before the warning
         value = float(cohen_kappa_score(list(a), list(b), labels=list(labels), weights=weights))
     return None if math.isnan(value) else value
+
+
+POWER = 0.8  # the minimum detectable difference: found 80% of the time ...
+ALPHA = 0.05  # ... by a two-sided test at 5%
+
+
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment over the p-values given (statsmodels' `multipletests`,
+    method "holm"); None (no test made) stays None and is no member of the family."""
+    tested = [i for i, p in enumerate(p_values) if p is not None]
+    adjusted: list[float | None] = [None] * len(p_values)
+    if not tested:
+        return adjusted
+    from statsmodels.stats.multitest import multipletests  # at use: it imports scipy
+
+    corrected = multipletests([p_values[i] for i in tested], method="holm")[1]
+    for i, value in zip(tested, corrected):
+        adjusted[i] = round(float(value), 4)
+    return adjusted
+
+
+def with_holm(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of a table of paired comparisons, each with `p_holm` after its `p_value`: that
+    p-value adjusted by Holm over every comparison the table shows (`holm`)."""
+    adjusted = holm([row.get("p_value") for row in table])
+    shown = []
+    for row, p in zip(table, adjusted):
+        placed: dict[str, Any] = {}
+        for key, value in row.items():
+            placed[key] = value
+            if key == "p_value":  # beside it, so that a reader of the JSON sees both
+                placed["p_holm"] = p
+        shown.append(placed)
+    return shown
+
+
+def min_detectable_difference(differences: Sequence[float], power: float = POWER,
+                              alpha: float = ALPHA) -> float | None:
+    """The smallest mean difference a paired t-test on this many differences, with their
+    standard deviation, finds with probability `power` at two-sided level `alpha`: statsmodels'
+    `TTestPower.solve_power` for the effect size (in standard deviations), times the sample's
+    standard deviation. None for fewer than 2 differences; 0.0 when they do not vary."""
+    if len(differences) < 2:
+        return None
+    spread = statistics.stdev(differences)
+    if spread == 0:
+        return 0.0
+    from statsmodels.stats.power import TTestPower  # at use: it imports scipy
+
+    effect = TTestPower().solve_power(effect_size=None, nobs=len(differences), alpha=alpha,
+                                      power=power, alternative="two-sided")
+    return round(float(effect) * spread, 4)

@@ -37,7 +37,14 @@ from typing import Any
 
 from freshrag.core.records import SampleRow
 from freshrag.core.samples import answer_tokens, is_scored, judge_scores
-from freshrag.core.stats import BOOTSTRAP_SAMPLES, CONFIDENCE, bootstrap_interval, mean
+from freshrag.core.stats import (
+    BOOTSTRAP_SAMPLES,
+    CONFIDENCE,
+    bootstrap_interval,
+    mean,
+    min_detectable_difference,
+    with_holm,
+)
 from freshrag.reporting import decisions as by_need
 from freshrag.reporting import savings, trajectory
 from freshrag.reporting.groups import analyse_groups
@@ -336,8 +343,10 @@ def paired_comparisons(rows: list[SampleRow], seed: int = 0) -> list[dict[str, A
     """Every two run identities of one dataset judged by one model (scores of two judges are not
     on one scale): mean difference in truthfulness + relevance over the questions both scored,
     its 95% paired-bootstrap interval, and a two-sided p-value (how often the resampled
-    difference falls on the other side of zero, doubled). `a` and `b` are the identities'
-    labels (harness/reporting/identity.py), `a_models` and `b_models` their models."""
+    difference falls on the other side of zero, doubled), Holm-adjusted over the table
+    (`p_holm`), and the minimum detectable difference at 80% power (`mdd`; core/stats.py). `a`
+    and `b` are the identities' labels (harness/reporting/identity.py), `a_models` and
+    `b_models` their models."""
     groups = group_rows(rows)
     names = labels(groups)
     keys = list(groups)
@@ -358,8 +367,9 @@ def paired_comparisons(rows: list[SampleRow], seed: int = 0) -> list[dict[str, A
                           "questions": len(diffs), "mean_difference": mean(diffs, places=4),
                           "interval": list(bootstrap_interval(diffs, mean, seed=seed)),
                           "p_value": savings.paired_p_value(diffs, seed),
+                          "mdd": min_detectable_difference(diffs),
                           "a_models": a.model_map, "b_models": b.model_map})
-    return table
+    return with_holm(table)
 
 
 def judge_notes(keys: list[Identity]) -> list[str]:

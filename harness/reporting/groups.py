@@ -20,6 +20,8 @@ identity, all computed from the rows, with no model.
   paired-bootstrap interval over groups (freshrag.core.stats, the report's one bootstrap), and an exact
   McNemar test (a two-sided binomial test on the discordant groups, scipy): outcomes are right or
   wrong and paired by group, and with a few dozen groups a normal approximation is not valid.
+  Each test's p-value is Holm-adjusted over the whole wording table (`p_holm`), and it gives the
+  minimum detectable difference at 80% power for its groups (`mdd`; docs/human-labels.md).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from freshrag.core.files import write_figure
 from freshrag.core.records import SampleRow
 from freshrag.core.reference import matches
 from freshrag.core.samples import judge_scores
-from freshrag.core.stats import bootstrap_interval
+from freshrag.core.stats import bootstrap_interval, min_detectable_difference, with_holm
 from freshrag.core.types import WORDING_AXES
 from freshrag.reporting.identity import Identity, group_rows, labels
 
@@ -108,7 +110,7 @@ def analyse_groups(rows: list[SampleRow], seed: int = 0) -> dict[str, Any]:
         attribution += [{"system": names[key], "dataset": key.dataset, **c} for c in causes]
         table.append({**key.fields(), "label": names[key], **_figures(judged, tags, causes)})
         wording += [{**key.fields(), **test} for test in wording_tests(judged, tags, seed)]
-    return {"groups": table, "wording": wording,
+    return {"groups": table, "wording": with_holm(wording),
             "grounded": {"rule": RULE, "judge_correct": JUDGE_CORRECT, "forms": forms,
                          "attribution": attribution}}
 
@@ -175,7 +177,8 @@ def paired_test(axis: str, first: str, second: str, pairs: list[tuple[bool, bool
             "difference": round(sum(diffs) / len(diffs), 4),
             "interval": list(bootstrap_interval(diffs, lambda d: sum(d) / len(d), seed=seed)),
             "only_a_right": only_first, "only_b_right": only_second,
-            "p_value": round(min(1.0, p_value), 4), "test": "exact McNemar (binomial, two-sided)"}
+            "p_value": round(min(1.0, p_value), 4), "mdd": min_detectable_difference(diffs),
+            "test": "exact McNemar (binomial, two-sided)"}
 
 
 def _share(part: int, whole: int) -> float | None:

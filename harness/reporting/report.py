@@ -340,8 +340,11 @@ ANALYSIS_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("latency", "Answer latency (the system's own: what it reported, else the wall time of its "
                 "answer; answered pairs)",
      ("dataset", "system", "answers", "p50_s", "p95_s", "models")),
-    ("paired", "Paired comparisons (truthfulness + relevance, a minus b; same judge only)",
-     ("dataset", "a", "b", "questions", "mean_difference", "interval", "p_value")),
+    ("paired", "Paired comparisons (truthfulness + relevance, a minus b; same judge only; "
+               "p_holm: Holm-adjusted over the table; mdd: the difference found 80% of the "
+               "time at 5%)",
+     ("dataset", "a", "b", "questions", "mean_difference", "interval", "p_value", "p_holm",
+      "mdd")),
     # need by construction and the savings curve: harness/reporting/decisions.py and savings.py
     ("decisions_by_kind", "Retrieval decisions against need by construction, per traffic kind "
                           "(95% intervals)",
@@ -364,20 +367,21 @@ ANALYSIS_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("router3", "Three-way oracle router: per question the cheapest of no retrieval, one "
                 "retrieval and the agent that answered well; every system against it on its "
                 "questions (score: truthfulness + relevance, 95% intervals; score_vs_router: "
-                "paired by question)",
-     ("dataset", "system", "reference", *savings.ROUTER_COLUMNS, "models")),
+                "paired by question, p_holm and mdd as in the paired comparisons)",
+     ("dataset", "system", "reference", *savings.ROUTER_COLUMNS, "p_holm", "mdd", "models")),
     ("savings_by_hops", "Savings by hops: the three-way router and every system on one-article "
                         "against multi-article questions",
-     ("dataset", "system", "reference", "hops", *savings.ROUTER_COLUMNS, "models")),
+     ("dataset", "system", "reference", "hops", *savings.ROUTER_COLUMNS, "p_holm", "mdd",
+      "models")),
     ("groups", "Semantic groups (grounded questions): tags, adequacy = 1 - gap/groups, refined "
                "accuracy without gap groups, wrong forms of non-robust groups by cause",
      ("dataset", "system", "groups", "robust", "non_robust", "gap", "unscored", "adequacy",
       "accuracy", "refined_accuracy", "wrong_retriever", "wrong_language_model",
       "wrong_no_retrieval", "models")),
     ("wording", "Wording within groups: accuracy of a minus b, 95% paired-bootstrap interval, "
-                "exact McNemar p",
+                "exact McNemar p, Holm-adjusted over the table, minimum detectable difference",
      ("dataset", "system", "axis", "a", "b", "paired_groups", "accuracy_a", "accuracy_b",
-      "difference", "interval", "p_value")),
+      "difference", "interval", "p_value", "p_holm", "mdd")),
 )
 
 

@@ -23,7 +23,14 @@ from typing import Any, Sequence, cast
 
 from freshrag.core.records import SampleRow
 from freshrag.core.samples import answer_tokens
-from freshrag.core.stats import BOOTSTRAP_SAMPLES, CONFIDENCE, bootstrap_interval, mean
+from freshrag.core.stats import (
+    BOOTSTRAP_SAMPLES,
+    CONFIDENCE,
+    bootstrap_interval,
+    mean,
+    min_detectable_difference,
+    with_holm,
+)
 from freshrag.reporting.identity import Identity, comparable, group_rows, labels
 from freshrag.reporting.outcomes import (
     CORRECT_AT,
@@ -288,7 +295,8 @@ def router_tables(rows: list[SampleRow], prices: Prices | None = None,
     questions have more than one. Each row: score and tokens per question with 95% bootstrap
     intervals, dollars, the share correct, the router's saving against it (1 - the router's
     tokens per question / its own) and its score minus the router's, paired by question (95%
-    paired-bootstrap interval, p-value as in the paired comparisons)."""
+    paired-bootstrap interval, p-value, Holm's over the table and the minimum detectable
+    difference as in the paired comparisons)."""
     groups = group_rows(rows)
     names = labels(groups)
     tables: dict[str, list[dict[str, Any]]] = {"router3": [], "savings_by_hops": []}
@@ -314,7 +322,7 @@ def router_tables(rows: list[SampleRow], prices: Prices | None = None,
                                           "reference": _reference(rival),
                                           **({} if part is None else {"hops": part}),
                                           **_against(theirs, mine, prices, correct_at, seed)})
-    return tables
+    return {name: with_holm(table) for name, table in tables.items()}  # p_holm per table
 
 
 def _against(mine: dict[str, SampleRow], router: dict[str, SampleRow], prices: Prices | None,
@@ -333,7 +341,7 @@ def _against(mine: dict[str, SampleRow], router: dict[str, SampleRow], prices: P
                                                  "cost_per_question": None}),
             "correct": round(sum(answered_well(row, correct_at) for row in scored)
                              / len(scored), 4) if scored else None,
-            **(dict.fromkeys(("router_saving", "score_vs_router", "interval", "p_value"))
+            **(dict.fromkeys(("router_saving", "score_vs_router", "interval", "p_value", "mdd"))
                if mine is router else _paired(diffs, ours, tokens, seed))}
 
 
@@ -343,7 +351,8 @@ def _paired(diffs: list[float], router: KindStats | None, tokens: float | None,
             "score_vs_router": mean(diffs, places=4),
             "interval": list(bootstrap_interval(diffs, mean, seed=seed)) if len(diffs) > 1
             else None,
-            "p_value": paired_p_value(diffs, seed) if len(diffs) > 1 else None}
+            "p_value": paired_p_value(diffs, seed) if len(diffs) > 1 else None,
+            "mdd": min_detectable_difference(diffs)}
 
 
 def paired_p_value(diffs: list[float], seed: int, samples: int = BOOTSTRAP_SAMPLES) -> float:

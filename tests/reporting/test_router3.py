@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from freshrag.core.samples import sample_row
+from freshrag.core.stats import holm, min_detectable_difference
 from freshrag.core.types import (
     Grade,
     LLMResponse,
@@ -146,6 +147,16 @@ def test_the_router_table_sets_every_system_against_the_router():
     assert baseline["interval"][0] < -2.0 < baseline["interval"][1]
     assert 0 < baseline["p_value"] <= 1
     assert [r["system"] for r in table] == [router["system"], "baseline", "naive", "react"]
+
+
+def test_the_router_tables_adjust_their_p_values_by_holm_and_give_each_its_mdd():
+    for table in savings.router_tables(scripted()).values():
+        assert [r["p_holm"] for r in table] == holm([r["p_value"] for r in table])
+        router = [r for r in table if r["p_value"] is None]
+        assert router and all(r["mdd"] is None for r in router)  # the router against itself
+    baseline = router_rows(savings.router_tables(scripted())["router3"], system="baseline")[0]
+    # baseline minus the router, per question: 0, -4, -6, 0, 0
+    assert baseline["mdd"] == min_detectable_difference([0, -4, -6, 0, 0])
 
 
 def test_savings_by_hops_splits_one_article_from_two_article_questions():

@@ -80,7 +80,7 @@ def format_value(value: Any, column: str = "") -> str:
         return "–"
     if isinstance(value, dict):
         return models_label(value)
-    if column == "p_value" and isinstance(value, (int, float)):
+    if column in ("p_value", "p_holm") and isinstance(value, (int, float)):
         # freshrag's own text, markdown as it is: a "<" before a space opens no HTML tag
         return tables.Markdown("< 0.001") if value < 0.001 else f"{value:.3f}"
     if isinstance(value, list) and is_interval(value):
