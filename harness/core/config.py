@@ -47,10 +47,10 @@ LOCAL_MODEL = "smollm2-135m-instruct"
 DEFAULT_CONFIG_FILE = Path("freshrag.toml")
 MAX_TIMEOUT_S = 86_400  # a day: beyond it the HTTP client's clock overflows on some platforms
 MAX_ATTEMPTS = 100
-# The top level of freshrag.toml; [cutoffs] and [prices] are checked by builders/cutoffs.py and
-# harness/reporting/prices.py, which read them.
-TOP_LEVEL = ("timeout_s", "max_attempts", "roles", "cutoffs", "prices", "build", "systems")
-TABLES = ("roles", "cutoffs", "prices", "build", "systems")  # [systems.NAME]: systems/external/http.py
+# The top level of freshrag.toml; [cutoffs], [prices] and [gate] are checked by builders/cutoffs.py,
+# harness/reporting/prices.py and harness/reporting/gate_rules.py, which read them.
+TOP_LEVEL = ("timeout_s", "max_attempts", "roles", "cutoffs", "prices", "build", "systems", "gate")
+TABLES = ("roles", "cutoffs", "prices", "build", "systems", "gate")  # [systems.NAME]: systems/external/http.py
 BUILD_KEYS = ("user_agent",)
 
 

@@ -1,0 +1,72 @@
+"""`freshrag gate`: a candidate run held against a baseline run by rules, for CI (docs/ci.md):
+exit 0 when every rule holds, 1 when one fails; the rules are harness/reporting/gate_rules.py's,
+the verdicts harness/reporting/gate.py's, the summary and JUnit file gate_report.py's."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from freshrag.cli.options import add_command, add_config, whole
+from freshrag.reporting.outcomes import CORRECT_AT
+
+HELP = "pass or fail a candidate run against a baseline run, for CI"
+
+
+DESCRIPTION = ("Pairs the answers of two run directories by question and system and checks the "
+               "rules of --rules (or of the [gate] table of freshrag.toml): the paired "
+               "difference's 95% interval, the share of failed pairs, the judge's probes, tokens "
+               "or dollars per correct answer. Prints a markdown summary; exits 0 when every "
+               "rule holds, 1 when one fails, 2 on a usage error. No model is called.")
+EXAMPLES = ("freshrag gate results/main results/pr --rules gate.toml",
+            "freshrag gate results/main results/pr --rules gate.toml --markdown gate.md "
+            "--junit gate.xml")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = add_command(sub, "gate", HELP, DESCRIPTION, EXAMPLES)
+    inputs = p.add_argument_group("inputs")
+    inputs.add_argument("baseline", type=Path, metavar="BASELINE_RUN",
+                        help="the run directory of the baseline (the main branch's)")
+    inputs.add_argument("candidate", type=Path, metavar="CANDIDATE_RUN",
+                        help="the run directory of the candidate (the change's)")
+    inputs.add_argument("--rules", type=Path, metavar="FILE",
+                        help="TOML file of [[gate.rule]] tables (default: the [gate] table of "
+                             "--config's file or ./freshrag.toml)")
+    add_config(inputs, "whose [prices] table prices dollars per correct answer, and whose [gate] "
+                       "table holds the rules when --rules is not given")
+    inputs.add_argument("--correct-at", type=whole(1, 5), default=CORRECT_AT, metavar="N",
+                        help="truthfulness at which an answer counts as correct, for the rules "
+                             "per correct answer (default: %(default)s)")
+    output = p.add_argument_group("output")
+    output.add_argument("--markdown", type=Path, metavar="FILE",
+                        help="also write the summary here, for a pull request's comment")
+    output.add_argument("--junit", type=Path, metavar="FILE",
+                        help="write a JUnit XML file here, one test case per rule")
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    import sys
+
+    from freshrag.cli.common import default_config
+    from freshrag.cli.options import UsageError
+    from freshrag.reporting import gate, gate_report
+    from freshrag.reporting.gate_rules import read_rules
+    from freshrag.reporting.prices import price_table
+
+    config = args.config or default_config()
+    source = args.rules or config
+    if source is None:
+        raise UsageError("no rules: give --rules FILE, or write [[gate.rule]] tables in "
+                         "./freshrag.toml (docs/ci.md)")
+    rules = read_rules(source, from_config=args.rules is None)
+    gate_report.check_outputs_of({"--markdown": args.markdown, "--junit": args.junit},
+                                 [args.baseline, args.candidate],
+                                 [("--rules", args.rules), ("--config", config)])
+    result = gate.gate(args.baseline, args.candidate, rules, price_table(config),
+                       correct_at=args.correct_at)
+    print(gate_report.markdown(result), end="")
+    for path in gate_report.write(result, args.markdown, args.junit):
+        print(f"{path} written", file=sys.stderr)  # stdout is the summary alone
+    return 0 if result.passed else 1

@@ -1,0 +1,71 @@
+"""freshrag's pytest plugin (docs/ci.md#the-pytest-plugin): the gate's rules held in a team's own
+test suite, through the fixture `freshrag_gate`.
+
+pytest loads it by the `pytest11` entry point wherever freshrag is installed, so it imports
+nothing of freshrag's until a test asks for the fixture. `freshrag_gate.run(...)` makes a run as
+`freshrag.evaluate` does (resumed and answered from the response cache when nothing changed);
+`freshrag_gate.check(baseline, candidate, rules)` holds two run directories against the rules
+(a rules file, or dicts of the `[[gate.rule]]` tables' shape) and fails the test with the
+gate's markdown summary when one fails. Every rule's figure goes to the test's JUnit record
+(`record_property`), so that `pytest --junitxml` carries them too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+import pytest
+
+if TYPE_CHECKING:
+    from freshrag.reporting.gate import GateResult
+    from freshrag.reporting.gate_rules import Rule
+
+
+class FreshragGate:
+    """What the fixture gives a test: `run` a candidate, `check` it against a baseline."""
+
+    def __init__(self, record: Callable[[str, object], None], source: str):
+        self._record = record
+        self._source = source  # the test's id, naming rules given as dicts in messages
+
+    def run(self, out: str | Path, dataset: Any = None, systems: Any = ("naive",),
+            **options: Any) -> Path:
+        """A run into `out`, as `freshrag.evaluate(dataset, systems, out=out, **options)`
+        makes it; its run directory."""
+        from freshrag.run.service import evaluate
+
+        return evaluate(dataset, systems, out=out, **options).out
+
+    def check(self, baseline: str | Path, candidate: str | Path,
+              rules: str | Path | list[dict[str, Any]], config: str | Path | None = None,
+              seed: int = 0) -> GateResult:
+        """The gate's verdicts on `candidate` against `baseline`; the test fails, with the
+        summary, unless every rule holds. `config`: a freshrag.toml whose [prices] price
+        dollars per correct answer."""
+        from freshrag.reporting.gate import gate
+        from freshrag.reporting.gate_report import markdown
+        from freshrag.reporting.prices import price_table
+
+        prices = price_table(Path(config) if config is not None else None)
+        result = gate(Path(baseline), Path(candidate), self._rules(rules), prices, seed)
+        for verdict in result.verdicts:
+            self._record(f"freshrag gate: {verdict.says}",
+                         f"{'pass' if verdict.passed else 'FAIL'}: {verdict.figure}")
+        if not result.passed:
+            pytest.fail(markdown(result), pytrace=False)
+        return result
+
+    def _rules(self, rules: str | Path | list[dict[str, Any]]) -> list[Rule]:
+        from freshrag.reporting.gate_rules import read_rules, rules_from_tables
+
+        if isinstance(rules, (str, Path)):
+            return read_rules(Path(rules))
+        return rules_from_tables(rules, self._source)
+
+
+@pytest.fixture
+def freshrag_gate(request: pytest.FixtureRequest,
+                  record_property: Callable[[str, object], None]) -> FreshragGate:
+    """Runs and holds freshrag runs against the gate's rules (docs/ci.md#the-pytest-plugin)."""
+    return FreshragGate(record_property, request.node.nodeid)

@@ -1,0 +1,276 @@
+"""The gate (docs/ci.md): a candidate run held against a baseline run by rules, each giving its
+figure and a pass or a fail, so that CI can refuse a change that makes answers worse.
+
+Rows of the two run directories are paired by (dataset, question_id, system) as the judge
+agreement pairs them (harness/reporting/agreement.py), the system's name on each side being the
+rule's (`system`, or `baseline_system` and `candidate_system`). The figures are the report's:
+the paired difference's 95% percentile-bootstrap interval (harness/core/stats.py, its diffs
+sorted as analysis.paired_comparisons sorts them, so that the seed alone fixes it), the run
+manifest's judge probe verdict, and tokens and dollars per correct answer
+(harness/reporting/trajectory.py `per_correct`) over the questions both runs answered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from freshrag.core.manifest import read_manifest
+from freshrag.core.records import SampleRow
+from freshrag.core.samples import judge_scores
+from freshrag.core.stats import bootstrap_interval, mean
+from freshrag.reporting.gate_rules import GateRulesError, Rule
+from freshrag.reporting.outcomes import CORRECT_AT
+from freshrag.reporting.report import load_runs
+from freshrag.reporting.trajectory import per_correct
+
+Prices = dict[str, tuple[float, float]]
+Key = tuple[Any, Any]  # (dataset, question_id) of a row of one system
+
+
+@dataclass(frozen=True)
+class Side:
+    """One run directory as the gate reads it: its rows (light) and its manifest."""
+
+    run_dir: Path
+    rows: list[SampleRow]
+    manifest: dict[str, Any]
+
+    def of(self, system: str) -> dict[Key, SampleRow]:
+        return {(row.get("dataset"), row["question_id"]): row
+                for row in self.rows if row["system"] == system}
+
+    @property
+    def systems(self) -> list[str]:
+        return list(dict.fromkeys(row["system"] for row in self.rows))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A rule's outcome: what it says, the figure measured, whether it holds, and why."""
+
+    rule: Rule
+    says: str
+    figure: str
+    passed: bool
+    why: str = ""
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        return {"rule": self.says, "kind": self.rule.kind, "where": self.rule.where,
+                "figure": self.figure, "passed": self.passed, "why": self.why, **self.values}
+
+
+@dataclass(frozen=True)
+class GateResult:
+    baseline: Path
+    candidate: Path
+    verdicts: list[Verdict]
+
+    @property
+    def passed(self) -> bool:
+        return all(verdict.passed for verdict in self.verdicts)
+
+    @property
+    def failed(self) -> list[Verdict]:
+        return [verdict for verdict in self.verdicts if not verdict.passed]
+
+    def record(self) -> dict[str, Any]:
+        return {"baseline": str(self.baseline), "candidate": str(self.candidate),
+                "passed": self.passed, "rules": [v.record() for v in self.verdicts]}
+
+
+class GateError(GateRulesError):
+    """Runs the gate cannot hold against each other (one directory twice, a rule's system in
+    neither run): a usage error, exit 2."""
+
+
+def read_side(run_dir: Path) -> Side:
+    """A run directory's rows (read lightly: no call's messages) and manifest."""
+    return Side(run_dir, load_runs([run_dir], light=True), dict(read_manifest(run_dir) or {}))
+
+
+def gate(baseline: Path, candidate: Path, rules: list[Rule], prices: Prices | None = None,
+         seed: int = 0, correct_at: int = CORRECT_AT) -> GateResult:
+    """Every rule's verdict on `candidate` against `baseline` (run directories)."""
+    if Path(baseline).resolve() == Path(candidate).resolve():
+        raise GateError(f"{baseline} and {candidate} are one directory: give the baseline's "
+                        f"run and the candidate's")
+    sides = read_side(Path(baseline)), read_side(Path(candidate))
+    for rule in rules:
+        _check_systems(rule, *sides)
+    verdicts = [CHECKS[rule.kind](rule, *sides, prices or {}, seed, correct_at)
+                for rule in rules]
+    return GateResult(Path(baseline), Path(candidate),
+                      [replace(v, says=v.rule.name) if v.rule.name else v for v in verdicts])
+
+
+def _check_systems(rule: Rule, base: Side, cand: Side) -> None:
+    """A system that neither run answered with is a mistake in the rules, not a failure."""
+    names = [name for name in (rule.baseline_system, rule.candidate_system) if name]
+    if names and not any(name in base.systems + cand.systems for name in names):
+        known = ", ".join(dict.fromkeys(base.systems + cand.systems)) or "none"
+        raise GateError(f"{rule.where}: {rule.kind} rule: no answers of {rule.systems} in "
+                        f"{base.run_dir} or {cand.run_dir}; their systems: {known}")
+
+
+def _pairs(rule: Rule, base: Side, cand: Side) -> list[tuple[str, str]]:
+    """The (baseline, candidate) system names a rule is about: its own, or every system the
+    two runs answered with (`failed` without a system)."""
+    if rule.baseline_system and rule.candidate_system:
+        return [(rule.baseline_system, rule.candidate_system)]
+    return [(name, name) for name in dict.fromkeys(base.systems + cand.systems)]
+
+
+def _missing(rule: Rule, base: Side, cand: Side) -> str | None:
+    """Why a rule about one system cannot be measured: a run without its answers."""
+    for side, name, what in ((base, rule.baseline_system, "baseline"),
+                             (cand, rule.candidate_system, "candidate")):
+        if name and name not in side.systems:
+            return f"the {what} run ({side.run_dir}) has no answers of {name}"
+    return None
+
+
+# ------------------------------------------------------------------ the kinds of rule
+
+
+def difference(rule: Rule, base: Side, cand: Side, prices: Prices, seed: int,
+               correct_at: int) -> Verdict:
+    """Candidate minus baseline in the rule's metric over the questions both scored: holds when
+    the 95% interval's lower end is above `lower_above`."""
+    says = (f"{rule.systems}: {rule.metric}, candidate - baseline: the 95% interval's lower end "
+            f"is above {rule.threshold:g}")
+    if why := _missing(rule, base, cand):
+        return Verdict(rule, says, "–", False, why)
+    assert rule.baseline_system and rule.candidate_system  # a difference rule names them
+    first, second = base.of(rule.baseline_system), cand.of(rule.candidate_system)
+    shared = [key for key in first if key in second]
+    both = [(metric(first[key], rule.metric), metric(second[key], rule.metric)) for key in shared]
+    diffs = sorted(c - b for b, c in both if b is not None and c is not None)
+    unscored = len(shared) - len(diffs)
+    left = f" ({unscored} of {len(shared)} not scored in both, left out)" if unscored else ""
+    if len(diffs) < 2:
+        return Verdict(rule, says, f"{len(diffs)} questions", False,
+                       f"fewer than 2 questions scored in both runs{left}", {"questions": 0})
+    value = mean(diffs, places=4)
+    low, high = bootstrap_interval(diffs, mean, seed=seed)
+    assert value is not None and rule.threshold is not None
+    passed = low > rule.threshold
+    figure = f"{value:+.2f} [{low:+.2f}, {high:+.2f}] over {len(diffs)} questions{left}"
+    why = "" if passed else (f"the interval's lower end {low:+.2f} is not above "
+                             f"{rule.threshold:g}")
+    return Verdict(rule, says, figure, passed, why, {
+        "mean_difference": value, "interval": [low, high], "questions": len(diffs),
+        "unscored": unscored})
+
+
+def metric(row: SampleRow, name: str) -> float | None:
+    """A row's truthfulness, relevance or score (their sum); None when it was not scored."""
+    scores = judge_scores(row)
+    if scores is None:
+        return None
+    return scores["truthfulness"] + scores["relevance"] if name == "score" else scores[name]
+
+
+def failed(rule: Rule, base: Side, cand: Side, prices: Prices, seed: int,
+           correct_at: int) -> Verdict:
+    """The share of the candidate's pairs that failed, or that the baseline has and the
+    candidate lacks (a run stopped by --max-cost, or cut short): at most `at_most`."""
+    assert rule.threshold is not None
+    says = f"{rule.systems}: failed pairs at most {rule.threshold:.1%}"
+    failures = missing = total = 0
+    for base_name, cand_name in _pairs(rule, base, cand):
+        first, second = base.of(base_name), cand.of(cand_name)
+        failures += sum(row["status"] == "failed" for row in second.values())
+        missing += sum(key not in second for key in first)
+        total += len(first.keys() | second.keys())
+    if not total:
+        return Verdict(rule, says, "no pairs", False, "neither run has a pair to count")
+    share = (failures + missing) / total
+    passed = share <= rule.threshold
+    figure = f"{share:.1%} ({failures} failed, {missing} missing, of {total})"
+    why = "" if passed else f"{failures + missing} of {total} pairs have no answer in the candidate"
+    return Verdict(rule, says, figure, passed, why, {
+        "share": round(share, 6), "failed": failures, "missing": missing, "pairs": total})
+
+
+def judge_probes(rule: Rule, base: Side, cand: Side, prices: Prices, seed: int,
+                 correct_at: int) -> Verdict:
+    """The judge probes recorded in the manifest of the candidate run (of both, `runs = "both"`)
+    found the judge informative: its grades tell right from wrong."""
+    sides = [cand] if rule.runs == "candidate" else [base, cand]
+    says = f"the judge passes its probes ({' and '.join(_side_name(s, base) for s in sides)})"
+    figures, problems = [], []
+    for side in sides:
+        shown, problem = _probe(side.manifest.get("judge_probe"))
+        figures.append(f"{_side_name(side, base)}: {shown}")
+        if problem:
+            problems.append(f"{_side_name(side, base)} ({side.run_dir}): {problem}")
+    return Verdict(rule, says, "; ".join(figures), not problems, "; ".join(problems))
+
+
+def _side_name(side: Side, base: Side) -> str:
+    return "baseline" if side is base else "candidate"
+
+
+def _probe(probe: dict[str, Any] | None) -> tuple[str, str | None]:
+    """The probe verdict's figure, and what is wrong with it (None: informative)."""
+    if probe is None:
+        return "not probed", "no judge probes recorded (an import, or a run before probes)"
+    if probe.get("skipped"):
+        return "probes off", "the judge probes were off (--no-probe): nothing checked the judge"
+    if probe.get("unavailable"):
+        return "not probed", f"the judge could not be probed: {probe['unavailable']}"
+    shares = ", ".join(f"{name} {_share(field['discrimination'])}"
+                       for name, field in probe["fields"].items())
+    shown = f"discrimination {shares} (threshold {probe['threshold']})"
+    return shown, None if probe["informative"] else ("discrimination below the threshold: its "
+                                                     "grades are not informative")
+
+
+def _share(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def per_correct_rule(figure: str) -> Callable[..., Verdict]:
+    """The rule on `tokens_per_correct` or `cost_per_correct`: the candidate's at most
+    `at_most_increase` (0.1: 10%) above the baseline's, over the questions both answered."""
+    what = "tokens" if figure == "tokens_per_correct" else "dollars"
+
+    def check(rule: Rule, base: Side, cand: Side, prices: Prices, seed: int,
+              correct_at: int) -> Verdict:
+        assert rule.threshold is not None
+        bound = (f"at most {rule.threshold:.0%} above" if rule.threshold >= 0
+                 else f"at least {-rule.threshold:.0%} below")
+        says = f"{rule.systems}: {what} per correct answer {bound} the baseline's"
+        if why := _missing(rule, base, cand):
+            return Verdict(rule, says, "–", False, why)
+        assert rule.baseline_system and rule.candidate_system
+        first, second = base.of(rule.baseline_system), cand.of(rule.candidate_system)
+        shared = [key for key in first if key in second]
+        was = per_correct([first[key] for key in shared], prices, correct_at)[figure]
+        now = per_correct([second[key] for key in shared], prices, correct_at)[figure]
+        if was is None or now is None:
+            side = "baseline" if was is None else "candidate"
+            return Verdict(rule, says, "–", False, f"the {side}'s {what} per correct answer is "
+                           f"unknown (no correct answer, tokens not reported, or a model "
+                           f"without a price)")
+        shown = (lambda v: f"{v:,.1f}") if what == "tokens" else (lambda v: f"${v:.6f}")
+        text = f"{shown(now)} vs {shown(was)} over {len(shared)} questions"
+        if not was:  # a free baseline (a local model's dollars): any spending is more
+            return Verdict(rule, says, text, not now, "the baseline spent nothing" if now
+                           else "", {"candidate": now, "baseline": was, "change": None})
+        change = round(now / was - 1, 6)  # so that 121 against 110 is 10%, as written
+        passed = change <= rule.threshold
+        why = "" if passed else f"the change {change:+.1%} is more than {rule.threshold:+.0%}"
+        return Verdict(rule, says, f"{text} ({change:+.1%})", passed, why, {
+            "candidate": now, "baseline": was, "change": change})
+    return check
+
+
+CHECKS: dict[str, Callable[..., Verdict]] = {
+    "difference": difference, "failed": failed, "judge_probes": judge_probes,
+    "tokens_per_correct": per_correct_rule("tokens_per_correct"),
+    "cost_per_correct": per_correct_rule("cost_per_correct"),
+}

@@ -1,0 +1,106 @@
+"""The gate's verdicts written for people and for CI (docs/ci.md#what-the-gate-writes): a
+markdown summary fit for a pull request's comment (each rule, its figure, its verdict) and a
+JUnit XML file, one test case per rule, that CI systems display.
+
+JUnit XML has no standard beyond what Jenkins and the test reporters read: `testsuites` >
+`testsuite` > `testcase`, a `failure` child in a case that failed. It is built with the standard
+library's xml.etree, which escapes markup; characters XML 1.0 cannot hold at all (control
+characters in a system's name) are dropped first. Both files are written whole and atomically,
+never through a symbolic link (harness/core/files.py), and never over a file the gate reads.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from freshrag.core import tables
+from freshrag.core.files import atomic_open, write_text
+from freshrag.core.outputs import Output, check_outputs
+from freshrag.core.runfiles import RUN_FILES
+from freshrag.reporting.gate import GateError, GateResult
+
+SUITE = "freshrag gate"
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def markdown(result: GateResult) -> str:
+    """The summary: a headline with the verdict, the runs, a table of every rule, and why each
+    failing rule failed."""
+    held = len(result.verdicts) - len(result.failed)
+    head = (f"## freshrag gate: passed ({held} of {len(result.verdicts)} rules hold)"
+            if result.passed else
+            f"## freshrag gate: FAILED ({len(result.failed)} of {len(result.verdicts)} rules "
+            f"fail)")
+    runs = (f"Baseline {tables.cell(result.baseline)}, candidate "
+            f"{tables.cell(result.candidate)}; differences are candidate - baseline.")
+    table = "\n".join(tables.header(("rule", "figure", "verdict")) + [
+        tables.row((v.says, v.figure, "pass" if v.passed else tables.Markdown("**FAIL**")))
+        for v in result.verdicts])
+    parts = [head, runs, table]
+    if result.failed:
+        parts.append("### Why\n\n" + "\n".join(f"- {tables.cell(v.says)}: {tables.cell(v.why)} "
+                                                 f"({tables.cell(v.rule.where)})"
+                                                 for v in result.failed))
+    return "\n\n".join(parts) + "\n"
+
+
+def junit(result: GateResult) -> bytes:
+    """The JUnit XML document: one test suite, a test case per rule, a `failure` in each case
+    whose rule fails (its message the reason), the figure in the case's `system-out`."""
+    counts = {"tests": str(len(result.verdicts)), "failures": str(len(result.failed)),
+              "errors": "0", "skipped": "0", "time": "0"}
+    root = ET.Element("testsuites", {"name": SUITE, **counts})
+    suite = ET.SubElement(root, "testsuite", {"name": SUITE, **counts})
+    properties = ET.SubElement(suite, "properties")
+    for name in ("baseline", "candidate"):
+        ET.SubElement(properties, "property", {"name": name,
+                                               "value": _xml(str(getattr(result, name)))})
+    for verdict in result.verdicts:
+        case = ET.SubElement(suite, "testcase", {"classname": "freshrag.gate",
+                                                 "name": _xml(verdict.says), "time": "0"})
+        if not verdict.passed:
+            failure = ET.SubElement(case, "failure", {"message": _xml(verdict.why),
+                                                      "type": verdict.rule.kind})
+            failure.text = _xml(f"{verdict.why}\nfigure: {verdict.figure}\n"
+                                f"rule: {verdict.rule.where}")
+        ET.SubElement(case, "system-out").text = _xml(verdict.figure)
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def _xml(text: str) -> str:
+    return _NOT_XML.sub("", text)
+
+
+def check_outputs_of(outputs: dict[str, Path | None], run_dirs: list[Path],
+                     inputs: list[tuple[str, Path | None]]) -> None:
+    """Refuse an output (option -> path) that is a file the gate reads, another output, or a
+    file inside a run directory (which holds what freshrag writes there only)."""
+    given = {option: path for option, path in outputs.items() if path is not None}
+    check_outputs([Output(path, option, f"give another {option}")
+                   for option, path in given.items()],
+                  inputs + [(f"{run_dir}'s {name}", run_dir / name)
+                            for run_dir in run_dirs for name in RUN_FILES])
+    for option, path in given.items():
+        if path.is_dir():
+            raise GateError(f"{option} {path} is a directory; give the file to write")
+        where = Path(os.path.realpath(path))
+        for run_dir in run_dirs:
+            if where.is_relative_to(os.path.realpath(run_dir)):
+                raise GateError(f"{option} {path} is inside the run directory {run_dir}, which "
+                                f"holds only what freshrag writes there; write it elsewhere")
+
+
+def write(result: GateResult, markdown_path: Path | None, junit_path: Path | None) -> list[Path]:
+    """The summary and the JUnit file, each where asked; the paths written."""
+    written = []
+    if markdown_path is not None:
+        written.append(write_text(markdown_path, markdown(result)))
+    if junit_path is not None:
+        with atomic_open(junit_path, "wb") as handle:
+            handle.write(junit(result))
+        written.append(junit_path)
+    return written

@@ -1,0 +1,175 @@
+"""The gate's verdicts on hand-made run directories, one kind of rule at a time, and what it
+writes: the markdown summary and a JUnit file that the standard library's reader parses."""
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from freshrag.core.files import SymlinkError
+from freshrag.core.outputs import OverwriteError
+from freshrag.reporting import gate_report
+from freshrag.reporting.gate import GateError, gate
+from freshrag.reporting.gate_rules import rules_from_tables
+from tests.support.links import PRECIOUS
+from tests.support.runs import sample, write_run
+
+QUESTIONS = 20
+PROBED = {"k": 3, "threshold": 0.7, "informative": True, "fields": {
+    "truthfulness": {"discrimination": 1.0, "interval": [1.0, 1.0]},
+    "relevance": {"discrimination": 0.9, "interval": [0.8, 1.0]}}}
+
+
+def manifest(probe=PROBED):
+    return {"kind": "run", "dataset": {"sha256": {}, "files": {}, "name": "A_f"}, "config": {},
+            "llm": {"roles": {}}, "systems": ["naive"], "judge_probe": probe}
+
+
+def runs(tmp_path, worse=0, failed=0, missing=0, tokens=(100, 10), probe=PROBED,
+         system="naive"):
+    """A baseline of QUESTIONS answers graded 5/5, and a candidate whose first `worse` answers
+    are graded 1/5, whose last `failed` pairs failed and last `missing` are not there."""
+    base = write_run(tmp_path / "base", [sample(f"q{i}", "naive", 5, 5)
+                                         for i in range(QUESTIONS)], manifest())
+    rows = [sample(f"q{i}", system, 1 if i < worse else 5, 5, tokens=tokens)
+            for i in range(QUESTIONS - failed - missing)]
+    rows += [sample(f"q{i}", system, status="failed")
+             for i in range(QUESTIONS - failed - missing, QUESTIONS - missing)]
+    return base, write_run(tmp_path / "cand", rows, manifest(probe))
+
+
+def verdict(tmp_path, rule, **made):
+    result = gate(*runs(tmp_path, **made), rules_from_tables([rule]))
+    return result.verdicts[0]
+
+
+TRUTH = {"kind": "difference", "system": "naive", "lower_above": -0.2}
+
+
+@pytest.mark.parametrize("worse, passed", [
+    pytest.param(0, True, id="unchanged"),
+    pytest.param(6, False, id="worse-on-30-percent"),
+])
+def test_the_difference_rule_holds_the_interval_lower_end(tmp_path, worse, passed):
+    found = verdict(tmp_path, TRUTH, worse=worse)
+    # each worse answer drops truthfulness from 5 to 1
+    assert found.values["mean_difference"] == pytest.approx(-4 * worse / QUESTIONS)
+    low, high = found.values["interval"]
+    assert low <= found.values["mean_difference"] <= high
+    assert found.passed is passed and found.values["questions"] == QUESTIONS
+
+
+def test_the_difference_rule_counts_what_it_left_out_and_fails_on_too_little(tmp_path):
+    found = verdict(tmp_path, TRUTH, failed=3)
+    assert found.passed and found.values["questions"] == QUESTIONS - 3
+    assert "(3 of 20 not scored in both, left out)" in found.figure
+    found = verdict(tmp_path / "2", TRUTH, failed=QUESTIONS - 1)
+    assert not found.passed and "fewer than 2 questions scored in both runs" in found.why
+
+
+def test_the_relevance_and_score_metrics_read_their_own_grades(tmp_path):
+    assert verdict(tmp_path, {**TRUTH, "metric": "relevance"}, worse=10).values[
+        "mean_difference"] == 0  # only truthfulness dropped
+    assert verdict(tmp_path / "2", {**TRUTH, "metric": "score"}, worse=10).values[
+        "mean_difference"] == -2
+
+
+@pytest.mark.parametrize("failed, missing, at_most, passed", [
+    pytest.param(0, 0, 0.0, True, id="none"),
+    pytest.param(1, 0, 0.05, True, id="at-the-bound"),
+    pytest.param(2, 0, 0.05, False, id="over"),
+    pytest.param(0, 2, 0.05, False, id="missing-counts"),
+])
+def test_the_failed_rule_counts_failed_and_missing_pairs(tmp_path, failed, missing, at_most,
+                                                        passed):
+    found = verdict(tmp_path, {"kind": "failed", "at_most": at_most}, failed=failed,
+                    missing=missing)
+    assert (found.values["failed"], found.values["missing"]) == (failed, missing)
+    assert found.values["share"] == (failed + missing) / QUESTIONS and found.passed is passed
+
+
+@pytest.mark.parametrize("probe, passed, why", [
+    pytest.param(PROBED, True, "", id="informative"),
+    pytest.param({**PROBED, "informative": False}, False, "not informative", id="not-informative"),
+    pytest.param({"skipped": True}, False, "--no-probe", id="off"),
+    pytest.param({"unavailable": "the judge refused"}, False, "the judge refused",
+                 id="unavailable"),
+    pytest.param(None, False, "no judge probes recorded", id="never-probed"),
+])
+def test_the_probe_rule_reads_the_candidate_manifest(tmp_path, probe, passed, why):
+    found = verdict(tmp_path, {"kind": "judge_probes"}, probe=probe)
+    assert found.passed is passed and why in found.why
+
+
+@pytest.mark.parametrize("tokens, at_most, passed", [
+    pytest.param((100, 10), 0.1, True, id="same"),
+    pytest.param((110, 11), 0.1, True, id="ten-percent-more"),
+    pytest.param((120, 12), 0.1, False, id="twenty-percent-more"),
+    pytest.param((80, 8), -0.1, True, id="a-saving-asked-for"),
+])
+def test_the_tokens_rule_compares_tokens_per_correct_answer(tmp_path, tokens, at_most, passed):
+    found = verdict(tmp_path, {"kind": "tokens_per_correct", "system": "naive",
+                               "at_most_increase": at_most}, tokens=tokens)
+    assert found.values["baseline"] == 110.0 and found.values["candidate"] == sum(tokens)
+    assert found.passed is passed
+
+
+def test_a_candidate_with_no_correct_answer_fails_the_tokens_rule(tmp_path):
+    found = verdict(tmp_path, {"kind": "tokens_per_correct", "system": "naive",
+                               "at_most_increase": 0.1}, worse=QUESTIONS)
+    assert not found.passed and "the candidate's tokens per correct answer is unknown" in found.why
+
+
+def test_systems_of_other_names_are_paired_and_a_system_in_neither_run_is_refused(tmp_path):
+    base, cand = runs(tmp_path, worse=10, system="naive-v2")
+    pair = {"kind": "difference", "baseline_system": "naive", "candidate_system": "naive-v2",
+            "lower_above": -0.2}
+    assert gate(base, cand, rules_from_tables([pair])).verdicts[0].values[
+        "mean_difference"] == -2
+    result = gate(base, cand, rules_from_tables([TRUTH]))  # naive is only in the baseline
+    assert not result.passed and "has no answers of naive" in result.verdicts[0].why
+    with pytest.raises(GateError, match="no answers of rag in .*their systems: naive, naive-v2"):
+        gate(base, cand, rules_from_tables([{**TRUTH, "system": "rag"}]))
+    with pytest.raises(GateError, match="one directory"):
+        gate(base, base, rules_from_tables([TRUTH]))
+
+
+def test_the_junit_file_parses_with_a_case_per_rule_and_a_failure_per_failing_one(tmp_path):
+    rules = rules_from_tables([TRUTH, {"kind": "failed", "at_most": 0.5},
+                               {"kind": "judge_probes", "name": "judge <ok> & \x01sound"}])
+    result = gate(*runs(tmp_path, worse=8), rules)
+    root = ET.fromstring(gate_report.junit(result))
+    suite = root.find("testsuite")
+    assert (suite.get("tests"), suite.get("failures")) == ("3", "1")
+    cases = suite.findall("testcase")
+    assert [case.get("name") for case in cases] == [v.says for v in result.verdicts[:2]] + [
+        "judge <ok> & sound"]  # a control character XML cannot hold is dropped
+    assert [case.find("failure") is not None for case in cases] == [True, False, False]
+    assert cases[0].find("failure").get("message") == result.verdicts[0].why
+    assert cases[1].find("system-out").text == result.verdicts[1].figure
+
+
+def test_the_markdown_names_every_rule_figure_and_verdict_escaped(tmp_path):
+    rules = rules_from_tables([TRUTH, {"kind": "failed", "at_most": 0.5, "name": "a | b <i>"}])
+    text = gate_report.markdown(gate(*runs(tmp_path, worse=8), rules))
+    assert text.startswith("## freshrag gate: FAILED (1 of 2 rules fail)")
+    lines = [line for line in text.splitlines() if line.startswith("| ")]
+    assert lines[1].endswith("| **FAIL** |") and lines[2].endswith("| pass |")
+    assert "a \\| b &lt;i&gt;" in lines[2] and "-1.60 [" in lines[1]
+    assert "### Why" in text and "is not above -0.2" in text
+
+
+def test_outputs_are_never_written_through_a_link_nor_over_an_input(tmp_path, target):
+    base, cand = runs(tmp_path)
+    result = gate(base, cand, rules_from_tables([TRUTH]))
+    link = tmp_path / "gate.xml"
+    link.symlink_to(target)
+    with pytest.raises(SymlinkError):
+        gate_report.write(result, None, link)
+    assert target.read_text() == PRECIOUS
+    rules = tmp_path / "gate.toml"
+    with pytest.raises(OverwriteError, match="--markdown"):
+        gate_report.check_outputs_of({"--markdown": rules}, [base, cand], [("--rules", rules)])
+    with pytest.raises(GateError, match="inside the run directory"):
+        gate_report.check_outputs_of({"--junit": cand / "gate.xml"}, [base, cand], [])
+    with pytest.raises(OverwriteError, match="would be one file"):
+        gate_report.check_outputs_of({"--junit": rules, "--markdown": rules}, [base, cand], [])
