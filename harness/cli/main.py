@@ -25,6 +25,7 @@ from freshrag.cli.commands import (
     demo,
     export,
     filter,
+    gate,
     import_answers,
     import_legacy,
     index,
@@ -45,7 +46,7 @@ from freshrag.llm import deadline
 
 # In the order `freshrag --help` lists them.
 COMMANDS = (build, datasets, label, mix, filter, run, cutoff, systems, score, index,
-            scan_retrieval, report, export, agreement, import_answers, import_legacy, demo,
+            scan_retrieval, report, export, agreement, gate, import_answers, import_legacy, demo,
             probe_judge, needs, serve)
 
 
