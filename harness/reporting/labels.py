@@ -8,8 +8,8 @@ systems, so no system's name is in it: `key` is the hex SHA-256 of
 `answer_sha256` that of the answer text the person read (scoring/store.py answer_sha256).
 
 `read_labels` is the one reader: it checks every line and names the file and line of the first
-that is wrong. Several people's files merge; where one labeller labelled one key more than once,
-the last line read wins (files in the order given). `resolve` pairs labels with a run's rows:
+that is wrong. Several people's files merge; where one labeller labelled one answer (key and
+answer text) more than once, the last line read wins (files in the order given). `resolve` pairs labels with a run's rows:
 a label whose key no row has, or whose answer is no longer the row's answer (the pair was
 answered again), is left out and counted, never matched to another answer.
 """
@@ -89,16 +89,18 @@ def row_key(row: SampleRow) -> str:
 
 
 def read_labels(paths: Sequence[Path]) -> list[Label]:
-    """Every label of the files, checked, in the order read; one per (labeller, key), the last
-    read winning. Raises LabelsError naming the file and line of the first bad line."""
-    kept: dict[tuple[str, str], Label] = {}
+    """Every label of the files, checked, in the order read; one per labeller and answer (key
+    and answer_sha256: two runs' answers under one system name are two answers), the last read
+    winning. Raises LabelsError naming the file and line of the first bad line."""
+    kept: dict[tuple[str, str, str], Label] = {}
     for path in paths:
         for line_no, text in lines(Path(path), LabelsError):
             if not text.strip():
                 continue
             label = _label(text, f"{path}:{line_no}")
-            kept.pop((label.labeller, label.key), None)  # the last one takes its place in order
-            kept[(label.labeller, label.key)] = label
+            ident = (label.labeller, label.key, label.answer_sha256)
+            kept.pop(ident, None)  # the last one takes its place in the order
+            kept[ident] = label
     return list(kept.values())
 
 

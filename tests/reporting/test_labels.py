@@ -65,6 +65,12 @@ def test_files_merge_and_one_labellers_last_label_of_a_key_wins(tmp_path: Path) 
     assert got == [("ada", "q2", 4), ("bob", "q1", 5), ("ada", "q1", 3)]
 
 
+def test_one_labellers_labels_of_two_answers_under_one_key_are_both_kept(tmp_path: Path) -> None:
+    # the same system's name in two run directories: one key, two answers, two labels
+    path = write(tmp_path / "ada.jsonl", label(answer="Paris"), label(answer="Nice", truth=1))
+    assert [x.truthfulness for x in read_labels([path])] == [4, 1]
+
+
 BAD = [
     pytest.param("{not json", "not valid JSON", id="not-json"),
     pytest.param("[1, 2]", "expected a JSON object, got list", id="not-object"),

@@ -25,7 +25,8 @@ DESCRIPTION = ("Reads the run directories' samples.jsonl, manifest.json and scor
                "paired tests) and the scorers' results; writes summary.json, analysis.json and "
                "the figures, and with --html one page holding all of it. No model is called.")
 EXAMPLES = ("freshrag report results/recent --html report.html",
-            "freshrag report results/gpt-4o results/mini --by label --format csv")
+            "freshrag report results/gpt-4o results/mini --by label --format csv",
+            "freshrag report results/recent --html label.html --label --label-sample 150")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -43,7 +44,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "(default: the run directory, or results/report for several)")
     output.add_argument("--html", type=Path, metavar="PATH", help="also write the whole report "
                         "(tables, figures, every answer) as one self-contained HTML file")
+    _label_options(p.add_argument_group("labelling (docs/reports.md#labelling-answers)"))
     p.set_defaults(handler=handle)
+
+
+def _label_options(p: argparse._ArgumentGroup) -> None:
+    p.add_argument("--label", action="store_true", help="make --html a page for people to "
+                   "grade the answers instead of the report: one at a time, blind to the system "
+                   "and the judge, labels saved as a JSON Lines file; nothing else is written")
+    p.add_argument("--label-seed", type=whole(0, 2**31 - 1), metavar="N", help="seed of the "
+                   "answers' random order on the labelling page (default: 0); each label records "
+                   "it")
+    p.add_argument("--label-sample", type=whole(1, 10**9), metavar="K", help="the labelling "
+                   "page holds the first K answers of that order (default: every answer)")
 
 
 def _analysis_options(p: argparse._ArgumentGroup) -> None:
@@ -67,6 +80,8 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.reporting.judge_check import judge_checks
     from freshrag.reporting.prices import price_table
 
+    if args.label or args.label_seed is not None or args.label_sample is not None:
+        return _label_page(args)
     out = args.out or (args.run_dirs[0] if len(args.run_dirs) == 1 else Path("results") / "report")
     _check_outputs(args, out)
     prices = price_table(args.config or default_config())  # refused before anything is written
@@ -117,8 +132,28 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_outputs(args: argparse.Namespace, out: Path) -> None:
-    """No file the report writes is one it reads (core/outputs.py): --html is no run's file."""
+def _label_page(args: argparse.Namespace) -> int:
+    """--label: the labelling page alone, and one line saying where; no table is printed (the
+    person who labels may be the one who runs this)."""
+    from freshrag.reporting import report
+    from freshrag.reporting.render.labelling import write_label_page
+
+    if not args.label:
+        raise UsageError("--label-seed and --label-sample only apply with --label (the "
+                         "labelling page)")
+    if not args.html:
+        raise UsageError("--label: give --html PATH, the file the labelling page is written to")
+    _check_outputs(args, None)
+    rows = report.load_runs(args.run_dirs)  # whole calls: the gold article the judge read
+    count = write_label_page(rows, args.html, 0 if args.label_seed is None else args.label_seed,
+                             args.label_sample)
+    print(f"labelling page of {count:,} answers written to {args.html}")
+    return 0
+
+
+def _check_outputs(args: argparse.Namespace, out: Path | None) -> None:
+    """No file the report writes is one it reads (core/outputs.py): --html is no run's file;
+    `out` None: the labelling page is the only file written."""
     from freshrag.cli.common import default_config
     from freshrag.core.manifest import MANIFEST
     from freshrag.core.outputs import Output, check_outputs, files_in
@@ -128,7 +163,9 @@ def _check_outputs(args: argparse.Namespace, out: Path) -> None:
 
     read = (SAMPLES, MANIFEST, SCORES)
     html = [Output(args.html, "--html", "give another --html")] if args.html else []
-    check_outputs(files_in(out, (report.SUMMARY, report.SUMMARY_MD, ANALYSIS), "--out") + html,
+    written = [] if out is None else files_in(out, (report.SUMMARY, report.SUMMARY_MD, ANALYSIS),
+                                              "--out")
+    check_outputs(written + html,
                   [(f"RUN_DIR {run_dir}'s {name}", run_dir / name)
                    for run_dir in args.run_dirs for name in read]
                   + [("--config", args.config or default_config())])
