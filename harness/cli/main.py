@@ -11,10 +11,12 @@ libraries.
 from __future__ import annotations
 
 import argparse
+import atexit
 import errno
 import os
 import signal
 import sys
+import threading
 import traceback
 
 from freshrag.cli.commands import (
@@ -86,6 +88,14 @@ def version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command of `argv` (of sys.argv when None: main is then the program itself)."""
+    code = _dispatch(argv)
+    if argv is None and deadline.STOP.is_set():
+        _leave_abandoned_threads(code)
+    return code
+
+
+def _dispatch(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
     before = {signum: signal.signal(signum, _stop) for signum in (signal.SIGINT, signal.SIGTERM)
               if signal.getsignal(signum) is not signal.SIG_IGN}  # nohup's and `&`'s stay ignored
@@ -119,6 +129,18 @@ def _describe_os_error(err: OSError) -> str:
     elif err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         message += "; choose a directory you can write to"
     return message
+
+
+def _leave_abandoned_threads(code: int) -> None:
+    """After a stop, end the process now if threads are still running someone else's code (a
+    system blocked on its own lock, abandoned by core/concurrency.py): the interpreter's exit
+    would join them, forever. The exit handlers run first (servers stopped, files flushed)."""
+    if any(thread.is_alive() and not thread.daemon and thread is not threading.main_thread()
+           for thread in threading.enumerate()):
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 _received: int | None = None  # the signal that stopped the command

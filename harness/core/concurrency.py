@@ -4,18 +4,23 @@ be debugged with an ordinary traceback.
 
 Items are handed to the pool a few at a time (WINDOW per worker), not all at once: a run of
 100,000 pairs would otherwise hold 100,000 futures, each keeping its result until the map ends.
+
+A stop (KeyboardInterrupt: Ctrl-C, or the `Stopped` of harness/llm/deadline.py) gives the items in
+flight GRACE_S to end, as the LLM path's do, then abandons them: a user's system blocked on its
+own lock must not hold the stop (docs/faults.md, "Stops that wait for other people's code").
 """
 
 from __future__ import annotations
 
 import queue
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Callable, Iterable, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 WINDOW = 2  # items submitted per worker, so that a worker never waits for the next one
+GRACE_S = 0.5  # what a stop gives the items in flight (a request sees the stop within 0.25 s)
 
 
 def map_with_progress(fn: Callable[[T], R], items: Iterable[T], concurrency: int = 8,
@@ -25,8 +30,8 @@ def map_with_progress(fn: Callable[[T], R], items: Iterable[T], concurrency: int
     with `keep=False`, for callers that write each result as it comes).
 
     The first exception stops the map: items not yet started are never started, those in
-    flight finish. `postfix` is told of each result as it arrives and returns a short status
-    for the bar (e.g. running token totals).
+    flight finish (on a stop: within GRACE_S, or are abandoned). `postfix` is told of each
+    result as it arrives and returns a short status for the bar (e.g. running token totals).
     """
     from tqdm import tqdm  # here, not above: tqdm reads its own version at import, which is slow
 
@@ -52,18 +57,29 @@ def map_with_progress(fn: Callable[[T], R], items: Iterable[T], concurrency: int
             live.discard(future)
             done(future.result())
 
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            try:
-                for item in items:
-                    if len(live) >= concurrency * WINDOW:
-                        collect()
-                    future = pool.submit(fn, item)
-                    live.add(future)
-                    future.add_done_callback(finished.put)
-                while live:
+        pool = ThreadPoolExecutor(max_workers=concurrency)
+        try:
+            for item in items:
+                if len(live) >= concurrency * WINDOW:
                     collect()
-            except BaseException:
-                for future in live:
-                    future.cancel()
-                raise
+                future = pool.submit(fn, item)
+                live.add(future)
+                future.add_done_callback(finished.put)
+            while live:
+                collect()
+        except KeyboardInterrupt:
+            _abandon(pool, live)
+            raise
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
     return results
+
+
+def _abandon(pool: ThreadPoolExecutor, live: set[Future]) -> None:
+    """A stop: what has not started never starts, what runs gets GRACE_S, and the threads still
+    running then (someone else's code that ignores the stop) are left behind unjoined; the
+    command's way out (harness/cli/main.py) ends the process without waiting for them."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    wait(live, timeout=GRACE_S)

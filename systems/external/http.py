@@ -11,27 +11,38 @@ Every request has one deadline for the whole exchange (`timeout_s`), however slo
 sends; 429, 5xx and timeouts are tried again a bounded number of times, after which the pair is a
 `failed` row that a resume asks again; a refused connection or a 401/403 stops the run (every
 other pair would fail the same way), keeping what finished. Header values come from environment
-variables named in the configuration, so no secret is ever written to a run directory.
+variables named in the configuration, and are secrets (docs/faults.md, "Secrets in service
+headers"): a redirect to another origin is not followed, and every value is scrubbed from the
+reply and from every error before anything is written. A stop (harness/llm/deadline.py) ends the
+wait for a reply within a quarter of a second.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import queue
+import re
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 from freshrag.core.config import url_problem
 from freshrag.core.errors import FreshragError, UserError
+from freshrag.core.jsonl import loads
 from freshrag.core.types import CallShape, Declarations, Question, SystemAnswer, SystemContext
-from freshrag.llm.client import EndpointError, EndpointUnreachable
+from freshrag.llm import deadline
+from freshrag.llm.client import EndpointError, EndpointUnreachable, redact
 from freshrag.systems.external.reported import REPORTED, reported_answer
 
 REPLY_FIELDS = REPORTED
 MAX_REPLY_BYTES = 10_000_000  # a larger reply is a fault, not a row
+MAX_REDIRECTS = 5
+# A shorter value or word of a value (a tenant number, "Bearer") is no secret worth hiding, and
+# hiding it would mangle answers.
+MIN_SECRET_CHARS = 8
+HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # a token (RFC 9110, section 5.1)
 
 
 @dataclass(frozen=True)
@@ -75,9 +86,10 @@ class HttpSystem(Declarations):
     def __init__(self, context: SystemContext, settings: HttpSettings):
         self.settings = settings
         self.headers = headers(settings)  # a missing variable is named before any request
+        self.secrets = secrets_of(self.headers, settings)
 
     def answer(self, question: Question) -> SystemAnswer:
-        return read_reply(self.settings, question, self._ask(question))
+        return read_reply(self.settings, question, scrubbed(self._ask(question), self.secrets))
 
     def stand_in(self, question: Question) -> SystemAnswer:
         """What a dry run or a batch pre-pass walks instead of asking the service: an answer of
@@ -95,28 +107,67 @@ class HttpSystem(Declarations):
             try:
                 return post_json(settings.url, body, self.headers, settings.timeout_s)
             except ConnectionRefusedError as err:
-                raise EndpointUnreachable(f"{where}: cannot connect ({err})") from None
+                raise EndpointUnreachable(redact(f"{where}: cannot connect ({err})",
+                                                 self.secrets)) from None
             except HttpFault as fault:
-                if str(fault).startswith(("HTTP 401", "HTTP 403")):
-                    raise EndpointUnreachable(f"{where}: {fault}; check the headers of "
+                said = redact(str(fault), self.secrets)  # an error body may echo a header
+                if said.startswith(("HTTP 401", "HTTP 403")):
+                    raise EndpointUnreachable(f"{where}: {said}; check the headers of "
                                               f"[systems.{settings.name}]") from None
                 if not fault.retry or attempt == settings.max_attempts - 1:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
-                    raise EndpointError(f"{where}: {fault}{tries}") from None
-            time.sleep(min(8.0, 0.5 * 2 ** attempt))
+                    raise EndpointError(f"{where}: {said}{tries}") from None
+            deadline.sleep(min(8.0, 0.5 * 2 ** attempt))
         raise AssertionError("unreachable")
 
 
 def headers(settings: HttpSettings) -> dict[str, str]:
-    """The request's headers, each value read from its environment variable now."""
+    """The request's headers, each value read from its environment variable now, without the
+    whitespace around it. A value that cannot be one header line is refused naming the header,
+    never quoting the value."""
     found = {"Content-Type": "application/json", "Accept": "application/json"}
     for header, variable in settings.headers_env.items():
-        value = os.environ.get(variable)
+        value = os.environ.get(variable, "").strip()
+        here = f"system {settings.name!r}: header {header} comes from ${variable}"
         if not value:
-            raise HttpConfigError(f"system {settings.name!r}: header {header} comes from "
-                                  f"${variable}, which is not set")
+            raise HttpConfigError(f"{here}, which is not set" if variable not in os.environ
+                                  else f"{here}, which holds only whitespace")
+        if any(not " " <= char <= "~" for char in value):
+            raise HttpConfigError(f"{here}, whose value holds a control character (a line break, "
+                                  f"a tab) or a character outside ASCII: a header value is one "
+                                  f"line of visible ASCII")
         found[header] = value
     return found
+
+
+def secrets_of(sent_headers: dict[str, str], settings: HttpSettings) -> list[str]:
+    """The configured header values, and their words (the token of "Bearer TOKEN"), longest
+    first: what `scrubbed` and every error hide."""
+    found = {part for header in settings.headers_env
+             for part in (sent_headers[header], *sent_headers[header].split())
+             if len(part) >= MIN_SECRET_CHARS}
+    return sorted(found, key=len, reverse=True)
+
+
+def scrubbed(reply: Any, secrets: list[str]) -> Any:
+    """The parsed reply with every secret replaced by a mark (redact's, as for the LLM path's
+    keys) in its texts and keys at any depth; walked without recursion, however deep."""
+    if not secrets or not isinstance(reply, (str, list, dict)):
+        return reply
+    if isinstance(reply, str):
+        return redact(reply, secrets)
+    stack: list[Any] = [reply]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key in [key for key in node if redact(key, secrets) != key]:
+                node[redact(key, secrets)] = node.pop(key)
+        for at, value in list(node.items() if isinstance(node, dict) else enumerate(node)):
+            if isinstance(value, str):
+                node[at] = redact(value, secrets)
+            elif isinstance(value, (list, dict)):
+                stack.append(value)
+    return reply
 
 
 def post_json(url: str, body: dict[str, Any], sent_headers: dict[str, str],
@@ -132,24 +183,55 @@ def post_json(url: str, body: dict[str, Any], sent_headers: dict[str, str],
             results.put((False, err))
 
     threading.Thread(target=work, daemon=True, name="freshrag-http-system").start()
-    try:
-        ok, value = results.get(timeout=deadline_s)
-    except queue.Empty:
-        raise HttpFault(f"no complete reply within {deadline_s:g} s", retry=True) from None
+    ends = time.monotonic() + deadline_s
+    while True:  # in slices, so that a stop is seen within one, as on the LLM path
+        deadline.check_stop()
+        if (left := ends - time.monotonic()) <= 0:
+            raise HttpFault(f"no complete reply within {deadline_s:g} s", retry=True)
+        try:
+            ok, value = results.get(timeout=min(deadline.SLICE_S, left))
+            break
+        except queue.Empty:
+            continue
     if not ok:
         raise value
     return value
 
 
 def _post(url: str, body: dict[str, Any], sent_headers: dict[str, str], deadline_s: float) -> Any:
+    ends = time.monotonic() + deadline_s
+    for _ in range(MAX_REDIRECTS + 1):
+        status, content_type, data, location = _exchange(url, body, sent_headers, deadline_s, ends)
+        if location is None:
+            break
+        url = _followed(url, location, status)
+    else:
+        raise HttpFault(f"redirected more than {MAX_REDIRECTS} times")
+    if status != 200:
+        raise HttpFault(f"HTTP {status}: {data[:200].decode('utf-8', 'replace')!r}",
+                        retry=status == 429 or status >= 500)
+    try:  # jsonl.loads: nesting bounded, a lone surrogate as U+FFFD (docs/faults.md)
+        return loads(data)
+    except (ValueError, RecursionError):  # also a number too long for int()
+        kind = content_type.split(";")[0] or "no content type"
+        raise HttpFault(f"the reply cannot be read as JSON ({kind}): "
+                        f"{data[:120].decode('utf-8', 'replace')!r}") from None
+
+
+def _exchange(url: str, body: dict[str, Any], sent_headers: dict[str, str], deadline_s: float,
+              ends: float) -> tuple[int, str, bytes, str | None]:
+    """(status, content type, body, where a redirect points or None) of one POST, never
+    following a redirect itself: `_followed` decides."""
     import requests  # here, not at import: `freshrag --help` loads no HTTP library
 
-    deadline = time.monotonic() + deadline_s
+    left = max(0.01, ends - time.monotonic())
     try:
         with requests.post(url, json=body, headers=sent_headers, stream=True,
-                           timeout=(min(10.0, deadline_s), deadline_s)) as response:
-            data = _read_body(response, deadline)
-            status, content_type = response.status_code, response.headers.get("Content-Type", "")
+                           allow_redirects=False, timeout=(min(10.0, left), left)) as response:
+            data = _read_body(response, ends)
+            location = response.headers.get("Location") if response.is_redirect else None
+            return (response.status_code, response.headers.get("Content-Type", ""), data,
+                    location)
     except requests.ConnectionError as err:
         if "refused" in str(err).lower():
             raise ConnectionRefusedError(str(err)) from None
@@ -158,24 +240,50 @@ def _post(url: str, body: dict[str, Any], sent_headers: dict[str, str], deadline
         raise HttpFault(f"no reply within {deadline_s:g} s", retry=True) from None
     except requests.RequestException as err:
         raise HttpFault(f"request failed ({type(err).__name__}: {err})") from None
-    if status != 200:
-        raise HttpFault(f"HTTP {status}: {data[:200].decode('utf-8', 'replace')!r}",
-                        retry=status == 429 or status >= 500)
+    except ValueError:  # requests reads a redirect's Location even when not following it
+        raise HttpFault("the reply has a header that cannot be read (a Location that is not a "
+                        "URL?)") from None
+
+
+def _followed(url: str, location: str, status: int) -> str:
+    """Where a redirect from `url` leads, if freshrag follows it: within the service's origin
+    (scheme, host and port) and keeping the POST (307, 308). Anywhere else the configured
+    headers would go too, and its reply would be taken for the service's."""
+    target = urljoin(url, location)
+    shown = shown_url(target)
+    if _origin(target) != _origin(url):
+        raise HttpFault(f"redirected (HTTP {status}) to another origin, {shown}: not followed, "
+                        f"so that the service's headers go nowhere else; if that is the service, "
+                        f"configure its URL")
+    if status not in (307, 308):
+        raise HttpFault(f"redirected (HTTP {status}) to {shown}, which would turn the POST into "
+                        f"a GET: not followed; configure that URL")
+    return target
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
     try:
-        return json.loads(data)
-    except (ValueError, RecursionError):  # also a number too long for int()
-        kind = content_type.split(";")[0] or "no content type"
-        raise HttpFault(f"the reply cannot be read as JSON ({kind}): "
-                        f"{data[:120].decode('utf-8', 'replace')!r}") from None
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+    except ValueError:  # a port that is not one: no origin matches it
+        return ("", url, None)
+    return parts.scheme.lower(), (parts.hostname or "").lower(), port
 
 
-def _read_body(response: Any, deadline: float) -> bytes:
+def shown_url(url: str) -> str:
+    """`url` as an error may show it: without user, password, query or fragment, where a
+    redirect may carry secrets."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
+
+
+def _read_body(response: Any, ends: float) -> bytes:
     chunks, size = [], 0
     for chunk in response.iter_content(65536):
         size += len(chunk)
         if size > MAX_REPLY_BYTES:
             raise HttpFault(f"the reply is larger than {MAX_REPLY_BYTES:,} bytes")
-        if time.monotonic() > deadline:
+        if time.monotonic() > ends:
             raise HttpFault("the reply did not finish before the deadline", retry=True)
         chunks.append(chunk)
     return b"".join(chunks)
@@ -230,6 +338,9 @@ def settings_from_table(name: str, table: Any, where: str) -> HttpSettings:
     names = {part: _names(table.get(part, {}), known, f"{here}.{part}")
              for part, known in (("headers", None), ("request", ("question", "id")),
                                  ("reply", REPLY_FIELDS))}
+    if bad := sorted(header for header in names["headers"] if not HEADER_NAME.fullmatch(header)):
+        raise HttpConfigError(f"{here}.headers: {bad!r:.120} not a header name (letters, digits "
+                              f"and !#$%&'*+-.^_`|~, no spaces)")
     if "question" in names["request"] and not names["request"]["question"]:
         raise HttpConfigError(f"{here}.request: question needs a field name")
     return HttpSettings(name, url, float(timeout), attempts, names["headers"],

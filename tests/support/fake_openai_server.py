@@ -456,7 +456,8 @@ class FakeOpenAIServer:
         """A reply of any shape: {"json": value} or {"body": bytes or text, "content_type": ...}
         (text/html unless given), with optional "status" (200), "delay" (seconds before the
         reply) and "drip" (seconds between bytes, the status line and headers included: a server
-        that sends slowly); "length" overrides the Content-Length header (a body cut short)."""
+        that sends slowly); "length" overrides the Content-Length header (a body cut short);
+        "headers" adds headers (a redirect's Location)."""
         if self._stopping.wait(spec.get("delay", 0)):
             return
         if "json" in spec:
@@ -467,7 +468,8 @@ class FakeOpenAIServer:
         status = spec.get("status", 200)
         head = (f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\n"
                 f"Content-Type: {kind}\r\nContent-Length: {spec.get('length', len(data))}\r\n"
-                f"Connection: close\r\n\r\n").encode()
+                + "".join(f"{name}: {value}\r\n" for name, value in spec.get("headers", {}).items())
+                + "Connection: close\r\n\r\n").encode()
         whole, step = head + data, 1 if spec.get("drip") else len(head) + len(data)
         handler.close_connection = True
         try:
