@@ -101,7 +101,7 @@ def check_plain(path: Path | str, what: str | None = None, fix: str | None = Non
     if stat.S_ISLNK(found.st_mode):
         raise SymlinkError(path, link_fix) if link_fix else SymlinkError(path)
     if not stat.S_ISREG(found.st_mode):
-        kind = KINDS.get(stat.S_IFMT(found.st_mode), "no regular file")
+        kind = _kind(found.st_mode)
         raise NotPlainFileError(path, kind, what, fix) if fix else \
             NotPlainFileError(path, kind, what)
     return found
@@ -120,12 +120,18 @@ def open_no_follow(path: Path, flags: int, mode: int = 0o666, fix: str | None = 
     except OSError as err:
         if err.errno == errno.ELOOP or (err.errno == errno.EEXIST and Path(path).is_symlink()):
             raise (SymlinkError(path, fix) if fix else SymlinkError(path)) from None
+        if err.errno == errno.ENXIO:  # a FIFO without a reader, or a device without a driver
+            raise NotPlainFileError(path, _kind(os.lstat(path).st_mode)) from None
         raise
     found = os.fstat(fd)
     if not stat.S_ISREG(found.st_mode):
         os.close(fd)
-        raise NotPlainFileError(path, KINDS.get(stat.S_IFMT(found.st_mode), "no regular file"))
+        raise NotPlainFileError(path, _kind(found.st_mode))
     return fd
+
+
+def _kind(mode: int) -> str:
+    return KINDS.get(stat.S_IFMT(mode), "no regular file")
 
 
 def create_new(path: Path) -> int:

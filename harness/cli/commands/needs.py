@@ -10,7 +10,6 @@ from pathlib import Path
 from freshrag.builders.traffic.query_log import NeedLogConfig
 from freshrag.cli.options import (
     MAX_QUESTIONS,
-    UsageError,
     add_command,
     add_concurrency,
     add_models,
@@ -77,8 +76,6 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.core.outputs import Output, check_outputs
     from freshrag.systems.retrieval.embeddings import embedder_for
 
-    if args.out.is_dir():
-        raise UsageError(f"--out {args.out} is a directory; give the needs file to write")
     cache = None if args.no_cache else Path("results") / CACHE_FILE
     fix = "give another --out (its .json and .md go beside it)"
     check_outputs([Output(path, what, fix) for path, what in zip(

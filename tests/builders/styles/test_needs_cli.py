@@ -108,4 +108,4 @@ def test_a_bad_query_log_is_refused_before_any_call(tmp_path, needs_fake, capsys
 
 def test_needs_out_may_not_be_a_directory(tmp_path, needs_fake, capsys):
     assert main(["needs", "--queries", str(LOG), "--out", str(tmp_path)]) == 2
-    assert "is a directory" in capsys.readouterr().err
+    assert "not a regular file but a directory" in capsys.readouterr().err
