@@ -1,6 +1,7 @@
 """`freshrag report`: tables, analysis and figures from one or more run directories, optionally
-broken down by a question field, at other traffic compositions, and as one HTML page
-(docs/reports.md). Reading only the runs' files, it makes no call."""
+broken down by a question field, at other traffic compositions, and as one HTML page, or instead
+a page for people to label the answers on (docs/reports.md). Reading only the runs' files, it
+makes no call."""
 
 from __future__ import annotations
 
