@@ -1,0 +1,96 @@
+"""docs/ci.md's GitHub Actions workflow, its `freshrag` commands run as written, job by job, in a
+fresh checkout each, against the fake OpenAI server: what `actions/cache` and the artifact
+actions would carry between the jobs is copied, and the candidate job makes no model call."""
+
+import os
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+
+import yaml
+
+from tests import ROOT
+from tests.support.datasets import write_dataset
+from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.fakes import discerning_judge
+
+PAGE = ROOT / "docs" / "ci.md"
+FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def blocks(kind):
+    return [body for language, body in FENCE.findall(PAGE.read_text(encoding="utf-8"))
+            if language == kind]
+
+
+def reply(request):
+    if request.get("tool_choice") not in (None, "auto"):
+        return discerning_judge(request)
+    town = re.search(r"Town (\d+)", str(request["messages"])).group(1)
+    return {"content": f"Town {town} has {int(town) + 3} bridges."}
+
+
+def checkout(root, name):
+    """A fresh job's working directory: the repository's dataset and gate.toml."""
+    job = root / name
+    write_dataset(job / "datasets" / "gate", 6)
+    rules = next(body for body in blocks("toml") if body.startswith("# gate.toml"))
+    (job / "gate.toml").write_text(rules, encoding="utf-8")
+    return job
+
+
+def run_job(job, steps, env, store):
+    """The job's steps: caches and artifacts from `store`, `freshrag` commands in bash; the exit
+    status of each command, by step name."""
+    statuses = {}
+    for step in steps:
+        uses, options = step.get("uses", ""), step.get("with", {})
+        if uses.startswith(("actions/cache", "actions/download-artifact")):
+            for path in options["path"].split():
+                saved = store / ("artifact-" + options["name"] if "name" in options else path)
+                if saved.exists():
+                    (job / path).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copytree(saved, job / path) if saved.is_dir() else \
+                        shutil.copy(saved, job / path)
+        elif uses.startswith("actions/upload-artifact"):
+            shutil.copytree(job / options["path"], store / ("artifact-" + options["name"]))
+        elif step.get("run", "").startswith("freshrag "):
+            done = subprocess.run(["bash", "-c", step["run"]], cwd=job, env=env,
+                                  capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0 or step.get("continue-on-error"), done.stderr
+            statuses[step.get("name", step["run"])] = done.returncode
+    for step in steps:  # actions/cache saves its paths when the job ends
+        if step.get("uses", "").startswith("actions/cache"):
+            for path in step["with"]["path"].split():
+                target = store / path
+                shutil.rmtree(target, ignore_errors=True)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                (shutil.copytree if (job / path).is_dir() else shutil.copy)(job / path, target)
+    return statuses
+
+
+def test_the_workflow_runs_its_commands_and_the_unchanged_candidate_passes_free(tmp_path):
+    workflow = yaml.safe_load(next(body for body in blocks("yaml")
+                                   if "actions/cache" in body))
+    jobs = workflow["jobs"]
+    assert list(jobs) == ["baseline", "gate"] and jobs["gate"]["needs"] == "baseline"
+    cached = [step["with"]["path"].split() for job in jobs.values() for step in job["steps"]
+              if step.get("uses", "").startswith("actions/cache")]
+    assert cached == [["results/.llm-cache.sqlite", "results/.index"]] * 2  # freshrag's paths
+    store = tmp_path / "store"
+    with FakeOpenAIServer(reply=reply) as server:
+        env = {**os.environ, **workflow["env"], "FRESHRAG_BASE_URL": server.base_url,
+               "FRESHRAG_API_KEY": "sk-test"}
+        statuses = run_job(checkout(tmp_path, "baseline"), jobs["baseline"]["steps"], env,
+                           store)
+        assert statuses == {"Run the baseline": 0} and server.calls > 0
+        server.reset_counts()
+        job = checkout(tmp_path, "gate")
+        statuses = run_job(job, jobs["gate"]["steps"], env, store)
+        assert statuses == {"Run the candidate": 0, "Gate": 0}
+        assert server.calls == 0  # the candidate answered and graded from the cache alone
+    assert "--max-cost" in str(jobs) and "freshrag gate: passed (4 of 4 rules hold)" in (
+        job / "gate.md").read_text()
+    suite = ET.parse(job / "gate.xml").getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures")) == ("4", "0")
