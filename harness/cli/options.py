@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 from pathlib import Path
 from typing import Callable, Iterable
@@ -27,6 +28,7 @@ from freshrag.systems.retrieval.index import DEFAULT_DIRECTORY, IndexConfig
 # Ranges of the numeric options, stated in their messages (seed and concurrency: the run's own).
 MAX_QUESTIONS = 1_000_000_000
 MAX_CHUNK = 10_000_000  # characters
+NAME_MAX, PATH_MAX = 255, 4096  # bytes of one name and of a whole path (Linux's <limits.h>)
 # One default per option for every command. 8 requests in flight suits a remote endpoint (the
 # embedded server queues what its slots cannot take); seed 0 makes a rerun send the same requests,
 # so that the cache answers them and a seeded endpoint repeats itself.
@@ -56,10 +58,14 @@ class HelpFormatter(argparse.HelpFormatter):
 def add_command(sub: argparse._SubParsersAction, name: str, summary: str, description: str,
                 examples: Iterable[str]) -> argparse.ArgumentParser:
     """A command's parser: its one-line summary (listed by `freshrag --help`), a description of
-    what it does and reads and writes, and examples, each a command line."""
-    return sub.add_parser(name, help=summary, description=f"{summary[0].upper()}{summary[1:]}."
-                          f"\n\n{description}", formatter_class=HelpFormatter,
-                          epilog="examples:\n" + "\n".join(f"  {line}" for line in examples))
+    what it does and reads and writes, and examples, each a command line. Every option declared
+    `type=Path` is parsed by `path` (argparse's registry of types), so that no command takes a
+    path the file system or a results file cannot hold."""
+    p = sub.add_parser(name, help=summary, description=f"{summary[0].upper()}{summary[1:]}."
+                       f"\n\n{description}", formatter_class=HelpFormatter,
+                       epilog="examples:\n" + "\n".join(f"  {line}" for line in examples))
+    p.register("type", Path, path)
+    return p
 
 
 def whole(low: int, high: int) -> Callable[[str], int]:
@@ -144,13 +150,39 @@ def name(text: str) -> str:
     return text
 
 
+def path(text: str) -> Path:
+    """A path (docs/faults.md#paths-and-names): UTF-8 text, since it is written into manifests
+    and reports (a name in another encoding arrives from `os.fsdecode` holding lone surrogates),
+    each name at most NAME_MAX bytes and the whole at most PATH_MAX, the limits of Linux's file
+    systems, so that the first file written there fails with no traceback."""
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(f"{os.fsencode(text)!r:.200} is not UTF-8 text; give "
+                                         f"a path whose names are UTF-8") from None
+    longest = max(text.split("/"), key=lambda part: len(part.encode("utf-8")))
+    if len(longest.encode("utf-8")) > NAME_MAX or size > PATH_MAX:
+        what = (f"a name of {len(longest.encode('utf-8')):,} bytes, more than the {NAME_MAX}"
+                if size <= PATH_MAX else f"{size:,} bytes, more than the {PATH_MAX:,}")
+        shown = f"{text[:60]!r}{'...' if len(text) > 60 else ''}"
+        raise argparse.ArgumentTypeError(f"{shown} has {what} a file system allows; give a "
+                                         f"shorter path")
+    return Path(text)
+
+
+def pattern(text: str) -> str:
+    """A path that may be a glob pattern (`--dump 'dumps/*.xml.bz2'`), checked as `path`."""
+    path(text)
+    return text
+
+
 def out_dir(text: str) -> Path:
-    """A directory to write into: it may not exist yet, but must not be a file."""
-    path = Path(text)
-    if not text or (path.exists() and not path.is_dir()):
+    """A directory to write into (`path`): it may not exist yet, but must not be a file."""
+    given = path(text)
+    if not text or (given.exists() and not given.is_dir()):
         raise argparse.ArgumentTypeError(f"{text!r:.200} exists and is not a directory"
                                          if text else "expected a directory, got ''")
-    return path
+    return given
 
 
 def choices(known: Iterable[str]) -> Callable[[str], tuple[str, ...]]:

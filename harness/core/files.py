@@ -225,7 +225,9 @@ def _new_temporary(path: Path, old: os.stat_result | None) -> tuple[Path, int]:
     (O_EXCL | O_NOFOLLOW: never an existing file or link), with the permissions of the file it
     replaces, or those the umask gives any new file (not mkstemp's 0600), since it becomes the
     file itself."""
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # the name cut to 120 bytes, so that the temporary one stays within NAME_MAX (255 bytes)
+    short = os.fsencode(path.name)[:120].decode("utf-8", "ignore")
+    fd, name = tempfile.mkstemp(prefix=f".{short}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, stat.S_IMODE(old.st_mode) if old else NEW_FILE_MODE)
     except BaseException:

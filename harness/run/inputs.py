@@ -198,7 +198,7 @@ def system_sources(systems: Systems, dataset: Dataset | None,
 
 
 def _specs(specs: str, dataset: Dataset | None, config_file: Path | None) -> list[SystemSource]:
-    services = (services_from(config_table(config_file, "systems"), str(config_file))
+    services = (services_from(config_table(config_file, "systems"), str(config_file), SYSTEMS)
                 if config_file else {})
     return resolve_all(specs, SYSTEMS, services, dataset.questions if dataset else None)
 

@@ -120,8 +120,15 @@ def resolve_all(specs: str, builtins: dict[str, Factory],
     return list(found.values())
 
 
-def services_from(table: dict[str, Any], where: str) -> dict[str, HttpSettings]:
-    """The services of freshrag.toml's `[systems]` table, by name (`where` names the file)."""
+def services_from(table: dict[str, Any], where: str,
+                  builtins: dict[str, Factory]) -> dict[str, HttpSettings]:
+    """The services of freshrag.toml's `[systems]` table, by name (`where` names the file); one
+    named as a built-in system is refused: `--systems NAME` would ask the built-in one."""
+    for name in table:
+        if name in builtins:
+            raise PluginError(f"{where}: [systems.{name}]: {name!r} is a built-in system's name, "
+                              f"so a run would never ask this service; name it apart, e.g. "
+                              f"[systems.my-{name}]")
     return {name: settings_from_table(name, value, where) for name, value in table.items()}
 
 
@@ -135,6 +142,8 @@ def resolve(spec: str, builtins: dict[str, Factory],
     name, target = plugins.split_name(spec)
     services = services or {}
     if target in builtins:
+        if target in _entry_points():  # which one the user means cannot be told
+            raise PluginError(f"system {spec!r}: {_taken(_entry_points()[target])}")
         if name and name != target:
             raise PluginError(f"system {spec!r}: a built-in system keeps its name ({target!r})")
         found = _builtin(target, builtins[target])
@@ -158,6 +167,8 @@ def available(builtins: dict[str, Factory]) -> list[SystemSource]:
     found = [_builtin(name, factory) for name, factory in builtins.items()]
     for entry in _entry_points().values():
         try:
+            if entry.name in builtins:
+                raise PluginError(_taken(entry))
             found.append(_from_entry_point(entry))
         except PluginError as err:  # listed with its problem rather than hidden
             found.append(SystemSource(entry.name, _broken, "entry point", f"{entry.value} "
@@ -227,6 +238,13 @@ def _named(found: SystemSource, name: str | None, spec: str) -> SystemSource:
                           f"'_', '.', '-'; up to 64); give one as NAME={spec}")
     return SystemSource(chosen, found.factory, found.origin, found.where, found.sha256,
                         found.version, found.description)
+
+
+def _taken(entry: importlib.metadata.EntryPoint) -> str:
+    return (f"{plugins.dist(entry)} registers {entry.value} under the built-in system's name "
+            f"{entry.name!r} ({ENTRY_POINT_GROUP}), which only one of them can have; uninstall "
+            f"it, or have its package rename it (meanwhile, name its system as "
+            f"my-{entry.name}={entry.value})")
 
 
 def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:

@@ -31,6 +31,7 @@ from freshrag.cli.options import (
     header,
     name,
     out_dir,
+    pattern,
     url,
     whole,
 )
@@ -92,10 +93,10 @@ def _sample_options(p: argparse._ArgumentGroup) -> None:
                    "freshrag.toml), e.g. gpt-4-0613")
     p.add_argument("--wiki-api", type=url,
                    help=f"MediaWiki api.php to sample (default: {WIKIPEDIA_API})")
-    p.add_argument("--dump", nargs="+", metavar="FILE", help="MediaWiki XML dump (.xml, .xml.bz2, "
+    p.add_argument("--dump", nargs="+", type=pattern, metavar="FILE", help="MediaWiki XML dump (.xml, .xml.bz2, "
                    ".xml.gz) instead of a wiki: one file, several (the split files of a dump), "
                    "or a quoted glob; a history dump gives creation dates")
-    p.add_argument("--stub-dump", nargs="+", metavar="FILE", help="stub-meta-history dump files "
+    p.add_argument("--stub-dump", nargs="+", type=pattern, metavar="FILE", help="stub-meta-history dump files "
                    "(or a quoted glob) whose first revisions give the creation dates of a "
                    "pages-articles --dump")
     p.add_argument("--dump-processes", type=whole(1, 256), default=2, help="processes reading "

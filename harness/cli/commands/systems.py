@@ -31,7 +31,7 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.systems.external.plugins import available, resolve, services_from
 
     file = args.config or default_config()
-    services = services_from(config_table(file, "systems"), str(file)) if file else {}
+    services = services_from(config_table(file, "systems"), str(file), SYSTEMS) if file else {}
     listed = available(SYSTEMS) + [resolve(name, SYSTEMS, services) for name in services]
     rows = [{"system": source.name, "from": source.origin,
              "where": source.where + (f" {source.version}" if source.version else ""),
