@@ -4,11 +4,16 @@ and a stop ends the wait for a slow service within a second."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
+from freshrag.core.samples import read_samples
 from freshrag.core.types import Question, SystemContext
 from freshrag.llm import deadline
 from freshrag.llm.client import EndpointError
@@ -20,6 +25,7 @@ from freshrag.systems.external.http import (
     settings_from_table,
     shown_url,
 )
+from tests import ROOT
 from tests.support.fake_openai_server import FakeOpenAIServer
 
 QUESTION = Question(id="q7", text="How many bridges does Town 1 have?", gold_title="Town 1")
@@ -226,3 +232,84 @@ def test_a_stop_ends_the_wait_for_a_slow_service_within_a_second(monkeypatch, sl
 ])
 def test_a_shown_url_drops_what_may_carry_secrets(url, shown):
     assert shown_url(url) == shown
+
+
+# ---------------------------------------------------------------- every file a run writes
+
+CANARIES = {"header from the environment": "Bearer canary-env-Zx81",
+            "second header": "canary-cfg-Qw72Lk", "API key": "sk-canary-api-Pv93"}
+SEEN = "visible-marker-Rt55"  # an answer's text that must reach every file: the grep can see
+
+
+def _echoing_service(evil_port):
+    """A service that echoes what it was sent, one way per town."""
+    def route(request, headers):
+        sent = " | ".join(headers[name] for name in ("authorization", "x-api-key", "x-model-key"))
+        town = int(request["question"].split("Town ")[1].split()[0])
+        return [
+            {"json": {"answer": f"{SEEN} you sent {sent}", sent: 1,
+                      "contexts": [{"title": sent, "text": f"about {sent}", "score": 0.4}],
+                      "steps": [{"kind": "search", "query": sent}]}},
+            {"status": 500, "body": f"server error, headers were {sent}"},
+            {"status": 400, "body": f"bad request: {sent}"},
+            {"status": 307, "body": "", "headers": {"Location": (
+                f"http://127.0.0.1:{evil_port}/{headers['x-api-key']}?k={headers['x-model-key']}")}},
+            {"body": f"<html>login {sent}</html>"},
+            {"json": {"answer": "x", "decision": sent}},
+            {"json": {"answer": f"{SEEN} fine"}},
+            {"json": {"answer": f"{SEEN} also fine", "retrievals": 1}},
+        ][town]
+    return route
+
+
+def _judge_echoing_the_key(request):
+    from tests.support.fake_openai_server import default_reply
+
+    if f"Chatbot's answer: {SEEN} fine" in json.dumps(request["messages"]):
+        return {"error": {"status": 400, "message": f"key {CANARIES['API key']} refused here"}}
+    return default_reply(request)
+
+
+def test_no_secret_reaches_any_file_a_run_and_its_report_write_nor_the_terminal(tmp_path):
+    from tests.support.datasets import bridges_and_mayor, write_dataset
+
+    q, a = write_dataset(tmp_path / "in", n=8, content=bridges_and_mayor)
+    with FakeOpenAIServer(services={"/steal": replying(lambda h: {"json": {"answer": "evil"}})}) \
+            as evil, FakeOpenAIServer(reply=_judge_echoing_the_key) as server:
+        server.services["/rag"] = _echoing_service(evil.port)
+        (tmp_path / "in" / "freshrag.toml").write_text(
+            f'[systems.svc]\nurl = "http://127.0.0.1:{server.port}/rag"\nmax_attempts = 1\n'
+            f'headers = {{ Authorization = "SVC_AUTH", "X-Api-Key" = "SVC_KEY", '
+            f'"X-Model-Key" = "FRESHRAG_API_KEY" }}\n')
+        env = {**os.environ, "FRESHRAG_BASE_URL": server.base_url,
+               "FRESHRAG_API_KEY": CANARIES["API key"],
+               "SVC_AUTH": f" {CANARIES['header from the environment']}\n",
+               "SVC_KEY": CANARIES["second header"]}
+        run_dir, report_dir = tmp_path / "out" / "run", tmp_path / "out" / "report"
+        said = [_freshrag(env, "run", "--questions", q, "--articles", a, "--out", run_dir,
+                          "--systems", "svc", "--no-probe", "--config",
+                          tmp_path / "in" / "freshrag.toml"),
+                _freshrag(env, "report", run_dir, "--format", "json", "--out", report_dir,
+                          "--html", report_dir / "report.html"),
+                _freshrag(env, "export", run_dir, "--format", "jsonl", "--out",
+                          report_dir / "export.jsonl")]
+        assert evil.service_requests == []
+    rows = read_samples(run_dir / "samples.jsonl")
+    assert sorted(row["status"] for row in rows) == ["failed"] * 6 + ["ok"] * 2
+    written = {path: path.read_bytes() for path in (tmp_path / "out").rglob("*") if path.is_file()}
+    assert {".llm-cache.sqlite", "samples.jsonl", "manifest.json", "report.html",
+            "summary.json", "analysis.json", "export.jsonl"} <= {path.name for path in written}
+    for name in ("samples.jsonl", "report.html", "export.jsonl"):  # the files holding answers
+        assert any(SEEN.encode() in data for path, data in written.items() if path.name == name)
+    leaks = [(where, str(path)) for where, canary in CANARIES.items()
+             for part in (canary, canary.split()[-1])
+             for path, data in [*written.items(), *(("terminal", text.encode()) for text in said)]
+             if part.encode() in data or json.dumps(part).encode() in data]
+    assert leaks == []
+
+
+def _freshrag(env, *arguments) -> str:
+    done = subprocess.run([sys.executable, "-m", "freshrag", *map(str, arguments)], env=env,
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.stdout + done.stderr
