@@ -145,7 +145,7 @@
     setTimeout(function () { URL.revokeObjectURL(link.href); }, 1000);
     const partial = Object.keys(labels).length - out.length;
     $("label-saved").textContent = "Saved " + out.length + " label(s) as " + link.download +
-      (partial > 0 ? "; " + partial + " with one score only not saved." : ".");
+      (partial > 0 ? "; " + partial + " without both scores not saved." : ".");
   }
 
   // ------------------------------------------------------------------ keys
