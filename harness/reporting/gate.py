@@ -1,5 +1,5 @@
-"""The gate (docs/ci.md): a candidate run held against a baseline run by rules, each giving its
-figure and a pass or a fail, so that CI can refuse a change that makes answers worse.
+"""A candidate run held against a baseline run by rules, for CI (docs/ci.md): each rule gives
+its figure and a pass or a fail, so that CI can refuse a change that makes answers worse.
 
 Rows of the two run directories are paired by (dataset, question_id, system) as the judge
 agreement pairs them (harness/reporting/agreement.py), the system's name on each side being the

@@ -1,5 +1,5 @@
-"""The gate's rules (docs/ci.md#the-rules): `[[gate.rule]]` tables of a rules file or of
-freshrag.toml, read and checked strictly, every problem named by file, line and key.
+"""The gate's rules, read strictly from a rules file or freshrag.toml (docs/ci.md#the-rules):
+`[[gate.rule]]` tables, every problem in them named by file, line and key.
 
 A rule is one table: `kind` (one of KINDS), the system it is about (`system`, or
 `baseline_system` and `candidate_system` when the names differ) and the thresholds its kind
