@@ -7,7 +7,7 @@ Items are handed to the pool a few at a time (WINDOW per worker), not all at onc
 
 A stop (KeyboardInterrupt: Ctrl-C, or the `Stopped` of harness/llm/deadline.py) gives the items in
 flight GRACE_S to end, as the LLM path's do, then abandons them: a user's system blocked on its
-own lock must not hold the stop (docs/faults.md, "Stops that wait for other people's code").
+own lock must not hold the stop (docs/faults.md#stops-that-wait-for-other-peoples-code).
 """
 
 from __future__ import annotations

@@ -11,10 +11,10 @@ Every request has one deadline for the whole exchange (`timeout_s`), however slo
 sends; 429, 5xx and timeouts are tried again a bounded number of times, after which the pair is a
 `failed` row that a resume asks again; a refused connection or a 401/403 stops the run (every
 other pair would fail the same way), keeping what finished. Header values come from environment
-variables named in the configuration, and are secrets (docs/faults.md, "Secrets in service
-headers"): a redirect to another origin is not followed, and every value is scrubbed from the
-reply and from every error before anything is written. A stop (harness/llm/deadline.py) ends the
-wait for a reply within a quarter of a second.
+variables named in the configuration, and are secrets (docs/faults.md#secrets-in-service-headers):
+a redirect to another origin is not followed, and every value is scrubbed from the reply and from
+every error before anything is written. A stop (harness/llm/deadline.py) ends the wait for a
+reply within a quarter of a second.
 """
 
 from __future__ import annotations
