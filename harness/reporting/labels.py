@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -115,7 +115,8 @@ def resolve(labels: Iterable[Label], rows: Iterable[SampleRow]) -> Resolved:
         if not candidates:
             resolved.unknown += 1
             continue
-        same = [row for row in candidates if answer_sha256(row.get("answer")) == label.answer_sha256]
+        same = [row for row in candidates
+                if answer_sha256(row.get("answer")) == label.answer_sha256]
         if not same:
             resolved.changed += 1
         resolved.pairs += [(row, label) for row in same]
@@ -137,7 +138,7 @@ def _label(text: str, where: str) -> Label:
     problem = _problem(record)
     if problem:
         raise LabelsError(f"{where}: {problem}")
-    names = Label.__dataclass_fields__.keys() - {"where"}
+    names = [f.name for f in fields(Label) if f.name != "where"]
     return Label(**{name: record[name] for name in names}, where=where)
 
 

@@ -24,6 +24,9 @@ them:
 - The list and its script come before the blocks, so the list is on screen while the browser
   still reads the blocks.
 
+The page's other mode, for people to grade answers blind to the system and the judge, is
+labelling.py beside this module (`freshrag report --html F --label`).
+
 Model and dataset text stays text: the JSON is escaped so that nothing in it can end its
 `<script>` element (`<`, `>`, `&` and the two JavaScript line separators as `\\uXXXX`), and the
 script puts every value on the page through `textContent`, never as markup.
