@@ -150,13 +150,13 @@ def pair_runs(rows_a: list[SampleRow], rows_b: list[SampleRow]) -> tuple[list[di
                           "question": row_a.get("question"), "answer": row_a.get("answer"),
                           **{side: {f: int(scores[f]) for f in FIELDS}
                              for side, scores in (("a", scores_a), ("b", scores_b))},
-                          "reasons": {side: _reason(row["grade"])
+                          "reasons": {side: judge_reason(row["grade"])
                                       for side, row in (("a", row_a), ("b", row_b))}})
     counts["compared"] = len(pairs)
     return pairs, counts
 
 
-def _reason(grade: GradeRecord | None) -> str | None:
+def judge_reason(grade: GradeRecord | None) -> str | None:
     """The judge's reason in a grade; None where it gave none (rows before it, imported rows)."""
     reason = grade.get("reason") if grade else None
     return reason if isinstance(reason, str) and reason else None
@@ -196,7 +196,7 @@ def compare_runs(run_a: Path, run_b: Path, top: int = TOP,
         fields[field] = {**field_agreement(a, b),
                          "disagreements": disagreements(pairs, field, top)}
     document = {"a": _side(run_a, repeats[0]), "b": _side(run_b, repeats[1]),
-                "judges": {"a": _judge(rows_a), "b": _judge(rows_b)},
+                "judges": {"a": judge_model(rows_a), "b": judge_model(rows_b)},
                 "pairs": counts, "fields": fields, "divergent": divergent(pairs, top),
                 "systems": per_system(pairs)}
     document["notes"] = notes(document)
@@ -232,7 +232,7 @@ def disagreements(pairs: list[dict[str, Any]], field: str, top: int) -> list[dic
     differing.sort(key=lambda p: (-abs(p["b"][field] - p["a"][field]), str(p["dataset"]),
                                   p["system"], str(p["question_id"])))
     return [{"dataset": p["dataset"], "system": p["system"], "question_id": p["question_id"],
-             "question": p["question"], "answer": _excerpt(p["answer"]),
+             "question": p["question"], "answer": excerpt(p["answer"]),
              "a": p["a"][field], "b": p["b"][field]} for p in differing[:top]]
 
 
@@ -245,7 +245,7 @@ def divergent(pairs: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
     differing = sorted((p for p in pairs if apart(p)), key=lambda p: (
         -apart(p), str(p["dataset"]), p["system"], str(p["question_id"])))
     return [{"dataset": p["dataset"], "system": p["system"], "question_id": p["question_id"],
-             "question": p["question"], "answer": _excerpt(p["answer"]), "difference": apart(p),
+             "question": p["question"], "answer": excerpt(p["answer"]), "difference": apart(p),
              **{side: {**p[side], "reason": p["reasons"][side]} for side in ("a", "b")}}
             for p in differing[:top]]
 
@@ -293,7 +293,7 @@ def _counts_line(counts: dict[str, Any]) -> str:
             f"B {counts['unscored_b']}), {counts['off_scale']} with a grade off the 1..5 scale")
 
 
-def _judge(rows: list[SampleRow]) -> str | None:
+def judge_model(rows: list[SampleRow]) -> str | None:
     """The judge model(s) of a run, from its rows' calls; None for imports, which record none."""
     models = {role_models(row).get("judge") for row in rows} - {None}
     return " + ".join(sorted(map(str, models))) or None
@@ -301,7 +301,7 @@ def _judge(rows: list[SampleRow]) -> str | None:
 
 
 
-def _excerpt(text: str | None) -> str:
+def excerpt(text: str | None) -> str:
     flat = " ".join((text or "").split())
     return flat if len(flat) <= EXCERPT else flat[:EXCERPT - 1] + "…"
 
@@ -340,7 +340,7 @@ def render(document: dict[str, Any]) -> str:
         sections.append(f"### {field}: confusion (rows A, columns B)\n\n" +
                         markdown_table(matrix, ("A \\ B", *map(str, SCALE))))
         if figures["disagreements"]:
-            cells = [{**row, **{k: _excerpt(row[k]) for k in ("question", "answer")}}
+            cells = [{**row, **{k: excerpt(row[k]) for k in ("question", "answer")}}
                      for row in figures["disagreements"]]
             sections.append(f"### {field}: the {len(cells)} pairs that disagree most\n\n" +
                             markdown_table(cells, ("dataset", "system", "question", "answer",
@@ -360,7 +360,7 @@ def render(document: dict[str, Any]) -> str:
 def render_divergent(pairs: list[dict[str, Any]]) -> str:
     """The pairs that differ most as a table: each side's grades (truthfulness/relevance) and
     its judge's reason, `–` where it gave none."""
-    cells = [{"system": p["system"], "question": _excerpt(p["question"]),
+    cells = [{"system": p["system"], "question": excerpt(p["question"]),
               **{side.upper(): "/".join(str(p[side][f]) for f in FIELDS) for side in ("a", "b")},
               **{f"{side.upper()}'s reason": p[side]["reason"] for side in ("a", "b")}}
              for p in pairs]

@@ -67,6 +67,10 @@ def _analysis_options(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--correct-at", type=whole(1, 5), default=CORRECT_AT, help="CRAG outcome: an "
                    "answer that did not abstain is correct when the judge's truthfulness is at "
                    "least this, else incorrect (default: %(default)s)")
+    p.add_argument("--human", type=Path, nargs="+", metavar="LABELS",
+                   help="people's labels files (the labelling page saves them; several "
+                        "people's merge): the judge section adds the judge against the people "
+                        "and per system the means the labels correct (docs/human-labels.md)")
     p.add_argument("--mix", type=mix_shares, action="append", metavar="F:C:G",
                    help="also estimate every system at this traffic composition (shares of "
                         "fresh, control and general questions), recombined from the runs' rows "
@@ -78,7 +82,9 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.core.files import write_json
     from freshrag.reporting import analysis, breakdown, report
     from freshrag.reporting.freshness import known_without_retrieval
+    from freshrag.reporting.human import judge_section
     from freshrag.reporting.judge_check import judge_checks
+    from freshrag.reporting.labels import read_labels
     from freshrag.reporting.prices import price_table
 
     if args.label or args.label_seed is not None or args.label_sample is not None:
@@ -86,6 +92,7 @@ def handle(args: argparse.Namespace) -> int:
     out = args.out or (args.run_dirs[0] if len(args.run_dirs) == 1 else Path("results") / "report")
     _check_outputs(args, out)
     prices = price_table(args.config or default_config())  # refused before anything is written
+    labelled = read_labels(args.human) if args.human else None  # so are bad labels
     rows = report.load_runs(args.run_dirs, light=not args.html)  # the viewer shows whole calls
     if args.mix and not any(row.get("kind") for row in rows):
         raise UsageError(f"--mix: no question of {', '.join(map(str, args.run_dirs))} has a "
@@ -95,6 +102,8 @@ def handle(args: argparse.Namespace) -> int:
     known = known_without_retrieval(rows)  # how much of the set the answer model knows
     details = analysis.analyse(rows, prices, correct_at=args.correct_at, mixes=args.mix)
     details["judge"] = judge_checks(args.run_dirs, rows)
+    if labelled is not None:  # the judge against people, and the means they correct
+        details["judge"] = judge_section(details["judge"], labelled, rows)
     breakdowns = {field: breakdown.breakdown(rows, field, prices) for field in args.by or ()}
     # A statistic that is no finite number (a mean of imported scores near 1e308 overflows) is
     # null in every table and file, and a note names it: JSON cannot hold it.
@@ -169,6 +178,7 @@ def _check_outputs(args: argparse.Namespace, out: Path | None) -> None:
     check_outputs(written + html,
                   [(f"RUN_DIR {run_dir}'s {name}", run_dir / name)
                    for run_dir in args.run_dirs for name in read]
+                  + [("--human", path) for path in args.human or ()]
                   + [("--config", args.config or default_config())])
 
 
@@ -190,6 +200,10 @@ def _print_analysis(rows: list[SampleRow], details: dict, breakdowns: dict) -> N
 
     print_unscored(rows)
     print("\n" + report.render_analysis(details))
+    if labelled := details["judge"].get("human"):
+        from freshrag.reporting.human import render
+
+        print("\n" + render(labelled))
     if scored := scorer_report.render(details):
         print("\n" + scored)
     if empty := report.nothing_to_show(details, scorer_report.SCORER_TABLES):

@@ -12,6 +12,8 @@ request to any server (it works from `file://`). Sections, in order:
 - the analysis tables (`analysis.analyse`) that have rows, intervals shown as `value [low,
   high]`; the tables with nothing to show are named together on one line, so a reader knows
   they were looked for; then the analysis's notes (what was not compared, and why),
+- with `--human`, the judge against people's labels (harness/reporting/human.py): its tables,
+  the means the labels correct beside the judge's own, and its notes,
 - the scorers beyond the judge (harness/reporting/scorers.py), when a run has any,
 - with `--by FIELD`, every table again broken down by that question field
   (harness/reporting/breakdown.py), one section per field (`by-label`, ...),
@@ -35,7 +37,7 @@ from typing import Any, Iterable, Sequence
 
 from freshrag.core.files import write_text
 from freshrag.core.records import SampleRow
-from freshrag.reporting import breakdown
+from freshrag.reporting import breakdown, human
 from freshrag.reporting.analysis import LOW_SCORE
 from freshrag.reporting.freshness import known_lines
 from freshrag.reporting.render.terminal import format_value, is_interval
@@ -113,6 +115,7 @@ def render_html(rows: list[SampleRow], summary: list[dict[str, Any]], analysis: 
                  _table("summary-table", summary, columns_for(COLUMNS, summary))
                  + _known(known)),
         _section("analysis", "Analysis", _analysis(analysis)),
+        _people((analysis.get("judge") or {}).get("human")),
         _section("scorers", "Scorers", scored) if (scored := _scorers(analysis)) else "",
         *(_section(f"by-{field}", f"By {field}", _breakdown(breakdowns[field]))
           for field in fields),
@@ -218,6 +221,19 @@ def _judge_verdict(checks: dict[str, Any] | None) -> str:
     kind = "judge" if checks["informative"] else "judge warning"
     return (f"<div class=\"{kind}\" id=\"judge\"><strong>Judge</strong><ul>"
             + "".join(f"<li>{_e(line)}</li>" for line in checks["lines"]) + "</ul></div>")
+
+
+def _people(document: dict[str, Any] | None) -> str:
+    """The section of people's labels (harness/reporting/human.py: its tables, then its notes)
+    when the report was given any; "" when not."""
+    if not document:
+        return ""
+    parts = [f"<p class=\"meta\">{_e(human.heading(document))}</p>"]
+    parts += [f"<h3>{_e(title)}</h3>\n" + _table(f"people-{name}", rows, columns)
+              for name, title, rows, columns in human.tables(document)]
+    if document["notes"]:
+        parts.append(_notes("people-notes", document["notes"]))
+    return _section("people", "The judge against people", "\n".join(parts))
 
 
 def _known(known: list[dict[str, Any]] | None) -> str:
