@@ -24,7 +24,7 @@ from freshrag.core.dates import parse_timestamp
 from freshrag.core.errors import UserError
 from freshrag.core.jsonl import loads
 from freshrag.core.manifest import read_manifest
-from freshrag.core.textfile import lines, lone_surrogate
+from freshrag.core.textfile import NotUnicode, lines
 from freshrag.core.types import (
     KINDS,
     LABELS,
@@ -242,19 +242,16 @@ def dataset_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     for line_no, line in lines(path, DatasetError):
         if not line.strip():
             continue
-        try:
-            row = loads(line)
+        try:  # text kept exactly: a lone surrogate is named, for the user to fix
+            row = loads(line, exact_text=True)
         except json.JSONDecodeError as err:
             raise DatasetError(f"{path}:{line_no}: not valid JSON: {err.msg} "
                                f"(column {err.colno})") from None
-        except RecursionError:
-            raise DatasetError(f"{path}:{line_no}: JSON nested too deeply") from None
+        except NotUnicode as err:
+            raise DatasetError(f"{path}:{line_no}: {err}") from None
         if not isinstance(row, dict):
             raise DatasetError(f"{path}:{line_no}: expected a JSON object, "
                                f"got {type(row).__name__}")
-        if "\\u" in line and (bad := lone_surrogate(row)) is not None:
-            raise DatasetError(f"{path}:{line_no}: {bad!r} holds a lone surrogate escape "
-                               f"(\\ud800-\\udfff alone), which is not Unicode text")
         yield line_no, row
 
 

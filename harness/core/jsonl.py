@@ -12,6 +12,7 @@ run again. The repair reads back from the end only as far as the last newline.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import threading
@@ -21,9 +22,12 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping
 
 from freshrag.core.errors import UserError
 from freshrag.core.files import atomic_open, dumps, open_no_follow
-from freshrag.core.textfile import MAX_LINE_BYTES, lines, lone_surrogate
+from freshrag.core.textfile import MAX_LINE_BYTES, lines, unicode_text
 
 TAIL_BLOCK = 1 << 16  # bytes read at a time when looking back for the last newline
+# Lists and objects inside each other in one value: a row nests about 8 deep, a reply less
+MAX_DEPTH = 100
+MAX_INT = 10 ** 4300  # no whole number from here on: `int` turns at most 4,300 digits into text
 FIX = "remove the link and run again (freshrag names and writes this file itself)"
 
 
@@ -36,16 +40,81 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def loads(text: str, **options: Any) -> Any:
-    """`json.loads`, where a value Python cannot hold (an integer of over 4,300 digits, which
-    `int()` refuses with a ValueError) is a `json.JSONDecodeError` too: every reader's one
-    `except json.JSONDecodeError` then names the file and line of any input json cannot take."""
+def loads(text: str | bytes, *, max_depth: int | None = MAX_DEPTH, exact_text: bool = False,
+          **options: Any) -> Any:
+    """`json.loads` under freshrag's rules for JSON that Python or a UTF-8 file cannot hold, so
+    that every reader's one `except json.JSONDecodeError` names the file and line of any input
+    json cannot take: an integer of over 4,300 digits (`int()` refuses it), and lists and
+    objects nested deeper than `max_depth` (past about 990 json itself raises RecursionError,
+    and a row made of a deeper value could not be written) are JSONDecodeErrors; a lone
+    surrogate escape becomes U+FFFD, or NotUnicode with `exact_text` (textfile.unicode_text).
+    `max_depth` None: only json's own limit, for freshrag's own files, written within it."""
     try:
-        return json.loads(text, **options)
+        value = json.loads(text, **options)
     except json.JSONDecodeError:
         raise
     except ValueError as err:  # Python's limit on the digits of an integer
-        raise json.JSONDecodeError(str(err).split(";")[0], text, 0) from None
+        raise json.JSONDecodeError(str(err).split(";")[0], _text(text), 0) from None
+    except RecursionError:
+        raise json.JSONDecodeError("JSON nested too deeply", _text(text), 0) from None
+    if max_depth is not None and _may_nest(text, max_depth) and depth(value) > max_depth:
+        raise json.JSONDecodeError(f"JSON nested too deeply (over {max_depth} levels)",
+                                   _text(text), 0)
+    if not isinstance(text, str) or "\\u" in text:  # bytes are decoded with surrogatepass
+        value = unicode_text(value, exact=exact_text)
+    return value
+
+
+def _text(text: str | bytes) -> str:
+    return text if isinstance(text, str) else text.decode("utf-8", "replace")
+
+
+def _may_nest(text: str | bytes, levels: int) -> bool:
+    """Whether `text` holds enough brackets to nest `levels` deep (counted in C: most do not)."""
+    if isinstance(text, bytes):
+        return text.count(b"[") + text.count(b"{") > levels
+    return text.count("[") + text.count("{") > levels
+
+
+def depth(value: Any) -> int:
+    """How deeply lists and objects nest in `value` (a string or number: 0, `[]`: 1)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (list, tuple, dict)):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1)
+                         for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def json_problem(value: Any, name: str) -> str | None:
+    """What keeps `value` from being written as JSON that every reader reads back, naming where
+    in `name` it lies, or None: only text, whole and finite numbers, true, false, null, lists
+    and objects with text keys, at most MAX_DEPTH deep (a set, bytes, NaN or an object of a
+    class are not JSON). Lone surrogates are no problem: the writers replace them."""
+    stack: list[tuple[Any, str, int]] = [(value, name, 1)]
+    while stack:
+        item, where, level = stack.pop()
+        if isinstance(item, (str, bool, type(None))):
+            continue
+        if isinstance(item, int):
+            if abs(item) >= MAX_INT:
+                return f"{where} is a whole number of over 4,300 digits"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return f"{where} is {item}, which JSON cannot hold"
+        elif not isinstance(item, (list, tuple, dict)):
+            return f"{where} is a {type(item).__name__}, which JSON cannot hold"
+        elif level > MAX_DEPTH:
+            return f"{where} nests lists and objects deeper than {MAX_DEPTH} levels"
+        elif isinstance(item, dict):
+            if (key := next((k for k in item if not isinstance(k, str)), None)) is not None:
+                return f"{where} has the key {key!r:.40}, not text"
+            stack.extend((child, f"{where}[{key!r:.40}]", level + 1) for key, child in item.items())
+        else:
+            stack.extend((child, f"{where}[{i}]", level + 1) for i, child in enumerate(item))
+    return None
 
 
 class RowTooLong(ResultsError):
@@ -69,11 +138,13 @@ class JsonlWriter:
         self._lock = threading.Lock()
 
     def write(self, row: Mapping[str, Any]) -> None:
-        data = memoryview((dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
+        data = memoryview(_encoded(dumps(row, ensure_ascii=False) + "\n"))
         if len(data) > MAX_LINE_BYTES:  # never a row that every reader would then refuse
             raise RowTooLong(f"{self.path}: a row of {len(data):,} bytes, more than the "
                              f"{MAX_LINE_BYTES:,} a line may hold: not written")
         with self._lock:
+            if self._fd < 0:  # a pair a stop abandoned, ending after the run closed the file
+                raise ValueError(f"{self.path}: closed, the row is not written")
             try:
                 while data:  # os.write may write less than asked (a full disk, a signal)
                     data = data[os.write(self._fd, data):]
@@ -81,7 +152,21 @@ class JsonlWriter:
                 raise OSError(err.errno, err.strerror, str(self.path)) from None
 
     def close(self) -> None:
-        os.close(self._fd)
+        # under the lock, and never twice: a late writer must not write to the descriptor's
+        # number once another file has it
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+
+def _encoded(text: str) -> bytes:
+    """`text` as UTF-8, any lone surrogate in it as U+FFFD (textfile.unicode_text): a row is
+    never refused for text a user's code made."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return unicode_text(text).encode("utf-8")
 
 
 def _repair_tail(path: Path) -> None:
@@ -131,37 +216,34 @@ def read_jsonl(path: Path, check: Callable[[dict[str, Any]], str | None] | None 
     return list(iter_jsonl(path, check))
 
 
-def iter_jsonl(path: Path, check: Callable[[dict[str, Any]], str | None] | None = None
-               ) -> Iterator[dict[str, Any]]:
+def iter_jsonl(path: Path, check: Callable[[dict[str, Any]], str | None] | None = None,
+               skip: bool = False) -> Iterator[dict[str, Any]]:
     """Every row of a file JsonlWriter wrote, in file order, streamed line by line; a torn last
     line is ignored. `check` says what is wrong with a row (None if nothing): the reader stops
-    at that line."""
+    at that line, or with `skip` leaves the row out with one warning naming file and line (a
+    row an older freshrag wrote, which every later row should not be lost for)."""
     if not path.exists():
         return
     for line_no, line in lines(path, ResultsError, keep_breaks=True):
         if not line.strip():
             continue
         try:
-            row = loads(line)
+            row = loads(line, max_depth=None)  # written within MAX_DEPTH (json_problem)
         except json.JSONDecodeError as err:
             if not line.endswith("\n"):  # the last line, torn by a kill mid-write
                 print(f"{path}:{line_no}: ignoring an unfinished last row", file=sys.stderr)
                 continue
             raise ResultsError(f"{path}:{line_no}: not valid JSON: {err.msg}") from None
-        except RecursionError:
-            raise ResultsError(f"{path}:{line_no}: JSON nested too deeply") from None
-        problem = _row_problem(row, line) or (check and check(row))
-        if problem:
-            raise ResultsError(f"{path}:{line_no}: {problem}")
+        if not isinstance(row, dict):
+            raise ResultsError(f"{path}:{line_no}: expected a JSON object, got "
+                               f"{type(row).__name__}")
+        if check and (problem := check(row)):
+            if not skip:
+                raise ResultsError(f"{path}:{line_no}: {problem}")
+            print(f"freshrag: warning: {path}:{line_no}: skipped, a row this freshrag cannot "
+                  f"read: {problem}", file=sys.stderr)
+            continue
         yield row
-
-
-def _row_problem(row: Any, line: str) -> str | None:
-    if not isinstance(row, dict):
-        return f"expected a JSON object, got {type(row).__name__}"
-    if "\\u" in line and (bad := lone_surrogate(row)) is not None:
-        return f"{bad!r} holds a lone surrogate escape, which is not Unicode text"
-    return None
 
 
 def replace_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> int:
@@ -171,6 +253,6 @@ def replace_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> int:
     count = 0
     with atomic_open(path) as handle:
         for row in rows:
-            handle.write(dumps(row, ensure_ascii=False) + "\n")
+            handle.write(_encoded(dumps(row, ensure_ascii=False) + "\n").decode("utf-8"))
             count += 1
     return count

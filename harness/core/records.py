@@ -12,7 +12,7 @@ is merged in one place (scoring/store.py `with_judge_pass`).
 
 # No `from __future__ import annotations`: TypedDict reads NotRequired only from annotations
 # evaluated as the class is made (Python 3.11), and the shape check reads its required keys.
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, get_args
 
 
 class UsageRecord(TypedDict):
@@ -107,6 +107,13 @@ class AnswerScore(TypedDict):
     answer_sha256: str | None
     details: dict[str, Any] | None
     models: dict[str, str]
+
+
+# A row's `details.decision` (docs/run-format.md#samplesjsonl): a decider's verdict ("none": no
+# usable one), or the router's route (systems/router.py); null for a system that does not decide
+Decision = Literal["retrieve", "no-retrieve", "none", "one-retrieval", "no-retrieval",
+                   "multi-step"]
+DECISIONS: tuple[str, ...] = get_args(Decision)
 
 
 class SampleFields(TypedDict):

@@ -16,10 +16,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal, Union, cast, get_args, get_origin, get_type_hints, is_typeddict
 
-from freshrag.core.jsonl import iter_jsonl, now
-from freshrag.core.records import SampleFields, SampleRow, StepRecord
+from freshrag.core.jsonl import iter_jsonl, json_problem, now
+from freshrag.core.records import DECISIONS, SampleFields, SampleRow, StepRecord
 from freshrag.core.runfiles import SAMPLES as SAMPLES
-from freshrag.core.steps import step_records
+from freshrag.core.steps import step_records, steps_problem, stopped_problem
 from freshrag.core.types import (
     STEP_KINDS,
     STOPS,
@@ -27,6 +27,7 @@ from freshrag.core.types import (
     LLMResponse,
     Question,
     SystemAnswer,
+    Usage,
     sum_usage_by_role,
 )
 
@@ -59,6 +60,53 @@ def sample_row(dataset: str, question: Question, system: str, answer: SystemAnsw
     })
 
 
+def answer_problem(answer: object) -> str | None:
+    """What keeps `answer`, as a system returned it, from being made into a row, or None
+    (docs/faults.md#what-a-system-returns): a SystemAnswer whose fields hold what their types
+    say, calls that are LLMResponses with counts, a decision of DECISIONS, details that JSON
+    holds. What `sample_row` makes of it is checked again as a reader checks it (`row_problem`)."""
+    if not isinstance(answer, SystemAnswer):
+        return f"a {type(answer).__name__}, not a SystemAnswer"
+    for name, types in (("text", (str,)), ("retrievals", (int, _NONE)), ("details", (dict,)),
+                        ("latency_s", (*_NUMBER, _NONE)), ("calls", (list,))):
+        value = getattr(answer, name)
+        if not _is(value, types):
+            return f"{name} {value!r:.80}, not {_names(types)}"
+    if answer.retrievals is not None and answer.retrievals < 0:
+        return f"retrievals {answer.retrievals}, not a count"
+    if answer.latency_s is not None and not 0 <= answer.latency_s < math.inf:
+        return f"latency_s {answer.latency_s}, not seconds from 0"
+    if problem := steps_problem(answer.steps) or stopped_problem(answer.stopped):
+        return problem
+    calls = [(f"calls[{i}]", call) for i, call in enumerate(answer.calls)] + [
+        (f"steps[{i}].calls[{j}]", call)
+        for i, step in enumerate(answer.steps) for j, call in enumerate(step.calls)]
+    if problem := next(filter(None, (_call_problem(call, at) for at, call in calls)), None):
+        return problem
+    if (decision := answer.details.get("decision")) not in (None, *DECISIONS):
+        return (f"details['decision'] {decision!r:.80}, not one of {', '.join(DECISIONS)} or "
+                f"None")
+    return json_problem(answer.details, "details")
+
+
+def _call_problem(call: object, at: str) -> str | None:
+    if not isinstance(call, LLMResponse):
+        return f"{at} a {type(call).__name__}, not an LLMResponse"
+    usage = call.usage
+    if not (isinstance(usage, Usage) and all(_is(n, (int,)) and n >= 0
+                                             for n in (usage.input, usage.output))):
+        return f"{at}.usage {usage!r:.80}, not a Usage of counts"
+    if not _is(call.latency_s, _NUMBER) or not 0 <= call.latency_s < math.inf:
+        return f"{at}.latency_s {call.latency_s!r:.80}, not seconds from 0"
+    return None
+
+
+def row_problem(row: SampleRow) -> str | None:
+    """What a reader would refuse of a row about to be written, or None: what JSON cannot hold
+    (`json_problem`), then the readers' own check (`sample_problem`)."""
+    return json_problem(row, "row") or sample_problem(cast(dict[str, Any], row))
+
+
 # What the tables read of a call (harness/reporting: models by role, prices, batch discounts,
 # latency); a light read keeps only these, and a report of 100,000 answers fits in memory.
 CALL_SUMMARY = ("role", "model", "usage", "batch", "cache_hit", "latency_s")
@@ -68,9 +116,10 @@ def read_samples(path: Path, light: bool = False) -> list[SampleRow]:
     """Every row, the last one per (question, system) winning, in file order. `light` keeps of
     each call only CALL_SUMMARY (not its messages, text and arguments: most of a row), except in
     rows of grounded questions (with a `reference`), whose wording analysis reads the answer's
-    context from its calls."""
+    context from its calls. A row the readers cannot use (an older freshrag's) is skipped with
+    a warning: its pair is then asked again on resume."""
     latest: dict[tuple[str, str], SampleRow] = {}
-    for read in iter_jsonl(path, sample_problem):
+    for read in iter_jsonl(path, sample_problem, skip=True):
         row = _light(read) if light else cast(SampleRow, read)  # sample_problem checked it
         latest.pop((row["question_id"], row["system"]), None)
         latest[row["question_id"], row["system"]] = row

@@ -13,14 +13,22 @@ each reader keeps its one error type.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, TypeVar, cast
+
+from freshrag.core.errors import UserError
 
 MAX_LINE_BYTES = 256 << 20  # far above any Wikipedia article; a file without line breaks is not JSON Lines
 UTF8_BOM = b"\xef\xbb\xbf"
 # Byte-order marks of encodings we do not read, longest first (UTF-32-LE starts like UTF-16-LE).
 OTHER_BOMS = ((b"\xff\xfe\x00\x00", "utf-32le"), (b"\x00\x00\xfe\xff", "utf-32be"),
               (b"\xff\xfe", "utf-16le"), (b"\xfe\xff", "utf-16be"))
+# A surrogate code point: in a Python string always alone (json joins an escaped pair into one
+# character), so never text that UTF-8 can encode
+SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+T = TypeVar("T")
 
 
 def lines(path: Path, error: type[Exception],
@@ -78,22 +86,60 @@ def _decode(raw: bytes, path: Path, error: type[Exception], line_no: int = 1,
 
 
 def lone_surrogate(value: Any) -> str | None:
-    """The first string inside `value` (nested lists and dicts too) that holds a lone surrogate,
-    such as JSON's "\\ud800": text that cannot be written back as UTF-8. None if there is none."""
+    """The first string inside `value` (nested lists and dicts too, keys included) that holds a
+    lone surrogate, such as JSON's "\\ud800": text that cannot be written back as UTF-8. None if
+    there is none."""
+    return next((text for text in _strings(value) if SURROGATE.search(text)), None)
+
+
+class NotUnicode(UserError, ValueError):
+    """Text holding a lone surrogate where a reader keeps text exactly (a dataset's); the
+    reader names its file and line."""
+
+
+def unicode_text(value: T, exact: bool = False) -> T:
+    """The one rule for text that is not Unicode (docs/faults.md#text-that-is-not-unicode):
+    `value` (text, or the lists and objects JSON decodes) with each lone surrogate, which JSON's
+    "\\ud800" or bytes decoded with surrogatepass give and no UTF-8 file can hold, replaced by
+    U+FFFD; lists and objects are changed in place. `exact`: NotUnicode naming the text
+    instead, for inputs a user would rather fix than see changed."""
+    if isinstance(value, str):
+        if exact and SURROGATE.search(value):
+            raise NotUnicode(f"{value!r:.80} holds a lone surrogate escape (\\ud800-\\udfff "
+                             f"alone), which is not Unicode text")
+        return cast(T, SURROGATE.sub(REPLACEMENT, value))
+    for container in _containers(value):
+        if isinstance(container, list):
+            for i, item in enumerate(container):
+                if isinstance(item, str):
+                    container[i] = unicode_text(item, exact)
+            continue
+        for key, item in list(container.items()):
+            if isinstance(item, str):
+                container[key] = unicode_text(item, exact)
+            if isinstance(key, str) and SURROGATE.search(key):
+                container[unicode_text(key, exact)] = container.pop(key)
+    return value
+
+
+def _containers(value: Any) -> Iterator[list[Any] | dict[Any, Any]]:
+    """Every list and dict inside `value`, itself included, parents before their children."""
     stack = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return item
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return None
+        if isinstance(item, (list, dict)):
+            yield item
+            stack.extend(item.values() if isinstance(item, dict) else item)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    for container in _containers(value):
+        if isinstance(container, dict):
+            yield from (key for key in container if isinstance(key, str))
+        yield from (item for item in (container.values() if isinstance(container, dict)
+                                      else container) if isinstance(item, str))
 
 
 def _convert_hint(path: Path, encoding: str) -> str:

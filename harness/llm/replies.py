@@ -1,7 +1,8 @@
 """What an endpoint sent back, checked before anything uses it: the reply is plain JSON
 data (harness/llm/wire.py) of any shape, so a reply that is no chat completion (no choices, text
 that is not text, a runaway of a million characters) is an EndpointError here, never a row or a
-cache entry; usage that is no count is counted locally instead (docs/faults.md)."""
+cache entry; usage that is no count is counted locally instead; a lone surrogate becomes
+U+FFFD (docs/faults.md)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import asdict
 from typing import Any
 
 from freshrag.core.jsonl import loads
+from freshrag.core.textfile import unicode_text
 from freshrag.core.types import Usage
 from freshrag.llm.errors import EndpointError
 from freshrag.llm.tokens import estimate_usage
@@ -38,7 +40,9 @@ def is_usable(value: dict[str, Any]) -> bool:
 def completion_value(completion: Any, request: dict[str, Any], latency_s: float) -> dict[str, Any]:
     """The cacheable part of a completion (the reply's JSON data), with usage normalised;
     EndpointError for a reply that is not one: no choices, text or arguments that are not
-    strings or are longer than MAX_REPLY_CHARS."""
+    strings or are longer than MAX_REPLY_CHARS. Text that is not Unicode (a lone surrogate
+    escape) is made so first (core/textfile.py unicode_text), before it is counted or cached."""
+    completion = unicode_text(completion)
     choices = _field(completion, "choices")
     if not isinstance(choices, list):
         start = str(completion)[:80]

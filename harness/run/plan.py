@@ -16,14 +16,13 @@ import contextlib
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, cast
 
 from freshrag.core.dataset import Dataset
 from freshrag.core.errors import UserError
 from freshrag.core.manifest import read_manifest
 from freshrag.core.records import Manifest, SampleRow
-from freshrag.core.samples import SAMPLES, read_samples, sample_row
-from freshrag.core.steps import steps_problem, stopped_problem
+from freshrag.core.samples import SAMPLES, answer_problem, read_samples, row_problem, sample_row
 from freshrag.core.types import (
     LLM,
     CallShape,
@@ -147,8 +146,8 @@ class CallRecorder:
 
 
 class AnswerNotKept(EndpointError):
-    """A system's answer freshrag does not keep (longer than it keeps, or with steps that are
-    not steps): the pair fails, its row without the answer, which its readers would refuse."""
+    """A system's answer freshrag does not keep (longer than it keeps, or of a kind no row
+    holds: docs/faults.md#what-a-system-returns): the pair fails, its row without the answer."""
 
 
 class CallShapeExceeded(UserError):
@@ -162,22 +161,16 @@ STOPS = (EndpointUnreachable, BudgetExceeded, CacheError, Pending, CallShapeExce
 
 def answer_and_grade(dataset: Dataset, question: Question, name: str, system: System,
                      llm: CallRecorder) -> SampleRow:
-    """One pair's row; `system` must call `llm` too, so that its calls are recorded."""
+    """One pair's row; `system` must call `llm` too, so that its calls are recorded. What the
+    system returns is checked before the judge sees it, and the row before it is returned: a
+    row that its readers would refuse is never written (docs/faults.md#what-a-system-returns)."""
     started = time.monotonic()
     answer = grade = answered = None
     with llm.recording() as calls:
         try:
-            answer = system.answer(question)
+            returned = system.answer(question)
             answered = time.monotonic() - started
-            # Calls the system returns that the recorder did not see: made on threads of its
-            # own (a LangChain pipeline's) or reported by a system outside freshrag.
-            calls += [call for call in answer.calls if not any(call is seen for seen in calls)]
-            if len(answer.text or "") > MAX_ANSWER_CHARS:
-                raise AnswerNotKept(f"system {name!r} answered with {len(answer.text):,} "
-                                    f"characters, more than the {MAX_ANSWER_CHARS:,} freshrag "
-                                    f"keeps of one answer")
-            if problem := steps_problem(answer.steps) or stopped_problem(answer.stopped):
-                raise AnswerNotKept(f"system {name!r} answered with {problem}"[:2000])
+            answer = kept_answer(returned, name, dataset, question, calls)
             grade, _ = judge.grade(llm, question, answer.text, dataset.gold_articles(question))
         except STOPS:
             raise  # no other pair can succeed, be paid for or be kept: the run stops, resumable
@@ -188,12 +181,42 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
             return sample_row(dataset.name, question, name, answer, None, calls,
                               time.monotonic() - started, error=str(err),
                               answer_latency_s=answered)
-        except Exception as err:  # a system's own code (a user's plugin): this pair fails
+        except KeyboardInterrupt:
+            raise  # a stop (SIGINT, SIGTERM): the run ends, finished rows kept
+        except BaseException as err:  # a system's own code, SystemExit too: this pair fails
             return sample_row(dataset.name, question, name, answer, None, calls,
                               time.monotonic() - started, answer_latency_s=answered,
                               error=f"system {name!r} raised {type(err).__name__}: {err}"[:2000])
-    return sample_row(dataset.name, question, name, answer, grade, calls,
-                      time.monotonic() - started, answer_latency_s=answered)
+        row = sample_row(dataset.name, question, name, answer, grade, calls,
+                         time.monotonic() - started, answer_latency_s=answered)
+        if problem := row_problem(row):  # a reader's refusal, not met above: kept without it
+            return sample_row(dataset.name, question, name, None, None, calls, row["latency_s"]
+                              or 0.0, error=f"system {name!r}: its row was not kept: {problem}")
+    return row
+
+
+def kept_answer(returned: object, name: str, dataset: Dataset, question: Question,
+                calls: list[LLMResponse]) -> SystemAnswer:
+    """What a system returned, once checked as its row's readers check it; AnswerNotKept names
+    the system and the field that no row holds. `calls` gains the calls the answer reports that
+    the recorder did not see: made on threads of its own (a LangChain pipeline's) or by a
+    system outside freshrag."""
+    if problem := answer_problem(returned):
+        raise AnswerNotKept(f"system {name!r} answered with {problem}"[:2000])
+    answer = cast(SystemAnswer, returned)
+    if len(answer.text) > MAX_ANSWER_CHARS:
+        raise AnswerNotKept(f"system {name!r} answered with {len(answer.text):,} characters, "
+                            f"more than the {MAX_ANSWER_CHARS:,} freshrag keeps of one answer")
+    unseen = [call for call in answer.calls if not any(call is seen for seen in calls)]
+    try:
+        row = sample_row(dataset.name, question, name, answer, None, calls + unseen, 0.0)
+    except (TypeError, ValueError, AttributeError) as err:  # deeper than answer_problem looks
+        raise AnswerNotKept(f"system {name!r} answered with what no row holds: "
+                            f"{type(err).__name__}: {err}"[:2000]) from None
+    if problem := row_problem(row):
+        raise AnswerNotKept(f"system {name!r} answered with what no row holds: {problem}"[:2000])
+    calls += unseen
+    return answer
 
 
 def pair_job(plan: RunPlan, question: Question, name: str,

@@ -32,7 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.core.errors import UserError
-from freshrag.core.textfile import lines, read_text
+from freshrag.core.files import dumps
+from freshrag.core.jsonl import MAX_DEPTH, depth, json_problem, loads
+from freshrag.core.textfile import MAX_LINE_BYTES, lines, read_text, unicode_text
 from freshrag.core.types import CallShape, Declarations, Question, SystemAnswer, SystemContext
 from freshrag.llm.client import EndpointError
 from freshrag.systems.external.matching import NoMatch, QuestionMatcher, summary
@@ -116,23 +118,33 @@ def factory(answers: Answers) -> functools.partial:
 
 def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(io.StringIO(read_text(path, AnswersFileError), newline=""))
-        rows = [(reader.line_num, dict(row)) for row in reader]
-        if extra := next((line_no for line_no, row in rows if None in row), None):
-            raise AnswersFileError(f"{path}:{extra}: more cells than the header has columns")
-        return [(line_no, _csv_values(row, f"{path}:{line_no}")) for line_no, row in rows]
+        return _csv_rows(path)
     found = []
     for line_no, text in lines(path, AnswersFileError):
         if not text.strip():
             continue
-        try:
-            row = json.loads(text)
-        except (ValueError, RecursionError) as err:  # ValueError: an integer too long too
-            raise AnswersFileError(f"{path}:{line_no}: not a JSON object ({err})") from None
+        try:  # jsonl.loads: nesting bounded, a lone surrogate as U+FFFD, a huge integer named
+            row = loads(text)
+        except json.JSONDecodeError as err:
+            raise AnswersFileError(f"{path}:{line_no}: not a JSON object ({err.msg})") from None
         if not isinstance(row, dict):
             raise AnswersFileError(f"{path}:{line_no}: not a JSON object")
         found.append((line_no, row))
     return found
+
+
+def _csv_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    # A cell may be as long as a line may be (a long answer, many contexts): the csv module's
+    # default of 131,072 characters is no limit of freshrag's. The setting is the process's.
+    csv.field_size_limit(max(csv.field_size_limit(), MAX_LINE_BYTES))
+    reader = csv.DictReader(io.StringIO(read_text(path, AnswersFileError), newline=""))
+    try:
+        rows = [(reader.line_num, dict(row)) for row in reader]
+    except csv.Error as err:  # a cell over the limit: named where the reader stopped
+        raise AnswersFileError(f"{path}:{reader.line_num}: {err}") from None
+    if extra := next((line_no for line_no, row in rows if None in row), None):
+        raise AnswersFileError(f"{path}:{extra}: more cells than the header has columns")
+    return [(line_no, _csv_values(row, f"{path}:{line_no}")) for line_no, row in rows]
 
 
 def _csv_values(row: dict[str, str], where: str) -> dict[str, Any]:
@@ -160,14 +172,18 @@ def _csv_values(row: dict[str, str], where: str) -> dict[str, Any]:
 
 def _list_cell(cell: str, column: str, where: str) -> Any:
     try:
-        return json.loads(cell)
-    except ValueError:
-        pass
+        return loads(cell)
+    except json.JSONDecodeError as err:
+        problem = err.msg
     try:  # a list written by Python (pandas' to_csv of a Ragas dataset)
-        return ast.literal_eval(cell)
+        value = ast.literal_eval(cell)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
-        raise AnswersFileError(f"{where}: {column} is neither a JSON nor a Python list: "
-                               f"{cell[:80]!r}") from None
+        raise AnswersFileError(f"{where}: {column} is neither a JSON nor a Python list "
+                               f"({problem}): {cell[:80]!r}") from None
+    if depth(value) > MAX_DEPTH:
+        raise AnswersFileError(f"{where}: {column} is nested too deeply (over {MAX_DEPTH} "
+                               f"levels)")
+    return unicode_text(value)
 
 
 def _question(row: dict[str, Any], matcher: QuestionMatcher, where: str) -> tuple[Question, str]:
@@ -213,10 +229,9 @@ def _answer(row: dict[str, Any], question: Question, name: str, where: str) -> S
 
 def _json_value(value: Any, column: str, where: str) -> Any:
     """`value` as JSON holds it (a Python list in CSV may hold what JSON cannot: a set, bytes)."""
-    try:
-        return json.loads(json.dumps(value))
-    except (TypeError, ValueError, RecursionError):
-        raise AnswersFileError(f"{where}: {column} holds what JSON cannot: {value!r:.80}") from None
+    if problem := json_problem(value, column):
+        raise AnswersFileError(f"{where}: {problem}")
+    return loads(dumps(value))  # a tuple as the list JSON reads back
 
 
 def _ends(conversation: list[Any], where: str) -> tuple[str | None, str | None]:

@@ -192,15 +192,19 @@ def test_a_mean_that_overflows_is_null_with_a_note_and_the_json_strict(tmp_path)
 
 
 @pytest.mark.parametrize("fmt", ["markdown", "json", "csv"])
-def test_grades_that_would_overflow_are_refused_before_any_statistic(tmp_path, capsys, fmt):
-    # the first defence: a grade off the judge's 1-5 scale never reaches a mean (the second,
-    # above: a statistic that is not finite is written as null)
+def test_grades_that_would_overflow_are_skipped_before_any_statistic(tmp_path, capsys, fmt):
+    # the first defence: a grade off the judge's 1-5 scale never reaches a mean, its row skipped
+    # with a warning naming file, line and field (the second, above: a statistic that is not
+    # finite is written as null)
     run = write_run(tmp_path / "run", HUGE, {"dataset": {"name": "A_f"}})
     out = tmp_path / "out"
-    assert main(["report", str(run), "--format", fmt, "--out", str(out)]) == 2
+    assert main(["report", str(run), "--format", fmt, "--out", str(out)]) == 0
     err = capsys.readouterr().err
-    assert f"{run / 'samples.jsonl'}:1: grade 'truthfulness' must be a number from 1 to 5" in err
-    assert "Traceback" not in err and not out.exists()
+    for line in (1, 2, 3):
+        assert (f"{run / 'samples.jsonl'}:{line}: skipped, a row this freshrag cannot read: "
+                f"grade 'truthfulness' must be a number from 1 to 5") in err
+    written = "".join(path.read_text() for path in out.rglob("*") if path.is_file())
+    assert "Traceback" not in err and "1e+308" not in written and "Infinity" not in written
 
 
 def test_a_small_p_value_reads_as_written_in_every_table():
