@@ -127,6 +127,8 @@ def test_the_command_writes_the_page_and_nothing_else(tmp_path: Path, capsys) ->
                  id="seed-without-label"),
     pytest.param(["--html", "x.html", "--label-sample", "2"], "only apply with --label",
                  id="sample-without-label"),
+    pytest.param(["--html", "x.html", "--label", "--human", "ada.jsonl"], "give one of them",
+                 id="label-with-human"),
 ])
 def test_labelling_options_out_of_place_are_refused(tmp_path: Path, capsys, extra: list[str],
                                                     message: str) -> None:
@@ -175,7 +177,8 @@ def labelling_tab(chromium, url: str):
 
 
 @pytest.mark.integration
-def test_a_labelling_session_by_keyboard_survives_a_reload_and_saves_labels(tmp_path: Path):
+def test_a_labelling_session_by_keyboard_survives_a_reload_and_saves_labels(tmp_path: Path,
+                                                                            capsys):
     run_dirs = runs(tmp_path)
     rows = load_runs(run_dirs)
     page = tmp_path / "label.html"
@@ -251,8 +254,32 @@ def test_a_labelling_session_by_keyboard_survives_a_reload_and_saves_labels(tmp_
         assert [(x.labeller, x.truthfulness) for x in merged] == [("ada", 3), ("ada", 5),
                                                                    ("bob", 1)]
         assert merged[0].key == merged[2].key
+        capsys.readouterr()
+        assert main(["agreement", str(run_dirs[0]), "--human", str(ada), str(bob),
+                     "--format", "json", "--out", str(tmp_path / "agreement")]) == 0
+        counts = json.loads(capsys.readouterr().out)["labels"]
+        assert (counts["read"], counts["labellers"], counts["matched"]) == (3, ["ada", "bob"], 3)
+        assert (counts["unknown"], counts["changed"]) == (0, 0)
 
         tab.goto(other.as_uri())  # another page: bob's name, none of this page's labels
         tab.wait_for_selector("#label-card", state="visible")
         assert tab.text_content("#label-progress") == f"0 of {total} labelled"
         assert tab.text_content("#label-whoami").startswith("Labelling as bob")
+
+
+@pytest.mark.integration
+def test_a_browser_that_keeps_nothing_still_labels_and_says_to_save(tmp_path: Path) -> None:
+    page = tmp_path / "label.html"
+    page.write_text(render_label_page(load_runs(runs(tmp_path)), seed=0)[0], encoding="utf-8")
+    with browser() as chromium, labelling_tab(chromium, page.as_uri()) as tab:
+        tab.add_init_script("Object.defineProperty(window, 'localStorage', {get() { "
+                            "throw new DOMException('storage is off', 'SecurityError'); }});")
+        tab.reload()
+        tab.fill("#label-name", "ada")
+        tab.keyboard.press("Enter")
+        tab.keyboard.press("4")
+        tab.keyboard.press("Shift+Digit2")
+        assert "does not keep labels across reloads (SecurityError)" in \
+            tab.text_content("#label-saved")
+        labels = read_labels([saved(tab, tmp_path / "ada.jsonl")])
+        assert [(x.truthfulness, x.relevance) for x in labels] == [(4, 2)]

@@ -153,6 +153,9 @@ def _label_page(args: argparse.Namespace) -> int:
                          "labelling page)")
     if not args.html:
         raise UsageError("--label: give --html PATH, the file the labelling page is written to")
+    if args.human:
+        raise UsageError("--label makes a page blind to the judge, --human a report of the judge "
+                         "against people's labels: give one of them")
     _check_outputs(args, None)
     rows = report.load_runs(args.run_dirs)  # whole calls: the gold article the judge read
     count = write_label_page(rows, args.html, 0 if args.label_seed is None else args.label_seed,
