@@ -71,7 +71,7 @@ def answer_problem(answer: object) -> str | None:
                         ("latency_s", (*_NUMBER, _NONE)), ("calls", (list,))):
         value = getattr(answer, name)
         if not _is(value, types):
-            return f"{name} {value!r:.80}, not {_names(types)}"
+            return f"{name} {_shown(value)}, not {_names(types)}"
     if answer.retrievals is not None and answer.retrievals < 0:
         return f"retrievals {answer.retrievals}, not a count"
     if answer.latency_s is not None and not 0 <= answer.latency_s < math.inf:
@@ -84,7 +84,7 @@ def answer_problem(answer: object) -> str | None:
     if problem := next(filter(None, (_call_problem(call, at) for at, call in calls)), None):
         return problem
     if (decision := answer.details.get("decision")) not in (None, *DECISIONS):
-        return (f"details['decision'] {decision!r:.80}, not one of {', '.join(DECISIONS)} or "
+        return (f"details['decision'] {_shown(decision)}, not one of {', '.join(DECISIONS)} or "
                 f"None")
     return json_problem(answer.details, "details")
 
@@ -95,10 +95,19 @@ def _call_problem(call: object, at: str) -> str | None:
     usage = call.usage
     if not (isinstance(usage, Usage) and all(_is(n, (int,)) and n >= 0
                                              for n in (usage.input, usage.output))):
-        return f"{at}.usage {usage!r:.80}, not a Usage of counts"
+        return f"{at}.usage {_shown(usage)}, not a Usage of counts"
     if not _is(call.latency_s, _NUMBER) or not 0 <= call.latency_s < math.inf:
-        return f"{at}.latency_s {call.latency_s!r:.80}, not seconds from 0"
+        return f"{at}.latency_s {_shown(call.latency_s)}, not seconds from 0"
     return None
+
+
+def _shown(value: object) -> str:
+    """`value` as an error shows it: its repr, cut to 80 characters, if it has one (an integer
+    of over 4,300 digits, or a user's object, may not)."""
+    try:
+        return f"{value!r:.80}"
+    except Exception:  # whatever a user's __repr__ raises
+        return f"a {type(value).__name__}"
 
 
 def row_problem(row: SampleRow) -> str | None:
