@@ -22,8 +22,8 @@ from freshrag.core.types import (
     SystemAnswer,
     Usage,
 )
-from freshrag.llm.deadline import Stopped
 from freshrag.llm.client import EndpointUnreachable
+from freshrag.llm.deadline import Stopped
 from freshrag.run.plan import CallRecorder, answer_and_grade
 from tests.support.fakes import ScriptedLLM, ToolReply
 
