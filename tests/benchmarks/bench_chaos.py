@@ -1,18 +1,26 @@
-"""Chaos benchmark: `freshrag run` against a server that mixes every reply fault at random, then
-a resume against the same server healthy (docs/faults.md).
+"""Chaos benchmark: `freshrag run` against an endpoint, a user's own system and a service that all
+misbehave at random, stopped by a signal, then resumed with all three healthy (docs/faults.md).
 
     python tests/benchmarks/bench_chaos.py [--pairs 1000] [--fault-rate 0.3] [--seed 0]
 
-A dataset of pairs/2 invented questions, systems baseline and oracle (two calls a pair: answer,
-judge), concurrency 32, `timeout_s = 2`, `max_attempts = 2`, probes off. In the first run a seeded
-draw per request sends, at `--fault-rate`, one of the faults below instead of a completion; the
-resume sends none. (A 401 or 403 is left out: it stops the run by design, tests/run/
-test_run_faults.py.) Printed (and written as JSON to stdout's last line): pairs ok and failed after
-the first run, the failures by reason, tracebacks (0), hangs (0: each run ends within its bound),
-rows lost (0: every pair has one row, none written twice, no finished pair asked again), the
-resume's calls (those of the failed pairs only) and every pair ok after the resume.
+A dataset of pairs/4 invented questions; systems baseline and oracle (the endpoint's: two calls a
+pair, answer and judge), `own` (tests/support/chaos_system.py, a user's Python system) and `svc`
+(a service of freshrag.toml whose headers carry secrets); concurrency 32, `timeout_s = 2`,
+`max_attempts = 2`, probes off. In the first run a seeded draw sends, at `--fault-rate`:
 
-It never fails because a figure is off; it says so in the JSON (`ok`).
+- for a request to the endpoint, one of ENDPOINT_FAULTS instead of a completion;
+- for a pair of `own`, one of OWN_FAULTS (wrong kinds in fields, SystemExit, details JSON cannot
+  hold, a lone surrogate, an answer that blocks forever) instead of its answer;
+- for a request to `svc`, one of SERVICE_FAULTS (a redirect to another origin, its header echoed
+  in the answer and in an error, 500s, slow replies, a lone surrogate) instead of its reply.
+
+Since the pairs that block never end, the first run is stopped by SIGINT once every other pair has
+its row; the resume sends no fault. Printed (and written as JSON to stdout's last line): pairs ok
+and failed after the first run, the failures by reason or by the fault drawn, the seconds the stop
+took, tracebacks (0), hangs (0), rows lost or unreadable (0), rows written twice and finished
+pairs asked again (0), requests that reached the other origin (0), files and terminal lines
+holding a secret (0: every file the run, the resume and the report wrote), and every pair ok
+after the resume. It never fails because a figure is off; it says so in the JSON (`ok`).
 """
 
 from __future__ import annotations
@@ -23,18 +31,23 @@ import json
 import os
 import platform
 import random
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # `tests.` is importable when run as a script
 
-from freshrag.core.samples import SAMPLES, read_samples  # noqa: E402
+from freshrag.core.dataset import load_dataset  # noqa: E402
+from freshrag.core.samples import SAMPLES, read_samples, sample_problem  # noqa: E402
 from freshrag.llm.replies import MAX_REPLY_CHARS  # noqa: E402
+from freshrag.scoring.judge import JUDGE_PROMPT  # noqa: E402
+from tests.support.chaos_system import OWN_FAULTS, draw  # noqa: E402
 from tests.support.datasets import write_dataset  # noqa: E402
 from tests.support.fake_openai_server import FakeOpenAIServer, default_reply  # noqa: E402
 from tests.support.fakes import is_call_of  # noqa: E402
@@ -42,9 +55,10 @@ from tests.support.fakes import is_call_of  # noqa: E402
 COMPLETION = {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
               "choices": [{"index": 0, "finish_reason": "stop",
                            "message": {"role": "assistant", "content": "fine"}}]}
+SECRETS = {"FRESHRAG_API_KEY": "sk-canary-chaos-api-5j2Wq", "CHAOS_SVC_KEY": "canary-chaos-svc-8f3K"}
 # name -> the raw reply (tests/support/fake_openai_server.py `_send_raw`), and the words of the
 # reason a failed row gives for it
-FAULTS = {
+ENDPOINT_FAULTS = {
     "html page": ({"raw": {"body": "<html><h1>502 Bad Gateway</h1></html>"}},
                   "not a chat completion"),
     "cut JSON": ({"raw": {"body": json.dumps(COMPLETION)[:50],
@@ -64,8 +78,23 @@ FAULTS = {
                  "HTTP 500"),
     "HTTP 429": ({"error": {"status": 429, "message": "slow down", "type": "rate_limit_error"}},
                  "HTTP 429"),
+    "the key in an error": ({"error": {"status": 400, "type": "invalid_request_error",
+                                       "message": f"bad key {SECRETS['FRESHRAG_API_KEY']}"}},
+                            "HTTP 400"),
 }
-CONFIG = "timeout_s = 2\nmax_attempts = 2\n"
+SERVICE_FAULTS = ("redirect to another origin", "header echoed in the answer",
+                  "header echoed in an error", "HTTP 500", "slow reply", "a byte at a time",
+                  "a lone surrogate")
+CONFIG = """timeout_s = 2
+max_attempts = 2
+
+[systems.svc]
+url = "http://127.0.0.1:{port}/rag"
+timeout_s = 2
+max_attempts = 2
+headers = {{ "X-Chaos-Key" = "CHAOS_SVC_KEY", "X-Model-Key" = "FRESHRAG_API_KEY" }}
+"""
+STOP_BOUND_S = 10.0  # a stop that takes longer is a hang
 
 
 def log(message: str) -> None:
@@ -73,37 +102,163 @@ def log(message: str) -> None:
 
 
 def chaotic(rate: float, seed: int, on: dict[str, bool], sent: Counter):
-    """A reply function: a fault for a seeded share of requests while `on["faults"]`."""
-    names = sorted(FAULTS)
+    """The endpoint's reply function: a fault for a seeded share of requests while faults are on."""
+    names = sorted(ENDPOINT_FAULTS)
 
     def reply(request: dict) -> dict:
         digest = hashlib.sha256((json.dumps(request, sort_keys=True) + str(seed)).encode())
-        draw = random.Random(digest.digest())
-        if on["faults"] and draw.random() < rate:
-            name = draw.choice(names)
+        chance = random.Random(digest.digest())
+        if on["faults"] and chance.random() < rate:
+            name = chance.choice(names)
             sent[name] += 1
-            return FAULTS[name][0]
+            return ENDPOINT_FAULTS[name][0]
         return default_reply(request)
 
     return reply
 
 
+def service(rate: float, seed: int, on: dict[str, bool], sent: Counter, other_port: int):
+    """The service's route: its answer, or the fault drawn for the question while faults are on."""
+    def route(request: dict, headers: dict) -> dict:
+        fault = draw("svc", request["id"], seed, rate, SERVICE_FAULTS) if on["faults"] else None
+        sent[fault or "none"] += 1
+        echoed = f"{headers.get('x-chaos-key')} {headers.get('x-model-key')}"
+        good = {"json": {"answer": f"svc: {request['question']} Four."}}
+        return {
+            None: good,
+            "redirect to another origin": {"status": 307, "body": "", "headers": {
+                "Location": f"http://127.0.0.1:{other_port}/steal/{headers.get('x-chaos-key')}"
+                            f"?key={headers.get('x-model-key')}"}},
+            "header echoed in the answer": {"json": {"answer": f"svc: you sent {echoed}",
+                                                     "contexts": [echoed]}},
+            "header echoed in an error": {"status": 502, "body": f"upstream refused {echoed}"},
+            "HTTP 500": {"status": 500, "body": "boom"},
+            "slow reply": {**good, "delay": 60},
+            "a byte at a time": {**good, "drip": 0.05},
+            "a lone surrogate": {"body": '{"answer": "svc: \\ud800 four"}',
+                                 "content_type": "application/json"},
+        }[fault]
+
+    return route
+
+
 def reason_of(error: str) -> str:
-    """The words of freshrag's reason (two faults may share them: a cut body and a huge number
-    are both unreadable), or "other"."""
-    return next((words for _, words in FAULTS.values() if words in error), "other")
+    """The words of freshrag's reason for an endpoint's fault (two faults may share them: a cut
+    body and a huge number are both unreadable), or "other"."""
+    return next((words for _, words in ENDPOINT_FAULTS.values() if words in error), "other")
 
 
-def run(command: list[str], env: dict[str, str], bound_s: float) -> tuple[int | None, str, float]:
-    """(exit status or None if it had to be killed, stderr, seconds)."""
+def first_run(command: list[str], env: dict[str, str], samples: Path,
+              expected: int) -> dict[str, Any]:
+    """The first run, stopped by SIGINT once `expected` rows are written (the pairs that block
+    never end) or nothing was written for 30 s: its exit, stderr and the stop's seconds."""
+    started = time.monotonic()
+    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    count, grew = 0, time.monotonic()
+    while process.poll() is None and count < expected and time.monotonic() - grew < 30:
+        time.sleep(0.2)
+        now = len(samples.read_bytes().splitlines()) if samples.exists() else 0
+        count, grew = now, (time.monotonic() if now > count else grew)
+    ran = time.monotonic() - started
+    stop_s, hang = None, False
+    if process.poll() is None:
+        time.sleep(1.0)  # the blocked pairs are now inside the system's wait
+        process.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        try:
+            process.wait(timeout=STOP_BOUND_S)
+        except subprocess.TimeoutExpired:
+            hang = True
+            process.kill()
+        stop_s = round(time.monotonic() - sent, 2)
+    out, err = process.communicate()
+    return {"exit": process.returncode, "seconds": round(ran, 1), "stop_seconds": stop_s,
+            "hang": hang, "terminal": out + err}
+
+
+def run(command: list[str], env: dict[str, str], bound_s: float) -> dict[str, Any]:
+    """A command to its end: its exit (None if it had to be killed), terminal and seconds."""
     started = time.monotonic()
     try:
         done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True,
                               timeout=bound_s)
-        return done.returncode, done.stderr, time.monotonic() - started
+        return {"exit": done.returncode, "terminal": done.stdout + done.stderr,
+                "seconds": round(time.monotonic() - started, 1)}
     except subprocess.TimeoutExpired as err:
-        stderr = err.stderr.decode() if isinstance(err.stderr, bytes) else (err.stderr or "")
-        return None, stderr, time.monotonic() - started
+        said = [part.decode() if isinstance(part, bytes) else part or ""
+                for part in (err.stdout, err.stderr)]
+        return {"exit": None, "terminal": "".join(said),
+                "seconds": round(time.monotonic() - started, 1)}
+
+
+def unreadable(samples: Path) -> int:
+    """Lines of samples.jsonl that are no row a reader accepts (read_samples skips them)."""
+    bad = 0
+    for line in samples.read_bytes().splitlines():
+        try:
+            row = json.loads(line)
+            bad += sample_problem(row) is not None
+        except ValueError:
+            bad += 1
+    return bad
+
+
+def secrets_in(work: Path, inputs: set[Path], terminal: str) -> list[str]:
+    """Every file under `work` freshrag wrote, and the terminal, that holds a secret (or its
+    JSON escape)."""
+    forms = [form.encode() for secret in SECRETS.values()
+             for form in (secret, json.dumps(secret)[1:-1])]
+    found = [str(path.relative_to(work)) for path in sorted(work.rglob("*"))
+             if path.is_file() and path not in inputs
+             and any(form in path.read_bytes() for form in forms)]
+    return found + (["terminal"] if any(form.decode() in terminal for form in forms) else [])
+
+
+def failures(rows: list[dict[str, Any]], seed: int, rate: float) -> dict[str, Any]:
+    """The first run's failed pairs: the endpoint's by reason, own's and svc's by the fault drawn."""
+    by: dict[str, Counter] = {"endpoint": Counter(), "own": Counter(), "svc": Counter()}
+    for row in rows:
+        if row["status"] != "failed":
+            continue
+        if row["system"] in ("own", "svc"):
+            faults = OWN_FAULTS if row["system"] == "own" else SERVICE_FAULTS
+            by[row["system"]][draw(row["system"], row["question_id"], seed, rate, faults)
+                              or "none drawn (the endpoint's fault)"] += 1
+        else:
+            by["endpoint"][reason_of(row["error"] or "")] += 1
+    return {name: dict(sorted(counts.items())) for name, counts in by.items()}
+
+
+def setup(work: Path, args: argparse.Namespace, port: int) -> tuple[list[str], dict[str, str],
+                                                                     set[Path], Counter]:
+    """The command, its environment, the input files and the faults `own` will draw."""
+    questions, articles = write_dataset(work, n=args.pairs // 4)
+    (work / "chaos.toml").write_text(CONFIG.format(port=port))
+    own = Counter(draw("own", question.id, args.seed, args.fault_rate, OWN_FAULTS)
+                  for question in load_dataset(questions, articles).questions)
+    own.pop(None, None)
+    (work / "faults-on").touch()
+    env = {**os.environ, **SECRETS, "CHAOS_SEED": str(args.seed),
+           "CHAOS_RATE": str(args.fault_rate), "CHAOS_FAULTS": str(work / "faults-on"),
+           "CHAOS_ASKED": str(work / "asked-first")}
+    command = [sys.executable, "-m", "freshrag", "run", "--questions", str(questions),
+               "--articles", str(articles), "--out", str(work / "run"), "--systems",
+               f"baseline,oracle,own={ROOT}/tests/support/chaos_system.py:Chaotic,svc",
+               "--concurrency", "32", "--no-probe", "--config", str(work / "chaos.toml")]
+    return command, env, {questions, articles, work / "chaos.toml"}, own
+
+
+def asked_again(finished: list[dict[str, Any]], requests: list[dict], service_ids: list[str],
+                own_asked: list[str]) -> int:
+    """Calls, service requests and own answers of the resume that belong to finished pairs."""
+    endpoint = sum(1 for request in requests for row in finished if is_call_of(request, row)
+                   and (row["system"] in ("baseline", "oracle")
+                        or request["messages"][0]["content"] == JUDGE_PROMPT))
+    done = {(row["system"], row["question_id"]) for row in finished}
+    return (endpoint + sum(("svc", qid) in done for qid in service_ids)
+            + sum(("own", qid) in done for qid in own_asked))
 
 
 def main() -> int:
@@ -113,55 +268,79 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="freshrag-chaos-"))
-    questions, articles = write_dataset(work, n=args.pairs // 2)
-    (work / "chaos.toml").write_text(CONFIG)
-    on, sent = {"faults": True}, Counter()
-    with FakeOpenAIServer(reply=chaotic(args.fault_rate, args.seed, on, sent)) as server:
-        env = {**os.environ, "FRESHRAG_BASE_URL": server.base_url, "FRESHRAG_API_KEY": "sk-chaos"}
-        command = [sys.executable, "-m", "freshrag", "run", "--questions", str(questions),
-                   "--articles", str(articles), "--out", str(work / "run"), "--systems",
-                   "baseline,oracle", "--concurrency", "32", "--no-probe", "--config",
-                   str(work / "chaos.toml")]
-        bound = 600.0
-        log(f"first run: {args.pairs} pairs, faults at {args.fault_rate:.0%} of requests")
-        first, first_err, first_s = run(command, env, bound)
-        rows = read_samples(work / "run" / SAMPLES)
-        failed = [row for row in rows if row["status"] == "failed"]
+    on, sent = {"faults": True}, {"endpoint": Counter(), "svc": Counter()}
+    samples = work / "run" / SAMPLES
+    with FakeOpenAIServer(services={"/steal": lambda request, headers: {"json": {}}}) as other, \
+            FakeOpenAIServer(reply=chaotic(args.fault_rate, args.seed, on,
+                                           sent["endpoint"])) as server:
+        server.services["/rag"] = service(args.fault_rate, args.seed, on, sent["svc"], other.port)
+        command, env, inputs, sent["own"] = setup(work, args, server.port)
+        env["FRESHRAG_BASE_URL"] = server.base_url
+        pairs, blocking = 4 * (args.pairs // 4), sent["own"]["blocks forever"]
+        log(f"first run: {pairs} pairs, faults at {args.fault_rate:.0%}, {blocking} blocking")
+        first = first_run(command, env, samples, pairs - blocking)
+        rows = read_samples(samples) if samples.exists() else []
         finished = [row for row in rows if row["status"] == "ok"]
         on["faults"] = False
+        (work / "faults-on").unlink()
         server.reset_counts()
-        log(f"resume: {len(failed)} failed pairs to ask again")
-        second, second_err, second_s = run(command, env, bound)
-        resumed_requests = list(server.requests)
-        resume_calls = server.calls
-    after = read_samples(work / "run" / SAMPLES)
-    lines = (work / "run" / SAMPLES).read_text().splitlines()
-    redone = sum(1 for request in resumed_requests for row in finished if is_call_of(request, row))
-    figures = {
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
-        "pairs": args.pairs, "fault_rate": args.fault_rate, "seed": args.seed,
-        "faults_sent": dict(sorted(sent.items())),
-        "first_run": {"exit": first, "seconds": round(first_s, 1), "ok": len(finished),
-                      "failed": len(failed),
-                      "failed_by_reason": dict(Counter(reason_of(r["error"]) for r in failed))},
-        "tracebacks": first_err.count("Traceback") + second_err.count("Traceback"),
-        "hangs": (first is None) + (second is None),
-        "rows_lost": args.pairs - len(after),
-        # the first run's rows, then one more for each pair that had failed
-        "rows_written_twice": len(lines) - len(rows) - len(failed),
-        "finished_pairs_asked_again": redone,
-        "resume": {"exit": second, "seconds": round(second_s, 1), "calls": resume_calls,
-                   "calls_of_failed_pairs_at_most": 2 * len(failed),
-                   "ok": sum(row["status"] == "ok" for row in after)},
-    }
-    figures["ok"] = (figures["tracebacks"] == 0 and figures["hangs"] == 0
-                     and figures["rows_lost"] == 0 and redone == 0
-                     and figures["resume"]["ok"] == args.pairs and second == 0
-                     and resume_calls <= 2 * len(failed))
+        asked = len(server.service_requests)
+        log(f"resume: {pairs - len(finished)} pairs to ask again")
+        second = run(command, {**env, "CHAOS_ASKED": str(work / "asked-resume")}, 600.0)
+        second["asked_again"] = asked_again(
+            finished, list(server.requests),
+            [request["id"] for _, request, _ in server.service_requests[asked:]],
+            _lines(work / "asked-resume"))
+        second["calls"], other_origin = server.calls, len(other.service_requests)
+    report = run([sys.executable, "-m", "freshrag", "report", str(work / "run"), "--format",
+                  "json", "--out", str(work / "report"), "--html",
+                  str(work / "report" / "report.html")], env, 600.0)
+    figures = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+               "pairs": pairs, "fault_rate": args.fault_rate, "seed": args.seed,
+               "faults_sent": {name: dict(sorted((k, v) for k, v in counts.items() if k != "none"))
+                               for name, counts in sent.items()},
+               **outcome(work, inputs, args, rows, first, second, report),
+               "requests_to_other_origin": other_origin}
+    figures["ok"] = all(figures[name] == 0 for name in (
+        "tracebacks", "hangs", "rows_lost", "rows_unreadable", "rows_written_twice",
+        "finished_pairs_asked_again", "requests_to_other_origin")) and (
+        figures["secrets_in"] == [] and figures["resume"]["ok"] == pairs
+        and second["exit"] == 0 and report["exit"] == 0)
     for key, value in figures.items():
         print(f"{key}: {value}")
     print(json.dumps(figures))
     return 0
+
+
+def outcome(work: Path, inputs: set[Path], args: argparse.Namespace, rows: list[dict[str, Any]],
+            first: dict[str, Any], second: dict[str, Any],
+            report: dict[str, Any]) -> dict[str, Any]:
+    """What the runs came to: the first run's rows, the faults' marks, the resume's rows."""
+    samples = work / "run" / SAMPLES
+    pairs, ok = 4 * (args.pairs // 4), sum(row["status"] == "ok" for row in rows)
+    after = read_samples(samples)
+    terminal = first["terminal"] + second["terminal"] + report["terminal"]
+    return {
+        "first_run": {"exit": first["exit"], "seconds": first["seconds"],
+                      "stop_seconds": first["stop_seconds"], "ok": ok, "failed": len(rows) - ok,
+                      "without_row": pairs - len(rows),
+                      "failed_by": failures(rows, args.seed, args.fault_rate)},
+        "tracebacks": terminal.count("Traceback"),
+        "hangs": first["hang"] + (second["exit"] is None) + (report["exit"] is None),
+        "rows_lost": pairs - len(after),
+        "rows_unreadable": unreadable(samples),
+        # the first run's rows, then one more for each pair that had not finished
+        "rows_written_twice": len(samples.read_bytes().splitlines()) - len(rows) - (pairs - ok),
+        "finished_pairs_asked_again": second["asked_again"],
+        "secrets_in": secrets_in(work, inputs, terminal),
+        "resume": {"exit": second["exit"], "seconds": second["seconds"],
+                   "calls": second["calls"], "ok": sum(row["status"] == "ok" for row in after)},
+        "report_exit": report["exit"],
+    }
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().split() if path.exists() else []
 
 
 if __name__ == "__main__":
