@@ -21,6 +21,7 @@ from freshrag.builders.labels.report import (
     write_report,
 )
 from freshrag.builders.manifest import update_manifest
+from freshrag.builders.records import read_records
 from freshrag.builders.sources.dump import SUFFIXES as DUMP_SUFFIXES
 from freshrag.builders.sources.dump import DumpSource
 from freshrag.builders.sources.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSource
@@ -48,7 +49,6 @@ from freshrag.builders.styles.needs import NEEDS_FILE
 from freshrag.builders.styles.statements import LabelSpec
 from freshrag.builders.traffic.kinds import CONTROL, add_traffic
 from freshrag.core.config import config_table
-from freshrag.core.jsonl import read_jsonl
 from freshrag.core.manifest import MANIFEST, read_manifest
 from freshrag.core.records import Manifest
 from freshrag.core.rundir import LOCK, locked
@@ -215,7 +215,7 @@ def _run_stage(stage: str, config: BuildConfig, llm: LLMClient | None) -> str:
         return f"{len(classify_recency(_model(llm), config))} articles"
     if stage == "labels":  # a critique threshold may have dropped every question
         return label_and_report(_model(llm), config.out, config.concurrency, None) \
-            if read_jsonl(config.out / "questions.jsonl") else "no questions to label"
+            if read_records(config.out / "questions.jsonl") else "no questions to label"
     if stage == "questions":
         return f"{generate_questions(_model(llm), config)} questions"
     return add_traffic(llm, config) or "no control or general questions asked for"

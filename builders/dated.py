@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.builders.cutoffs import EARLIEST
+from freshrag.builders.records import read_records
 from freshrag.builders.sources.pages import BuildError, Page, PageSource, Reservoir, classify
 from freshrag.core.dates import parse_timestamp, utc_today
-from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
+from freshrag.core.jsonl import JsonlWriter, replace_jsonl
 
 MONTH_FORM = "YYYY-MM:YYYY-MM"
 OUTSIDE_MONTH = "created_outside_month"  # the log's month, but the first revision is elsewhen
@@ -145,8 +146,8 @@ def sample_wiki_by_month(source: Any, files: SampleFiles, months: MonthRange, pe
                          seed: int) -> list[str]:
     """A_r from a wiki: per month, the logged creations in seeded order, fetched until
     `per_month` are kept (or the month runs out). Resumes from the sample file."""
-    examined = {row["title"] for row in read_jsonl(files.sample)}
-    kept_rows = read_jsonl(files.articles)
+    examined = {row["title"] for row in read_records(files.sample)}
+    kept_rows = read_records(files.articles)
     kept = Counter(row.get("month") for row in kept_rows)
     logged = {month: source.created_titles(*months.window(month)) for month in months.months()}
     if not any(logged.values()):
@@ -178,7 +179,7 @@ def sample_wiki_by_month(source: Any, files: SampleFiles, months: MonthRange, pe
     finally:
         samples.close()
         articles.close()
-    return [row["title"] for row in read_jsonl(files.articles)]
+    return [row["title"] for row in read_records(files.articles)]
 
 
 def _dated(page: Page, months: MonthRange, month: str) -> Page:

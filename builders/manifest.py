@@ -12,6 +12,7 @@ from typing import Any
 from freshrag.builders.dated import month_funnel
 from freshrag.builders.labels.prompts import PROMPTS as LABEL_PROMPTS
 from freshrag.builders.prompts import PROMPTS
+from freshrag.builders.records import read_records
 from freshrag.builders.sources.pages import BuildError
 from freshrag.builders.stages import (
     ARTICLES,
@@ -28,7 +29,7 @@ from freshrag.builders.styles.needs import NEEDS_FILE, needs_funnel
 from freshrag.builders.styles.needs import PROMPTS as NEED_PROMPTS
 from freshrag.builders.styles.statement_questions import CANDIDATES_FILE, statements_funnel
 from freshrag.builders.versions import version_record
-from freshrag.core.jsonl import now, read_jsonl
+from freshrag.core.jsonl import now
 from freshrag.core.manifest import read_manifest, write_manifest
 from freshrag.core.records import Manifest
 from freshrag.core.types import UNKNOWN
@@ -38,7 +39,7 @@ from freshrag.llm.client import LLMClient
 def funnel(out: Path, min_critique: tuple[tuple[str, int], ...] = ()) -> dict[str, Any]:
     """How many articles each stage kept and why the others went, from the files on disk; for
     the statements style, how many questions were written, failed or dropped, by reason."""
-    samples = read_jsonl(out / SAMPLE)
+    samples = read_records(out / SAMPLE)
     result: dict[str, Any] = {
         "sampled": len(samples),
         "n_r": sum(row["discard"] is None for row in samples),
@@ -46,14 +47,14 @@ def funnel(out: Path, min_critique: tuple[tuple[str, int], ...] = ()) -> dict[st
     }
     if titles_path(out, "A_d").exists():
         a_d = set(read_titles(out, "A_d"))
-        articles = read_jsonl(out / ARTICLES)
+        articles = read_records(out / ARTICLES)
         result["n_d"] = len(a_d)
         result["discarded_d"] = dict(Counter(
             "created_unknown" if not row.get("created") else "created_before_cutoff"
             for row in articles if row["title"] not in a_d))
     if titles_path(out, "A_f").exists():
         a_f = set(read_titles(out, "A_f"))
-        verdicts = {row["title"]: row["verdict"] for row in read_jsonl(out / RECENCY)}
+        verdicts = {row["title"]: row["verdict"] for row in read_records(out / RECENCY)}
         gone = [verdicts[title] for title in read_titles(out, "A_d") if title not in a_f]
         result["n_f"] = len(a_f)
         result["discarded_f"] = dict(Counter(
@@ -62,15 +63,15 @@ def funnel(out: Path, min_critique: tuple[tuple[str, int], ...] = ()) -> dict[st
     if (out / CANDIDATES_FILE).exists():
         result.update(statements_funnel(out, min_critique))
     if (out / QUESTIONS).exists():
-        questions = read_jsonl(out / QUESTIONS)
+        questions = read_records(out / QUESTIONS)
         result["questions"] = len(questions)
         labels = Counter(row.get("label") or "none" for row in questions)
         result.update({"labels": dict(labels)} if set(labels) - {"none"} else {})
     if any(row.get("month") for row in samples):  # a set dated by month (builders/dated.py)
         stages = {key: set(read_titles(out, stage)) for key, stage in
                   (("n_r", "A_r"), ("n_d", "A_d"), ("n_f", "A_f")) if titles_path(out, stage).exists()}
-        questions = read_jsonl(out / QUESTIONS) if (out / QUESTIONS).exists() else []
-        result["months"] = month_funnel(samples, read_jsonl(out / ARTICLES), questions, stages)
+        questions = read_records(out / QUESTIONS) if (out / QUESTIONS).exists() else []
+        result["months"] = month_funnel(samples, read_records(out / ARTICLES), questions, stages)
     if (out / NEEDS_FILE).exists():
         result["needs"] = needs_funnel(out)
     for name, counts in (("facts", fact_counts(out)), ("grounded", grounded.grounded_counts(out))):

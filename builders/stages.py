@@ -44,6 +44,7 @@ from freshrag.builders.prompts import (
     RECENCY_TOOL,
     recency_messages,
 )
+from freshrag.builders.records import read_records
 from freshrag.builders.sources.pages import BuildError, Page, PageSource, Reservoir, classify
 from freshrag.builders.styles import DEFAULT_STYLE, grounded, style_of
 from freshrag.builders.styles.base import read_articles
@@ -52,7 +53,7 @@ from freshrag.builders.styles.needs import NeedsPlan, generate_need_questions, n
 from freshrag.builders.styles.statements import LabelSpec
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.files import write_text
-from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
+from freshrag.core.jsonl import JsonlWriter, replace_jsonl
 from freshrag.core.types import UNKNOWN, LLMResponse
 from freshrag.llm.client import ContextTooLong, LLMClient, chat_fitting
 from freshrag.llm.toolcall import ReplyError, tool_arguments
@@ -152,8 +153,8 @@ def sample_articles(source: PageSource | None, config: BuildConfig) -> list[str]
         return kept
     if config.n is not None and not source.random_order:
         return _reservoir_sample(source, config, config.n)
-    examined = {row["title"]: row for row in read_jsonl(out / SAMPLE)}
-    kept = [row["title"] for row in read_jsonl(out / ARTICLES)]
+    examined = {row["title"]: row for row in read_records(out / SAMPLE)}
+    kept = [row["title"] for row in read_records(out / ARTICLES)]
     samples, articles = JsonlWriter(out / SAMPLE), JsonlWriter(out / ARTICLES)
     try:
         for title in kept:  # an article written just before a kill, its sample line not yet
@@ -224,7 +225,7 @@ def filter_created(config: BuildConfig) -> list[str]:
     if titles_path(config.out, "A_d").exists():
         return read_titles(config.out, "A_d")
     a_r = set(read_titles(config.out, "A_r"))
-    a_d = [row["title"] for row in read_jsonl(config.out / ARTICLES)
+    a_d = [row["title"] for row in read_records(config.out / ARTICLES)
            if row["title"] in a_r and row.get("created")
            and created_after(row["created"], config.cutoff,
                              f"{config.out / ARTICLES}: {row['title']!r}: created")]
@@ -242,7 +243,7 @@ def classify_recency(llm: LLMClient, config: BuildConfig) -> list[str]:
         return read_titles(out, "A_f")
     a_d = read_titles(out, "A_d")
     articles = read_articles(out)
-    done = {row["title"]: row for row in read_jsonl(out / RECENCY)}
+    done = {row["title"]: row for row in read_records(out / RECENCY)}
     writer = JsonlWriter(out / RECENCY)
     cutoff = config.cutoff.isoformat()
 

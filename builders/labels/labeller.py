@@ -22,12 +22,13 @@ from typing import Any
 from freshrag.builders.forced import ReplyError, forced_call
 from freshrag.builders.labels.prompts import LABEL_TOOL, LABELLER_PROMPT, messages
 from freshrag.builders.prompts import article_text
+from freshrag.builders.records import read_records
 from freshrag.core.concurrency import map_with_progress
 
 # the loader's own line reader and id rule, so that ids here are the ids a run records
 from freshrag.core.dataset import DatasetError, dataset_rows, load_dataset_dir, question_id
 from freshrag.core.files import atomic_open, dumps
-from freshrag.core.jsonl import JsonlWriter, read_jsonl
+from freshrag.core.jsonl import JsonlWriter
 from freshrag.core.textfile import lines
 from freshrag.core.types import ARTICLE_CHARS, LABELS, LLM, UNKNOWN
 
@@ -82,7 +83,7 @@ def label_questions(llm: LLM, items: list[Item], contents: dict[str, str], path:
 
 
 def latest_records(path: Path) -> dict[str, dict[str, Any]]:
-    return {record["id"]: record for record in read_jsonl(path)}
+    return {record["id"]: record for record in read_records(path)}
 
 
 def label_dataset(llm: LLM, directory: Path, concurrency: int) -> list[dict[str, Any]]:
@@ -111,7 +112,7 @@ def question_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
 
 
 def check_no_foreign_labels(questions_path: Path, labels_path: Path) -> None:
-    given = {(record["id"], record["label"]) for record in read_jsonl(labels_path)}
+    given = {(record["id"], record["label"]) for record in read_records(labels_path)}
     for line_no, row in dataset_rows(questions_path):
         qid = question_id(row, questions_path, line_no)
         if row.get("label") is not None and (qid, row["label"]) not in given:

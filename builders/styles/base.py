@@ -28,7 +28,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from freshrag.core.jsonl import read_jsonl
+from freshrag.builders.records import read_records
 from freshrag.core.records import Manifest
 from freshrag.core.types import LLM
 
@@ -114,4 +114,4 @@ class Plain:
 
 def read_articles(out: Path) -> Articles:
     """The dataset's articles by title."""
-    return {row["title"]: row for row in read_jsonl(out / ARTICLES)}
+    return {row["title"]: row for row in read_records(out / ARTICLES)}

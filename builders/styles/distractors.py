@@ -22,11 +22,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
+from freshrag.builders.records import read_records
 from freshrag.builders.sources.pages import Page, classify
 from freshrag.builders.styles.base import ARTICLES, QUESTIONS, read_articles
 from freshrag.builders.styles.facts import FACTS, closing_db, infobox_facts
 from freshrag.builders.styles.multihop_plan import read_links
-from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
+from freshrag.core.jsonl import JsonlWriter, replace_jsonl
 
 DISTRACTORS = "distractors.jsonl"
 FETCHED = 3  # linked neighbours outside the dataset fetched per distractor asked for
@@ -36,7 +37,7 @@ SIGNS = ("linked", "infobox", "month")
 def add_distractors(out: Path, per_question: int, seed: int, open_source: Callable[[], Any]) -> str:
     """Choose and add the distractors of questions.jsonl's questions, unless done; in words."""
     if not (out / DISTRACTORS).exists():
-        questions = [row for row in read_jsonl(out / QUESTIONS) if row.get("gold_titles")]
+        questions = [row for row in read_records(out / QUESTIONS) if row.get("gold_titles")]
         articles = read_articles(out)
         near = Neighbourhood(out, articles)
         outside = [title for row in questions
@@ -120,7 +121,7 @@ class Neighbourhood:
 def distractor_counts(out: Path, per_question: int) -> dict[str, Any]:
     """The funnel's distractors: asked per question, chosen, articles added, questions short of
     K, and how many distractors each sign made close."""
-    rows = read_jsonl(out / DISTRACTORS)
+    rows = read_records(out / DISTRACTORS)
     chosen = [d for row in rows for d in row["distractors"]]
     return {"per_question": per_question, "chosen": len(chosen),
             "added": sum(d["added"] for d in chosen),

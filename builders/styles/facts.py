@@ -24,9 +24,9 @@ from typing import Any, Iterable, Iterator, Protocol
 import mwparserfromhell
 from mwparserfromhell.nodes import Comment, Tag, Template
 
+from freshrag.builders.records import read_records
 from freshrag.builders.sources.pages import BuildError
 from freshrag.core.files import replacing
-from freshrag.core.jsonl import read_jsonl
 from freshrag.core.reference import normalise
 
 FACTS = "facts.sqlite"
@@ -111,7 +111,7 @@ def facts_stage(source: WikitextSource | None, out: Path, a_r: set[str]) -> dict
     if not (out / FACTS).exists():
         if source is None:
             raise BuildError(f"{out}: stage facts has not finished and no source was given")
-        build_facts(source, [row for row in read_jsonl(out / "articles.jsonl")
+        build_facts(source, [row for row in read_records(out / "articles.jsonl")
                              if row["title"] in a_r], out)
     return fact_counts(out) or {}
 

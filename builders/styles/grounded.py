@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.builders.prompts import FORM_MAX_TOKENS, GROUNDED_PROMPT, WRITE_QUESTION_TOOL
+from freshrag.builders.records import read_records
 from freshrag.builders.sources.pages import BuildError
 from freshrag.builders.styles.base import Articles, Config, Plain, Walk
 from freshrag.builders.styles.facts import FACTS, closing_db
@@ -34,7 +35,7 @@ from freshrag.builders.styles.templates import (
     load_templates,
 )
 from freshrag.core.concurrency import map_with_progress
-from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
+from freshrag.core.jsonl import JsonlWriter, replace_jsonl
 from freshrag.core.reference import matches
 from freshrag.core.types import LLM, LLMResponse
 from freshrag.llm.toolcall import ReplyError, tool_arguments
@@ -108,7 +109,7 @@ def write_queries(out: Path, stage_titles: list[str], templates_file: Path | Non
             for query in queries))
     return [Query(**{key: row[key] for key in ("group", "template", "kind", "sql", "params",
                                               "text", "values", "gold_title")})
-            for row in read_jsonl(path) if row["dropped"] is None]
+            for row in read_records(path) if row["dropped"] is None]
 
 
 def fill_queries(out: Path, stage_titles: list[str], templates_file: Path | None,
@@ -158,7 +159,7 @@ def grounded_forms(config: Config, titles: list[str], done: set[str]
 def write_forms(llm: LLM, out: Path, queries: list[Query], criteria: tuple[str, ...],
                 concurrency: int) -> int:
     """One text form per (group, criterion) not written yet; returns how many exist."""
-    done = {row["id"] for row in read_jsonl(out / "questions.jsonl")}
+    done = {row["id"] for row in read_records(out / "questions.jsonl")}
     todo = [(query, criterion) for query in queries for criterion in criteria
             if form_id(query, criterion) not in done]
     writer, failed = JsonlWriter(out / "questions.jsonl"), JsonlWriter(out / FAILED)
@@ -179,7 +180,7 @@ def write_forms(llm: LLM, out: Path, queries: list[Query], criteria: tuple[str, 
     finally:
         writer.close()
         failed.close()
-    return len(read_jsonl(out / "questions.jsonl"))
+    return len(read_records(out / "questions.jsonl"))
 
 
 def write_form(llm: LLM, query: Query, criterion: str) -> tuple[str | None, str | None, Any]:
@@ -232,13 +233,13 @@ def grounded_counts(out: Path) -> dict[str, Any] | None:
     forms written and failed."""
     if not (out / QUERIES).exists():
         return None
-    queries = read_jsonl(out / QUERIES)
+    queries = read_records(out / QUERIES)
     dropped: dict[str, int] = {}
     for row in queries:
         if row["dropped"]:
             dropped[row["dropped"]] = dropped.get(row["dropped"], 0) + 1
-    forms = {row["id"] for row in read_jsonl(out / "questions.jsonl") if row.get("group")}
-    failing = {row["id"] for row in read_jsonl(out / FAILED)} - forms
+    forms = {row["id"] for row in read_records(out / "questions.jsonl") if row.get("group")}
+    failing = {row["id"] for row in read_records(out / FAILED)} - forms
     return {"queries": len(queries), "dropped": dropped,
             "groups": sum(row["dropped"] is None for row in queries),
             "forms": len(forms), "forms_failed": len(failing)}

@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from freshrag.builders.forced import forced_call, text_field, usage_record
 from freshrag.builders.labels.prompts import messages
+from freshrag.builders.records import read_records
 from freshrag.builders.sources.pages import BuildError
 from freshrag.builders.styles.base import QUESTIONS, Articles, Config, Plain, Walk, read_articles
 from freshrag.builders.styles.distractors import DISTRACTORS, add_distractors, distractor_counts
@@ -37,7 +38,7 @@ from freshrag.builders.styles.multihop_plan import KINDS, LINKS, Candidate, Plan
 from freshrag.builders.styles.prompted import STAGE_KINDS
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.dates import parse_timestamp
-from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
+from freshrag.core.jsonl import JsonlWriter, replace_jsonl
 from freshrag.core.reference import matches
 from freshrag.core.types import LLM
 from freshrag.llm.toolcall import ReplyError, line_of_text, room_for
@@ -102,11 +103,11 @@ class MultiHop(Plain):
         out = config.out
         if stage == "facts":
             if not (out / LINKS).exists():
-                titles = [row["title"] for row in read_jsonl(out / "articles.jsonl")]
+                titles = [row["title"] for row in read_records(out / "articles.jsonl")]
                 found = open_source().links(titles)
                 replace_jsonl(out / LINKS, ({"title": title, "links": [
                     link.record() for link in found.get(title, [])]} for title in titles))
-            rows = read_jsonl(out / LINKS)
+            rows = read_records(out / LINKS)
             return f"{sum(len(row['links']) for row in rows)} links of {len(rows)} articles"
         if stage == "questions" and distractors(config):
             return add_distractors(out, distractors(config), config.seed, open_source)
@@ -139,7 +140,7 @@ def _plan(config: Config, titles: list[str], articles: Articles) -> Plan:
 
 def _todo(config: Config, titles: list[str], articles: Articles) -> dict[str, list[Candidate]]:
     """Per first article, the candidates without a line in multihop.jsonl (the dry run's)."""
-    done = {row["id"] for row in read_jsonl(config.out / CANDIDATES)}
+    done = {row["id"] for row in read_records(config.out / CANDIDATES)}
     todo: dict[str, list[Candidate]] = {}
     for candidate in _plan(config, titles, articles).candidates:
         if candidate.id not in done:
@@ -151,7 +152,7 @@ def write_multihop(llm: LLM, config: Config, titles: list[str]) -> int:
     """The candidates of `titles` written and checked, then questions.jsonl; how many it holds."""
     articles = read_articles(config.out)
     planned = _plan(config, titles, articles).candidates
-    done = {row["id"] for row in read_jsonl(config.out / CANDIDATES)}
+    done = {row["id"] for row in read_records(config.out / CANDIDATES)}
     writer = JsonlWriter(config.out / CANDIDATES)
     try:
         map_with_progress(lambda c: writer.write(settle(llm, c, articles)),
@@ -160,7 +161,7 @@ def write_multihop(llm: LLM, config: Config, titles: list[str]) -> int:
     finally:
         writer.close()
     order = {candidate.id: k for k, candidate in enumerate(planned)}
-    kept = sorted((row for row in read_jsonl(config.out / CANDIDATES)
+    kept = sorted((row for row in read_records(config.out / CANDIDATES)
                    if row["id"] in order and row["dropped"] is None), key=lambda r: order[r["id"]])
     return replace_jsonl(config.out / QUESTIONS, (question_row(row, articles, config)
                                                   for row in kept))
@@ -229,7 +230,7 @@ def question_row(row: dict[str, Any], articles: Articles, config: Config) -> dic
 def multihop_funnel(config: Config) -> dict[str, Any]:
     """Candidates = kept + dropped (by reason), per kind; what the stage's articles lacked for
     a candidate, per kind; the distractors, if asked for."""
-    rows = read_jsonl(config.out / CANDIDATES)
+    rows = read_records(config.out / CANDIDATES)
     result: dict[str, Any] = {}
     for kind in kinds(config):
         mine = [row for row in rows if row["kind"] == kind]

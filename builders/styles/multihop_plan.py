@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from freshrag.builders.records import read_records
 from freshrag.builders.styles.facts import FACTS, closing_db
-from freshrag.core.jsonl import read_jsonl
 from freshrag.core.reference import normalise, numbers_in
 
 LINKS = "links.jsonl"
@@ -78,7 +78,7 @@ class Plan:
 
 
 def read_links(out: Path) -> dict[str, list[dict[str, Any]]]:
-    return {row["title"]: row["links"] for row in read_jsonl(out / LINKS)}
+    return {row["title"]: row["links"] for row in read_records(out / LINKS)}
 
 
 def plan(out: Path, stage: str, titles: list[str], articles: dict[str, dict[str, Any]],

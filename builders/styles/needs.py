@@ -24,9 +24,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from freshrag.builders.records import read_records
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.errors import UserError
-from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
+from freshrag.core.jsonl import JsonlWriter, replace_jsonl
 from freshrag.core.textfile import lines
 from freshrag.core.types import LLM, Article, LLMResponse, Usage
 from freshrag.llm.client import EndpointError, EndpointUnreachable, LLMClient
@@ -145,7 +146,7 @@ def generate_need_questions(llm: LLMClient, out: Path, stage: str, titles: list[
                             plan: NeedsPlan, concurrency: int = 4) -> int:
     """Ask every (need, chunk) pair not answered yet, then rewrite `questions.jsonl` from the
     records; returns how many questions it holds."""
-    articles = {row["title"]: row for row in read_jsonl(out / "articles.jsonl")}
+    articles = {row["title"]: row for row in read_records(out / "articles.jsonl")}
     position = {title: i for i, title in enumerate(titles)}
     todo = need_todo(out, titles, plan, articles)
     writer = JsonlWriter(out / NEEDS_FILE)
@@ -170,7 +171,7 @@ def need_todo(out: Path, titles: list[str], plan: NeedsPlan,
     again); the build's dry run (harness/cost/build_estimate.py) counts the same list."""
     chunks = chunk_articles([Article(title, articles[title]["content"]) for title in titles],
                             plan.chunk_size, plan.chunk_overlap)
-    done = {_key(row) for row in read_jsonl(out / NEEDS_FILE) if row["outcome"] != FAILED}
+    done = {_key(row) for row in read_records(out / NEEDS_FILE) if row["outcome"] != FAILED}
     return [(i, chunk) for i, need in enumerate(plan.needs)
             for chunk in _sample(chunks, need, plan)
             if (i, chunk.title, chunk.index) not in done]
@@ -217,7 +218,7 @@ def _key(row: dict[str, Any]) -> tuple[int, str, int]:
 def latest_records(out: Path) -> list[dict[str, Any]]:
     """The last record of every (need, chunk) pair: a failed pair asked again on a resume has
     two lines, and the later one counts."""
-    latest = {_key(row): row for row in read_jsonl(out / NEEDS_FILE)}
+    latest = {_key(row): row for row in read_records(out / NEEDS_FILE)}
     return sorted(latest.values(), key=lambda row: (row["need_index"], row["position"],
                                                     row["chunk"]))
 

@@ -18,9 +18,10 @@ from typing import Any
 
 from freshrag.builders.labels.labeller import Item, label_one
 from freshrag.builders.prompts import ARTICLE_CHARS, QUESTION_MAX_TOKENS, question_messages
+from freshrag.builders.records import read_records
 from freshrag.builders.styles.base import QUESTIONS, Articles, Config, Plain, Walk, read_articles
 from freshrag.core.concurrency import map_with_progress
-from freshrag.core.jsonl import JsonlWriter, read_jsonl
+from freshrag.core.jsonl import JsonlWriter
 from freshrag.core.types import LLM
 from freshrag.llm.client import ContextTooLong, chat_fitting
 
@@ -64,7 +65,7 @@ def write_questions(llm: LLM, config: Config, titles: list[str], style: str) -> 
     """`questions_per_article` questions for each article of `titles`; returns how many exist."""
     out = config.out
     articles = read_articles(out)
-    done = {row["id"] for row in read_jsonl(out / QUESTIONS)}
+    done = {row["id"] for row in read_records(out / QUESTIONS)}
     todo = [(position, title, i) for position, title in enumerate(titles)
             for i in range(config.questions_per_article)
             if question_id(config.questions_from, position, i) not in done]
@@ -102,7 +103,7 @@ def write_questions(llm: LLM, config: Config, titles: list[str], style: str) -> 
         map_with_progress(ask, todo, config.concurrency, desc="questions", unit="question")
     finally:
         writer.close()
-    return len(read_jsonl(out / QUESTIONS))
+    return len(read_records(out / QUESTIONS))
 
 
 def question_request(title: str, text: str, style: str, cutoff: str,

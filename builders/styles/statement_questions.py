@@ -27,6 +27,7 @@ from freshrag.builders.labels.prompts import (
     messages,
 )
 from freshrag.builders.prompts import article_text
+from freshrag.builders.records import read_records
 from freshrag.builders.styles import critiques
 from freshrag.builders.styles.base import Articles, Config, Plain, Walk, read_articles
 from freshrag.builders.styles.statements import (
@@ -39,7 +40,7 @@ from freshrag.builders.styles.statements import (
     plan,
 )
 from freshrag.core.concurrency import map_with_progress
-from freshrag.core.jsonl import JsonlWriter, read_jsonl, replace_jsonl
+from freshrag.core.jsonl import JsonlWriter, replace_jsonl
 from freshrag.core.records import Manifest
 from freshrag.core.types import ARTICLE_CHARS, LABELS, LLM
 
@@ -84,7 +85,7 @@ def build_statement_questions(llm: LLM, out: Path, titles: list[str],
                  config.seed, config.questions_from)
     records = _statements(llm, out, sorted({slot.title for slot in slots}, key=titles.index),
                           articles, config.concurrency)
-    done = {row["id"] for row in read_jsonl(out / CANDIDATES_FILE)}
+    done = {row["id"] for row in read_records(out / CANDIDATES_FILE)}
     writer = JsonlWriter(out / CANDIDATES_FILE)
     try:
         map_with_progress(lambda slot: writer.write(write_candidate(
@@ -99,7 +100,7 @@ def build_statement_questions(llm: LLM, out: Path, titles: list[str],
 def _statements(llm: LLM, out: Path, titles: list[str], articles: dict[str, dict[str, Any]],
                 concurrency: int) -> dict[str, dict[str, Any]]:
     path = out / STATEMENTS_FILE
-    records = {row["title"]: row for row in read_jsonl(path)}
+    records = {row["title"]: row for row in read_records(path)}
     writer = JsonlWriter(path)
 
     def one(title: str) -> dict[str, Any]:
@@ -161,7 +162,7 @@ def _question(values: dict[str, Any]) -> str:
 def assemble(out: Path, slots: list[Slot], thresholds: tuple[tuple[str, int], ...]) -> int:
     """Rewrite `questions.jsonl` from the candidates (in plan order) that are kept."""
     order = {slot.id: k for k, slot in enumerate(slots)}
-    candidates = sorted((row for row in read_jsonl(out / CANDIDATES_FILE) if row["id"] in order),
+    candidates = sorted((row for row in read_records(out / CANDIDATES_FILE) if row["id"] in order),
                         key=lambda row: order[row["id"]])
     labels = latest_records(out / LABELS_FILE)
     kept = [question_row(row, labels.get(row["id"])) for row in candidates
@@ -186,9 +187,9 @@ def drop_reason(candidate: dict[str, Any], thresholds: tuple[tuple[str, int], ..
 def statements_funnel(out: Path, thresholds: tuple[tuple[str, int], ...]) -> dict[str, Any]:
     """The style's part of the funnel: candidates = written + not written (by failure);
     written = kept + dropped (by reason); statement steps that failed, per step."""
-    candidates = read_jsonl(out / CANDIDATES_FILE)
+    candidates = read_records(out / CANDIDATES_FILE)
     written = [row for row in candidates if row["status"] == "ok"]
-    records = read_jsonl(out / STATEMENTS_FILE)
+    records = read_records(out / STATEMENTS_FILE)
     steps = [(kind, step) for record in records for kind, step in record["steps"].items()
              if step["reason"]]  # asked and unusable, or not asked (no facts to build on)
     return {"statement_articles": len(records),
@@ -212,8 +213,8 @@ class StatementsWalk:
 
     def __init__(self, config: Config, titles: list[str], articles: Articles):
         self.config, self.articles = config, articles
-        self.records = {row["title"]: row for row in read_jsonl(config.out / STATEMENTS_FILE)}
-        done = {row["id"] for row in read_jsonl(config.out / CANDIDATES_FILE)}
+        self.records = {row["title"]: row for row in read_records(config.out / STATEMENTS_FILE)}
+        done = {row["id"] for row in read_records(config.out / CANDIDATES_FILE)}
         self.slots: dict[str, list[Slot]] = {}
         for slot in plan(titles, STATEMENTS.labels(config.labels), config.questions_per_article,
                          config.seed, config.questions_from):

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.builders.cutoffs import created_after
+from freshrag.builders.records import read_records
 from freshrag.builders.stages import (
     ARTICLES,
     QUESTIONS,
@@ -36,7 +37,7 @@ from freshrag.builders.stages import (
     write_titles,
 )
 from freshrag.builders.traffic.general_queries import GENERAL_QUERIES
-from freshrag.core.jsonl import JsonlWriter, now, read_jsonl
+from freshrag.core.jsonl import JsonlWriter, now
 from freshrag.core.manifest import read_manifest, write_manifest
 from freshrag.llm.client import LLMClient
 
@@ -80,7 +81,7 @@ def choose_control(config: BuildConfig) -> list[str]:
     """The control articles `control_titles` fixes, chosen without writing (the dry run's)."""
     a_r = set(read_titles(config.out, "A_r"))
     day = control_day(config)
-    old = sorted(row["title"] for row in read_jsonl(config.out / ARTICLES)
+    old = sorted(row["title"] for row in read_records(config.out / ARTICLES)
                  if row["title"] in a_r and row.get("created")
                  and not created_after(row["created"], day,
                                        f"{config.out / ARTICLES}: {row['title']!r}: created"))
@@ -97,7 +98,7 @@ def add_general(config: BuildConfig) -> int:
         raise BuildError(f"--general {config.general}: the shipped list holds "
                          f"{len(GENERAL_QUERIES)} general queries")
     chosen = random.Random(config.seed).sample(range(len(GENERAL_QUERIES)), config.general)
-    done = {row["id"] for row in read_jsonl(config.out / QUESTIONS)}
+    done = {row["id"] for row in read_records(config.out / QUESTIONS)}
     writer = JsonlWriter(config.out / QUESTIONS)
     try:
         for position, index in enumerate(chosen):
@@ -114,7 +115,7 @@ def add_general(config: BuildConfig) -> int:
 def kind_counts(out: Path) -> dict[str, Any]:
     """Questions per traffic kind in the dataset (`none` for questions without a kind)."""
     counts: dict[str, int] = {}
-    for row in read_jsonl(out / QUESTIONS):
+    for row in read_records(out / QUESTIONS):
         kind = row.get("kind") or "none"
         counts[kind] = counts.get(kind, 0) + 1
     return counts

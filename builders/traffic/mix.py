@@ -20,6 +20,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from freshrag.builders.records import read_document
 from freshrag.core.dataset import DatasetError, load_dataset_dir, sha256_file
 from freshrag.core.errors import UserError
 from freshrag.core.files import replacing, write_json
@@ -73,7 +74,7 @@ def write_mix(dataset_dir: Path, shares: dict[str, float], n: int, seed: int, ou
               "available": {kind: sum(q.kind == kind for q in dataset.questions) for kind in KINDS},
               "without_kind": sum(q.kind is None for q in dataset.questions)}
     if (out / MIX).exists():
-        earlier = json.loads((out / MIX).read_text(encoding="utf-8"))
+        earlier = read_document(out / MIX)
         if {k: earlier.get(k) for k in record} == record:
             return f"{out}: this mix is written already"
         raise MixError(f"{out}: holds another mix ({out / MIX}); write into another --out")
