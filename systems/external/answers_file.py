@@ -100,6 +100,7 @@ class AnswersFile(Declarations):
     file reports them."""
 
     call_shape = CallShape()  # none: the answers were made elsewhere
+    replays = True  # so an answer's latency is the file's latency_s, else unknown: never 0
 
     def __init__(self, context: SystemContext, answers: Answers):
         self.answers = answers
@@ -136,7 +137,7 @@ def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
 def _csv_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     # A cell may be as long as a line may be (a long answer, many contexts): the csv module's
     # default of 131,072 characters is no limit of freshrag's. The setting is the process's.
-    csv.field_size_limit(max(csv.field_size_limit(), MAX_LINE_BYTES))
+    csv.field_size_limit(MAX_LINE_BYTES)
     reader = csv.DictReader(io.StringIO(read_text(path, AnswersFileError), newline=""))
     try:
         rows = [(reader.line_num, dict(row)) for row in reader]
