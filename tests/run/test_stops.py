@@ -10,10 +10,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
+from freshrag.core.concurrency import GRACE_S, map_with_progress
+from freshrag.core.jsonl import JsonlWriter
 from freshrag.core.samples import read_samples
 from tests import ROOT
 from tests.support.datasets import bridges_and_mayor, write_dataset
@@ -138,3 +141,47 @@ def test_a_stop_abandons_code_that_blocks_and_the_resume_asks_it_again(tmp_path,
     assert all(any(town in request for town in STUCK) for request in services_asked)
     rows = read_samples(samples)
     assert len(rows) == 6 and all(row["status"] == "ok" for row in rows)
+
+
+def test_a_stop_abandons_an_item_blocked_in_its_own_code_after_the_grace():
+    release = threading.Event()
+
+    def item(n):
+        if n == 0:
+            release.wait()  # someone else's code, waiting on its own event
+        if n == 1:
+            time.sleep(0.2)
+            raise KeyboardInterrupt  # the stop, as the signal's handler raises it
+        return n
+
+    raised: list[BaseException] = []
+
+    def mapping():  # on a thread of its own, so that a map that never gives up fails the test
+        try:
+            map_with_progress(item, range(6), concurrency=3)
+        except BaseException as err:
+            raised.append(err)
+
+    runner = threading.Thread(target=mapping, daemon=True)
+    started = time.monotonic()
+    runner.start()
+    runner.join(timeout=5)
+    took = time.monotonic() - started
+    release.set()
+    assert not runner.is_alive(), "the map waited for the blocked item"
+    assert [type(err) for err in raised] == [KeyboardInterrupt]
+    assert took < 0.2 + GRACE_S + 0.5, f"the map took {took:.2f} s to give up"
+
+
+def test_a_row_written_after_the_writer_closed_goes_nowhere(tmp_path):
+    writer = JsonlWriter(tmp_path / "samples.jsonl")
+    writer.close()
+    other = os.open(tmp_path / "other", os.O_WRONLY | os.O_CREAT)  # may take the closed number
+    try:
+        with pytest.raises(ValueError, match=r"samples.jsonl: closed, the row is not written"):
+            writer.write({"a": 1})
+        writer.close()  # twice: nothing happens, whichever file has the number now
+    finally:
+        os.close(other)
+    assert (tmp_path / "other").read_bytes() == b""
+    assert (tmp_path / "samples.jsonl").read_bytes() == b""
