@@ -20,12 +20,14 @@ unstable order among equal scores changes the prompt, and with it the response-c
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import pickle
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Protocol
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Protocol
 
 from freshrag.core.errors import UserError
 from freshrag.core.types import Article, RetrievedChunk
@@ -209,9 +211,10 @@ def open_index(articles: dict[str, Article], config: IndexConfig, embedder: Embe
     collection = "freshrag-" + index_key(articles.values(), config, embedder.name)[:24]
     client = connect(config)
     try:
-        missing = _missing_ids(client, collection, len(chunks))
-        if len(missing) < len(chunks):
-            _check_lexical_side(client, collection, config)
+        with _store_read(config):
+            missing = _missing_ids(client, collection, len(chunks))
+            if len(missing) < len(chunks):
+                _check_lexical_side(client, collection, config)
         if missing:
             _embed_and_store(client, collection, chunks, missing, embedder, config, progress)
     except BaseException:
@@ -234,9 +237,32 @@ def connect(config: IndexConfig) -> QdrantClient:
         return client
     config.directory.mkdir(parents=True, exist_ok=True)
     try:
-        return QdrantClient(path=str(config.directory))
+        with _store_read(config):
+            return QdrantClient(path=str(config.directory))
+    except RetrievalError:
+        raise
     except RuntimeError as err:  # the storage is locked by another process
         raise RetrievalError(f"embedded Qdrant at {config.directory}: {err}") from None
+
+
+@contextlib.contextmanager
+def _store_read(config: IndexConfig) -> Iterator[None]:
+    """Reading the embedded store's own files (docs/faults.md#files-freshrag-reopens): a folder
+    damaged since it was written (meta.json cut or garbled, a collection's storage.sqlite
+    truncated, a pickled point broken) fails in whatever its reader raises; it is refused naming
+    the folder, which holds nothing but what the index can be built again from."""
+    try:
+        yield
+    except RuntimeError:  # locked by another process: said as such by the caller
+        raise
+    except (sqlite3.DatabaseError, pickle.UnpicklingError, IsADirectoryError, NotADirectoryError,
+            ValueError, KeyError, TypeError, AttributeError, EOFError) as err:
+        if config.qdrant_url:
+            raise
+        raise RetrievalError(f"embedded Qdrant at {config.directory} cannot be read "
+                             f"({type(err).__name__}: {str(err)[:200]}): damaged since it was "
+                             f"written; delete the folder and the index is built again, or "
+                             f"give another --index-dir") from None
 
 
 def _check_lexical_side(client: QdrantClient, collection: str, config: IndexConfig) -> None:
