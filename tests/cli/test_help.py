@@ -161,8 +161,10 @@ def test_a_dataset_and_a_run_are_named_the_same_way_on_every_command():
                 assert "the same as --dataset" in action.help, name
             elif not action.option_strings:
                 positionals.add(action.metavar)
-    # runs read, files, and the folder `freshrag datasets` lists the dataset directories under
-    assert positionals == {"RUN_DIR", "RUN_A", "RUN_B", "ANSWERS", "PICKLE", "PATH"}
+    # runs read (the gate's two by their part), files, and the folder `freshrag datasets` lists
+    # the dataset directories under
+    assert positionals == {"RUN_DIR", "RUN_A", "RUN_B", "BASELINE_RUN", "CANDIDATE_RUN",
+                           "ANSWERS", "PICKLE", "PATH"}
 
 
 @pytest.mark.parametrize("name, rest", [("label", []), ("scan-retrieval", []),

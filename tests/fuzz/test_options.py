@@ -34,7 +34,7 @@ BASE = {"build": ["--out", "o", "--cutoff", "2020-01-01"], "run": [], "index": [
         "scan-retrieval": [],
         "needs": ["--queries", "q.jsonl"],
         "mix": ["d", "--n", "1", "--out", "o"], "label": ["d"], "filter": ["r", "--out", "o"],
-        "cutoff": [], "datasets": ["d"]}
+        "cutoff": [], "datasets": ["d"], "gate": ["a", "b"]}
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:

@@ -12,7 +12,7 @@ from typing import Any
 from freshrag.cli.options import UsageError, add_command, whole
 from freshrag.reporting import agreement
 
-HELP = "how alike two judges, or a judge and people, grade the same answers"
+HELP = "how alike two judges, or a judge and people, grade answers"
 
 
 DESCRIPTION = ("Pairs the grades two run directories gave the same answers (the same questions "

@@ -10,7 +10,7 @@ from pathlib import Path
 from freshrag.cli.options import add_command, add_config, whole
 from freshrag.reporting.outcomes import CORRECT_AT
 
-HELP = "pass or fail a candidate run against a baseline run, for CI"
+HELP = "pass or fail a candidate run against a baseline (CI)"
 
 
 DESCRIPTION = ("Pairs the answers of two run directories by question and system and checks the "
