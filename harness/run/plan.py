@@ -169,7 +169,8 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
     with llm.recording() as calls:
         try:
             returned = system.answer(question)
-            answered = time.monotonic() - started
+            # a replay (an answers file) was timed where it was made, if at all: not here
+            answered = None if getattr(system, "replays", False) else time.monotonic() - started
             answer = kept_answer(returned, name, dataset, question, calls)
             grade, _ = judge.grade(llm, question, answer.text, dataset.gold_articles(question))
         except STOPS:
