@@ -206,7 +206,7 @@ def write_histograms(rows: list[SampleRow], out_dir: Path) -> list[Path]:
     """One figure per metric: its values per identity, side by side, 10 bins over 0..1 (the
     judge's fields over 1..5)."""
     # here, not above: matplotlib takes a third of a second, and --help reads CORRECT_AT
-    from freshrag.reporting.render.plots import plt, save
+    from freshrag.reporting.render.plots import integer_counts, plt, save
 
     groups = group_rows(rows)
     names = labels(groups)
@@ -222,6 +222,9 @@ def write_histograms(rows: list[SampleRow], out_dir: Path) -> list[Path]:
         judged = metric.split(".")[1] in FIELDS
         ax.hist(list(by_label.values()), bins=[0.5 + i for i in range(6)] if judged else
                 [i / 10 for i in range(11)], label=list(by_label), alpha=0.8)
+        integer_counts(ax.yaxis)
+        if judged:
+            ax.set_xticks(range(1, 6))  # whole grades, not the bins' edges
         ax.set_title(metric)
         ax.set_xlabel("grade" if judged else "score (0..1)")
         ax.set_ylabel("answers")

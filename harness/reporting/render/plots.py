@@ -6,7 +6,11 @@ show truthfulness + relevance per scored answer, bins 2..10, with the mean marke
 identity (harness/reporting/identity.py: dataset, system, models, run) and one figure with every
 identity side by side, three to a row so that nine stay legible. Identities appear in the order
 of the rows given. The token chart stacks input and output tokens by role for each
-identity, judge included, with what failed pairs spent as a segment of its own. With a report's
+identity, judge included, with what failed pairs spent as a segment of its own; each role has one
+colour in every figure (ROLE_COLOURS). A system that did not report its tokens (a service, an
+answers file: unknown, never 0) gets no partial bar of its judge's tokens but a hatched
+placeholder marked "tokens unknown", and in the Pareto plot's key "tokens unknown: not placed"
+(docs/reports.md#figures). Counts of answers are whole numbers on every axis. With a report's
 `--by FIELD` (harness/reporting/breakdown.py), each identity's histogram is drawn again once per
 value of the field, side by side (`hist-by-FIELD-DATASET-LABEL.png`).
 
@@ -30,21 +34,30 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no screen
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from freshrag.core.fields import grouped  # noqa: E402
 from freshrag.core.files import write_figure  # noqa: E402
 from freshrag.core.records import SampleRow  # noqa: E402
 from freshrag.reporting.groups import tag_figure  # noqa: E402
 from freshrag.reporting.identity import Identity, group_rows, labels  # noqa: E402
-from freshrag.reporting.outcomes import total_score  # noqa: E402
+from freshrag.reporting.outcomes import total_score, unreported  # noqa: E402
 
 BINS = list(range(2, 11))
 GRID_COLUMNS = 3  # histograms side by side: three to a row, so that nine stay legible
 KEY_COLUMNS = 3  # the Pareto plot's key: names of the numbered points, three to a row
 KEY_ROW_IN = 0.2  # inches per row of the key
+KEY_WIDTH = 56  # characters of one entry of the key: a third of the figure's width at LABEL_PT
 LABEL_PT = 7
 MARKER_PX = 10  # a plotted point's marker (6 pt at the figures' 110 dpi), kept clear of labels
 Groups = dict[Identity, list[SampleRow]]
+# One colour per role (harness/core/types.py's ROLES) in every figure, whichever roles it shows
+ROLE_COLOURS = {"answer": "#4c72b0", "decision": "#dd8452", "judge": "#55a868",
+                "scorer": "#c44e52", "builder": "#8172b3", "labeller": "#937860",
+                "embeddings": "#da8bc3"}
+OTHER_ROLE = "#8c8c8c"  # a role not in ROLE_COLOURS
+FAILED_COLOUR = "#999999"
+UNKNOWN = "tokens unknown"
 
 
 def combined_scores(rows: list[SampleRow]) -> list[float]:
@@ -109,15 +122,21 @@ def _digest(key: Identity) -> str:
 
 
 def _pareto(cost: list[dict[str, Any]], names: dict[Identity, str], path: Path) -> Path:
+    return save(pareto_figure(cost, names), path)
+
+
+def pareto_figure(cost: list[dict[str, Any]], names: dict[Identity, str]) -> Any:
     """Mean truthfulness + relevance against input tokens (left) and dollars (right), one point
     per identity; those on the Pareto front of their dataset and judge are filled and joined.
     Points carry a number, placed clear of the other numbers, and a key below names them: nine
-    systems' names would cover one another."""
+    systems' names would cover one another. A system left out of a panel says why in the key
+    (`not_placed`). The figure, not yet saved."""
     by_key = {(k.dataset, k.system, k.models, k.run): label for k, label in names.items()}
     several = len({e["dataset"] for e in cost}) > 1
     key = [(f"{e['dataset']} / " if several else "") + by_key.get(
         (e["dataset"], e["system"], tuple(e["models"].items()), e.get("run")), e["system"])
         for e in cost]
+    reasons = [not_placed(e) for e in cost]
     rows = -(-len(key) // KEY_COLUMNS)
     fig = plt.figure(figsize=(10, 4 + KEY_ROW_IN * rows))
     grid = fig.add_gridspec(2, 2, height_ratios=(4, KEY_ROW_IN * rows))
@@ -152,8 +171,20 @@ def _pareto(cost: list[dict[str, Any]], names: dict[Identity, str], path: Path) 
         ax.set_xlabel(label)
         ax.set_title(f"Quality against {label.split(' (')[0]}", fontsize=10)
     axes[0].set_ylabel("mean truthfulness + relevance")
-    _key(fig.add_subplot(grid[1, :]), key)
-    return save(fig, path)
+    _key(fig.add_subplot(grid[1, :]), key, reasons)
+    return fig
+
+
+def not_placed(entry: dict[str, Any]) -> str:
+    """Why a row of the cost table has no point in the Pareto plot ("" when it has both): its
+    tokens unknown (never drawn as 0), no scored answer, or no price (on the right only)."""
+    if entry["score"] is None:
+        return "no scored answers: not placed"
+    if entry["input_tokens"] is None:
+        return f"{UNKNOWN}: not placed"
+    if entry["cost_usd"] is None:
+        return "no price: not placed on the right"
+    return ""
 
 
 def _number_points(ax: Any, points: list[tuple[int, float, float]]) -> None:
@@ -199,23 +230,28 @@ def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-def _key(ax: Any, names: list[str]) -> None:
-    """The points' numbers and names, KEY_COLUMNS to a row, in the order of the rows."""
+def _key(ax: Any, names: list[str], reasons: list[str]) -> None:
+    """The points' numbers and names, KEY_COLUMNS to a row, in the order of the rows; a name
+    is cut to leave its reason for having no point whole."""
     ax.axis("off")
     rows = -(-len(names) // KEY_COLUMNS)
-    for n, name in enumerate(names):
+    for n, (name, why) in enumerate(zip(names, reasons)):
         column, row = divmod(n, rows)
-        ax.text(column / KEY_COLUMNS, 1 - (row + 0.5) / rows, f"{n + 1}  {_shorten(name)}",
+        shown = f"{_shorten(name, KEY_WIDTH - len(why) - 3)} ({why})" if why else _shorten(name)
+        ax.text(column / KEY_COLUMNS, 1 - (row + 0.5) / rows, f"{n + 1}  {shown}",
                 fontsize=LABEL_PT, va="center", transform=ax.transAxes)
 
 
-def _shorten(name: str, width: int = 44) -> str:
+def _shorten(name: str, width: int = KEY_WIDTH) -> str:
+    width = max(width, 12)
     return name if len(name) <= width else name[:width - 1] + "…"
 
 
 def _no_points(cost: list[dict[str, Any]]) -> str:
     if all(e["score"] is None for e in cost):
         return "no scored answers"
+    if all(e["input_tokens"] is None for e in cost if e["score"] is not None):
+        return f"{UNKNOWN} for every scored system: none placed"
     missing = sorted({m for e in cost for m in e["unpriced_models"]})
     return "no prices for: " + (", ".join(missing) or "these models")
 
@@ -230,6 +266,7 @@ def _histogram(ax: Any, scores: list[float], title: str, n: int) -> None:
     unscored = n - len(scores)
     ax.set_title(title + (f" ({unscored} unscored)" if unscored else ""), fontsize=9)
     ax.set_xticks(BINS)
+    integer_counts(ax.yaxis)
     ax.set_xlabel("truthfulness + relevance")
     ax.set_ylabel("answers")
 
@@ -251,37 +288,76 @@ def _side_by_side(groups: Groups, names: dict[Identity, str], path: Path) -> Pat
 _KINDS: tuple[tuple[Literal["input", "output"], str], ...] = (("input", ""), ("output", "//"))
 
 
+def role_colour(role: str) -> str:
+    return ROLE_COLOURS.get(role, OTHER_ROLE)
+
+
+def integer_counts(axis: Any) -> None:
+    """Ticks at whole numbers only on `axis` (an Axes' xaxis or yaxis): answers and grades
+    come whole, and three answers must not be drawn with quarter-answer ticks."""
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def tokens_unknown(rows: list[SampleRow]) -> bool:
+    """Whether a system outside freshrag left its tokens unreported for an answered row."""
+    return unreported(rows, "input_tokens") or unreported(rows, "output_tokens")
+
+
 def _role_tokens(row: SampleRow, role: str, kind: Literal["input", "output"]) -> int:
     counts = (row.get("usage") or {}).get(role)
     return counts.get(kind, 0) if counts else 0
 
 
 def _token_chart(groups: Groups, names: dict[Identity, str], path: Path) -> Path:
+    return save(token_chart(groups, names), path)
+
+
+def token_chart(groups: Groups, names: dict[Identity, str]) -> Any:
     """Input and output tokens by role of the answered pairs, then one segment (grey, crossed)
-    for everything the failed pairs spent, all roles together."""
+    for everything the failed pairs spent, all roles together; a system whose tokens are
+    unknown gets a placeholder instead (module docstring). The figure, not yet saved."""
     ticks = [f"{key.dataset}\n{_wrap(names[key])}" for key in groups]
     bars = list(range(len(ticks)))  # positions, not names: equal names must not share a bar
-    answered = [[row for row in group if row["status"] == "ok"] for group in groups.values()]
+    unknown = [tokens_unknown(group) for group in groups.values()]
+    answered = [[] if gone else [row for row in group if row["status"] == "ok"]
+                for gone, group in zip(unknown, groups.values())]
     roles = sorted({role for rows in answered for row in rows for role in row.get("usage") or {}})
     fig, ax = plt.subplots(figsize=(max(5, 1.4 * len(bars) + 2), 4))
     bottoms = [0] * len(bars)
     for role in roles:
         for kind, hatch in _KINDS:
             heights = [sum(_role_tokens(row, role, kind) for row in rows) for rows in answered]
-            ax.bar(bars, heights, bottom=bottoms, label=f"{role} {kind}", hatch=hatch)
+            ax.bar(bars, heights, bottom=bottoms, label=f"{role} {kind}", hatch=hatch,
+                   color=role_colour(role), edgecolor="white")
             bottoms = [b + h for b, h in zip(bottoms, heights)]
-    failed = [sum(u.get("input", 0) + u.get("output", 0) for row in group
-                  if row["status"] == "failed" for u in (row.get("usage") or {}).values())
-              for group in groups.values()]
+    failed = [0 if gone else sum(u.get("input", 0) + u.get("output", 0) for row in group
+                                 if row["status"] == "failed"
+                                 for u in (row.get("usage") or {}).values())
+              for gone, group in zip(unknown, groups.values())]
     if any(failed):
-        ax.bar(bars, failed, bottom=bottoms, label="failed pairs (all roles)", color="#999999",
-               hatch="xx")
+        ax.bar(bars, failed, bottom=bottoms, label="failed pairs (all roles)",
+               color=FAILED_COLOUR, hatch="xx")
+    if any(unknown):
+        _unknown_bars(ax, [bar for bar, gone in zip(bars, unknown) if gone],
+                      max([b + f for b, f in zip(bottoms, failed)] + [1]))
     ax.set_ylabel("tokens")
     ax.set_title("Tokens by system and role", fontsize=10)
     ax.set_xticks(bars, ticks, fontsize=7)
-    if roles or any(failed):
+    if roles or any(failed) or any(unknown):
         ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
-    return save(fig, path)
+    return fig
+
+
+def _unknown_bars(ax: Any, bars: list[int], height: float) -> None:
+    """An empty hatched bar as tall as the tallest known one, labelled UNKNOWN: no part of an
+    unknown total (its judge's tokens alone) is drawn as if it were the whole."""
+    drawn = ax.bar(bars, [height] * len(bars), fill=False, hatch="..", edgecolor=OTHER_ROLE,
+                   linestyle="--", label=UNKNOWN)
+    for patch in drawn:
+        patch.set_gid(UNKNOWN)
+    for bar in bars:
+        ax.text(bar, height / 2, UNKNOWN, rotation=90, ha="center", va="center", fontsize=8,
+                color="#444444")
 
 
 def _wrap(label: str, width: int = 22) -> str:

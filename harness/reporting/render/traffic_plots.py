@@ -5,18 +5,23 @@
   retrieve, never retrieve, the oracle router) dashed. From `savings_curve`
   (harness/reporting/savings.py).
 - `deciders.png`: ROC (left) and precision-recall (right) curves of the deciders that record a
-  score (harness/reporting/decisions.py), AUROC in the legend.
+  score (harness/reporting/decisions.py), AUROC in the legend; written whenever the report's
+  ROC table has rows (the table names the file), a decider with no curve (need takes one value
+  among its questions) named on the figure with why.
 
-Both are drawn only when their analysis has something to show.
+Neither is drawn when its analysis has no rows.
 """
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
 from freshrag.core.files import write_figure
-from freshrag.reporting.render.plots import plt, save, slug
+from freshrag.reporting.render.plots import plt, slug
+
+DECIDERS = "deciders.png"  # named by the report's ROC table (harness/reporting/report.py)
 
 
 def write(analysis: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -27,10 +32,9 @@ def write(analysis: dict[str, Any], out_dir: Path) -> list[Path]:
         out_dir.mkdir(parents=True, exist_ok=True)
         paths.append(_savings([c for c in curves if c["dataset"] == dataset], dataset,
                               out_dir / f"savings-{slug(dataset)}.png"))
-    drawable = [entry for entry in analysis.get("roc") or [] if entry.get("roc")]
-    if drawable:
+    if analysis.get("roc"):
         out_dir.mkdir(parents=True, exist_ok=True)
-        paths.append(_deciders(drawable, out_dir / "deciders.png"))
+        paths.append(_written(deciders_figure(analysis["roc"]), out_dir / DECIDERS))
     return paths
 
 
@@ -60,15 +64,21 @@ def _savings(curves: list[dict[str, Any]], dataset: str, path: Path) -> Path:
     handles, names = axes[1].get_legend_handles_labels()
     fig.tight_layout(rect=(0, 0.22 * rows / (4.2 + 0.22 * rows) + 0.04, 1, 1))
     fig.legend(handles, names, loc="lower center", ncol=2, fontsize=7, frameon=False)
-    write_figure(fig, path, dpi=110)  # not save(): its tight_layout would pull the legend back in
+    return _written(fig, path)  # not save(): its tight_layout would pull the legend back in
+
+
+def _written(fig: Any, path: Path) -> Path:
+    """A figure laid out already, written whole to `path` and closed."""
+    write_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
 
-def _deciders(entries: list[dict[str, Any]], path: Path) -> Path:
+def deciders_figure(entries: list[dict[str, Any]]) -> Any:
+    """The ROC table's curves; the deciders without one named below the panels, with why."""
     fig, (roc, pr) = plt.subplots(1, 2, figsize=(10, 4.2))
     roc.plot([0, 1], [0, 1], ":", color="grey", label="chance")
-    for entry in entries:
+    for entry in (entry for entry in entries if entry.get("roc")):
         name = f"{entry['dataset']} / {entry['system']}"
         roc.plot(*zip(*entry["roc"]), marker=".", label=f"{name} (AUROC {entry['auroc'][0]:.2f})")
         pr.plot(*zip(*entry["pr"]), marker=".",
@@ -77,6 +87,13 @@ def _deciders(entries: list[dict[str, Any]], path: Path) -> Path:
             ylabel="true positive rate (retrieved, needed)", xlim=(0, 1), ylim=(0, 1.02))
     pr.set(xlabel="recall", ylabel="precision", xlim=(0, 1), ylim=(0, 1.02))
     for ax in (roc, pr):
-        ax.legend(fontsize=7, loc="lower right")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="lower right")
     fig.suptitle("Retrieval deciders against need by construction", fontsize=10)
-    return save(fig, path)
+    missing = [entry for entry in entries if not entry.get("roc")]
+    if missing:
+        fig.text(0.5, 0.01, textwrap.fill("No curve: " + "; ".join(
+            f"{entry['dataset']} / {entry['system']} ({entry.get('why', 'no scores')})"
+            for entry in missing), 150), ha="center", va="bottom", fontsize=7)
+    fig.tight_layout(rect=(0, 0.12 if missing else 0, 1, 1))
+    return fig
