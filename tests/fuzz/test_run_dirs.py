@@ -1,7 +1,9 @@
 """Run directories: garbage and torn lines in samples.jsonl, rows of the wrong shape, manifests
 from a newer freshrag or of another kind, a read-only directory, a full disk. `report`, `run`
 (resuming) and `import-legacy` refuse each naming the file (and line), exit status 2, before any
-call, leaving every file byte for byte as it was; a full disk keeps every row written before it."""
+call, leaving every file byte for byte as it was; a row of the wrong shape (an older freshrag's)
+is skipped with a warning naming file, line and field, and the resume asks its pair again; a full
+disk keeps every row written before it."""
 
 import json
 import pickle
@@ -68,6 +70,23 @@ def every_command_refuses(base: Path, server, *names) -> None:
     assert_no_calls(server)
 
 
+def every_reader_skips(base: Path, line: int, said: str) -> None:
+    """report and run (a resume) on base/run: the row at `line` skipped with one warning naming
+    the file, the line and `said`, every other row kept; the resume asks that pair again."""
+    run_dir = base / "run"
+    samples = run_dir / "samples.jsonl"
+    warning = f"freshrag: warning: {samples}:{line}: skipped"
+    reported = invoke("report", run_dir, "--out", base / "report")
+    resumed = invoke("run", "--questions", base / "data" / "questions.jsonl", "--articles",
+                     base / "data" / "articles.jsonl", "--out", run_dir, "--systems", SYSTEMS)
+    for result in (reported, resumed):
+        assert result.status == 0 and "Traceback" not in result.err, result
+        assert [text for text in result.err.splitlines()
+                if text.startswith(warning) and said in text], result.err
+    assert len(samples.read_text().splitlines()) == 7  # the pair answered again, appended
+    assert [row["status"] for row in read_samples(samples)] == ["ok"] * 6
+
+
 LEGACY_ROW = {"title": "Town 0", "question": "?", "answer": "a", "n_input_tokens": 1,
               "n_output_tokens": 1}
 
@@ -127,8 +146,8 @@ def allowed(field: str, value) -> bool:
 @settings(max_examples=budget(80))
 @given(field=st.sampled_from(sorted(SAMPLE_FIELDS)), value=WRONG | st.just("<deleted>"),
        row=st.integers(0, 5))
-def test_a_row_with_a_field_of_the_wrong_shape_is_named_by_line_and_field(server, finished, field,
-                                                                         value, row):
+def test_a_row_with_a_field_of_the_wrong_shape_is_skipped_naming_line_and_field(server, finished,
+                                                                               field, value, row):
     if value != "<deleted>" and allowed(field, value):
         return
     with scratch(server) as (tmp, _):
@@ -143,7 +162,7 @@ def test_a_row_with_a_field_of_the_wrong_shape_is_named_by_line_and_field(server
         if value == "<deleted>" and field in OPTIONAL:
             assert len(read_samples(samples)) == 6  # rows made by hand may lack it
             return
-        every_command_refuses(base, server, f"{samples}:{row + 1}:", field)
+        every_reader_skips(base, row + 1, field)
 
 
 @pytest.mark.parametrize("field, value, message", [
@@ -168,15 +187,15 @@ def test_a_row_with_a_field_of_the_wrong_shape_is_named_by_line_and_field(server
     pytest.param("models", {"answer": 3}, "field 'models'", id="models"),
     pytest.param("question_id", 12, "field 'question_id' must be text", id="id-number"),
 ])
-def test_a_row_with_a_nested_value_of_the_wrong_shape_is_named(server, finished, field, value,
-                                                               message):
+def test_a_row_with_a_nested_value_of_the_wrong_shape_is_skipped(server, finished, field, value,
+                                                                 message):
     with scratch(server) as (tmp, _):
         base = copy_of(finished, tmp)
         samples = base / "run" / "samples.jsonl"
         rows = [json.loads(line) for line in samples.read_text().splitlines()]
         rows[3][field] = value
         samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        every_command_refuses(base, server, f"{samples}:4:", message)
+        every_reader_skips(base, 4, message)
 
 
 @settings(max_examples=budget(20))
