@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from freshrag.cli.main import main
 from freshrag.core.dataset import Dataset
 from freshrag.core.jsonl import JsonlWriter
 from freshrag.core.samples import read_samples, sample_problem
@@ -25,6 +26,7 @@ from freshrag.core.types import (
 from freshrag.llm.client import EndpointUnreachable
 from freshrag.llm.deadline import Stopped
 from freshrag.run.plan import CallRecorder, answer_and_grade
+from tests.support.datasets import write_dataset
 from tests.support.fakes import ScriptedLLM, ToolReply
 
 ARTICLES = {"Orlen Weir": Article("Orlen Weir", "The Orlen weir was rebuilt in 2024 of oak.")}
@@ -244,3 +246,47 @@ def test_every_row_written_of_any_return_is_read_back(tmp_path, capsys, returned
     assert [row["question_id"] for row in read] == [f"w{i}" for i in range(len(returned))]
     for row in rows:
         assert row["status"] == "ok" or row["error"].startswith("system 'mine' ")
+
+
+# ---------------------------------------------------------------- end to end, through `run`
+
+BROKEN = '''
+from freshrag import SystemAnswer
+
+
+class Broken:
+    """Answers Town 0 by ending the interpreter, Town 1 with a dict, Town 2 with a set."""
+
+    def __init__(self, context):
+        self.context = context
+
+    def answer(self, question):
+        if "Town 0" in question.text:
+            raise SystemExit(0)
+        if "Town 1" in question.text:
+            return {"text": "Four bridges."}
+        return SystemAnswer("Five bridges.", details={"seen": {"Town 2"}})
+'''
+
+
+def test_a_run_with_a_broken_plugin_finishes_and_every_row_is_read(tmp_path, fake_server, capsys):
+    server = fake_server()
+    questions, articles = write_dataset(tmp_path / "data")
+    plugin = tmp_path / "broken.py"
+    plugin.write_text(BROKEN, encoding="utf-8")
+    run_dir = tmp_path / "run"
+    command = ["run", "--questions", str(questions), "--articles", str(articles), "--out",
+               str(run_dir), "--systems", f"naive,mine={plugin}:Broken", "--no-probe",
+               "--concurrency", "2"]
+    assert main(command) == 1  # pairs failed: exit 1, never 0 half-way
+    rows = read_samples(run_dir / "samples.jsonl")
+    errors = sorted(row["error"] for row in rows if row["status"] == "failed")
+    assert len(rows) == 6 and errors == [
+        "system 'mine' answered with a dict, not a SystemAnswer",
+        "system 'mine' answered with details['seen'] is a set, which JSON cannot hold",
+        "system 'mine' raised SystemExit: 0"]
+    assert all(row["status"] == "ok" for row in rows if row["system"] == "naive")
+    capsys.readouterr()
+    assert main(["report", str(run_dir), "--out", str(tmp_path / "report")]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert server.calls > 0
