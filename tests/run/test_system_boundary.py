@@ -1,7 +1,8 @@
-"""What a system returns is checked before anything is written (docs/faults.md#what-a-system-
-returns): a wrong kind in any field fails that pair, naming the system and the field, without
-asking the judge; a BaseException other than a stop fails the pair; every row written is one the
-readers read back. A property test generates wrong returns and reads back every row written."""
+"""What a system returns is checked before anything is written
+(docs/faults.md#what-a-system-returns): a wrong kind in any field fails that pair, naming the
+system and the field, without asking the judge; a BaseException other than a stop fails the
+pair; every row written is one the readers read back. A property test generates wrong returns
+and reads back every row written."""
 
 import math
 from pathlib import Path
