@@ -217,15 +217,18 @@ def secrets_in(work: Path, inputs: set[Path], terminal: str) -> list[str]:
 
 
 def failures(rows: list[dict[str, Any]], seed: int, rate: float) -> dict[str, Any]:
-    """The first run's failed pairs: the endpoint's by reason, own's and svc's by the fault drawn."""
+    """The first run's failed pairs: the endpoint's by reason, own's and svc's by the fault drawn
+    where the system failed them, else as the judge's."""
     by: dict[str, Counter] = {"endpoint": Counter(), "own": Counter(), "svc": Counter()}
     for row in rows:
         if row["status"] != "failed":
             continue
-        if row["system"] in ("own", "svc"):
-            faults = OWN_FAULTS if row["system"] == "own" else SERVICE_FAULTS
-            by[row["system"]][draw(row["system"], row["question_id"], seed, rate, faults)
-                              or "none drawn (the endpoint's fault)"] += 1
+        name = row["system"]
+        if name in ("own", "svc") and f"system {name!r}" in (row["error"] or ""):
+            faults = OWN_FAULTS if name == "own" else SERVICE_FAULTS
+            by[name][draw(name, row["question_id"], seed, rate, faults) or "none drawn"] += 1
+        elif name in ("own", "svc"):
+            by[name]["the judge's call (the endpoint's fault)"] += 1
         else:
             by["endpoint"][reason_of(row["error"] or "")] += 1
     return {name: dict(sorted(counts.items())) for name, counts in by.items()}
