@@ -200,6 +200,7 @@ def _print_analysis(rows: list[SampleRow], details: dict, breakdowns: dict) -> N
     from freshrag.cli.common import print_unscored
     from freshrag.reporting import breakdown, report
     from freshrag.reporting import scorers as scorer_report
+    from freshrag.reporting.empty import needs_lines
 
     print_unscored(rows)
     print("\n" + report.render_analysis(details))
@@ -210,6 +211,7 @@ def _print_analysis(rows: list[SampleRow], details: dict, breakdowns: dict) -> N
     if scored := scorer_report.render(details):
         print("\n" + scored)
     if empty := report.nothing_to_show(details, scorer_report.SCORER_TABLES):
-        print("\n" + empty)
+        print("\n" + empty + "\n" + needs_lines(details, report.ANALYSIS_TABLES,
+                                                 scorer_report.SCORER_TABLES))
     for document in breakdowns.values():
         print("\n" + breakdown.render(document))

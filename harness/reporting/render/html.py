@@ -39,6 +39,7 @@ from freshrag.core.files import write_text
 from freshrag.core.records import SampleRow
 from freshrag.reporting import breakdown, human
 from freshrag.reporting.analysis import LOW_SCORE
+from freshrag.reporting.empty import needs
 from freshrag.reporting.freshness import known_lines
 from freshrag.reporting.render.terminal import format_value, is_interval
 from freshrag.reporting.render.viewer import viewer_section
@@ -179,7 +180,7 @@ def _analysis(analysis: dict[str, Any]) -> str:
             parts.append(f"<h3>{_e(heading)}</h3>\n"
                          + _table(f"analysis-{key}", rows, columns_for(columns, rows)))
         else:
-            empty.append(heading.split(" (")[0].split(":")[0])
+            empty.append(needs(key, heading.split(" (")[0].split(":")[0]))
     if empty:
         parts.append("<p class=\"muted\" id=\"analysis-empty\">Nothing to show: "
                      + _e("; ".join(empty)) + ".</p>")
