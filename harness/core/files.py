@@ -40,6 +40,8 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any, Iterator
 
+import msgspec
+
 from freshrag.core.errors import UserError
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -198,8 +200,15 @@ def dumps(value: Any, **options: Any) -> str:
     """`json.dumps` that refuses NaN and infinity (a ValueError) instead of writing `NaN` or
     `Infinity`, which are not JSON: every JSON text freshrag writes must be read back by any
     JSON parser. Where a non-finite number can arise, the writer's caller decides what it becomes
-    (the report's statistics: null, with a note; harness/reporting/report.py)."""
-    return json.dumps(value, allow_nan=False, **options)
+    (the report's statistics: null, with a note; harness/reporting/report.py). The records of a
+    light row (core/light.py, msgspec Structs) are written as the objects they were read from."""
+    return json.dumps(value, allow_nan=False, default=_builtins, **options)
+
+
+def _builtins(value: Any) -> Any:
+    if isinstance(value, msgspec.Struct):
+        return msgspec.to_builtins(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def write_figure(figure: Any, path: Path, dpi: int) -> Path:

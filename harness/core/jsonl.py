@@ -217,18 +217,21 @@ def read_jsonl(path: Path, check: Callable[[dict[str, Any]], str | None] | None 
 
 
 def iter_jsonl(path: Path, check: Callable[[dict[str, Any]], str | None] | None = None,
-               skip: bool = False) -> Iterator[dict[str, Any]]:
+               skip: bool = False, decode: Callable[[str], Any] | None = None
+               ) -> Iterator[dict[str, Any]]:
     """Every row of a file JsonlWriter wrote, in file order, streamed line by line; a torn last
     line is ignored. `check` says what is wrong with a row (None if nothing): the reader stops
     at that line, or with `skip` leaves the row out with one warning naming file and line (a
-    row an older freshrag wrote, which every later row should not be lost for)."""
+    row an older freshrag wrote, which every later row should not be lost for). `decode`: a
+    line's own decoder (core/light.py), which falls back on `loads` for what it refuses."""
     if not path.exists():
         return
     for line_no, line in lines(path, ResultsError, keep_breaks=True):
         if not line.strip():
             continue
         try:
-            row = loads(line, max_depth=None)  # written within MAX_DEPTH (json_problem)
+            # written within MAX_DEPTH (json_problem)
+            row = decode(line) if decode else loads(line, max_depth=None)
         except json.JSONDecodeError as err:
             if not line.endswith("\n"):  # the last line, torn by a kill mid-write
                 print(f"{path}:{line_no}: ignoring an unfinished last row", file=sys.stderr)

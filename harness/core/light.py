@@ -1,0 +1,200 @@
+"""The light read of samples.jsonl (docs/design.md#the-light-read): each row decoded by msgspec
+into typed records of only what the tables read, so that a report of 100,000 answers of several
+steps fits in memory and time (docs/measurements.md#report-on-trajectories).
+
+A row's calls keep CALL_SUMMARY (their messages, text and arguments, most of a row, are skipped
+by the decoder without being made into objects), its steps keep every field of core/records.py
+`StepRecord` with their chunks' title, index and score, and `details` its chunks without text.
+The records are msgspec Structs, a fraction of a dict's size, that readers use as mappings
+(`step["kind"]`, `usage.get("estimated")`); core/files.py dumps writes them as JSON.
+
+Their types hold what the readers' row check (core/samples.py sample_problem) demands of those
+parts, which it then leaves to them. A line they refuse is decoded and checked as the whole read
+does it, so both reads keep and skip the same rows: one the check passes (a call's usage that is
+no count, which no check asks for) is kept as read. A grounded question's row (`reference` set)
+keeps its calls whole: the wording analysis reads the answer's context from them.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+from contextlib import contextmanager
+from typing import Annotated, Any, Iterator, Literal, get_type_hints
+
+import msgspec
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from freshrag.core.jsonl import loads
+from freshrag.core.records import SampleFields, SampleRow
+
+Count = Annotated[int, Meta(ge=0)]
+# A step's kinds (core/types.py STEP_KINDS; a test holds them equal): core/ imports no types here
+StepKind = Literal["decide", "search", "read", "reason", "answer"]
+
+
+class Record(Struct, gc=False):
+    """A record of a light row, read as a mapping of its fields that are set. gc=False: a
+    record holds no other container that could point back to it, so none is in a cycle."""
+
+    def __getitem__(self, key: str) -> Any:
+        value = getattr(self, key, UNSET) if key in self.__struct_fields__ else UNSET
+        if value is UNSET:
+            raise KeyError(key)
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = getattr(self, key, UNSET) if key in self.__struct_fields__ else UNSET
+        return default if value is UNSET else value
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key, UNSET) is not UNSET
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self.keys())
+
+    def __eq__(self, other: object) -> bool:  # equal to the object it was read from
+        if isinstance(other, dict):
+            return dict(self.items()) == other
+        return isinstance(other, Record) and msgspec.to_builtins(self) == msgspec.to_builtins(other)
+
+    def keys(self) -> list[str]:
+        return [key for key in self.__struct_fields__ if getattr(self, key) is not UNSET]
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        return ((key, getattr(self, key)) for key in self.keys())
+
+
+class Usage(Record):
+    """core/records.py UsageRecord: counts, as the row check demands."""
+
+    input: Count
+    output: Count
+    estimated: Any = UNSET  # unchecked by the readers: whatever the row holds
+
+
+class Chunk(Record):
+    """core/records.py ChunkRecord, a step's chunk (its text, if a hand-made row has one, is
+    skipped). Titles are interned: a run retrieves the same articles again and again."""
+
+    title: str
+    index: int
+    score: int | float
+
+    def __post_init__(self) -> None:
+        self.title = sys.intern(self.title)
+
+
+class Seen(Record):
+    """A chunk the answer saw (`details.retrieved`): its text, the viewer's, skipped."""
+
+    title: str
+    index: Any = UNSET
+    score: Any = UNSET
+
+    def __post_init__(self) -> None:
+        self.title = sys.intern(self.title)
+
+
+class Step(Record):
+    """core/records.py StepRecord; a field the row does not hold stays unset."""
+
+    kind: StepKind
+    query: str | None | UnsetType = UNSET
+    retrieved: list[Chunk] | UnsetType = UNSET
+    title: str | None | UnsetType = UNSET
+    text: str | None | UnsetType = UNSET
+    repeated: bool | UnsetType = UNSET
+    calls: int | UnsetType = UNSET
+    usage: dict[str, Usage] | UnsetType = UNSET
+    latency_s: int | float | UnsetType = UNSET
+
+
+class Call(Record):
+    """What the tables read of a call (models by role, prices, batch discounts, latency)."""
+
+    role: str
+    model: str | None | UnsetType = UNSET
+    usage: Usage | UnsetType = UNSET
+    batch: Any = UNSET
+    cache_hit: Any = UNSET
+    latency_s: Any = UNSET
+
+    def __post_init__(self) -> None:  # a few roles and models, in every row
+        self.role = sys.intern(self.role)
+        if isinstance(self.model, str):
+            self.model = sys.intern(self.model)
+
+
+CALL_SUMMARY: tuple[str, ...] = Call.__struct_fields__
+# The row's parts typed above; every other field of SampleRow as JSON has it
+TYPED: dict[str, Any] = {"usage": dict[str, Usage], "calls": list[Call], "steps": list[Step]}
+FIELDS = tuple(get_type_hints(SampleRow))
+LightRow = msgspec.defstruct(
+    "LightRow", [(name, TYPED.get(name, Any) | UnsetType, UNSET) for name in FIELDS])
+# A grounded question's row: its calls whole
+GroundedRow = msgspec.defstruct(
+    "GroundedRow", [(name, (list[dict[str, Any]] if name == "calls" else TYPED.get(name, Any))
+                     | UnsetType, UNSET) for name in FIELDS])
+_LIGHT = msgspec.json.Decoder(LightRow)
+_GROUNDED = msgspec.json.Decoder(GroundedRow)
+# Read directly even when null: the required fields, a failed row's `error`, and `dataset`
+# (null in rows made by hand, which the report fills from the manifest)
+KEPT_WHEN_NULL = frozenset((*SampleFields.__required_keys__, "error", "dataset"))
+# Text fields of a few values each, the same string for every row that holds it
+SHARED = ("dataset", "system", "status", "gold_title", "stopped", "multihop", "kind", "label",
+          "information_need", "group", "criterion")
+
+
+def decode(line: str) -> Any:
+    """The light row of one line of samples.jsonl, or the line as the whole read decodes it
+    where the records' types refuse it (module docstring). Nulls are kept: the row check reads
+    them (`compact` drops them after)."""
+    try:
+        typed = _LIGHT.decode(line)
+        if isinstance(getattr(typed, "reference"), str):
+            typed = _GROUNDED.decode(line)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return loads(line, max_depth=None)  # as core/jsonl.py iter_jsonl reads it
+    row = {name: value for name in FIELDS if (value := getattr(typed, name)) is not UNSET}
+    for name in SHARED:
+        if isinstance(value := row.get(name), str):
+            row[name] = sys.intern(value)
+    details = row.get("details")
+    if isinstance(details, dict) and isinstance(details.get("retrieved"), list):
+        try:  # a chunk that is no {"title": text} is left for the row check to refuse
+            row["details"] = {**details, "retrieved": msgspec.convert(details["retrieved"],
+                                                                      list[Seen])}
+        except msgspec.ValidationError:
+            pass
+    return row
+
+
+def compact(row: dict[str, Any]) -> SampleRow:
+    """A checked row without its optional fields that are null (readers `get` them)."""
+    return {key: value for key, value in row.items()  # type: ignore[return-value]
+            if value is not None or key in KEPT_WHEN_NULL}
+
+
+def is_record(value: object) -> bool:
+    """Whether `value` is a record of a light row, whose type the decoder checked."""
+    return isinstance(value, Record)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Decoded rows hold no reference cycles, and a report keeps them to its end: the garbage
+    collector, which would walk every one again and again while they are made (near half of a
+    light read of 10,000 rows), is paused, and afterwards leaves them out of its walks."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+        gc.freeze()
+

@@ -1,0 +1,175 @@
+"""The light read of samples.jsonl (harness/core/light.py, docs/design.md#the-light-read): it
+keeps and skips exactly the rows the whole read does, with the same warning; its typed records
+read as the mappings they were decoded from and are written back as the same JSON; their fields
+are those of the typed records of core/records.py."""
+
+import json
+from typing import get_args, get_type_hints
+
+import pytest
+
+from freshrag.core import light
+from freshrag.core.files import dumps
+from freshrag.core.records import CallRecord, ChunkRecord, StepRecord, UsageRecord
+from freshrag.core.samples import read_samples, sample_row
+from freshrag.core.types import (
+    STEP_KINDS,
+    Grade,
+    LLMResponse,
+    Question,
+    RetrievedChunk,
+    Step,
+    SystemAnswer,
+    Usage,
+)
+
+QUESTION = Question("q1", "Which bridge has nine spans?", "Velmora")
+CHUNK = RetrievedChunk("Velmora", 2, "Title: Velmora\nNine spans.", 0.8123456789)
+
+
+def good(question_id: str = "q1") -> dict:
+    """A row as the runner writes it: a search step, the answer, the judge's call."""
+    calls = [LLMResponse("answer", "m", None, "search", '{"query": "v"}', Usage(30, 4), 0.5,
+                         False, [{"role": "user", "content": "Which bridge?"}]),
+             LLMResponse("answer", "m", "Nine.", None, None, Usage(40, 3), 0.25, False, [])]
+    answer = SystemAnswer("Nine.", calls=calls, retrievals=1, steps=[
+        Step("search", calls[:1], query="velmora bridge", retrieved=(CHUNK,)),
+        Step("answer", calls[1:], text="Nine.")],
+        details={"decision": None, "retrieved": [
+            {"title": CHUNK.title, "index": CHUNK.index, "score": 0.81, "text": CHUNK.text}]})
+    judge = LLMResponse("judge", "j", None, "grade", "{}", Usage(90, 9), 0.1, False, [])
+    row = sample_row("A", Question(question_id, QUESTION.text, QUESTION.gold_title), "react",
+                     answer, Grade(5, 4), [*calls, judge], 1.0)
+    return json.loads(json.dumps(row))
+
+
+def changed(path: str, value) -> dict:
+    """good() with the value at `path` (keys and indexes, dotted) set to `value`."""
+    row = good("bad")
+    *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
+    target = row
+    for part in parents:
+        target = target[part]
+    target[last] = value
+    return row
+
+
+def dropped(path: str) -> dict:
+    row = changed(path, None)
+    *parents, last = path.split(".")
+    target = row
+    for part in parents:
+        target = target[int(part) if part.isdigit() else part]
+    del target[last]
+    return row
+
+
+ROWS = [
+    pytest.param(changed("steps.0.kind", "think"), id="step-kind-unknown"),
+    pytest.param(changed("steps.0", "search"), id="step-not-an-object"),
+    pytest.param(changed("steps.0.calls", True), id="step-calls-boolean"),
+    pytest.param(changed("steps.0.calls", None), id="step-calls-null"),
+    pytest.param(changed("steps.0.query", 3), id="step-query-number"),
+    pytest.param(changed("steps.0.repeated", None), id="step-repeated-null"),
+    pytest.param(changed("steps.0.latency_s", "fast"), id="step-latency-text"),
+    pytest.param(changed("steps.0.latency_s", 1e400), id="step-latency-infinite"),
+    pytest.param(changed("steps.0.retrieved", None), id="step-retrieved-null"),
+    pytest.param(dropped("steps.0.retrieved.0.index"), id="chunk-without-index"),
+    pytest.param(changed("steps.0.retrieved.0.score", True), id="chunk-score-boolean"),
+    pytest.param(changed("steps.0.retrieved.0.score", 1), id="chunk-score-whole"),
+    pytest.param(changed("steps.0.retrieved.0.title", None), id="chunk-title-null"),
+    pytest.param(changed("steps.0.retrieved.0.extra", [1]), id="chunk-extra-field"),
+    pytest.param(changed("steps.0.usage.answer.input", -1), id="step-usage-negative"),
+    pytest.param(changed("steps.0.usage.answer.estimated", "maybe"), id="estimated-any"),
+    pytest.param(changed("steps.0.note", {"a": 1}), id="step-extra-field"),
+    pytest.param(changed("usage.answer.output", 2.5), id="usage-not-whole"),
+    pytest.param(changed("usage.answer", 70), id="usage-not-an-object"),
+    pytest.param(changed("usage", None), id="usage-null"),
+    pytest.param(changed("calls.0.role", 1), id="call-role-number"),
+    pytest.param(changed("calls.0.model", ["m"]), id="call-model-list"),
+    pytest.param(changed("calls.0.usage", "lots"), id="call-usage-unchecked"),
+    pytest.param(changed("calls.0", "a call"), id="call-not-an-object"),
+    pytest.param(changed("details.retrieved.0", "Velmora"), id="seen-chunk-not-an-object"),
+    pytest.param(dropped("details.retrieved.0.title"), id="seen-chunk-without-title"),
+    pytest.param(changed("details.retrieved", {"title": "V"}), id="seen-not-a-list"),
+    pytest.param(changed("question", None), id="question-null"),
+    pytest.param(changed("hops", 2), id="hops-without-titles"),
+    pytest.param(changed("grade.truthfulness", 9), id="grade-off-the-scale"),
+    pytest.param(changed("answer", "lone \ud800 surrogate"), id="lone-surrogate"),
+    pytest.param(changed("reference", "a passage"), id="grounded"),
+    pytest.param(changed("steps", []), id="no-steps"),
+    pytest.param(dropped("steps"), id="steps-absent"),
+]
+
+
+@pytest.mark.parametrize("bad", ROWS)
+def test_both_reads_keep_and_skip_the_same_rows_with_the_same_warning(bad, tmp_path, capsys):
+    path = tmp_path / "samples.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in (good("q1"), bad, good("q3"))))
+    whole = read_samples(path)
+    whole_warnings = capsys.readouterr().err
+    lightly = read_samples(path, light=True)
+    assert capsys.readouterr().err == whole_warnings
+    assert [row["question_id"] for row in lightly] == [row["question_id"] for row in whole]
+    for light_row, whole_row in zip(lightly, whole):
+        assert light_row.get("steps") == known(whole_row.get("steps"))
+
+
+def known(steps):
+    """Steps as a light read keeps them: the fields of StepRecord and of its ChunkRecords."""
+    if steps is None:
+        return None
+    fields, chunk_fields = get_type_hints(StepRecord), get_type_hints(ChunkRecord)
+    return [{key: [{k: v for k, v in chunk.items() if k in chunk_fields} for chunk in value]
+             if key == "retrieved" else value for key, value in step.items() if key in fields}
+            for step in steps]
+
+
+def test_a_skipped_row_is_named_by_file_and_line(tmp_path, capsys):
+    path = tmp_path / "samples.jsonl"
+    bad = changed("steps.0.kind", "think")
+    path.write_text("".join(json.dumps(row) + "\n" for row in (good("q1"), bad)))
+    assert [row["question_id"] for row in read_samples(path, light=True)] == ["q1"]
+    assert f"{path}:2: skipped" in capsys.readouterr().err
+
+
+def test_a_light_row_holds_only_what_the_tables_read(tmp_path):
+    path = tmp_path / "samples.jsonl"
+    path.write_text(json.dumps(good()) + "\n")
+    [row] = read_samples(path, light=True)
+    assert all(set(call) <= set(light.CALL_SUMMARY) for call in row["calls"])
+    assert row["details"]["retrieved"] == [{"title": "Velmora", "index": 2, "score": 0.81}]
+    assert "label" not in row and row["error"] is None  # null optional fields: left out
+    step = row["steps"][0]
+    assert step["kind"] == "search" and step.get("title") is None and "title" in step
+    assert step.get("nothing", "default") == "default" and "nothing" not in step
+    with pytest.raises(KeyError):
+        step["nothing"]
+    assert row["usage"]["answer"]["input"] == 70 and row["usage"]["answer"].get("estimated") is False
+
+
+def test_a_light_row_is_written_back_as_the_json_it_was_read_from(tmp_path):
+    path = tmp_path / "samples.jsonl"
+    whole = good()
+    path.write_text(json.dumps(whole) + "\n")
+    [row] = read_samples(path, light=True)
+    assert json.loads(dumps(row["steps"])) == whole["steps"]
+    assert json.loads(dumps(row["usage"])) == whole["usage"]
+    calls = [{key: call[key] for key in light.CALL_SUMMARY} for call in whole["calls"]]
+    assert json.loads(dumps(row["calls"])) == calls
+
+
+def test_a_grounded_row_keeps_its_calls_whole(tmp_path):
+    path = tmp_path / "samples.jsonl"
+    grounded = changed("reference", "Nine spans.")
+    path.write_text(json.dumps(grounded) + "\n")
+    [row] = read_samples(path, light=True)
+    assert row["calls"] == grounded["calls"]
+
+
+def test_the_records_have_the_fields_of_core_records():
+    assert set(light.Step.__struct_fields__) == set(get_type_hints(StepRecord))
+    assert set(light.Chunk.__struct_fields__) == set(get_type_hints(ChunkRecord))
+    assert set(light.Usage.__struct_fields__) == set(get_type_hints(UsageRecord))
+    assert set(light.CALL_SUMMARY) <= set(get_type_hints(CallRecord))
+    assert get_args(light.StepKind) == STEP_KINDS
