@@ -170,7 +170,7 @@ def sample_wiki_by_month(source: Any, files: SampleFiles, months: MonthRange, pe
                 page = next(pages, None)
                 if page is None:
                     break
-                page = _dated(classify(page), months, month)
+                page = _dated(classify(page, examined), months, month)
                 if page.discard is None:
                     articles.write(page.article_row())
                     kept[month] += 1
@@ -202,10 +202,10 @@ def sample_dump_by_month(source: PageSource, files: SampleFiles, months: MonthRa
                                               for month in wanted}
     partial = files.partial
     partial.unlink(missing_ok=True)
-    discards = JsonlWriter(partial)
+    discards, read = JsonlWriter(partial), set[str]()
     try:
         for page in tqdm(source.pages(set()), desc="A_r (reading the whole dump)", unit="page"):
-            month, why = _dump_month(classify(page), months, wanted)
+            month, why = _dump_month(classify(page, read), months, wanted)
             if why is not None or month is None:
                 discards.write({"title": page.title, "discard": why, "month": month})
                 continue

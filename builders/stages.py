@@ -120,7 +120,10 @@ def read_titles(out: Path, stage: str) -> list[str]:
     if not path.exists():
         raise BuildError(f"{path}: stage {stage} has not finished; run it first "
                          f"(freshrag build --stage {stage} ...)")
-    return path.read_text(encoding="utf-8").splitlines()
+    # one title a line, split at "\n" alone: splitlines() would also split at U+2028, U+0085
+    # and the other line breaks a title may hold, and lose it (builders/sources/pages.py)
+    text = path.read_bytes().decode("utf-8")
+    return text.split("\n")[:-1] if text else []
 
 
 def write_titles(out: Path, stage: str, titles: Iterable[str]) -> None:
@@ -161,12 +164,12 @@ def sample_articles(source: PageSource | None, config: BuildConfig) -> list[str]
             if title not in examined:
                 samples.write({"title": title, "discard": None})
         with tqdm(total=config.n, initial=len(kept), desc="A_r", unit="article") as bar:
-            pages = source.pages(set(examined) | set(kept))
+            pages, read = source.pages(set(examined) | set(kept)), set(kept)
             while config.n is None or len(kept) < config.n:
                 page = next(pages, None)
                 if page is None:
                     break  # the dump ended, or the wiki has no unseen pages left
-                page = classify(page)
+                page = classify(page, read)
                 if page.discard is None:
                     articles.write(page.article_row())  # the article first, then its sample line
                     kept.append(page.title)
@@ -189,10 +192,10 @@ def _reservoir_sample(source: PageSource, config: BuildConfig, n: int) -> list[s
     reservoir: Reservoir[Page] = Reservoir(n, random.Random(config.seed))
     partial = config.out / SAMPLE_PARTIAL
     partial.unlink(missing_ok=True)
-    discards = JsonlWriter(partial)
+    discards, read = JsonlWriter(partial), set[str]()
     try:
         for page in tqdm(source.pages(set()), desc="A_r (reading the whole dump)", unit="page"):
-            page = classify(page)
+            page = classify(page, read)
             if page.discard is not None:
                 discards.write(_sample_row(page))
             elif (left := reservoir.offer(page)) is not None:

@@ -16,6 +16,12 @@ DISAMBIGUATION = "disambiguation"
 TOO_SHORT = "too_short"
 VANISHED = "vanished"  # sampled, then gone (deleted or moved) when its content was fetched
 NO_CONTENT = "no_content"
+# What a run's dataset reader refuses (harness/core/dataset.py) is never written: a second page of
+# a title read already in this pass (articles are keyed by title), and a title that is blank or
+# holds a line break, which the stage lists (one title a line) cannot hold. Other characters,
+# U+2028 and U+0085 among them, are kept (docs/faults.md#files-freshrag-reopens).
+DUPLICATE_TITLE = "duplicate_title"
+UNUSABLE_TITLE = "unusable_title"
 
 MIN_CHARS = 1000  # the paper keeps articles of more than 1,000 characters
 
@@ -48,11 +54,19 @@ class Page:
         return asdict(self)
 
 
-def classify(page: Page) -> Page:
-    """The page with `discard` set by the A_r rules, where the source did not set it already."""
-    if page.discard is None and len(page.content) <= MIN_CHARS:
-        return Page(**{**page.record(), "discard": TOO_SHORT})
-    return page
+def classify(page: Page, read: set[str] | None = None) -> Page:
+    """The page with `discard` set by the A_r rules, where the source did not set it already;
+    `read` holds the titles of the pages read before it in this pass, and gains its own."""
+    why = page.discard
+    if why is None and (not page.title.strip() or "\n" in page.title):
+        why = UNUSABLE_TITLE
+    elif why is None and read is not None and page.title in read:
+        why = DUPLICATE_TITLE
+    elif why is None and len(page.content) <= MIN_CHARS:
+        why = TOO_SHORT
+    if read is not None:
+        read.add(page.title)
+    return page if why == page.discard else Page(**{**page.record(), "discard": why})
 
 
 Item = TypeVar("Item")

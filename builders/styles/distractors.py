@@ -87,9 +87,9 @@ class Neighbourhood:
 
     def fetch(self, open_source: Callable[[], Any], titles: list[str]) -> dict[str, Page]:
         """The pages of `titles` the source has that pass A_r's rules, their signs noted."""
-        pages = {}
+        pages: dict[str, Page] = {}
         for page in open_source().fetch_titles(titles):
-            page = classify(page)
+            page = classify(page, set(pages))
             if page.discard is None:
                 pages[page.title] = page
                 self.months[page.title] = page.month()
