@@ -70,9 +70,9 @@ from freshrag.reporting.outcomes import (
 from freshrag.reporting.prices import batch_calls, batch_note, row_cost
 from freshrag.reporting.retrieval_metrics import (
     METRICS,
-    answer_metrics,
     gold_set,
     retrieved_titles,
+    row_metrics,
     searches,
     trajectory_titles,
 )
@@ -100,14 +100,13 @@ def retrieval_quality(rows: list[SampleRow], with_intervals: bool = False,
 
     table = []
     for key, group in group_rows(rows).items():
-        answers = [(gold, titles, trajectory_titles(row)) for row in group  # general: no gold
-                   if (titles := retrieved_titles(row)) is not None and (gold := gold_set(row))]
-        if not answers:
+        measured = [(values, titles) for row, values in zip(group, row_metrics(group))
+                    if values is not None and (titles := retrieved_titles(row)) is not None]
+        if not measured:  # general queries (no gold set) are not measured
             continue
-        per_answer = answer_metrics(answers)
-        table.append({**key.fields(), "retrieved": len(answers),
-                      "k": max(len(titles) for _, titles, _ in answers),
-                      **{name: shown([values[name] for values in per_answer])
+        table.append({**key.fields(), "retrieved": len(measured),
+                      "k": max(len(titles) for _, titles in measured),
+                      **{name: shown([values[name] for values, _ in measured])
                          for name in METRICS}})
     return table
 

@@ -91,6 +91,31 @@ def answer_metrics(answers: Sequence[tuple[list[str], list[str], list[str]]]
             for values, (found_any, recall) in zip(at_k, paths)]
 
 
+def row_metrics(rows: list[SampleRow]) -> list[dict[str, float] | None]:
+    """Per row, the METRICS of `answer_metrics`, evaluated together; None where the row has no
+    gold set (a general query) or says nothing of what it retrieved (no search step, no chunks
+    it saw: at k, a row of search steps alone saw none). The retrieval table and the
+    trajectories ask for the same rows (an identity's): the last few lists' are kept, so that
+    each answer is evaluated once per report."""
+    key = tuple(map(id, rows))
+    if key not in _MEASURED:
+        measured = [i for i, row in enumerate(rows) if gold_set(row)
+                    and (row.get("steps") or retrieved_titles(row) is not None)]
+        values = answer_metrics([(gold_set(rows[i]), retrieved_titles(rows[i]) or [],
+                                  trajectory_titles(rows[i])) for i in measured])
+        found: list[dict[str, float] | None] = [None] * len(rows)
+        for i, metrics in zip(measured, values):
+            found[i] = metrics
+        _MEASURED[key] = (rows, found)  # the rows held, so that no other list takes their ids
+        while len(_MEASURED) > MEASURED_KEPT:
+            del _MEASURED[next(iter(_MEASURED))]
+    return _MEASURED[key][1]
+
+
+MEASURED_KEPT = 16
+_MEASURED: dict[tuple[int, ...], tuple[list[SampleRow], list[dict[str, float] | None]]] = {}
+
+
 def _evaluate(answers: Sequence[tuple[list[str], list[str]]],
               measures: set[str]) -> list[dict[str, float]]:
     """trec_eval's `measures` per answer (gold set, ranked titles), each named as trec_eval

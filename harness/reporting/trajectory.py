@@ -38,12 +38,7 @@ from freshrag.core.stats import mean
 from freshrag.reporting.identity import group_rows
 from freshrag.reporting.outcomes import CORRECT_AT, answered_well, hops, unreported
 from freshrag.reporting.prices import row_cost
-from freshrag.reporting.retrieval_metrics import (
-    answer_metrics,
-    gold_set,
-    retrieved_titles,
-    trajectory_titles,
-)
+from freshrag.reporting.retrieval_metrics import gold_set, row_metrics
 
 Prices = dict[str, tuple[float, float]]
 STEP_FIGURES = ("searches", "repeated", "first_gold_step", "last_gold_step", "wasted_steps")
@@ -80,26 +75,21 @@ def step_figures(row: SampleRow) -> dict[str, Any]:
             "first_gold_step": first, "last_gold_step": last, "wasted_steps": wasted}
 
 
-def evidence(rows: Sequence[SampleRow]) -> list[tuple[float, float] | None]:
-    """Per row, (any, all) gold articles found over its trajectory (retrieval_metrics, one
-    evaluation for all the rows); None where it has no gold set or says nothing of what it
-    retrieved (no steps, no retrieved chunks)."""
-    known = [i for i, row in enumerate(rows) if gold_set(row)
-             and (row.get("steps") or retrieved_titles(row) is not None)]
-    metrics = answer_metrics([(gold_set(rows[i]), retrieved_titles(rows[i]) or [],
-                               trajectory_titles(rows[i])) for i in known])
-    found: list[tuple[float, float] | None] = [None] * len(rows)
-    for i, values in zip(known, metrics):
-        found[i] = (values["recall_any_traj"], values["recall_all_traj"])
-    return found
+def evidence(rows: list[SampleRow]) -> list[tuple[float, float] | None]:
+    """Per row, (any, all) gold articles found over its trajectory (retrieval_metrics
+    `row_metrics`, evaluated once with the retrieval table's); None where it has no gold set or
+    says nothing of what it retrieved (no steps, no retrieved chunks)."""
+    return [None if values is None else (values["recall_any_traj"], values["recall_all_traj"])
+            for values in row_metrics(rows)]
 
 
 def answer_figures(rows: list[SampleRow], prices: Prices | None = None,
                    correct_at: int = CORRECT_AT) -> list[dict[str, Any]]:
     """Every answered pair's figures (module docstring), in the rows' order."""
-    answered = [row for row in rows if row["status"] == "ok"]
     table = []
-    for row, seen in zip(answered, evidence(answered)):
+    for row, seen in zip(rows, evidence(rows)):
+        if row["status"] != "ok":
+            continue
         table.append({
             "dataset": row["dataset"], "system": row["system"],
             "question_id": row["question_id"], "hops": hops(row), **step_figures(row),

@@ -1,0 +1,45 @@
+"""A report evaluates each answer's retrieval metrics once (harness/reporting/retrieval_metrics.py
+row_metrics): the retrieval table and the trajectory figures read the same evaluation, and give
+what each gave from an evaluation of its own."""
+
+from __future__ import annotations
+
+from freshrag.reporting import analysis, retrieval_metrics, trajectory
+
+from tests.reporting.test_trajectory_metrics import answer, row, search
+
+
+def rows() -> list[dict]:
+    made = []
+    for system in ("react", "naive"):
+        made += [row("q1", system, [search("a", "X", "A"), search("b", "B"), answer()],
+                     gold=("A", "B")),
+                 row("q2", system, [search("c", "Y"), answer()], truth=2),
+                 row("q3", system, [answer()], gold=())]
+    for made_row in made:  # the chunks it saw: its first search's
+        steps = made_row["steps"]
+        if steps[0]["kind"] == "search":
+            made_row["details"] = {"decision": None, "retrieved": steps[0]["retrieved"]}
+    return made
+
+
+def test_each_identity_is_evaluated_once_per_report(monkeypatch):
+    evaluations = []
+    evaluate = retrieval_metrics.answer_metrics
+    monkeypatch.setattr(retrieval_metrics, "answer_metrics",
+                        lambda answers: evaluations.append(len(answers)) or evaluate(answers))
+    made = rows()
+    found = analysis.analyse(made)
+    assert evaluations == [2, 2]  # react's and naive's answers with a gold set, once each
+    assert [r["recall_all_traj"] for r in found["retrieval"]] == [0.5, 0.5]
+    assert [f["evidence_all"] for f in found["trajectory_by_answer"]] == [1.0, 0.0, None] * 2
+
+
+def test_the_shared_evaluation_gives_what_a_separate_one_gives():
+    made = rows()
+    per_row = retrieval_metrics.row_metrics(made[:3])
+    alone = retrieval_metrics.answer_metrics(
+        [(retrieval_metrics.gold_set(r), retrieval_metrics.retrieved_titles(r) or [],
+          retrieval_metrics.trajectory_titles(r)) for r in made[:2]])
+    assert per_row == [*alone, None]
+    assert trajectory.evidence(made[:3]) == [(1.0, 1.0), (0.0, 0.0), None]
