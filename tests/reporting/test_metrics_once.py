@@ -4,9 +4,41 @@ what each gave from an evaluation of its own."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from freshrag.core.samples import sample_row
+from freshrag.core.types import (
+    Grade,
+    LLMResponse,
+    Question,
+    RetrievedChunk,
+    Step,
+    SystemAnswer,
+    Usage,
+)
 from freshrag.reporting import analysis, retrieval_metrics, trajectory
 
-from tests.reporting.test_trajectory_metrics import answer, row, search
+CALL = LLMResponse("answer", "m", "x", None, None, Usage(100, 10), 0.1, False, [])
+
+
+def search(query: str, *titles: str) -> Step:
+    return Step("search", (CALL,), query=query, retrieved=tuple(
+        RetrievedChunk(title, i, "text", 1.0 - i / 10) for i, title in enumerate(titles)))
+
+
+def answer() -> Step:
+    return Step("answer", (CALL,), text="the answer")
+
+
+def row(qid: str, system: str, steps: list[Step], truth: int = 5,
+        gold: tuple[str, ...] = ("A",)) -> dict[str, Any]:
+    multi = len(gold) > 1
+    question = Question(qid, f"question {qid}?", gold[0] if gold else None,
+                        gold_titles=gold if multi else (), hops=len(gold) if multi else None)
+    answered = SystemAnswer("the answer", calls=[CALL] * len(steps), steps=steps,
+                            retrievals=sum(s.kind == "search" for s in steps))
+    return dict(sample_row("D", question, system, answered, Grade(truth, truth),
+                           [CALL] * len(steps), 1.0))
 
 
 def rows() -> list[dict]:
