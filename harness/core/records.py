@@ -133,6 +133,9 @@ class SampleFields(TypedDict):
     hops: NotRequired[int | None]
     multihop: NotRequired[str | None]
     system: str  # the system's name, as in --systems
+    # which asking of the pair this row is, 1..N, in a run of --epochs N above 1 (on every row);
+    # absent (or null) in a run of one epoch: 1
+    epoch: NotRequired[int | None]
     # "failed": an LLM error after the retries, or an exception a system's own code raised
     # (`error` says why; tried again on resume)
     status: Literal["ok", "failed"]
@@ -227,7 +230,7 @@ class Manifest(TypedDict, total=False):
     # per system: `origin`, `where`, `sha256`, `version` (docs/own-system.md)
     system_sources: dict[str, Any]
     # limit, concurrency, cache, seed, today, knowledge_cutoff, context_tokens, max_steps,
-    # token_budget
+    # token_budget, epochs (absent before --epochs: 1)
     config: dict[str, Any]
     # timeout_s, max_attempts, roles (per role model, base_url, api_key_env, api_key_set; never
     # a key) and resolved_base_urls

@@ -17,7 +17,8 @@ NONE = type(None)
 # here changes what a reader refuses (tests/fuzz/test_run_dirs.py)
 ACCEPTED = {
     "dataset": (str, NONE), "question_id": (str,), "question": (str,), "gold_title": (str, NONE),
-    "gold_titles": (list, NONE), "hops": (int, NONE), "multihop": (str, NONE), "system": (str,), "status": (str,), "answer": (str, NONE), "retrievals": (int, NONE),
+    "gold_titles": (list, NONE), "hops": (int, NONE), "multihop": (str, NONE), "system": (str,),
+    "epoch": (int, NONE), "status": (str,), "answer": (str, NONE), "retrievals": (int, NONE),
     "usage": (dict,), "grade": (dict, NONE), "calls": (list,), "details": (dict, NONE),
     "steps": (list,), "stopped": (str, NONE), "latency_s": (int, float, NONE),
     "answer_latency_s": (int, float, NONE),
