@@ -10,13 +10,15 @@ The file itself is JSON Lines, appended to and repaired as harness/core/jsonl.py
 from __future__ import annotations
 
 import math
-import sys
 import types as typing_types
+from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal, Union, cast, get_args, get_origin, get_type_hints, is_typeddict
 
 from freshrag.core.jsonl import iter_jsonl, json_problem, now
+from freshrag.core.light import CALL_SUMMARY as CALL_SUMMARY
+from freshrag.core.light import collector_paused, compact, decode, is_record
 from freshrag.core.records import DECISIONS, SampleFields, SampleRow, StepRecord
 from freshrag.core.runfiles import SAMPLES as SAMPLES
 from freshrag.core.steps import step_records, steps_problem, stopped_problem
@@ -117,62 +119,26 @@ def row_problem(row: SampleRow) -> str | None:
     return json_problem(row, "row") or sample_problem(cast(dict[str, Any], row))
 
 
-# What the tables read of a call (harness/reporting: models by role, prices, batch discounts,
-# latency); a light read keeps only these, and a report of 100,000 answers fits in memory.
-CALL_SUMMARY = ("role", "model", "usage", "batch", "cache_hit", "latency_s")
-
-
 def read_samples(path: Path, light: bool = False, every_epoch: bool = False) -> list[SampleRow]:
     """Every row, the last one per (question, system, epoch) winning, in file order; only the
-    first epoch's (what every table reads) unless `every_epoch`. `light` keeps of
-    each call only CALL_SUMMARY (not its messages, text and arguments: most of a row), except in
-    rows of grounded questions (with a `reference`), whose wording analysis reads the answer's
-    context from its calls. A row the readers cannot use (an older freshrag's) is skipped with
-    a warning: its pair is then asked again on resume."""
+    first epoch's (what every table reads) unless `every_epoch`. `light`: only
+    what the tables read, in typed records (core/light.py: of each call CALL_SUMMARY, chunks
+    without text, null optional fields left out), but a grounded row's calls, whole. A row the
+    readers cannot use (an older freshrag's) is skipped with a warning: its pair is then asked
+    again on resume."""
     latest: dict[tuple[str, str, int], SampleRow] = {}
-    for read in iter_jsonl(path, sample_problem, skip=True):
-        row = _light(read) if light else cast(SampleRow, read)  # sample_problem checked it
-        key = (row["question_id"], row["system"], epoch_of(row))
-        latest.pop(key, None)
-        latest[key] = row
+    with collector_paused() if light else nullcontext():
+        for read in iter_jsonl(path, sample_problem, skip=True, decode=decode if light else None):
+            row = compact(read) if light else cast(SampleRow, read)  # sample_problem checked it
+            key = (row["question_id"], row["system"], epoch_of(row))
+            latest.pop(key, None)
+            latest[key] = row
     return [row for key, row in latest.items() if every_epoch or key[2] == 1]
 
 
 def epoch_of(row: SampleRow) -> int:
     """The row's epoch (--epochs): 1 where the row has none, as in a run of one epoch."""
     return row.get("epoch") or 1
-
-
-def _light(row: dict[str, Any]) -> SampleRow:
-    """The row as read_samples(light=True) keeps it: calls cut to CALL_SUMMARY (but a grounded
-    row's), retrieved chunks without their text, optional fields that are null left out
-    (readers `get` them: SAMPLE_FIELDS), and every key the one shared string (json makes each
-    row's keys anew: a third of a light row's memory)."""
-    if row.get("calls") and not row.get("reference"):
-        row["calls"] = [{key: call[key] for key in CALL_SUMMARY if key in call}
-                        for call in row["calls"]]
-    retrieved = (row.get("details") or {}).get("retrieved")
-    if isinstance(retrieved, list):  # each chunk's text: the viewer's, not a table's
-        row["details"] = {**row["details"], "retrieved": _without_text(retrieved)}
-    if row.get("steps"):  # freshrag writes steps' chunks without text; a hand-made row may not
-        row["steps"] = [{**step, "retrieved": _without_text(step["retrieved"])}
-                        if isinstance(step.get("retrieved"), list) else step
-                        for step in row["steps"]]
-    return cast(SampleRow, _shared_keys({key: value for key, value in row.items()
-                                         if value is not None or key in KEPT_WHEN_NULL}))
-
-
-def _without_text(chunks: list[Any]) -> list[Any]:
-    return [{key: value for key, value in chunk.items() if key != "text"}
-            if isinstance(chunk, dict) else chunk for chunk in chunks]
-
-
-def _shared_keys(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {sys.intern(key): _shared_keys(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_shared_keys(item) for item in value]
-    return value
 
 
 def is_scored(row: SampleRow) -> bool:
@@ -226,9 +192,6 @@ def _json_types(hint: Any) -> tuple[type, ...]:
 SAMPLE_FIELDS: dict[str, tuple[type, ...]] = {
     name: _json_types(hint) for name, hint in get_type_hints(SampleFields).items()}
 REQUIRED = tuple(name for name in SAMPLE_FIELDS if name in SampleFields.__required_keys__)
-# Read directly too: a failed row's `error`, and `dataset` (null in rows made by hand, which
-# the report fills from the manifest)
-KEPT_WHEN_NULL = (*REQUIRED, "error", "dataset")
 
 
 def sample_problem(row: dict[str, Any]) -> str | None:
@@ -275,6 +238,8 @@ def _gold_set_problem(row: dict[str, Any]) -> str | None:
 
 def _usage_problem(usage: dict[str, Any]) -> str | None:
     for role, counts in usage.items():
+        if is_record(counts):  # typed on reading (core/light.py), as this check demands
+            continue
         if not isinstance(counts, dict) or not all(
                 _is(counts.get(k), (int,)) and counts[k] >= 0 for k in ("input", "output")):
             return f"usage of {role!r} must be {{\"input\": count, \"output\": count}}, got {counts!r:.80}"
@@ -302,11 +267,12 @@ def _details_problem(details: dict[str, Any] | None, calls: list[Any],
     details = details or {}
     retrieved = details.get("retrieved")
     if retrieved is not None and not (isinstance(retrieved, list) and all(
-            isinstance(chunk, dict) and isinstance(chunk.get("title"), str) for chunk in retrieved)):
+            is_record(chunk) or isinstance(chunk, dict) and isinstance(chunk.get("title"), str)
+            for chunk in retrieved)):
         return f"details.retrieved must be null or a list of {{\"title\": text}}, got {retrieved!r:.80}"
     if not _is(details.get("decision"), (str, _NONE)):
         return f"details.decision must be text or null, got {details['decision']!r:.80}"
-    if not all(isinstance(call, dict) and isinstance(call.get("role"), str)
+    if not all(is_record(call) or isinstance(call, dict) and isinstance(call.get("role"), str)
                and _is(call.get("model"), (str, _NONE)) for call in calls):
         return "calls must be a list of objects with a role (and model) as text"
     if models is not None and not (isinstance(models, dict)
@@ -321,6 +287,8 @@ STEP_FIELDS = {name: _json_types(hint) for name, hint in get_type_hints(StepReco
 
 def _steps_problem(steps: list[Any]) -> str | None:
     for i, step in enumerate(steps):
+        if is_record(step):  # typed on reading (core/light.py), as this check demands
+            continue
         if not isinstance(step, dict) or step.get("kind") not in STEP_KINDS:
             return (f"steps[{i}] must be an object whose kind is one of "
                     f"{', '.join(STEP_KINDS)}, got {step!r:.80}")
