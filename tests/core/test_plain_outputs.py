@@ -254,10 +254,25 @@ def _run(tmp):  # refused before any model starts
             "baseline", "--out", str(tmp / "out")], tmp / "out" / "samples.jsonl"
 
 
+def _build(tmp):  # refused before the dump is read
+    return ["build", "--dump", str(tmp / "wiki.xml"), "--cutoff", "2021-09-30", "--out",
+            str(tmp / "out")], tmp / "out" / "articles.jsonl"
+
+
+def _import(tmp):  # refused before any model starts
+    questions, articles = write_dataset(tmp / "dataset")
+    answers = tmp / "answers.jsonl"
+    answers.write_text('{"question": "How many bridges does Town 0 have?", "answer": "3"}\n',
+                       encoding="utf-8")
+    return ["import", str(answers), "--system", "mine", "--questions", str(questions),
+            "--articles", str(articles), "--out", str(tmp / "out")], tmp / "out" / "samples.jsonl"
+
+
 WRITERS = [_report, _report_html, _export, _agreement, _mix, _filter, _import_legacy]
 
 
-@pytest.mark.parametrize("case", [*WRITERS, _needs, _run], ids=lambda case: case.__name__[1:])
+@pytest.mark.parametrize("case", [*WRITERS, _needs, _run, _build, _import],
+                         ids=lambda case: case.__name__[1:])
 @pytest.mark.parametrize("plant, kind", PLANTS[:1] + PLANTS[2:])
 def test_every_command_refuses_an_output_that_is_no_regular_file(tmp_path, monkeypatch, capsys,
                                                                  case, plant, kind):
