@@ -60,8 +60,8 @@ def handle(args: argparse.Namespace) -> int:
     for run_dir in args.run_dirs:  # before anything is read or written
         if not (run_dir / SAMPLES).is_file():
             raise ResultsError(f"{run_dir}: no {SAMPLES}; is this a run directory?")
-    check_outputs([Output(args.out, "--out", "give another --out")], [])  # no FIFO, no device
     export.check_out(args.out, args.run_dirs)
+    check_outputs([Output(args.out, "--out", "give another --out")], [])  # no FIFO, no device
     # the flat records need no call's messages nor chunk's text: a light read (core/samples.py)
     rows = export.chosen(load_runs(args.run_dirs, light=args.format == "jsonl"), args.systems)
     kept, records = export.records(rows, args.format)
