@@ -66,15 +66,17 @@ COLUMNS = ("dataset", "system", "n", "scored", "unscored", "truthfulness", "rele
            "tokens_per_correct", "cost_per_correct", "correct_per_search", "models")
 
 
-def load_runs(run_dirs: list[Path], light: bool = False) -> list[SampleRow]:
-    """All rows of the given run directories (a directory without samples is an error), each
+def load_runs(run_dirs: str | Path | Sequence[str | Path],
+              light: bool = False) -> list[SampleRow]:
+    """All rows of the given run directories (one, or a list; str or Path; a directory
+    without samples is an error), each
     marked with its `run` (the directory as given; one named twice is read once), its `scores`
     from scores.jsonl (scorer -> repeat 0, for this answer; a judge pass is the grade of a row
     the run left ungraded: scoring/store.py with_judge_pass) and, if it retrieved, the run's
     embedding model in `models` (see harness/reporting/identity.py). `light`: calls without
     their messages and text, which no table reads (core/samples.py read_samples)."""
     rows, seen = [], set()
-    for run_dir in run_dirs:
+    for run_dir in map(Path, [run_dirs] if isinstance(run_dirs, (str, Path)) else run_dirs):
         if not (run_dir / SAMPLES).exists():
             raise ResultsError(f"{run_dir}: no {SAMPLES}; is this a run directory?")
         if run_dir.resolve() in seen:
@@ -221,9 +223,10 @@ def trajectories(rows: list[SampleRow]) -> list[dict[str, Any]]:
     an agent stopped (null: it answered when it chose) and its steps as the row holds them
     (a light read's: retrieved chunks without text). Rows written before steps existed have no
     trajectory and are left out."""
-    return [{**key.fields(), "question_id": row["question_id"], "status": row["status"],
+    return [{**fields, "question_id": row["question_id"], "status": row["status"],
              "stopped": row.get("stopped"), "steps": row["steps"]}
-            for key, group in group_rows(rows).items() for row in group if "steps" in row]
+            for key, group in group_rows(rows).items() for fields in [key.fields()]
+            for row in group if "steps" in row]
 
 
 def unscored_reasons(rows: list[SampleRow]) -> Counter:
@@ -259,29 +262,42 @@ def render(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None
     question fields (harness/reporting/breakdown.py), what the answer model knows without
     retrieval (harness/reporting/freshness.py) and every answer's trajectory (`trajectories`)
     if given; CSV, every column. In markdown, the lines of `known` follow the table."""
+    return "".join(rendered(summary, fmt, judge, breakdowns, known, answers))
+
+
+def rendered(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None = None,
+             breakdowns: dict[str, list[dict[str, Any]]] | None = None,
+             known: list[dict[str, Any]] | None = None,
+             answers: list[dict[str, Any]] | None = None) -> Iterator[str]:
+    """`render`'s text in parts, each answer one: printed part by part, a report of 100,000
+    trajectories is never one string of hundreds of megabytes."""
     columns = columns_for(COLUMNS, summary)
     if fmt == "json":  # strict JSON: a statistic that is no finite number is null (`finite`)
-        return _with_answers(dumps(finite({"rows": summary, **({"judge": judge} if judge else {}),
-                                           **({"breakdowns": breakdowns} if breakdowns else {}),
-                                           **({"known": known} if known else {})}), indent=2),
-                             answers or [])
-    if fmt == "csv":  # through the csv module, formulas defused (core/tables.py)
-        return tables.csv_text([{k: models_label(v) if isinstance(v, dict) else v
-                                 for k, v in row.items()} for row in summary], columns)
-    if fmt == "markdown":
-        return (terminal_table(summary) + _known_text(known) + f"\n\nthe whole table, with "
-                f"unscored and failed pairs, retrievals and models: {SUMMARY_MD}")
-    raise ValueError(f"unknown format {fmt!r}; choose markdown, json or csv")
+        yield from _with_answers(dumps(finite({
+            "rows": summary, **({"judge": judge} if judge else {}),
+            **({"breakdowns": breakdowns} if breakdowns else {}),
+            **({"known": known} if known else {})}), indent=2), answers or [])
+    elif fmt == "csv":  # through the csv module, formulas defused (core/tables.py)
+        yield tables.csv_text([{k: models_label(v) if isinstance(v, dict) else v
+                                for k, v in row.items()} for row in summary], columns)
+    elif fmt == "markdown":
+        yield (terminal_table(summary) + _known_text(known) + f"\n\nthe whole table, with "
+               f"unscored and failed pairs, retrievals and models: {SUMMARY_MD}")
+    else:
+        raise ValueError(f"unknown format {fmt!r}; choose markdown, json or csv")
 
 
-def _with_answers(document: str, answers: list[dict[str, Any]]) -> str:
+def _with_answers(document: str, answers: list[dict[str, Any]]) -> Iterator[str]:
     """The JSON `document` with `answers` added, one answer a line: a run's trajectories are
     most of the report, and JSON without indentation is written by json's C encoder, several
     times faster than its indenting one. Read from strict JSON rows, they hold no NaN."""
     if not answers:
-        return document
-    lines = ",\n".join("    " + dumps(answer) for answer in answers)
-    return f'{document[:-2]},\n  "answers": [\n{lines}\n  ]\n}}'
+        yield document
+        return
+    yield f'{document[:-2]},\n  "answers": [\n'
+    for i, answer in enumerate(answers):
+        yield ("    " if i == 0 else ",\n    ") + dumps(answer)
+    yield "\n  ]\n}"
 
 
 def _known_text(known: list[dict[str, Any]] | None) -> str:

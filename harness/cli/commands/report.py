@@ -123,9 +123,10 @@ def handle(args: argparse.Namespace) -> int:
     side = sys.stdout if args.format == "markdown" else sys.stderr
     for line in details["judge"]["lines"] + notes:
         print(line, file=side)
-    print(report.render(summary, args.format, judge=details["judge"], breakdowns=by_field,
-                        known=known,
-                        answers=report.trajectories(rows) if args.format == "json" else None))
+    sys.stdout.writelines(report.rendered(  # part by part: every answer's steps in JSON
+        summary, args.format, judge=details["judge"], breakdowns=by_field, known=known,
+        answers=report.trajectories(rows) if args.format == "json" else None))
+    print()
     if args.format == "markdown":
         _print_analysis(rows, details, breakdowns)
         print(f"\nsummary.json, {ANALYSIS} and {len(figures)} figures written to {out}/")
