@@ -45,8 +45,10 @@ DESCRIPTION = ("Every system answers every question of the dataset; the judge gr
                "Before the first call it prints, on stderr, which model each role calls.")
 EXAMPLES = ("freshrag run --limit 3 --systems baseline,naive   # the example dataset, no key",
             "export FRESHRAG_API_KEY=sk-...",
-            "freshrag run --dataset DIR --base-url https://api.openai.com/v1 --model gpt-4o-mini",
-            "freshrag run --dataset DIR --model gpt-4o-mini --model-role judge=gpt-4o --dry-run")
+            "freshrag run --dataset datasets/recent --base-url https://api.openai.com/v1 "
+            "--model gpt-4o-mini",
+            "freshrag run --dataset datasets/recent --base-url https://api.openai.com/v1 "
+            "--model gpt-4o-mini --model-role judge=gpt-4o --dry-run")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
