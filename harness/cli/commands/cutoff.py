@@ -27,9 +27,11 @@ DESCRIPTION = ("The answer model answers every question twice, without retrieval
                "ceiling, with 95% intervals; and the month where closed-book quality falls "
                "(a step fit with a bootstrap interval), beside the stated cutoff. It writes "
                "RUN/cutoff.json, cutoff.md and cutoff.png; running it again resumes.")
-EXAMPLES = ("freshrag cutoff --dataset datasets/monthly --model gpt-4o-mini "
-            "--stated-cutoff 2023-10-31",
-            "freshrag cutoff --dataset datasets/monthly --model gpt-4o-mini --dry-run",
+# --base-url: a model named without an endpoint would be asked of the embedded server
+EXAMPLES = ("freshrag cutoff --dataset datasets/monthly --base-url https://api.openai.com/v1 "
+            "--model gpt-4o-mini --stated-cutoff 2023-10-31",
+            "freshrag cutoff --dataset datasets/monthly --base-url https://api.openai.com/v1 "
+            "--model gpt-4o-mini --dry-run",
             "freshrag cutoff --dataset datasets/monthly --model-role judge=gpt-4o "
             "--out results/mini-cutoff --max-cost 5")
 
