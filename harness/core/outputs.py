@@ -74,3 +74,16 @@ def same_file(a: Path, b: Path) -> bool:
         return os.path.samefile(a, b)
     except OSError:  # not there (yet): nothing to overwrite unless the paths are one
         return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_outside_runs(outputs: Iterable[Output], run_dirs: Iterable[Path]) -> None:
+    """Refuse an output inside a run directory: one holds only what freshrag writes there, and
+    a report reads every file in it."""
+    run_dirs = list(run_dirs)
+    for output in outputs:
+        where = Path(os.path.realpath(output.path))
+        for run_dir in run_dirs:
+            if where.is_relative_to(os.path.realpath(run_dir)):
+                raise OverwriteError(f"{output.what} {output.path} is inside the run directory "
+                                     f"{run_dir}, which holds only what freshrag writes there; "
+                                     f"{output.fix}")

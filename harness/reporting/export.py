@@ -18,12 +18,11 @@ drops a sample's unknown keys on reading, and freshrag's answers-file importer r
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from freshrag.core.errors import UserError
-from freshrag.core.files import SymlinkError
+from freshrag.core.outputs import Output, check_outputs, check_outside_runs
 from freshrag.core.records import SampleRow
 from freshrag.core.samples import judge_scores
 
@@ -41,17 +40,11 @@ class ExportError(UserError, ValueError):
 # --------------------------------------------------------------------------- choosing the rows
 
 def check_out(out: Path, run_dirs: Iterable[Path]) -> None:
-    """Refuse an output that is a symbolic link, a directory, or inside a run directory (a run
-    directory holds what freshrag writes into it, and a report reads every file there)."""
-    if out.is_symlink():
-        raise SymlinkError(out, "give another --out")
-    if out.is_dir():
-        raise ExportError(f"--out {out} is a directory; give the file to write")
-    where = Path(os.path.realpath(out))
-    for run_dir in run_dirs:
-        if where.is_relative_to(os.path.realpath(run_dir)):
-            raise ExportError(f"--out {out} is inside the run directory {run_dir}, which holds "
-                              f"only what freshrag writes there; write the export elsewhere")
+    """Refuse an output that is no regular file (a link, a directory, a device) or is inside a
+    run directory (core/outputs.py)."""
+    given = [Output(out, "--out", "give another --out")]
+    check_outputs(given, [])
+    check_outside_runs(given, run_dirs)
 
 
 def chosen(rows: list[SampleRow], systems: Sequence[str] | None) -> list[SampleRow]:

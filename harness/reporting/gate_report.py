@@ -11,16 +11,15 @@ never through a symbolic link (harness/core/files.py), and never over a file the
 
 from __future__ import annotations
 
-import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from freshrag.core import tables
 from freshrag.core.files import atomic_open, write_text
-from freshrag.core.outputs import Output, check_outputs
+from freshrag.core.outputs import Output, check_outputs, check_outside_runs
 from freshrag.core.runfiles import RUN_FILES
-from freshrag.reporting.gate import GateError, GateResult
+from freshrag.reporting.gate import GateResult
 
 SUITE = "freshrag gate"
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -77,21 +76,13 @@ def _xml(text: str) -> str:
 
 def check_outputs_of(outputs: dict[str, Path | None], run_dirs: list[Path],
                      inputs: list[tuple[str, Path | None]]) -> None:
-    """Refuse an output (option -> path) that is a file the gate reads, another output, or a
-    file inside a run directory (which holds what freshrag writes there only)."""
-    given = {option: path for option, path in outputs.items() if path is not None}
-    check_outputs([Output(path, option, f"give another {option}")
-                   for option, path in given.items()],
-                  inputs + [(f"{run_dir}'s {name}", run_dir / name)
-                            for run_dir in run_dirs for name in RUN_FILES])
-    for option, path in given.items():
-        if path.is_dir():
-            raise GateError(f"{option} {path} is a directory; give the file to write")
-        where = Path(os.path.realpath(path))
-        for run_dir in run_dirs:
-            if where.is_relative_to(os.path.realpath(run_dir)):
-                raise GateError(f"{option} {path} is inside the run directory {run_dir}, which "
-                                f"holds only what freshrag writes there; write it elsewhere")
+    """Refuse an output (option -> path) that is a file the gate reads, another output, no
+    regular file, or a file inside a run directory (core/outputs.py)."""
+    given = [Output(path, option, f"give another {option}")
+             for option, path in outputs.items() if path is not None]
+    check_outputs(given, inputs + [(f"{run_dir}'s {name}", run_dir / name)
+                                   for run_dir in run_dirs for name in RUN_FILES])
+    check_outside_runs(given, run_dirs)
 
 
 def write(result: GateResult, markdown_path: Path | None, junit_path: Path | None) -> list[Path]:

@@ -342,7 +342,7 @@ def test_an_unknown_format_is_refused(tmp_path, capsys):
     pytest.param("missing-run", "no samples.jsonl; is this a run directory?", id="missing-run"),
     pytest.param("inside-run", "is inside the run directory", id="out-inside-a-run"),
     pytest.param("in-its-subdirectory", "is inside the run directory", id="out-below-a-run"),
-    pytest.param("directory", "is a directory; give the file to write", id="out-a-directory"),
+    pytest.param("directory", "not a regular file but a directory", id="out-a-directory"),
     pytest.param("unknown-system", "--systems: no answers of hyde in the run directories; "
                  "their systems: naive", id="unknown-system"),
     pytest.param("nothing", "nothing to export: no answered pairs", id="nothing-answered"),

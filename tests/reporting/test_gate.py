@@ -169,7 +169,7 @@ def test_outputs_are_never_written_through_a_link_nor_over_an_input(tmp_path, ta
     rules = tmp_path / "gate.toml"
     with pytest.raises(OverwriteError, match="--markdown"):
         gate_report.check_outputs_of({"--markdown": rules}, [base, cand], [("--rules", rules)])
-    with pytest.raises(GateError, match="inside the run directory"):
+    with pytest.raises(OverwriteError, match="inside the run directory"):
         gate_report.check_outputs_of({"--junit": cand / "gate.xml"}, [base, cand], [])
     with pytest.raises(OverwriteError, match="would be one file"):
         gate_report.check_outputs_of({"--junit": rules, "--markdown": rules}, [base, cand], [])

@@ -52,7 +52,6 @@ def systems(text: str) -> tuple[str, ...]:
 
 def handle(args: argparse.Namespace) -> int:
     from freshrag.core.jsonl import ResultsError, replace_jsonl
-    from freshrag.core.outputs import Output, check_outputs
     from freshrag.core.samples import SAMPLES
     from freshrag.reporting import export
     from freshrag.reporting.report import load_runs
@@ -61,7 +60,6 @@ def handle(args: argparse.Namespace) -> int:
         if not (run_dir / SAMPLES).is_file():
             raise ResultsError(f"{run_dir}: no {SAMPLES}; is this a run directory?")
     export.check_out(args.out, args.run_dirs)
-    check_outputs([Output(args.out, "--out", "give another --out")], [])  # no FIFO, no device
     # the flat records need no call's messages nor chunk's text: a light read (core/samples.py)
     rows = export.chosen(load_runs(args.run_dirs, light=args.format == "jsonl"), args.systems)
     kept, records = export.records(rows, args.format)
