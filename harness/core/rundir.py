@@ -9,8 +9,8 @@ one set of the settings that decide the answers.
 - **Kind.** A directory holds a `freshrag run`, runs imported by `freshrag import-legacy`, or a
   dataset built by `freshrag build`, and each command refuses the others' directories before it
   writes. Manifests say their `kind`; older ones are told apart by their content.
-- **Identity.** A resume may add systems, questions (`--limit`), workers (`--concurrency`) and the
-  cache, which change no answer. Everything that does is the run's identity (`identity`), and a
+- **Identity.** A resume may add systems, questions (`--limit`), epochs (`--epochs`), workers
+  (`--concurrency`) and the cache, which change no answer. Everything that does is the run's identity (`identity`), and a
   resume that changes any of it is refused, each difference named with both values, before a
   call is made or a byte written: otherwise one run directory would mix two configurations and
   the report would pool them.

@@ -1,7 +1,8 @@
 """On-disk response cache: re-running a finished run makes zero LLM calls.
 
 The key is a hash of everything that determines a reply (base URL, model, messages, tools, tool
-choice, temperature, seed, max tokens, attempt) and never the API key. Only usable replies are
+choice, temperature, seed, max tokens, attempt, and a run's epoch above 1: each epoch asks anew)
+and never the API key. Only usable replies are
 stored (`freshrag.llm.replies.is_usable`): an empty one is asked again. SQLite in WAL mode gives atomic
 writes, so a killed process leaves every finished call in the cache.
 

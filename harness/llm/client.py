@@ -183,11 +183,11 @@ class LLMClient:
     def chat(self, role: str, messages: list[dict[str, Any]], *,
              tools: list[dict[str, Any]] | None = None, tool_choice: str | None = None,
              temperature: float = 0.0, max_tokens: int | None = None,
-             attempt: int = 0, top_logprobs: int | None = None) -> LLMResponse:
+             attempt: int = 0, top_logprobs: int | None = None, epoch: int = 1) -> LLMResponse:
         cfg = self.settings.role(role)
         request, key = self.prepare(role, messages, tools=tools, tool_choice=tool_choice,
                                     temperature=temperature, max_tokens=max_tokens,
-                                    attempt=attempt, top_logprobs=top_logprobs)
+                                    attempt=attempt, top_logprobs=top_logprobs, epoch=epoch)
         cached = self._cached_or_lead(key)
         if cached is not None:
             return _response(role, cfg.model, messages, cached, cache_hit=True)
@@ -229,9 +229,12 @@ class LLMClient:
     def prepare(self, role: str, messages: list[dict[str, Any]], *,
                 tools: list[dict[str, Any]] | None = None, tool_choice: str | None = None,
                 temperature: float = 0.0, max_tokens: int | None = None,
-                attempt: int = 0, top_logprobs: int | None = None) -> tuple[dict[str, Any], str]:
+                attempt: int = 0, top_logprobs: int | None = None,
+                epoch: int = 1) -> tuple[dict[str, Any], str]:
         """The request body `chat` would send and its cache key: the one place a request is
-        built, so that a dry run and a batch send exactly what a live call would."""
+        built, so that a dry run and a batch send exactly what a live call would. An `epoch`
+        above 1 (--epochs, docs/running.md#epochs) is part of the key, never of the request:
+        the pair is asked again, and epoch 1 keeps the key a run of one epoch gives."""
         cfg = self.settings.role(role)
         request = {"model": cfg.model, "messages": messages, "temperature": temperature}
         if tools:
@@ -243,7 +246,8 @@ class LLMClient:
             request["logprobs"], request["top_logprobs"] = True, top_logprobs
         if self.seed is not None:
             request["seed"] = self.seed + attempt  # a retry is a fresh sample on seeded endpoints
-        key = cache_key({"base_url": self._cache_endpoint(cfg), "attempt": attempt, **request})
+        key = cache_key({"base_url": self._cache_endpoint(cfg), "attempt": attempt, **request,
+                         **({"epoch": epoch} if epoch > 1 else {})})
         return request, key
 
     def store(self, key: str, role: str, value: dict[str, Any]) -> bool:

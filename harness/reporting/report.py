@@ -66,15 +66,16 @@ COLUMNS = ("dataset", "system", "n", "scored", "unscored", "truthfulness", "rele
            "tokens_per_correct", "cost_per_correct", "correct_per_search", "models")
 
 
-def load_runs(run_dirs: str | Path | Sequence[str | Path],
-              light: bool = False) -> list[SampleRow]:
+def load_runs(run_dirs: str | Path | Sequence[str | Path], light: bool = False,
+              every_epoch: bool = False) -> list[SampleRow]:
     """All rows of the given run directories (one, or a list; str or Path; a directory
     without samples is an error), each
     marked with its `run` (the directory as given; one named twice is read once), its `scores`
     from scores.jsonl (scorer -> repeat 0, for this answer; a judge pass is the grade of a row
     the run left ungraded: scoring/store.py with_judge_pass) and, if it retrieved, the run's
     embedding model in `models` (see harness/reporting/identity.py). `light`: calls without
-    their messages and text, which no table reads (core/samples.py read_samples)."""
+    their messages and text, which no table reads (core/samples.py read_samples). Rows of the
+    first epoch only (what the tables read) unless `every_epoch` (harness/reporting/epochs.py)."""
     rows, seen = [], set()
     for run_dir in map(Path, [run_dirs] if isinstance(run_dirs, (str, Path)) else run_dirs):
         if not (run_dir / SAMPLES).exists():
@@ -87,7 +88,7 @@ def load_runs(run_dirs: str | Path | Sequence[str | Path],
         embedder = retriever_model(manifest.get("index"))
         scores = answer_scores(run_dir)  # scorers beyond the run's judge (harness/scoring/store.py)
         mine = []
-        for row in read_samples(run_dir / SAMPLES, light=light):
+        for row in read_samples(run_dir / SAMPLES, light=light, every_epoch=every_epoch):
             row = {**row, "dataset": row.get("dataset") or name, RUN: str(run_dir)}
             row = with_judge_pass({**row, "scores": scores_of(scores, row)})
             if embedder and row.get("retrievals"):

@@ -28,6 +28,9 @@ class RunConfig:
         "help": "an agent's most model calls for one answer"})
     token_budget: int | None = field(default=DEFAULT_TOKEN_BUDGET, metadata={
         "help": "an agent's most tokens for one answer; None: no bound but max_steps"})
+    epochs: int = field(default=1, metadata={
+        "help": "how many times each pair is answered and graded, each epoch asked anew "
+                "(docs/running.md#epochs); the tables read the first"})
     probe: ProbeSettings | None = field(default=ProbeSettings(), metadata={
         "help": "how the judge is probed before grading; None: not probed (--no-probe)"})
     scorers: tuple[str, ...] = field(default=("judge",), metadata={

@@ -39,6 +39,7 @@ PAPER_CUTOFF = "2021-09-30"  # GPT-4-0613's knowledge cutoff, the model of the p
 DEFAULT_SYSTEMS = "baseline,oracle,naive,advanced"
 MAX_CONCURRENCY = 256  # threads; endpoints rate-limit far below this
 MAX_STEPS = 100  # an agent's bound: more calls than any answer needs, fewer than a runaway bill
+MAX_EPOCHS = 100  # times each pair is asked: enough to see a judge's noise, not a runaway bill
 MAX_SEED = 2**31 - 1  # fits every server's seed (llama.cpp's is 32 bits, and -1 means "random")
 # 8 requests in flight suit a remote endpoint (the embedded server queues what its slots cannot
 # take); seed 0 makes a rerun send the same requests, so that the cache answers them.
@@ -89,6 +90,9 @@ class RunOptions:
     token_budget: int | None = field(default=DEFAULT_TOKEN_BUDGET, metadata={
         "help": "an agent's most tokens, in and out, for one answer; once spent it makes its "
                 "closing answer call; None: no bound but max_steps (--token-budget)"})
+    epochs: int = field(default=1, metadata={
+        "help": "how many times each pair is answered and graded, each epoch asked anew; the "
+                "tables read the first, the report's epochs section their spread (--epochs)"})
     index: IndexConfig | None = field(default=None, metadata={
         "help": "the retrieval index of the systems that retrieve; None: the defaults, stored "
                 "in .index beside the run directory (--index-dir, --chunk-size, --top-k, ...)"})
@@ -109,6 +113,7 @@ class RunOptions:
         _whole("seed", self.seed, 0, MAX_SEED)
         _whole("context_tokens", self.context_tokens, 1, 10_000_000)
         _whole("max_steps", self.max_steps, 1, MAX_STEPS)
+        _whole("epochs", self.epochs, 1, MAX_EPOCHS)
         _whole("token_budget", self.token_budget, 1, None, optional=True)
         _date("knowledge_cutoff", self.knowledge_cutoff)
         if self.today is not None:

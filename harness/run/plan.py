@@ -4,15 +4,17 @@ each piece of it does. The runner executes it with the live client; the dry run
 under a `freshrag.cost.plan.Planner` (docs/running.md#the-plan, docs/costs.md#dry-run).
 
 The resume rules live here alone: a pair whose row has the status `ok` is finished, every other
-pair is answered (again); the judge is probed unless the manifest holds a verdict over the same
+pair is answered (again), each epoch of it on its own (--epochs: docs/running.md#epochs); the judge is probed unless the manifest holds a verdict over the same
 probes (k and seed); the scorers beyond the judge score every row not scored yet for its current
-answer (scoring/scorepass.py `pending`). A pair is `answer_and_grade`: the system answers, the
-judge grades, both through the recorder that keeps the pair's calls; its row is then scored.
+answer (scoring/scorepass.py `pending`), of the first epoch (what the tables read). A pair is
+`answer_and_grade`: the system answers, the judge grades, both through the recorder that keeps
+the pair's calls and keys them by the pair's epoch; its row is then scored.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 from dataclasses import dataclass
@@ -22,7 +24,14 @@ from freshrag.core.dataset import Dataset
 from freshrag.core.errors import UserError
 from freshrag.core.manifest import read_manifest
 from freshrag.core.records import Manifest, SampleRow
-from freshrag.core.samples import SAMPLES, answer_problem, read_samples, row_problem, sample_row
+from freshrag.core.samples import (
+    SAMPLES,
+    answer_problem,
+    epoch_of,
+    read_samples,
+    row_problem,
+    sample_row,
+)
 from freshrag.core.types import (
     LLM,
     CallShape,
@@ -54,6 +63,7 @@ from freshrag.scoring.scorepass import (
 )
 
 Factories = dict[str, Callable[[SystemContext], System]]
+Pair = tuple[Question, str, int]  # a question, a system, and which epoch of it (1..--epochs)
 MAX_ANSWER_CHARS = 1_000_000  # as the LLM client's MAX_REPLY_CHARS: no answer is longer
 
 
@@ -64,7 +74,7 @@ class RunPlan:
 
     dataset: Dataset
     config: RunConfig
-    pairs: list[tuple[Question, str]]
+    pairs: list[Pair]
     probe: ProbeSettings | None  # the probes to grade now; None: none (off, or graded before)
     probed: dict[str, Any] | None  # the verdict a resume keeps instead (the manifest's)
     scores: list[Item]
@@ -75,21 +85,25 @@ class RunPlan:
         its judge), the pending scores."""
         walkers = make_scorers(self.scorers, stand_in_embed)
         return (probe_jobs(self.dataset, self.probe)
-                + [pair_job(self, question, name, factories[name], retriever, walkers)
-                   for question, name in self.pairs]
+                + [pair_job(self, pair, factories[pair[1]], retriever, walkers)
+                   for pair in self.pairs]
                 + score_jobs(self.scores, self.scorers, self.dataset.articles))
 
 
 def make_plan(dataset: Dataset, config: RunConfig, rows: list[SampleRow],
               manifest: Manifest | None) -> RunPlan:
-    """The plan of `config` over the run directory's `rows` and its manifest (None: new)."""
-    finished = {(row["question_id"], row["system"]) for row in rows if row["status"] == "ok"}
-    pairs = [(q, name) for q in dataset.questions[:config.limit] for name in config.systems
-             if (q.id, name) not in finished]
+    """The plan of `config` over the run directory's `rows` (of every epoch) and its manifest
+    (None: new): the pairs of every epoch up to `config.epochs`, epoch by epoch."""
+    finished = {(row["question_id"], row["system"], epoch_of(row)) for row in rows
+                if row["status"] == "ok"}
+    pairs = [(q, name, epoch) for epoch in range(1, config.epochs + 1)
+             for q in dataset.questions[:config.limit] for name in config.systems
+             if (q.id, name, epoch) not in finished]
     scorers = tuple(name for name in config.scorers if name != "judge")
     probed = kept_probe(dataset, config.probe, (manifest or {}).get("judge_probe"))
+    first = [row for row in rows if epoch_of(row) == 1]
     return RunPlan(dataset, config, pairs, None if probed else config.probe, probed,
-                   pending(config.out, rows, scorers, 1) if scorers else [], scorers)
+                   pending(config.out, first, scorers, 1) if scorers else [], scorers)
 
 
 def system_context(dataset: Dataset, config: RunConfig, llm: LLM, retriever: Retriever | None,
@@ -106,7 +120,8 @@ def system_context(dataset: Dataset, config: RunConfig, llm: LLM, retriever: Ret
 
 def read_plan(dataset: Dataset, config: RunConfig) -> RunPlan:
     """The plan of `config` over what its run directory holds now."""
-    return make_plan(dataset, config, read_samples(config.out / SAMPLES), read_manifest(config.out))
+    return make_plan(dataset, config, read_samples(config.out / SAMPLES, every_epoch=True),
+                     read_manifest(config.out))
 
 
 def kept_probe(dataset: Dataset, settings: ProbeSettings | None,
@@ -122,13 +137,18 @@ def kept_probe(dataset: Dataset, settings: ProbeSettings | None,
 class CallRecorder:
     """The LLM as the systems and the judge see it in a pair: each call goes to the client and is
     also kept for the pair that the calling thread is working on, so that a pair failing part-way
-    still accounts for the tokens it spent. A pair runs on one thread from start to end."""
+    still accounts for the tokens it spent. A pair runs on one thread from start to end. The
+    calls of a pair's epoch above 1 carry it to the client (LLMClient.chat `epoch`), which makes
+    it part of their cache key: an epoch is asked anew, never answered by an earlier one."""
 
     def __init__(self, llm: LLM):
         self.llm = llm
         self._pair = threading.local()
 
     def chat(self, role: str, messages: list[dict[str, Any]], **options: Any) -> LLMResponse:
+        epoch = getattr(self._pair, "epoch", 1)
+        if epoch > 1:  # the client's and the planner's option, not the LLM Protocol's
+            options = {**options, "epoch": epoch}
         response = self.llm.chat(role, messages, **options)  # options as in the LLM Protocol
         calls = getattr(self._pair, "calls", None)
         if calls is not None:
@@ -136,13 +156,14 @@ class CallRecorder:
         return response
 
     @contextlib.contextmanager
-    def recording(self) -> Iterator[list[LLMResponse]]:
-        """Every call this thread makes inside the block, in order."""
+    def recording(self, epoch: int = 1) -> Iterator[list[LLMResponse]]:
+        """Every call this thread makes inside the block, in order, for the pair's `epoch`."""
         self._pair.calls = calls = list[LLMResponse]()
+        self._pair.epoch = epoch
         try:
             yield calls
         finally:
-            self._pair.calls = None
+            self._pair.calls, self._pair.epoch = None, 1
 
 
 class AnswerNotKept(EndpointError):
@@ -160,13 +181,15 @@ STOPS = (EndpointUnreachable, BudgetExceeded, CacheError, Pending, CallShapeExce
 
 
 def answer_and_grade(dataset: Dataset, question: Question, name: str, system: System,
-                     llm: CallRecorder) -> SampleRow:
+                     llm: CallRecorder, epoch: int | None = None) -> SampleRow:
     """One pair's row; `system` must call `llm` too, so that its calls are recorded. What the
     system returns is checked before the judge sees it, and the row before it is returned: a
-    row that its readers would refuse is never written (docs/faults.md#what-a-system-returns)."""
+    row that its readers would refuse is never written (docs/faults.md#what-a-system-returns).
+    `epoch`: the row's, in a run of several epochs (None: one epoch, no field)."""
     started = time.monotonic()
     answer = grade = answered = None
-    with llm.recording() as calls:
+    row_of = functools.partial(sample_row, epoch=epoch)
+    with llm.recording(epoch or 1) as calls:
         try:
             returned = system.answer(question)
             # a replay (an answers file) was timed where it was made, if at all: not here
@@ -176,23 +199,23 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
         except STOPS:
             raise  # no other pair can succeed, be paid for or be kept: the run stops, resumable
         except AnswerNotKept as err:  # not kept: the row would be refused by its readers
-            return sample_row(dataset.name, question, name, None, None, calls,
-                              time.monotonic() - started, error=str(err))
+            return row_of(dataset.name, question, name, None, None, calls,
+                          time.monotonic() - started, error=str(err))
         except EndpointError as err:
-            return sample_row(dataset.name, question, name, answer, None, calls,
-                              time.monotonic() - started, error=str(err),
-                              answer_latency_s=answered)
+            return row_of(dataset.name, question, name, answer, None, calls,
+                          time.monotonic() - started, error=str(err),
+                          answer_latency_s=answered)
         except KeyboardInterrupt:
             raise  # a stop (SIGINT, SIGTERM): the run ends, finished rows kept
         except BaseException as err:  # a system's own code, SystemExit too: this pair fails
-            return sample_row(dataset.name, question, name, answer, None, calls,
-                              time.monotonic() - started, answer_latency_s=answered,
-                              error=f"system {name!r} raised {type(err).__name__}: {err}"[:2000])
-        row = sample_row(dataset.name, question, name, answer, grade, calls,
-                         time.monotonic() - started, answer_latency_s=answered)
+            return row_of(dataset.name, question, name, answer, None, calls,
+                          time.monotonic() - started, answer_latency_s=answered,
+                          error=f"system {name!r} raised {type(err).__name__}: {err}"[:2000])
+        row = row_of(dataset.name, question, name, answer, grade, calls,
+                     time.monotonic() - started, answer_latency_s=answered)
         if problem := row_problem(row):  # a reader's refusal, not met above: kept without it
-            return sample_row(dataset.name, question, name, None, None, calls, row["latency_s"]
-                              or 0.0, error=f"system {name!r}: its row was not kept: {problem}")
+            return row_of(dataset.name, question, name, None, None, calls, row["latency_s"]
+                          or 0.0, error=f"system {name!r}: its row was not kept: {problem}")
     return row
 
 
@@ -220,24 +243,31 @@ def kept_answer(returned: object, name: str, dataset: Dataset, question: Questio
     return answer
 
 
-def pair_job(plan: RunPlan, question: Question, name: str,
-             factory: Callable[[SystemContext], System], retriever: Retriever | None,
-             scorers: dict[str, Scorer]) -> Job:
+def pair_job(plan: RunPlan, pair: Pair, factory: Callable[[SystemContext], System],
+             retriever: Retriever | None, scorers: dict[str, Scorer]) -> Job:
     """A pair for a walk: `answer_and_grade` as the runner runs it, then each of `scorers`
-    (beyond the judge) scores its row, as the run's score pass does after the pairs."""
+    (beyond the judge) scores its row of the first epoch, as the run's score pass does after
+    the pairs."""
+    question, name, epoch = pair
 
     def run(planner: Planner) -> None:
         recorder = CallRecorder(planner)
         bounded = _Bounded(recorder, name)
         system = factory(system_context(plan.dataset, plan.config, bounded, retriever, factory))
         bounded.shape = call_shape(system)
-        row = answer_and_grade(plan.dataset, question, name, _walked(system), recorder)
-        if row["status"] == "ok":
+        row = answer_and_grade(plan.dataset, question, name, _walked(system), recorder,
+                               row_epoch(plan.config, epoch))
+        if row["status"] == "ok" and epoch == 1:
             for scorer_name, scorer in scorers.items():
                 checked_score(scorer, scorer_name, planner,
                               score_input(row, plan.dataset.articles, 0))
 
-    return Job(f"{question.id}/{name}", run)
+    return Job(f"{question.id}/{name}" + (f" epoch {epoch}" if epoch > 1 else ""), run)
+
+
+def row_epoch(config: RunConfig, epoch: int) -> int | None:
+    """The `epoch` a pair's row holds: its epoch in a run of several, none in a run of one."""
+    return epoch if config.epochs > 1 else None
 
 
 def _walked(system: System) -> System:

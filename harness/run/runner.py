@@ -1,7 +1,8 @@
 """The runner: every (question, system) pair answered, judged and appended to samples.jsonl.
 
 Pairs already finished in the run directory are skipped, so re-running the same command resumes;
-failed pairs are tried again. A resume may add systems and questions but not change what decides
+failed pairs are tried again. With --epochs N each pair is answered and graded N times, each
+epoch a row of its own (docs/running.md#epochs). A resume may add systems and questions but not change what decides
 the answers (harness/core/rundir.py says what that is), and one process at a time writes a run
 directory. An LLM error on one pair becomes a `failed` row, with the calls made before it, and
 the run goes on; an endpoint that cannot be reached at all stops the run, keeping what finished.
@@ -25,7 +26,7 @@ from freshrag.core.records import Manifest, SampleRow
 from freshrag.core.rundir import check_kind, check_same_run, locked
 from freshrag.core.runfiles import PROBES as PROBES_FILE
 from freshrag.core.samples import SAMPLES, answer_tokens, read_samples, sample_row
-from freshrag.core.types import Question, Retriever, System, uses_date, uses_steps
+from freshrag.core.types import Retriever, System, uses_date, uses_steps
 from freshrag.cost import batch
 from freshrag.cost.budget import Budget, BudgetExceeded
 from freshrag.llm.client import EndpointError, LLMClient
@@ -33,9 +34,11 @@ from freshrag.run.config import RunConfig
 from freshrag.run.plan import (
     CallRecorder,
     Factories,
+    Pair,
     RunPlan,
     answer_and_grade,
     make_plan,
+    row_epoch,
     system_context,
 )
 from freshrag.scoring import probes
@@ -53,7 +56,7 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
     """Run what the run's plan (harness/run/plan.py) says is left: the judge probes, every
     unfinished pair, then the scorers beyond the judge (`embed`: the embeddings role, for
     answer-relevance), holding the run directory; return all its rows (`light`: read as a report
-    reads them, core/samples.py). With --batch the plan's chat calls go through the Batch API
+    reads them, core/samples.py; the first epoch's). With --batch the plan's chat calls go through the Batch API
     first (harness/cost/batch.py fills the cache), then everything runs as usual from the cache.
     A budget (harness/cost/budget.py) that refuses a call stops the run, its manifest saying
     `capped`."""
@@ -65,7 +68,8 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
                                                         factories[name]))
                    for name in config.systems}
         manifest = _start_manifest(dataset, config, llm, factories, prompts, retriever)
-        plan = make_plan(dataset, config, read_samples(config.out / SAMPLES), manifest)
+        plan = make_plan(dataset, config, read_samples(config.out / SAMPLES, every_epoch=True),
+                         manifest)
         try:
             if config.batch_poll is not None:  # the scorers' calls too, after their pair's
                 check_same_models(config.out, make_scorers(plan.scorers), llm)  # before uploads
@@ -92,13 +96,16 @@ def _answer_pairs(plan: RunPlan, systems: dict[str, System], recorder: CallRecor
     writer = JsonlWriter(config.out / SAMPLES)
     dataset = plan.dataset
 
-    def run_pair(pair: tuple[Question, str]) -> SampleRow:
-        row = answer_and_grade(dataset, pair[0], pair[1], systems[pair[1]], recorder)
+    def run_pair(pair: Pair) -> SampleRow:
+        question, name, epoch = pair
+        row = answer_and_grade(dataset, question, name, systems[name], recorder,
+                               row_epoch(config, epoch))
         try:
             writer.write(row)
         except RowTooLong as err:  # its calls or details: the pair fails, without them
-            row = sample_row(dataset.name, pair[0], pair[1], None, None, [],
-                             row["latency_s"] or 0.0, error=f"its row was not kept: {err}")
+            row = sample_row(dataset.name, question, name, None, None, [],
+                             row["latency_s"] or 0.0, error=f"its row was not kept: {err}",
+                             epoch=row_epoch(config, epoch))
             writer.write(row)
         return row
 
@@ -203,7 +210,8 @@ def _manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, prompts: dict
         "config": {"limit": config.limit, "concurrency": config.concurrency,
                    "cache": config.use_cache, "seed": llm.seed, **dates,
                    "context_tokens": config.context_tokens,
-                   "max_steps": config.max_steps, "token_budget": config.token_budget},
+                   "max_steps": config.max_steps, "token_budget": config.token_budget,
+                   "epochs": config.epochs},
         "llm": {**llm.settings.record(),
                 "resolved_base_urls": {role: _safe_base_url(llm, role) for role in llm.settings.roles}},
         "index": index or previous.get("index"),  # kept while the systems run now retrieve nothing

@@ -62,7 +62,8 @@ class RunResult:
 
     rows: list[SampleRow] = field(metadata={
         "help": "every row of samples.jsonl, this run's and earlier ones', as a report reads "
-                "them (each call's messages and the replies' raw text left out)"})
+                "them (each call's messages and the replies' raw text left out; of the first "
+                "epoch: --epochs)"})
     out: Path = field(metadata={"help": "the run directory"})
     systems: tuple[str, ...] = field(metadata={"help": "the systems' names, in the order given"})
     capped: BudgetExceeded | None = field(default=None, metadata={
@@ -264,5 +265,6 @@ def _run_config(options: RunOptions, out: Path, sources: list[SystemSource],
                      knowledge_cutoff=options.knowledge_cutoff,
                      context_tokens=options.context_tokens, probe=options.probe,
                      max_steps=options.max_steps, token_budget=options.token_budget,
+                     epochs=options.epochs,
                      batch_poll=(options.batch_poll or batch.POLL_S) if options.batch else None,
                      system_sources={source.name: source.record() for source in sources})

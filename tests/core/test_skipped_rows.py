@@ -67,7 +67,7 @@ def test_the_resumes_plan_asks_only_the_skipped_pair_again(tmp_path):
     path = write(tmp_path / "samples.jsonl", rows)
     plan = make_plan(DATASET, RunConfig(out=tmp_path, systems=("naive", "mine")),
                      read_samples(path), None)
-    assert [(q.id, name) for q, name in plan.pairs] == [("w2", "mine")]
+    assert [(q.id, name) for q, name, _ in plan.pairs] == [("w2", "mine")]
 
 
 def test_a_readable_row_of_the_pair_written_before_the_bad_one_stands(tmp_path, capsys):

@@ -97,10 +97,10 @@ def test_the_plan_holds_a_new_system_s_pairs_and_the_live_run_does_them_all(tmp_
     config = RunConfig(out=tmp_path / "run", systems=("baseline", "drafter"),
                        scorers=("judge", "brevity"), probe=None)
     plan = make_plan(dataset, config, [], None)
-    assert [(q.id, name) for q, name in plan.pairs] == [
+    assert [(q.id, name) for q, name, _ in plan.pairs] == [
         (q.id, name) for q in dataset.questions for name in ("baseline", "drafter")]
     assert [job.name for job in plan.jobs(SYSTEMS, None)] == [
-        f"{q.id}/{name}" for q, name in plan.pairs]
+        f"{q.id}/{name}" for q, name, _ in plan.pairs]
     assert main(args) == 0
     rows = read_samples(tmp_path / "run" / "samples.jsonl")
     assert len(rows) == 2 * N and all(row["status"] == "ok" for row in rows)

@@ -80,7 +80,7 @@ def _analysis_options(p: argparse._ArgumentGroup) -> None:
 def handle(args: argparse.Namespace) -> int:
     from freshrag.cli.common import default_config
     from freshrag.core.files import write_json
-    from freshrag.reporting import analysis, breakdown, report
+    from freshrag.reporting import analysis, breakdown, epochs, report
     from freshrag.reporting.freshness import known_without_retrieval
     from freshrag.reporting.human import judge_section
     from freshrag.reporting.judge_check import judge_checks
@@ -93,7 +93,9 @@ def handle(args: argparse.Namespace) -> int:
     _check_outputs(args, out)
     prices = price_table(args.config or default_config())  # refused before anything is written
     labelled = read_labels(args.human) if args.human else None  # so are bad labels
-    rows = report.load_runs(args.run_dirs, light=not args.html)  # the viewer shows whole calls
+    # the viewer shows whole calls; every table reads the first epoch, the epochs section all
+    every = report.load_runs(args.run_dirs, light=not args.html, every_epoch=True)
+    rows = epochs.first_epoch(every)
     if args.mix and not any(row.get("kind") for row in rows):
         raise UsageError(f"--mix: no question of {', '.join(map(str, args.run_dirs))} has a "
                          f"traffic kind (fresh, control, general) to recombine; a set of them "
@@ -102,6 +104,8 @@ def handle(args: argparse.Namespace) -> int:
     known = known_without_retrieval(rows)  # how much of the set the answer model knows
     details = analysis.analyse(rows, prices, correct_at=args.correct_at, mixes=args.mix)
     details["judge"] = judge_checks(args.run_dirs, rows)
+    if spread := epochs.epoch_table(every):
+        details[epochs.KEY] = spread
     if labelled is not None:  # the judge against people, and the means they correct
         details["judge"] = judge_section(details["judge"], labelled, rows)
     breakdowns = {field: breakdown.breakdown(rows, field, prices) for field in args.by or ()}
@@ -199,7 +203,7 @@ def _figures(rows: list[SampleRow], out: Path, details: dict, breakdowns: dict) 
 
 def _print_analysis(rows: list[SampleRow], details: dict, breakdowns: dict) -> None:
     from freshrag.cli.common import print_unscored
-    from freshrag.reporting import breakdown, report
+    from freshrag.reporting import breakdown, epochs, report
     from freshrag.reporting import scorers as scorer_report
     from freshrag.reporting.empty import needs_lines
 
@@ -211,6 +215,8 @@ def _print_analysis(rows: list[SampleRow], details: dict, breakdowns: dict) -> N
         print("\n" + render(labelled))
     if scored := scorer_report.render(details):
         print("\n" + scored)
+    if spread := epochs.render(details):
+        print("\n" + spread)
     if empty := report.nothing_to_show(details, scorer_report.SCORER_TABLES):
         print("\n" + empty + "\n" + needs_lines(details, report.ANALYSIS_TABLES,
                                                  scorer_report.SCORER_TABLES))

@@ -27,7 +27,7 @@ from freshrag.cli.options import (
 )
 from freshrag.core.runfiles import MANIFEST, RESULTS, SAMPLES, SUMMARY, SUMMARY_MD
 from freshrag.core.types import DEFAULT_MAX_STEPS, DEFAULT_TOKEN_BUDGET
-from freshrag.run.inputs import DEFAULT_SYSTEMS, MAX_STEPS, PAPER_CUTOFF
+from freshrag.run.inputs import DEFAULT_SYSTEMS, MAX_EPOCHS, MAX_STEPS, PAPER_CUTOFF
 from freshrag.systems import SYSTEMS
 
 if TYPE_CHECKING:
@@ -79,6 +79,11 @@ def add_run_options(p: argparse.ArgumentParser, index: bool = True) -> None:
     add_concurrency(control, "pairs in flight at once; 1 runs serially")
     add_no_cache(control)
     add_seed(control)
+    control.add_argument("--epochs", type=whole(1, MAX_EPOCHS), default=1,
+                         help="answer and grade each pair this many times, each epoch asked "
+                              "anew (not from the cache); the tables read the first, the "
+                              "report's epochs section the spread; raising it on resume adds "
+                              "epochs (default: %(default)s)")
     p.add_argument_group("output").add_argument(
         "--out", type=out_dir, help="run directory (default: results/DATASET_NAME); running "
         "again into it resumes")
@@ -159,6 +164,7 @@ def run_options(args: argparse.Namespace, out: Path) -> RunOptions:
         scorers=tuple(args.scorers.split(",")), limit=args.limit, concurrency=args.concurrency,
         seed=args.seed, cache=not args.no_cache, knowledge_cutoff=args.knowledge_cutoff,
         today=args.today, context_tokens=args.context_tokens, max_steps=args.max_steps,
+        epochs=args.epochs,
         token_budget=args.token_budget or None,
         probe=None if args.no_probe else probes.ProbeSettings(
             args.probe_k, args.probe_seed, args.probe_threshold),

@@ -15,6 +15,7 @@ request to any server (it works from `file://`). Sections, in order:
 - with `--human`, the judge against people's labels (harness/reporting/human.py): its tables,
   the means the labels correct beside the judge's own, and its notes,
 - the scorers beyond the judge (harness/reporting/scorers.py), when a run has any,
+- the spread across epochs (harness/reporting/epochs.py), when a run asked a pair twice,
 - with `--by FIELD`, every table again broken down by that question field
   (harness/reporting/breakdown.py), one section per field (`by-label`, ...),
 - every figure `plots.write_figures` returned, captioned with its file name,
@@ -37,7 +38,7 @@ from typing import Any, Iterable, Sequence
 
 from freshrag.core.files import write_text
 from freshrag.core.records import SampleRow
-from freshrag.reporting import breakdown, human
+from freshrag.reporting import breakdown, epochs, human
 from freshrag.reporting.analysis import LOW_SCORE
 from freshrag.reporting.empty import needs
 from freshrag.reporting.freshness import known_lines
@@ -118,6 +119,9 @@ def render_html(rows: list[SampleRow], summary: list[dict[str, Any]], analysis: 
         _section("analysis", "Analysis", _analysis(analysis)),
         _people((analysis.get("judge") or {}).get("human")),
         _section("scorers", "Scorers", scored) if (scored := _scorers(analysis)) else "",
+        _section("epochs", "Epochs", f"<p>{_e(epochs.TITLE)}</p>\n" + _table(
+            "epochs-table", spread, columns_for(epochs.COLUMNS, spread)))
+        if (spread := analysis.get(epochs.KEY)) else "",
         *(_section(f"by-{field}", f"By {field}", _breakdown(breakdowns[field]))
           for field in fields),
         _section("figures", f"Figures ({len(figures)})", _figures(figures)),
