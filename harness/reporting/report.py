@@ -45,6 +45,7 @@ from typing import Any, Iterator, Sequence
 from freshrag.core import tables
 from freshrag.core.files import dumps, write_text
 from freshrag.core.jsonl import ResultsError
+from freshrag.core.light import collector_paused
 from freshrag.core.manifest import read_manifest
 from freshrag.core.records import SampleRow
 from freshrag.core.runfiles import SUMMARY, SUMMARY_MD
@@ -87,13 +88,14 @@ def load_runs(run_dirs: str | Path | Sequence[str | Path], light: bool = False,
         name = manifest.get("dataset", {}).get("name")
         embedder = retriever_model(manifest.get("index"))
         scores = answer_scores(run_dir)  # scorers beyond the run's judge (harness/scoring/store.py)
-        mine = []
-        for row in read_samples(run_dir / SAMPLES, light=light, every_epoch=every_epoch):
-            row = {**row, "dataset": row.get("dataset") or name, RUN: str(run_dir)}
-            row = with_judge_pass({**row, "scores": scores_of(scores, row)})
-            if embedder and row.get("retrievals"):
-                row["models"] = {"embeddings": embedder, **(row.get("models") or {})}
-            mine.append(row)
+        mine = read_samples(run_dir / SAMPLES, light=light, every_epoch=every_epoch)
+        with collector_paused():  # rows the report keeps to its end (core/light.py)
+            for i, row in enumerate(mine):  # each row a dict of its own: completed in place
+                row.update({"dataset": row.get("dataset") or name, RUN: str(run_dir)})
+                row["scores"] = scores_of(scores, row)
+                row = mine[i] = with_judge_pass(row)
+                if embedder and row.get("retrievals"):
+                    row["models"] = {"embeddings": embedder, **(row.get("models") or {})}
         systems = manifest.get("systems")
         rows += in_systems_order(mine, systems if isinstance(systems, list) else [])
     return rows
