@@ -2,9 +2,7 @@
 per epoch, each epoch asked anew past the response cache, a resume asking only the epochs not
 finished, the dry run counting every epoch, and the tables reading the first."""
 
-import itertools
 import json
-import threading
 
 import pytest
 
@@ -17,32 +15,16 @@ from freshrag.run.config import RunConfig
 from freshrag.run.inputs import RunOptions
 from freshrag.run.plan import make_plan
 from tests.support.costs import table
-from tests.support.fakes import grade_call
+from tests.support.fakes import varying_reply
 from tests.support.runs import run_cli, sample
 
 PAIRS = 6  # three towns, baseline and oracle
 SAMPLES = "samples.jsonl"
 
 
-class Varying:
-    """Replies that differ by call count, so that no two epochs answer or grade alike by chance:
-    the n-th answer is "answer n", the n-th grade cycles through the scale."""
-
-    def __init__(self):
-        self.count = itertools.count(1)
-        self.lock = threading.Lock()
-
-    def __call__(self, request):
-        with self.lock:
-            n = next(self.count)
-        if request.get("tools"):
-            return grade_call(1 + n % 5, 1 + (n // 5) % 5)
-        return {"content": f"answer {n}"}
-
-
 @pytest.fixture
 def varying(fake_server):
-    return fake_server(reply=Varying())
+    return fake_server(reply=varying_reply())
 
 
 def run(tmp_path, *extra):

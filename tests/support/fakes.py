@@ -6,7 +6,8 @@ Each reply in the script is consumed in order; a reply is a string (text), a `To
 
 For the fake HTTP server (tests/support/fake_openai_server.py): the environment that points every
 role at it (`use_endpoint`, with the key `SECRET`) or at no endpoint at all (`clean_env`), replies
-a judge and the scorers would give (`grade_call`, `discerning_judge`, `scorers_reply`), and
+a judge and the scorers would give (`grade_call`, `discerning_judge`, `scorers_reply`), replies
+that differ call by call (`varying_reply`: epochs that never agree by chance), and
 `is_call_of`, which tells which finished pair a request belongs to. `held` is another process
 holding a run directory's lock.
 """
@@ -14,6 +15,7 @@ holding a run directory's lock.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -21,7 +23,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from freshrag.core.types import LLMResponse, RetrievedChunk, Usage
 from freshrag.scoring import probes
@@ -140,6 +142,20 @@ def is_call_of(request, row):
 def grade_call(truthfulness: int, relevance: int) -> dict:
     arguments = json.dumps({"truthfulness": truthfulness, "relevance": relevance})
     return {"tool_call": {"name": "submit_grade", "arguments": arguments}}
+
+
+def varying_reply() -> Callable[[dict], dict]:
+    """A fake server's reply that differs by call count: the n-th answer is "answer n", the
+    n-th grade cycles through the scale (thread-safe: pairs run at once)."""
+    count = itertools.count(1)  # next() of a count is atomic under the GIL
+
+    def reply(request: dict) -> dict:
+        n = next(count)
+        if request.get("tools"):
+            return grade_call(1 + n % 5, 1 + (n // 5) % 5)
+        return {"content": f"answer {n}"}
+
+    return reply
 
 
 def discerning_judge(request: dict) -> dict:
