@@ -15,6 +15,7 @@ from freshrag.run.config import RunConfig
 from freshrag.run.inputs import RunOptions
 from freshrag.run.plan import make_plan
 from tests.support.costs import table
+from tests.support.fake_batches import FakeBatches
 from tests.support.fakes import varying_reply
 from tests.support.runs import run_cli, sample
 
@@ -178,3 +179,20 @@ def test_the_scorers_beyond_the_judge_are_planned_for_the_first_epoch_only(tmp_p
     plan = make_plan(dataset, config, rows, None)
     assert [(q.id, name, epoch) for q, name, epoch in plan.pairs] == [("q1", "naive", 2)]
     assert [(row["epoch"], name) for row, name, _ in plan.scores] == [(1, "answer-relevance")]
+
+
+def test_the_batch_pre_pass_sends_every_epoch_and_the_run_reads_them_from_the_cache(
+        tmp_path, fake_server):
+    batches = FakeBatches(polls=0)
+    server = fake_server(batches=batches)
+    batch = ("--batch", "--batch-poll", "0.05")
+    assert run(tmp_path / "one", *batch) == 0  # its own directory, and cache: all sent
+    one = set(batches.submitted)
+    assert run(tmp_path / "two", "--epochs", "2", *batch) == 0
+    assert server.calls == 0  # every chat call came from a batch, through the cache
+    rows = rows_of(tmp_path / "two")
+    assert sorted(r["epoch"] for r in rows) == sorted([1, 2] * PAIRS) and all(
+        c["cache_hit"] for r in rows for c in r["calls"])
+    # epoch 1 sent the one-epoch run's requests again, under its keys; epoch 2 as many new ones
+    assert len(batches.submitted) == 2 * len(one)
+    assert {key: n for key, n in batches.submitted.items() if key in one} == dict.fromkeys(one, 2)
