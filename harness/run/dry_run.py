@@ -2,8 +2,8 @@
 command line's options without starting a server or making a call. A run's estimate walks its
 plan's jobs (harness/run/plan.py), the same pairs (each epoch of --epochs one), probes and
 scores the run then executes; harness/cost/estimate.py walks jobs with made-up replies and
-prices them, harness/cost/budget.py caps what a run spends. docs/costs.md#dry-run; docs/methods.md#reference-free-metrics for the
-scorers' calls.
+prices them, harness/cost/budget.py caps what a run spends. docs/costs.md#dry-run;
+docs/methods.md#reference-free-metrics for the scorers' calls.
 """
 
 from __future__ import annotations
