@@ -2,9 +2,9 @@
 
 The key is a hash of everything that determines a reply (base URL, model, messages, tools, tool
 choice, temperature, seed, max tokens, attempt, and a run's epoch above 1: each epoch asks anew)
-and never the API key. Only usable replies are
-stored (`freshrag.llm.replies.is_usable`): an empty one is asked again. SQLite in WAL mode gives atomic
-writes, so a killed process leaves every finished call in the cache.
+and never the API key. Only usable replies are stored (`freshrag.llm.replies.is_usable`): an
+empty one is asked again. SQLite in WAL mode gives atomic writes, so a killed process leaves
+every finished call in the cache.
 
 Whatever SQLite says about the file (not a database, corrupt pages, a full disk, a read-only
 directory) is a `CacheError` naming the file and what to do: the command stops there, resumable,
