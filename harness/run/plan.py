@@ -4,11 +4,12 @@ each piece of it does. The runner executes it with the live client; the dry run
 under a `freshrag.cost.plan.Planner` (docs/running.md#the-plan, docs/costs.md#dry-run).
 
 The resume rules live here alone: a pair whose row has the status `ok` is finished, every other
-pair is answered (again), each epoch of it on its own (--epochs: docs/running.md#epochs); the judge is probed unless the manifest holds a verdict over the same
-probes (k and seed); the scorers beyond the judge score every row not scored yet for its current
-answer (scoring/scorepass.py `pending`), of the first epoch (what the tables read). A pair is
-`answer_and_grade`: the system answers, the judge grades, both through the recorder that keeps
-the pair's calls and keys them by the pair's epoch; its row is then scored.
+pair is answered (again), each epoch of it on its own (--epochs: docs/running.md#epochs); the
+judge is probed unless the manifest holds a verdict over the same probes (k and seed); the
+scorers beyond the judge score every row of the first epoch (what the tables read) not scored
+yet for its current answer (scoring/scorepass.py `pending`). A pair is `answer_and_grade`: the
+system answers, the judge grades, both through the recorder that keeps the pair's calls and keys
+them by the pair's epoch; its row is then scored.
 """
 
 from __future__ import annotations
@@ -100,9 +101,10 @@ def make_plan(dataset: Dataset, config: RunConfig, rows: list[SampleRow],
              for q in dataset.questions[:config.limit] for name in config.systems
              if (q.id, name, epoch) not in finished]
     scorers = tuple(name for name in config.scorers if name != "judge")
-    probed = kept_probe(dataset, config.probe, (manifest or {}).get("judge_probe"))
+    probe = probes.scaled(config.probe, len(dataset.questions[:config.limit]))  # a small run's
+    probed = kept_probe(dataset, probe, (manifest or {}).get("judge_probe"))
     first = [row for row in rows if epoch_of(row) == 1]
-    return RunPlan(dataset, config, pairs, None if probed else config.probe, probed,
+    return RunPlan(dataset, config, pairs, None if probed else probe, probed,
                    pending(config.out, first, scorers, 1) if scorers else [], scorers)
 
 
