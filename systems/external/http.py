@@ -4,12 +4,14 @@ per request.
 freshrag POSTs a JSON body (`{"question": ..., "id": ...}`, field names configurable) and reads
 from the JSON reply the answer and, where the service reports them, the retrieved contexts, the
 tokens it spent, its retrievals, its retrieval decision and its trajectory (`steps`, or the
-conversation its agent had as `messages`: systems/external/trajectory.py). What the reply does not report is
-recorded as unknown (the row's `unknown` list, `retrievals` null), never as 0.
+conversation its agent had as `messages`: systems/external/trajectory.py), each at its path
+(systems/external/reply.py, which also names the reply's fields no path read). What the reply
+does not report is recorded as unknown (the row's `unknown` list, `retrievals` null), never as 0.
 
 Every request has one deadline for the whole exchange (`timeout_s`), however slowly the service
 sends; 429, 5xx and timeouts are tried again a bounded number of times, after which the pair is a
-`failed` row that a resume asks again; a refused connection or a 401/403 stops the run (every
+`failed` row that a resume asks again (the deadline and attempts are how the service is asked, not
+its identity: a resume may raise them); a refused connection or a 401/403 stops the run (every
 other pair would fail the same way), keeping what finished. Header values come from environment
 variables named in the configuration, and are secrets (docs/faults.md#secrets-in-service-headers):
 a redirect to another origin is not followed, and every value is scrubbed from the reply and from
@@ -34,6 +36,7 @@ from freshrag.core.jsonl import loads
 from freshrag.core.types import CallShape, Declarations, Question, SystemAnswer, SystemContext
 from freshrag.llm import deadline
 from freshrag.llm.client import EndpointError, EndpointUnreachable, redact
+from freshrag.systems.external.reply import DEFAULT_REPLY, reply_values
 from freshrag.systems.external.reported import REPORTED, reported_answer
 
 REPLY_FIELDS = REPORTED
@@ -55,15 +58,18 @@ class HttpSettings:
     max_attempts: int = 3
     headers_env: dict[str, str] = field(default_factory=dict)  # header -> environment variable
     request: dict[str, str] = field(default_factory=lambda: {"question": "question", "id": "id"})
-    reply: dict[str, str] = field(default_factory=lambda: {
-        "answer": "answer", "contexts": "contexts", "input_tokens": "usage.input_tokens",
-        "output_tokens": "usage.output_tokens", "retrievals": "retrievals",
-        "decision": "decision", "steps": "steps", "messages": "messages"})
+    reply: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_REPLY))
 
     def record(self) -> dict[str, Any]:
-        """What the run manifest keeps: the URL and field names, the header names, no values."""
-        return {"url": self.url, "timeout_s": self.timeout_s, "request": self.request,
-                "reply": self.reply, "headers": sorted(self.headers_env)}
+        """What decides the service's answers, hashed as its identity: the URL and field names,
+        the header names, no values. The deadline and attempts are not in it (`run_settings`):
+        a resume may raise them to answer the pairs they failed."""
+        return {"url": self.url, "request": self.request, "reply": self.reply,
+                "headers": sorted(self.headers_env)}
+
+    def run_settings(self) -> dict[str, Any]:
+        """How the service is asked, which the manifest keeps beside its identity."""
+        return {"timeout_s": self.timeout_s, "max_attempts": self.max_attempts}
 
 
 class HttpConfigError(UserError, ValueError):
@@ -294,24 +300,15 @@ def read_reply(settings: HttpSettings, question: Question, reply: Any) -> System
     where = f"system {settings.name!r} at {settings.url}"
     if not isinstance(reply, dict):
         raise EndpointError(f"{where}: the reply is a JSON {type(reply).__name__}, not an object")
-    values = {name: _at(reply, settings.reply.get(name)) for name in REPLY_FIELDS}
+    values, unread = reply_values(reply, settings.reply)
     names = {name: settings.reply.get(name) or name for name in ("steps", "messages")}
     try:
         answer = reported_answer(values, settings.name, question, names)
     except ValueError as err:
         message = str(err).replace("{answer!r}", repr(settings.reply["answer"]))
         raise EndpointError(f"{where}: {message}") from None
-    answer.details["service"] = {"url": settings.url}
+    answer.details["service"] = {"url": settings.url, **({"unread": unread} if unread else {})}
     return answer
-
-
-def _at(reply: dict[str, Any], path: str | None) -> Any:
-    value: Any = reply
-    for part in (path or "").split(".") if path else ():
-        if not isinstance(value, dict) or part not in value:
-            return None
-        value = value[part]
-    return None if value is reply else value
 
 
 SETTINGS_KEYS = ("url", "timeout_s", "max_attempts", "headers", "request", "reply")

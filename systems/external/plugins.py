@@ -9,8 +9,9 @@ built-in one. What it declares besides (`uses_index = True` asks for the retriev
 `Declarations` in harness/core/types.py) is read as on the built-in ones.
 
 Each resolved system carries its identity: where it came from, a SHA-256 of the file that defines
-it and the version of the package that ships it. The run manifest records it, so that a resume
-with changed code is refused and two versions of one system never share a row of a report.
+it (of a service's settings but its deadline and attempts, which change no answer) and the
+version of the package that ships it. The run manifest records it, so that a resume with changed
+code is refused and two versions of one system never share a row of a report.
 A name may be given first (`mine=path/to/my_rag.py:MyRag`); otherwise the system's `name`
 attribute, else the attribute's own name, names it.
 """
@@ -22,7 +23,7 @@ import hashlib
 import importlib.metadata
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -57,6 +58,8 @@ class SystemSource:
     sha256: str | None = None  # of the file that defines it; of a service's settings
     version: str | None = None  # of the installed package that ships it
     description: str = ""
+    # how it is asked, changing no answer (a service's deadline and attempts): not its identity
+    settings: dict[str, Any] | None = None
 
     # What the system declares (core/types.py Declarations), read from its factory, so that a
     # source stands for its factory wherever the run asks (`factories` in harness/run/service.py)
@@ -82,7 +85,7 @@ class SystemSource:
     def record(self) -> dict[str, Any]:
         """What the run manifest keeps about the system (its identity, not its code)."""
         return {"origin": self.origin, "where": self.where, "sha256": self.sha256,
-                "version": self.version}
+                "version": self.version, **({"settings": self.settings} if self.settings else {})}
 
     def build(self, context: SystemContext) -> System:
         """The system for a run, checked; the user's code failing here is named, with its
@@ -194,7 +197,7 @@ def _service(settings: HttpSettings) -> SystemSource:
     record = json.dumps(settings.record(), sort_keys=True).encode()
     return SystemSource(settings.name, functools.partial(HttpSystem, settings=settings), "http",
                         settings.url, hashlib.sha256(record).hexdigest(), None,
-                        f"the service at {settings.url}")
+                        f"the service at {settings.url}", settings.run_settings())
 
 
 def _answers(spec: str, path: Path, name: str, questions: list[Question] | None) -> SystemSource:
@@ -236,8 +239,7 @@ def _named(found: SystemSource, name: str | None, spec: str) -> SystemSource:
     if not NAME.match(chosen):
         raise PluginError(f"system {spec!r}: {chosen!r} is not a usable name (letters, digits, "
                           f"'_', '.', '-'; up to 64); give one as NAME={spec}")
-    return SystemSource(chosen, found.factory, found.origin, found.where, found.sha256,
-                        found.version, found.description)
+    return replace(found, name=chosen)
 
 
 def _taken(entry: importlib.metadata.EntryPoint) -> str:

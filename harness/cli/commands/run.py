@@ -180,12 +180,15 @@ def _summarise(out: Path, rows: list[SampleRow], capped: Exception | None,
     from freshrag.reporting import report
     from freshrag.reporting.freshness import known_without_retrieval
     from freshrag.reporting.judge_check import judge_checks
+    from freshrag.systems.external.reply import unread_lines
 
     summary = report.summarise(report.in_systems_order(rows, systems))
     known = known_without_retrieval(rows)  # how much of the set the answer model knows
     report.write_summary(out, summary, known=known)
     print(report.render(summary, "markdown", known=known))
     print_unscored(rows)
+    if unread := unread_lines(rows):  # what a service replied that no path of it read
+        print("\n" + "\n".join(unread))
     print("\n" + "\n".join(judge_checks([out], rows)["lines"]))
     print(f"\nrun written to {out}/ ({SAMPLES}, {MANIFEST}, {SUMMARY}, and the whole table in "
           f"{SUMMARY_MD})")
