@@ -4,8 +4,8 @@ Pairs already finished in the run directory are skipped, so re-running the same 
 failed pairs are tried again. With --epochs N each pair is answered and graded N times, each
 epoch a row of its own (docs/running.md#epochs). A resume may add systems, questions and epochs
 but not change what decides the answers (harness/core/rundir.py says what that is), and one
-process at a time writes a run directory. An LLM error on one pair becomes a `failed` row, with the calls made before it, and
-the run goes on; an endpoint that cannot be reached at all stops the run, keeping what finished.
+process at a time writes a run directory. An LLM error on one pair becomes a `failed` row, with
+the calls made before it, and the run goes on; an endpoint that cannot be reached at all stops the run, keeping what finished.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from freshrag.core.types import Retriever, System, uses_date, uses_steps
 from freshrag.cost import batch
 from freshrag.cost.budget import Budget, BudgetExceeded
 from freshrag.llm.client import EndpointError, LLMClient
-from freshrag.run import probe_pass
 from freshrag.run.config import RunConfig
 from freshrag.run.plan import (
     CallRecorder,
@@ -126,8 +125,9 @@ def _probe_judge(plan: RunPlan, config: RunConfig, llm: LLMClient) -> dict[str, 
     if plan.probe is None and plan.probed:
         return {**plan.probed, "threshold": config.probe.threshold,
                 "informative": probes.informative(plan.probed["fields"], config.probe.threshold)}
-    verdict = probe_pass.probe_run(llm, plan.dataset, plan.probe or config.probe, config.probe.k,
-                                   config.out.parent, config.concurrency)  # kept for the judge
+    dataset = plan.dataset
+    verdict = probes.probe_judge(llm, dataset.questions, dataset.articles, config.probe.k,
+                                 config.probe.seed, config.probe.threshold, config.concurrency)
     write_json(config.out / PROBES_FILE, verdict)
     return {key: value for key, value in verdict.items() if key != "probes"}
 
