@@ -5,7 +5,8 @@ failed pairs are tried again. With --epochs N each pair is answered and graded N
 epoch a row of its own (docs/running.md#epochs). A resume may add systems, questions and epochs
 but not change what decides the answers (harness/core/rundir.py says what that is), and one
 process at a time writes a run directory. An LLM error on one pair becomes a `failed` row, with
-the calls made before it, and the run goes on; an endpoint that cannot be reached at all stops the run, keeping what finished.
+the calls made before it, and the run goes on; an endpoint that cannot be reached at all stops
+the run, keeping what finished.
 """
 
 from __future__ import annotations
