@@ -70,15 +70,26 @@ def article_run(titles: Sequence[str]) -> list[str | None]:
 def answer_metrics(answers: Sequence[tuple[list[str], list[str], list[str]]]
                    ) -> list[dict[str, float]]:
     """Per answer, given as (gold set, titles it saw, trajectory titles), the METRICS above;
-    `k` is the most chunks any of them saw, the trajectories' cutoff their longest."""
+    `k` is the most chunks any of them saw, the trajectories' cutoff their longest. Evaluated
+    BATCH answers at a time: trec_eval's input and output for 100,000 answers at once were
+    several hundred megabytes."""
     if not answers:
         return []
     k = max([1, *(len(seen) for _, seen, _ in answers)])
+    n = max([1, *(len(path) for _, _, path in answers)])
+    return [values for start in range(0, len(answers), BATCH)
+            for values in _batch_metrics(answers[start:start + BATCH], k, n)]
+
+
+BATCH = 1_000
+
+
+def _batch_metrics(answers: Sequence[tuple[list[str], list[str], list[str]]], k: int,
+                   n: int) -> list[dict[str, float]]:
     at_k = _evaluate([(gold, seen) for gold, seen, _ in answers],
                      {f"success.1,{k}", f"recall.{k}", f"ndcg_cut.{k}", "recip_rank"})
     # what the answer saw is its trajectory when it searched once: not evaluated again
     apart = [i for i, (_, seen, path) in enumerate(answers) if path != seen]
-    n = max([1, *(len(answers[i][2]) for i in apart)])
     over_path = _evaluate([(answers[i][0], answers[i][2]) for i in apart],
                           {f"success.{n}", f"recall.{n}"})
     paths = [(values[f"success_{k}"], values[f"recall_{k}"]) for values in at_k]

@@ -75,3 +75,13 @@ def test_the_shared_evaluation_gives_what_a_separate_one_gives():
           retrieval_metrics.trajectory_titles(r)) for r in made[:2]])
     assert per_row == [*alone, None]
     assert trajectory.evidence(made[:3]) == [(1.0, 1.0), (0.0, 0.0), None]
+
+
+def test_answers_evaluated_in_batches_give_what_one_evaluation_gives(monkeypatch):
+    answers = [(["A", "B"], ["X", "A"], ["X", "A", "Y", "B"]), (["A"], ["A"], ["A"]),
+               (["C"], [], ["D", "D", "C"]), (["A"], ["B", "A", "A", "C", "D"], ["B"])]
+    whole = retrieval_metrics.answer_metrics(answers)
+    monkeypatch.setattr(retrieval_metrics, "BATCH", 1)
+    assert retrieval_metrics.answer_metrics(answers) == whole
+    assert [m["recall_all_traj"] for m in whole] == [1.0, 1.0, 1.0, 0.0]
+    assert [m["hit@1"] for m in whole] == [0.0, 1.0, 0.0, 0.0]
