@@ -4,28 +4,33 @@ report treat them like any other system's.
 
 A row names its question by id (`question_id` or `id`) or by its text (`question`, or Ragas'
 `user_input`) and gives the answer (`answer`, or Ragas' `response`); optional columns are the
-retrieved contexts (`contexts`, or Ragas' `retrieved_contexts`: a list of texts or of
-{title, text, score}; in CSV a JSON list), `input_tokens`, `output_tokens`, `retrievals`,
-`decision`, `latency_s`, the trajectory (`steps`, or a conversation's `messages`; in CSV JSON
-text), and Ragas' `reference` (kept in the answer's details). A Ragas multi-turn sample (its
+retrieved contexts (`contexts`, or Ragas' `retrieved_contexts`: a list of texts or of {title,
+text, score}; in CSV a JSON list), `input_tokens`, `output_tokens`, `retrievals`, `decision`,
+`latency_s`, the trajectory (`steps`, or a conversation's `messages`; in CSV JSON text), Ragas'
+`reference` (kept in the answer's details), and numbers under any other name (a Ragas result's
+metric columns), kept as the answer's `details["ragas_scores"]`; pandas' index column (the
+unnamed first column of a default `to_csv()`) is skipped. A Ragas multi-turn sample (its
 `user_input` a list of messages) asks its first human message and answers with its last ai
-message; the conversation is its trajectory (systems/external/trajectory.py). What a row does
-not report is unknown, never 0. Each row lands on the dataset's question as
+message; the conversation is its trajectory (systems/external/trajectory.py). What a row does not
+report is unknown, never 0. Each row lands on the dataset's question as
 systems/external/matching.py says: by id when the dataset has it, else by the question text
 (whitespace and case aside). The whole file is read and checked before the run starts: an unknown
-column, a bad value, a row that matches no question of the dataset or a question answered twice
-is named with its file and line. A question of the dataset that no row answers is listed in the
-import's summary (`Answers.summary`), and its pair fails saying so.
+column (text, or numbers under a name close to a known one: a misspelling), a bad value, a row
+that matches no question of the dataset or a question answered twice is named with its file and
+line. A question of the dataset that no row answers is listed in the import's summary
+(`Answers.summary`), and its pair fails saying so.
 """
 
 from __future__ import annotations
 
 import ast
 import csv
+import difflib
 import functools
 import hashlib
 import io
 import json
+import math
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -51,6 +56,11 @@ QUESTION_COLUMNS = ("question_id", "id", "question", "user_input")
 # Ragas' reference answer, and what a multi-turn sample may add: kept in the answer's details
 KEPT = ("reference", "reference_tool_calls", "rubrics", "reference_topics")
 LISTS = ("contexts", "steps", "messages")  # what a CSV cell holds as a JSON (or Python) list
+KNOWN = (*QUESTION_COLUMNS, *COLUMNS, *KEPT)
+# pandas' index column of a default to_csv(): named "" first in the header, "Unnamed: 0" once
+# pandas has read the file back and written it again; it numbers rows, and answers nothing
+INDEX_COLUMNS = ("", "Unnamed: 0")
+SCORES = "ragas_scores"  # the details key of a row's numbers in columns of no known name
 
 
 class AnswersFileError(UserError, ValueError):
@@ -80,13 +90,16 @@ def load_answers(path: Path, questions: list[Question], name: str) -> Answers:
     matcher = QuestionMatcher(questions)
     found: dict[str, tuple[int, SystemAnswer]] = {}
     rules: Counter = Counter()
-    for line_no, row in _rows(path):
+    for line_no, whole_row in _rows(path):
         where = f"{path}:{line_no}"
+        row, scores = _scores(whole_row, where)
         question, rule = _question(row, matcher, where)
         if question.id in found:
             raise AnswersFileError(f"{where}: answers question {question.id!r} again (first at "
                                    f"line {found[question.id][0]})")
         found[question.id] = (line_no, _answer(row, question, name, where))
+        if scores:
+            found[question.id][1].details[SCORES] = scores
         rules[rule] += 1
     if not found:
         raise AnswersFileError(f"{path}: holds no answers")
@@ -145,6 +158,12 @@ def _csv_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
         raise AnswersFileError(f"{path}:{reader.line_num}: {err}") from None
     if extra := next((line_no for line_no, row in rows if None in row), None):
         raise AnswersFileError(f"{path}:{extra}: more cells than the header has columns")
+    header = list(reader.fieldnames or ())
+    if (twice := next((name for name in header if header.count(name) > 1), None)) is not None:
+        raise AnswersFileError(f"{path}:1: the header names the column {twice!r} twice")
+    if header and header[0] in INDEX_COLUMNS:
+        rows = [(line_no, {k: v for k, v in row.items() if k != header[0]})
+                for line_no, row in rows]
     return [(line_no, _csv_values(row, f"{path}:{line_no}")) for line_no, row in rows]
 
 
@@ -166,6 +185,8 @@ def _csv_values(row: dict[str, str], where: str) -> dict[str, Any]:
                 raise AnswersFileError(f"{where}: {column} {cell[:80]!r} is not a number") from None
         elif COLUMNS.get(column) == "decision" and cell.lower() in ("true", "false"):
             values[column] = cell.lower() == "true"
+        elif column not in KNOWN and _is_float(cell):  # a score (Ragas'), as a number
+            values[column] = float(cell)
         else:
             values[column] = cell
     return values
@@ -187,11 +208,49 @@ def _list_cell(cell: str, column: str, where: str) -> Any:
     return unicode_text(value)
 
 
+def _scores(row: dict[str, Any], where: str) -> tuple[dict[str, Any], dict[str, float]]:
+    """The row's known columns, and its scores: the numbers in columns of no known name (Ragas'
+    metrics, `faithfulness`, `answer_relevancy`, ...), a null or NaN among them left out. pandas'
+    index column is dropped; any other column is refused, and so is a number in a column whose
+    name is near a known one (`retreivals`), which is a misspelling rather than a score."""
+    known: dict[str, Any] = {}
+    scores: dict[str, float] = {}
+    for column, value in row.items():
+        if column in KNOWN:
+            known[column] = value
+        elif column == INDEX_COLUMNS[1]:  # a JSON record of a CSV that pandas read
+            continue
+        elif not column.strip():
+            raise AnswersFileError(f"{where}: a column without a name, not first (only "
+                                   f"pandas' index column, first in a CSV, may have none)")
+        elif near := difflib.get_close_matches(column, KNOWN, n=1, cutoff=0.8):
+            raise AnswersFileError(f"{where}: unknown column {column[:80]!r}: did you mean "
+                                   f"{near[0]!r}? known: {', '.join(KNOWN)}")
+        elif _is_number(value) or value is None:
+            if value is not None and math.isfinite(value):
+                scores[column] = float(value)
+        else:
+            raise AnswersFileError(
+                f"{where}: unknown column {column[:80]!r} holding {value!r:.60}; known: "
+                f"{', '.join(KNOWN)}; a column of numbers (a Ragas score) is kept in the "
+                f"row's details.{SCORES}")
+    return known, scores
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_float(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
 def _question(row: dict[str, Any], matcher: QuestionMatcher, where: str) -> tuple[Question, str]:
     """The dataset's question the row answers, and the rule that matched it."""
-    if unknown := sorted(set(row) - set(COLUMNS) - set(QUESTION_COLUMNS) - set(KEPT)):
-        raise AnswersFileError(f"{where}: unknown column(s) {unknown}; known: "
-                               f"{', '.join([*QUESTION_COLUMNS, *COLUMNS, *KEPT])}")
     qid = row.get("question_id", row.get("id"))
     text = row.get("question", row.get("user_input"))
     if isinstance(text, list):  # a Ragas multi-turn sample: its first human message asks

@@ -104,8 +104,12 @@ def test_a_question_the_file_does_not_answer_fails_its_pair_only(tmp_path):
 
 
 @pytest.mark.parametrize("rows, expected", [
-    pytest.param([{"id": "q1", "answer": "x", "score": 3}],
-                 r"a.jsonl:1: unknown column\(s\) \['score'\]", id="unknown-column"),
+    pytest.param([{"id": "q1", "answer": "x", "score": "high"}],
+                 r"a.jsonl:1: unknown column 'score' holding 'high'; known: .* a column of "
+                 r"numbers \(a Ragas score\) is kept", id="unknown-column"),
+    pytest.param([{"id": "q1", "answer": "x", "retreivals": 3}],
+                 r"a.jsonl:1: unknown column 'retreivals': did you mean 'retrievals'\?",
+                 id="misspelt-column-of-numbers"),
     pytest.param([{"id": "q1", "answer": "x"}, {"id": "q9", "answer": "y"}],
                  r"a.jsonl:2: matches no question of the dataset: its id 'q9' is not one of the "
                  r"dataset's and it gives no question text", id="unknown-id"),
