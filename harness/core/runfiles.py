@@ -22,3 +22,4 @@ RUN_FILES = (SAMPLES, MANIFEST, SUMMARY, SUMMARY_MD, PROBES, BATCHES, SCORES, LO
 RESULTS = Path("results")  # where a run goes by default: results/DATASET_NAME
 CACHE_FILE = ".llm-cache.sqlite"  # the response cache (harness/llm/cache.py)
 INDEX_DIR = ".index"  # embedded Qdrant's storage of the retrieval indexes
+JUDGE_PROBES = ".judge-probes"  # each judge's probe verdicts, for every run with that judge

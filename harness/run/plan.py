@@ -101,9 +101,10 @@ def make_plan(dataset: Dataset, config: RunConfig, rows: list[SampleRow],
              for q in dataset.questions[:config.limit] for name in config.systems
              if (q.id, name, epoch) not in finished]
     scorers = tuple(name for name in config.scorers if name != "judge")
-    probed = kept_probe(dataset, config.probe, (manifest or {}).get("judge_probe"))
+    probe = probes.scaled(config.probe, len(dataset.questions[:config.limit]))  # a small run's
+    probed = kept_probe(dataset, probe, (manifest or {}).get("judge_probe"))
     first = [row for row in rows if epoch_of(row) == 1]
-    return RunPlan(dataset, config, pairs, None if probed else config.probe, probed,
+    return RunPlan(dataset, config, pairs, None if probed else probe, probed,
                    pending(config.out, first, scorers, 1) if scorers else [], scorers)
 
 

@@ -31,6 +31,7 @@ from freshrag.core.types import Retriever, System, uses_date, uses_steps
 from freshrag.cost import batch
 from freshrag.cost.budget import Budget, BudgetExceeded
 from freshrag.llm.client import EndpointError, LLMClient
+from freshrag.run import probe_pass
 from freshrag.run.config import RunConfig
 from freshrag.run.plan import (
     CallRecorder,
@@ -126,9 +127,8 @@ def _probe_judge(plan: RunPlan, config: RunConfig, llm: LLMClient) -> dict[str, 
     if plan.probe is None and plan.probed:
         return {**plan.probed, "threshold": config.probe.threshold,
                 "informative": probes.informative(plan.probed["fields"], config.probe.threshold)}
-    dataset = plan.dataset
-    verdict = probes.probe_judge(llm, dataset.questions, dataset.articles, config.probe.k,
-                                 config.probe.seed, config.probe.threshold, config.concurrency)
+    verdict = probe_pass.probe_run(llm, plan.dataset, plan.probe or config.probe, config.probe.k,
+                                   config.out.parent, config.concurrency)  # kept for the judge
     write_json(config.out / PROBES_FILE, verdict)
     return {key: value for key, value in verdict.items() if key != "probes"}
 

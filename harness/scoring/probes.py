@@ -27,7 +27,7 @@ from __future__ import annotations
 import random
 import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from freshrag.core.concurrency import map_with_progress
@@ -148,6 +148,24 @@ class ProbeSettings:
     threshold: float = THRESHOLD
 
 
+def scaled(settings: ProbeSettings | None, questions: int) -> ProbeSettings | None:
+    """The probes of a run that answers `questions` questions: no more probe questions than it
+    answers, so that a small run is not mostly probes (docs/running.md#judge-probes)."""
+    if settings is None or questions >= settings.k:
+        return settings
+    return replace(settings, k=max(questions, 1))
+
+
+def half_width(k: int) -> float:
+    """Half the width of the 95% interval of a share over k probe questions at chance (0.5),
+    the widest it gets: Wilson's, which stays honest for a handful of outcomes where a
+    bootstrap of three perfect ones would give [1, 1]."""
+    from statsmodels.stats.proportion import proportion_confint  # heavy: only when said
+
+    low, high = proportion_confint(k / 2, k, alpha=0.05, method="wilson")
+    return round((high - low) / 2, 2)
+
+
 def make_probes(questions: list[Question], articles: dict[str, Article], k: int = PROBES,
                 seed: int = 0) -> list[Probe]:
     """Three probes (grounded, wrong, abstaining) for each of k seeded questions, and a near
@@ -195,12 +213,18 @@ def grade_probe(llm: LLM, probe: Probe, articles: dict[str, Article]) -> tuple[G
 def probe_judge(llm: LLM, questions: list[Question], articles: dict[str, Article],
                 k: int = PROBES, seed: int = 0, threshold: float = THRESHOLD,
                 concurrency: int = 4) -> dict[str, Any]:
-    """Grade the probes with the judge role; the verdict, its cost, and every probe's grade."""
-    started = time.monotonic()
+    """Make the probes of k seeded questions and grade them (`grade_probes`)."""
     try:
-        probes = make_probes(questions, articles, k, seed)
+        made = make_probes(questions, articles, k, seed)
     except ProbeError as err:
         return {"unavailable": str(err), "threshold": threshold, "informative": False}
+    return grade_probes(llm, made, articles, seed, threshold, concurrency)
+
+
+def grade_probes(llm: LLM, made: list[Probe], articles: dict[str, Article], seed: int = 0,
+                 threshold: float = THRESHOLD, concurrency: int = 4) -> dict[str, Any]:
+    """Grade the probes with the judge role; the verdict, its cost, and every probe's grade."""
+    started = time.monotonic()
 
     def grade(probe: Probe) -> tuple[Probe, Grade, list]:
         try:
@@ -208,18 +232,18 @@ def probe_judge(llm: LLM, questions: list[Question], articles: dict[str, Article
         except EndpointUnreachable:
             raise
         except EndpointError as err:  # one refused call leaves its probe unscored, as in a run
-            return probe, Grade(None, None, unscored_reason=f"failed: {err}"), []
+            return probe, Grade(None, None, unscored_reason=f"{FAILED}{err}"), []
         return probe, verdict, calls
 
-    graded = map_with_progress(grade, probes, concurrency, desc="judge probes", unit="probe")
+    graded = map_with_progress(grade, made, concurrency, desc="judge probes", unit="probe")
     grades = {(p.question.id, p.kind): g for p, g, _ in graded}
-    calls = [call for _, _, made in graded for call in made]
+    calls = [call for _, _, calls_made in graded for call in calls_made]
     usage = sum_usage_by_role(calls).get("judge", Usage())
     fields = {name: discrimination(grades, *ORDERINGS[name], name, seed)
               for name in ORDERINGS}
-    misses = [p for p in probes if p.kind == "near_miss"]
+    misses = [p for p in made if p.kind == "near_miss"]
     return {
-        "k": len({p.question.id for p in probes}), "seed": seed, "threshold": threshold,
+        "k": len({p.question.id for p in made}), "seed": seed, "threshold": threshold,
         "fields": fields, "informative": informative(fields, threshold),
         "near_miss": {**discrimination(grades, "grounded", "near_miss", "truthfulness", seed),
                       "changed": {kind: sum(p.changed == kind for p in misses)
@@ -231,6 +255,9 @@ def probe_judge(llm: LLM, questions: list[Question], articles: dict[str, Article
                     **({"changed": p.changed} if p.changed else {}), "grade": asdict(g)}
                    for p, g, _ in sorted(graded, key=_probe_order)],
     }
+
+
+FAILED = "failed: "  # what an unscored probe's reason starts with when its call failed
 
 
 def discrimination(grades: dict[tuple[str, str], Grade], higher: str, lower: str, field: str,
@@ -278,7 +305,17 @@ def verdict_lines(probe: dict[str, Any] | None) -> list[str]:
         lines = [f"WARNING: the judge's scores are not informative: probe discrimination {shown} "
                  f"over {probe['k']} questions, below the threshold {probe['threshold']} (0.5 is "
                  f"chance).", JUDGE_HINT]
-    return lines + near_miss_lines(probe.get("near_miss"))
+    return lines + scaled_lines(probe) + near_miss_lines(probe.get("near_miss"))
+
+
+def scaled_lines(probe: dict[str, Any]) -> list[str]:
+    """How wide the verdict of a probe set smaller than --probe-k is (`scaled`)."""
+    asked = probe.get("scaled_from")
+    if not asked or probe["k"] >= asked:
+        return []
+    return [f"judge probes: {probe['k']} of --probe-k {asked} questions (a small run): at chance "
+            f"the verdict's 95% interval is ±{half_width(probe['k']):.2f} wide, against "
+            f"±{half_width(asked):.2f} with {asked}."]
 
 
 def near_miss_lines(near: dict[str, Any] | None) -> list[str]:

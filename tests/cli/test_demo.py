@@ -6,9 +6,11 @@ and the HTML report. The real models' timing is measured by hand
 import json
 from datetime import date
 
+import pytest
+
 from freshrag.builders.cutoffs import created_after
 from freshrag.builders.sources.dump import DumpSource
-from freshrag.cli.commands.demo import DEMO_CUTOFF, DEMO_PAGES, DEMO_TODAY
+from freshrag.cli.commands.demo import DEMO_CUTOFF, DEMO_TODAY
 from freshrag.cli.main import main
 from freshrag.core.dataset import example_dir
 from freshrag.core.jsonl import read_jsonl
@@ -25,15 +27,19 @@ def test_the_demo_runs_the_whole_workflow(tmp_path, monkeypatch, capsys):
     with FakeOpenAIServer() as server:
         use_endpoint(monkeypatch, server.base_url, "sk-demo-not-written")
         monkeypatch.chdir(tmp_path)
-        assert main(["demo", "--out", str(tmp_path / "demo"), "--limit", "3"]) == 0
+        assert main(["demo", "--out", str(tmp_path / "demo")]) == 0
     out = tmp_path / "demo"
     pages = list(DumpSource(out / "example-wiki.xml").pages(set()))
-    assert sorted(p.title for p in pages) == sorted(r["title"] for r in examples)
-    # the build samples DEMO_PAGES of them, some created after the cutoff
+    # every older article, and as many created after the cutoff as the run asks questions
+    older = sorted(r["title"] for r in examples if r["title"] not in after)
+    assert sorted(p.title for p in pages if p.title not in after) == older
+    assert len([p for p in pages if p.title in after]) == 3
     funnel = json.loads((out / "example" / "manifest.json").read_text())["funnel"]
-    assert funnel["n_r"] == DEMO_PAGES < len(examples)
-    assert 0 < funnel["n_d"] < funnel["n_r"] and funnel["n_d"] <= len(after)
+    assert funnel["n_r"] == len(pages) and funnel["n_d"] == 3
+    # the dataset holds exactly the questions the run asked
+    written = [q["id"] for q in read_jsonl(out / "example" / "questions.jsonl")]
     samples = read_samples(out / "run" / "samples.jsonl")
+    assert len(written) == 3 and sorted({s["question_id"] for s in samples}) == sorted(written)
     assert sorted({s["system"] for s in samples}) == sorted(SYSTEMS)
     assert len(samples) == 3 * len(SYSTEMS) and all(s["status"] == "ok" for s in samples)
     assert {s["gold_title"] for s in samples} <= set(after)
@@ -61,17 +67,20 @@ def test_the_demo_runs_the_whole_workflow(tmp_path, monkeypatch, capsys):
     assert "WARNING: the judge" in html.replace("&#x27;", "'")
 
 
-def test_full_runs_the_whole_corpus_and_the_runs_own_probes():
-    from pathlib import Path
+@pytest.mark.parametrize("questions, newer", [
+    pytest.param(3, 3, id="the default"),
+    pytest.param(1, 1, id="--limit 1"),
+    pytest.param(None, 20, id="--full: every article"),
+    pytest.param(50, 20, id="more than there are"),
+])
+def test_the_dump_holds_one_article_after_the_cutoff_per_question_run(questions, newer):
+    from freshrag.cli.commands.demo import demo_pages
 
-    from freshrag.cli.commands.demo import DEMO_PROBE_K, demo_commands
-
-    small = demo_commands(Path("d"), 3, ["baseline"])
-    full = demo_commands(Path("d"), 4, ["baseline"], full=True)
-    assert small[0][small[0].index("--n") + 1] == str(DEMO_PAGES)
-    assert small[1][small[1].index("--probe-k") + 1] == str(DEMO_PROBE_K)
-    assert "--n" not in full[0] and "--probe-k" not in full[1]
-    assert full[1][full[1].index("--limit") + 1] == "4"
+    cutoff = date.fromisoformat(DEMO_CUTOFF)
+    pages = demo_pages(questions)
+    after = [p for p in pages if created_after(p.revisions[0].timestamp, cutoff)]
+    assert len(after) == newer and len(pages) - len(after) == 20  # the older ones all stay
+    assert demo_pages(questions) == pages  # seeded: a demo resumed builds the same set
 
 
 def test_the_models_options_go_to_build_and_run():

@@ -6,12 +6,15 @@ the MediaWiki XML dump a real wiki would export, and then the real commands run 
 other, each printed before it starts:
 
 1. `freshrag build --dump`: A_r, the date filter (A_d), the recency classifier (A_f), questions;
-2. `freshrag run`: every system on the first questions, judged (the index is built on the way);
+2. `freshrag run`: every system on every question built, judged (the index is built on the way);
 3. `freshrag report --html`: tables, analysis, figures and one self-contained HTML page.
 
 With the embedded defaults (SmolLM2-135M on llama.cpp, MiniLM, embedded Qdrant) it needs no key
 and no network. Questions are asked about every A_d article rather than only A_f: the 135M
-classifier's verdicts are close to chance, and an empty A_f would leave nothing to run.
+classifier's verdicts are close to chance, and an empty A_f would leave nothing to run. The dump
+holds only as many articles created after the cutoff as the run asks questions (a seeded
+sample; every older article stays, as the rest of the corpus), so the build writes exactly the
+questions the run asks.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import random
 import time
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -37,13 +42,10 @@ DEMO_CUTOFF = "2025-12-31"  # after the older example articles, before the inven
 DEMO_TODAY = "2026-12-01"
 # The demo's size: each step does enough work to show what it shows, and the whole fits in under 5
 # minutes on 2 cores (tests/benchmarks/bench_demo_floor.py times it against the time its tokens
-# alone need). A seeded sample of 24 of the 40 example pages leaves about a dozen created after
-# the cutoff, each classified and given a question; 3 questions go through every system; the
-# judge grades the probes of 6 questions (18 answers). --full runs the size of the first
-# releases: the whole corpus, 4 questions and the run's own 12 probe questions.
-DEMO_QUESTIONS, FULL_QUESTIONS = 3, 4
-DEMO_PAGES = 24
-DEMO_PROBE_K = 6
+# alone need): 3 articles created after the cutoff, each classified and given a question that
+# goes through every system, among the 20 older ones; the run probes the judge on as many
+# questions as it asks. --full writes every example article and runs every question they give.
+DEMO_QUESTIONS = 3
 
 
 DESCRIPTION = ("Writes the 40 example articles shipped with freshrag as a MediaWiki dump, then "
@@ -59,12 +61,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "demo", HELP, DESCRIPTION, EXAMPLES)
     size = p.add_argument_group("size")
     size.add_argument("--limit", type=whole(1, MAX_QUESTIONS), default=None,
-                      help=f"the first N questions, run through every system (default: "
-                           f"{DEMO_QUESTIONS}, with --full {FULL_QUESTIONS})")
+                      help=f"questions written and run through every system, one per article "
+                           f"created after the cutoff (default: {DEMO_QUESTIONS}, with --full "
+                           f"one per such article)")
     size.add_argument("--full", action="store_true",
-                      help=f"the whole example corpus and the run's default judge probes, not a "
-                           f"sample of {DEMO_PAGES} pages and {DEMO_PROBE_K} probe questions "
-                           f"(about twice as long)")
+                      help="every example article and a question on each created after the "
+                           "cutoff, not a sample of those (several times as long)")
     add_models(p)
     p.add_argument_group("output").add_argument(
         "--out", type=out_dir, default=Path("results") / "demo",
@@ -76,9 +78,8 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.cli.main import main
     from freshrag.systems import SYSTEMS
 
-    questions = args.limit or (FULL_QUESTIONS if args.full else DEMO_QUESTIONS)
-    return run_demo(args.out, questions, list(SYSTEMS), main, full=args.full,
-                    models=model_arguments(args))
+    questions = args.limit or (None if args.full else DEMO_QUESTIONS)
+    return run_demo(args.out, questions, list(SYSTEMS), main, models=model_arguments(args))
 
 
 def model_arguments(args: argparse.Namespace) -> tuple[str, ...]:
@@ -106,33 +107,45 @@ def example_pages() -> list[DumpPage]:
             for page_id, row in enumerate(rows, start=1)]
 
 
-def write_example_dump(path: Path) -> Path:
-    """The example articles as a history dump (`example_pages`)."""
-    from freshrag.builders.sources.export import write_dump
+def demo_pages(questions: int | None) -> list[DumpPage]:
+    """The example pages of the demo's dump: `questions` of those created after the cutoff (a
+    seeded sample; None: all), so that the build writes only the questions the run asks, and
+    every older one, in the examples' order."""
+    from freshrag.builders.cutoffs import created_after
 
     pages = example_pages()
+    cutoff = date.fromisoformat(DEMO_CUTOFF)
+    newer = [page for page in pages if created_after(page.revisions[0].timestamp, cutoff)]
+    asked = newer if questions is None else random.Random(0).sample(
+        newer, min(questions, len(newer)))
+    return [page for page in pages if page in asked or page not in newer]
+
+
+def write_example_dump(path: Path, questions: int | None = None) -> Path:
+    """The demo's pages (`demo_pages`) as a history dump."""
+    from freshrag.builders.sources.export import write_dump
+
+    pages = demo_pages(questions)
     path.parent.mkdir(parents=True, exist_ok=True)
     return write_dump(path, pages)
 
 
-def demo_commands(out: Path, questions: int, systems: list[str], full: bool = False,
+def demo_commands(out: Path, questions: int | None, systems: list[str],
                   models: tuple[str, ...] = ()) -> list[list[str]]:
-    """The commands the demo runs; `models` are options of the group "models and endpoints"."""
+    """The commands the demo runs; `models` are options of the group "models and endpoints".
+    The run asks every question the build wrote (one per article after the cutoff)."""
     dataset, run = out / "example", out / "run"  # the tables name the dataset by its directory
     return [
         ["build", "--dump", str(out / "example-wiki.xml"), "--cutoff", DEMO_CUTOFF,
-         "--out", str(dataset), "--questions-from", "A_d",
-         *([] if full else ["--n", str(DEMO_PAGES)]), *models],
-        ["run", "--dataset", str(dataset), "--systems", ",".join(systems), "--limit",
-         str(questions), "--knowledge-cutoff", DEMO_CUTOFF, "--today", DEMO_TODAY,
-         "--out", str(run), *([] if full else ["--probe-k", str(DEMO_PROBE_K)]), *models],
+         "--out", str(dataset), "--questions-from", "A_d", *models],
+        ["run", "--dataset", str(dataset), "--systems", ",".join(systems),
+         "--knowledge-cutoff", DEMO_CUTOFF, "--today", DEMO_TODAY, "--out", str(run), *models],
         ["report", str(run), "--html", str(out / "report.html")],
     ]
 
 
-def run_demo(out: Path, questions: int, systems: list[str],
-             command: Callable[[list[str]], int], full: bool = False,
-             models: tuple[str, ...] = ()) -> int:
+def run_demo(out: Path, questions: int | None, systems: list[str],
+             command: Callable[[list[str]], int], models: tuple[str, ...] = ()) -> int:
     """Write the dump, then run each command through `command` (the CLI's main), stopping at the
     first that fails; returns its exit status."""
     from freshrag.core.manifest import read_manifest
@@ -140,9 +153,9 @@ def run_demo(out: Path, questions: int, systems: list[str],
     from freshrag.scoring.probes import verdict_lines
 
     check_outputs(files_in(out, ("example-wiki.xml", TIMINGS_FILE, "report.html"), "--out"), [])
-    write_example_dump(out / "example-wiki.xml")
+    write_example_dump(out / "example-wiki.xml", questions)
     stages: list[dict] = []
-    for argv in demo_commands(out, questions, systems, full, models):
+    for argv in demo_commands(out, questions, systems, models):
         print(f"\n$ freshrag {' '.join(argv)}", flush=True)
         with timed_stage(argv[0], stages):
             status = command(argv)
