@@ -70,9 +70,11 @@ def test_raising_the_deadline_on_resume_answers_the_failed_pairs_only(tmp_path, 
 
     write_config(config, server.port, 5)
     capsys.readouterr()
+    judged = server.calls
     assert main(command) == 0, capsys.readouterr().err  # not refused: the deadline is no identity
     asked_again = [request["id"] for _, request, _ in server.service_requests][len(asked):]
     assert asked_again == [ids["Town 2"]]  # the finished pairs are kept, not asked again
+    assert server.calls - judged == 1  # and not judged again: one judge call, Town 2's
     rows = read_samples(tmp_path / "run" / "samples.jsonl")
     assert sorted((row["question_id"], row["status"]) for row in rows) == sorted(
         (qid, "ok") for qid in ids.values())
