@@ -224,6 +224,13 @@ def iter_jsonl(path: Path, check: Callable[[dict[str, Any]], str | None] | None 
     at that line, or with `skip` leaves the row out with one warning naming file and line (a
     row an older freshrag wrote, which every later row should not be lost for). `decode`: a
     line's own decoder (core/light.py), which falls back on `loads` for what it refuses."""
+    return (row for _, row in numbered_jsonl(path, check, skip, decode))
+
+
+def numbered_jsonl(path: Path, check: Callable[[dict[str, Any]], str | None] | None = None,
+                   skip: bool = False, decode: Callable[[str], Any] | None = None
+                   ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """`iter_jsonl`'s rows with their line numbers (a light read reads a kept row again)."""
     if not path.exists():
         return
     for line_no, line in lines(path, ResultsError, keep_breaks=True):
@@ -246,7 +253,7 @@ def iter_jsonl(path: Path, check: Callable[[dict[str, Any]], str | None] | None 
             print(f"freshrag: warning: {path}:{line_no}: skipped, a row this freshrag cannot "
                   f"read: {problem}", file=sys.stderr)
             continue
-        yield row
+        yield line_no, row
 
 
 def replace_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> int:

@@ -3,10 +3,13 @@ into typed records of only what the tables read, so that a report of 100,000 ans
 steps fits in memory and time (docs/measurements.md#report-on-trajectories).
 
 A row's calls keep CALL_SUMMARY (their messages, text and arguments, most of a row, are skipped
-by the decoder without being made into objects), its steps keep every field of core/records.py
-`StepRecord` with their chunks' title, index and score, and `details` its chunks without text.
-The records are msgspec Structs, a fraction of a dict's size, that readers use as mappings
-(`step["kind"]`, `usage.get("estimated")`); core/files.py dumps writes them as JSON.
+by the decoder without being made into objects), `details` its chunks without text, and its
+steps what the tables read (`Trace`: kind, repeated, each chunk a `Title` shared by every chunk
+of that title), as a `Trajectory` that knows the row's file and line: the JSON report's steps
+(every field of core/records.py `StepRecord`, chunks with title, index and score) are read
+again from there one row at a time (`whole_steps`). The records are msgspec Structs, a fraction
+of a dict's size, that readers use as mappings (`step["kind"]`, `usage.get("estimated")`);
+core/files.py dumps writes them as JSON.
 
 Their types hold what the readers' row check (core/samples.py sample_problem) demands of those
 parts, which it then leaves to them. A line they refuse is decoded and checked as the whole read
@@ -19,8 +22,9 @@ from __future__ import annotations
 
 import gc
 import sys
-from contextlib import contextmanager
-from typing import Annotated, Any, Iterator, Literal, get_type_hints
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Annotated, Any, Iterable, Iterator, Literal, Sequence, get_type_hints
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
@@ -78,14 +82,19 @@ class Usage(Record):
 
 class Chunk(Record):
     """core/records.py ChunkRecord, a step's chunk (its text, if a hand-made row has one, is
-    skipped). Titles are interned: a run retrieves the same articles again and again."""
+    skipped): checked on reading, then kept as its `Title` alone."""
 
     title: str
     index: int
     score: int | float
 
-    def __post_init__(self) -> None:
-        self.title = sys.intern(self.title)
+
+class Title(Record):
+    """A retrieved chunk as a light row keeps it: its title, all the tables read of it. One
+    record per title, shared by every chunk of it (`titled`): a run retrieves the same
+    articles again and again."""
+
+    title: str
 
 
 class Seen(Record):
@@ -129,6 +138,25 @@ class Call(Record):
             self.model = sys.intern(self.model)
 
 
+class Trace(Record):
+    """A step as a light row keeps it: what the tables read (its kind, whether it repeats a
+    query, its chunks' titles); the rest is read again where it is printed (`whole_steps`)."""
+
+    kind: StepKind
+    repeated: bool | UnsetType = UNSET
+    retrieved: list[Title] | UnsetType = UNSET
+
+
+class Trajectory(list):
+    """A light row's steps (Traces), with the file and line of the row they were read from."""
+
+    __slots__ = ("path", "line")
+
+    def __init__(self, steps: Iterable[Any], path: Path, line: int):
+        super().__init__(steps)
+        self.path, self.line = path, line
+
+
 CALL_SUMMARY: tuple[str, ...] = Call.__struct_fields__
 # The row's parts typed above; every other field of SampleRow as JSON has it
 TYPED: dict[str, Any] = {"usage": dict[str, Usage], "calls": list[Call], "steps": list[Step]}
@@ -152,7 +180,7 @@ SHARED = ("dataset", "system", "status", "gold_title", "stopped", "multihop", "k
 def decode(line: str) -> Any:
     """The light row of one line of samples.jsonl, or the line as the whole read decodes it
     where the records' types refuse it (module docstring). Nulls are kept: the row check reads
-    them (`compact` drops them after)."""
+    them (`kept` drops them after)."""
     try:
         typed = _LIGHT.decode(line)
         if isinstance(getattr(typed, "reference"), str):
@@ -173,10 +201,88 @@ def decode(line: str) -> Any:
     return row
 
 
-def compact(row: dict[str, Any]) -> SampleRow:
-    """A checked row without its optional fields that are null (readers `get` them)."""
-    return {key: value for key, value in row.items()  # type: ignore[return-value]
-            if value is not None or key in KEPT_WHEN_NULL}
+def kept(row: dict[str, Any], path: Path, line: int) -> SampleRow:
+    """A checked row without its optional fields that are null (readers `get` them), its steps
+    a Trajectory of Traces that knows the row's `path` and `line`."""
+    row = {key: value for key, value in row.items()
+           if value is not None or key in KEPT_WHEN_NULL}
+    if (steps := row.get("steps")) is not None:
+        row["steps"] = Trajectory(map(_trace, steps), path, line)
+    return row  # type: ignore[return-value]
+
+
+# Every title a light read has met, with its one record: a few thousand articles in a run
+_TITLES: dict[str, Title] = {}
+
+
+def titled(title: str) -> Title:
+    """The one Title record of `title`."""
+    found = _TITLES.get(title)
+    if found is None:
+        found = _TITLES[title] = Title(sys.intern(title))
+    return found
+
+
+def _trace(step: Any) -> Trace:
+    """A Step as a Trace; or a step of a line the records refused, a dict the row check passed
+    (a kind, `repeated` true or false, chunks with titles)."""
+    if isinstance(step, Step):
+        kind, repeated, chunks = step.kind, step.repeated, step.retrieved
+        titles = UNSET if chunks is UNSET else [chunk.title for chunk in chunks]
+    else:
+        kind, repeated = step["kind"], step.get("repeated", UNSET)
+        titles = [chunk["title"] for chunk in step["retrieved"]] if "retrieved" in step else UNSET
+    return Trace(kind, repeated, UNSET if titles is UNSET else
+                 [_TITLES.get(title) or titled(title) for title in titles])
+
+
+class StepsOnly(Struct):
+    """What the second pass decodes of a row: its steps, as the JSON report prints them."""
+
+    steps: list[Step] | None | UnsetType = UNSET
+
+
+_STEPS = msgspec.json.Decoder(StepsOnly)
+
+
+def whole_steps(trajectories: Sequence[Any]) -> Iterator[Any]:
+    """Each of `trajectories` (rows' steps) as its row holds them, in order, one at a time: a
+    light row's Trajectory read again from its file and line (Step records, or, on a line the
+    records refuse, dicts as the whole read makes them), any other as it is."""
+    wanted: dict[Path, set[int]] = {}
+    for steps in trajectories:
+        if isinstance(steps, Trajectory) and steps:
+            wanted.setdefault(steps.path, set()).add(steps.line)
+    offsets = {path: _offsets(path, lines) for path, lines in wanted.items()}
+    with ExitStack() as stack:
+        handles = {path: stack.enter_context(open(path, "rb")) for path in offsets}
+        for steps in trajectories:
+            if isinstance(steps, Trajectory) and steps:
+                handle = handles[steps.path]
+                handle.seek(offsets[steps.path][steps.line])
+                yield _steps_of(handle.readline().decode("utf-8").removeprefix("\ufeff"))
+            else:
+                yield steps
+
+
+def _offsets(path: Path, lines: set[int]) -> dict[int, int]:
+    """Where each of `lines` (numbered from 1) starts in the file, in bytes."""
+    found, offset = {}, 0
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            if number in lines:
+                found[number] = offset
+                if len(found) == len(lines):
+                    break
+            offset += len(raw)
+    return found
+
+
+def _steps_of(line: str) -> Any:
+    try:
+        return _STEPS.decode(line).steps
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return loads(line, max_depth=None)["steps"]
 
 
 def is_record(value: object) -> bool:

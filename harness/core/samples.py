@@ -16,9 +16,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal, Union, cast, get_args, get_origin, get_type_hints, is_typeddict
 
-from freshrag.core.jsonl import iter_jsonl, json_problem, now
+from freshrag.core.jsonl import json_problem, now, numbered_jsonl
 from freshrag.core.light import CALL_SUMMARY as CALL_SUMMARY
-from freshrag.core.light import collector_paused, compact, decode, is_record
+from freshrag.core.light import collector_paused, decode, is_record, kept
 from freshrag.core.records import DECISIONS, SampleFields, SampleRow, StepRecord
 from freshrag.core.runfiles import SAMPLES as SAMPLES
 from freshrag.core.steps import step_records, steps_problem, stopped_problem
@@ -123,13 +123,15 @@ def read_samples(path: Path, light: bool = False, every_epoch: bool = False) -> 
     """Every row, the last one per (question, system, epoch) winning, in file order; only the
     first epoch's (what every table reads) unless `every_epoch`. `light`: only
     what the tables read, in typed records (core/light.py: of each call CALL_SUMMARY, chunks
-    without text, null optional fields left out), but a grounded row's calls, whole. A row the
+    without text, of each step its kind, repeat and chunks' titles, null optional fields left
+    out), but a grounded row's calls, whole. A row the
     readers cannot use (an older freshrag's) is skipped with a warning: its pair is then asked
     again on resume."""
     latest: dict[tuple[str, str, int], SampleRow] = {}
     with collector_paused() if light else nullcontext():
-        for read in iter_jsonl(path, sample_problem, skip=True, decode=decode if light else None):
-            row = compact(read) if light else cast(SampleRow, read)  # sample_problem checked it
+        for line, read in numbered_jsonl(path, sample_problem, skip=True,
+                                         decode=decode if light else None):
+            row = kept(read, path, line) if light else cast(SampleRow, read)  # checked
             key = (row["question_id"], row["system"], epoch_of(row))
             latest.pop(key, None)
             latest[key] = row

@@ -40,12 +40,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from freshrag.core import tables
 from freshrag.core.files import dumps, write_text
 from freshrag.core.jsonl import ResultsError
-from freshrag.core.light import collector_paused
+from freshrag.core.light import collector_paused, whole_steps
 from freshrag.core.manifest import read_manifest
 from freshrag.core.records import SampleRow
 from freshrag.core.runfiles import SUMMARY, SUMMARY_MD
@@ -220,16 +220,18 @@ def _trajectory_columns(rows: list[SampleRow]) -> dict[str, Any]:
     }
 
 
-def trajectories(rows: list[SampleRow]) -> list[dict[str, Any]]:
+def trajectories(rows: list[SampleRow]) -> Iterator[dict[str, Any]]:
     """Every answer's trajectory, as the JSON report lists it (`answers`): its identity (the
     summary row's fields: dataset, system, models, and run when needed), question, status, why
-    an agent stopped (null: it answered when it chose) and its steps as the row holds them
-    (a light read's: retrieved chunks without text). Rows written before steps existed have no
-    trajectory and are left out."""
-    return [{**fields, "question_id": row["question_id"], "status": row["status"],
-             "stopped": row.get("stopped"), "steps": row["steps"]}
-            for key, group in group_rows(rows).items() for fields in [key.fields()]
-            for row in group if "steps" in row]
+    an agent stopped (null: it answered when it chose) and its steps as the row holds them (a
+    light read's: retrieved chunks without text), read again from the run's file one answer at
+    a time (core/light.py whole_steps: a light row keeps of its steps only what the tables
+    read). Rows written before steps existed have no trajectory and are left out."""
+    listed = [(fields, row) for key, group in group_rows(rows).items()
+              for fields in [key.fields()] for row in group if "steps" in row]
+    for (fields, row), steps in zip(listed, whole_steps([row["steps"] for _, row in listed])):
+        yield {**fields, "question_id": row["question_id"], "status": row["status"],
+               "stopped": row.get("stopped"), "steps": steps}
 
 
 def unscored_reasons(rows: list[SampleRow]) -> Counter:
@@ -259,7 +261,7 @@ def columns_for(columns: Sequence[str], rows: list[dict[str, Any]]) -> tuple[str
 def render(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None = None,
            breakdowns: dict[str, list[dict[str, Any]]] | None = None,
            known: list[dict[str, Any]] | None = None,
-           answers: list[dict[str, Any]] | None = None) -> str:
+           answers: Iterable[dict[str, Any]] | None = None) -> str:
     """The summary table as printed: markdown, the narrow table of render/terminal.py; as JSON
     with the judge's checks (harness/reporting/judge_check.py), the summary broken down by
     question fields (harness/reporting/breakdown.py), what the answer model knows without
@@ -271,7 +273,7 @@ def render(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None
 def rendered(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | None = None,
              breakdowns: dict[str, list[dict[str, Any]]] | None = None,
              known: list[dict[str, Any]] | None = None,
-             answers: list[dict[str, Any]] | None = None) -> Iterator[str]:
+             answers: Iterable[dict[str, Any]] | None = None) -> Iterator[str]:
     """`render`'s text in parts, each answer one: printed part by part, a report of 100,000
     trajectories is never one string of hundreds of megabytes."""
     columns = columns_for(COLUMNS, summary)
@@ -290,16 +292,19 @@ def rendered(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | No
         raise ValueError(f"unknown format {fmt!r}; choose markdown, json or csv")
 
 
-def _with_answers(document: str, answers: list[dict[str, Any]]) -> Iterator[str]:
-    """The JSON `document` with `answers` added, one answer a line: a run's trajectories are
-    most of the report, and JSON without indentation is written by json's C encoder, several
-    times faster than its indenting one. Read from strict JSON rows, they hold no NaN."""
-    if not answers:
+def _with_answers(document: str, answers: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """The JSON `document` with `answers` added, one answer a line, each made as it is
+    written: a run's trajectories are most of the report, and JSON without indentation is
+    written by json's C encoder, several times faster than its indenting one. Read from strict
+    JSON rows, they hold no NaN."""
+    listed = iter(answers)
+    first = next(listed, None)
+    if first is None:
         yield document
         return
-    yield f'{document[:-2]},\n  "answers": [\n'
-    for i, answer in enumerate(answers):
-        yield ("    " if i == 0 else ",\n    ") + dumps(answer)
+    yield f'{document[:-2]},\n  "answers": [\n    ' + dumps(first)
+    for answer in listed:
+        yield ",\n    " + dumps(answer)
     yield "\n  ]\n}"
 
 

@@ -112,16 +112,27 @@ def test_both_reads_keep_and_skip_the_same_rows_with_the_same_warning(bad, tmp_p
     assert capsys.readouterr().err == whole_warnings
     assert [row["question_id"] for row in lightly] == [row["question_id"] for row in whole]
     for light_row, whole_row in zip(lightly, whole):
-        assert light_row.get("steps") == known(whole_row.get("steps"))
+        assert light_row.get("steps") == traced(whole_row.get("steps"))
+    assert list(light.whole_steps([row.get("steps") for row in lightly])) == [
+        known(row.get("steps")) for row in whole]
 
 
 def known(steps):
-    """Steps as a light read keeps them: the fields of StepRecord and of its ChunkRecords."""
+    """Steps as the second pass reads them: the fields of StepRecord and of its ChunkRecords."""
     if steps is None:
         return None
     fields, chunk_fields = get_type_hints(StepRecord), get_type_hints(ChunkRecord)
     return [{key: [{k: v for k, v in chunk.items() if k in chunk_fields} for chunk in value]
              if key == "retrieved" else value for key, value in step.items() if key in fields}
+            for step in steps]
+
+
+def traced(steps):
+    """Steps as a light row keeps them: kind, repeated and the chunks' titles."""
+    if steps is None:
+        return None
+    return [{key: [{"title": chunk["title"]} for chunk in value] if key == "retrieved" else value
+             for key, value in step.items() if key in ("kind", "repeated", "retrieved")}
             for step in steps]
 
 
@@ -141,10 +152,11 @@ def test_a_light_row_holds_only_what_the_tables_read(tmp_path):
     assert row["details"]["retrieved"] == [{"title": "Velmora", "index": 2, "score": 0.81}]
     assert "label" not in row and row["error"] is None  # null optional fields: left out
     step = row["steps"][0]
-    assert step["kind"] == "search" and step.get("title") is None and "title" in step
-    assert step.get("nothing", "default") == "default" and "nothing" not in step
+    assert step == {"kind": "search", "repeated": False, "retrieved": [{"title": "Velmora"}]}
+    assert step.get("query", "default") == "default" and "query" not in step
     with pytest.raises(KeyError):
-        step["nothing"]
+        step["query"]
+    assert row["steps"][1] == {"kind": "answer", "repeated": False, "retrieved": []}
     assert row["usage"]["answer"]["input"] == 70 and row["usage"]["answer"].get("estimated") is False
 
 
@@ -153,10 +165,31 @@ def test_a_light_row_is_written_back_as_the_json_it_was_read_from(tmp_path):
     whole = good()
     path.write_text(json.dumps(whole) + "\n")
     [row] = read_samples(path, light=True)
-    assert json.loads(dumps(row["steps"])) == whole["steps"]
+    assert json.loads(dumps(list(light.whole_steps([row["steps"]])))) == [whole["steps"]]
     assert json.loads(dumps(row["usage"])) == whole["usage"]
     calls = [{key: call[key] for key in light.CALL_SUMMARY} for call in whole["calls"]]
     assert json.loads(dumps(row["calls"])) == calls
+
+
+def test_every_chunk_of_a_title_is_one_shared_record(tmp_path):
+    path = tmp_path / "samples.jsonl"
+    path.write_text(json.dumps(good("q1")) + "\n" + json.dumps(good("q2")) + "\n")
+    first, second = (row["steps"][0]["retrieved"][0] for row in read_samples(path, light=True))
+    assert first is second and first["title"] == "Velmora"
+
+
+def test_the_second_pass_reads_the_row_each_light_row_was_kept_from(tmp_path):
+    path = tmp_path / "samples.jsonl"
+    rows = [changed("steps.0.query", query) for query in ("old", "bad", "new")]
+    rows[0]["question_id"] = rows[2]["question_id"] = "q1"  # q1 twice: the last row wins
+    rows[1]["steps"][0]["kind"] = "think"  # skipped by both reads
+    epoch2 = changed("steps.0.query", "second epoch")
+    epoch2.update(question_id="q1", epoch=2)  # read by no table
+    text = "".join(json.dumps(row) + "\n" for row in [rows[0], "", rows[1], rows[2], epoch2])
+    path.write_text(text.replace('""', ""))  # a blank line: numbered, never a row
+    [row] = read_samples(path, light=True)
+    [steps] = light.whole_steps([row["steps"]])
+    assert steps[0]["query"] == "new" and steps == known(rows[2]["steps"])
 
 
 def test_a_grounded_row_keeps_its_calls_whole(tmp_path):

@@ -165,7 +165,7 @@ def test_the_report_command_prints_the_answers_as_json(run, tmp_path, capsys):
     assert main(["report", str(run), "--format", "json", "--out", str(tmp_path / "out")]) == 0
     printed = json.loads(capsys.readouterr().out)
     loaded = report.load_runs([run], light=True)
-    assert printed["answers"] == report.trajectories(loaded)
+    assert printed["answers"] == list(report.trajectories(loaded))
     assert {a["system"] for a in printed["answers"]} >= {"agent"}
     assert main(["report", str(run), "--out", str(tmp_path / "md")]) == 0
     assert '"answers"' not in capsys.readouterr().out  # the markdown table lists no steps
@@ -174,7 +174,7 @@ def test_the_report_command_prints_the_answers_as_json(run, tmp_path, capsys):
 def test_runs_from_before_steps_print_no_answers(tmp_path):
     written = write_run(tmp_path / "run", [old(row) for row in rows()])
     loaded = report.load_runs([written], light=True)
-    assert report.trajectories(loaded) == []
+    assert list(report.trajectories(loaded)) == []
     document = json.loads(report.render(report.summarise(loaded), "json",
                                         answers=report.trajectories(loaded)))
     assert set(document) == {"rows"}

@@ -60,8 +60,8 @@ def handle(args: argparse.Namespace) -> int:
         if not (run_dir / SAMPLES).is_file():
             raise ResultsError(f"{run_dir}: no {SAMPLES}; is this a run directory?")
     export.check_out(args.out, args.run_dirs)
-    # the flat records need no call's messages nor chunk's text: a light read (core/samples.py)
-    rows = export.chosen(load_runs(args.run_dirs, light=args.format == "jsonl"), args.systems)
+    # whole rows: the flat records print the steps whole, which a light read does not keep
+    rows = export.chosen(load_runs(args.run_dirs), args.systems)
     kept, records = export.records(rows, args.format)
     if not kept:
         raise export.ExportError(f"nothing to export: no answered pairs in "
