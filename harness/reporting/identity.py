@@ -20,8 +20,10 @@ model that played each role, and the run directory. The rule:
   run directory never shows it.
 - Short labels name an identity in figures and paired comparisons: the system, followed in
   brackets by what tells it from the other rows of its dataset and system (the roles whose
-  models differ, and the run directory when one has the same models), e.g.
-  `naive [answer: gpt-4o-mini]`. A system that ran once is labelled by its name alone.
+  models differ, and the run directory when one has the same models: its name, or as many of
+  its path's last parts as tell it apart), e.g. `naive [answer: gpt-4o-mini]`,
+  `naive [run: run-b]`. A system that ran once is labelled by its name alone. The summary's
+  system cell shows the label, in the terminal and on the HTML page.
 - Like with like (`comparable`): the same dataset and judge model, and the same model in every
   other role both used. Paired comparisons, the decision analysis and the Pareto front compare
   only such identities; scores from two judges are not on one scale.
@@ -30,6 +32,7 @@ model that played each role, and the run directory. The rule:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import PurePath
 from typing import Any, Final, Iterable
 
 from freshrag.core.records import SampleRow
@@ -144,10 +147,34 @@ def labels(keys: Iterable[Identity]) -> dict[Identity, str]:
         differing = {r: mine.get(r) for r in roles
                      if any(k.model_map.get(r) != mine.get(r) for k in siblings)}
         parts = [models_label(differing)] if differing else []
-        if key.run is not None and any(k.models == key.models for k in siblings):
-            parts.append(f"run: {key.run}")
+        twins = [k.run for k in siblings if k.models == key.models and k.run is not None]
+        if key.run is not None and twins:
+            parts.append(f"run: {short_run(key.run, twins)}")
         named[key] = f"{key.system} [{'; '.join(parts)}]" if parts else key.system
     return named
+
+
+def short_run(run: str, others: Iterable[str]) -> str:
+    """The run directory by as few of its path's last parts as tell it from `others`: its name
+    (`run-b` for results/run-b), or more where two share it (`a/run`, `b/run`)."""
+    parts = PurePath(run).parts
+    theirs = [PurePath(other).parts for other in others if other != run]
+    for n in range(1, len(parts)):
+        if all(other[-n:] != parts[-n:] for other in theirs):
+            return "/".join(parts[-n:])
+    return run
+
+
+def row_labels(rows: list[dict[str, Any]]) -> list[str]:
+    """Each table row's short name (`labels`), from the identity fields it carries (dataset,
+    system, models, run: `Identity.fields`); a row without models is named by its system."""
+    keys = [Identity(row["dataset"], row["system"],
+                     tuple((role, row["models"][role]) for role in ordered_roles(row["models"])),
+                     row.get(RUN)) if isinstance(row.get("models"), dict) else None
+            for row in rows]
+    named = labels([key for key in keys if key is not None])
+    return [named[key] if key is not None else str(row.get("system")) for row, key in
+            zip(rows, keys)]
 
 
 def comparable(a: Identity, b: Identity) -> bool:

@@ -59,7 +59,7 @@ def test_runs_that_differ_in_one_setting_are_never_pooled(tmp_path, change, run_
 
     labels = list(identity.labels(identity.group_rows(rows)).values())
     for label, source, models in zip(labels, (one, two), (settings, {**settings, **change})):
-        shown = [str(source)] if run_shown else [models[role] for role in change]
+        shown = [f"run: {source.name}"] if run_shown else [models[role] for role in change]
         assert all(part in label for part in shown), label
         assert models["answer"] not in label or "answer" in change  # only what tells them apart
     result = analysis.analyse(rows)

@@ -42,6 +42,7 @@ from freshrag.reporting import breakdown, epochs, human
 from freshrag.reporting.analysis import LOW_SCORE
 from freshrag.reporting.empty import needs
 from freshrag.reporting.freshness import known_lines
+from freshrag.reporting.identity import row_labels
 from freshrag.reporting.render.terminal import format_value, is_interval
 from freshrag.reporting.render.viewer import viewer_section
 from freshrag.reporting.report import ANALYSIS_TABLES as PRINTED_TABLES
@@ -162,10 +163,16 @@ def _table(table_id: str, rows: Iterable[dict[str, Any]], columns: Sequence[str]
     because it is a bound, not a system that ran."""
     # keys stay as in summary.json / analysis.json, but may break after "_" to keep tables narrow
     head = "".join(f"<th>{_e(column).replace('_', '_<wbr>')}</th>" for column in columns)
+    rows = list(rows)
+    # the system cell names the row as the figures do (identity.labels): two runs of a system
+    # are told apart where the eye reads, not only in a `run` column off to the right
+    names = row_labels(rows) if "system" in columns and any(
+        isinstance(row.get("models"), dict) for row in rows) else None
     lines = []
-    for row in rows:
+    for i, row in enumerate(rows):
         marker = " class=\"router\"" if row.get("system") == "oracle-router" else ""
-        cells = "".join(_cell(row.get(column), column) for column in columns)
+        cells = "".join(_cell(names[i] if names and column == "system" else row.get(column),
+                              column) for column in columns)
         lines.append(f"<tr{marker}>{cells}</tr>")
     return (f"<div class=\"scroll\"><table id=\"{_e(table_id)}\">\n"
             f"<thead><tr>{head}</tr></thead>\n<tbody>\n"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from freshrag.core import tables
-from freshrag.reporting.identity import RUN, Identity, labels, models_label, ordered_roles
+from freshrag.reporting.identity import models_label, row_labels
 
 TERMINAL_WIDTH = 80
 
@@ -18,9 +18,9 @@ def terminal_table(summary: list[dict[str, Any]], width: int = TERMINAL_WIDTH) -
     (with the dataset when there are several), answers, mean truthfulness and relevance, tokens
     in and out (answered pairs, judge excluded; 12.3k for 12,300). Models and the run directory
     are in the name only where they tell two rows apart (identity.labels); a name too long is cut
-    with `…`."""
+    in the middle with `…`, keeping its end."""
     several = len({row["dataset"] for row in summary}) > 1
-    named = _summary_labels(summary)
+    named = row_labels(summary)
     cells = [[("" if not several else f"{row['dataset']} / ") + named[i],
               format_value(row["n"]), format_value(row["truthfulness"]),
               format_value(row["relevance"]),
@@ -41,15 +41,6 @@ def terminal_table(summary: list[dict[str, Any]], width: int = TERMINAL_WIDTH) -
     return "\n".join([lines[0], rule, *lines[1:]])
 
 
-def _summary_labels(summary: list[dict[str, Any]]) -> list[str]:
-    """Each summary row's short name (identity.labels): the system, with what tells it apart."""
-    keys = [Identity(row["dataset"], row["system"],
-                     tuple((role, row["models"][role]) for role in ordered_roles(row["models"])),
-                     row.get(RUN)) for row in summary]
-    named = labels(keys)
-    return [named[key] for key in keys]
-
-
 def _compact(count: int | None) -> str:
     """A token count in at most 5 characters: 9,660; 12.3k; 4.56M; 7.89B; `–` if unknown."""
     if count is None:
@@ -63,12 +54,17 @@ def _compact(count: int | None) -> str:
 
 
 def _cut(text: str, width: int) -> str:
-    """`text` escaped for a table cell (tables.cell), cut before escaping to `width` characters
-    ending in `…`, so that no escape is cut in two."""
+    """`text` escaped for a table cell (tables.cell), cut in the middle to `width` characters
+    with `…` (its end tells two runs of a system apart: `naive…[run: b]`), before escaping, so
+    that no escape is cut in two."""
     if len(tables.cell(text)) <= width:
         return tables.cell(text)
-    return next(cut for end in range(min(len(text), width), -1, -1)
-                if len(cut := tables.cell(text[:end] + "…")) <= width)
+    for kept in range(min(len(text), width), -1, -1):
+        head = (kept + 1) // 2
+        cut = tables.cell(text[:head] + "…" + text[len(text) - (kept - head):])
+        if len(cut) <= width:
+            return cut
+    return "…"
 
 
 def format_value(value: Any, column: str = "") -> str:
