@@ -24,13 +24,14 @@ import gc
 import sys
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Iterator, Literal, Sequence, get_type_hints
+from typing import Annotated, Any, BinaryIO, Iterable, Iterator, Literal, Sequence, get_type_hints
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from freshrag.core.jsonl import loads
 from freshrag.core.records import SampleFields, SampleRow
+from freshrag.core.textfile import UTF8_BOM
 
 Count = Annotated[int, Meta(ge=0)]
 # A step's kinds (core/types.py STEP_KINDS; a test holds them equal): core/ imports no types here
@@ -247,40 +248,51 @@ _STEPS = msgspec.json.Decoder(StepsOnly)
 
 def whole_steps(trajectories: Sequence[Any]) -> Iterator[Any]:
     """Each of `trajectories` (rows' steps) as its row holds them, in order, one at a time: a
-    light row's Trajectory read again from its file and line (Step records, or, on a line the
-    records refuse, dicts as the whole read makes them), any other as it is."""
+    light row's Trajectory read again from its file and line (Step records as builtins, or, on
+    a line the records refuse, dicts as the whole read makes them), any other as it is."""
     wanted: dict[Path, set[int]] = {}
     for steps in trajectories:
         if isinstance(steps, Trajectory) and steps:
             wanted.setdefault(steps.path, set()).add(steps.line)
-    offsets = {path: _offsets(path, lines) for path, lines in wanted.items()}
     with ExitStack() as stack:
-        handles = {path: stack.enter_context(open(path, "rb")) for path in offsets}
+        files = {path: _Lines(stack.enter_context(open(path, "rb")), lines)
+                 for path, lines in wanted.items()}
         for steps in trajectories:
             if isinstance(steps, Trajectory) and steps:
-                handle = handles[steps.path]
-                handle.seek(offsets[steps.path][steps.line])
-                yield _steps_of(handle.readline().decode("utf-8").removeprefix("\ufeff"))
+                yield _steps_of(files[steps.path].read(steps.line))
             else:
                 yield steps
 
 
-def _offsets(path: Path, lines: set[int]) -> dict[int, int]:
-    """Where each of `lines` (numbered from 1) starts in the file, in bytes."""
-    found, offset = {}, 0
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            if number in lines:
-                found[number] = offset
-                if len(found) == len(lines):
-                    break
-            offset += len(raw)
-    return found
+class _Lines:
+    """The lines wanted of a file, read by number: forward from where the last read stopped,
+    which in the usual order (a system's rows, as the file holds them) reads the file once;
+    a line passed on the way is found again by its offset."""
+
+    def __init__(self, handle: BinaryIO, wanted: set[int]):
+        self.handle, self.wanted = handle, wanted
+        self.offsets: dict[int, int] = {}
+        self.scanned, self.end = 0, 0  # lines passed, and the offset after them
+
+    def read(self, line: int) -> bytes:
+        if line in self.offsets:
+            self.handle.seek(self.offsets[line])
+            return self.handle.readline()
+        self.handle.seek(self.end)
+        while True:
+            raw = self.handle.readline()
+            self.scanned += 1
+            if self.scanned in self.wanted:
+                self.offsets[self.scanned] = self.end
+            self.end += len(raw)
+            if self.scanned == line:
+                return raw
 
 
-def _steps_of(line: str) -> Any:
+def _steps_of(line: bytes) -> Any:
+    line = line.removeprefix(UTF8_BOM)  # the first line's, as the first pass read it
     try:
-        return _STEPS.decode(line).steps
+        return msgspec.to_builtins(_STEPS.decode(line).steps)
     except (msgspec.ValidationError, msgspec.DecodeError):
         return loads(line, max_depth=None)["steps"]
 
