@@ -54,7 +54,14 @@ from freshrag.core.stats import mean
 from freshrag.core.types import STOPS
 from freshrag.reporting import savings
 from freshrag.reporting.freshness import known_lines
-from freshrag.reporting.identity import RUN, group_rows, labels, models_label, retriever_model
+from freshrag.reporting.identity import (
+    RUN,
+    group_rows,
+    labels,
+    models_label,
+    retriever_model,
+    row_labels,
+)
 from freshrag.reporting.outcomes import CORRECT_AT, retrievals, spent, unreported
 from freshrag.reporting.render.terminal import format_value, terminal_table
 from freshrag.reporting.trajectory import Prices, per_correct
@@ -318,7 +325,11 @@ def markdown_table(rows: list[dict[str, Any]], columns: Sequence[str]) -> str:
     """Every table of the printed report: each value as `format_value` shows it, escaped so that
     no value leaves its cell (core/tables.py)."""
     lines = tables.header(columns)
-    lines += [tables.row(format_value(row.get(c), c) for c in columns) for row in rows]
+    # the system cell names the row as the figures do (identity.labels), as on the HTML page
+    names = row_labels(rows) if "system" in columns and any(
+        isinstance(row.get("models"), dict) for row in rows) else None
+    lines += [tables.row(format_value(names[i] if names and c == "system" else row.get(c), c)
+                         for c in columns) for i, row in enumerate(rows)]
     return "\n".join(lines)
 
 

@@ -6,6 +6,8 @@ makes no call."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -78,6 +80,21 @@ def _analysis_options(p: argparse._ArgumentGroup) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    """The report; printed as markdown, fitted to 80 columns as a whole (render/terminal.py
+    `fit`), what was printed before an error too."""
+    if args.format != "markdown":
+        return _report(args)
+    from freshrag.reporting.render.terminal import fit
+
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            return _report(args)
+    finally:
+        sys.stdout.write(fit(printed.getvalue()))
+
+
+def _report(args: argparse.Namespace) -> int:
     from freshrag.cli.common import default_config
     from freshrag.core.files import write_json
     from freshrag.reporting import analysis, breakdown, epochs, report

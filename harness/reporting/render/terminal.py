@@ -5,6 +5,8 @@ a value in a cell (this table, report.py's `markdown_table` for the whole tables
 
 from __future__ import annotations
 
+import re
+import textwrap
 from typing import Any
 
 from freshrag.core import tables
@@ -98,3 +100,123 @@ def is_interval(value: list[Any]) -> bool:
     """[value, low, high] or [low, high] of numbers (the analysis's intervals)."""
     return len(value) in (2, 3) and all(
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+
+
+# --------------------------------------------------------------------------- the whole printout
+
+# Leading columns that name a row: repeated in each part of a table split to fit.
+KEY_COLUMNS = ("dataset", "system", "a", "b")
+
+
+def fit(text: str, width: int = TERMINAL_WIDTH) -> str:
+    """The printed report at `width` columns (docs/reports.md#what-a-report-holds): a markdown
+    table wider than that is split into tables of as many columns as fit, each repeating the
+    columns that name its rows (a dataset column holding one value is left out); any other line
+    is wrapped, a list item's continuation indented. A table whose naming columns alone do not
+    fit is printed as one wrapped line per row. The files (summary.md, analysis.json) keep
+    every column in one table."""
+    lines, out = text.split("\n"), []
+    start = 0
+    while start < len(lines):
+        end = start
+        while end < len(lines) and lines[end].startswith("|"):
+            end += 1
+        if end > start:
+            out += _fit_table(lines[start:end], width)
+            start = end
+        else:
+            out += _wrap(lines[start], width)
+            start += 1
+    return "\n".join(out)
+
+
+def _wrap(line: str, width: int) -> list[str]:
+    if len(line) <= width:
+        return [line]
+    indent = len(line) - len(line.lstrip(" "))
+    hanging = " " * (indent + (2 if line.lstrip(" ").startswith("- ") else 0))
+    return textwrap.wrap(line, width, subsequent_indent=hanging, break_on_hyphens=False)
+
+
+def _cells(line: str) -> list[str]:
+    """A markdown table row's cells as written (escapes kept): `|` ends a cell unless escaped."""
+    cells, current, chars = [], "", iter(line.strip()[1:])
+    for char in chars:
+        if char == "\\":
+            current += char + next(chars, "")
+        elif char == "|":
+            cells.append(current.strip())
+            current = ""
+        else:
+            current += char
+    return cells
+
+
+def _fit_table(lines: list[str], width: int) -> list[str]:
+    """A markdown table split into tables of the columns that fit (`fit`)."""
+    if max(map(len, lines)) <= width or len(lines) < 3:
+        return lines
+    header, align, *body = map(_cells, lines)
+    shown = [i for i, name in enumerate(header)
+             if not (name == "dataset" and len({row[i] for row in body}) == 1)]
+    keys = [i for i in shown[:len(KEY_COLUMNS)] if header[i] in KEY_COLUMNS] or shown[:1]
+    for i in (i for i in shown if i not in keys):  # a column too wide alone: its cells cut
+        room = width - _width(keys, [header, *body]) - 3
+        if room >= max(len(header[i]), MIN_CELL):
+            body = [[_cut_cell(c, room) if n == i else c for n, c in enumerate(row)]
+                    for row in body]
+    groups: list[list[int]] = []
+    for i in (i for i in shown if i not in keys):
+        if groups and _width([*keys, *groups[-1], i], [header, *body]) <= width:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    if any(_width([*keys, *group], [header, *body]) > width for group in groups or [[]]):
+        return [line for row in body for line in _record(header, row, keys, shown, width)]
+    out: list[str] = []
+    for group in groups or [[]]:
+        columns = [*keys, *group]
+        out += ([""] if out else []) + [_row(header, columns),
+                                        "|" + "".join(f"{align[i]}|" for i in columns)]
+        out += [_row(row, columns) for row in body]
+    return out
+
+
+MIN_CELL = 8  # the narrowest a cut cell gets; a table with less room prints its rows as lines
+_UNIT = re.compile(r"\\.|&[a-z]+;|.")  # an escape or an entity is one character shown
+
+
+def _cut_cell(cell: str, room: int) -> str:
+    """A cell as written (escaped), cut in the middle to `room` characters, never inside an
+    escape: a run directory keeps its name at the end."""
+    if len(cell) <= room:
+        return cell
+    units = _UNIT.findall(cell)
+    head: list[str] = []
+    tail: list[str] = []
+    while units:
+        front = len(head) <= len(tail)  # alternately from the start and the end
+        unit = units[0 if front else -1]
+        if len("".join(head + tail)) + len(unit) + 1 > room:
+            break
+        if front:
+            head.append(units.pop(0))
+        else:
+            tail.insert(0, units.pop())
+    return "".join(head) + "…" + "".join(tail)
+
+
+def _row(cells: list[str], columns: list[int]) -> str:
+    return "| " + " | ".join(cells[i] if i < len(cells) else "" for i in columns) + " |"
+
+
+def _width(columns: list[int], rows: list[list[str]]) -> int:
+    return max(len(_row(row, columns)) for row in rows)
+
+
+def _record(header: list[str], row: list[str], keys: list[int], shown: list[int],
+            width: int) -> list[str]:
+    """One row as a wrapped list item: its naming cells, then `column: value` for the rest."""
+    named = " / ".join(row[i] for i in keys if i < len(row))
+    rest = "; ".join(f"{header[i]}: {row[i]}" for i in shown if i not in keys and i < len(row))
+    return _wrap(f"- {named}: {rest}", width)
