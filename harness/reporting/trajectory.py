@@ -84,12 +84,14 @@ def evidence(rows: list[SampleRow]) -> list[tuple[float, float] | None]:
 
 
 def answer_figures(rows: list[SampleRow], prices: Prices | None = None,
-                   correct_at: int = CORRECT_AT) -> list[dict[str, Any]]:
-    """Every answered pair's figures (module docstring), in the rows' order."""
+                   correct_at: int = CORRECT_AT,
+                   costs: list[float | None] | None = None) -> list[dict[str, Any]]:
+    """Every answered pair's figures (module docstring), in the rows' order; `costs`: the
+    answered pairs' dollars (`answer_costs`) where the caller has them already."""
     table = []
-    for row, seen in zip(rows, evidence(rows)):
-        if row["status"] != "ok":
-            continue
+    costs = answer_costs(rows, prices) if costs is None else costs
+    answered = [(row, seen) for row, seen in zip(rows, evidence(rows)) if row["status"] == "ok"]
+    for (row, seen), cost in zip(answered, costs):
         table.append({
             "dataset": row["dataset"], "system": row["system"],
             "question_id": row["question_id"], "hops": hops(row), **step_figures(row),
@@ -97,19 +99,25 @@ def answer_figures(rows: list[SampleRow], prices: Prices | None = None,
             "evidence_all": None if seen is None else seen[1],
             "stopped": row.get("stopped"),
             "correct": answered_well(row, correct_at) if judge_scores(row) else None,
-            "tokens": sum(answer_tokens(row)), "cost_usd": _rounded(row_cost(row, prices or {}))})
+            "tokens": sum(answer_tokens(row)), "cost_usd": _rounded(cost)})
     return table
 
 
+def answer_costs(rows: list[SampleRow], prices: Prices | None = None) -> list[float | None]:
+    """The dollars of each answered pair (prices.py row_cost), in the rows' order."""
+    return [row_cost(row, prices or {}) for row in rows if row["status"] == "ok"]
+
+
 def per_correct(rows: list[SampleRow], prices: Prices | None = None,
-                correct_at: int = CORRECT_AT) -> dict[str, Any]:
+                correct_at: int = CORRECT_AT,
+                costs: list[float | None] | None = None) -> dict[str, Any]:
     """`correct` answers, `tokens_per_correct` and `cost_per_correct` (the answered pairs'
     tokens and dollars over their correct answers: null with none correct, with tokens a
     system did not report, or with a model that has no price), `correct_per_search` (over the
     answers that recorded their steps; null when they made no search)."""
     answered = [row for row in rows if row["status"] == "ok"]
     correct = sum(answered_well(row, correct_at) for row in answered)
-    costs = [row_cost(row, prices or {}) for row in answered]
+    costs = answer_costs(rows, prices) if costs is None else costs
     unknown = unreported(rows, "input_tokens") or unreported(rows, "output_tokens")
     traced = [row for row in answered if row.get("steps")]
     made = sum(step["kind"] == "search" for row in traced for step in row["steps"])
@@ -129,7 +137,8 @@ def analyse(rows: list[SampleRow], prices: Prices | None = None,
     answered pair that recorded its steps. Each answer's figures are computed once."""
     table, answers = [], []
     for key, group in group_rows(rows).items():
-        figures = answer_figures(group, prices, correct_at)
+        costs = answer_costs(group, prices)  # each answer priced once
+        figures = answer_figures(group, prices, correct_at, costs)
         traced = [f for f in figures if f["searches"] is not None]
         if not traced:
             continue
@@ -144,7 +153,7 @@ def analyse(rows: list[SampleRow], prices: Prices | None = None,
             **{name: mean([f[name] for f in figures if f[name] is not None], places=4)
                for name in MEANS},
             "stopped": sum(f["stopped"] is not None for f in figures),
-            **per_correct(group, prices, correct_at)})
+            **per_correct(group, prices, correct_at, costs)})
     return {"trajectory": table, "trajectory_by_answer": answers}
 
 
