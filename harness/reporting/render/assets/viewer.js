@@ -516,11 +516,15 @@
     pane.scrollIntoView({block: "start"});
   }
   function compare(a, b) {
-    const pane = $("viewer-compare");
+    const pane = $("viewer-compare"), detail = $("viewer-detail");
     pane.replaceChildren(el("div", "viewer-side", transcript(a)),
                          el("div", "viewer-side", transcript(b)));
     pane.hidden = false;
-    pane.scrollIntoView({block: "start"});
+    // The open answer gives way to the two, right under the bar that chose them: the view
+    // stays at the bar and both answers come into it, instead of below a long transcript.
+    const single = detail.hidden || opened !== a ? null : detail.children[1];
+    if (single) single.hidden = true;
+    (single ? detail : pane).scrollIntoView({block: "start"});
   }
   // ------------------------------------------------------------------ steps side by side
 
