@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,6 +48,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "(default: the run directory, or results/report for several)")
     output.add_argument("--html", type=Path, metavar="PATH", help="also write the whole report "
                         "(tables, figures, every answer) as one self-contained HTML file")
+    output.add_argument("--width", type=whole(40, 10_000), metavar="COLUMNS",
+                        help="fit the printed markdown to this many columns, wide tables split "
+                             "(default: the terminal's width when printing to one; piped or "
+                             "redirected, every table whole)")
     _label_options(p.add_argument_group("labelling (docs/reports.md#labelling-answers)"))
     p.set_defaults(handler=handle)
 
@@ -80,9 +85,10 @@ def _analysis_options(p: argparse._ArgumentGroup) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    """The report; printed as markdown, fitted to 80 columns as a whole (render/terminal.py
-    `fit`), what was printed before an error too."""
-    if args.format != "markdown":
+    """The report; printed as markdown to a terminal (or with --width), fitted to its width as a
+    whole (render/terminal.py `fit`), what was printed before an error too."""
+    width = args.width or (shutil.get_terminal_size().columns if sys.stdout.isatty() else None)
+    if args.format != "markdown" or width is None:
         return _report(args)
     from freshrag.reporting.render.terminal import fit
 
@@ -91,7 +97,7 @@ def handle(args: argparse.Namespace) -> int:
         with contextlib.redirect_stdout(printed):
             return _report(args)
     finally:
-        sys.stdout.write(fit(printed.getvalue()))
+        sys.stdout.write(fit(printed.getvalue(), width))
 
 
 def _report(args: argparse.Namespace) -> int:
