@@ -54,6 +54,7 @@ def load_settings(args: argparse.Namespace) -> LLMSettings:
 
 def roles_table(settings: LLMSettings, roles: tuple[str, ...]) -> str:
     """Which model each of `roles` calls, at which endpoint, and where that came from; no key."""
+    from freshrag.llm.local_settings import local_settings
     from freshrag.systems.retrieval.embeddings import LocalMiniLM
 
     rows = []
@@ -63,8 +64,9 @@ def roles_table(settings: LLMSettings, roles: tuple[str, ...]) -> str:
             # name says its precision (all-MiniLM-L6-v2-bf16), which follows the CPU
             rows.append((role, "local (in process)", LocalMiniLM().name, origin if origin !=
                          LOCAL_FALLBACK else "local fallback (--model-role embeddings=M)"))
-        elif cfg.is_local:
-            rows.append((role, "local (embedded llama.cpp)", cfg.model, origin))
+        elif cfg.is_local:  # its threads, and the variable they came from when one set them
+            rows.append((role, f"local (embedded llama.cpp, {local_settings().describe()})",
+                         cfg.model, origin))
         else:  # the embedded model's name sent elsewhere: the endpoint will refuse it
             hint = "--model-role embeddings=M" if role == EMBEDDINGS else "--model"
             rows.append((role, cfg.base_url, cfg.model, origin if origin != "default" else

@@ -27,6 +27,7 @@ import argparse
 import hashlib
 import http.client
 import json
+import os
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -278,7 +279,9 @@ def adapter_server(port: int, runtime_port: int) -> ThreadingHTTPServer:
 
 def start_runtime(model: str, port: int, context: int, parallel: int, threads: int) -> Any:
     """llama.cpp's server inside this process (xllamacpp), listening on 127.0.0.1:`port`, with
-    `parallel` slots of `context` tokens each."""
+    `parallel` slots of `context` tokens each, on `threads` threads. How they wait for each other
+    is libgomp's GOMP_SPINCOUNT, in this process's environment from its start
+    (harness/llm/local_settings.py); llama.cpp's `poll` is not read by its OpenMP build."""
     import xllamacpp
 
     params = xllamacpp.CommonParams()
@@ -317,7 +320,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     server = adapter_server(args.port, args.runtime_port)
     print(f"adapter on 127.0.0.1:{args.port}, llama.cpp on 127.0.0.1:{args.runtime_port} "
-          f"with {args.parallel} slots", file=sys.stderr, flush=True)
+          f"with {args.parallel} slots, {args.threads} threads, GOMP_SPINCOUNT "
+          f"{os.environ.get('GOMP_SPINCOUNT', '(libgomp default)')}",
+          file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     finally:

