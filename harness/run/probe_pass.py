@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from freshrag.core.dataset import Dataset
+from freshrag.core.errors import FreshragError
 from freshrag.core.files import SymlinkError, open_no_follow, write_json
 from freshrag.core.jsonl import now
 from freshrag.core.runfiles import JUDGE_PROBES
@@ -77,7 +78,9 @@ def for_run(verdict: dict[str, Any], settings: ProbeSettings, asked: int) -> dic
             "informative": probes.informative(verdict["fields"], settings.threshold)}
 
 
-class _Built(Exception):
+class _Built(FreshragError):
+    """The first request of a probe's grading, built and not sent: how its key is read."""
+
     def __init__(self, request: Request):
         super().__init__(request[1])
         self.request = request
