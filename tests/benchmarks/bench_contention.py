@@ -9,7 +9,8 @@ its fair share (docs/measurements.md#the-embedded-model-on-a-busy-machine).
 
 `runtime`: for each setting (threads, and how libgomp's threads wait at a barrier: `default` is
 libgomp's own, 300,000 spins before sleeping; `ACTIVE` or `PASSIVE` set OMP_WAIT_POLICY; `spin=N`
-sets GOMP_SPINCOUNT=N), one embedded server started as freshrag starts it
+sets GOMP_SPINCOUNT=N; `freshrag` leaves both unset for freshrag to choose by the load at the
+server's start, which the busy processes, started first, are part of), one embedded server started as freshrag starts it
 (harness/llm/local_server.py, the settings through FRESHRAG_LOCAL_THREADS and those variables), measured as tests/benchmarks/bench_demo_floor.py measures it (prompt
 tokens/s of distinct example articles with one token generated, generated tokens/s of
 `--generated`-token replies, one request per slot), beside 0, 1 or 2 busy processes
@@ -78,7 +79,7 @@ def busy_processes(count: int) -> Iterator[None]:
     children = [subprocess.Popen([sys.executable, "-c", "while True: pass"],
                                  preexec_fn=_die_with_parent) for _ in range(count)]
     try:
-        time.sleep(1.0 if count else 0)  # the scheduler has them running before we measure
+        time.sleep(1.0 if count else 0)  # the scheduler has them running before what follows
         yield
     finally:
         for child in children:
@@ -130,6 +131,8 @@ def waiting(setting: str) -> dict[str, str | None]:
     300,000 spins, since with neither variable set freshrag sets its own."""
     if setting == "default":
         return {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": "300000"}
+    if setting == "freshrag":  # neither set: freshrag's own choice, by the load at start
+        return {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": None}
     if setting.startswith("spin="):
         return {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": setting.removeprefix("spin=")}
     return {"OMP_WAIT_POLICY": setting, "GOMP_SPINCOUNT": None}
@@ -167,20 +170,20 @@ def measure_runtime(args: argparse.Namespace) -> dict:
     rows = []
     for threads in args.threads:
         for wait in args.wait:
-            with environment(FRESHRAG_LOCAL_THREADS=str(threads), **waiting(wait)), \
-                    LocalServer() as server:
-                for busy in args.busy:
-                    with busy_processes(busy):
-                        load = os.getloadavg()[0]
-                        slots = server.concurrency()
-                        row = {"threads": threads, "wait": wait, "busy": busy,
-                               "prompt_tokens_per_s": speed(server.base_url, slots,
-                                                            args.requests, 0),
-                               "generated_tokens_per_s": speed(server.base_url, slots,
-                                                               args.requests, args.generated),
-                               "load_1min": round(load, 2)}
-                    rows.append(row)
-                    print(f"[bench] {row}", file=sys.stderr, flush=True)
+            for busy in args.busy:  # the server starts beside them, as it would on a busy machine
+                with environment(FRESHRAG_LOCAL_THREADS=str(threads), **waiting(wait)), \
+                        busy_processes(busy), LocalServer() as server:
+                    load = os.getloadavg()[0]
+                    slots = server.concurrency()
+                    row = {"threads": threads, "wait": wait, "busy": busy,
+                           "spin_count": server.cpu_settings().spin_count or
+                           os.environ.get("GOMP_SPINCOUNT") or os.environ.get("OMP_WAIT_POLICY"),
+                           "prompt_tokens_per_s": speed(server.base_url, slots, args.requests, 0),
+                           "generated_tokens_per_s": speed(server.base_url, slots, args.requests,
+                                                           args.generated),
+                           "load_1min": round(load, 2)}
+                rows.append(row)
+                print(f"[bench] {row}", file=sys.stderr, flush=True)
     return {"runs": with_fair_share(rows)}
 
 

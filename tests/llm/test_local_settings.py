@@ -7,11 +7,11 @@ import pytest
 from freshrag.core.errors import UserError
 from freshrag.llm.local_server import PREBUILT, SOURCE, LocalServer
 from freshrag.llm.local_settings import (
-    SPIN_COUNT,
     THREADS_ENV,
     LocalSettings,
     LocalSettingsError,
     local_settings,
+    machine_load,
 )
 
 
@@ -41,19 +41,41 @@ def test_the_thread_count_is_the_variables_else_one_per_core(env, threads, said)
     assert settings.describe() == said
 
 
-@pytest.mark.parametrize("env, spin", [
-    pytest.param({}, SPIN_COUNT, id="ours"),
-    pytest.param({"GOMP_SPINCOUNT": "300000"}, None, id="the-users-spin-count"),
-    pytest.param({"OMP_WAIT_POLICY": "ACTIVE"}, None, id="the-users-wait-policy"),
-    pytest.param({"OMP_WAIT_POLICY": " "}, SPIN_COUNT, id="blank-is-unset"),
+IDLE, BUSY = (0.1, 0), (1.2, 1)
+
+
+@pytest.mark.parametrize("env, load, spin", [
+    pytest.param({}, IDLE, None, id="idle-libgomps-spin"),
+    pytest.param({}, (0.7, 0), "0", id="loaded-over-the-last-minute"),
+    pytest.param({}, (0.0, 1), "0", id="one-process-running-now"),
+    pytest.param({}, BUSY, "0", id="busy"),
+    pytest.param({"GOMP_SPINCOUNT": "300000"}, BUSY, None, id="the-users-spin-count"),
+    pytest.param({"OMP_WAIT_POLICY": "ACTIVE"}, BUSY, None, id="the-users-wait-policy"),
+    pytest.param({"OMP_WAIT_POLICY": " "}, BUSY, "0", id="blank-is-unset"),
 ])
-def test_freshrag_sets_the_spin_count_only_where_the_user_set_no_libgomp_waiting(env, spin):
-    settings = local_settings(env, cpus=2)
+def test_the_server_spins_only_on_an_idle_machine_unless_the_user_set_libgomps_waiting(
+        env, load, spin):
+    settings = local_settings(env, cpus=2, load=load)
     assert settings.spin_count == spin
     child = settings.child_env({"PATH": "/bin", **env})
     assert child["PATH"] == "/bin"
     assert child.get("GOMP_SPINCOUNT") == (spin or env.get("GOMP_SPINCOUNT"))
     assert child.get("OMP_WAIT_POLICY") == env.get("OMP_WAIT_POLICY")
+
+
+@pytest.mark.parametrize("text, load", [
+    pytest.param("0.52 0.40 0.30 3/120 4242\n", (0.52, 2), id="linux"),
+    pytest.param("0.00 0.00 0.00 1/80 7\n", (0.0, 0), id="only-the-reader"),
+    pytest.param("garbled\n", (0.0, 0), id="unreadable"),
+])
+def test_the_load_is_read_from_proc_loadavg(tmp_path, text, load):
+    path = tmp_path / "loadavg"
+    path.write_text(text)
+    assert machine_load(str(path)) == load
+
+
+def test_no_proc_loadavg_counts_as_idle(tmp_path):
+    assert machine_load(str(tmp_path / "missing")) == (0.0, 0)
 
 
 def test_the_prebuilt_servers_command_carries_the_threads(monkeypatch, tmp_path):
