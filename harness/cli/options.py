@@ -254,7 +254,8 @@ def add_models(p: argparse.ArgumentParser, config: str = "with role endpoints") 
     group.add_argument("--base-url", type=url, metavar="URL", help="the OpenAI-compatible "
                        "endpoint of every role, e.g. https://api.openai.com/v1 (env "
                        "FRESHRAG_BASE_URL, one role: FRESHRAG_<ROLE>_BASE_URL; default: the "
-                       "embedded llama.cpp server, whose runtime FRESHRAG_LOCAL_RUNTIME picks)")
+                       "embedded llama.cpp server, whose runtime FRESHRAG_LOCAL_RUNTIME picks "
+                       "and threads FRESHRAG_LOCAL_THREADS)")
     add_config(group, config)
 
 
