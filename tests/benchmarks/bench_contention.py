@@ -62,6 +62,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_demo_floor import speed  # noqa: E402 (the one measure of the embedded rates)
+
 CPUS = os.cpu_count() or 1
 OTHER_SERVERS = "llama|xllamacpp|embedded_server"
 
@@ -136,32 +138,6 @@ def waiting(setting: str) -> dict[str, str | None]:
     if setting.startswith("spin="):
         return {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": setting.removeprefix("spin=")}
     return {"OMP_WAIT_POLICY": setting, "GOMP_SPINCOUNT": None}
-
-
-def speed(base_url: str, slots: int, n: int, generated: int) -> float:
-    """Tokens per second over `n` requests, `slots` at a time: prompt tokens of distinct example
-    articles (one token generated) when `generated` is 0, else generated tokens of short prompts."""
-    from freshrag.core.dataset import example_dir, load_dataset_dir
-
-    articles = list(load_dataset_dir(example_dir()).articles.values())
-
-    def one(i: int) -> int:
-        text = articles[i % len(articles)].prompt_text() if not generated else "Hi"
-        body = {"messages": [{"role": "user", "content": f"{i}: {text}"}], "temperature": 0.8,
-                "max_tokens": generated or 1, "ignore_eos": bool(generated),
-                "cache_prompt": False}
-        request = urllib.request.Request(f"{base_url}/chat/completions",
-                                         data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=1200) as response:
-            usage = json.loads(response.read())["usage"]
-        return usage["completion_tokens" if generated else "prompt_tokens"]
-
-    one(0)  # warm: the model's pages in memory
-    started = time.perf_counter()
-    with concurrent.futures.ThreadPoolExecutor(slots) as pool:
-        tokens = sum(pool.map(one, range(1, n + 1)))
-    return round(tokens / (time.perf_counter() - started), 1)
 
 
 def measure_runtime(args: argparse.Namespace) -> dict:

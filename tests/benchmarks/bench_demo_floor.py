@@ -47,10 +47,12 @@ def main(argv: list[str] | None = None) -> int:
 
     with LocalServer() as server:
         slots = server.concurrency()
-        speed = {"prompt_tokens_per_s": _speed(server.base_url, slots, args.requests, True),
-                 "generated_tokens_per_s": _speed(server.base_url, slots, args.requests, False)}
+        rates = {"prompt_tokens_per_s": speed(server.base_url, slots, args.requests, 0,
+                                                       PROMPT_CHARS),
+                 "generated_tokens_per_s": speed(server.base_url, slots, args.requests,
+                                                          GENERATED)}
         runtime = server.runtime
-    print(f"[bench] {runtime}, {slots} slot(s): {speed}", file=sys.stderr, flush=True)
+    print(f"[bench] {runtime}, {slots} slot(s): {rates}", file=sys.stderr, flush=True)
     if args.timings:
         stages = json.loads(args.timings.read_text())["stages"]
     else:
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     for stage in stages:
         prompt = sum(r["input"] for r in stage["roles"].values())
         output = sum(r["output"] for r in stage["roles"].values())
-        floor = prompt / speed["prompt_tokens_per_s"] + output / speed["generated_tokens_per_s"]
+        floor = prompt / rates["prompt_tokens_per_s"] + output / rates["generated_tokens_per_s"]
         rows.append({"stage": stage["stage"], "seconds": stage["seconds"],
                      "calls": sum(r["calls"] for r in stage["roles"].values()),
                      "prompt_tokens": prompt, "output_tokens": output,
@@ -68,31 +70,33 @@ def main(argv: list[str] | None = None) -> int:
     total = sum(r["seconds"] for r in rows)
     floor = sum(r["floor_s"] for r in rows)
     print(json.dumps({"cpus": os.cpu_count(), "load_average": os.getloadavg(),
-                      "runtime": runtime, "slots": slots, **speed, "stages": rows,
+                      "runtime": runtime, "slots": slots, **rates, "stages": rows,
                       "total_s": round(total, 1), "floor_s": round(floor, 1),
                       "ratio": round(total / floor, 2),
                       "targets": {"ratio_at_most": 1.5, "total_s_under": 300}}, indent=2))
     return 0
 
 
-def _speed(base_url: str, slots: int, n: int, prompt: bool) -> float:
-    """Tokens per second over `n` requests, `slots` at a time: prompt tokens of long distinct
-    prompts (one token generated), or generated tokens of short prompts."""
+def speed(base_url: str, slots: int, n: int, generated: int,
+          chars: int | None = None) -> float:
+    """Tokens per second over `n` requests, `slots` at a time: prompt tokens of distinct example
+    articles (their first `chars` characters; one token generated) when `generated` is 0, else
+    `generated` tokens of short prompts. bench_contention.py measures with it too."""
     from freshrag.core.dataset import example_dir, load_dataset_dir
 
     articles = list(load_dataset_dir(example_dir()).articles.values())
 
     def one(i: int) -> int:
-        text = articles[i % len(articles)].prompt_text()[:PROMPT_CHARS] if prompt else "Hi"
+        text = articles[i % len(articles)].prompt_text()[:chars] if not generated else "Hi"
         body = {"messages": [{"role": "user", "content": f"{i}: {text}"}], "temperature": 0.8,
-                "max_tokens": 1 if prompt else GENERATED, "ignore_eos": not prompt,
+                "max_tokens": generated or 1, "ignore_eos": bool(generated),
                 "cache_prompt": False}
         request = urllib.request.Request(f"{base_url}/chat/completions",
                                          data=json.dumps(body).encode(),
                                          headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=600) as response:
+        with urllib.request.urlopen(request, timeout=1200) as response:
             usage = json.loads(response.read())["usage"]
-        return usage["prompt_tokens" if prompt else "completion_tokens"]
+        return usage["completion_tokens" if generated else "prompt_tokens"]
 
     one(0)  # warm: the model's pages in memory
     started = time.perf_counter()
