@@ -2,7 +2,7 @@
 question builder shares (docs/methods.md#statement-extraction-and-critiques: statements, questions,
 critiques, labels).
 
-The article is fitted to the model's window (`freshrag.llm.client.chat_fitting`, the one rule for that);
+The article is fitted to the model's window (`freshrag.llm.fitting.chat_fitting`, the one rule for that);
 the reply must be a call of the forced function whose arguments are a JSON object that `parse`
 accepts. Anything else earns one more attempt (a new `attempt`, so a cached reply is not simply
 replayed), then an `Outcome` with no value and the reason, keeping every raw reply: never a made-up
@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from freshrag.core.types import LLM, LLMResponse, Usage
-from freshrag.llm.client import ContextTooLong, chat_fitting
+from freshrag.llm.errors import ContextTooLong
+from freshrag.llm.fitting import chat_fitting
 from freshrag.llm.toolcall import ReplyError, tool_arguments
 
 TRIES = 2

@@ -55,7 +55,9 @@ from freshrag.core.concurrency import map_with_progress
 from freshrag.core.files import write_text
 from freshrag.core.jsonl import JsonlWriter, replace_jsonl
 from freshrag.core.types import UNKNOWN, LLMResponse
-from freshrag.llm.client import ContextTooLong, LLMClient, chat_fitting
+from freshrag.llm.client import LLMClient
+from freshrag.llm.errors import ContextTooLong
+from freshrag.llm.fitting import chat_fitting
 from freshrag.llm.toolcall import ReplyError, tool_arguments
 
 STAGES = ("A_r", "facts", "A_d", "A_f", "questions", "labels", "traffic")  # traffic: builders/traffic/kinds.py

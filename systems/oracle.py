@@ -20,7 +20,8 @@ from freshrag.core.types import (
     SystemAnswer,
     SystemContext,
 )
-from freshrag.llm.client import ContextTooLong, chat_fitting_all
+from freshrag.llm.errors import ContextTooLong
+from freshrag.llm.fitting import chat_fitting_all
 from freshrag.systems.prompts import (
     ANSWER_MAX_TOKENS,
     ARTICLE_PROMPT,

@@ -20,7 +20,8 @@ from typing import Any
 from freshrag.builders.forced import forced_call
 from freshrag.builders.labels.prompts import messages
 from freshrag.core.types import ARTICLE_CHARS, LLM
-from freshrag.llm.client import ContextTooLong, chat_fitting
+from freshrag.llm.errors import ContextTooLong
+from freshrag.llm.fitting import chat_fitting
 from freshrag.llm.toolcall import ReplyError
 from freshrag.systems.prompts import ANSWER_MAX_TOKENS, RAG_PROMPT
 

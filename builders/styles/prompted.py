@@ -23,7 +23,8 @@ from freshrag.builders.styles.base import QUESTIONS, Articles, Config, Plain, Wa
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.jsonl import JsonlWriter
 from freshrag.core.types import LLM
-from freshrag.llm.client import ContextTooLong, chat_fitting
+from freshrag.llm.errors import ContextTooLong
+from freshrag.llm.fitting import chat_fitting
 
 QUESTION_TRIES = 3  # an empty question is asked again, as a new attempt, up to this many times
 # The traffic kind and retrieval need, by construction, of questions about each stage's articles

@@ -5,7 +5,9 @@ Ollama, llama.cpp); a chat request goes out as the SDK would send it, on the SDK
 past its per-call machinery (harness/llm/wire.py). This is where usage is normalised into `Usage` (from the API's `usage`, or
 counted with tiktoken and flagged estimated), where the response cache is consulted, and where
 transient failures (rate limits, timeouts, connection errors, 5xx) are retried with bounded
-exponential backoff and jitter. Nothing else is retried.
+exponential backoff and jitter (harness/llm/failures.py). Nothing else is retried. The request
+and its cache key are built in harness/llm/request.py; a text is fitted to the model's window
+by harness/llm/fitting.py.
 
 Every attempt has a deadline for the whole exchange (`timeout_s`, harness/llm/deadline.py), and
 a stop (SIGINT, SIGTERM) ends it within a second. Whatever comes back is checked before it is
@@ -30,18 +32,16 @@ waiting one asks itself.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+from tenacity import Retrying
 
 from freshrag.core.config import LLMSettings, RoleConfig
-from freshrag.core.types import LLM, LLMResponse, Usage
+from freshrag.core.types import LLMResponse
 from freshrag.llm import deadline
-from freshrag.llm.cache import ResponseCache, cache_key
+from freshrag.llm.cache import ResponseCache
 from freshrag.llm.errors import (
     AccessDenied,
     ContextTooLong,
@@ -49,7 +49,16 @@ from freshrag.llm.errors import (
     EndpointUnreachable,
     LocalServerDied,
 )
+from freshrag.llm.failures import (
+    CONTEXT_OVERFLOW,
+    connection_error,
+    describe,
+    refused_key,
+    retrying,
+    unreadable,
+)
 from freshrag.llm.replies import completion_value, is_usable
+from freshrag.llm.request import chat_request, request_key, response
 from freshrag.llm.tally import TALLY
 from freshrag.llm.wire import EMBEDDINGS_PATH, ChatRoute
 
@@ -57,64 +66,6 @@ from freshrag.llm.wire import EMBEDDINGS_PATH, ChatRoute
 # command's --help imports this module.
 if TYPE_CHECKING:
     import openai
-
-
-# How OpenAI, llama.cpp, vLLM and others word a context overflow in their 400 replies.
-_CONTEXT_OVERFLOW = re.compile(r"context.length|maximum context|context window|too many tokens|"
-                               r"exceeds the context", re.IGNORECASE)
-
-
-CONTEXT_CUTS = 2  # a text too long for a model's window is halved at most this often
-
-
-@dataclass(frozen=True)
-class Fitted:
-    """A reply about a text that was cut, if it had to be, to fit the model's window."""
-
-    response: LLMResponse
-    chars: int     # characters of the text in the request that was answered
-    halvings: int  # how often the text was halved first (0: sent whole)
-
-    @property
-    def cut(self) -> dict[str, int] | None:
-        """What a row records about the cut (None when the text went whole)."""
-        return {"chars": self.chars, "halvings": self.halvings} if self.halvings else None
-
-
-def chat_fitting(llm: LLM, role: str, text: str, request: Callable[[str], dict[str, Any]],
-                 halved: int = 0) -> Fitted:
-    """`llm.chat(role, **request(text))`, with `text` halved until the model's window holds it.
-
-    The one rule for fitting an article into a prompt (the builder's classifier and questions,
-    the judge, the oracle). The paper hands over 15,000 characters, about 4,000 tokens of English
-    for GPT-4; other tokenizers and scripts need many more (SmolLM2 counts 8,350 for some
-    articles against its 8,192), and no local count knows every endpoint's tokenizer. So the
-    endpoint decides: on a context overflow the text is halved, `CONTEXT_CUTS` times at most in
-    all (`halved`: how often a caller's text was halved already, by an earlier call about it).
-    Raises ContextTooLong, saying how far the text was cut, if even that is too long.
-    """
-    keep = len(text)
-    for halvings in range(halved, CONTEXT_CUTS + 1):
-        try:
-            return Fitted(llm.chat(role, **request(text[:keep])), keep, halvings)
-        except ContextTooLong as err:
-            last = err
-            if halvings < CONTEXT_CUTS:
-                keep //= 2
-    raise ContextTooLong(f"too long for the {role} model's context even cut to {keep:,} of "
-                         f"{len(text):,} characters ({last})")
-
-
-def chat_fitting_all(llm: LLM, role: str, texts: Sequence[str],
-                     request: Callable[[list[str]], dict[str, Any]], halved: int = 0) -> Fitted:
-    """`chat_fitting` for several texts sent in one prompt (a question's gold articles): each is
-    cut to the same most characters, the longest's length at first, and that bound is halved as
-    `chat_fitting` halves one text, so that every text keeps its share of the window and a short
-    one stays whole longest. `Fitted.chars` is the bound; one text is fitted as `chat_fitting`
-    fits it."""
-    longest = max(texts, key=len, default="")
-    return chat_fitting(llm, role, longest,
-                        lambda cut: request([text[:len(cut)] for text in texts]), halved)
 
 
 class LocalEndpoint(Protocol):
@@ -138,21 +89,6 @@ class CallGate(Protocol):
     def settle(self, ticket: Any, value: dict[str, Any] | None) -> None:
         """The call ended: with its reply, or None when it failed."""
         ...
-
-
-def is_transient(err: BaseException) -> bool:
-    """Errors worth another attempt: rate limits, timeouts, connection errors and 5xx."""
-    import openai
-
-    if isinstance(err, (openai.RateLimitError, openai.APIConnectionError)):
-        return True  # APITimeoutError is an APIConnectionError
-    return isinstance(err, openai.APIStatusError) and err.status_code >= 500
-
-
-def redact(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "[key]")
-    return text
 
 
 class LLMClient:
@@ -190,7 +126,7 @@ class LLMClient:
                                     attempt=attempt, top_logprobs=top_logprobs, epoch=epoch)
         cached = self._cached_or_lead(key)
         if cached is not None:
-            return _response(role, cfg.model, messages, cached, cache_hit=True)
+            return response(role, cfg.model, messages, cached, cache_hit=True)
         try:
             gate = self.gate
             ticket = gate.reserve(role, request) if gate else None
@@ -203,9 +139,9 @@ class LLMClient:
             self.store(key, role, value)
         finally:
             self._land(key)
-        response = _response(role, cfg.model, messages, value, cache_hit=False)
-        TALLY.add(role, response.usage)
-        return response
+        made = response(role, cfg.model, messages, value, cache_hit=False)
+        TALLY.add(role, made.usage)
+        return made
 
     def _cached_or_lead(self, key: str) -> dict[str, Any] | None:
         """The cached reply to `key`, waiting first for an identical call in flight; or None, and
@@ -232,23 +168,14 @@ class LLMClient:
                 attempt: int = 0, top_logprobs: int | None = None,
                 epoch: int = 1) -> tuple[dict[str, Any], str]:
         """The request body `chat` would send and its cache key: the one place a request is
-        built, so that a dry run and a batch send exactly what a live call would. An `epoch`
-        above 1 (--epochs, docs/running.md#epochs) is part of the key, never of the request:
-        the pair is asked again, and epoch 1 keeps the key a run of one epoch gives."""
+        built (harness/llm/request.py), so that a dry run and a batch send exactly what a live
+        call would; `epoch` (--epochs) is part of the key, never of the request."""
         cfg = self.settings.role(role)
-        request = {"model": cfg.model, "messages": messages, "temperature": temperature}
-        if tools:
-            request["tools"] = tools
-            request["tool_choice"] = _tool_choice(tool_choice)
-        if max_tokens is not None:
-            request["max_tokens"] = max_tokens
-        if top_logprobs is not None:  # only then: endpoints without logprobs may refuse the field
-            request["logprobs"], request["top_logprobs"] = True, top_logprobs
-        if self.seed is not None:
-            request["seed"] = self.seed + attempt  # a retry is a fresh sample on seeded endpoints
-        key = cache_key({"base_url": self._cache_endpoint(cfg), "attempt": attempt, **request,
-                         **({"epoch": epoch} if epoch > 1 else {})})
-        return request, key
+        seed = None if self.seed is None else self.seed + attempt  # a retry samples afresh
+        request = chat_request(cfg.model, messages, tools=tools, tool_choice=tool_choice,
+                               temperature=temperature, max_tokens=max_tokens,
+                               top_logprobs=top_logprobs, seed=seed)
+        return request, request_key(self._cache_endpoint(cfg), request, attempt, epoch)
 
     def store(self, key: str, role: str, value: dict[str, Any]) -> bool:
         """Cache a usable reply (with its role and model, whose mean output a dry run reads);
@@ -282,9 +209,9 @@ class LLMClient:
         except openai.APIConnectionError as err:
             if cfg.is_local and self.local is not None and self.local.death():
                 raise LocalServerDied(self.local.death()) from None
-            raise _connection_error(err)(self._describe(role, err, attempts)) from None
+            raise connection_error(err)(self._describe(role, err, attempts)) from None
         except openai.BadRequestError as err:
-            kind = ContextTooLong if _CONTEXT_OVERFLOW.search(str(err)) else EndpointError
+            kind = ContextTooLong if CONTEXT_OVERFLOW.search(str(err)) else EndpointError
             raise kind(self._describe(role, err, attempts)) from None
         except (openai.AuthenticationError, openai.PermissionDeniedError) as err:
             raise self._deny(role, cfg, err) from None
@@ -338,15 +265,9 @@ class LLMClient:
             raise EndpointError(self._unreadable(role, err) + f" ({what})") from None
 
     def _retrying(self, cfg: RoleConfig) -> Retrying:
-        def worth_retrying(err: BaseException) -> bool:
-            # a dead embedded server will not come back: say so at once, not after six attempts
-            server_died = cfg.is_local and self.local is not None and self.local.death()
-            return is_transient(err) and not server_died
-
-        return Retrying(stop=stop_after_attempt(self.settings.max_attempts),
-                        wait=wait_random_exponential(multiplier=self.backoff_s, max=60),
-                        retry=retry_if_exception(worth_retrying), reraise=True,
-                        sleep=deadline.sleep)  # a stop cuts the wait short
+        return retrying(self.settings.max_attempts, self.backoff_s,
+                        lambda: bool(cfg.is_local and self.local is not None
+                                     and self.local.death()))
 
     def _client(self, role: str, cfg: RoleConfig) -> openai.OpenAI:
         return self._endpoint(role, cfg)[0]
@@ -378,42 +299,16 @@ class LLMClient:
     def _deny(self, role: str, cfg: RoleConfig, err: Exception) -> AccessDenied:
         """AccessDenied for the role's endpoint and key; later calls with them are not sent."""
         source = f"${cfg.api_key_env}" if cfg.api_key_env else "api_key" if cfg.api_key else "no key"
-        message = redact(f"{role} endpoint {self.base_url(role)} refused the key ({source}): "
-                         f"HTTP {getattr(err, 'status_code', '?')}: {err}; check the key and the "
-                         f"model's access, then run the same command again", self.settings.secrets())
+        message = refused_key(self._where(role), source, err, self.settings.secrets())
         with self._lock:
             self._denied[self.base_url(role), cfg.key()] = message
         return AccessDenied(message)
 
     def _unreadable(self, role: str, err: Exception) -> str:
-        detail = redact(str(err), self.settings.secrets())[:300]
-        return (f"{role} endpoint {self.base_url(role)} sent a reply that is not an OpenAI "
-                f"response ({type(err).__name__}: {detail})")
+        return unreadable(self._where(role), err, self.settings.secrets())
 
     def _describe(self, role: str, err: Exception, attempts: int) -> str:
-        status = getattr(err, "status_code", None)
-        what = f"HTTP {status}: {err}" if status else f"{type(err).__name__}: {err}"
-        message = f"{role} endpoint {self.base_url(role)} failed after {attempts} attempt(s): {what}"
-        return redact(message, self.settings.secrets())
+        return describe(self._where(role), err, attempts, self.settings.secrets())
 
-
-def _connection_error(err: Exception) -> type[EndpointError]:
-    """EndpointUnreachable when no connection could be made (no call can succeed: the run stops);
-    EndpointError when one was and the exchange failed (a timeout, a reply cut short)."""
-    cause = type(err.__cause__).__name__  # httpx's or httpx2's exception, by name for either
-    return EndpointUnreachable if cause in ("ConnectError", "UnsupportedProtocol") else EndpointError
-
-
-def _tool_choice(choice: str | None) -> Any:
-    if choice in (None, "auto", "none", "required"):
-        return choice or "auto"
-    return {"type": "function", "function": {"name": choice}}
-
-
-def _response(role: str, model: str, messages: list[dict[str, Any]], value: dict[str, Any],
-              cache_hit: bool) -> LLMResponse:
-    return LLMResponse(role=role, model=model, text=value["text"], tool_name=value["tool_name"],
-                       tool_arguments=value["tool_arguments"], usage=Usage(**value["usage"]),
-                       latency_s=value["latency_s"], cache_hit=cache_hit, messages=messages,
-                       logprobs=value.get("logprobs"),  # absent from replies cached before
-                       batch=bool(value.get("batch")))  # set by harness/cost/batch.py
+    def _where(self, role: str) -> str:
+        return f"{role} endpoint {self.base_url(role)}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from freshrag.core.types import LLM, LLMResponse
-from freshrag.llm.client import chat_fitting_all
+from freshrag.llm.fitting import chat_fitting_all
 from freshrag.scoring.base import (
     FLAG_MAX_TOKENS,
     LIST_MAX_TOKENS,

@@ -23,7 +23,8 @@ from typing import Any, Sequence
 
 from freshrag.core.errors import FreshragError
 from freshrag.core.types import LLM, Article, Grade, LLMResponse, Question
-from freshrag.llm.client import ContextTooLong, chat_fitting_all
+from freshrag.llm.errors import ContextTooLong
+from freshrag.llm.fitting import chat_fitting_all
 from freshrag.llm.toolcall import ReplyError, line_of_text, room_for, tool_arguments
 from freshrag.scoring.base import ScoreInput, ScoreResult, unscored
 

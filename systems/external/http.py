@@ -35,7 +35,8 @@ from freshrag.core.errors import FreshragError, UserError
 from freshrag.core.jsonl import loads
 from freshrag.core.types import CallShape, Declarations, Question, SystemAnswer, SystemContext
 from freshrag.llm import deadline
-from freshrag.llm.client import EndpointError, EndpointUnreachable, redact
+from freshrag.llm.errors import EndpointError, EndpointUnreachable
+from freshrag.llm.failures import redact
 from freshrag.systems.external.reply import DEFAULT_REPLY, reply_values
 from freshrag.systems.external.reported import REPORTED, reported_answer
 

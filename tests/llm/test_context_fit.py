@@ -1,5 +1,5 @@
 """One rule fits an article to a model's window: on a context overflow the text is halved, at
-most twice (`freshrag.llm.client.chat_fitting`). The builder's recency classifier (tests/builders), the
+most twice (`freshrag.llm.fitting.chat_fitting`). The builder's recency classifier (tests/builders), the
 judge and the oracle use it, and record the cut; what is still too long after the halvings is an
 unscored grade (judge) or a failed pair (oracle), with the reason."""
 
@@ -7,7 +7,8 @@ import pytest
 
 from freshrag.core.dataset import Dataset
 from freshrag.core.types import Article, Question, SystemContext
-from freshrag.llm.client import ContextTooLong, chat_fitting
+from freshrag.llm.errors import ContextTooLong
+from freshrag.llm.fitting import chat_fitting
 from freshrag.run.runner import CallRecorder, answer_and_grade
 from freshrag.scoring import judge
 from freshrag.systems import SYSTEMS

@@ -1,0 +1,53 @@
+"""A chat request as the LLM client (harness/llm/client.py) builds it, and its reply as the
+client's callers get it: the body sent, its cache key (docs/run-format.md#the-response-cache)
+and the `LLMResponse` made of a reply or a cache entry. One place builds a request, so that a
+dry run and a batch send exactly what a live call would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from freshrag.core.types import LLMResponse, Usage
+from freshrag.llm.cache import cache_key
+
+
+def chat_request(model: str, messages: list[dict[str, Any]], *,
+                 tools: list[dict[str, Any]] | None = None, tool_choice: str | None = None,
+                 temperature: float = 0.0, max_tokens: int | None = None,
+                 top_logprobs: int | None = None, seed: int | None = None) -> dict[str, Any]:
+    """The body of a chat completion request; `seed` already that of the attempt."""
+    request = {"model": model, "messages": messages, "temperature": temperature}
+    if tools:
+        request["tools"] = tools
+        request["tool_choice"] = _tool_choice(tool_choice)
+    if max_tokens is not None:
+        request["max_tokens"] = max_tokens
+    if top_logprobs is not None:  # only then: endpoints without logprobs may refuse the field
+        request["logprobs"], request["top_logprobs"] = True, top_logprobs
+    if seed is not None:
+        request["seed"] = seed
+    return request
+
+
+def request_key(endpoint: str, request: dict[str, Any], attempt: int, epoch: int) -> str:
+    """The cache key of `request` at `endpoint` (as the cache knows it): an `epoch` above 1
+    (--epochs, docs/running.md#epochs) is part of the key, never of the request, so the pair is
+    asked again, and epoch 1 keeps the key a run of one epoch gives."""
+    return cache_key({"base_url": endpoint, "attempt": attempt, **request,
+                      **({"epoch": epoch} if epoch > 1 else {})})
+
+
+def _tool_choice(choice: str | None) -> Any:
+    if choice in (None, "auto", "none", "required"):
+        return choice or "auto"
+    return {"type": "function", "function": {"name": choice}}
+
+
+def response(role: str, model: str, messages: list[dict[str, Any]], value: dict[str, Any],
+             cache_hit: bool) -> LLMResponse:
+    """The caller's response from a checked reply or a cache entry (`value`)."""
+    return LLMResponse(role=role, model=model, text=value["text"], tool_name=value["tool_name"],
+                       tool_arguments=value["tool_arguments"], usage=Usage(**value["usage"]),
+                       latency_s=value["latency_s"], cache_hit=cache_hit, messages=messages,
+                       logprobs=value.get("logprobs"),  # absent from replies cached before
+                       batch=bool(value.get("batch")))  # set by harness/cost/batch.py
