@@ -323,6 +323,11 @@ def add_probe_options(p: Group) -> None:
                    default=probes.THRESHOLD,
                    help="discrimination below which the judge's scores are reported as not "
                         "informative (default: %(default)s; 0.5 is chance)")
+    p.add_argument("--probe-context", dest="probe_context", choices=probes.CONTEXTS,
+                   default="passage",
+                   help="what the judge grades probes against: the passage of the gold article "
+                        "they test (a few of its sentences) or the whole article, as "
+                        "a run's answers are graded (default: %(default)s)")
 
 
 def add_index_options(p: Group, query: bool = True) -> None:

@@ -5,7 +5,7 @@ under a `freshrag.cost.plan.Planner` (docs/running.md#the-plan, docs/costs.md#dr
 
 The resume rules live here alone: a pair whose row has the status `ok` is finished, every other
 pair is answered (again), each epoch of it on its own (--epochs: docs/running.md#epochs); the
-judge is probed unless the manifest holds a verdict over the same probes (k and seed); the
+judge is probed unless the manifest holds a verdict over the same probes (k, seed, context); the
 scorers beyond the judge score every row of the first epoch (what the tables read) not scored
 yet for its current answer (scoring/scorepass.py `pending`). A pair is `answer_and_grade`: the
 system answers, the judge grades, both through the recorder that keeps the pair's calls and keys
@@ -130,9 +130,10 @@ def kept_probe(dataset: Dataset, settings: ProbeSettings | None,
                previous: dict[str, Any] | None) -> dict[str, Any] | None:
     """The verdict a resume keeps: its run graded the same probes (finished calls are not made
     again, with or without the cache); None when the probes are due or probing is off."""
-    if settings and previous and "fields" in previous and (previous["k"], previous["seed"]) == (
-            min(settings.k, len(dataset.questions)), settings.seed):
-        return previous
+    if settings and previous and "fields" in previous and (
+            previous["k"], previous["seed"], previous.get("context", "article")) == (
+            min(settings.k, len(dataset.questions)), settings.seed, settings.context):
+        return previous  # a verdict from before --probe-context was over whole articles
     return None
 
 
@@ -311,7 +312,8 @@ def probe_jobs(dataset: Dataset, settings: ProbeSettings | None) -> list[Job]:
     if settings is None:
         return []
     try:
-        made = probes.make_probes(dataset.questions, dataset.articles, settings.k, settings.seed)
+        made = probes.make_probes(dataset.questions, dataset.articles, settings.k, settings.seed,
+                                   settings.context)
     except probes.ProbeError:
         return []
 

@@ -46,7 +46,8 @@ def probe_run(llm: LLMClient, dataset: Dataset, settings: ProbeSettings, asked: 
     kept one, or graded now, announced first, and kept. `results`: the folder beside the run
     directory, where the response cache is (None: nothing read or kept)."""
     try:
-        made = probes.make_probes(dataset.questions, dataset.articles, settings.k, settings.seed)
+        made = probes.make_probes(dataset.questions, dataset.articles, settings.k, settings.seed,
+                                   settings.context)
     except probes.ProbeError as err:
         return {"unavailable": str(err), "threshold": settings.threshold, "informative": False}
     requests = [first_request(llm, probe, dataset.articles) for probe in made]
@@ -71,10 +72,12 @@ def _failed(verdict: dict[str, Any]) -> bool:
 
 
 def for_run(verdict: dict[str, Any], settings: ProbeSettings, asked: int) -> dict[str, Any]:
-    """The verdict as this run reads it: against its threshold, scaled from what it asked."""
+    """The verdict as this run reads it: against its threshold, scaled from what it asked, over
+    the context it asked for (a kept verdict's requests were the same, so where a passage is
+    the whole article, one verdict serves both)."""
     scaled = {"scaled_from": asked} if settings.k < asked else {}
     verdict = {key: value for key, value in verdict.items() if key != "scaled_from"}
-    return {**verdict, **scaled, "threshold": settings.threshold,
+    return {**verdict, **scaled, "threshold": settings.threshold, "context": settings.context,
             "informative": probes.informative(verdict["fields"], settings.threshold)}
 
 

@@ -10,8 +10,13 @@ From the run's own dataset, with no other model, k seeded questions each get thr
   on topic, fluent, sharing every other word with the article), where the grounded answer has
   one to change.
 
-The judge grades each against the gold article as it grades a run (a multi-article question's
-against all its gold articles, its grounded answer drawn from all of them). A judge that works gives the
+The judge grades each as it grades a run, against the passage of the gold article that the probe
+tests (`passage`: the article's first sentence and the sentences around the grounded answer's),
+or with `--probe-context article` against the whole article, as a run's answers are (a
+multi-article question's against all its gold articles, its grounded answer drawn from all of
+them). Every answer of a probe question is graded against the same text: the passage holds all
+that the grounded answer and its near miss say, so the judge has what it needs to tell them
+apart, at a tenth of a long article's prompt (docs/scoring.md#judge-probes). A judge that works gives the
 grounded answer a higher truthfulness than the wrong one, and the abstaining answer a lower
 relevance than the grounded one (the paper's instruction: relevance 1 for "I don't know").
 Discrimination per field is the share of probes ordered correctly, ties counted half, with a
@@ -41,6 +46,9 @@ PROBES = 12
 THRESHOLD = 0.7
 ABSTAIN = "I don't know."
 SENTENCES = 2  # sentences per made-up answer
+AROUND = 1  # sentences a probe's passage keeps either side of each it tests
+GAP = "…"  # where a passage leaves sentences out
+CONTEXTS = ("passage", "article")  # what the judge grades probes against (--probe-context)
 KINDS = ("grounded", "wrong", "abstaining", "near_miss")
 # field -> (the answer that should be graded higher, the one that should be graded lower)
 ORDERINGS = {"truthfulness": ("grounded", "wrong"), "relevance": ("grounded", "abstaining")}
@@ -67,12 +75,37 @@ def sentences(article: Article) -> list[str]:
     return [s for s in parts if s and not s.startswith("=")]
 
 
+def closest(question: str, found: list[str], n: int = SENTENCES) -> list[int]:
+    """The indexes of the n sentences of `found` sharing the most words with the question, in
+    order (ties: the earlier sentence)."""
+    asked = words(question)
+    ranked = sorted(range(len(found)), key=lambda i: (-len(asked & words(found[i])), i))
+    return sorted(ranked[:n])
+
+
 def closest_sentences(question: str, article: Article, n: int = SENTENCES) -> str:
     """The n sentences sharing the most words with the question, in the article's order."""
-    asked = words(question)
     found = sentences(article)
-    ranked = sorted(range(len(found)), key=lambda i: (-len(asked & words(found[i])), i))
-    return " ".join(found[i] for i in sorted(ranked[:n]))
+    return " ".join(found[i] for i in closest(question, found, n))
+
+
+def passage(article: Article, question: str, tested: str, around: int = AROUND) -> Article:
+    """The article cut to what a probe tests: its first sentence (which names its subject), the
+    sentences of `tested` (the grounded answer) that are the article's, or else the one closest
+    to the question, and `around` sentences either side of each, in the article's order; a gap
+    between kept sentences is marked with an ellipsis."""
+    found = sentences(article)
+    if not found:
+        return article
+    centres = [i for i, sentence in enumerate(found) if sentence in tested]
+    kept = {0}.union(*(range(max(i - around, 0), min(i + around + 1, len(found)))
+                       for i in centres or closest(question, found, 1)))
+    parts: list[str] = []
+    for i in sorted(kept):
+        if parts and i - 1 not in kept:
+            parts.append(GAP)
+        parts.append(found[i])
+    return Article(article.title, " ".join(parts), article.url, article.created)
 
 
 def vocabularies(articles: dict[str, Article]) -> dict[str, set[str]]:
@@ -134,6 +167,9 @@ class Probe:
     kind: str
     answer: str
     changed: str | None = None  # a near miss's: "number", "month" or "name"
+    # What the judge grades it against: the passages of its question's gold articles that it
+    # tests; empty, the whole gold articles (--probe-context article).
+    evidence: tuple[Article, ...] = ()
 
 
 class ProbeError(FreshragError, ValueError):
@@ -146,6 +182,7 @@ class ProbeSettings:
     k: int = PROBES
     seed: int = 0
     threshold: float = THRESHOLD
+    context: str = "passage"  # one of CONTEXTS
 
 
 def scaled(settings: ProbeSettings | None, questions: int) -> ProbeSettings | None:
@@ -167,9 +204,12 @@ def half_width(k: int) -> float:
 
 
 def make_probes(questions: list[Question], articles: dict[str, Article], k: int = PROBES,
-                seed: int = 0) -> list[Probe]:
+                seed: int = 0, context: str = "passage") -> list[Probe]:
     """Three probes (grounded, wrong, abstaining) for each of k seeded questions, and a near
-    miss where the grounded answer has a number, month or name to change."""
+    miss where the grounded answer has a number, month or name to change; graded against the
+    passages they test, or the whole gold articles (`context`, one of CONTEXTS)."""
+    if context not in CONTEXTS:
+        raise ValueError(f"probe context: expected one of {', '.join(CONTEXTS)}, got {context!r}")
     rng = random.Random(seed)
     questions = [q for q in questions if q.gold_title is not None]  # general queries have none
     chosen = rng.sample(questions, min(k, len(questions)))
@@ -179,12 +219,15 @@ def make_probes(questions: list[Question], articles: dict[str, Article], k: int 
         gold = _gold(question, articles)
         other = most_distant_article(gold, articles, rng, vocabulary, question.golds)
         grounded = closest_sentences(question.text, gold)
-        probes += [Probe(question, "grounded", grounded),
-                   Probe(question, "wrong", closest_sentences(question.text, other)),
-                   Probe(question, "abstaining", ABSTAIN)]
+        evidence = tuple(passage(article, question.text, grounded)
+                         for article in _golds(question, articles)) if context == "passage" else ()
+        probes += [Probe(question, "grounded", grounded, evidence=evidence),
+                   Probe(question, "wrong", closest_sentences(question.text, other),
+                         evidence=evidence),
+                   Probe(question, "abstaining", ABSTAIN, evidence=evidence)]
         missed = near_miss(grounded, rng, names_in(other.full_text()))
         if missed:
-            probes.append(Probe(question, "near_miss", missed[0], missed[1]))
+            probes.append(Probe(question, "near_miss", missed[0], missed[1], evidence))
     return probes
 
 
@@ -205,17 +248,19 @@ def _golds(question: Question, articles: dict[str, Article]) -> tuple[Article, .
 
 
 def grade_probe(llm: LLM, probe: Probe, articles: dict[str, Article]) -> tuple[Grade, list]:
-    """One probe graded as a run grades an answer: against its question's gold articles. The
-    run's probe pass and the walks of its plan (harness/run/plan.py) both grade through this."""
-    return judge.grade(llm, probe.question, probe.answer, _golds(probe.question, articles))
+    """One probe graded as a run grades an answer: against its passages, or its question's gold
+    articles. The run's probe pass and the walks of its plan (harness/run/plan.py) both grade
+    through this."""
+    return judge.grade(llm, probe.question, probe.answer,
+                       probe.evidence or _golds(probe.question, articles))
 
 
 def probe_judge(llm: LLM, questions: list[Question], articles: dict[str, Article],
                 k: int = PROBES, seed: int = 0, threshold: float = THRESHOLD,
-                concurrency: int = 4) -> dict[str, Any]:
+                concurrency: int = 4, context: str = "passage") -> dict[str, Any]:
     """Make the probes of k seeded questions and grade them (`grade_probes`)."""
     try:
-        made = make_probes(questions, articles, k, seed)
+        made = make_probes(questions, articles, k, seed, context)
     except ProbeError as err:
         return {"unavailable": str(err), "threshold": threshold, "informative": False}
     return grade_probes(llm, made, articles, seed, threshold, concurrency)
@@ -244,6 +289,7 @@ def grade_probes(llm: LLM, made: list[Probe], articles: dict[str, Article], seed
     misses = [p for p in made if p.kind == "near_miss"]
     return {
         "k": len({p.question.id for p in made}), "seed": seed, "threshold": threshold,
+        "context": "passage" if any(p.evidence for p in made) else "article",
         "fields": fields, "informative": informative(fields, threshold),
         "near_miss": {**discrimination(grades, "grounded", "near_miss", "truthfulness", seed),
                       "changed": {kind: sum(p.changed == kind for p in misses)

@@ -167,12 +167,18 @@ def test_the_expected_time(tmp_path, client, kept, live, said):
     assert said in probe_pass.expected_time(client(), [REQUEST] * live, tmp_path)
 
 
+def long_towns(i: int) -> str:
+    """An article long enough that a probe's passage leaves some of it out."""
+    return f"Town {i} is a town. " + " ".join(f"Its street {n} is long." for n in range(12)) \
+        + f" Town {i} has {i + 2} bridges."
+
+
 def test_the_store_key_follows_the_judge_and_the_probes(tmp_path):
-    write_dataset(tmp_path / "data", 6)
+    write_dataset(tmp_path / "data", 6, content=long_towns)
     dataset = load_dataset_dir(tmp_path / "data")
 
-    def key(llm: LLMClient, k: int = 3, seed: int = 0) -> str:
-        made = probes.make_probes(dataset.questions, dataset.articles, k, seed)
+    def key(llm: LLMClient, k: int = 3, seed: int = 0, context: str = "passage") -> str:
+        made = probes.make_probes(dataset.questions, dataset.articles, k, seed, context)
         return probe_pass.store_key([probe_pass.first_request(llm, p, dataset.articles)
                                      for p in made])
 
@@ -180,6 +186,32 @@ def test_the_store_key_follows_the_judge_and_the_probes(tmp_path):
                                                                    "https://api.example/v1")}))
     other_url = LLMClient(LLMSettings(roles={"judge": RoleConfig("gpt-x", "https://b.example/v1")}))
     keys = [key(remote_client()), key(other_model), key(other_url), key(remote_client(), 4),
-            key(remote_client(), seed=1)]
+            key(remote_client(), seed=1), key(remote_client(), context="article")]
     assert len(set(keys)) == len(keys)
     assert key(remote_client()) == keys[0]
+
+
+def test_a_resume_probes_again_when_the_probe_context_changed(tmp_path, fake):
+    write_dataset(tmp_path / "data", 6, content=long_towns)
+    assert run(tmp_path, "a", "--no-cache") == 0
+    assert manifest(tmp_path, "a")["judge_probe"]["context"] == "passage"
+    assert probe_calls(fake) == 3
+    assert run(tmp_path, "a", "--no-cache") == 0  # the same probes: the manifest's verdict
+    assert probe_calls(fake) == 3
+    assert run(tmp_path, "a", "--no-cache", "--probe-context", "article") == 0
+    assert probe_calls(fake) == 6 and manifest(tmp_path, "a")["judge_probe"]["context"] == "article"
+
+
+def test_probe_judge_keeps_and_reads_the_judges_verdict_as_a_run_does(tmp_path, fake, capsys,
+                                                                     monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_dataset(tmp_path / "data", 6)
+    assert main(["probe-judge", "--dataset", "data", "--probe-k", "3"]) == 1  # ties: not informative
+    assert probe_calls(fake) == 3 and "cost: " in capsys.readouterr().out
+    (kept,) = (tmp_path / "results" / JUDGE_PROBES).glob("*.json")
+    assert main(["probe-judge", "--dataset", "data", "--probe-k", "3", "--no-cache"]) == 1
+    assert probe_calls(fake) == 3  # no call: the kept verdict
+    assert f"cost: none now, the verdict kept in {Path('results') / JUDGE_PROBES / kept.name}" \
+        in capsys.readouterr().out
+    assert run(tmp_path, "c", "--no-cache") == 0  # a run with the same judge reads it too
+    assert probe_calls(fake) == 3 and manifest(tmp_path, "c")["judge_probe"]["reused"]

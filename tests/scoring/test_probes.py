@@ -7,15 +7,18 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.config import LLMSettings, RoleConfig
 from freshrag.core.dataset import example_dir, load_dataset_dir
-from freshrag.core.types import Article, Grade
+from freshrag.core.types import Article, Grade, Question
 from freshrag.llm.client import LLMClient
 from freshrag.scoring.probes import (
     ABSTAIN,
+    CONTEXTS,
+    GAP,
     closest_sentences,
     discrimination,
     make_probes,
     most_distant_article,
     near_miss,
+    passage,
     probe_judge,
     sentences,
     verdict_lines,
@@ -202,3 +205,69 @@ def test_probe_judge_command_exits_by_the_verdict(monkeypatch, tmp_path, capsys,
         assert main(["probe-judge", "--probe-k", "4"]) == status
         assert server.calls == made  # the second time, every grade comes from the cache
     assert "sk-probe-key" not in out
+
+
+def test_a_passage_keeps_the_first_sentence_and_the_tested_ones_with_their_neighbours():
+    article = Article("Bridge", " ".join(f"Sentence {n} is here." for n in range(20)))
+    cut = passage(article, "What is sentence eleven?", "Sentence 10 is here. Sentence 11 is here.",
+                  around=2)
+    assert cut.title == "Bridge"
+    assert cut.content == (f"Sentence 0 is here. {GAP} "
+                           + " ".join(f"Sentence {n} is here." for n in range(8, 14)))
+    # Two tested sentences far apart keep a window each; one at the start needs no gap.
+    cut = passage(article, "?", "Sentence 1 is here. Sentence 17 is here.", around=1)
+    assert cut.content == (f"Sentence 0 is here. Sentence 1 is here. Sentence 2 is here. {GAP} "
+                           "Sentence 16 is here. Sentence 17 is here. Sentence 18 is here.")
+
+
+def test_a_passage_without_the_tested_sentences_centres_on_the_one_closest_to_the_question():
+    article = Article("Bridge", "The bridge is old. Cats sleep. Dogs bark. The spans are steel. "
+                                "Birds sing. Fish swim. Trees grow.")
+    cut = passage(article, "Of what are the spans?", "not in this article", around=1)
+    assert cut.content == f"The bridge is old. {GAP} Dogs bark. The spans are steel. Birds sing."
+
+
+def test_probes_are_graded_against_the_passage_they_test_unless_told_the_whole_article():
+    requests = {}
+    for context in CONTEXTS:
+        with FakeOpenAIServer(reply=discerning_judge) as server:
+            verdict = probe_judge(judge_client(server), EXAMPLE.questions, EXAMPLE.articles,
+                                  k=4, context=context)
+            requests[context] = [r["messages"][-1]["content"] for r in server.requests]
+        assert verdict["context"] == context and verdict["informative"] is True
+        assert verdict["near_miss"]["discrimination"] == 1.0  # the passage holds what changed
+        requests[context, "input"] = verdict["usage"]["input"]
+    made = make_probes(EXAMPLE.questions, EXAMPLE.articles, k=4)
+    for probe in made:
+        gold = EXAMPLE.articles[probe.question.gold_title]
+        (cut,) = probe.evidence
+        assert cut.content != gold.content and len(cut.content) < len(gold.content)
+        assert sentences(gold)[0] in cut.content
+        if probe.kind == "grounded":  # each of its sentences, with what lies between them
+            assert all(part in cut.content for part in sentences(Article("", probe.answer)))
+    assert any(gold.content in text for text in requests["article"]
+               for gold in EXAMPLE.articles.values())
+    assert not any(gold.content in text for text in requests["passage"]
+                   for gold in EXAMPLE.articles.values())
+    assert requests["passage", "input"] < requests["article", "input"]
+
+
+def test_a_multi_article_question_has_a_passage_of_each_gold_article():
+    first = Article("Bridge", "The Bridge spans the Oder. " + "Filler text here. " * 10
+                    + "It was designed by Ola Hansen.")
+    second = Article("Ola Hansen", "Ola Hansen is an architect. " + "Other words here. " * 10
+                     + "Hansen was born in 1961 in Bergen.")
+    other = Article("Cats", "Cats sleep a lot. Cats purr when content.")
+    question = Question("q1", "When was the designer of the Bridge born?", "Bridge",
+                        gold_titles=("Bridge", "Ola Hansen"), hops=2)
+    articles = {a.title: a for a in (first, second, other)}
+    (grounded, *_) = make_probes([question], articles, k=1)
+    assert [a.title for a in grounded.evidence] == ["Bridge", "Ola Hansen"]
+    assert all(len(cut.content) < len(whole.content)
+               for cut, whole in zip(grounded.evidence, (first, second)))
+    assert "born in 1961" in grounded.evidence[1].content
+
+
+def test_an_unknown_probe_context_is_refused_by_name():
+    with pytest.raises(ValueError, match="probe context: expected one of passage, article"):
+        make_probes(EXAMPLE.questions, EXAMPLE.articles, k=1, context="summary")
