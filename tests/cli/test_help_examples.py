@@ -2,40 +2,60 @@
 harness/cli/commands/, read here, so a new command's examples are in scope by themselves) runs as
 written: in a temporary working directory holding the paths the examples name (the example
 dataset copied to datasets/recent and datasets/monthly), in the order a user would run them,
-with the fake OpenAI-compatible server standing in for the provider (its URL in place of
-https://api.openai.com/v1, and in FRESHRAG_BASE_URL for the commands that name none).
+with the fake OpenAI-compatible server standing in for every endpoint (its URL in place of
+https://api.openai.com/v1 and of `freshrag serve`'s, and in FRESHRAG_BASE_URL for the commands
+that name none; tests/support/workspace.py).
+
+What an example reads and no example before it wrote is made first, as a user would make it
+(BEFORE): by a command (two runs to compare, a build from a dump) or in the file's documented
+format. The examples share one working directory across the tests of this module; a test runs
+every example up to its own first, so any one of them runs alone.
 
 An example that needs what no unit test has (a wiki to sample, a Qdrant server, the embedded
-model in the foreground, files a user brings) is listed in PENDING with what it needs; the test
-fails on an example neither run nor listed."""
+model in the foreground) is listed in PENDING with what it needs; the test fails on an example
+neither run nor listed."""
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import importlib
-import os
+import io
+import json
 import pkgutil
-import shlex
-import shutil
+from functools import partial
 from pathlib import Path
+from typing import Callable
+
+import pytest
 
 import freshrag.cli.commands as commands
-from freshrag.cli.main import main
-from freshrag.core.dataset import example_dir
-from tests.support.fake_openai_server import FakeOpenAIServer
-from tests.support.fakes import scorers_reply
+from tests.support import workspace as user
+from tests.support.workspace import PROVIDER, SERVED, Workspace
 
-PROVIDER = "https://api.openai.com/v1"
+MIX = ("freshrag mix --dataset datasets/traffic --fresh 0.1 --control 0.6 --general 0.3 --n 100 "
+       "--out datasets/traffic-10pc")
+GATE = "freshrag gate results/main results/pr --rules gate.toml"
+HAND = (f"freshrag label --dataset datasets/recent --hand-labels my-labels.jsonl --base-url "
+        f"{PROVIDER} --model gpt-4o-mini")
 
 # In the order they run: each may use what the ones before it wrote. The value is the exit
-# status expected: probe-judge exits 1 when the judge fails its probes, as the fake one does.
+# status expected: probe-judge exits 1 when the judge fails its probes, as the fake one does,
+# and so does the gate, whose documented rules ask for a judge that passes them.
 RUN = {
     "freshrag systems": 0,
     "freshrag datasets datasets/": 0,
     "freshrag datasets datasets/monthly --format json": 0,
+    "freshrag build --dump enwiki-pages-meta-history1.xml.bz2 --cutoff-model gpt-4-0613 "
+    "--out datasets/gpt4": 0,
     "freshrag index --articles datasets/recent/articles.jsonl": 0,
     "freshrag label --dataset datasets/recent": 0,
+    HAND: 0,
     "freshrag scan-retrieval --dataset datasets/recent --k 5 --weights 0,0.2,1": 0,
+    "freshrag needs --queries queries.jsonl --out needs.txt": 0,
+    MIX: 0,
     "freshrag run --limit 3 --systems baseline,naive   # the example dataset, no key": 0,
+    f"freshrag run --base-url {SERVED} --model smollm2-135m-instruct --out results/served": 0,
     f"freshrag run --dataset datasets/recent --base-url {PROVIDER} --model gpt-4o-mini "
     "--model-role judge=gpt-4o --dry-run": 0,
     "freshrag run --dataset datasets/recent --systems baseline --model gpt-4o-mini "
@@ -50,6 +70,64 @@ RUN = {
     "freshrag probe-judge --dataset datasets/recent": 1,
     f"freshrag probe-judge --dataset datasets/recent --base-url {PROVIDER} "
     "--model-role judge=gpt-4o": 1,
+    f"freshrag run --dataset datasets/recent --base-url {PROVIDER} --model gpt-4o-mini": 0,
+    "freshrag score results/recent --scorers faithfulness,abstention": 0,
+    f"freshrag score results/recent --scorers judge --repeats 3 --base-url {PROVIDER} "
+    "--model-role judge=gpt-4o --model-role scorer=gpt-4o": 0,
+    "freshrag agreement results/recent results/recent --repeat-a 0 --repeat-b 1": 0,
+    "freshrag report results/recent --html report.html": 0,
+    "freshrag report results/recent --html label.html --label --label-sample 150": 0,
+    "freshrag agreement --human ana.jsonl ben.jsonl results/recent": 0,
+    "freshrag agreement results/judge-gpt-4o results/judge-mini": 0,
+    "freshrag export results/agents --format ragas --out agents-ragas.jsonl": 0,
+    "freshrag export results/gpt-4o results/mini --format jsonl --systems naive,react "
+    "--out answers.jsonl": 0,
+    "freshrag report results/gpt-4o results/mini --by label --format csv": 0,
+    GATE: 1,
+    f"{GATE} --markdown gate.md --junit gate.xml": 1,
+    "freshrag import my-answers.jsonl --system mine --dataset datasets/recent "
+    "--out results/mine-imported": 0,
+    f"freshrag import ragas.csv --system ragas --dataset datasets/recent --base-url {PROVIDER} "
+    "--model-role judge=gpt-4o --out results/ragas": 0,
+    "freshrag import-legacy A_f_naive.pkl --dataset data/A_f --system naive --out results/paper":
+        0,
+    "freshrag import-legacy A_f_naive.pkl --dataset-name A_f --system naive "
+    "--out results/paper": 0,
+}
+
+Step = str | Callable[[], None]  # a command a user runs first, or a file made
+RUN_ON = "freshrag run --dataset datasets/recent"
+BEFORE: dict[str, tuple[Step, ...]] = {
+    "freshrag build --dump enwiki-pages-meta-history1.xml.bz2 --cutoff-model gpt-4-0613 "
+    "--out datasets/gpt4": (partial(user.example_dump, "enwiki-pages-meta-history1.xml.bz2"),),
+    HAND: (partial(user.hand_labels, "my-labels.jsonl", "datasets/recent"),),
+    "freshrag needs --queries queries.jsonl --out needs.txt": (
+        partial(user.query_log, "queries.jsonl"),),
+    MIX: (partial(user.released_dump, "traffic-wiki.xml.bz2", fresh=12, old=64),
+          "freshrag build --dump traffic-wiki.xml.bz2 --cutoff-model gpt-4-0613 --control 60 "
+          "--general 30 --out datasets/traffic"),
+    "freshrag agreement --human ana.jsonl ben.jsonl results/recent": (
+        partial(user.people_labels, "label.html", "ana.jsonl", "ana", first=30),
+        partial(user.people_labels, "label.html", "ben.jsonl", "ben", first=20)),
+    "freshrag agreement results/judge-gpt-4o results/judge-mini": (
+        f"{RUN_ON} --systems baseline --model-role judge=gpt-4o --out results/judge-gpt-4o",
+        f"{RUN_ON} --systems baseline --model-role judge=gpt-4o-mini --out results/judge-mini"),
+    "freshrag export results/agents --format ragas --out agents-ragas.jsonl": (
+        f"{RUN_ON} --systems react --out results/agents",),
+    "freshrag export results/gpt-4o results/mini --format jsonl --systems naive,react "
+    "--out answers.jsonl": (f"{RUN_ON} --systems naive,react --model gpt-4o --out results/gpt-4o",
+                            f"{RUN_ON} --systems naive,react --out results/mini"),
+    # seed 3: the fake judge grades 4 (a correct answer), so tokens per correct answer are known
+    GATE: (partial(user.gate_rules, "gate.toml"),
+           f"{RUN_ON} --systems naive --seed 3 --out results/main",
+           f"{RUN_ON} --systems naive --seed 3 --top-k 3 --out results/pr"),
+    "freshrag import my-answers.jsonl --system mine --dataset datasets/recent "
+    "--out results/mine-imported": (
+        partial(user.answers_jsonl, "my-answers.jsonl", "datasets/recent"),),
+    f"freshrag import ragas.csv --system ragas --dataset datasets/recent --base-url {PROVIDER} "
+    "--model-role judge=gpt-4o --out results/ragas": (partial(user.ragas_csv, "ragas.csv", "datasets/recent"),),
+    "freshrag import-legacy A_f_naive.pkl --dataset data/A_f --system naive --out results/paper":
+        (partial(user.paper_set, "data/A_f"), partial(user.paper_run, "A_f_naive.pkl")),
 }
 
 WIKI = "a wiki's api.php to sample (en.wikipedia.org is out of reach of a unit test)"
@@ -59,48 +137,12 @@ PENDING = {
     "freshrag build --created 2024-01:2025-06 --per-month 20 --out datasets/monthly": WIKI,
     "freshrag build --since datasets/monthly": WIKI,
     "freshrag build --needs needs.txt --cutoff 2024-06-30 --n 50 --out datasets/needs": WIKI,
-    "freshrag build --dump enwiki-pages-meta-history1.xml.bz2 --cutoff-model gpt-4-0613 "
-    "--out datasets/gpt4": "a dump file of that name",
     "freshrag index --articles articles.jsonl --qdrant-url http://localhost:6333":
         "a Qdrant server",
     "freshrag serve --port 8080": "the embedded model, in the foreground until stopped",
-    "freshrag run --base-url http://127.0.0.1:8080/v1 --model smollm2-135m-instruct":
-        "freshrag serve running",
-    "freshrag demo": "its own run directory, results/demo (tests/cli/test_demo.py)",
-    "freshrag demo --full --out results/demo-full": "the whole example corpus",
-    "freshrag agreement results/judge-gpt-4o results/judge-mini": "two runs of those names",
-    "freshrag agreement results/recent results/recent --repeat-a 0 --repeat-b 1":
-        "a run with repeats",
-    "freshrag agreement --human ana.jsonl ben.jsonl results/recent": "two labels files",
-    "freshrag export results/agents --format ragas --out agents-ragas.jsonl": "an agents run",
-    "freshrag export results/gpt-4o results/mini --format jsonl --systems naive,react "
-    "--out answers.jsonl": "two runs of those names",
-    "freshrag gate results/main results/pr --rules gate.toml": "two runs and a rules file",
-    "freshrag gate results/main results/pr --rules gate.toml --markdown gate.md "
-    "--junit gate.xml": "two runs and a rules file",
-    "freshrag import my-answers.jsonl --system mine --dataset datasets/recent":
-        "an answers file",
-    f"freshrag import ragas.csv --system ragas --dataset datasets/recent --base-url {PROVIDER} "
-    "--model-role judge=gpt-4o": "an answers file",
-    "freshrag import-legacy A_f_naive.pkl --dataset data/A_f --system naive --out results/paper":
-        "the paper's pickle",
-    "freshrag import-legacy A_f_naive.pkl --dataset-name A_f --system naive "
-    "--out results/paper": "the paper's pickle",
-    f"freshrag label --dataset datasets/recent --hand-labels my-labels.jsonl --base-url "
-    f"{PROVIDER} --model gpt-4o-mini": "a hand labels file",
-    "freshrag mix --dataset datasets/traffic --fresh 0.1 --control 0.6 --general 0.3 --n 100 "
-    "--out datasets/traffic-10pc": "a dataset built with traffic",
-    "freshrag needs --queries queries.jsonl --out needs.txt": "a log of queries",
-    "freshrag report results/recent --html report.html": "a run in results/recent",
-    "freshrag report results/gpt-4o results/mini --by label --format csv":
-        "two runs of those names",
-    "freshrag report results/recent --html label.html --label --label-sample 150":
-        "a run in results/recent",
-    f"freshrag run --dataset datasets/recent --base-url {PROVIDER} --model gpt-4o-mini":
-        "the whole dataset answered (a minute on the fake server)",
-    "freshrag score results/recent --scorers faithfulness,abstention": "a run in results/recent",
-    f"freshrag score results/recent --scorers judge --repeats 3 --base-url {PROVIDER} "
-    "--model-role judge=gpt-4o --model-role scorer=gpt-4o": "a run in results/recent",
+    "freshrag demo": "the embedded model (tests/cli/test_demo.py and the clean-room install)",
+    "freshrag demo --full --out results/demo-full": "the embedded model, on the whole example "
+                                                   "corpus (tests/cli/test_demo.py)",
 }
 SHELL = {"export FRESHRAG_API_KEY=sk-..."}  # a line for the shell, not a command
 
@@ -119,28 +161,118 @@ def test_every_help_example_is_run_or_says_what_it_needs():
     assert sorted(examples - set(RUN) - set(PENDING)) == []  # a new example: run it here
     assert sorted((set(RUN) | set(PENDING)) - examples) == []  # an example gone or changed
     assert not set(RUN) & set(PENDING)
+    assert set(BEFORE) <= set(RUN)
 
 
-def test_the_help_examples_run_as_written(tmp_path, monkeypatch, capsys):
-    for name in [name for name in os.environ if name.startswith("FRESHRAG_")]:
-        monkeypatch.delenv(name)
-    for name in ("recent", "monthly"):
-        shutil.copytree(example_dir(), tmp_path / "datasets" / name)
-    monkeypatch.chdir(tmp_path)
-    with FakeOpenAIServer(reply=scorers_reply) as server:
-        for variable, value in (("BASE_URL", server.base_url), ("API_KEY", "sk-example"),
-                                ("MODEL", "gpt-4o-mini"), ("EMBEDDINGS_MODEL", "fake-embed")):
-            monkeypatch.setenv(f"FRESHRAG_{variable}", value)
-        for line, status in RUN.items():
-            argv = shlex.split(line.replace(PROVIDER, server.base_url), comments=True)
-            assert argv[0] == "freshrag"
-            assert main(argv[1:]) == status, (line, capsys.readouterr().err[-2000:])
-    assert (tmp_path / "datasets" / "recent-fresh" / "questions.jsonl").is_file()
-    assert (tmp_path / "results" / "mini-cutoff" / "cutoff.png").is_file()
-    assert server.requests and server.embedding_requests
+class Examples:
+    """The examples run in order, each once, in one working directory; what each printed."""
+
+    def __init__(self, work: Workspace):
+        self.work, self.done = work, 0
+        self.printed: dict[str, str] = {}
+
+    def through(self, last: str) -> Path:
+        """Run every example up to `last`, with what each needs first; the working directory."""
+        lines = list(RUN)
+        for line in lines[self.done:lines.index(last) + 1]:
+            for step in BEFORE.get(line, ()):
+                if callable(step):
+                    step()
+                else:
+                    assert self.command(step) == 0, (step, self.printed[step][-3000:])
+            assert self.command(line) == RUN[line], (line, self.printed[line][-3000:])
+            self.done += 1
+        return self.work.root
+
+    def command(self, line: str) -> int:
+        printed = io.StringIO()
+        with contextlib.redirect_stderr(printed), contextlib.redirect_stdout(printed):
+            status = self.work.run(line)
+        self.printed[line] = printed.getvalue()
+        return status
+
+
+@pytest.fixture(scope="module")
+def examples(tmp_path_factory):
+    root = tmp_path_factory.mktemp("user")
+    with user.workspace(root) as work:
+        for name in ("recent", "monthly"):
+            user.copy_example(f"datasets/{name}")
+        yield Examples(work)
+
+
+def rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def test_the_datasets_are_built_labelled_and_mixed(examples):
+    root = examples.through(MIX)
+    built = rows(root / "datasets" / "gpt4" / "questions.jsonl")
+    fresh = {row["title"] for row in rows(root / "datasets" / "recent" / "articles.jsonl")
+             if row["created"] > "2021-09-30"}  # GPT-4-0613's cutoff
+    assert built and {row["title"] for row in built} <= fresh
+    assert all(row["label"] for row in rows(root / "datasets" / "recent" / "questions.jsonl"))
+    assert "kappa" in examples.printed[HAND]  # the labeller against the hand labels
+    assert (root / "needs.txt").read_text(encoding="utf-8").strip()
+    mixed = rows(root / "datasets" / "traffic-10pc" / "questions.jsonl")
+    assert sorted(row["kind"] for row in mixed) == ["control"] * 60 + ["fresh"] * 10 + \
+        ["general"] * 30
+
+
+def test_the_runs_filter_and_cutoff(examples):
+    root = examples.through(f"freshrag probe-judge --dataset datasets/recent --base-url "
+                            f"{PROVIDER} --model-role judge=gpt-4o")
+    assert len(rows(root / "results" / "served" / "samples.jsonl")) == 4 * 40
+    assert (root / "datasets" / "recent-fresh" / "questions.jsonl").is_file()
+    assert (root / "results" / "mini-cutoff" / "cutoff.png").is_file()
+    assert examples.work.server.requests and examples.work.server.embedding_requests
     # the public API reads what the examples wrote, named as a user types it
     import freshrag
 
-    rows = freshrag.load_runs("results/known")
-    assert len(rows) == 40 and rows == freshrag.load_runs([Path("results/known")]) \
+    known = freshrag.load_runs("results/known")
+    assert len(known) == 40 and known == freshrag.load_runs([Path("results/known")]) \
         == freshrag.load_runs(["results/known"])
+
+
+def test_a_run_is_scored_reported_labelled_and_agreed_on(examples):
+    root = examples.through("freshrag agreement --human ana.jsonl ben.jsonl results/recent")
+    repeats = json.loads((root / "results" / "agreement-recent-vs-recent" / "agreement.json")
+                         .read_text(encoding="utf-8"))
+    assert repeats["pairs"]["compared"] == 4 * 40
+    for page in ("report.html", "label.html"):
+        assert (root / page).is_file()
+    human = json.loads((root / "results" / "agreement-human-recent" / "agreement.json")
+                       .read_text(encoding="utf-8"))
+    assert human["labels"] and not human["notes"]  # every label named an answer of the run
+
+
+def test_runs_are_compared_exported_and_gated(examples):
+    root = examples.through(f"{GATE} --markdown gate.md --junit gate.xml")
+    assert (root / "results" / "agreement-judge-gpt-4o-vs-judge-mini" / "agreement.json").is_file()
+    samples = rows(root / "agents-ragas.jsonl")  # react searched once, then answered
+    assert len(samples) == 40 and all(
+        [m["type"] for m in s["user_input"]] == ["human", "ai", "tool", "ai"] for s in samples)
+    assert {row["system"] for row in rows(root / "answers.jsonl")} == {"naive", "react"}
+    assert len(list(csv.DictReader(io.StringIO(examples.printed[
+        "freshrag report results/gpt-4o results/mini --by label --format csv"])))) > 0
+    verdicts = [line.rsplit("|", 2)[1].strip() for line in
+                (root / "gate.md").read_text(encoding="utf-8").splitlines()
+                if line.startswith("| ") and line.endswith(("| pass |", "| **FAIL** |"))]
+    assert verdicts == ["pass", "pass", "**FAIL**", "pass"]  # the fake judge fails its probes
+    assert (root / "gate.xml").is_file()
+
+
+def test_answers_made_elsewhere_are_imported(examples):
+    root = examples.through(f"freshrag import ragas.csv --system ragas --dataset "
+                            f"datasets/recent --base-url {PROVIDER} --model-role judge=gpt-4o "
+                            "--out results/ragas")
+    mine = rows(root / "results" / "mine-imported" / "samples.jsonl")
+    assert len(mine) == 40 and all(row["usage"]["answer"]["input"] == 300 for row in mine)
+    ragas = rows(root / "results" / "ragas" / "samples.jsonl")
+    assert len(ragas) == 40 and all("faithfulness" in row["details"]["ragas_scores"]
+                                    for row in ragas)
+    paper = root / "results" / "paper" / "samples.jsonl"
+    examples.through(list(RUN)[-2])
+    assert [row["question_id"].startswith("A_f/legacy-") for row in rows(paper)] == [False] * 12
+    examples.through(list(RUN)[-1])  # the same file again, by name alone: its rows replaced
+    assert [row["question_id"].startswith("A_f/legacy-") for row in rows(paper)] == [True] * 12

@@ -19,9 +19,10 @@ HELP = "judge answers made elsewhere (JSONL or CSV) as a run"
 DESCRIPTION = ("The answers file's rows become the answers of a system named --system for the "
                "dataset's questions, in a run directory the judge grades and `freshrag report` "
                "reads like any run: the same as `freshrag run --systems NAME=ANSWERS`.")
-EXAMPLES = ("freshrag import my-answers.jsonl --system mine --dataset datasets/recent",
+EXAMPLES = ("freshrag import my-answers.jsonl --system mine --dataset datasets/recent "
+            "--out results/mine-imported",
             "freshrag import ragas.csv --system ragas --dataset datasets/recent "
-            "--base-url https://api.openai.com/v1 --model-role judge=gpt-4o")
+            "--base-url https://api.openai.com/v1 --model-role judge=gpt-4o --out results/ragas")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

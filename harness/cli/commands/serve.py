@@ -14,7 +14,8 @@ DESCRIPTION = ("Starts the embedded server every role uses by default and keeps 
                "Ctrl-C, so that several freshrag commands (or other tools) share one loaded "
                "model: point them at it with --base-url or FRESHRAG_BASE_URL.")
 EXAMPLES = ("freshrag serve --port 8080",
-            "freshrag run --base-url http://127.0.0.1:8080/v1 --model smollm2-135m-instruct")
+            "freshrag run --base-url http://127.0.0.1:8080/v1 --model smollm2-135m-instruct "
+            "--out results/served")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
