@@ -1,6 +1,7 @@
 """`freshrag probe-judge`: check that the judge tells right from wrong, by grading answers made
 from the dataset (grounded, wrong, abstaining); exit 1 if it does not (docs/scoring.md). The
-probes are harness/scoring/probes.py."""
+probes are harness/scoring/probes.py; the verdict is the judge's, kept and read as a run keeps
+and reads it (harness/run/probe_pass.py, docs/running.md#judge-probes)."""
 
 from __future__ import annotations
 
@@ -44,21 +45,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> int:
     from freshrag.cli.common import CACHE_FILE, dataset, llm_client, load_settings, print_roles
     from freshrag.reporting import report
+    from freshrag.run.probe_pass import probe_run
     from freshrag.scoring import probes
 
     data = dataset(args)
     settings = load_settings(args)
     print_roles(settings, ("judge",))
-    cache = None if args.no_cache else Path("results") / CACHE_FILE
-    with llm_client(settings, cache, args.seed, roles=("judge",)) as llm:
-        probe = probes.probe_judge(llm, data.questions, data.articles, k=args.probe_k,
-                                   seed=args.probe_seed, threshold=args.probe_threshold,
-                                   concurrency=args.concurrency)
+    results = Path("results")  # the verdict is kept beside the response cache, as a run keeps it
+    probing = probes.ProbeSettings(args.probe_k, args.probe_seed, args.probe_threshold,
+                                   args.probe_context)
+    with llm_client(settings, None if args.no_cache else results / CACHE_FILE, args.seed,
+                    roles=("judge",)) as llm:
+        probe = probe_run(llm, data, probing, args.probe_k, results, args.concurrency)
+    if probe.get("unavailable"):
+        print("\n".join(probes.verdict_lines(probe)))
+        return 1
     for name, field in probe["fields"].items():
         print(f"{name}: {report.format_value(field['discrimination'])} "
               f"{report.format_value(field['interval'])} over {field['pairs']} probe pairs "
               f"({field.get('compared', '')})")
-    print(f"cost: {probe['calls']} judge calls ({probe['cache_hits']} from the cache), "
+    print(f"cost: none now, the verdict kept in {probe['reused']}" if probe.get("reused") else
+          f"cost: {probe['calls']} judge calls ({probe['cache_hits']} from the cache), "
           f"{probe['usage']['input']:,} input and {probe['usage']['output']:,} output tokens, "
           f"{probe['seconds']} s")
     print("\n".join(probes.verdict_lines(probe)))

@@ -167,7 +167,7 @@ def run_options(args: argparse.Namespace, out: Path) -> RunOptions:
         epochs=args.epochs,
         token_budget=args.token_budget or None,
         probe=None if args.no_probe else probes.ProbeSettings(
-            args.probe_k, args.probe_seed, args.probe_threshold),
+            args.probe_k, args.probe_seed, args.probe_threshold, args.probe_context),
         index=index_config(args, out.parent) if hasattr(args, "top_k") else None,
         max_cost=args.max_cost, batch=args.batch, batch_poll=args.batch_poll, config=args.config)
 
