@@ -17,6 +17,7 @@ neither run nor listed."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import csv
 import importlib
@@ -30,11 +31,14 @@ from typing import Callable
 import pytest
 
 import freshrag.cli.commands as commands
+from freshrag.cli.main import parser
+from freshrag.core.dataset import example_dir, load_dataset_dir
 from tests.support import workspace as user
 from tests.support.workspace import PROVIDER, SERVED, Workspace
 
 MIX = ("freshrag mix --dataset datasets/traffic --fresh 0.1 --control 0.6 --general 0.3 --n 100 "
        "--out datasets/traffic-10pc")
+EXAMPLE_SET = "freshrag datasets   # the example dataset, and its folder"
 GATE = "freshrag gate results/main results/pr --rules gate.toml"
 HAND = (f"freshrag label --dataset datasets/recent --hand-labels my-labels.jsonl --base-url "
         f"{PROVIDER} --model gpt-4o-mini")
@@ -46,6 +50,7 @@ RUN = {
     "freshrag systems": 0,
     "freshrag datasets datasets/": 0,
     "freshrag datasets datasets/monthly --format json": 0,
+    EXAMPLE_SET: 0,
     "freshrag build --dump enwiki-pages-meta-history1.xml.bz2 --cutoff-model gpt-4-0613 "
     "--out datasets/gpt4": 0,
     "freshrag index --articles datasets/recent/articles.jsonl": 0,
@@ -162,6 +167,21 @@ def test_every_help_example_is_run_or_says_what_it_needs():
     assert sorted((set(RUN) | set(PENDING)) - examples) == []  # an example gone or changed
     assert not set(RUN) & set(PENDING)
     assert set(BEFORE) <= set(RUN)
+
+
+def test_the_help_says_which_dataset_is_the_default_and_where_it_is(examples):
+    """Each command whose --dataset defaults to the example dataset says how large it is and
+    how to find its folder, which `freshrag datasets` then prints."""
+    [sub] = [a for a in parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    questions = len(load_dataset_dir(example_dir()).questions)
+    said = f"(default: the example dataset shipped with freshrag, {questions} questions on " \
+           "invented articles; `freshrag datasets` prints its folder)"
+    defaulting = {name for name, command in sub.choices.items()
+                  if said in " ".join(command.format_help().split())}
+    assert defaulting == {"run", "cutoff", "import", "probe-judge", "scan-retrieval"}
+    examples.through(EXAMPLE_SET)
+    assert examples.printed[EXAMPLE_SET].startswith(
+        f"the example dataset shipped with freshrag: {example_dir()}\n")
 
 
 class Examples:

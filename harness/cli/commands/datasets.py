@@ -4,6 +4,7 @@ counts and creation-date range, in lineage order (docs/living.md)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from freshrag.cli.options import add_command
@@ -18,13 +19,16 @@ DESCRIPTION = ("Finds every dataset directory (one holding questions.jsonl and a
                "`freshrag build --since` made from it. A set built before versions existed "
                "shows no version.")
 EXAMPLES = ("freshrag datasets datasets/",
-            "freshrag datasets datasets/monthly --format json")
+            "freshrag datasets datasets/monthly --format json",
+            "freshrag datasets   # the example dataset, and its folder")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "datasets", HELP, DESCRIPTION, EXAMPLES)
     p.add_argument_group("inputs").add_argument(
-        "path", type=Path, metavar="PATH", help="a dataset directory or a folder holding some")
+        "path", type=Path, metavar="PATH", nargs="?",
+        help="a dataset directory or a folder holding some (default: the example dataset "
+             "shipped with freshrag, whose folder is printed first: on stderr with JSON)")
     p.add_argument_group("output").add_argument(
         "--format", choices=("markdown", "json"), default="markdown",
         help="a table to read, or JSON for scripts (default: %(default)s)")
@@ -37,6 +41,12 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.builders.versions import find_datasets
     from freshrag.reporting.report import markdown_table
 
+    if args.path is None:  # the commands' default dataset: say where it is, to read or copy
+        from freshrag.core.dataset import example_dir
+
+        args.path = example_dir()
+        print(f"the example dataset shipped with freshrag: {args.path}",
+              file=sys.stderr if args.format == "json" else sys.stdout)
     rows = find_datasets(args.path)
     if args.format == "json":
         print(json.dumps(rows, indent=2, ensure_ascii=False))
