@@ -10,16 +10,23 @@ their 95% bootstrap intervals (core/stats.py): `judge_flips`, the questions whos
 grade differs between epochs; `answer_changed`, those whose answer text differs; and
 `flips_same_answer`, the flips among the questions whose answer stayed the same, which only the
 judge can have made.
+
+`freshrag run`'s closing summary prints the same section (`section`), and the commands that read
+the first epoch alone (export, score, gate, agreement) say so in one line (`first_epoch_note`)
+when a run of theirs holds more, found by `highest_epoch` without reading the rows.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import defaultdict
-from typing import Any
+from pathlib import Path
+from typing import Any, Sequence, cast
 
+from freshrag.core.jsonl import loads
 from freshrag.core.records import SampleRow
-from freshrag.core.samples import epoch_of, judge_scores
+from freshrag.core.samples import SAMPLES, epoch_of, judge_scores, sample_problem
 from freshrag.core.stats import bootstrap_interval, mean
 from freshrag.reporting.identity import group_rows
 from freshrag.reporting.report import columns_for, markdown_table
@@ -32,6 +39,8 @@ COLUMNS = ("dataset", "system", "questions", "epochs", "truthfulness", "relevanc
            "sd_truthfulness", "sd_relevance", "judge_flips", "answer_changed", "flips_same_answer",
            "models")
 FIELDS = ("truthfulness", "relevance")
+# An `epoch` key in a row's line: JSON escapes a quote inside a string, so only a key matches
+EPOCH_KEY = re.compile(rb'"epoch"\s*:\s*(\d{1,3})\b')
 
 
 def first_epoch(rows: list[SampleRow]) -> list[SampleRow]:
@@ -89,3 +98,48 @@ def render(details: dict[str, Any]) -> str:
     if not table:
         return ""
     return f"### {TITLE}\n\n" + markdown_table(table, columns_for(COLUMNS, table))
+
+
+def section(rows: list[SampleRow], seed: int = 0) -> str:
+    """The section as markdown from rows of every epoch (`freshrag run`'s closing summary), ""
+    when no question was asked twice."""
+    return render({KEY: epoch_table(rows, seed)})
+
+
+def highest_epoch(run_dir: Path) -> int:
+    """The highest epoch among the rows of `run_dir` (1: a run of one epoch, whose rows name
+    none), without reading the rows: a line is parsed only when it names an epoch above the
+    highest so far, to check that the epoch is the row's own field."""
+    highest = 1
+    path = Path(run_dir) / SAMPLES
+    if not path.is_file():
+        return highest
+    with path.open("rb") as lines:
+        for line in lines:
+            named = [int(found) for found in EPOCH_KEY.findall(line)]
+            if named and max(named) > highest:
+                highest = max(highest, _row_epoch(line))
+    return highest
+
+
+def _row_epoch(line: bytes) -> int:
+    """The epoch of the row on `line`, 1 when it has none or is no row the readers keep."""
+    try:
+        row = loads(line)
+    except (ValueError, RecursionError):
+        return 1
+    if not isinstance(row, dict) or sample_problem(row) is not None:
+        return 1  # skipped by the readers (core/samples.py read_samples)
+    return epoch_of(cast(SampleRow, row))
+
+
+def first_epoch_note(run_dirs: Sequence[Path], reads: str) -> str | None:
+    """One line saying that `reads` (e.g. "export writes the answers of") the first epoch only,
+    when a run of `run_dirs` holds more (docs/running.md#epochs); None when none does."""
+    several = {str(run_dir): epochs for run_dir in dict.fromkeys(run_dirs)
+               if (epochs := highest_epoch(run_dir)) > 1}
+    if not several:
+        return None
+    held = ", ".join(f"{name} holds {epochs}" for name, epochs in several.items())
+    return (f"note: {held} epochs (--epochs); {reads} epoch 1 only, as every table of the "
+            f"report does (`freshrag report` shows the spread across epochs)")

@@ -56,6 +56,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from freshrag.reporting.epochs import first_epoch_note
+
     if args.human:
         document, out, markdown = _human(args)
     else:
@@ -65,7 +67,9 @@ def handle(args: argparse.Namespace) -> int:
                                           repeats=(args.repeat_a, args.repeat_b))
         out = args.out or agreement.default_out(args.run_a, args.run_b)
         markdown = agreement.render(document)
-    _print(document, agreement.write_agreement(out, document), markdown, args.format)
+    runs = [Path(run) for run in (document.get("run"), args.run_a, args.run_b) if run]
+    note = first_epoch_note(runs, "agreement pairs the grades of")
+    _print(document, agreement.write_agreement(out, document), markdown, args.format, note)
     return 0
 
 
@@ -93,11 +97,15 @@ def _human(args: argparse.Namespace) -> tuple[dict[str, Any], Path, str]:
     return document, args.out or Path("results") / name, human.render(document)
 
 
-def _print(document: dict[str, Any], path: Path, markdown: str, fmt: str) -> None:
+def _print(document: dict[str, Any], path: Path, markdown: str, fmt: str,
+           note: str | None) -> None:
     import sys
 
     from freshrag.core.files import dumps
 
     print(markdown if fmt == "markdown" else dumps(document, indent=2))
     # stderr when stdout carries JSON, so that output stays parseable
-    print(f"\n{path} written", file=sys.stdout if fmt == "markdown" else sys.stderr)
+    notes = sys.stdout if fmt == "markdown" else sys.stderr
+    if note:
+        print("\n" + note, file=notes)
+    print(f"\n{path} written", file=notes)

@@ -54,6 +54,7 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.core.jsonl import ResultsError, replace_jsonl
     from freshrag.core.samples import SAMPLES
     from freshrag.reporting import export
+    from freshrag.reporting.epochs import first_epoch_note
     from freshrag.reporting.report import load_runs
 
     for run_dir in args.run_dirs:  # before anything is read or written
@@ -71,4 +72,6 @@ def handle(args: argparse.Namespace) -> int:
     what = "Ragas multi-turn samples" if args.format == "ragas" else "flat records"
     print(f"{args.out}: {written} {what} ({len({row['system'] for row in kept})} systems"
           f"{f'; {left} failed pair(s) left out, having no answer' if left else ''})")
+    if note := first_epoch_note(args.run_dirs, "export writes the answers of"):
+        print(note)
     return 0

@@ -52,6 +52,7 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.cli.common import default_config
     from freshrag.cli.options import UsageError
     from freshrag.reporting import gate, gate_report
+    from freshrag.reporting.epochs import first_epoch_note
     from freshrag.reporting.gate_rules import read_rules
     from freshrag.reporting.prices import price_table
 
@@ -67,6 +68,8 @@ def handle(args: argparse.Namespace) -> int:
     result = gate.gate(args.baseline, args.candidate, rules, price_table(config),
                        correct_at=args.correct_at)
     print(gate_report.markdown(result), end="")
+    if note := first_epoch_note([args.baseline, args.candidate], "the gate pairs the answers of"):
+        print(note, file=sys.stderr)  # stdout is the summary alone
     for path in gate_report.write(result, args.markdown, args.junit):
         print(f"{path} written", file=sys.stderr)  # stdout is the summary alone
     return 0 if result.passed else 1

@@ -177,7 +177,7 @@ def _summarise(out: Path, rows: list[SampleRow], capped: Exception | None,
     """The run's tables (systems in the order --systems gave them) and notes; exit 3 when
     capped, 1 when a pair failed."""
     from freshrag.cli.common import print_unscored
-    from freshrag.reporting import report
+    from freshrag.reporting import epochs, report
     from freshrag.reporting.freshness import known_without_retrieval
     from freshrag.reporting.judge_check import judge_checks
     from freshrag.systems.external.reply import unread_lines
@@ -189,6 +189,10 @@ def _summarise(out: Path, rows: list[SampleRow], capped: Exception | None,
     print_unscored(rows)
     if unread := unread_lines(rows):  # what a service replied that no path of it read
         print("\n" + "\n".join(unread))
+    # `rows` are the first epoch's; the spread needs every epoch's, read again only if there are
+    if epochs.highest_epoch(out) > 1 and (spread := epochs.section(
+            report.load_runs(out, light=True, every_epoch=True))):
+        print("\n" + spread)
     print("\n" + "\n".join(judge_checks([out], rows)["lines"]))
     print(f"\nrun written to {out}/ ({SAMPLES}, {MANIFEST}, {SUMMARY}, and the whole table in "
           f"{SUMMARY_MD})")

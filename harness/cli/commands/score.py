@@ -63,6 +63,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> int:
     from freshrag.cli.common import CACHE_FILE, check_batch, default_config, load_settings
     from freshrag.reporting import scorers as scorer_report
+    from freshrag.reporting.epochs import first_epoch_note
     from freshrag.reporting.prices import price_table
     from freshrag.run import dry_run
     from freshrag.scoring import scorepass
@@ -72,6 +73,8 @@ def handle(args: argparse.Namespace) -> int:
     problem = scorepass.missing_inputs(rows, names, articles)
     if problem:
         raise UsageError(f"{args.run_dir}: {problem}")
+    if note := first_epoch_note([args.run_dir], "the scorers score the answers of"):
+        print(note)
     settings = load_settings(args)
     cache = None if args.no_cache else args.run_dir.parent / CACHE_FILE
     prices = price_table(args.config or default_config()) if args.dry_run or args.max_cost else {}
