@@ -6,13 +6,14 @@ FRESHRAG_BASE_URL, for the commands that name none, as a user's environment woul
 
 The files a user brings are made here in their documented formats, each from what the commands
 before it wrote where a user would take it from there: an answers file and a Ragas result
-(docs/own-system.md#answers-made-elsewhere), hand labels (`{id, label}`), people's labels saved
+(docs/own-system.md#answers-made-elsewhere) in JSON Lines and CSV, hand labels (`{id, label}`), people's labels saved
 from the labelling page (docs/human-labels.md), a query log (docs/needs.md), a gate's rules
 (docs/ci.md), the paper's released A_f set and one of its runs, and wiki dumps for the builds."""
 
 from __future__ import annotations
 
 import contextlib
+import csv
 import html.parser
 import json
 import os
@@ -112,6 +113,16 @@ def answers_jsonl(path: str, dataset: str) -> None:
              "input_tokens": 300, "output_tokens": 20, "retrievals": 1}
             for q in questions_of(dataset)]
     Path(path).write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+
+def answers_csv(path: str, dataset: str) -> None:
+    """An answers file in CSV: each question by its text, an answer and what it retrieved."""
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["question", "answer", "contexts"])
+        writer.writerows([q.text, f"Their answer about {q.gold_title}.",
+                          json.dumps([f"{q.gold_title} is described here."])]
+                         for q in questions_of(dataset))
 
 
 def ragas_csv(path: str, dataset: str) -> None:
