@@ -101,7 +101,8 @@ def make_plan(dataset: Dataset, config: RunConfig, rows: list[SampleRow],
              for q in dataset.questions[:config.limit] for name in config.systems
              if (q.id, name, epoch) not in finished]
     scorers = tuple(name for name in config.scorers if name != "judge")
-    probe = probes.scaled(config.probe, len(dataset.questions[:config.limit]))  # a small run's
+    probe = probes.scaled(config.probe, len(dataset.questions[:config.limit]),  # a small run's
+                          len(config.systems))
     probed = kept_probe(dataset, probe, (manifest or {}).get("judge_probe"))
     first = [row for row in rows if epoch_of(row) == 1]
     return RunPlan(dataset, config, pairs, None if probed else probe, probed,

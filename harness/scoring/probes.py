@@ -43,6 +43,9 @@ from freshrag.llm.client import EndpointError, EndpointUnreachable
 from freshrag.scoring import judge
 
 PROBES = 12
+# A probe question is three or four judge calls, a pair two or more: one probe question for every
+# four pairs keeps a small run's probes at most half its pairs' calls (`scaled`).
+PAIRS_PER_PROBE = 4
 THRESHOLD = 0.7
 ABSTAIN = "I don't know."
 SENTENCES = 2  # sentences per made-up answer
@@ -185,12 +188,14 @@ class ProbeSettings:
     context: str = "passage"  # one of CONTEXTS
 
 
-def scaled(settings: ProbeSettings | None, questions: int) -> ProbeSettings | None:
-    """The probes of a run that answers `questions` questions: no more probe questions than it
-    answers, so that a small run is not mostly probes (docs/running.md#judge-probes)."""
-    if settings is None or questions >= settings.k:
+def scaled(settings: ProbeSettings | None, questions: int, systems: int = 1) -> ProbeSettings | None:
+    """The probes of a run of `questions` questions through `systems` systems: a probe question
+    for every PAIRS_PER_PROBE pairs at most (one at least), so that the probes' calls are at
+    most half the pairs' and a small run is not mostly probes (docs/running.md#judge-probes)."""
+    most = max(questions * systems // PAIRS_PER_PROBE, 1)
+    if settings is None or most >= settings.k:
         return settings
-    return replace(settings, k=max(questions, 1))
+    return replace(settings, k=most)
 
 
 def half_width(k: int) -> float:

@@ -42,12 +42,12 @@ def manifest(tmp_path: Path, out: str) -> dict:
 def test_a_second_run_directory_with_the_same_judge_asks_no_probe(tmp_path, fake, capsys):
     assert run(tmp_path, "a") == 0
     first = manifest(tmp_path, "a")["judge_probe"]
-    assert probe_calls(fake) == first["k"] == 3 and "reused" not in first
+    assert probe_calls(fake) == first["k"] == 1 and "reused" not in first  # 3 pairs: 1 question
     before = fake.calls
     # --no-cache: the response cache cannot answer them; the kept verdict does
     assert run(tmp_path, "b", "--no-cache", "--probe-threshold", "0.4") == 0
     assert fake.calls - before == 6  # 3 answers and their 3 grades, no probe
-    assert probe_calls(fake) == 3
+    assert probe_calls(fake) == 1
     second = manifest(tmp_path, "b")["judge_probe"]
     kept = Path(second["reused"])
     assert kept.parent == tmp_path / "results" / JUDGE_PROBES and kept.is_file()
@@ -69,15 +69,15 @@ def test_a_limit_3_run_says_how_many_probe_calls_and_how_to_skip_them(tmp_path, 
     assert said.endswith("; --no-probe skips")
     assert "time unknown on this endpoint" in said  # the fake server: nothing measured there
     scaled = lines[lines.index(said) + 1]
-    assert scaled.startswith("judge probes: 3 of --probe-k 12 questions (a small run)")
-    assert f"±{probes.half_width(3):.2f} wide, against ±{probes.half_width(12):.2f}" in scaled
+    assert scaled.startswith("judge probes: 1 of --probe-k 12 questions (a small run)")
+    assert f"±{probes.half_width(1):.2f} wide, against ±{probes.half_width(12):.2f}" in scaled
     assert manifest(tmp_path, "a")["judge_probe"]["scaled_from"] == 12
 
 
 def test_the_probes_run_at_full_size_when_the_run_is_as_large(tmp_path, fake, capsys):
     write_dataset(tmp_path / "data", 6)
-    assert main(["run", "--dataset", str(tmp_path / "data"), "--systems", "baseline",
-                 "--probe-k", "4", "--out", str(tmp_path / "results" / "a")]) == 0
+    assert main(["run", "--dataset", str(tmp_path / "data"), "--systems", "baseline,oracle,naive",
+                 "--probe-k", "4", "--out", str(tmp_path / "results" / "a")]) == 0  # 18 pairs
     verdict = manifest(tmp_path, "a")["judge_probe"]
     assert verdict["k"] == 4 and "scaled_from" not in verdict
     assert "(a small run)" not in capsys.readouterr().err
@@ -92,7 +92,7 @@ def refusing_abstentions(request: dict) -> dict:
 def test_a_probe_pass_with_a_failed_call_is_not_kept(tmp_path, fake_server):
     server = fake_server(reply=refusing_abstentions)
     assert run(tmp_path, "a") == 0
-    assert manifest(tmp_path, "a")["judge_probe"]["unscored"] == 3
+    assert manifest(tmp_path, "a")["judge_probe"]["unscored"] == 1
     assert not (tmp_path / "results" / JUDGE_PROBES).exists()
     asked = probe_calls(server)
     assert run(tmp_path, "b", "--no-cache") == 0
@@ -107,8 +107,8 @@ def test_a_kept_file_that_is_no_verdict_is_said_graded_again_and_replaced(tmp_pa
     assert run(tmp_path, "b", "--no-cache") == 0
     said = capsys.readouterr().err
     assert f"freshrag: warning: {kept}: not a kept judge probe verdict" in said
-    assert probe_calls(fake) == 6  # graded again
-    assert json.loads(kept.read_text())["verdict"]["k"] == 3
+    assert probe_calls(fake) == 2  # graded again
+    assert json.loads(kept.read_text())["verdict"]["k"] == 1
 
 
 def test_a_link_where_the_verdicts_are_kept_is_refused(tmp_path, fake, capsys):
@@ -195,23 +195,39 @@ def test_a_resume_probes_again_when_the_probe_context_changed(tmp_path, fake):
     write_dataset(tmp_path / "data", 6, content=long_towns)
     assert run(tmp_path, "a", "--no-cache") == 0
     assert manifest(tmp_path, "a")["judge_probe"]["context"] == "passage"
-    assert probe_calls(fake) == 3
+    assert probe_calls(fake) == 1
     assert run(tmp_path, "a", "--no-cache") == 0  # the same probes: the manifest's verdict
-    assert probe_calls(fake) == 3
+    assert probe_calls(fake) == 1
     assert run(tmp_path, "a", "--no-cache", "--probe-context", "article") == 0
-    assert probe_calls(fake) == 6 and manifest(tmp_path, "a")["judge_probe"]["context"] == "article"
+    assert probe_calls(fake) == 2 and manifest(tmp_path, "a")["judge_probe"]["context"] == "article"
 
 
 def test_probe_judge_keeps_and_reads_the_judges_verdict_as_a_run_does(tmp_path, fake, capsys,
                                                                      monkeypatch):
     monkeypatch.chdir(tmp_path)
     write_dataset(tmp_path / "data", 6)
-    assert main(["probe-judge", "--dataset", "data", "--probe-k", "3"]) == 1  # ties: not informative
-    assert probe_calls(fake) == 3 and "cost: " in capsys.readouterr().out
+    # one probe question, as many as a run of 3 pairs probes: the same probe set
+    assert main(["probe-judge", "--dataset", "data", "--probe-k", "1"]) == 1  # ties: not informative
+    assert probe_calls(fake) == 1 and "cost: " in capsys.readouterr().out
     (kept,) = (tmp_path / "results" / JUDGE_PROBES).glob("*.json")
-    assert main(["probe-judge", "--dataset", "data", "--probe-k", "3", "--no-cache"]) == 1
-    assert probe_calls(fake) == 3  # no call: the kept verdict
+    assert main(["probe-judge", "--dataset", "data", "--probe-k", "1", "--no-cache"]) == 1
+    assert probe_calls(fake) == 1  # no call: the kept verdict
     assert f"cost: none now, the verdict kept in {Path('results') / JUDGE_PROBES / kept.name}" \
         in capsys.readouterr().out
     assert run(tmp_path, "c", "--no-cache") == 0  # a run with the same judge reads it too
-    assert probe_calls(fake) == 3 and manifest(tmp_path, "c")["judge_probe"]["reused"]
+    assert probe_calls(fake) == 1 and manifest(tmp_path, "c")["judge_probe"]["reused"]
+
+
+@pytest.mark.parametrize("questions, systems, k", [
+    pytest.param(3, 1, 1, id="3-pairs-one-question"),
+    pytest.param(3, 2, 1, id="6-pairs-one-question"),
+    pytest.param(3, 4, 3, id="12-pairs-three-questions"),
+    pytest.param(3, 13, 9, id="the-demo's-39-pairs"),
+    pytest.param(40, 2, 12, id="80-pairs-as-asked"),
+    pytest.param(48, 1, 12, id="48-pairs-as-asked"),
+])
+def test_a_run_probes_a_question_for_every_four_pairs_up_to_probe_k(questions, systems, k):
+    settings = probes.scaled(probes.ProbeSettings(k=12), questions, systems)
+    assert settings.k == k and settings.k * probes.PAIRS_PER_PROBE <= max(
+        questions * systems, probes.PAIRS_PER_PROBE)
+    assert probes.scaled(None, questions, systems) is None
