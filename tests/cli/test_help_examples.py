@@ -40,6 +40,10 @@ MIX = ("freshrag mix --dataset datasets/traffic --fresh 0.1 --control 0.6 --gene
        "--out datasets/traffic-10pc")
 EXAMPLE_SET = "freshrag datasets   # the example dataset, and its folder"
 GATE = "freshrag gate results/main results/pr --rules gate.toml"
+IMPORT_JSONL = ("freshrag import my-answers.jsonl --system mine --dataset datasets/recent "
+                "--out results/mine-imported")
+IMPORT_CSV = (f"freshrag import ragas.csv --system ragas --dataset datasets/recent --base-url "
+              f"{PROVIDER} --model-role judge=gpt-4o --out results/ragas")
 HAND = (f"freshrag label --dataset datasets/recent --hand-labels my-labels.jsonl --base-url "
         f"{PROVIDER} --model gpt-4o-mini")
 
@@ -90,10 +94,8 @@ RUN = {
     "freshrag report results/gpt-4o results/mini --by label --format csv": 0,
     GATE: 1,
     f"{GATE} --markdown gate.md --junit gate.xml": 1,
-    "freshrag import my-answers.jsonl --system mine --dataset datasets/recent "
-    "--out results/mine-imported": 0,
-    f"freshrag import ragas.csv --system ragas --dataset datasets/recent --base-url {PROVIDER} "
-    "--model-role judge=gpt-4o --out results/ragas": 0,
+    IMPORT_JSONL: 0,
+    IMPORT_CSV: 0,
     "freshrag import-legacy A_f_naive.pkl --dataset data/A_f --system naive --out results/paper":
         0,
     "freshrag import-legacy A_f_naive.pkl --dataset-name A_f --system naive "
@@ -126,11 +128,8 @@ BEFORE: dict[str, tuple[Step, ...]] = {
     GATE: (partial(user.gate_rules, "gate.toml"),
            f"{RUN_ON} --systems naive --seed 3 --out results/main",
            f"{RUN_ON} --systems naive --seed 3 --top-k 3 --out results/pr"),
-    "freshrag import my-answers.jsonl --system mine --dataset datasets/recent "
-    "--out results/mine-imported": (
-        partial(user.answers_jsonl, "my-answers.jsonl", "datasets/recent"),),
-    f"freshrag import ragas.csv --system ragas --dataset datasets/recent --base-url {PROVIDER} "
-    "--model-role judge=gpt-4o --out results/ragas": (partial(user.ragas_csv, "ragas.csv", "datasets/recent"),),
+    IMPORT_JSONL: (partial(user.answers_jsonl, "my-answers.jsonl", "datasets/recent"),),
+    IMPORT_CSV: (partial(user.ragas_csv, "ragas.csv", "datasets/recent"),),
     "freshrag import-legacy A_f_naive.pkl --dataset data/A_f --system naive --out results/paper":
         (partial(user.paper_set, "data/A_f"), partial(user.paper_run, "A_f_naive.pkl")),
 }
@@ -283,9 +282,7 @@ def test_runs_are_compared_exported_and_gated(examples):
 
 
 def test_answers_made_elsewhere_are_imported(examples):
-    root = examples.through(f"freshrag import ragas.csv --system ragas --dataset "
-                            f"datasets/recent --base-url {PROVIDER} --model-role judge=gpt-4o "
-                            "--out results/ragas")
+    root = examples.through(IMPORT_CSV)
     mine = rows(root / "results" / "mine-imported" / "samples.jsonl")
     assert len(mine) == 40 and all(row["usage"]["answer"]["input"] == 300 for row in mine)
     ragas = rows(root / "results" / "ragas" / "samples.jsonl")

@@ -5,10 +5,11 @@ command names (a provider's URL, `freshrag serve`'s, a user's RAG service) and, 
 FRESHRAG_BASE_URL, for the commands that name none, as a user's environment would set it.
 
 The files a user brings are made here in their documented formats, each from what the commands
-before it wrote where a user would take it from there: an answers file and a Ragas result
-(docs/own-system.md#answers-made-elsewhere) in JSON Lines and CSV, hand labels (`{id, label}`), people's labels saved
-from the labelling page (docs/human-labels.md), a query log (docs/needs.md), a gate's rules
-(docs/ci.md), the paper's released A_f set and one of its runs, and wiki dumps for the builds."""
+before it wrote where a user would take it from there: answers files in JSON Lines and CSV and a
+Ragas result (docs/own-system.md#answers-made-elsewhere), hand labels (`{id, label}`), people's
+labels saved from the labelling page (docs/human-labels.md), a query log (docs/needs.md), a
+gate's rules (docs/ci.md), the paper's released A_f set and one of its runs, and wiki dumps for
+the builds."""
 
 from __future__ import annotations
 
