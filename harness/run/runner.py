@@ -184,6 +184,11 @@ def _checked_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, facto
     if previous and previous["dataset"]["sha256"] != manifest["dataset"]["sha256"]:
         raise ResultsError(f"{config.out}: holds a run on different dataset files "
                            f"({previous['dataset']['files']}); choose another --out")
+    if previous and previous["dataset"]["name"] != dataset.name:  # its rows carry the name
+        raise ResultsError(f"{config.out}: holds a run on the same dataset files named "
+                           f"{previous['dataset']['name']!r} ({previous['dataset']['files']}), "
+                           f"not {dataset.name!r}; give that dataset (its folder name is its "
+                           f"name) or choose another --out")
     if previous:
         check_same_run(config.out, previous, manifest, date_systems,
                        {name for name, factory in factories.items() if uses_steps(factory)})

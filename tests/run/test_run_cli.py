@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -142,6 +143,22 @@ def test_different_dataset_into_the_same_run_directory_is_refused(tmp_path, fake
     q.write_text(q.read_text().replace("How many", "How many stone"))
     assert run_cli(tmp_path) == 2
     assert "different dataset" in capsys.readouterr().err
+
+
+def test_the_same_dataset_files_under_another_name_into_the_same_run_directory_are_refused(
+        tmp_path, fake, capsys):
+    first, second = tmp_path / "example", tmp_path / "copy"
+    write_dataset(first, content=bridges_and_mayor)
+    shutil.copytree(first, second)
+    out = str(tmp_path / "run")
+    assert main(["run", "--dataset", str(first), "--systems", "baseline", "--out", out]) == 0
+    asked = fake.calls
+    assert main(["run", "--dataset", str(second), "--systems", "baseline,oracle",
+                 "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert "the same dataset files named 'example'" in err and "not 'copy'" in err
+    assert fake.calls == asked and "Traceback" not in err  # nothing written under two names
+    assert {row["dataset"] for row in read_samples(tmp_path / "run" / "samples.jsonl")} == {"example"}
 
 
 def test_report_writes_summary_and_figures(tmp_path, fake, capsys):
