@@ -62,8 +62,9 @@ class Record(Struct, gc=False):
         return len(self.keys())
 
     def __eq__(self, other: object) -> bool:  # equal to the object it was read from
-        if isinstance(other, dict):
-            return dict(self.items()) == other
+        if isinstance(other, dict):  # as JSON has it: a tuple is a list
+            return {key: list(value) if type(value) is tuple else value
+                    for key, value in self.items()} == other
         return isinstance(other, Record) and msgspec.to_builtins(self) == msgspec.to_builtins(other)
 
     def keys(self) -> list[str]:
@@ -98,17 +99,6 @@ class Title(Record):
     title: str
 
 
-class Seen(Record):
-    """A chunk the answer saw (`details.retrieved`): its text, the viewer's, skipped."""
-
-    title: str
-    index: Any = UNSET
-    score: Any = UNSET
-
-    def __post_init__(self) -> None:
-        self.title = sys.intern(self.title)
-
-
 class Step(Record):
     """core/records.py StepRecord; a field the row does not hold stays unset."""
 
@@ -124,28 +114,46 @@ class Step(Record):
 
 
 class Call(Record):
-    """What the tables read of a call (models by role, prices, batch discounts, latency)."""
+    """What the tables read of a call: its role and model (which model played each role), and
+    whether a batch answered it, with its usage (prices.py takes the batch discount off it). A
+    call no batch answered is kept without its usage, as one record per (role, model) shared by
+    every row (`calls_kept`)."""
 
     role: str
     model: str | None | UnsetType = UNSET
     usage: Usage | UnsetType = UNSET
     batch: Any = UNSET
-    cache_hit: Any = UNSET
-    latency_s: Any = UNSET
 
-    def __post_init__(self) -> None:  # a few roles and models, in every row
-        self.role = sys.intern(self.role)
-        if isinstance(self.model, str):
-            self.model = sys.intern(self.model)
+
+class Calls(tuple):
+    """A light row's calls, with `models`: role -> model as they name it (the last call of a
+    role wins), which every table of a report asks of every row. One per sequence of shared
+    calls: most rows of a system make the same calls."""
+
+    models: dict[str, Any]
 
 
 class Trace(Record):
     """A step as a light row keeps it: what the tables read (its kind, whether it repeats a
-    query, its chunks' titles); the rest is read again where it is printed (`whole_steps`)."""
+    query, its chunks' titles); the rest is read again where it is printed (`whole_steps`). A
+    step that retrieved nothing is one record per (kind, repeated), shared."""
 
     kind: StepKind
     repeated: bool | UnsetType = UNSET
-    retrieved: list[Title] | UnsetType = UNSET
+    retrieved: tuple[Title, ...] | UnsetType = UNSET
+
+
+class Grade(Record):
+    """core/records.py GradeRecord as the row check reads it; `raw` (the judge's replies, which
+    no table reads) is checked on reading and then let go (`kept`)."""
+
+    truthfulness: Any = UNSET
+    relevance: Any = UNSET
+    unscored_reason: Any = UNSET
+    raw: list[Any] | UnsetType = UNSET
+    context_cut: Any = UNSET
+    reason: Any = UNSET
+    graded_by: Any = UNSET
 
 
 class Trajectory(list):
@@ -160,7 +168,8 @@ class Trajectory(list):
 
 CALL_SUMMARY: tuple[str, ...] = Call.__struct_fields__
 # The row's parts typed above; every other field of SampleRow as JSON has it
-TYPED: dict[str, Any] = {"usage": dict[str, Usage], "calls": list[Call], "steps": list[Step]}
+TYPED: dict[str, Any] = {"usage": dict[str, Usage], "calls": list[Call], "steps": list[Step],
+                         "grade": Grade | None}
 FIELDS = tuple(get_type_hints(SampleRow))
 LightRow = msgspec.defstruct(
     "LightRow", [(name, TYPED.get(name, Any) | UnsetType, UNSET) for name in FIELDS])
@@ -196,7 +205,7 @@ def decode(line: str) -> Any:
     if isinstance(details, dict) and isinstance(details.get("retrieved"), list):
         try:  # a chunk that is no {"title": text} is left for the row check to refuse
             row["details"] = {**details, "retrieved": msgspec.convert(details["retrieved"],
-                                                                      list[Seen])}
+                                                                      list[Title])}
         except msgspec.ValidationError:
             pass
     return row
@@ -204,11 +213,21 @@ def decode(line: str) -> Any:
 
 def kept(row: dict[str, Any], path: Path, line: int) -> SampleRow:
     """A checked row without its optional fields that are null (readers `get` them), its steps
-    a Trajectory of Traces that knows the row's `path` and `line`."""
+    a Trajectory of Traces that knows the row's `path` and `line`, its calls `Calls` (but a
+    grounded row's, whole), the chunks it saw `Title`s, its grade without `raw`."""
     row = {key: value for key, value in row.items()
            if value is not None or key in KEPT_WHEN_NULL}
     if (steps := row.get("steps")) is not None:
         row["steps"] = Trajectory(map(_trace, steps), path, line)
+    calls = row.get("calls")
+    if isinstance(calls, list) and all(isinstance(call, Call) for call in calls):
+        row["calls"] = calls_kept(calls)
+    details = row.get("details")
+    if isinstance(details, dict) and isinstance(details.get("retrieved"), list):
+        row["details"] = {**details, "retrieved": [
+            titled(chunk["title"]) for chunk in details["retrieved"]]}
+    if isinstance(row.get("grade"), Grade):
+        row["grade"].raw = UNSET
     return row  # type: ignore[return-value]
 
 
@@ -224,6 +243,45 @@ def titled(title: str) -> Title:
     return found
 
 
+# The shared records of calls no batch answered, by (role, model, batch), and of sequences of
+# them, by their records' ids (each held here, so no other object takes its id)
+_CALLS: dict[tuple[Any, ...], Call] = {}
+_SEQUENCES: dict[tuple[int, ...], Calls] = {}
+
+
+def calls_kept(calls: list[Call]) -> Calls:
+    """`calls` as a light row keeps them (`Call`, `Calls`)."""
+    made = [_shared(call) for call in calls]
+    key = tuple(map(id, made))
+    found = _SEQUENCES.get(key)
+    if found is None:
+        found = Calls(made)
+        found.models = {call.role: call.model for call in made if call.model}
+        if all(_CALLS.get((c.role, c.model, c.batch)) is c for c in made):
+            _SEQUENCES[key] = found
+    return found
+
+
+def _shared(call: Call) -> Call:
+    if call.batch:  # priced from its own usage
+        return call
+    try:
+        key = (call.role, call.model, call.batch)
+        found = _CALLS.get(key)
+    except TypeError:  # a batch field that is no JSON scalar: the call kept as it is
+        call.usage = UNSET
+        return call
+    if found is None:
+        found = _CALLS[key] = Call(sys.intern(call.role), sys.intern(call.model)
+                                   if isinstance(call.model, str) else call.model,
+                                   batch=call.batch)
+    return found
+
+
+# The one Trace of a step that retrieved nothing, by (kind, repeated, retrieved)
+_EMPTY: dict[tuple[Any, ...], Trace] = {}
+
+
 def _trace(step: Any) -> Trace:
     """A Step as a Trace; or a step of a line the records refused, a dict the row check passed
     (a kind, `repeated` true or false, chunks with titles)."""
@@ -233,8 +291,13 @@ def _trace(step: Any) -> Trace:
     else:
         kind, repeated = step["kind"], step.get("repeated", UNSET)
         titles = [chunk["title"] for chunk in step["retrieved"]] if "retrieved" in step else UNSET
-    return Trace(kind, repeated, UNSET if titles is UNSET else
-                 [_TITLES.get(title) or titled(title) for title in titles])
+    if not titles:
+        key = (kind, repeated, titles is UNSET)
+        if (shared := _EMPTY.get(key)) is None:
+            shared = _EMPTY[key] = Trace(kind, repeated, UNSET if titles is UNSET else ())
+        return shared
+    return Trace(kind, repeated, tuple([found if (found := _TITLES.get(title)) is not None
+                                        else titled(title) for title in titles]))
 
 
 class StepsOnly(Struct):

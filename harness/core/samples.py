@@ -205,7 +205,7 @@ def sample_problem(row: dict[str, Any]) -> str | None:
     if missing:
         return f"field(s) {missing} missing"
     for name, types in SAMPLE_FIELDS.items():
-        if name in row and not _is(row[name], types):
+        if name in row and not _is(row[name], types) and not is_record(row[name]):
             return f"field {name!r} must be {_names(types)}, got {row[name]!r:.80}"
     if row["gold_title"] is None and row.get("kind") != "general":
         return "field 'gold_title' is null, which only a general query (kind 'general') may be"

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any, Final, Iterable
 
+from freshrag.core.light import Calls
 from freshrag.core.records import SampleRow
 
 ROLE_ORDER = ("answer", "decision", "judge", "embeddings")
@@ -78,8 +79,11 @@ def retriever_model(index: dict[str, Any] | None) -> str | None:
 
 def role_models(row: SampleRow) -> dict[str, str]:
     """Which model played each role in a samples row: from its calls, or the `models` field of
-    imported rows, which have no calls."""
-    models = {call["role"]: call["model"] for call in row.get("calls") or [] if call.get("model")}
+    imported rows, which have no calls. A light row's calls know theirs (core/light.py Calls):
+    every table asks it of every row."""
+    calls = row.get("calls") or []
+    models = calls.models if isinstance(calls, Calls) else {
+        call["role"]: call["model"] for call in calls if call.get("model")}
     return {**(row.get("models") or {}), **models}
 
 

@@ -149,7 +149,12 @@ def test_a_light_row_holds_only_what_the_tables_read(tmp_path):
     path.write_text(json.dumps(good()) + "\n")
     [row] = read_samples(path, light=True)
     assert all(set(call) <= set(light.CALL_SUMMARY) for call in row["calls"])
-    assert row["details"]["retrieved"] == [{"title": "Velmora", "index": 2, "score": 0.81}]
+    assert [dict(call) for call in row["calls"]] == [  # no batch call: no usage kept
+        {"role": "answer", "model": "m", "batch": False}] * 2 + [
+        {"role": "judge", "model": "j", "batch": False}]
+    assert row["calls"].models == {"answer": "m", "judge": "j"}
+    assert row["details"]["retrieved"] == [{"title": "Velmora"}]
+    assert "raw" not in row["grade"] and row["grade"]["truthfulness"] == 5
     assert "label" not in row and row["error"] is None  # null optional fields: left out
     step = row["steps"][0]
     assert step == {"kind": "search", "repeated": False, "retrieved": [{"title": "Velmora"}]}
@@ -167,8 +172,21 @@ def test_a_light_row_is_written_back_as_the_json_it_was_read_from(tmp_path):
     [row] = read_samples(path, light=True)
     assert json.loads(dumps(list(light.whole_steps([row["steps"]])))) == [whole["steps"]]
     assert json.loads(dumps(row["usage"])) == whole["usage"]
-    calls = [{key: call[key] for key in light.CALL_SUMMARY} for call in whole["calls"]]
+    calls = [{key: call[key] for key in ("role", "model", "batch")} for call in whole["calls"]]
     assert json.loads(dumps(row["calls"])) == calls
+    assert json.loads(dumps(row["grade"])) == {k: v for k, v in whole["grade"].items() if k != "raw"}
+
+
+def test_a_batch_call_keeps_its_usage_and_other_calls_are_shared_records(tmp_path):
+    path = tmp_path / "samples.jsonl"
+    batched = good("q2")
+    batched["calls"][1]["batch"] = True
+    path.write_text(json.dumps(good("q1")) + "\n" + json.dumps(batched) + "\n")
+    first, second = (row["calls"] for row in read_samples(path, light=True))
+    assert second[1] == {"role": "answer", "model": "m", "batch": True,
+                         "usage": batched["calls"][1]["usage"]}
+    assert first[0] is second[0] and first[2] is second[2] and first[1] is not second[1]
+    assert "usage" not in first[1]
 
 
 def test_every_chunk_of_a_title_is_one_shared_record(tmp_path):

@@ -39,4 +39,4 @@ def test_light_rows_leave_out_the_chunks_text(tmp_path):
     [whole] = read_samples(tmp_path / SAMPLES)
     [light] = read_samples(tmp_path / SAMPLES, light=True)
     assert whole["details"]["retrieved"] == [chunk]
-    assert light["details"]["retrieved"] == [{"title": "Velmora", "index": 0, "score": 0.9}]
+    assert light["details"]["retrieved"] == [{"title": "Velmora"}]
