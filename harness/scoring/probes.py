@@ -350,12 +350,13 @@ def verdict_lines(probe: dict[str, Any] | None) -> list[str]:
                 "checked that its scores tell right from wrong."]
     shown = ", ".join(f"{name} {_share(field)}" for name, field in probe["fields"].items())
     if probe["informative"]:
-        lines = [f"judge probes: discrimination {shown} over {probe['k']} questions (threshold "
-                 f"{probe['threshold']}; 0.5 is chance): the judge tells right from wrong."]
+        lines = [f"judge probes: discrimination {shown} over {_count(probe['k'], 'question')} "
+                 f"(threshold {probe['threshold']}; 0.5 is chance): the judge tells right from "
+                 f"wrong."]
     else:
         lines = [f"WARNING: the judge's scores are not informative: probe discrimination {shown} "
-                 f"over {probe['k']} questions, below the threshold {probe['threshold']} (0.5 is "
-                 f"chance).", JUDGE_HINT]
+                 f"over {_count(probe['k'], 'question')}, below the threshold "
+                 f"{probe['threshold']} (0.5 is chance).", JUDGE_HINT]
     return lines + scaled_lines(probe) + near_miss_lines(probe.get("near_miss"))
 
 
@@ -377,11 +378,15 @@ def near_miss_lines(near: dict[str, Any] | None) -> list[str]:
                         for kind, n in near["changed"].items() if n)
     return [f"judge probes, near misses (the grounded answer with one number, month or name "
             f"changed: {changed}): truthfulness discrimination {_share(near)} over "
-            f"{near['pairs']} pairs."]
+            f"{_count(near['pairs'], 'pair')}."]
 
 
 JUDGE_HINT = ("Point the judge role at a stronger model: FRESHRAG_JUDGE_BASE_URL, "
               "FRESHRAG_JUDGE_MODEL and FRESHRAG_JUDGE_API_KEY, or [roles.judge] in freshrag.toml.")
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}{'' if n == 1 else 's'}"
 
 
 def _share(field: dict[str, Any]) -> str:

@@ -43,6 +43,15 @@ def test_the_demo_runs_the_whole_workflow(tmp_path, monkeypatch, capsys):
     assert sorted({s["system"] for s in samples}) == sorted(SYSTEMS)
     assert len(samples) == 3 * len(SYSTEMS) and all(s["status"] == "ok" for s in samples)
     assert {s["gold_title"] for s in samples} <= set(after)
+    # the demo's bounds (DEMO_RUN): an agent's answer takes at most 3 calls, a retrieval 3 chunks
+    manifest = json.loads((out / "run" / "manifest.json").read_text())
+    assert manifest["config"]["max_steps"] == 3 and manifest["index"]["top_k"] == 3
+    for row in samples:
+        answering = [c for c in row["calls"] if c["role"] in ("answer", "decision")]
+        assert len(answering) <= 3 + (row["system"] == "router")  # the router's decision, then
+        assert all(len(step["retrieved"]) <= 3 for step in row["steps"] if step["kind"] == "search")
+    assert any(len(step["retrieved"]) == 3 for row in samples for step in row["steps"]
+               if step["kind"] == "search")
     # a fixed date, so that a demo resumed on another day is the same run
     dated = [s for s in samples if s["system"] == "dated-boolean"]
     assert dated and all(f"Today's date is {DEMO_TODAY}." in s["calls"][0]["messages"][0]["content"]

@@ -9,6 +9,7 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.reporting.judge_check import degenerate_fields
 from freshrag.scoring.probes import ABSTAIN
+from tests.support.datasets import bridges_and_mayor, write_dataset
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import discerning_judge, use_endpoint
 from tests.support.runs import run_cli, sample
@@ -33,6 +34,7 @@ def report(tmp_path, capsys, fmt="markdown"):
 
 
 def test_a_working_judge_is_said_to_tell_right_from_wrong(tmp_path, monkeypatch, capsys):
+    write_dataset(tmp_path, 6, content=bridges_and_mayor)  # 12 pairs: three probe questions
     with FakeOpenAIServer(reply=answers_and_judges(discerning_judge)) as server:
         use_endpoint(monkeypatch, server.base_url, "sk-x")
         assert run_cli(tmp_path, "--probe-k", "3") == 0

@@ -46,6 +46,11 @@ DEMO_TODAY = "2026-12-01"
 # goes through every system, among the 20 older ones; the run probes the judge on as many
 # questions as it asks. --full writes every example article and runs every question they give.
 DEMO_QUESTIONS = 3
+# What the demo's run saves where a new user sees no difference (docs/running.md#the-demo): the
+# agents' steps bounded at 3 (a search, another, the answer: still more than one search) and 3
+# chunks a retrieval instead of 5, which halve the answering calls' prompts; --full runs with
+# the run's defaults.
+DEMO_RUN = ("--max-steps", "3", "--top-k", "3")
 
 
 DESCRIPTION = ("Writes the 40 example articles shipped with freshrag as a MediaWiki dump, then "
@@ -133,13 +138,15 @@ def write_example_dump(path: Path, questions: int | None = None) -> Path:
 def demo_commands(out: Path, questions: int | None, systems: list[str],
                   models: tuple[str, ...] = ()) -> list[list[str]]:
     """The commands the demo runs; `models` are options of the group "models and endpoints".
-    The run asks every question the build wrote (one per article after the cutoff)."""
+    The run asks every question the build wrote (one per article after the cutoff), with
+    DEMO_RUN's bounds unless the demo is --full (`questions` None)."""
     dataset, run = out / "example", out / "run"  # the tables name the dataset by its directory
     return [
         ["build", "--dump", str(out / "example-wiki.xml"), "--cutoff", DEMO_CUTOFF,
          "--out", str(dataset), "--questions-from", "A_d", *models],
         ["run", "--dataset", str(dataset), "--systems", ",".join(systems),
-         "--knowledge-cutoff", DEMO_CUTOFF, "--today", DEMO_TODAY, "--out", str(run), *models],
+         "--knowledge-cutoff", DEMO_CUTOFF, "--today", DEMO_TODAY, "--out", str(run),
+         *(DEMO_RUN if questions is not None else ()), *models],
         ["report", str(run), "--html", str(out / "report.html")],
     ]
 
