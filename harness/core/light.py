@@ -42,15 +42,20 @@ class Record(Struct, gc=False):
     """A record of a light row, read as a mapping of its fields that are set. gc=False: a
     record holds no other container that could point back to it, so none is in a cycle."""
 
+    # read a few million times by a report: the shortest path first
     def __getitem__(self, key: str) -> Any:
-        value = getattr(self, key, UNSET) if key in self.__struct_fields__ else UNSET
-        if value is UNSET:
-            raise KeyError(key)
-        return value
+        if key in self.__struct_fields__:
+            value = getattr(self, key)
+            if value is not UNSET:
+                return value
+        raise KeyError(key)
 
     def get(self, key: str, default: Any = None) -> Any:
-        value = getattr(self, key, UNSET) if key in self.__struct_fields__ else UNSET
-        return default if value is UNSET else value
+        if key in self.__struct_fields__:
+            value = getattr(self, key)
+            if value is not UNSET:
+                return value
+        return default
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self.get(key, UNSET) is not UNSET
@@ -60,6 +65,9 @@ class Record(Struct, gc=False):
 
     def __len__(self) -> int:
         return len(self.keys())
+
+    def __bool__(self) -> bool:  # as a mapping's: any field set (the first, nearly always)
+        return any(getattr(self, key) is not UNSET for key in self.__struct_fields__)
 
     def __eq__(self, other: object) -> bool:  # equal to the object it was read from
         if isinstance(other, dict):  # as JSON has it: a tuple is a list
@@ -164,6 +172,13 @@ class Trajectory(list):
     def __init__(self, steps: Iterable[Any], path: Path, line: int):
         super().__init__(steps)
         self.path, self.line = path, line
+
+    def searched(self) -> list[tuple[int, list[str]]]:
+        """Each search step's 1-based place and its chunks' titles, in order: what the tables
+        read of a trajectory, read from the records' attributes (a report asks it of every
+        row several times; as a mapping, a few million look-ups at 100,000 rows)."""
+        return [(place, [chunk.title for chunk in step.retrieved or ()])
+                for place, step in enumerate(self, 1) if step.kind == "search"]
 
 
 CALL_SUMMARY: tuple[str, ...] = Call.__struct_fields__

@@ -153,8 +153,8 @@ def judge_scores(row: SampleRow) -> dict[str, float] | None:
     """The truthfulness and relevance of an answer the judge scored, None for any other: how
     the tables read a row's grade (the run's, or a judge pass's: scoring/store.py
     with_judge_pass)."""
-    grade = row["grade"]
-    if not is_scored(row) or grade is None:
+    grade = row["grade"]  # is_scored, inline: a report asks it of every row several times
+    if row["status"] != "ok" or grade is None or grade["unscored_reason"] is not None:
         return None
     # a scored grade holds numbers (sample_problem; a judge pass's: scoring/store.py _usable)
     return {"truthfulness": cast(float, grade["truthfulness"]),

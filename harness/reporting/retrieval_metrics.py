@@ -18,8 +18,9 @@ recall of any), `recall_all@k` (every gold article among them), `ndcg@k` (binary
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
+from freshrag.core.light import Trajectory
 from freshrag.core.records import SampleRow
 
 METRICS = ("hit@1", "hit@k", "recall_all@k", "ndcg@k", "mrr", "recall_any_traj",
@@ -43,8 +44,16 @@ def retrieved_titles(row: SampleRow) -> list[str] | None:
 
 def searches(row: SampleRow) -> list[list[str]]:
     """The titles each search step found, one list per search, in the order searched."""
-    return [[chunk["title"] for chunk in step.get("retrieved") or []]
-            for step in row.get("steps") or [] if step["kind"] == "search"]
+    return [titles for _, titles in searched(row.get("steps") or [])]
+
+
+def searched(steps: Sequence[Any]) -> list[tuple[int, list[str]]]:
+    """Each search step's 1-based place in `steps` and the titles it found, in order (a light
+    row's steps know theirs: core/light.py Trajectory)."""
+    if isinstance(steps, Trajectory):
+        return steps.searched()
+    return [(place, [chunk["title"] for chunk in step.get("retrieved") or []])
+            for place, step in enumerate(steps, 1) if step["kind"] == "search"]
 
 
 def trajectory_titles(row: SampleRow) -> list[str]:

@@ -38,7 +38,7 @@ from freshrag.core.stats import mean
 from freshrag.reporting.identity import group_rows
 from freshrag.reporting.outcomes import CORRECT_AT, answered_well, hops, unreported
 from freshrag.reporting.prices import row_cost
-from freshrag.reporting.retrieval_metrics import gold_set, row_metrics
+from freshrag.reporting.retrieval_metrics import gold_set, row_metrics, searched
 
 Prices = dict[str, tuple[float, float]]
 STEP_FIGURES = ("searches", "repeated", "first_gold_step", "last_gold_step", "wasted_steps")
@@ -49,10 +49,8 @@ def gold_steps(steps: Sequence[Any], gold: Sequence[str]) -> tuple[int | None, i
     """The 1-based place of the search step that first returned a gold article, and of the one
     after which every gold article had been returned (None: not yet)."""
     missing, first = set(gold), None
-    for place, step in enumerate(steps, 1):
-        if step["kind"] != "search":
-            continue
-        found = missing & {chunk["title"] for chunk in step.get("retrieved") or []}
+    for place, titles in searched(steps):
+        found = missing.intersection(titles)
         if found and first is None:
             first = place
         missing -= found
@@ -66,12 +64,12 @@ def step_figures(row: SampleRow) -> dict[str, Any]:
     steps = row.get("steps")
     if not steps:
         return dict.fromkeys(STEP_FIGURES)
-    searched = [step for step in steps if step["kind"] == "search"]
+    made = [step for step in steps if step["kind"] == "search"]
     gold = gold_set(row)
     first, last = gold_steps(steps, gold) if gold else (None, None)
     wasted = None if last is None else sum(step["kind"] != "answer" for step in steps[last:])
-    return {"searches": len(searched),
-            "repeated": sum(step.get("repeated") is True for step in searched),
+    return {"searches": len(made),
+            "repeated": sum(step.get("repeated") is True for step in made),
             "first_gold_step": first, "last_gold_step": last, "wasted_steps": wasted}
 
 

@@ -162,6 +162,7 @@ def test_a_light_row_holds_only_what_the_tables_read(tmp_path):
     with pytest.raises(KeyError):
         step["query"]
     assert row["steps"][1] == {"kind": "answer", "repeated": False, "retrieved": []}
+    assert row["steps"].searched() == [(1, ["Velmora"])]  # each search's place and titles
     assert row["usage"]["answer"]["input"] == 70 and row["usage"]["answer"].get("estimated") is False
 
 
