@@ -75,7 +75,7 @@ class Source:
     dump: tuple[str, ...] = ()
     stub_dump: tuple[str, ...] = ()
     dump_processes: int = 2
-    wiki_api: str | None = None
+    wiki_api: str | None = None  # None: [build] wiki_api of the config file, else Wikipedia's
     user_agent: str | None = None  # None: [build] user_agent of the config file, else ours
     max_lag: int = 5
     concurrency: int = 4  # pages fetched at once from a wiki
@@ -87,9 +87,10 @@ class Source:
             if len(paths) == 1 and not self.stub_dump:
                 return DumpSource(paths[0])
             return SplitDumpSource(paths, out, expand(list(self.stub_dump)), self.dump_processes)
-        user_agent = (self.user_agent or config_table(self.config_file, "build")
-                      .get("user_agent", DEFAULT_USER_AGENT))
-        return MediaWikiSource(self.wiki_api or WIKIPEDIA_API, user_agent=user_agent,
+        table = config_table(self.config_file, "build")
+        user_agent = self.user_agent or table.get("user_agent", DEFAULT_USER_AGENT)
+        return MediaWikiSource(self.wiki_api or table.get("wiki_api", WIKIPEDIA_API),
+                               user_agent=user_agent,
                                concurrency=self.concurrency, max_lag=self.max_lag)
 
     def recorded(self, out: Path) -> PageSource:

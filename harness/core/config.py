@@ -51,7 +51,7 @@ MAX_ATTEMPTS = 100
 # harness/reporting/prices.py and harness/reporting/gate_rules.py, which read them.
 TOP_LEVEL = ("timeout_s", "max_attempts", "roles", "cutoffs", "prices", "build", "systems", "gate")
 TABLES = ("roles", "cutoffs", "prices", "build", "systems", "gate")  # [systems.NAME]: systems/external/http.py
-BUILD_KEYS = ("user_agent",)
+BUILD_KEYS = ("user_agent", "wiki_api")
 
 
 class ConfigError(UserError, ValueError):
@@ -219,6 +219,10 @@ def read_config(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: [build]: unknown key(s) {unknown}; known: {', '.join(BUILD_KEYS)}")
     if "user_agent" in build and (problem := header_problem(build["user_agent"])):
         raise ConfigError(f"{path}: [build] user_agent: {problem}")
+    if "wiki_api" in build:  # the wiki --wiki-api names when it is not given
+        wiki = build["wiki_api"]
+        if problem := url_problem(wiki) if isinstance(wiki, str) else f"{wiki!r:.80} is no text":
+            raise ConfigError(f"{path}: [build] wiki_api: {problem}")
     return data
 
 
@@ -277,8 +281,9 @@ def checked_value(attr: str, value: str, where: str) -> str:
     if attr == "base_url":
         problem = None if value == LOCAL else url_problem(value)
         if problem:
-            raise ConfigError(f"{where}: {value!r:.200} is not a base URL: {problem} (expected "
-                              f"http(s)://host[:port][/path], or 'local' for the embedded server)")
+            raise ConfigError(f"{where}: {masked_url(value)!r:.200} is not a base URL: {problem} "
+                              f"(expected http(s)://host[:port][/path], or 'local' for the "
+                              f"embedded server)")
     elif attr == "model" and (not value.strip() or value != value.strip()
                               or not value.isprintable()):
         raise ConfigError(f"{where}: a model name must be non-empty, printable and without "
@@ -312,6 +317,22 @@ def url_problem(text: str) -> str | None:
     if parts.query or parts.fragment or text.endswith(("?", "#")):
         return "a base URL takes no ?query or #fragment"
     return None
+
+
+def masked_url(text: str) -> str:
+    """`text` as a refusal may quote it: a password, a query and a fragment, where a URL may
+    carry secrets, each shown as "…" (url_problem refuses a URL that has them)."""
+    try:
+        parts = urllib.parse.urlsplit(text)
+    except ValueError:
+        return text.split("?")[0].split("#")[0].rpartition("@")[2]
+    user, at, host = parts.netloc.rpartition("@")
+    if at and ":" in user:
+        user = user.split(":", 1)[0] + ":…"
+    query = "…" if parts.query or text.endswith("?") else ""
+    fragment = "…" if parts.fragment or text.endswith("#") else ""
+    return urllib.parse.urlunsplit((parts.scheme, f"{user}{at}{host}", parts.path, query,
+                                    fragment))
 
 
 def header_problem(value: Any) -> str | None:

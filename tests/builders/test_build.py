@@ -102,3 +102,41 @@ def test_a_refusal_is_one_error_line_and_exit_2(tmp_path, capsys):
     assert status == 2
     assert err == "freshrag: error: give either --dump or --wiki-api, not both\n"
     assert not (tmp_path / "d").exists()
+
+
+class Opened:
+    """Stands in for MediaWikiSource: records the wiki it would sample, contacts none."""
+
+    def __init__(self, api_url: str, **options):
+        self.description, self.options = api_url, options
+
+
+@pytest.mark.parametrize("table, given, sampled", [
+    pytest.param("", None, "https://en.wikipedia.org/w/api.php", id="wikipedia-by-default"),
+    pytest.param("wiki_api = 'http://127.0.0.1:8/w/api.php'", None,
+                 "http://127.0.0.1:8/w/api.php", id="the-config-files"),
+    pytest.param("wiki_api = 'http://127.0.0.1:8/w/api.php'", "https://w.test/api.php",
+                 "https://w.test/api.php", id="--wiki-api-wins"),
+])
+def test_the_wiki_sampled_is_wiki_api_else_the_config_files_else_wikipedia(
+        tmp_path, monkeypatch, table, given, sampled):
+    monkeypatch.setattr("freshrag.builders.build.MediaWikiSource", Opened)
+    config = tmp_path / "freshrag.toml"
+    config.write_text(f"[build]\n{table}\n", encoding="utf-8")
+    assert Source(wiki_api=given, config_file=config).open(tmp_path).description == sampled
+    dump = tmp_path / "a.xml"
+    dump.write_text("<mediawiki/>")
+    assert Source(dump=(str(dump),), config_file=config).open(tmp_path).description == str(dump)
+
+
+@pytest.mark.parametrize("value, problem", [
+    pytest.param("'ftp://w.test/api.php'", "it does not start with http:// or https://",
+                 id="not-http"),
+    pytest.param("3", "3 is no text", id="a-number"),
+])
+def test_a_bad_wiki_in_the_config_file_is_refused_naming_it(tmp_path, capsys, value, problem):
+    (tmp_path / "freshrag.toml").write_text(f"[build]\nwiki_api = {value}\n", encoding="utf-8")
+    assert main(["build", "--config", str(tmp_path / "freshrag.toml"), "--n", "5",
+                 "--cutoff", "2021-09-30", "--out", str(tmp_path / "d")]) == 2
+    assert capsys.readouterr().err == (f"freshrag: error: {tmp_path / 'freshrag.toml'}: [build] "
+                                       f"wiki_api: {problem}\n")

@@ -92,7 +92,8 @@ def _sample_options(p: argparse._ArgumentGroup) -> None:
                    "cutoff of this model in the table (built-in, extended by [cutoffs] in "
                    "freshrag.toml), e.g. gpt-4-0613")
     p.add_argument("--wiki-api", type=url,
-                   help=f"MediaWiki api.php to sample (default: {WIKIPEDIA_API})")
+                   help=f"MediaWiki api.php to sample (default: [build] wiki_api in "
+                        f"freshrag.toml, else {WIKIPEDIA_API})")
     p.add_argument("--dump", nargs="+", type=pattern, metavar="FILE", help="MediaWiki XML dump (.xml, .xml.bz2, "
                    ".xml.gz) instead of a wiki: one file, several (the split files of a dump), "
                    "or a quoted glob; a history dump gives creation dates")
