@@ -15,7 +15,7 @@ DESCRIPTION = ("Starts the embedded server every role uses by default and keeps 
                "model: point them at it with --base-url or FRESHRAG_BASE_URL.")
 EXAMPLES = ("freshrag serve --port 8080",
             "freshrag run --base-url http://127.0.0.1:8080/v1 --model smollm2-135m-instruct "
-            "--out results/served")
+            "--limit 3 --out results/served")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
