@@ -16,7 +16,13 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable
 
-from freshrag.core.config import LOCAL_MODEL, checked_value, header_problem, url_problem
+from freshrag.core.config import (
+    LOCAL_MODEL,
+    checked_value,
+    header_problem,
+    masked_url,
+    url_problem,
+)
 from freshrag.core.dates import DATE_FORM, parse_date
 from freshrag.core.errors import UserError
 from freshrag.core.runfiles import INDEX_DIR
@@ -129,7 +135,7 @@ def url(text: str) -> str:
     """An http(s)://host[:port][/path] URL."""
     problem = url_problem(text)
     if problem:
-        raise argparse.ArgumentTypeError(f"{text!r:.200} is not a URL: {problem} "
+        raise argparse.ArgumentTypeError(f"{masked_url(text)!r:.200} is not a URL: {problem} "
                                          f"(expected http(s)://host[:port][/path])")
     return text
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from freshrag.core.config import url_problem
+from freshrag.core.config import masked_url, url_problem
 from freshrag.core.errors import FreshragError, UserError
 from freshrag.core.jsonl import loads
 from freshrag.core.types import CallShape, Declarations, Question, SystemAnswer, SystemContext
@@ -109,7 +109,7 @@ class HttpSystem(Declarations):
         body = {settings.request["question"]: question.text}
         if settings.request.get("id"):
             body[settings.request["id"]] = question.id
-        where = f"system {settings.name!r} at {settings.url}"
+        where = f"system {settings.name!r} at {shown_url(settings.url)}"
         for attempt in range(settings.max_attempts):
             try:
                 return post_json(settings.url, body, self.headers, settings.timeout_s)
@@ -278,8 +278,9 @@ def _origin(url: str) -> tuple[str, str, int | None]:
 
 
 def shown_url(url: str) -> str:
-    """`url` as an error may show it: without user, password, query or fragment, where a
-    redirect may carry secrets."""
+    """`url` as an error, a row or the manifest may show it: without user, password, query or
+    fragment, where a service's URL or a redirect may carry secrets (the identity hashes the
+    whole URL: `HttpSettings.record`)."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
 
@@ -298,7 +299,7 @@ def _read_body(response: Any, ends: float) -> bytes:
 
 def read_reply(settings: HttpSettings, question: Question, reply: Any) -> SystemAnswer:
     """The answer and what the service reported; a reply without the answer is a fault."""
-    where = f"system {settings.name!r} at {settings.url}"
+    where = f"system {settings.name!r} at {shown_url(settings.url)}"
     if not isinstance(reply, dict):
         raise EndpointError(f"{where}: the reply is a JSON {type(reply).__name__}, not an object")
     values, unread = reply_values(reply, settings.reply)
@@ -308,7 +309,8 @@ def read_reply(settings: HttpSettings, question: Question, reply: Any) -> System
     except ValueError as err:
         message = str(err).replace("{answer!r}", repr(settings.reply["answer"]))
         raise EndpointError(f"{where}: {message}") from None
-    answer.details["service"] = {"url": settings.url, **({"unread": unread} if unread else {})}
+    answer.details["service"] = {"url": shown_url(settings.url),
+                                 **({"unread": unread} if unread else {})}
     return answer
 
 
@@ -324,7 +326,8 @@ def settings_from_table(name: str, table: Any, where: str) -> HttpSettings:
         raise HttpConfigError(f"{here}: unknown key(s) {unknown}; known: {', '.join(SETTINGS_KEYS)}")
     url = table.get("url")
     if not isinstance(url, str) or (problem := url_problem(url)):
-        raise HttpConfigError(f"{here}: url {url!r:.80} is not usable: "
+        shown = masked_url(url) if isinstance(url, str) else url  # a query may hold a key
+        raise HttpConfigError(f"{here}: url {shown!r:.80} is not usable: "
                               f"{'it is missing' if url is None else problem}")
     timeout, attempts = table.get("timeout_s", 60.0), table.get("max_attempts", 3)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from freshrag.core import plugins
-from freshrag.core.config import url_problem
+from freshrag.core.config import masked_url, url_problem
 from freshrag.core.errors import UserError
 from freshrag.core.plugins import NAME, PluginError, first_line
 from freshrag.core.types import (
@@ -41,7 +41,7 @@ from freshrag.core.types import (
     uses_steps,
 )
 from freshrag.systems.external import answers_file
-from freshrag.systems.external.http import HttpSettings, HttpSystem, settings_from_table
+from freshrag.systems.external.http import HttpSettings, HttpSystem, settings_from_table, shown_url
 
 ENTRY_POINT_GROUP = "freshrag.systems"
 Factory = Callable[[SystemContext], System]
@@ -195,9 +195,10 @@ def _builtin(name: str, factory: Factory) -> SystemSource:
 
 def _service(settings: HttpSettings) -> SystemSource:
     record = json.dumps(settings.record(), sort_keys=True).encode()
+    shown = shown_url(settings.url)  # the manifest's: user, password and query left out
     return SystemSource(settings.name, functools.partial(HttpSystem, settings=settings), "http",
-                        settings.url, hashlib.sha256(record).hexdigest(), None,
-                        f"the service at {settings.url}", settings.run_settings())
+                        shown, hashlib.sha256(record).hexdigest(), None,
+                        f"the service at {shown}", settings.run_settings())
 
 
 def _answers(spec: str, path: Path, name: str, questions: list[Question] | None) -> SystemSource:
@@ -214,7 +215,9 @@ def _answers(spec: str, path: Path, name: str, questions: list[Question] | None)
 
 def _url_settings(name: str, url: str, spec: str) -> HttpSettings:
     if problem := url_problem(url):
-        raise PluginError(f"system {spec!r}: {url!r} is not a usable URL: {problem}")
+        shown = masked_url(url)  # a password or query may hold a key
+        raise PluginError(f"system {spec.replace(url, shown)!r}: {shown!r} is not a usable URL: "
+                          f"{problem}")
     if not name:
         raise PluginError(f"system {spec!r}: name the service, as NAME={url} (or describe it in "
                           f"[systems.NAME] of freshrag.toml)")
