@@ -20,11 +20,11 @@ from typing import Any
 from freshrag.core import tables
 from freshrag.core.fields import grouped
 from freshrag.core.records import SampleRow
-from freshrag.reporting import analysis, report
+from freshrag.reporting import analysis, report, sections
 
 # (key, title, columns) of the broken-down tables, in the order the report prints them
 TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("summary", "Scores, tokens and failures", report.COLUMNS), *report.ANALYSIS_TABLES)
+    ("summary", "Scores, tokens and failures", report.COLUMNS), *sections.ANALYSIS_TABLES)
 
 
 def breakdown(rows: list[SampleRow], field: str, prices: dict[str, tuple[float, float]] | None = None,
@@ -54,18 +54,18 @@ def render(document: dict[str, Any]) -> str:
     field = document["field"]
     groups = ", ".join(f"{tables.cell(value)} ({n:,} questions)"  # the questions' own values
                        for value, n in document["groups"].items())
-    sections = [f"## By {field}" + (f": {groups}" if groups else "")]
+    parts = [f"## By {field}" + (f": {groups}" if groups else "")]
     for key, title, columns in TABLES:
         entries = document["tables"].get(key) or []
         if entries:
             heading = title.format(low_score=analysis.LOW_SCORE)
-            sections.append(f"### {heading}, by {field}\n\n" + report.markdown_table(
+            parts.append(f"### {heading}, by {field}\n\n" + report.markdown_table(
                 entries, report.columns_for((field, *columns), entries)))
-    if document["groups"] and (empty := report.nothing_to_show(document["tables"])):
-        sections.append(empty)
+    if document["groups"] and (empty := sections.nothing_to_show(document["tables"])):
+        parts.append(empty)
     if document["notes"]:
-        sections.append("### Notes\n\n" + "\n".join(f"- {note}" for note in document["notes"]))
-    return "\n\n".join(sections)
+        parts.append("### Notes\n\n" + "\n".join(f"- {note}" for note in document["notes"]))
+    return "\n\n".join(parts)
 
 
 def summary_tables(breakdowns: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

@@ -44,8 +44,8 @@ def needs(key: str, name: str) -> str:
 def needs_lines(document: dict[str, Any],
                 *tables: Sequence[tuple[str, str, tuple[str, ...]]]) -> str:
     """Per table of `tables` that `document` has no row for, what it needs, by the name the
-    line of empty tables calls it (report.SHORT_NAMES), wrapped to 80 columns."""
-    from freshrag.reporting.report import SHORT_NAMES
+    line of empty tables calls it (sections.py SHORT_NAMES), wrapped to 80 columns."""
+    from freshrag.reporting.sections import SHORT_NAMES
 
     return "\n".join(textwrap.fill(
         f"{SHORT_NAMES.get(key, key.replace('_', ' '))}: needs {NEEDS[key]}", 80,

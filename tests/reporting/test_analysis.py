@@ -7,7 +7,7 @@ import pytest
 
 from freshrag.cli.main import main
 from freshrag.core.jsonl import JsonlWriter
-from freshrag.reporting import analysis
+from freshrag.reporting import analysis, needed
 
 
 def row(question, system, truth=5, rel=5, retrieved=None, decision=None, tokens=(100, 10),
@@ -61,11 +61,11 @@ def test_decisions_are_judged_against_need_and_the_oracle_router_takes_the_bette
     rows += [row("q1", "boolean", retrieved=["Gold"], decision="retrieve"),
              row("q2", "boolean", retrieved=["Gold"], decision="retrieve"),
              row("q3", "boolean", decision="no-retrieve"), row("q4", "boolean", decision="none")]
-    router, boolean = analysis.decision_quality(rows)
-    needed = [q for q in base_scores if sum(naive_scores[q]) > sum(base_scores[q])]
-    assert needed == ["q1", "q3"]
+    router, boolean = needed.decision_quality(rows)
+    wanted = [q for q in base_scores if sum(naive_scores[q]) > sum(base_scores[q])]
+    assert wanted == ["q1", "q3"]
     assert (router["system"], router["questions"], router["needed"]) == ("oracle-router", 4, 2)
-    chosen = [naive_scores[q] if q in needed else base_scores[q] for q in base_scores]
+    chosen = [naive_scores[q] if q in wanted else base_scores[q] for q in base_scores]
     assert router["truthfulness"] == pytest.approx(statistics.mean(c[0] for c in chosen))
     assert router["relevance"] == pytest.approx(statistics.mean(c[1] for c in chosen))
     assert router["input_tokens"] == 500 * 2 + 50 * 2  # judge tokens never counted
@@ -77,7 +77,7 @@ def test_decisions_are_judged_against_need_and_the_oracle_router_takes_the_bette
 
 def test_a_dataset_without_both_reference_runs_has_no_decision_analysis():
     rows = [row("q1", "baseline"), row("q1", "boolean", decision="retrieve", retrieved=["Gold"])]
-    assert analysis.decision_quality(rows) == []
+    assert needed.decision_quality(rows) == []
 
 
 def test_bootstrap_intervals_hold_the_estimate_and_shrink_with_more_data():

@@ -5,8 +5,8 @@ commands, and the lines fit 80 columns."""
 from __future__ import annotations
 
 from freshrag.reporting import empty
-from freshrag.reporting.report import ANALYSIS_TABLES, nothing_to_show
 from freshrag.reporting.scorers import SCORER_TABLES
+from freshrag.reporting.sections import ANALYSIS_TABLES, nothing_to_show
 
 
 def test_every_table_that_can_be_empty_says_what_it_needs():

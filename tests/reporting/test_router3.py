@@ -23,7 +23,7 @@ from freshrag.core.types import (
     SystemAnswer,
     Usage,
 )
-from freshrag.reporting import analysis, report, savings
+from freshrag.reporting import analysis, savings, sections
 from freshrag.reporting.identity import group_rows
 from freshrag.reporting.outcomes import multi_step
 
@@ -227,6 +227,6 @@ def test_a_single_search_system_stands_in_for_naive_and_each_agent_gets_a_router
 
 def test_the_printed_report_shows_both_tables():
     done = analysis.analyse(scripted())
-    printed = report.render_analysis(done)
+    printed = sections.render_analysis(done)
     assert "### Three-way oracle router" in printed and "### Savings by hops" in printed
     assert "oracle-router: baseline \\| naive \\| react" in printed

@@ -23,7 +23,7 @@ from freshrag.core.types import (
     SystemAnswer,
     Usage,
 )
-from freshrag.reporting import analysis, report, trajectory
+from freshrag.reporting import analysis, report, sections, trajectory
 
 PRICES = {"m": (1.0, 2.0)}  # dollars per million tokens in, out
 
@@ -210,5 +210,5 @@ def test_the_analysis_holds_the_table_and_every_answer_with_steps():
     assert [entry["system"] for entry in done["trajectory"]] == ["agent"]
     assert sorted(f["question_id"] for f in done["trajectory_by_answer"]) == [
         "q1", "q2", "q3", "q4", "q5"]
-    printed = report.render_analysis(done)
+    printed = sections.render_analysis(done)
     assert "### Trajectories" in printed and "| evidence_any |" in printed

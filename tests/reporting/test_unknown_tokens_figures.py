@@ -18,7 +18,7 @@ from freshrag.core.samples import read_samples
 from freshrag.reporting.analysis import analyse
 from freshrag.reporting.identity import group_rows, labels
 from freshrag.reporting.render import plots, traffic_plots
-from freshrag.reporting.report import ANALYSIS_TABLES
+from freshrag.reporting.sections import ANALYSIS_TABLES
 from tests.support.runs import sample
 
 ANSWERS = '{"question": %s, "answer": "Some answer."}\n'  # matched by the question's text

@@ -226,12 +226,12 @@ def _figures(rows: list[SampleRow], out: Path, details: dict, breakdowns: dict) 
 
 def _print_analysis(rows: list[SampleRow], details: dict, breakdowns: dict) -> None:
     from freshrag.cli.common import print_unscored
-    from freshrag.reporting import breakdown, epochs, report
+    from freshrag.reporting import breakdown, epochs, sections
     from freshrag.reporting import scorers as scorer_report
     from freshrag.reporting.empty import needs_lines
 
     print_unscored(rows)
-    print("\n" + report.render_analysis(details))
+    print("\n" + sections.render_analysis(details))
     if labelled := details["judge"].get("human"):
         from freshrag.reporting.human import render
 
@@ -240,8 +240,8 @@ def _print_analysis(rows: list[SampleRow], details: dict, breakdowns: dict) -> N
         print("\n" + scored)
     if spread := epochs.render(details):
         print("\n" + spread)
-    if empty := report.nothing_to_show(details, scorer_report.SCORER_TABLES):
-        print("\n" + empty + "\n" + needs_lines(details, report.ANALYSIS_TABLES,
+    if empty := sections.nothing_to_show(details, scorer_report.SCORER_TABLES):
+        print("\n" + empty + "\n" + needs_lines(details, sections.ANALYSIS_TABLES,
                                                  scorer_report.SCORER_TABLES))
     for document in breakdowns.values():
         print("\n" + breakdown.render(document))

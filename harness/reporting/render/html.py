@@ -45,9 +45,9 @@ from freshrag.reporting.freshness import known_lines
 from freshrag.reporting.identity import row_labels
 from freshrag.reporting.render.terminal import format_value, is_interval
 from freshrag.reporting.render.viewer import viewer_section
-from freshrag.reporting.report import ANALYSIS_TABLES as PRINTED_TABLES
 from freshrag.reporting.report import COLUMNS, columns_for
 from freshrag.reporting.scorers import SCORER_TABLES
+from freshrag.reporting.sections import ANALYSIS_TABLES as PRINTED_TABLES
 
 DECISION_COLUMNS = (
     "dataset", "system", "questions", "needed", "retrieved", "true_positive", "false_positive",
