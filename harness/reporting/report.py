@@ -344,9 +344,10 @@ def _with_answers(document: str, answers: Iterable[dict[str, Any]]) -> Iterator[
     if first is None:
         yield document
         return
-    yield f'{document[:-2]},\n  "answers": [\n    ' + dumps(first)
+    encode = json.JSONEncoder(allow_nan=False, default=_builtins).encode  # `dumps`, made once
+    yield f'{document[:-2]},\n  "answers": [\n    ' + encode(first)
     for answer in listed:
-        yield ",\n    " + dumps(answer)
+        yield ",\n    " + encode(answer)
     yield "\n  ]\n}"
 
 
