@@ -68,6 +68,7 @@ from freshrag.reporting.outcomes import (
 from freshrag.reporting.prices import batch_calls, batch_note, row_cost
 from freshrag.reporting.retrieval_metrics import (
     METRICS,
+    forget_metrics,
     gold_set,
     retrieved_titles,
     row_metrics,
@@ -300,7 +301,7 @@ def analyse(rows: list[SampleRow], prices: dict[str, tuple[float, float]] | None
     keys = list(group_rows(rows))
     traffic = {**by_need.analyse(rows, seed),
                **savings.analyse(rows, prices, mixes, seed, correct_at)}
-    return {"retrieval": retrieval_quality(rows), "attribution": attributions(rows),
+    made = {"retrieval": retrieval_quality(rows), "attribution": attributions(rows),
             "cost": quality_and_cost(rows, prices or {}),
             "decisions": decisions, "intervals": intervals(rows, seed),
             "paired": paired_comparisons(rows, seed), "low_score": LOW_SCORE,
@@ -312,3 +313,5 @@ def analyse(rows: list[SampleRow], prices: dict[str, tuple[float, float]] | None
             **savings.router_tables(rows, prices, correct_at, seed),  # three options, by hops
             **trajectory.analyse(rows, prices, correct_at),  # trajectory, trajectory_by_answer
             **analyse_groups(rows, seed)}  # semantic groups: tables groups, wording; grounded
+    forget_metrics()  # read by the retrieval and trajectory tables only
+    return made

@@ -136,6 +136,12 @@ MEASURED_KEPT = 16
 _MEASURED: dict[tuple[int, ...], tuple[list[SampleRow], list[dict[str, float] | None]]] = {}
 
 
+def forget_metrics() -> None:
+    """Let the kept metrics go, once every table that reads them is made (analysis.analyse): a
+    dict per answer, some 50 MB at 100,000 answers, that the rest of a report never reads."""
+    _MEASURED.clear()
+
+
 def _evaluate(answers: Sequence[tuple[list[str], list[str]]],
               measures: set[str]) -> list[dict[str, float]]:
     """trec_eval's `measures` per answer (gold set, ranked titles), each named as trec_eval
