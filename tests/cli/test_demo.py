@@ -10,7 +10,7 @@ import pytest
 
 from freshrag.builders.cutoffs import created_after
 from freshrag.builders.sources.dump import DumpSource
-from freshrag.cli.commands.demo import DEMO_CUTOFF, DEMO_TODAY
+from freshrag.cli.commands.demo import DEMO_CUTOFF, DEMO_QUESTIONS, DEMO_TODAY
 from freshrag.cli.main import main
 from freshrag.core.dataset import example_dir
 from freshrag.core.jsonl import read_jsonl
@@ -33,15 +33,15 @@ def test_the_demo_runs_the_whole_workflow(tmp_path, monkeypatch, capsys):
     # every older article, and as many created after the cutoff as the run asks questions
     older = sorted(r["title"] for r in examples if r["title"] not in after)
     assert sorted(p.title for p in pages if p.title not in after) == older
-    assert len([p for p in pages if p.title in after]) == 3
+    assert len([p for p in pages if p.title in after]) == DEMO_QUESTIONS
     funnel = json.loads((out / "example" / "manifest.json").read_text())["funnel"]
-    assert funnel["n_r"] == len(pages) and funnel["n_d"] == 3
+    assert funnel["n_r"] == len(pages) and funnel["n_d"] == DEMO_QUESTIONS
     # the dataset holds exactly the questions the run asked
     written = [q["id"] for q in read_jsonl(out / "example" / "questions.jsonl")]
     samples = read_samples(out / "run" / "samples.jsonl")
-    assert len(written) == 3 and sorted({s["question_id"] for s in samples}) == sorted(written)
+    assert len(written) == DEMO_QUESTIONS and sorted({s["question_id"] for s in samples}) == sorted(written)
     assert sorted({s["system"] for s in samples}) == sorted(SYSTEMS)
-    assert len(samples) == 3 * len(SYSTEMS) and all(s["status"] == "ok" for s in samples)
+    assert len(samples) == DEMO_QUESTIONS * len(SYSTEMS) and all(s["status"] == "ok" for s in samples)
     assert {s["gold_title"] for s in samples} <= set(after)
     # the demo's bounds (DEMO_RUN): an agent's answer takes at most 3 calls, a retrieval 3 chunks
     manifest = json.loads((out / "run" / "manifest.json").read_text())

@@ -42,10 +42,11 @@ DEMO_CUTOFF = "2025-12-31"  # after the older example articles, before the inven
 DEMO_TODAY = "2026-12-01"
 # The demo's size: each step does enough work to show what it shows, and the whole fits in under 5
 # minutes on 2 cores (tests/benchmarks/bench_demo_floor.py times it against the time its tokens
-# alone need): 3 articles created after the cutoff, each classified and given a question that
-# goes through every system, among the 20 older ones; the run probes the judge on as many
-# questions as it asks. --full writes every example article and runs every question they give.
-DEMO_QUESTIONS = 3
+# alone need; docs/measurements.md#the-demo): 2 articles created after the cutoff, each classified
+# and given a question that goes through every system, among the 20 older ones; the run probes the
+# judge on as many questions as it asks. --full writes every example article and runs every
+# question they give.
+DEMO_QUESTIONS = 2
 # What the demo's run saves where a new user sees no difference (docs/running.md#the-demo): the
 # agents' steps bounded at 3 (a search, another, the answer: still more than one search) and 3
 # chunks a retrieval instead of 5, which halve the answering calls' prompts; --full runs with
