@@ -16,9 +16,10 @@ or with `--probe-context article` against the whole article, as a run's answers 
 multi-article question's against all its gold articles, its grounded answer drawn from all of
 them). Every answer of a probe question is graded against the same text: the passage holds all
 that the grounded answer and its near miss say, so the judge has what it needs to tell them
-apart, at a tenth of a long article's prompt (docs/scoring.md#judge-probes). A judge that works gives the
-grounded answer a higher truthfulness than the wrong one, and the abstaining answer a lower
-relevance than the grounded one (the paper's instruction: relevance 1 for "I don't know").
+apart, at a fraction of a long article's prompt (docs/scoring.md#judge-probes). A judge that
+works gives the grounded answer a higher truthfulness than the wrong one, and the abstaining
+answer a lower relevance than the grounded one (the paper's instruction: relevance 1 for "I
+don't know").
 Discrimination per field is the share of probes ordered correctly, ties counted half, with a
 bootstrap interval; below the threshold the judge's scores are reported as not informative.
 Against the near misses the truthfulness discrimination is reported apart (`near_miss`): a judge
