@@ -1,6 +1,6 @@
 """Judge probes on the embedded model (SmolLM2-135M as judge) over the example corpus: the
 probes are graded, the verdict matches the discrimination it reports, the cost is counted, and a
-second pass comes from the cache."""
+second pass reads the judge's kept verdict (docs/running.md#judge-probes), as a run would."""
 
 import os
 import re
@@ -31,6 +31,9 @@ def test_the_embedded_judge_is_probed_and_its_verdict_follows_its_discrimination
                       first.stdout)
     assert calls and int(calls[1]) >= 12 and int(calls[2]) == 0  # 3 probes a question, 4 questions
     assert int(calls[3].replace(",", "")) > 0
+    (kept,) = (tmp_path / "results" / ".judge-probes").glob("*.json")
     again = probe(tmp_path)
-    assert f"cost: {calls[1]} judge calls ({calls[1]} from the cache)" in again.stdout
+    assert f"cost: none now, the verdict kept in results/.judge-probes/{kept.name}" in again.stdout
     assert again.returncode == first.returncode
+    assert re.findall(r"^(?:truthfulness|relevance): .*$", again.stdout, re.MULTILINE) == \
+        re.findall(r"^(?:truthfulness|relevance): .*$", first.stdout, re.MULTILINE)
