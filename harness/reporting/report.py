@@ -371,11 +371,12 @@ def markdown_table(rows: list[dict[str, Any]], columns: Sequence[str]) -> str:
 
 def write_summary(out_dir: Path, summary: list[dict[str, Any]],
                   breakdowns: dict[str, list[dict[str, Any]]] | None = None,
-                  known: list[dict[str, Any]] | None = None) -> Path:
+                  known: list[dict[str, Any]] | None = None, more: str = "") -> Path:
     """summary.json, and the whole table (every column) as markdown in summary.md, each with
-    what the answer model knows without retrieval (`known`) if given."""
+    what the answer model knows without retrieval (`known`) if given; `more`, markdown sections
+    after the table in summary.md (a run's Epochs section)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     write_text(out_dir / SUMMARY_MD, markdown_table(summary, columns_for(COLUMNS, summary))
-               + _known_text(known) + "\n")
+               + _known_text(known) + (f"\n\n{more}" if more else "") + "\n")
     return write_text(out_dir / SUMMARY, render(summary, "json", breakdowns=breakdowns,
                                                 known=known) + "\n")

@@ -30,8 +30,12 @@ def test_the_run_prints_the_reports_epochs_section_only_for_a_run_of_several(
     fake_server(reply=varying_reply())
     assert run_cli(tmp_path / "one", "--epochs", "1") == 0
     assert "### Epochs" not in capsys.readouterr().out
+    assert "### Epochs" not in (tmp_path / "one" / "run" / "summary.md").read_text()
     assert run_cli(tmp_path / "two", "--epochs", "2") == 0
     printed = capsys.readouterr().out
+    # the whole table's file holds the section too
+    written = (tmp_path / "two" / "run" / "summary.md").read_text()
+    assert epochs_section(written).strip() == epochs_section(printed).strip()
     assert main(["report", str(tmp_path / "two" / "run"), "--out", str(tmp_path / "r")]) == 0
     reported = capsys.readouterr().out
     assert epochs_section(printed) == epochs_section(reported)

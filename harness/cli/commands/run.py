@@ -184,14 +184,15 @@ def _summarise(out: Path, rows: list[SampleRow], capped: Exception | None,
 
     summary = report.summarise(report.in_systems_order(rows, systems))
     known = known_without_retrieval(rows)  # how much of the set the answer model knows
-    report.write_summary(out, summary, known=known)
+    # `rows` are the first epoch's; the spread needs every epoch's, read again only if there are
+    spread = epochs.section(report.load_runs(out, light=True, every_epoch=True)) \
+        if epochs.highest_epoch(out) > 1 else ""
+    report.write_summary(out, summary, known=known, more=spread)
     print(report.render(summary, "markdown", known=known))
     print_unscored(rows)
     if unread := unread_lines(rows):  # what a service replied that no path of it read
         print("\n" + "\n".join(unread))
-    # `rows` are the first epoch's; the spread needs every epoch's, read again only if there are
-    if epochs.highest_epoch(out) > 1 and (spread := epochs.section(
-            report.load_runs(out, light=True, every_epoch=True))):
+    if spread:
         print("\n" + spread)
     print("\n" + "\n".join(judge_checks([out], rows)["lines"]))
     print(f"\nrun written to {out}/ ({SAMPLES}, {MANIFEST}, {SUMMARY}, and the whole table in "
