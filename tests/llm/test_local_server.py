@@ -207,6 +207,52 @@ def test_a_model_the_runtime_cannot_load_is_one_line_naming_file_and_fix(tmp_pat
     assert str(server.log_path) in message
 
 
+class BadModelServer(LocalServer):
+    """The real embedded server's process on a file that is no model, on whatever port the
+    LocalServer holds at each start."""
+
+    def __init__(self, model):
+        super().__init__(startup_timeout_s=30, runtime=local_server.PREBUILT, command=["given"])
+        self.model = model
+
+    def command(self):
+        return [sys.executable, "-m", "freshrag.llm.embedded_server", "--model", str(self.model),
+                "--port", str(self.port)]
+
+
+def test_a_port_taken_before_the_server_binds_it_starts_again_on_another(tmp_path, monkeypatch):
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"not a model")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        ports = iter([taken.getsockname()[1], free_port()])
+        monkeypatch.setattr(local_server, "free_port", lambda: next(ports))
+        server = BadModelServer(model)
+        first = server.port
+        with pytest.raises(LocalServerError) as caught:
+            server.start()
+    # the second start got past the port to the model, which it refused
+    assert "is not a GGUF model file" in str(caught.value)
+    assert server.port != first and f"port {first}" not in str(caught.value)
+    assert server.base_url == f"http://127.0.0.1:{server.port}/v1"
+
+
+def test_a_port_taken_at_every_start_is_said_after_the_last_attempt(tmp_path, monkeypatch):
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"not a model")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        monkeypatch.setattr(local_server, "free_port", lambda: port)
+        server = BadModelServer(model)
+        with pytest.raises(LocalServerError) as caught:
+            server.start()
+    assert f"port {port} on 127.0.0.1 is in use" in str(caught.value)
+    assert str(server.log_path) in str(caught.value) and server.log_path.exists()
+
+
 def test_a_prebuilt_runtime_that_crashes_points_at_the_source_build():
     port = free_port()
     server = LocalServer(port=port, startup_timeout_s=30, runtime=local_server.PREBUILT,
