@@ -21,7 +21,6 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -50,6 +49,7 @@ from tests.support.live_examples import (
     SERVED_RUN,
     SINCE,
 )
+from tests.support.serving import serving
 from tests.support.wikidump import article_pages, creation_log, write_dump
 
 pytestmark = pytest.mark.integration
@@ -270,27 +270,13 @@ def test_the_served_model_answers_a_run_and_ctrl_c_stops_it(tmp_path, monkeypatc
     clean_environment(monkeypatch)
     monkeypatch.chdir(tmp_path)
     log = tmp_path / "serve.log"
-    with log.open("wb") as errors:
-        # As from a terminal: a test run started in the background of a non-interactive shell
-        # inherits SIGINT ignored, and Python then never turns Ctrl-C into KeyboardInterrupt.
-        process = subprocess.Popen(command(SERVE), stdout=subprocess.PIPE, stderr=errors,
-                                   text=True, preexec_fn=lambda: signal.signal(
-                                       signal.SIGINT, signal.SIG_DFL))
-    try:
+    with log.open("wb") as errors, serving(command(SERVE), stderr=errors) as process:
         wait_for_models(process, log)
         assert f"serving SmolLM2-135M-Instruct at {SERVED}" in process.stdout.readline()
         printed = io.StringIO()
         with contextlib.redirect_stderr(printed), contextlib.redirect_stdout(printed):
             status = main(shlex.split(SERVED_RUN)[1:])
         assert status == 0, printed.getvalue()[-3000:]
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            assert process.wait(timeout=60) == 130
-        finally:
-            if process.poll() is None:  # never leave a server running behind a failed test
-                process.kill()
-                process.wait()
     rows = list(read_jsonl(tmp_path / "results" / "served" / "samples.jsonl"))
     answered = Counter(row["system"] for row in rows)
     assert len(answered) == 4 and set(answered.values()) == {3}, answered

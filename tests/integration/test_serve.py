@@ -1,7 +1,6 @@
 """`freshrag serve`: the embedded llama.cpp server in the foreground, stopped by Ctrl-C."""
 
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -10,17 +9,14 @@ import openai
 import pytest
 
 from freshrag.scoring.judge import GRADE_TOOL, JUDGE_MAX_TOKENS
+from tests.support.serving import serving
 
 pytestmark = pytest.mark.integration
 
 
 def test_serve_answers_forced_tool_calls_and_stops_on_ctrl_c():
-    # As from a terminal: a test run started in the background of a non-interactive shell
-    # inherits SIGINT ignored, and Python then never turns Ctrl-C into KeyboardInterrupt.
-    process = subprocess.Popen([sys.executable, "-m", "freshrag", "serve"], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
+    with serving([sys.executable, "-m", "freshrag", "serve"], stderr=subprocess.DEVNULL,
+                 stop_timeout_s=30) as process:
         line = process.stdout.readline()
         base_url = re.search(r"(http://127\.0\.0\.1:\d+/v1)", line).group(1)
         client = openai.OpenAI(base_url=base_url, api_key="none")
@@ -31,13 +27,6 @@ def test_serve_answers_forced_tool_calls_and_stops_on_ctrl_c():
         call = reply.choices[0].message.tool_calls[0]
         assert call.function.name == "submit_grade"
         assert reply.usage.prompt_tokens > 0
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            assert process.wait(timeout=30) == 130
-        finally:
-            if process.poll() is None:  # never leave a server running behind a failed test
-                process.kill()
     time.sleep(0.5)
     with pytest.raises(openai.APIConnectionError):
         openai.OpenAI(base_url=base_url, api_key="none", max_retries=0, timeout=3).models.list()

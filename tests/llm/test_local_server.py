@@ -3,6 +3,7 @@
 its first completion, as a library compiled for another CPU does, and one that serves until it is
 killed."""
 
+import contextlib
 import signal
 import socket
 import sys
@@ -207,6 +208,15 @@ def test_a_model_the_runtime_cannot_load_is_one_line_naming_file_and_fix(tmp_pat
     assert str(server.log_path) in message
 
 
+@contextlib.contextmanager
+def taken_port():
+    """A loopback port that another socket listens on for the block."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        yield taken.getsockname()[1]
+
+
 class BadModelServer(LocalServer):
     """The real embedded server's process on a file that is no model, on whatever port the
     LocalServer holds at each start."""
@@ -223,10 +233,8 @@ class BadModelServer(LocalServer):
 def test_a_port_taken_before_the_server_binds_it_starts_again_on_another(tmp_path, monkeypatch):
     model = tmp_path / "model.gguf"
     model.write_bytes(b"not a model")
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        ports = iter([taken.getsockname()[1], free_port()])
+    with taken_port() as port:
+        ports = iter([port, free_port()])
         monkeypatch.setattr(local_server, "free_port", lambda: next(ports))
         server = BadModelServer(model)
         first = server.port
@@ -241,10 +249,7 @@ def test_a_port_taken_before_the_server_binds_it_starts_again_on_another(tmp_pat
 def test_a_port_taken_at_every_start_is_said_after_the_last_attempt(tmp_path, monkeypatch):
     model = tmp_path / "model.gguf"
     model.write_bytes(b"not a model")
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
+    with taken_port() as port:
         monkeypatch.setattr(local_server, "free_port", lambda: port)
         server = BadModelServer(model)
         with pytest.raises(LocalServerError) as caught:
