@@ -335,6 +335,15 @@ def masked_url(text: str) -> str:
                                     fragment))
 
 
+def shown_url(url: str) -> str:
+    """`url` as an error, a row or the manifest may show it: without user, password, query or
+    fragment, where a service's URL or a redirect may carry secrets (a service's identity hashes
+    the whole URL: systems/external/http.py `HttpSettings.record`). `masked_url` above marks
+    what it leaves out, for a refusal that must show where the fault is."""
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
+
+
 def header_problem(value: Any) -> str | None:
     """Why `value` cannot be sent as an HTTP header such as User-Agent, or None."""
     if not isinstance(value, str) or not value.strip():

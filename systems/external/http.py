@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from freshrag.core.config import masked_url, url_problem
+from freshrag.core.config import masked_url, shown_url, url_problem
 from freshrag.core.errors import FreshragError, UserError
 from freshrag.core.jsonl import loads
 from freshrag.core.types import CallShape, Declarations, Question, SystemAnswer, SystemContext
@@ -275,14 +275,6 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     except ValueError:  # a port that is not one: no origin matches it
         return ("", url, None)
     return parts.scheme.lower(), (parts.hostname or "").lower(), port
-
-
-def shown_url(url: str) -> str:
-    """`url` as an error, a row or the manifest may show it: without user, password, query or
-    fragment, where a service's URL or a redirect may carry secrets (the identity hashes the
-    whole URL: `HttpSettings.record`)."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
 
 
 def _read_body(response: Any, ends: float) -> bytes:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from freshrag.core import plugins
-from freshrag.core.config import masked_url, url_problem
+from freshrag.core.config import masked_url, shown_url, url_problem
 from freshrag.core.errors import UserError
 from freshrag.core.plugins import NAME, PluginError, first_line
 from freshrag.core.types import (
@@ -41,7 +41,7 @@ from freshrag.core.types import (
     uses_steps,
 )
 from freshrag.systems.external import answers_file
-from freshrag.systems.external.http import HttpSettings, HttpSystem, settings_from_table, shown_url
+from freshrag.systems.external.http import HttpSettings, HttpSystem, settings_from_table
 
 ENTRY_POINT_GROUP = "freshrag.systems"
 Factory = Callable[[SystemContext], System]

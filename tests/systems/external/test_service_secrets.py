@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from freshrag.core.config import shown_url
 from freshrag.core.samples import read_samples
 from freshrag.core.types import Question, SystemContext
 from freshrag.llm import deadline
@@ -23,7 +24,6 @@ from freshrag.systems.external.http import (
     HttpSystem,
     scrubbed,
     settings_from_table,
-    shown_url,
 )
 from tests import ROOT
 from tests.support.fake_openai_server import FakeOpenAIServer
