@@ -233,6 +233,9 @@ def render(result: dict[str, Any], walked: str = "pairs and judge probes",
         low, high = (fmt.format(v) for v in pair)
         return low if low == high else f"{low}–{high}"
 
+    if not result["rows"]:  # a table of no role would be its header alone
+        return (f"dry run: {result['jobs']} {walked} walked, none left to call a model for: "
+                "the work is done.")
     lines = tables.header(["role", "model", "calls", "from cache", "input tokens",
                            "output tokens", "USD", "tokenizer"])
     for row in result["rows"]:  # a model's name is the user's (freshrag.toml): escaped

@@ -171,6 +171,11 @@ def test_build_dry_run_counts_the_builder_calls_and_makes_none(tmp_path, fake, c
     assert fake.calls == 0
     assert build(tmp_path, wiki) == 0  # the fake says "after the cutoff" to every article
     assert fake.calls == 2 * n_d
+    capsys.readouterr()
+    assert build(tmp_path, wiki, "--dry-run") == 0  # the build is done: no table of nothing
+    out = capsys.readouterr().out
+    assert "none left to call a model for: the work is done" in out and "| role" not in out
+    assert fake.calls == 2 * n_d
 
 
 @pytest.mark.parametrize("extra", [
