@@ -79,36 +79,68 @@ def article_run(titles: Sequence[str]) -> list[str | None]:
 def answer_metrics(answers: Sequence[tuple[list[str], list[str], list[str]]]
                    ) -> list[dict[str, float]]:
     """Per answer, given as (gold set, titles it saw, trajectory titles), the METRICS above;
-    `k` is the most chunks any of them saw, the trajectories' cutoff their longest. Evaluated
-    BATCH answers at a time: trec_eval's input and output for 100,000 answers at once were
-    several hundred megabytes."""
+    `k` is the most chunks any of them saw, the trajectories' cutoff their longest. Binary gains
+    at the article level make every metric a function of the ranking's `pattern` alone: each
+    distinct pattern is evaluated once (a run of 100,000 answers has a few hundred), and answers
+    of the same patterns share one dict of values, which readers must not change."""
     if not answers:
         return []
     k = max([1, *(len(seen) for _, seen, _ in answers)])
     n = max([1, *(len(path) for _, _, path in answers)])
-    return [values for start in range(0, len(answers), BATCH)
-            for values in _batch_metrics(answers[start:start + BATCH], k, n)]
+    at_k = [pattern(gold, seen) for gold, seen, _ in answers]
+    # what the answer saw is its trajectory when it searched once: not evaluated again
+    over_path = [None if path == seen else pattern(gold, path) for gold, seen, path in answers]
+    values_at_k = _evaluated(set(at_k), {f"success.1,{k}", f"recall.{k}", f"ndcg_cut.{k}",
+                                         "recip_rank"})
+    values_over_path = _evaluated({p for p in over_path if p is not None},
+                                  {f"success.{n}", f"recall.{n}"})
+    made: dict[tuple[Any, ...], dict[str, float]] = {}
+    found = []
+    for mine, path in zip(at_k, over_path):
+        if (values := made.get((mine, path))) is None:
+            kept = values_at_k[mine]
+            trail = (kept[f"success_{k}"], kept[f"recall_{k}"]) if path is None else (
+                values_over_path[path][f"success_{n}"], values_over_path[path][f"recall_{n}"])
+            values = made[(mine, path)] = {
+                "hit@1": kept["success_1"], "hit@k": kept[f"success_{k}"],
+                "recall_all@k": float(kept[f"recall_{k}"] == 1.0), "ndcg@k": kept[f"ndcg_cut_{k}"],
+                "mrr": kept["recip_rank"], "recall_any_traj": trail[0],
+                "recall_all_traj": float(trail[1] == 1.0)}
+        found.append(values)
+    return found
+
+
+Pattern = tuple[int, tuple[bool, ...]]
+
+
+def pattern(gold: Sequence[str], titles: Sequence[str]) -> Pattern:
+    """What trec_eval reads of a ranking with binary gains at the article level: how many
+    distinct gold articles there are, and at each rank whether a gold article appears there for
+    the first time (a later chunk of it earns nothing, as in `article_run`)."""
+    missing = set(gold)
+    count = len(missing)
+    marks = []
+    for title in titles:
+        marks.append(title in missing)
+        missing.discard(title)
+    return count, tuple(marks)
 
 
 BATCH = 1_000
 
 
-def _batch_metrics(answers: Sequence[tuple[list[str], list[str], list[str]]], k: int,
-                   n: int) -> list[dict[str, float]]:
-    at_k = _evaluate([(gold, seen) for gold, seen, _ in answers],
-                     {f"success.1,{k}", f"recall.{k}", f"ndcg_cut.{k}", "recip_rank"})
-    # what the answer saw is its trajectory when it searched once: not evaluated again
-    apart = [i for i, (_, seen, path) in enumerate(answers) if path != seen]
-    over_path = _evaluate([(answers[i][0], answers[i][2]) for i in apart],
-                          {f"success.{n}", f"recall.{n}"})
-    paths = [(values[f"success_{k}"], values[f"recall_{k}"]) for values in at_k]
-    for i, values in zip(apart, over_path):
-        paths[i] = (values[f"success_{n}"], values[f"recall_{n}"])
-    return [{"hit@1": values["success_1"], "hit@k": values[f"success_{k}"],
-             "recall_all@k": float(values[f"recall_{k}"] == 1.0),
-             "ndcg@k": values[f"ndcg_cut_{k}"], "mrr": values["recip_rank"],
-             "recall_any_traj": found_any, "recall_all_traj": float(recall == 1.0)}
-            for values, (found_any, recall) in zip(at_k, paths)]
+def _evaluated(patterns: set[Pattern], measures: set[str]) -> dict[Pattern, dict[str, float]]:
+    """trec_eval's `measures` of each pattern, on a ranking made of it (gold articles `g0`,
+    `g1`, ... where it marks one, another article elsewhere), BATCH patterns at a time."""
+    ordered = list(patterns)
+    found: dict[Pattern, dict[str, float]] = {}
+    for start in range(0, len(ordered), BATCH):
+        batch = ordered[start:start + BATCH]
+        made = [([f"g{n}" for n in range(count)],
+                 [f"g{sum(marks[:rank])}" if mark else f"r{rank}"
+                  for rank, mark in enumerate(marks)]) for count, marks in batch]
+        found.update(zip(batch, _evaluate(made, measures)))
+    return found
 
 
 def row_metrics(rows: list[SampleRow]) -> list[dict[str, float] | None]:
