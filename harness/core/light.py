@@ -165,13 +165,17 @@ class Grade(Record):
 
 
 class Trajectory(list):
-    """A light row's steps (Traces), with the file and line of the row they were read from."""
+    """A light row's steps (Traces), with the file and line of the row they were read from, and
+    what the tables ask of them again and again, counted once: `searches` (its search steps)
+    and `repeated` (those that repeat an earlier query)."""
 
-    __slots__ = ("path", "line")
+    __slots__ = ("path", "line", "searches", "repeated")
 
     def __init__(self, steps: Iterable[Any], path: Path, line: int):
         super().__init__(steps)
         self.path, self.line = path, line
+        made = [step for step in self if step.kind == "search"]
+        self.searches, self.repeated = len(made), sum(step.repeated is True for step in made)
 
     def searched(self) -> list[tuple[int, list[str]]]:
         """Each search step's 1-based place and its chunks' titles, in order: what the tables
@@ -179,6 +183,13 @@ class Trajectory(list):
         row several times; as a mapping, a few million look-ups at 100,000 rows)."""
         return [(place, [chunk.title for chunk in step.retrieved or ()])
                 for place, step in enumerate(self, 1) if step.kind == "search"]
+
+    def titles(self) -> list[str] | None:
+        """Every search step's chunks' titles, in order; None if it made no search."""
+        if not self.searches:
+            return None
+        return [chunk.title for step in self if step.kind == "search"
+                for chunk in step.retrieved or ()]
 
 
 CALL_SUMMARY: tuple[str, ...] = Call.__struct_fields__

@@ -72,7 +72,7 @@ from freshrag.reporting.retrieval_metrics import (
     gold_set,
     retrieved_titles,
     row_metrics,
-    searches,
+    search_count,
     trajectory_titles,
 )
 from freshrag.reporting.scorers import CORRECT_AT, scorer_attribution
@@ -125,7 +125,7 @@ def attribution(row: SampleRow, low: float = LOW_SCORE) -> str:
     gold = gold_set(row)
     if not gold:  # a general query: no document to miss, the answer failed
         return "generation"
-    if len(gold) > 1 or len(searches(row)) > 1 or row.get("stopped"):
+    if len(gold) > 1 or search_count(row.get("steps") or []) > 1 or row.get("stopped"):
         return _by_gold_set(row, gold)
     titles = retrieved_titles(row)
     by_scores = scorer_attribution(row)  # faithfulness, context relevance where scored
@@ -142,7 +142,7 @@ def _by_gold_set(row: SampleRow, gold: list[str]) -> str:
     all of them and a wrong answer all the same (generation)."""
     if row.get("stopped"):
         return "stopped"
-    if retrieved_titles(row) is None and not searches(row):
+    if retrieved_titles(row) is None and not search_count(row.get("steps") or []):
         return _unretrieved(row)
     found = set(gold) & set(trajectory_titles(row))
     if not found:

@@ -22,7 +22,7 @@ from typing import Any
 from freshrag.core.records import SampleRow
 from freshrag.core.samples import answer_tokens, judge_scores
 from freshrag.reporting.identity import Identity, comparable
-from freshrag.reporting.retrieval_metrics import gold_set
+from freshrag.reporting.retrieval_metrics import gold_set, search_count
 
 CORRECT_AT = 4  # judge truthfulness (1..5) at or above which an answer that did not abstain is correct
 
@@ -106,7 +106,7 @@ def multi_step(group: list[SampleRow]) -> bool:
 def _searches(row: SampleRow) -> int:
     steps = row.get("steps")
     if steps:
-        return sum(step["kind"] == "search" for step in steps)
+        return search_count(steps)
     return row["retrievals"] or 0
 
 

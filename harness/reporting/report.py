@@ -67,6 +67,7 @@ from freshrag.reporting.identity import (
 )
 from freshrag.reporting.outcomes import CORRECT_AT, retrievals, spent, unreported
 from freshrag.reporting.render.terminal import format_value, terminal_table
+from freshrag.reporting.retrieval_metrics import repeated_count, search_count
 from freshrag.reporting.trajectory import Prices, per_correct
 from freshrag.scoring.store import answer_scores, scores_of, with_judge_pass
 
@@ -252,11 +253,12 @@ def _trajectory_columns(rows: list[SampleRow]) -> dict[str, Any]:
     steps (rows written before steps existed, and a system outside freshrag that reported none,
     have none: unknown, not 0), the share of them repeated, and the answers stopped by reason."""
     traced = [row["steps"] for row in rows if row["status"] == "ok" and row.get("steps")]
-    searches = [[step.get("repeated") is True for step in steps if step["kind"] == "search"]
-                for steps in traced]
+    made = [search_count(steps) for steps in traced]
+    repeated = sum(repeated_count(steps) for steps in traced)
     return {
-        "searches_per_answer": mean([len(made) for made in searches], places=4),
-        "repeated_search_share": mean([float(r) for made in searches for r in made], places=4),
+        "searches_per_answer": mean(made, places=4),
+        # the mean of a flag per search, counted: the same figure (sums of 0s and 1s are exact)
+        "repeated_search_share": round(repeated / sum(made), 4) if sum(made) else None,
         **{f"stopped_{reason}": sum(row.get("stopped") == reason for row in rows)
            for reason in STOPS},
     }

@@ -38,7 +38,13 @@ from freshrag.core.stats import mean
 from freshrag.reporting.identity import group_rows
 from freshrag.reporting.outcomes import CORRECT_AT, answered_well, hops, unreported
 from freshrag.reporting.prices import row_cost
-from freshrag.reporting.retrieval_metrics import gold_set, row_metrics, searched
+from freshrag.reporting.retrieval_metrics import (
+    gold_set,
+    repeated_count,
+    row_metrics,
+    search_count,
+    searched,
+)
 
 Prices = dict[str, tuple[float, float]]
 STEP_FIGURES = ("searches", "repeated", "first_gold_step", "last_gold_step", "wasted_steps")
@@ -64,12 +70,10 @@ def step_figures(row: SampleRow) -> dict[str, Any]:
     steps = row.get("steps")
     if not steps:
         return dict.fromkeys(STEP_FIGURES)
-    made = [step for step in steps if step["kind"] == "search"]
     gold = gold_set(row)
     first, last = gold_steps(steps, gold) if gold else (None, None)
     wasted = None if last is None else sum(step["kind"] != "answer" for step in steps[last:])
-    return {"searches": len(made),
-            "repeated": sum(step.get("repeated") is True for step in made),
+    return {"searches": search_count(steps), "repeated": repeated_count(steps),
             "first_gold_step": first, "last_gold_step": last, "wasted_steps": wasted}
 
 
@@ -118,7 +122,7 @@ def per_correct(rows: list[SampleRow], prices: Prices | None = None,
     costs = answer_costs(rows, prices) if costs is None else costs
     unknown = unreported(rows, "input_tokens") or unreported(rows, "output_tokens")
     traced = [row for row in answered if row.get("steps")]
-    made = sum(step["kind"] == "search" for row in traced for step in row["steps"])
+    made = sum(search_count(row["steps"]) for row in traced)
     return {"correct": correct,
             "tokens_per_correct": None if unknown or not correct else round(
                 sum(sum(answer_tokens(row)) for row in answered) / correct, 1),

@@ -85,3 +85,18 @@ def test_answers_evaluated_in_batches_give_what_one_evaluation_gives(monkeypatch
     assert retrieval_metrics.answer_metrics(answers) == whole
     assert [m["recall_all_traj"] for m in whole] == [1.0, 1.0, 1.0, 0.0]
     assert [m["hit@1"] for m in whole] == [0.0, 1.0, 0.0, 0.0]
+
+
+def test_answers_of_one_relevance_pattern_are_evaluated_once(monkeypatch):
+    # other titles, the same ranks for the gold articles: trec_eval reads the same ranking
+    answers = [(["A", "B"], ["X", "A", "A"], ["X", "A", "A", "Y", "B"]),
+               (["C", "D"], ["Z", "C", "C"], ["Z", "C", "C", "W", "D"]),
+               (["E"], ["E", "F"], ["E", "F"])]
+    evaluated = []
+    evaluate = retrieval_metrics._evaluate
+    monkeypatch.setattr(retrieval_metrics, "_evaluate", lambda made, measures: evaluated.append(
+        len(made)) or evaluate(made, measures))
+    first, second, third = retrieval_metrics.answer_metrics(answers)
+    assert evaluated == [2, 1]  # two patterns at k, one trajectory (the third searched once)
+    assert first == second and first["mrr"] == 0.5 and first["recall_all_traj"] == 1.0
+    assert first["recall_all@k"] == 0.0 and third["hit@1"] == 1.0
