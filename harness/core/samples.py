@@ -212,6 +212,10 @@ def _json_types(hint: Any) -> tuple[type, ...]:
 SAMPLE_FIELDS: dict[str, tuple[type, ...]] = {
     name: _json_types(hint) for name, hint in get_type_hints(SampleFields).items()}
 REQUIRED = tuple(name for name in SAMPLE_FIELDS if name in SampleFields.__required_keys__)
+# Each field's types as a set, to check a value's own type (true or false only where a bool
+# is allowed) before `_is`: a report checks every field of 100,000 rows
+EXACT = {name: frozenset(types) for name, types in SAMPLE_FIELDS.items()}
+_ABSENT = object()
 
 
 def sample_problem(row: dict[str, Any]) -> str | None:
@@ -222,9 +226,11 @@ def sample_problem(row: dict[str, Any]) -> str | None:
         missing.append("error")  # the reason a failed pair is reported with
     if missing:
         return f"field(s) {missing} missing"
-    for name, types in SAMPLE_FIELDS.items():
-        if name in row and not _is(row[name], types) and not is_record(row[name]):
-            return f"field {name!r} must be {_names(types)}, got {row[name]!r:.80}"
+    for name, exact in EXACT.items():  # a value of one of the types itself passes at once
+        value = row.get(name, _ABSENT)
+        if type(value) not in exact and value is not _ABSENT and not is_record(value) \
+                and not _is(value, SAMPLE_FIELDS[name]):
+            return f"field {name!r} must be {_names(SAMPLE_FIELDS[name])}, got {value!r:.80}"
     if row["gold_title"] is None and row.get("kind") != "general":
         return "field 'gold_title' is null, which only a general query (kind 'general') may be"
     if (problem := _gold_set_problem(row)) is not None:

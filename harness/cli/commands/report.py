@@ -134,10 +134,10 @@ def _report(args: argparse.Namespace) -> int:
     breakdowns = {field: breakdown.breakdown(rows, field, prices) for field in args.by or ()}
     # A statistic that is no finite number (a mean of imported scores near 1e308 overflows) is
     # null in every table and file, and a note names it: JSON cannot hold it.
-    unfinite = (report.non_finite_notes("summary", summary)
-                + report.non_finite_notes("analysis", details)
-                + report.non_finite_notes("breakdowns", breakdowns))
-    summary, details, breakdowns = map(report.finite, (summary, details, breakdowns))
+    checked = [report.made_finite(what, document) for what, document in
+               (("summary", summary), ("analysis", details), ("breakdowns", breakdowns))]
+    (summary, _), (details, _), (breakdowns, _) = checked
+    unfinite = [note for _, notes in checked for note in notes]
     by_field = breakdown.summary_tables(breakdowns)
     report.write_summary(out, summary, by_field, known)
     if breakdowns:
