@@ -135,10 +135,12 @@ class Call(Record):
 
 class Calls(tuple):
     """A light row's calls, with `models`: role -> model as they name it (the last call of a
-    role wins), which every table of a report asks of every row. One per sequence of shared
+    role wins), which every table of a report asks of every row, and `batched`: those a batch
+    answered, but the judge's (reporting/prices.py batch_calls). One per sequence of shared
     calls: most rows of a system make the same calls."""
 
     models: dict[str, Any]
+    batched: list[Call]
 
 
 class Trace(Record):
@@ -283,6 +285,7 @@ def calls_kept(calls: list[Call]) -> Calls:
     if found is None:
         found = Calls(made)
         found.models = {call.role: call.model for call in made if call.model}
+        found.batched = [call for call in made if call.batch and call.role != "judge"]
         if all(_CALLS.get((c.role, c.model, c.batch)) is c for c in made):
             _SEQUENCES[key] = found
     return found

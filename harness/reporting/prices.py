@@ -10,6 +10,7 @@ written before it existed) at the list price.
 
 from __future__ import annotations
 
+from freshrag.core.light import Calls
 from freshrag.core.records import CallRecord, SampleRow, UsageRecord
 from freshrag.cost.budget import BATCH_DISCOUNT
 from freshrag.cost.prices import KNOWN_PRICES as KNOWN_PRICES
@@ -40,8 +41,10 @@ def row_cost(row: SampleRow, prices: dict[str, tuple[float, float]]) -> float | 
 def batch_calls(row: SampleRow) -> list[CallRecord]:
     """The calls of a row's system (the judge's excluded, as in `row_cost`) that a batch
     answered."""
-    return [call for call in row.get("calls") or []
-            if call.get("batch") and call.get("role") != "judge"]
+    calls = row.get("calls") or []
+    if isinstance(calls, Calls):  # a light row's, which knows them (core/light.py)
+        return list(calls.batched)
+    return [call for call in calls if call.get("batch") and call.get("role") != "judge"]
 
 
 def batch_note(rows: list[SampleRow]) -> list[str]:

@@ -38,6 +38,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from freshrag.core.fields import grouped  # noqa: E402
 from freshrag.core.files import write_figure  # noqa: E402
+from freshrag.core.light import Usage  # noqa: E402
 from freshrag.core.records import SampleRow  # noqa: E402
 from freshrag.reporting.groups import tag_figure  # noqa: E402
 from freshrag.reporting.identity import Identity, group_rows, labels  # noqa: E402
@@ -305,6 +306,8 @@ def tokens_unknown(rows: list[SampleRow]) -> bool:
 
 def _role_tokens(row: SampleRow, role: str, kind: Literal["input", "output"]) -> int:
     counts = (row.get("usage") or {}).get(role)
+    if type(counts) is Usage:  # a light row's counts, read by attribute (both always set)
+        return getattr(counts, kind)
     return counts.get(kind, 0) if counts else 0
 
 
