@@ -159,4 +159,9 @@ def min_detectable_difference(differences: Sequence[float], power: float = POWER
 
     effect = TTestPower().solve_power(effect_size=None, nobs=len(differences), alpha=alpha,
                                       power=power, alternative="two-sided")
-    return round(float(effect) * spread, 4)
+    # Where its bracketing root finder fails (73 or 876 differences, say), statsmodels falls back
+    # to fsolve, which answers with a one-element array and may find the negative root: a
+    # two-sided test's power is the same for -d as for d.
+    import numpy as np
+
+    return round(abs(float(np.asarray(effect).reshape(-1)[0])) * spread, 4)

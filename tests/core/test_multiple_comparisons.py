@@ -69,6 +69,9 @@ def power_of_paired_t(difference: float, sd: float, n: int, alpha: float = 0.05)
     pytest.param([0, 1, -1, 2, 0, 1, 3, -2, 0, 1] * 3, id="30-grades"),
     pytest.param([float(i % 7) - 3 for i in range(400)], id="400-answers"),
     pytest.param([1, 2, 4], id="three"),
+    # counts where statsmodels' root finder falls back to fsolve (an array, a negative root)
+    pytest.param([float(i % 5) - 2 for i in range(73)], id="73-answers-fsolve"),
+    pytest.param([float(i % 3) for i in range(876)], id="876-answers-fsolve"),
 ])
 def test_the_minimum_detectable_difference_is_found_80_percent_of_the_time(differences):
     found = min_detectable_difference(differences)
