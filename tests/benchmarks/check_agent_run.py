@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path)
     args = parser.parse_args(argv)
+    args.run_dir = args.run_dir.resolve()  # the page opens as a file URL
     config = json.loads((args.run_dir / "manifest.json").read_text(encoding="utf-8"))["config"]
     rows = [row for row in read_samples(args.run_dir / "samples.jsonl")
             if row.get("epoch", 1) == 1]
