@@ -147,7 +147,8 @@ def _identity(row: SampleRow) -> dict[str, Any]:
     """freshrag's fields of a sample, in its human message's metadata."""
     grade = row.get("grade")
     return {"run": row.get("run"), "dataset": row.get("dataset"), "system": row["system"],
-            "question_id": row["question_id"], "gold_titles": gold_titles(row),
+            "question_id": row["question_id"], "epoch": row.get("epoch") or 1,
+            "gold_titles": gold_titles(row),
             "grade": None if grade is None else {
                 "truthfulness": grade["truthfulness"], "relevance": grade["relevance"],
                 "unscored_reason": grade["unscored_reason"]}}
@@ -177,7 +178,8 @@ def flat_record(row: SampleRow, roles: Sequence[str]) -> dict[str, Any]:
     retrieved = details.get("retrieved")
     return {
         "run": row.get("run"), "dataset": row.get("dataset"), "system": row["system"],
-        "question_id": row["question_id"], "question": row.get("question"),
+        "question_id": row["question_id"], "epoch": row.get("epoch") or 1,
+        "question": row.get("question"),
         "gold_titles": gold_titles(row), "reference": row.get("reference"),
         "status": row["status"], "answer": row.get("answer"), "error": row.get("error"),
         "truthfulness": scores.get("truthfulness"), "relevance": scores.get("relevance"),

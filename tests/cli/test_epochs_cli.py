@@ -102,7 +102,8 @@ def test_a_command_reading_the_first_epoch_says_so_for_a_run_of_several(
     lines = [line for line in getattr(printed, stream).splitlines() if "epoch 1 only" in line]
     assert lines == [f"note: {runs['two']} holds 2 " + NOTE.format(reads=reads)
                      + ", as every table of the report does (`freshrag report` shows the spread "
-                       "across epochs)"]
+                       "across epochs)" + ("; --every-epoch writes them all"
+                                           if command is export else "")]
     if command is agreement_json:
         json.loads(printed.out)  # the note kept out of the JSON
 
@@ -112,6 +113,22 @@ def test_export_writes_the_first_epoch_only(runs, capsys):
     records = (runs["out"] / "x.jsonl").read_text().splitlines()
     assert len(read_samples(runs["two"] / "samples.jsonl", every_epoch=True)) == 12
     assert len(records) == len(read_samples(runs["two"] / "samples.jsonl")) == 6
+    assert {json.loads(record)["epoch"] for record in records} == {1}
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "ragas"])
+def test_export_every_epoch_writes_each_answer_with_its_epoch(runs, capsys, fmt):
+    out = runs["out"] / f"every.{fmt}.jsonl"
+    assert main(["export", str(runs["two"]), "--format", fmt, "--every-epoch",
+                 "--out", str(out)]) == 0
+    assert "epoch 1 only" not in capsys.readouterr().out
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    keys = [record if fmt == "jsonl" else record["user_input"][0]["metadata"]
+            for record in records]
+    rows = read_samples(runs["two"] / "samples.jsonl", every_epoch=True)
+    assert sorted((k["system"], k["question_id"], k["epoch"]) for k in keys) == sorted(
+        (row["system"], row["question_id"], row["epoch"]) for row in rows)
+    assert {k["epoch"] for k in keys} == {1, 2}
 
 
 def line_of(epoch=None, **fields):

@@ -89,7 +89,8 @@ def test_the_ragas_export_is_each_answers_conversation_with_its_searches(runs, t
         row = rows[meta["system"], meta["question_id"]]
         assert (human["type"], human["content"]) == ("human", row["question"])
         assert meta == {"run": str(made.run), "dataset": row["dataset"], "system": row["system"],
-                        "question_id": row["question_id"], "gold_titles": [row["gold_title"]],
+                        "question_id": row["question_id"], "epoch": 1,
+                        "gold_titles": [row["gold_title"]],
                         "grade": {key: row["grade"][key] for key in
                                   ("truthfulness", "relevance", "unscored_reason")}}
         searches = [step for step in row["steps"] if step["kind"] == "search"]
@@ -222,7 +223,7 @@ def test_the_jsonl_export_flattens_every_row(runs, tmp_path):
         row = rows[record["system"], record["question_id"]]
         searches = [step for step in row["steps"] if step["kind"] == "search"]
         assert record["run"] == str(made.run) and record["question"] == row["question"]
-        assert record["gold_titles"] == [row["gold_title"]]
+        assert record["gold_titles"] == [row["gold_title"]] and record["epoch"] == 1
         assert record["answer"] == row["answer"] and record["status"] == "ok"
         assert (record["truthfulness"], record["relevance"], record["unscored_reason"]) == (
             row["grade"]["truthfulness"], row["grade"]["relevance"], None)

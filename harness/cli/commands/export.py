@@ -32,6 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     inputs.add_argument("--systems", type=systems, metavar="NAMES",
                         help="only these systems' answers, comma-separated (default: every "
                              "system of every run)")
+    inputs.add_argument("--every-epoch", action="store_true",
+                        help="the answers of every epoch of a run of --epochs N, each record "
+                             "naming its epoch (without it: epoch 1 only, as the report's tables)")
     output = p.add_argument_group("output")
     output.add_argument("--format", choices=FORMATS, required=True,
                         help="ragas: Ragas multi-turn samples; jsonl: flat records for pandas")
@@ -62,7 +65,7 @@ def handle(args: argparse.Namespace) -> int:
             raise ResultsError(f"{run_dir}: no {SAMPLES}; is this a run directory?")
     export.check_out(args.out, args.run_dirs)
     # whole rows: the flat records print the steps whole, which a light read does not keep
-    rows = export.chosen(load_runs(args.run_dirs), args.systems)
+    rows = export.chosen(load_runs(args.run_dirs, every_epoch=args.every_epoch), args.systems)
     kept, records = export.records(rows, args.format)
     if not kept:
         raise export.ExportError(f"nothing to export: no answered pairs in "
@@ -72,6 +75,7 @@ def handle(args: argparse.Namespace) -> int:
     what = "Ragas multi-turn samples" if args.format == "ragas" else "flat records"
     print(f"{args.out}: {written} {what} ({len({row['system'] for row in kept})} systems"
           f"{f'; {left} failed pair(s) left out, having no answer' if left else ''})")
-    if note := first_epoch_note(args.run_dirs, "export writes the answers of"):
-        print(note)
+    if not args.every_epoch and (note := first_epoch_note(
+            args.run_dirs, "export writes the answers of")):
+        print(f"{note}; --every-epoch writes them all")
     return 0
