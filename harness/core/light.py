@@ -7,7 +7,7 @@ by the decoder without being made into objects), `details` its chunks without te
 steps what the tables read (`Trace`: kind, repeated, each chunk a `Title` shared by every chunk
 of that title), as a `Trajectory` that knows the row's file and line: the JSON report's steps
 (every field of core/records.py `StepRecord`, chunks with title, index and score) are read
-again from there one row at a time (`whole_steps`). The records are msgspec Structs, a fraction
+again from there one row at a time (core/light_steps.py `whole_steps`). The records are msgspec Structs, a fraction
 of a dict's size, that readers use as mappings (`step["kind"]`, `usage.get("estimated")`);
 core/files.py dumps writes them as JSON.
 
@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import gc
 import sys
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO, Iterable, Iterator, Literal, Sequence, get_type_hints
+from typing import Annotated, Any, Iterable, Iterator, Literal, get_type_hints
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from freshrag.core.jsonl import loads
 from freshrag.core.records import SampleFields, SampleRow
-from freshrag.core.textfile import UTF8_BOM
 
 Count = Annotated[int, Meta(ge=0)]
 # A step's kinds (core/types.py STEP_KINDS; a test holds them equal): core/ imports no types here
@@ -327,66 +326,6 @@ def _trace(step: Any) -> Trace:
         return shared
     return Trace(kind, repeated, tuple([found if (found := _TITLES.get(title)) is not None
                                         else titled(title) for title in titles]))
-
-
-class StepsOnly(Struct):
-    """What the second pass decodes of a row: its steps, as the JSON report prints them."""
-
-    steps: list[Step] | None | UnsetType = UNSET
-
-
-_STEPS = msgspec.json.Decoder(StepsOnly)
-
-
-def whole_steps(trajectories: Sequence[Any]) -> Iterator[Any]:
-    """Each of `trajectories` (rows' steps) as its row holds them, in order, one at a time: a
-    light row's Trajectory read again from its file and line (Step records as builtins, or, on
-    a line the records refuse, dicts as the whole read makes them), any other as it is."""
-    wanted: dict[Path, set[int]] = {}
-    for steps in trajectories:
-        if isinstance(steps, Trajectory) and steps:
-            wanted.setdefault(steps.path, set()).add(steps.line)
-    with ExitStack() as stack:
-        files = {path: _Lines(stack.enter_context(open(path, "rb")), lines)
-                 for path, lines in wanted.items()}
-        for steps in trajectories:
-            if isinstance(steps, Trajectory) and steps:
-                yield _steps_of(files[steps.path].read(steps.line))
-            else:
-                yield steps
-
-
-class _Lines:
-    """The lines wanted of a file, read by number: forward from where the last read stopped,
-    which in the usual order (a system's rows, as the file holds them) reads the file once;
-    a line passed on the way is found again by its offset."""
-
-    def __init__(self, handle: BinaryIO, wanted: set[int]):
-        self.handle, self.wanted = handle, wanted
-        self.offsets: dict[int, int] = {}
-        self.scanned, self.end = 0, 0  # lines passed, and the offset after them
-
-    def read(self, line: int) -> bytes:
-        if line in self.offsets:
-            self.handle.seek(self.offsets[line])
-            return self.handle.readline()
-        self.handle.seek(self.end)
-        while True:
-            raw = self.handle.readline()
-            self.scanned += 1
-            if self.scanned in self.wanted:
-                self.offsets[self.scanned] = self.end
-            self.end += len(raw)
-            if self.scanned == line:
-                return raw
-
-
-def _steps_of(line: bytes) -> Any:
-    line = line.removeprefix(UTF8_BOM)  # the first line's, as the first pass read it
-    try:
-        return msgspec.to_builtins(_STEPS.decode(line).steps)
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        return loads(line, max_depth=None)["steps"]
 
 
 def is_record(value: object) -> bool:

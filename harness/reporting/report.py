@@ -49,7 +49,8 @@ from msgspec import Struct
 from freshrag.core import tables
 from freshrag.core.files import dumps, write_text
 from freshrag.core.jsonl import ResultsError
-from freshrag.core.light import collector_paused, whole_steps
+from freshrag.core.light import collector_paused
+from freshrag.core.light_steps import whole_steps
 from freshrag.core.manifest import read_manifest
 from freshrag.core.records import SampleRow
 from freshrag.core.runfiles import SUMMARY, SUMMARY_MD

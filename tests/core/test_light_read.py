@@ -10,6 +10,7 @@ import pytest
 
 from freshrag.core import light
 from freshrag.core.files import dumps
+from freshrag.core.light_steps import whole_steps
 from freshrag.core.records import CallRecord, ChunkRecord, StepRecord, UsageRecord
 from freshrag.core.samples import read_samples, sample_row
 from freshrag.core.types import (
@@ -113,7 +114,7 @@ def test_both_reads_keep_and_skip_the_same_rows_with_the_same_warning(bad, tmp_p
     assert [row["question_id"] for row in lightly] == [row["question_id"] for row in whole]
     for light_row, whole_row in zip(lightly, whole):
         assert light_row.get("steps") == traced(whole_row.get("steps"))
-    assert list(light.whole_steps([row.get("steps") for row in lightly])) == [
+    assert list(whole_steps([row.get("steps") for row in lightly])) == [
         known(row.get("steps")) for row in whole]
 
 
@@ -171,7 +172,7 @@ def test_a_light_row_is_written_back_as_the_json_it_was_read_from(tmp_path):
     whole = good()
     path.write_text(json.dumps(whole) + "\n")
     [row] = read_samples(path, light=True)
-    assert json.loads(dumps(list(light.whole_steps([row["steps"]])))) == [whole["steps"]]
+    assert json.loads(dumps(list(whole_steps([row["steps"]])))) == [whole["steps"]]
     assert json.loads(dumps(row["usage"])) == whole["usage"]
     calls = [{key: call[key] for key in ("role", "model", "batch")} for call in whole["calls"]]
     assert json.loads(dumps(row["calls"])) == calls
@@ -207,7 +208,7 @@ def test_the_second_pass_reads_the_row_each_light_row_was_kept_from(tmp_path):
     text = "".join(json.dumps(row) + "\n" for row in [rows[0], "", rows[1], rows[2], epoch2])
     path.write_text(text.replace('""', ""))  # a blank line: numbered, never a row
     [row] = read_samples(path, light=True)
-    [steps] = light.whole_steps([row["steps"]])
+    [steps] = whole_steps([row["steps"]])
     assert steps[0]["query"] == "new" and steps == known(rows[2]["steps"])
 
 

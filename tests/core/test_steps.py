@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from freshrag.core.light import whole_steps
+from freshrag.core.light_steps import whole_steps
 from freshrag.core.samples import read_samples, sample_problem, sample_row
 from freshrag.core.steps import step_records
 from freshrag.core.types import LLMResponse, Question, RetrievedChunk, Step, SystemAnswer, Usage
