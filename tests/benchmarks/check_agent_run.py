@@ -78,19 +78,14 @@ def main(argv: list[str] | None = None) -> int:
     config = json.loads((args.run_dir / "manifest.json").read_text(encoding="utf-8"))["config"]
     rows = [row for row in read_samples(args.run_dir / "samples.jsonl")
             if row.get("epoch", 1) == 1]
-    failures: dict[tuple[str, str], list[str]] = {}
-    for row in rows:
-        problems = bound_problems(row, config["max_steps"], config["token_budget"])
-        if problems:
-            failures[row["system"], row["question_id"]] = problems
-    shown_ok: Counter[str] = Counter()
+    def key(row: dict[str, Any]) -> tuple[str, str]:
+        return row["system"], row["question_id"]
+
+    unbounded = {key(row): problems for row in rows if (problems := bound_problems(
+        row, config["max_steps"], config["token_budget"]))}
     with viewer_tab(report_url(args.run_dir)) as tab:
-        for row in rows:
-            problems = viewer_problems(row, timeline(tab, row))
-            if problems:
-                failures.setdefault((row["system"], row["question_id"]), []).extend(problems)
-            else:
-                shown_ok[row["system"]] += 1
+        unshown = {key(row): problems for row in rows
+                   if (problems := viewer_problems(row, timeline(tab, row)))}
     by_system: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         by_system[row["system"]].append(row)
@@ -101,13 +96,14 @@ def main(argv: list[str] | None = None) -> int:
     for system, answers in sorted(by_system.items()):
         steps = [len(row.get("steps") or []) for row in answers]
         stopped = Counter(row.get("stopped") for row in answers)
-        within = sum((system, row["question_id"]) not in failures or all(
-            p.startswith("the timeline") or p.startswith("step ")
-            for p in failures[system, row["question_id"]]) for row in answers)
+        within = sum(key(row) not in unbounded for row in answers)
+        shown = sum(key(row) not in unshown for row in answers)
         print(f"{system:<11} {len(answers):>7} {sum(r['status'] == 'ok' for r in answers):>3} "
               f"{within:>13}  {stopped['max_steps']:>12}/{stopped['budget']:<13} "
-              f"{statistics.mean(steps):>10.2f} ({max(steps)})  {shown_ok[system]:>14}")
-    for (system, question), problems in sorted(failures.items()):
+              f"{statistics.mean(steps):>10.2f} ({max(steps)})  {shown:>14}")
+    failures = sorted(unbounded.keys() | unshown.keys())
+    for system, question in failures:
+        problems = unbounded.get((system, question), []) + unshown.get((system, question), [])
         print(f"  {system} {question}: {'; '.join(problems)}")
     return 1 if failures else 0
 
