@@ -1,7 +1,7 @@
 """RAG strategies, one file each. A new strategy is one new file and one line in SYSTEMS.
 
 A strategy class declares what it needs and does besides answering (`Declarations` in
-harness/core/types.py): `uses_index = True` gets the retrieval index (`systems/retrieval/index.py`)
+harness/core/types.py): `uses_index = True` gets the retrieval index (`harness/retrieval/index.py`)
 as `context.retriever`, built or opened only when a chosen system needs it; `call_shape` says how
 many calls of each role one answer makes, the range a dry run walks (docs/costs.md#dry-run);
 `uses_steps = True` marks an agent bounded by the run's `max_steps` and `token_budget`

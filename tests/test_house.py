@@ -106,7 +106,7 @@ def unmirrored(folders: list[Path]) -> list[Path]:
 @pytest.mark.parametrize("folder, mirrored", [
     pytest.param("core", True, id="a-harness-package"),
     pytest.param("builders/sources", True, id="a-builders-package"),
-    pytest.param("systems/retrieval", True, id="a-systems-package"),
+    pytest.param("systems/external", True, id="a-systems-package"),
     pytest.param("fuzz", True, id="a-folder-named-for-what-it-holds"),
     pytest.param("harness", False, id="no-such-package"),
     pytest.param("reporting/charts", False, id="no-such-subpackage"),

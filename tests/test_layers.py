@@ -25,6 +25,7 @@ LAYERS = [
     ("freshrag.scoring",),
     ("freshrag.builders",),
     ("freshrag.systems",),
+    ("freshrag.retrieval",),
     ("freshrag.llm",),
     ("freshrag.core",),
 ]

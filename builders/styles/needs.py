@@ -2,7 +2,7 @@
 
 Instead of one question per article at random, the question set follows what users want to know:
 for each chunk of the chosen stage's articles (cut by the retrieval index's own splitter,
-systems/retrieval/index.py, so a question's evidence is one retrievable chunk) and each need of a needs file
+harness/retrieval/index.py, so a question's evidence is one retrievable chunk) and each need of a needs file
 (one description a line), one forced `submit_question` call of the `builder` role returns a
 question about that need that the chunk answers, with the chunk's answer, or BLANK when the
 chunk holds nothing for the need. A reply that does not parse is asked once more (a new attempt),
@@ -32,7 +32,7 @@ from freshrag.core.textfile import lines
 from freshrag.core.types import LLM, Article, LLMResponse, Usage
 from freshrag.llm.client import EndpointError, EndpointUnreachable, LLMClient
 from freshrag.llm.toolcall import ReplyError, line_of_text, room_for, tool_arguments
-from freshrag.systems.retrieval.index import Chunk, IndexConfig, chunk_articles
+from freshrag.retrieval.index import Chunk, IndexConfig, chunk_articles
 
 NEEDS_FILE = "needs.jsonl"   # one line per (need, chunk) call, whatever came of it
 QUESTION, BLANK, FAILED = "question", "blank", "failed"

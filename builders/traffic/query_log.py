@@ -1,7 +1,7 @@
 """Information needs derived from a log of real user queries (docs/methods.md#information-needs).
 
 `freshrag needs --queries log.jsonl` reads the log (JSON Lines, a `query` field a line), embeds
-the distinct queries with the `embeddings` role (systems/retrieval/embeddings.py), and clusters them without
+the distinct queries with the `embeddings` role (harness/retrieval/embeddings.py), and clusters them without
 fixing the number of clusters in advance: scikit-learn's agglomerative clustering, average linkage
 on cosine distance, cut where clusters lie further apart than `--distance-threshold`. Clusters of
 fewer than `--min-size` queries (singletons, stray queries) are not needs: they are counted and

@@ -30,12 +30,12 @@ from freshrag.core.runfiles import CACHE_FILE as CACHE_FILE
 from freshrag.core.runfiles import INDEX_DIR
 from freshrag.llm.client import LLMClient
 from freshrag.reporting import report
+from freshrag.retrieval.index import IndexConfig
 from freshrag.run import service
 from freshrag.run.service import cache_output as cache_output
 from freshrag.run.service import embed_for as embed_for
 from freshrag.run.service import embed_for_needed as embed_for_needed
 from freshrag.run.service import opened
-from freshrag.systems.retrieval.index import IndexConfig
 
 if TYPE_CHECKING:
     from freshrag.core.records import SampleRow
@@ -55,7 +55,7 @@ def load_settings(args: argparse.Namespace) -> LLMSettings:
 def roles_table(settings: LLMSettings, roles: tuple[str, ...]) -> str:
     """Which model each of `roles` calls, at which endpoint, and where that came from; no key."""
     from freshrag.llm.local_settings import local_settings
-    from freshrag.systems.retrieval.embeddings import LocalMiniLM
+    from freshrag.retrieval.embeddings import LocalMiniLM
 
     rows = []
     for role in roles:

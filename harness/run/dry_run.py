@@ -27,10 +27,10 @@ from freshrag.cost.estimate import (
 from freshrag.cost.plan import score_jobs
 from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import LLMClient
+from freshrag.retrieval.index import IndexConfig
 from freshrag.run.config import RunConfig
 from freshrag.run.plan import Factories, read_plan
 from freshrag.scoring.scorepass import check_same_models, make_scorers, pending, scorer_roles
-from freshrag.systems.retrieval.index import IndexConfig
 
 # what a range spans where a scorer's later calls depend on a list in its reply
 SCORER_SPANS = (f"every list in a reply empty (no statement to check) and every list "

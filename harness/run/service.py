@@ -30,6 +30,8 @@ from freshrag.cost.prices import price_table
 from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import LLMClient
 from freshrag.llm.local_server import LocalServer
+from freshrag.retrieval.embeddings import embedder_for
+from freshrag.retrieval.index import IndexConfig, open_index
 from freshrag.run import dry_run
 from freshrag.run.inputs import (
     DEFAULT_SYSTEMS,
@@ -49,8 +51,6 @@ from freshrag.scoring.scorepass import scorer_names, scorer_roles
 from freshrag.systems import SYSTEMS
 from freshrag.systems.external.plugins import SystemSource
 from freshrag.systems.prompts import PROMPTS
-from freshrag.systems.retrieval.embeddings import embedder_for
-from freshrag.systems.retrieval.index import IndexConfig, open_index
 
 if TYPE_CHECKING:
     from freshrag.core.records import SampleRow

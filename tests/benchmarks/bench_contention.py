@@ -180,7 +180,7 @@ def with_fair_share(rows: list[dict]) -> list[dict]:
 
 def example_chunks() -> list[str]:
     from freshrag.core.dataset import example_dir, load_dataset_dir
-    from freshrag.systems.retrieval.index import IndexConfig, chunk_articles
+    from freshrag.retrieval.index import IndexConfig, chunk_articles
 
     config = IndexConfig()
     articles = load_dataset_dir(example_dir()).articles.values()
@@ -189,7 +189,7 @@ def example_chunks() -> list[str]:
 
 def chunks_per_s(chunks: list[str], workers: int, rounds: int) -> float:
     """The median of `rounds` encodings of every chunk, the model loaded before the first."""
-    from freshrag.systems.retrieval.embeddings import LocalMiniLM
+    from freshrag.retrieval.embeddings import LocalMiniLM
 
     model = LocalMiniLM(workers=workers)
     model.embed(chunks[:8])

@@ -50,9 +50,9 @@ from freshrag.core.concurrency import map_with_progress  # noqa: E402
 from freshrag.core.config import load_settings  # noqa: E402
 from freshrag.core.dataset import load_articles  # noqa: E402
 from freshrag.llm.client import LLMClient  # noqa: E402
-from freshrag.systems.retrieval import index as retrieval_index  # noqa: E402
-from freshrag.systems.retrieval.embeddings import EndpointEmbedder, LocalMiniLM  # noqa: E402
-from freshrag.systems.retrieval.index import IndexConfig, chunk_articles, open_index  # noqa: E402
+from freshrag.retrieval import index as retrieval_index  # noqa: E402
+from freshrag.retrieval.embeddings import EndpointEmbedder, LocalMiniLM  # noqa: E402
+from freshrag.retrieval.index import IndexConfig, chunk_articles, open_index  # noqa: E402
 from tests import WIKIRAG  # noqa: E402
 from tests.support.fake_openai_server import FakeOpenAIServer  # noqa: E402
 

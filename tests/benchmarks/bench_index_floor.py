@@ -55,9 +55,9 @@ import numpy  # noqa: E402
 import torch  # noqa: E402
 
 from freshrag.core.dataset import load_articles  # noqa: E402
-from freshrag.systems.retrieval import lexical  # noqa: E402
-from freshrag.systems.retrieval.embeddings import LocalMiniLM  # noqa: E402
-from freshrag.systems.retrieval.index import IndexConfig, chunk_articles, open_index  # noqa: E402
+from freshrag.retrieval import lexical  # noqa: E402
+from freshrag.retrieval.embeddings import LocalMiniLM  # noqa: E402
+from freshrag.retrieval.index import IndexConfig, chunk_articles, open_index  # noqa: E402
 from tests import WIKIRAG  # noqa: E402
 
 LAYERS, HIDDEN, FFN = 6, 384, 1536

@@ -49,7 +49,7 @@ def log(message: str) -> None:
 
 
 def bench_clustering(sizes: list[int]) -> dict:
-    from freshrag.systems.retrieval.embeddings import LocalMiniLM
+    from freshrag.retrieval.embeddings import LocalMiniLM
 
     base = np.array(LocalMiniLM().embed(read_queries(LOG)))
     results = {"themes": agreement_with_themes(base)}

@@ -37,9 +37,9 @@ sys.path.insert(0, str(ROOT))
 from qdrant_client import QdrantClient, models  # noqa: E402
 
 from freshrag.core.dataset import load_articles  # noqa: E402
-from freshrag.systems.retrieval import index as index_module  # noqa: E402
-from freshrag.systems.retrieval.embeddings import LocalMiniLM  # noqa: E402
-from freshrag.systems.retrieval.index import IndexConfig, chunk_articles, open_index  # noqa: E402
+from freshrag.retrieval import index as index_module  # noqa: E402
+from freshrag.retrieval.embeddings import LocalMiniLM  # noqa: E402
+from freshrag.retrieval.index import IndexConfig, chunk_articles, open_index  # noqa: E402
 from tests import WIKIRAG  # noqa: E402
 
 WEIGHTS = "0,0.05,0.1,0.2,0.5,1"

@@ -15,8 +15,8 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.samples import read_samples
 from freshrag.core.types import ROLES
+from freshrag.retrieval.embeddings import LocalMiniLM
 from freshrag.scoring.store import read_scores
-from freshrag.systems.retrieval.embeddings import LocalMiniLM
 from tests.support.builds import needs_reply
 from tests.support.datasets import bridges_and_mayor, write_dataset
 from tests.support.fake_openai_server import FakeOpenAIServer, forced_tool_name

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from freshrag.core.config import load_settings
 from freshrag.core.types import ROLES
-from freshrag.systems.retrieval.embeddings import PRECISION_VARIABLE, PRECISIONS
+from freshrag.retrieval.embeddings import PRECISION_VARIABLE, PRECISIONS
 from tests.fuzz.support import (
     assert_no_calls,
     assert_refused,

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from freshrag.core.dataset import load_articles, load_dataset
-from freshrag.systems.retrieval.embeddings import LocalMiniLM
-from freshrag.systems.retrieval.index import IndexConfig, open_index
+from freshrag.retrieval.embeddings import LocalMiniLM
+from freshrag.retrieval.index import IndexConfig, open_index
 from tests import WIKIRAG as DATA
 
 pytestmark = pytest.mark.integration
@@ -87,7 +87,7 @@ def test_retrieval_at_each_weight_agrees_with_the_scan(small, built):
     questions = dataset.questions[:8]
     embedder = LocalMiniLM()
     config = IndexConfig(directory=built[0])
-    from freshrag.systems.retrieval.scan import scan
+    from freshrag.retrieval.scan import scan
 
     index = open_index(dataset.articles, config, embedder, progress=False)
     try:

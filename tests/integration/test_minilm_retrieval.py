@@ -8,8 +8,8 @@ import json
 import pytest
 
 from freshrag.core.dataset import load_articles
-from freshrag.systems.retrieval.embeddings import LocalMiniLM
-from freshrag.systems.retrieval.index import IndexConfig, chunk_articles, open_index
+from freshrag.retrieval.embeddings import LocalMiniLM
+from freshrag.retrieval.index import IndexConfig, chunk_articles, open_index
 from tests import WIKIRAG as DATA
 
 pytestmark = pytest.mark.integration

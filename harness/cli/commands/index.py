@@ -1,5 +1,5 @@
 """`freshrag index`: build the retrieval index of a corpus ahead of a run, or check that it is
-built (docs/retrieval.md); the index is systems/retrieval/index.py."""
+built (docs/retrieval.md); the index is harness/retrieval/index.py."""
 
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.core.dataset import load_articles
     from freshrag.core.files import dumps
     from freshrag.llm.client import LLMClient
-    from freshrag.systems.retrieval.embeddings import embedder_for
-    from freshrag.systems.retrieval.index import open_index
+    from freshrag.retrieval.embeddings import embedder_for
+    from freshrag.retrieval.index import open_index
 
     articles = load_articles(args.articles)
     settings = load_settings(args)

@@ -74,7 +74,7 @@ def handle(args: argparse.Namespace) -> int:
         print_roles,
     )
     from freshrag.core.outputs import Output, check_outputs
-    from freshrag.systems.retrieval.embeddings import embedder_for
+    from freshrag.retrieval.embeddings import embedder_for
 
     cache = None if args.no_cache else Path("results") / CACHE_FILE
     fix = "give another --out (its .json and .md go beside it)"

@@ -1,6 +1,6 @@
 """`freshrag scan-retrieval`: recall@k of the index per question label and overall, for several
 text weights, and the best weight of each; no LLM calls (docs/retrieval.md). The scan is
-systems/retrieval/scan.py."""
+harness/retrieval/scan.py."""
 
 from __future__ import annotations
 
@@ -59,9 +59,9 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.core.files import write_json
     from freshrag.core.outputs import check_outputs, files_in
     from freshrag.llm.client import LLMClient
-    from freshrag.systems.retrieval import scan
-    from freshrag.systems.retrieval.embeddings import embedder_for
-    from freshrag.systems.retrieval.index import IndexConfig, open_index
+    from freshrag.retrieval import scan
+    from freshrag.retrieval.embeddings import embedder_for
+    from freshrag.retrieval.index import IndexConfig, open_index
 
     data = dataset(args)
     questions = data.questions[:args.limit]

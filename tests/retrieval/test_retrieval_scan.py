@@ -8,8 +8,8 @@ import pytest
 
 from freshrag.cli.main import main
 from freshrag.core.types import Question
-from freshrag.systems.retrieval.index import IndexConfig, VectorIndex, open_index
-from freshrag.systems.retrieval.scan import render, scan
+from freshrag.retrieval.index import IndexConfig, VectorIndex, open_index
+from freshrag.retrieval.scan import render, scan
 from tests.support.datasets import write_dataset
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import SECRET, BagOfWordsEmbedder, use_endpoint

@@ -8,7 +8,7 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from freshrag.reporting.identity import retriever_model
-from freshrag.systems.retrieval.index import (
+from freshrag.retrieval.index import (
     IndexConfig,
     RetrievalError,
     chunk_articles,

@@ -3,7 +3,7 @@
 Every corpus article is split with `RecursiveCharacterTextSplitter` (1,024 characters, overlap 48,
 as in the paper), its title prepended to every chunk, embedded, and stored in Qdrant with cosine
 distance: embedded Qdrant on disk by default, a Qdrant server when a URL is given. Beside each
-chunk's dense vector its point holds a BM25 sparse vector (systems/retrieval/lexical.py), so that a
+chunk's dense vector its point holds a BM25 sparse vector (harness/retrieval/lexical.py), so that a
 query can be dense (`text_weight` 0, the default), lexical (1), or a fusion of both
 (docs/methods.md#hybrid-retrieval).
 
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Protocol
 
 from freshrag.core.errors import UserError
 from freshrag.core.types import Article, RetrievedChunk
-from freshrag.systems.retrieval import lexical
+from freshrag.retrieval import lexical
 
 # qdrant-client, the text splitter and tqdm are imported where they are used: together they take
 # over a second to import, and every command's --help imports this module (for IndexConfig).
@@ -64,7 +64,7 @@ class IndexConfig:
     chunk_size: int = 1024
     chunk_overlap: int = 48
     top_k: int = 5
-    text_weight: float = 0.0  # 0 dense only, 1 lexical only, between: fused (systems/retrieval/lexical.py)
+    text_weight: float = 0.0  # 0 dense only, 1 lexical only, between: fused (harness/retrieval/lexical.py)
     batch_size: int = 256  # chunks embedded and upserted per step
 
 
@@ -129,7 +129,7 @@ class VectorIndex:
     answers a query from numpy arrays and payload dicts held in memory (qdrant_client.local:
     no SQLite on the read path, whose connection is what fails across threads,
     qdrant/qdrant-client#367); the index only reads once it is built, so queries may run at
-    once. tests/systems/retrieval/test_index.py checks that concurrent queries equal serial ones.
+    once. tests/retrieval/test_index.py checks that concurrent queries equal serial ones.
     """
 
     def __init__(self, client: QdrantClient, collection: str, embedder: Embedder,
@@ -327,7 +327,7 @@ def _embed_and_store(client: QdrantClient, collection: str, chunks: list[Chunk],
                     collection,
                     vectors_config=models.VectorParams(size=dimension,
                                                        distance=models.Distance.COSINE),
-                    # Qdrant multiplies in the IDF from the collection (systems/retrieval/lexical.py)
+                    # Qdrant multiplies in the IDF from the collection (harness/retrieval/lexical.py)
                     sparse_vectors_config={LEXICAL: models.SparseVectorParams(
                         modifier=models.Modifier.IDF)})
                 _commit_without_sync(client, collection)

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from freshrag.systems.retrieval.lexical import (
+from freshrag.retrieval.lexical import (
     K1,
     B,
     document_vector,

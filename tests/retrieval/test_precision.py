@@ -5,14 +5,14 @@ index key. No model is loaded here."""
 import pytest
 
 from freshrag.core.config import ConfigError
-from freshrag.systems.retrieval.embeddings import (
+from freshrag.retrieval.embeddings import (
     PRECISION_VARIABLE,
     PRECISIONS,
     LocalMiniLM,
     default_precision,
     native_bf16,
 )
-from freshrag.systems.retrieval.index import IndexConfig, index_key
+from freshrag.retrieval.index import IndexConfig, index_key
 from tests import WIKIRAG
 from tests.fuzz.support import assert_refused, invoke
 from tests.support.systems import CORPUS

@@ -26,8 +26,8 @@ from freshrag.core import tables
 from freshrag.core.fields import OVERALL, grouped
 from freshrag.core.stats import bootstrap_interval, mean
 from freshrag.core.types import Question
-from freshrag.systems.retrieval import lexical
-from freshrag.systems.retrieval.index import VectorIndex
+from freshrag.retrieval import lexical
+from freshrag.retrieval.index import VectorIndex
 
 BATCH = 32  # questions embedded and searched together
 SCAN_FILE = "scan-retrieval.json"

@@ -11,7 +11,7 @@ from contextlib import closing
 import pytest
 
 from freshrag.core.errors import UserError
-from freshrag.systems.retrieval.index import IndexConfig, RetrievalError, open_index
+from freshrag.retrieval.index import IndexConfig, RetrievalError, open_index
 from tests.support.fakes import BagOfWordsEmbedder
 from tests.support.systems import CORPUS
 
