@@ -60,7 +60,7 @@ _EXPORTS = {
     "RunOptions": "freshrag.run.inputs",
     "RunResult": "freshrag.run.service",
     "ProbeSettings": "freshrag.scoring.probes",
-    "IndexConfig": "freshrag.retrieval.index",
+    "IndexConfig": "freshrag.retrieval.config",
     "LLMSettings": "freshrag.core.config",
     "load_settings": "freshrag.core.config",
     # the runner itself, which `evaluate` drives: it takes an opened client and the prompts
@@ -101,7 +101,7 @@ if TYPE_CHECKING:  # what type checkers and editors see
         Usage,
     )
     from freshrag.reporting.report import load_runs, summarise
-    from freshrag.retrieval.index import IndexConfig
+    from freshrag.retrieval.config import IndexConfig
     from freshrag.run.inputs import RunOptions
     from freshrag.run.runner import RunConfig
     from freshrag.run.runner import run as run_dataset

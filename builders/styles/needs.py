@@ -32,7 +32,8 @@ from freshrag.core.textfile import lines
 from freshrag.core.types import LLM, Article, LLMResponse, Usage
 from freshrag.llm.client import EndpointError, EndpointUnreachable, LLMClient
 from freshrag.llm.toolcall import ReplyError, line_of_text, room_for, tool_arguments
-from freshrag.retrieval.index import Chunk, IndexConfig, chunk_articles
+from freshrag.retrieval.chunking import Chunk, chunk_articles
+from freshrag.retrieval.config import IndexConfig
 
 NEEDS_FILE = "needs.jsonl"   # one line per (need, chunk) call, whatever came of it
 QUESTION, BLANK, FAILED = "question", "blank", "failed"

@@ -30,7 +30,7 @@ from freshrag.core.runfiles import CACHE_FILE as CACHE_FILE
 from freshrag.core.runfiles import INDEX_DIR
 from freshrag.llm.client import LLMClient
 from freshrag.reporting import report
-from freshrag.retrieval.index import IndexConfig
+from freshrag.retrieval.config import IndexConfig
 from freshrag.run import service
 from freshrag.run.service import cache_output as cache_output
 from freshrag.run.service import embed_for as embed_for

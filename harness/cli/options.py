@@ -27,7 +27,7 @@ from freshrag.core.dates import DATE_FORM, parse_date
 from freshrag.core.errors import UserError
 from freshrag.core.runfiles import INDEX_DIR
 from freshrag.core.types import ROLES
-from freshrag.retrieval.index import DEFAULT_DIRECTORY, IndexConfig
+from freshrag.retrieval.config import DEFAULT_DIRECTORY, IndexConfig
 from freshrag.run.inputs import DEFAULT_CONCURRENCY, DEFAULT_SEED, MAX_CONCURRENCY, MAX_SEED
 from freshrag.scoring import SCORERS, probes
 

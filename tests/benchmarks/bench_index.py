@@ -50,9 +50,11 @@ from freshrag.core.concurrency import map_with_progress  # noqa: E402
 from freshrag.core.config import load_settings  # noqa: E402
 from freshrag.core.dataset import load_articles  # noqa: E402
 from freshrag.llm.client import LLMClient  # noqa: E402
-from freshrag.retrieval import index as retrieval_index  # noqa: E402
+from freshrag.retrieval import store as retrieval_store  # noqa: E402
+from freshrag.retrieval.chunking import chunk_articles  # noqa: E402
+from freshrag.retrieval.config import IndexConfig  # noqa: E402
 from freshrag.retrieval.embeddings import EndpointEmbedder, LocalMiniLM  # noqa: E402
-from freshrag.retrieval.index import IndexConfig, chunk_articles, open_index  # noqa: E402
+from freshrag.retrieval.index import open_index  # noqa: E402
 from tests import WIKIRAG  # noqa: E402
 from tests.support.fake_openai_server import FakeOpenAIServer  # noqa: E402
 
@@ -201,9 +203,9 @@ def storage(articles: dict, tmp: Path) -> dict:
     few = dict(list(articles.items())[:2])  # imports and first calls, outside the timings
     open_index(few, IndexConfig(directory=tmp / "storage-warm"), RandomVectors(),
                progress=False).close()
-    committed_as_now = retrieval_index._commit_without_sync
+    committed_as_now = retrieval_store._commit_without_sync
     for name, commit in (("now", committed_as_now), ("qdrant_default", lambda *_: None)):
-        retrieval_index._commit_without_sync = commit
+        retrieval_store._commit_without_sync = commit
         try:
             log(f"storing every chunk with random vectors ({name})")
             started, cpu = time.monotonic(), time.process_time()
@@ -214,7 +216,7 @@ def storage(articles: dict, tmp: Path) -> dict:
             results[name] = {"seconds": round(time.monotonic() - started, 2),
                              "cpu_s": round(time.process_time() - cpu, 2), "chunks": chunks}
         finally:
-            retrieval_index._commit_without_sync = committed_as_now
+            retrieval_store._commit_without_sync = committed_as_now
     results["speedup"] = round(results["qdrant_default"]["seconds"] / results["now"]["seconds"], 2)
     return results
 

@@ -56,8 +56,10 @@ import torch  # noqa: E402
 
 from freshrag.core.dataset import load_articles  # noqa: E402
 from freshrag.retrieval import lexical  # noqa: E402
+from freshrag.retrieval.chunking import chunk_articles  # noqa: E402
+from freshrag.retrieval.config import IndexConfig  # noqa: E402
 from freshrag.retrieval.embeddings import LocalMiniLM  # noqa: E402
-from freshrag.retrieval.index import IndexConfig, chunk_articles, open_index  # noqa: E402
+from freshrag.retrieval.index import open_index  # noqa: E402
 from tests import WIKIRAG  # noqa: E402
 
 LAYERS, HIDDEN, FFN = 6, 384, 1536

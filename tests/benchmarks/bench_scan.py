@@ -38,8 +38,10 @@ from qdrant_client import QdrantClient, models  # noqa: E402
 
 from freshrag.core.dataset import load_articles  # noqa: E402
 from freshrag.retrieval import index as index_module  # noqa: E402
+from freshrag.retrieval.chunking import chunk_articles  # noqa: E402
+from freshrag.retrieval.config import IndexConfig  # noqa: E402
 from freshrag.retrieval.embeddings import LocalMiniLM  # noqa: E402
-from freshrag.retrieval.index import IndexConfig, chunk_articles, open_index  # noqa: E402
+from freshrag.retrieval.index import open_index  # noqa: E402
 from tests import WIKIRAG  # noqa: E402
 
 WEIGHTS = "0,0.05,0.1,0.2,0.5,1"

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from freshrag.core.dataset import load_articles, load_dataset
+from freshrag.retrieval.config import IndexConfig
 from freshrag.retrieval.embeddings import LocalMiniLM
-from freshrag.retrieval.index import IndexConfig, open_index
+from freshrag.retrieval.index import open_index
 from tests import WIKIRAG as DATA
 
 pytestmark = pytest.mark.integration

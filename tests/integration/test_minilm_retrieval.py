@@ -8,8 +8,10 @@ import json
 import pytest
 
 from freshrag.core.dataset import load_articles
+from freshrag.retrieval.chunking import chunk_articles
+from freshrag.retrieval.config import IndexConfig
 from freshrag.retrieval.embeddings import LocalMiniLM
-from freshrag.retrieval.index import IndexConfig, chunk_articles, open_index
+from freshrag.retrieval.index import open_index
 from tests import WIKIRAG as DATA
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,8 @@ from contextlib import closing
 import pytest
 
 from freshrag.core.errors import UserError
-from freshrag.retrieval.index import IndexConfig, RetrievalError, open_index
+from freshrag.retrieval.config import IndexConfig, RetrievalError
+from freshrag.retrieval.index import open_index
 from tests.support.fakes import BagOfWordsEmbedder
 from tests.support.systems import CORPUS
 

@@ -8,13 +8,10 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from freshrag.reporting.identity import retriever_model
-from freshrag.retrieval.index import (
-    IndexConfig,
-    RetrievalError,
-    chunk_articles,
-    connect,
-    open_index,
-)
+from freshrag.retrieval.chunking import chunk_articles
+from freshrag.retrieval.config import IndexConfig, RetrievalError
+from freshrag.retrieval.index import open_index
+from freshrag.retrieval.store import connect
 from tests.support.fakes import BagOfWordsEmbedder
 from tests.support.systems import CORPUS
 

@@ -18,8 +18,10 @@ from freshrag.core.config import load_settings
 from freshrag.core.types import Article
 from freshrag.llm.client import LLMClient
 from freshrag.llm.local_server import free_port
+from freshrag.retrieval.chunking import chunk_articles
+from freshrag.retrieval.config import IndexConfig, RetrievalError
 from freshrag.retrieval.embeddings import EndpointEmbedder, LocalMiniLM
-from freshrag.retrieval.index import IndexConfig, RetrievalError, chunk_articles, open_index
+from freshrag.retrieval.index import open_index
 from tests import ROOT
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import BagOfWordsEmbedder
@@ -257,7 +259,8 @@ def test_embedded_qdrant_stores_the_build_in_a_write_ahead_log(tmp_path):
 KILLED_BUILD = """
 import os, sys, time
 from pathlib import Path
-from freshrag.retrieval.index import IndexConfig, open_index
+from freshrag.retrieval.config import IndexConfig
+from freshrag.retrieval.index import open_index
 from tests.support.fakes import BagOfWordsEmbedder
 from tests.support.systems import CORPUS
 
@@ -301,7 +304,7 @@ def test_a_store_that_cannot_change_its_journal_is_left_as_it_is(tmp_path):
     commits or not, rather than failing for a setting that only buys speed."""
     from qdrant_client import QdrantClient, models
 
-    from freshrag.retrieval.index import _commit_without_sync
+    from freshrag.retrieval.store import _commit_without_sync
 
     client = QdrantClient(path=str(tmp_path / "store"))
     client.create_collection("c", vectors_config=models.VectorParams(

@@ -6,8 +6,8 @@ import numpy
 import pytest
 import torch
 
+from freshrag.retrieval.chunking import chunk_articles
 from freshrag.retrieval.embeddings import PRECISIONS, LocalMiniLM
-from freshrag.retrieval.index import chunk_articles
 from tests.support.systems import CORPUS
 
 pytestmark = pytest.mark.integration

@@ -5,6 +5,7 @@ index key. No model is loaded here."""
 import pytest
 
 from freshrag.core.config import ConfigError
+from freshrag.retrieval.config import IndexConfig
 from freshrag.retrieval.embeddings import (
     PRECISION_VARIABLE,
     PRECISIONS,
@@ -12,7 +13,7 @@ from freshrag.retrieval.embeddings import (
     default_precision,
     native_bf16,
 )
-from freshrag.retrieval.index import IndexConfig, index_key
+from freshrag.retrieval.index import index_key
 from tests import WIKIRAG
 from tests.fuzz.support import assert_refused, invoke
 from tests.support.systems import CORPUS

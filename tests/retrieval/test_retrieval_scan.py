@@ -8,7 +8,8 @@ import pytest
 
 from freshrag.cli.main import main
 from freshrag.core.types import Question
-from freshrag.retrieval.index import IndexConfig, VectorIndex, open_index
+from freshrag.retrieval.config import IndexConfig
+from freshrag.retrieval.index import VectorIndex, open_index
 from freshrag.retrieval.scan import render, scan
 from tests.support.datasets import write_dataset
 from tests.support.fake_openai_server import FakeOpenAIServer

@@ -60,8 +60,9 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.core.outputs import check_outputs, files_in
     from freshrag.llm.client import LLMClient
     from freshrag.retrieval import scan
+    from freshrag.retrieval.config import IndexConfig
     from freshrag.retrieval.embeddings import embedder_for
-    from freshrag.retrieval.index import IndexConfig, open_index
+    from freshrag.retrieval.index import open_index
 
     data = dataset(args)
     questions = data.questions[:args.limit]

@@ -23,7 +23,7 @@ from freshrag.core.dataset import load_dataset_dir
 from freshrag.core.jsonl import read_jsonl
 from freshrag.core.types import Article, LLMResponse, Usage
 from freshrag.llm.client import ContextTooLong
-from freshrag.retrieval.index import chunk_articles
+from freshrag.retrieval.chunking import chunk_articles
 from tests.support.fakes import ScriptedLLM, ToolReply
 
 NEEDS = ("Results of local elections", "Casualties of disasters")

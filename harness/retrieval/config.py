@@ -1,0 +1,30 @@
+"""The settings of a retrieval index and the error it raises (docs/retrieval.md#the-index).
+
+Kept apart from the index itself and light: every command's options and a run's inputs import
+`IndexConfig` before a command is chosen, and nothing here may load Qdrant, the text splitter or
+an embedding model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from freshrag.core.errors import UserError
+
+DEFAULT_DIRECTORY = Path("results") / ".index"
+
+
+class RetrievalError(UserError, RuntimeError):
+    """A corpus, embedder or Qdrant store the index cannot use; the message names which."""
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    directory: Path = DEFAULT_DIRECTORY  # embedded Qdrant's storage, when no URL is given
+    qdrant_url: str | None = None
+    chunk_size: int = 1024
+    chunk_overlap: int = 48
+    top_k: int = 5
+    text_weight: float = 0.0  # 0 dense only, 1 lexical only, between: fused (lexical.py)
+    batch_size: int = 256  # chunks embedded and upserted per step

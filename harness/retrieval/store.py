@@ -1,0 +1,177 @@
+"""The Qdrant store behind the retrieval index: where its chunks' vectors are kept, opened, checked
+and written (docs/retrieval.md#the-index).
+
+Embedded Qdrant on disk by default (qdrant-client's local mode), a Qdrant server when a URL is
+given. Each chunk is one point: its dense vector (the collection's unnamed vector, cosine
+distance), its BM25 sparse vector (`LEXICAL`, lexical.py), and a payload of its title, position
+and text. A point's id is the chunk's position in the chunk list, which the index key fixes, so
+a build that was interrupted resumes by embedding only the ids its collection lacks.
+
+qdrant-client and tqdm are imported where they are used: together they take most of a second.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pickle
+import sqlite3
+from typing import TYPE_CHECKING, Iterator
+
+from freshrag.retrieval import lexical
+from freshrag.retrieval.chunking import Chunk
+from freshrag.retrieval.config import IndexConfig, RetrievalError
+from freshrag.retrieval.embeddings import Embedder, embed_checked
+
+if TYPE_CHECKING:
+    from qdrant_client import QdrantClient, models
+
+LEXICAL = "bm25"  # the sparse vector's name; the dense one is the collection's unnamed vector
+
+
+def connect(config: IndexConfig) -> QdrantClient:
+    from qdrant_client import QdrantClient
+
+    if config.qdrant_url:
+        client = QdrantClient(url=config.qdrant_url, timeout=30)
+        try:
+            client.get_collections()
+        except Exception as err:  # connection refused, DNS, TLS, HTTP errors: all say "not usable"
+            client.close()
+            raise RetrievalError(f"Qdrant server at {config.qdrant_url} cannot be used: "
+                                 f"{type(err).__name__}: {err}") from None
+        return client
+    config.directory.mkdir(parents=True, exist_ok=True)
+    try:
+        with reading(config):
+            return QdrantClient(path=str(config.directory))
+    except RetrievalError:
+        raise
+    except RuntimeError as err:  # the storage is locked by another process
+        raise RetrievalError(f"embedded Qdrant at {config.directory}: {err}") from None
+
+
+@contextlib.contextmanager
+def reading(config: IndexConfig) -> Iterator[None]:
+    """Reading the embedded store's own files (docs/faults.md#files-freshrag-reopens): a folder
+    damaged since it was written (meta.json cut or garbled, a collection's storage.sqlite
+    truncated, a pickled point broken) fails in whatever its reader raises; it is refused naming
+    the folder, which holds nothing but what the index can be built again from."""
+    try:
+        yield
+    except RuntimeError:  # locked by another process: said as such by the caller
+        raise
+    except (sqlite3.DatabaseError, pickle.UnpicklingError, IsADirectoryError, NotADirectoryError,
+            ValueError, KeyError, TypeError, AttributeError, EOFError) as err:
+        if config.qdrant_url:
+            raise
+        raise RetrievalError(f"embedded Qdrant at {config.directory} cannot be read "
+                             f"({type(err).__name__}: {str(err)[:200]}): damaged since it was "
+                             f"written; delete the folder and the index is built again, or "
+                             f"give another --index-dir") from None
+
+
+def check_lexical_side(client: QdrantClient, collection: str, config: IndexConfig) -> None:
+    """Refuse a collection without the sparse vectors (none of ours lacks them: their key names
+    the lexical scheme, so an index built before it is rebuilt under a new name, not reopened)."""
+    sparse = client.get_collection(collection).config.params.sparse_vectors or {}
+    if LEXICAL not in sparse:
+        store = config.qdrant_url or config.directory
+        raise RetrievalError(f"collection {collection} in {store} has no lexical ({LEXICAL}) "
+                             f"vectors, which hybrid retrieval needs; delete it, or give another "
+                             f"--index-dir, and the index is built again with them")
+
+
+def dimension(client: QdrantClient, collection: str) -> int:
+    """The size of the collection's dense vectors: one unnamed vector in every collection freshrag
+    builds (its lexical side is a sparse vector, named apart)."""
+    from qdrant_client import models
+
+    vectors = client.get_collection(collection).config.params.vectors
+    if not isinstance(vectors, models.VectorParams):  # named vectors, or none: not one of ours
+        raise RetrievalError(f"collection {collection} has no unnamed dense vector, which "
+                             "freshrag's index has; delete it, or give another --index-dir")
+    return vectors.size
+
+
+def missing_ids(client: QdrantClient, collection: str, total: int) -> list[int]:
+    """The ids of the `total` chunks that the collection does not hold yet."""
+    if not client.collection_exists(collection):
+        return list(range(total))
+    if client.count(collection, exact=True).count == total:
+        return []
+    present: set[int] = set()
+    offset = None
+    while True:
+        points, offset = client.scroll(collection, limit=10_000, offset=offset,
+                                       with_payload=False, with_vectors=False)
+        present.update(int(point.id) for point in points)
+        if offset is None:
+            return [i for i in range(total) if i not in present]
+
+
+def store_chunks(client: QdrantClient, collection: str, chunks: list[Chunk], missing: list[int],
+                 embedder: Embedder, config: IndexConfig, progress: bool) -> None:
+    """Embed the `missing` chunks and store them, creating the collection if it is new."""
+    from qdrant_client import models
+    from tqdm import tqdm
+
+    # Chunks of similar length share a batch, so that little of each batch is padding.
+    missing = sorted(missing, key=lambda i: len(chunks[i].text))
+    # over every chunk, not the missing ones: a resumed build weighs terms as a whole one does
+    average = lexical.mean_length(chunk.text for chunk in chunks)
+    size = dimension(client, collection) if client.collection_exists(collection) else None
+    if size is not None:  # a build resumed: the collection is there
+        _commit_without_sync(client, collection)
+    with tqdm(total=len(chunks), initial=len(chunks) - len(missing), unit="chunk",
+              desc="indexing", disable=not progress) as bar:
+        for start in range(0, len(missing), config.batch_size):
+            ids = missing[start:start + config.batch_size]
+            vectors = embed_checked(embedder, [chunks[i].text for i in ids], size)
+            if size is None:
+                size = len(vectors[0])
+                client.create_collection(
+                    collection,
+                    vectors_config=models.VectorParams(size=size, distance=models.Distance.COSINE),
+                    # Qdrant multiplies in the IDF from the collection (lexical.py)
+                    sparse_vectors_config={LEXICAL: models.SparseVectorParams(
+                        modifier=models.Modifier.IDF)})
+                _commit_without_sync(client, collection)
+            client.upsert(collection, points=[_point(i, chunks[i], vector, average)
+                                              for i, vector in zip(ids, vectors)])
+            bar.update(len(ids))
+
+
+def _commit_without_sync(client: QdrantClient, collection: str) -> None:
+    """Let embedded Qdrant's commits reach the disk without waiting for it, for this build.
+
+    Embedded Qdrant stores each point in SQLite in its own transaction, and SQLite's default
+    journal syncs the disk several times a commit: storing the paper's 7,452 chunks took 9.3 s,
+    two thirds of it in commits. In write-ahead-log mode with `synchronous=NORMAL` a commit is a
+    write to the log, synced at checkpoints: the same chunks store in 2.3 s
+    (tests/benchmarks/bench_index.py, item 6). A commit survives the process being killed; only
+    a power cut can undo the last ones, never corrupt the file, and a point undone is found
+    missing when the index is next opened and embedded again (`missing_ids`). The connection is
+    qdrant-client's own (it has no option for this); a Qdrant server, or a client laid out
+    otherwise, is left as it is.
+    """
+    local = getattr(client, "_client", None)
+    store = getattr(getattr(local, "collections", {}).get(collection), "storage", None)
+    connection = getattr(store, "storage", None)
+    if not isinstance(connection, sqlite3.Connection):
+        return
+    try:
+        mode = connection.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode == "wal":  # not on a file system without shared memory: it keeps its journal
+            connection.execute("PRAGMA synchronous=NORMAL")
+    except sqlite3.Error:  # the store as it is: slower, never broken by a setting for speed
+        return
+
+
+def _point(i: int, chunk: Chunk, vector: list[float], average: float) -> models.PointStruct:
+    from qdrant_client import models
+
+    terms = lexical.document_vector(chunk.text, average)
+    return models.PointStruct(
+        id=i, vector={"": vector, LEXICAL: models.SparseVector(indices=terms.indices,
+                                                                values=terms.values)},
+        payload={"title": chunk.title, "chunk": chunk.index, "text": chunk.text})
