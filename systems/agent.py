@@ -15,6 +15,7 @@ import math
 from dataclasses import replace
 from typing import Any, Callable
 
+from freshrag.core.answering import ANSWER_MAX_TOKENS
 from freshrag.core.steps import best_chunks
 from freshrag.core.types import (
     DEFAULT_MAX_STEPS,
@@ -28,7 +29,7 @@ from freshrag.core.types import (
     SystemContext,
 )
 from freshrag.llm.tokens import count_messages
-from freshrag.systems.prompts import ANSWER_MAX_TOKENS, NO_EXTRACTS, answer_messages
+from freshrag.systems.prompts import NO_EXTRACTS, answer_messages
 from freshrag.systems.rag import (
     SAFETY,
     TOKEN_MODEL,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from freshrag.core.answering import ANSWER_MAX_TOKENS
 from freshrag.core.types import CallShape, Declarations, Question, SystemAnswer, SystemContext
-from freshrag.systems.prompts import ANSWER_MAX_TOKENS, answer_messages
+from freshrag.systems.prompts import answer_messages
 from freshrag.systems.rag import answered, from_steps
 
 

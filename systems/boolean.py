@@ -11,13 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from freshrag.core.answering import ANSWER_MAX_TOKENS
 from freshrag.core.types import CallShape, Declarations, Question, Step, SystemAnswer, SystemContext
-from freshrag.systems.prompts import (
-    ANSWER_MAX_TOKENS,
-    BOOLEAN_PROMPT,
-    RETRIEVE_TOOL,
-    answer_messages,
-)
+from freshrag.systems.prompts import BOOLEAN_PROMPT, RETRIEVE_TOOL, answer_messages
 from freshrag.systems.rag import answered, decided, from_steps, parse_decision, search_and_answer
 
 

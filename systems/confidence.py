@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from freshrag.core.answering import ANSWER_MAX_TOKENS
 from freshrag.core.types import (
     CallShape,
     Declarations,
@@ -26,7 +27,6 @@ from freshrag.core.types import (
     SystemContext,
 )
 from freshrag.systems.prompts import (
-    ANSWER_MAX_TOKENS,
     NEED_MAX_TOKENS,
     NEED_PROMPT,
     NEED_QUESTION,

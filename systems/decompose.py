@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from freshrag.core.answering import ANSWER_MAX_TOKENS
 from freshrag.core.types import (
     CallShape,
     LLMResponse,
@@ -26,7 +27,6 @@ from freshrag.core.types import (
 from freshrag.llm.toolcall import ReplyError, room_for, tool_arguments
 from freshrag.systems.agent import Agent, Bounds, closing_answer, finished, gathered, with_note
 from freshrag.systems.prompts import (
-    ANSWER_MAX_TOKENS,
     DECOMPOSE_PROMPT,
     QUERY_CHARS,
     SUB_ANSWERS,

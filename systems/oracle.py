@@ -11,6 +11,7 @@ A multi-article question gets all its gold articles in hop order, a read step ea
 
 from __future__ import annotations
 
+from freshrag.core.answering import ANSWER_MAX_TOKENS
 from freshrag.core.types import (
     ARTICLE_CHARS,
     CallShape,
@@ -22,12 +23,7 @@ from freshrag.core.types import (
 )
 from freshrag.llm.errors import ContextTooLong
 from freshrag.llm.fitting import chat_fitting_all
-from freshrag.systems.prompts import (
-    ANSWER_MAX_TOKENS,
-    ARTICLE_PROMPT,
-    ARTICLES_PROMPT,
-    answer_messages,
-)
+from freshrag.systems.prompts import ARTICLE_PROMPT, ARTICLES_PROMPT, answer_messages
 from freshrag.systems.rag import answered, from_steps
 
 

@@ -1,15 +1,16 @@
 """Answering prompts shared by the systems (section IV): one place, so that every strategy asks
-the same question in the same words and differs only in the context it adds."""
+the same question in the same words and differs only in the context it adds. The RAG prompt and
+the answer's token bound, which the builders answer with too, are in harness/core/answering.py."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from freshrag.core.answering import RAG_PROMPT
 from freshrag.core.types import Question
 from freshrag.llm.toolcall import line_of_text
 
-ANSWER_MAX_TOKENS = 512
 # A forced yes/no call needs a few dozen tokens; the bound keeps a grammar-constrained local model
 # from filling its whole context with whitespace inside the JSON.
 DECISION_MAX_TOKENS = 128
@@ -28,12 +29,6 @@ ARTICLES_PROMPT = (
     "Wikipedia articles below, each headed by its title.\n\n{articles}"
 )
 
-
-RAG_PROMPT = (
-    "You are a helpful assistant. Answer the user's question accurately and concisely, using the "
-    "extracts below. They come from Wikipedia articles; each extract is headed by the title of its "
-    "article.\n\n{extracts}"
-)
 
 # The boolean agent's one function (section IV): a single boolean, offered with tool choice "auto".
 RETRIEVE_TOOL: dict[str, Any] = {

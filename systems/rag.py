@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from freshrag.core.answering import ANSWER_MAX_TOKENS, RAG_PROMPT
 from freshrag.core.steps import chunk_records as chunk_records  # the systems' name for it
 from freshrag.core.types import (
     LLM,
@@ -25,12 +26,7 @@ from freshrag.core.types import (
 )
 from freshrag.llm.tokens import count_text, encoding_for
 from freshrag.llm.toolcall import ReplyError, tool_arguments
-from freshrag.systems.prompts import (
-    ANSWER_MAX_TOKENS,
-    DECISION_MAX_TOKENS,
-    RAG_PROMPT,
-    answer_messages,
-)
+from freshrag.systems.prompts import DECISION_MAX_TOKENS, answer_messages
 
 TOKEN_MODEL = "gpt-4"  # an estimate for any model: cl100k_base counts, with SAFETY to spare
 SAFETY = 0.9  # share of the window we fill: other tokenizers count differently

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from freshrag.core.answering import ANSWER_MAX_TOKENS
 from freshrag.core.types import (
     CallShape,
     LLMResponse,
@@ -26,13 +27,7 @@ from freshrag.core.types import (
 )
 from freshrag.llm.toolcall import ReplyError, tool_arguments
 from freshrag.systems.agent import Agent, Bounds, closing_answer, finished, gathered, observation
-from freshrag.systems.prompts import (
-    ANSWER_MAX_TOKENS,
-    REACT_PROMPT,
-    REACT_TOOLS,
-    UNUSABLE_REPLY,
-    answer_messages,
-)
+from freshrag.systems.prompts import REACT_PROMPT, REACT_TOOLS, UNUSABLE_REPLY, answer_messages
 from freshrag.systems.rag import chunk_records, retrieve
 
 FIELDS = {"search": "query", "answer": "text"}  # each function's one argument

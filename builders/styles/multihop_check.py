@@ -3,8 +3,8 @@
 articles, answers it, and, given any one of them alone, does not.
 
 Each answer is the `answer` role's, with the articles as extracts headed by their titles (the
-RAG prompt the systems answer with, systems/prompts.py), each article cut to an equal share of
-the paper's 15,000 characters, the same cut alone as together, and halved together if the
+RAG prompt the systems answer with, harness/core/answering.py), each article cut to an equal
+share of the paper's 15,000 characters, the same cut alone as together, and halved together if the
 model's window needs it. Whether an answer answers is the `judge` role's truthfulness, 1 to 5,
 against the question's reference answer, by a forced `check_answer` call (4 or more answers it).
 The calls stop at the first that decides: not answered with all articles, or answered with one.
@@ -19,11 +19,11 @@ from typing import Any
 
 from freshrag.builders.forced import forced_call
 from freshrag.builders.labels.prompts import messages
+from freshrag.core.answering import ANSWER_MAX_TOKENS, RAG_PROMPT
 from freshrag.core.types import ARTICLE_CHARS, LLM
 from freshrag.llm.errors import ContextTooLong
 from freshrag.llm.fitting import chat_fitting
 from freshrag.llm.toolcall import ReplyError
-from freshrag.systems.prompts import ANSWER_MAX_TOKENS, RAG_PROMPT
 
 ANSWERED_AT = 4  # truthfulness from which an answer counts as answering (as the report's share)
 CHECK_MAX_TOKENS = 64  # one small integer

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from freshrag.cli.main import main
+from freshrag.core.answering import ANSWER_MAX_TOKENS
 from freshrag.core.config import load_settings
 from freshrag.core.dataset import load_dataset
 from freshrag.core.samples import read_samples
@@ -25,13 +26,7 @@ from freshrag.llm.tokens import count_messages
 from freshrag.run.config import RunConfig
 from freshrag.run.plan import make_plan
 from freshrag.systems import SYSTEMS
-from freshrag.systems.prompts import (
-    ANSWER_MAX_TOKENS,
-    ANSWER_PROMPT,
-    REACT_PROMPT,
-    ROUTER_PROMPT,
-    UNUSABLE_REPLY,
-)
+from freshrag.systems.prompts import ANSWER_PROMPT, REACT_PROMPT, ROUTER_PROMPT, UNUSABLE_REPLY
 from tests.support.agent_script import searches_then_answers
 from tests.support.datasets import write_dataset
 from tests.support.fakes import FakeRetriever, ScriptedLLM, ToolReply

@@ -2,10 +2,10 @@
 
 import pytest
 
+from freshrag.core.answering import ANSWER_MAX_TOKENS
 from freshrag.core.types import LLMResponse, Question, RetrievedChunk, SystemContext, Usage
 from freshrag.llm.tokens import count_messages
 from freshrag.systems.naive import Naive
-from freshrag.systems.prompts import ANSWER_MAX_TOKENS
 from freshrag.systems.rag import TOKEN_MODEL, fitted_messages, parse_decision
 from tests.support.fakes import FakeRetriever, ScriptedLLM
 
