@@ -8,9 +8,10 @@ targets, so that listing its names (a command's `--help`) imports none of them:
     SCORERS = Registry("scorer", "freshrag.scorers", {
         "judge": "freshrag.scoring.judge:Judge", ...}, check=scorer_problem)
 
-`check(thing)` returns what keeps the loaded thing from being one of the kind (a message ending
-a sentence such as "a str, which has no score method"), or None; it may raise `PluginError`
-itself (a factory it had to call failed). It runs on every thing that is not built-in.
+`check(thing)` returns what keeps the loaded thing from being one of the kind (the end of a
+sentence such as "a str, which has no score method"), or None. It runs on every thing that is
+not built-in; where it calls the user's code (a scorer's factory is called to see what it makes)
+an error raised there is named "making it failed", with the user's traceback chained.
 
 A registry is a read-only mapping of the built-ins (`name in SCORERS`, `SCORERS[name]` imports
 and returns the thing, iteration lists names without importing). `resolve(spec)` finds what a
@@ -63,6 +64,15 @@ class Entry(Generic[T]):
         """Its identity, as a run's manifest and a score row keep it (not its code)."""
         return {"origin": self.origin, "where": self.where, "sha256": self.sha256,
                 "version": self.version}
+
+
+@dataclass(frozen=True)
+class Broken:
+    """An installed package's entry that cannot be loaded, listed with why."""
+
+    name: str
+    where: str  # the entry point's target and its package
+    error: PluginError
 
 
 class Registry(Mapping[str, T]):
@@ -128,15 +138,15 @@ class Registry(Mapping[str, T]):
         return self.named(self._entry(plugins.load_entry_point(self.kind, point), point.name),
                           point.name, point.name)
 
-    def available(self) -> list[Entry[T] | PluginError]:
+    def available(self) -> list[Entry[T] | Broken]:
         """Every built-in, then every installed one; an installed one that cannot be loaded is
-        listed as its error rather than hidden."""
-        found: list[Entry[T] | PluginError] = [self.builtin(name) for name in self.targets]
+        listed with its problem rather than hidden."""
+        found: list[Entry[T] | Broken] = [self.builtin(name) for name in self.targets]
         for point in self.installed().values():
             try:
                 found.append(self.from_entry_point(point))
             except PluginError as err:
-                found.append(err)
+                found.append(Broken(point.name, f"{point.value} ({plugins.dist(point)})", err))
         return found
 
     def named(self, entry: Entry[T], name: str, spec: str) -> Entry[T]:
@@ -149,7 +159,13 @@ class Registry(Mapping[str, T]):
 
     def check(self, thing: Any, name: str, where: str) -> Any:
         """`thing` if the kind's check passes; else a PluginError naming it."""
-        problem = self._check(thing) if self._check else None
+        try:
+            problem = self._check(thing) if self._check else None
+        except PluginError:
+            raise
+        except Exception as err:  # the user's code, which a check may call: named, chained
+            raise PluginError(f"{self.kind} {name!r} ({where}): making it failed: "
+                              f"{type(err).__name__}: {err}") from err
         if problem:
             raise PluginError(f"{self.kind} {name!r} ({where}): {problem}")
         return thing

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from freshrag.core.plugins import PluginError
-from freshrag.core.registry import Registry, callable_problem
+from freshrag.core.registry import Broken, Registry, callable_problem
 from tests.support.packages import install_package
 
 GROUP = "freshrag.test-widgets"
@@ -82,7 +82,8 @@ def test_an_entry_point_is_found_by_name_with_its_package_version(tmp_path, monk
     assert (entry.name, entry.origin, entry.version) == ("spinner", "entry point", "1.2.0")
     listed = registry.available()
     assert [getattr(item, "name", None) for item in listed[:2]] == ["plain", "spinner"]
-    assert isinstance(listed[2], PluginError) and "cannot spin" in str(listed[2])
+    assert isinstance(listed[2], Broken) and "cannot spin" in str(listed[2].error)
+    assert listed[2].where == "widget_pkg:NOT_A_WIDGET (widget-pkg 1.2.0)"
 
 
 @pytest.mark.parametrize("spec, message", [
