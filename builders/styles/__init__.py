@@ -18,8 +18,8 @@ from freshrag.builders.sources.pages import BuildError
 from freshrag.builders.styles.base import Style
 from freshrag.core.registry import Registry
 
-NEEDED = ("name", "description", "files", "always_labels", "takes_labels", "labels", "settings",
-          "manifest", "write_questions", "walk")  # what a style object has (base.py)
+NEEDED = ("name", "description", "files", "always_labels", "takes_labels", "options", "labels",
+          "settings", "manifest", "write_questions", "walk")  # what a style object has (base.py)
 
 
 def _problem(style: Any) -> str | None:

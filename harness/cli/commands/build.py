@@ -214,15 +214,14 @@ def handle(args: argparse.Namespace) -> int:
     if args.distractors and not getattr(style_of(args.style), "takes_distractors", False):
         raise UsageError("--distractors adds articles close to a two-article question's gold "
                          "ones: it goes with --style multihop")
+    args.labels = builder.label_spec(args.style, args.labels, args.min_critique)
     config = BuildConfig(
         out=args.out, cutoff=cutoff, n=args.n, questions_per_article=args.questions_per_article,
         style=args.style, questions_from=args.questions_from, concurrency=args.concurrency,
-        seed=args.seed, labels=builder.label_spec(args.style, args.labels, args.min_critique),
-        min_critique=args.min_critique, needs=read_needs(args.needs) if args.needs else (),
+        seed=args.seed, needs=read_needs(args.needs) if args.needs else (),
         per_need=args.per_need, control=args.control, general=args.general,
-        control_margin_days=args.control_margin, templates=args.templates,
-        criteria=args.criteria, groups=args.groups, months=months, per_month=args.per_month,
-        parent=args.parent, multihop=args.multihop, distractors=args.distractors)
+        control_margin_days=args.control_margin, months=months, per_month=args.per_month,
+        parent=args.parent, style_options=_style_options(args))
     check_settings(config)
     if args.templates:
         load_templates(args.templates)  # a bad file is refused before any source or model
@@ -270,6 +269,16 @@ SINCE_OPTIONS = {"seed": "seed", "questions_per_article": "questions_per_article
                  "style": "style", "questions_from": "questions_from", "control": "control",
                  "general": "general", "control_margin_days": "control_margin",
                  "per_month": "per_month"}
+
+
+def _style_options(args: argparse.Namespace) -> object:
+    """The chosen style's own options, each field from the option of its name."""
+    from dataclasses import fields
+
+    from freshrag.builders.styles import style_of
+
+    kind = style_of(args.style).options
+    return kind(**{field.name: getattr(args, field.name) for field in fields(kind)})
 
 
 def _since(args: argparse.Namespace, config_file: Path | None) -> tuple:
