@@ -6,7 +6,7 @@ A kind declares itself in one line of its package, its built-ins as lazy `"modul
 targets, so that listing its names (a command's `--help`) imports none of them:
 
     SCORERS = Registry("scorer", "freshrag.scorers", {
-        "judge": "freshrag.scoring.judge:Judge", ...}, check=scorer_problem)
+        "judge": "freshrag.scoring.judge:Judge", ...}, check=_problem)
 
 `check(thing)` returns what keeps the loaded thing from being one of the kind (the end of a
 sentence such as "a str, which has no score method"), or None. It runs on every thing that is
@@ -14,8 +14,9 @@ not built-in; where it calls the user's code (a scorer's factory is called to se
 an error raised there is named "making it failed", with the user's traceback chained.
 
 A registry is a read-only mapping of the built-ins (`name in SCORERS`, `SCORERS[name]` imports
-and returns the thing, iteration lists names without importing). `resolve(spec)` finds what a
-user names, as `[NAME=]` followed by one of:
+and returns the thing, iteration lists names without importing); `names()` adds the installed
+packages' names, `available()` every entry loaded (an installed one that fails as `Broken`, with
+why). `resolve(spec)` finds what a user names, as `[NAME=]` followed by one of:
 
 - a built-in name;
 - `path/to/file.py:ATTR` or `package.module:ATTR` (harness/core/plugins.py loads it);
