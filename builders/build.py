@@ -1,6 +1,7 @@
 """A build of a dataset directory, start to end: the options that go together, which stages run,
 where A_r's articles come from, and each stage in turn, recorded in the manifest as it finishes
-(docs/building.md). The stages themselves are builders/stages.py; `freshrag build` parses its
+(docs/building.md). The stages themselves are builders/stages.py; the kinds of source, each
+recognising its own options, builders/sources/ (`Source`, `SOURCES`); `freshrag build` parses its
 options into a BuildConfig and a Source and calls `build`.
 """
 
@@ -8,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, ContextManager
 
@@ -22,11 +22,8 @@ from freshrag.builders.labels.report import (
 )
 from freshrag.builders.manifest import update_manifest
 from freshrag.builders.records import read_records
-from freshrag.builders.sources.dump import SUFFIXES as DUMP_SUFFIXES
-from freshrag.builders.sources.dump import DumpSource
-from freshrag.builders.sources.mediawiki import DEFAULT_USER_AGENT, WIKIPEDIA_API, MediaWikiSource
+from freshrag.builders.sources import Source
 from freshrag.builders.sources.pages import BuildError, PageSource
-from freshrag.builders.sources.split_dump import SplitDumpSource, expand
 from freshrag.builders.stages import (
     ARTICLE_STAGES,
     ARTICLES,
@@ -48,8 +45,7 @@ from freshrag.builders.styles.facts import FACTS
 from freshrag.builders.styles.needs import NEEDS_FILE
 from freshrag.builders.styles.statements import LabelSpec
 from freshrag.builders.traffic.kinds import CONTROL, add_traffic
-from freshrag.core.config import config_table
-from freshrag.core.manifest import MANIFEST, read_manifest
+from freshrag.core.manifest import MANIFEST
 from freshrag.core.records import Manifest
 from freshrag.core.rundir import LOCK, locked
 from freshrag.llm.client import LLMClient
@@ -65,52 +61,6 @@ WRITES = (MANIFEST, LOCK, SAMPLE, SAMPLE_PARTIAL, ARTICLES, RECENCY, QUESTIONS,
 # The client for the given roles, with the embedded server running if one of them needs it.
 OpenLLM = Callable[[tuple[str, ...]], ContextManager[LLMClient]]
 say = functools.partial(print, flush=True)  # each stage's line as soon as it has finished
-
-
-@dataclass(frozen=True)
-class Source:
-    """Where A_r's articles are sampled from: dump files (quoted globs allowed, stub-meta-history
-    files giving the creation dates of a pages-articles dump), else a wiki's api.php."""
-
-    dump: tuple[str, ...] = ()
-    stub_dump: tuple[str, ...] = ()
-    dump_processes: int = 2
-    wiki_api: str | None = None  # None: [build] wiki_api of the config file, else Wikipedia's
-    user_agent: str | None = None  # None: [build] user_agent of the config file, else ours
-    max_lag: int = 5
-    concurrency: int = 4  # pages fetched at once from a wiki
-    config_file: Path | None = None
-
-    def open(self, out: Path) -> PageSource:
-        if self.dump:
-            paths = expand(list(self.dump))
-            if len(paths) == 1 and not self.stub_dump:
-                return DumpSource(paths[0])
-            return SplitDumpSource(paths, out, expand(list(self.stub_dump)), self.dump_processes)
-        table = config_table(self.config_file, "build")
-        user_agent = self.user_agent or table.get("user_agent", DEFAULT_USER_AGENT)
-        return MediaWikiSource(self.wiki_api or table.get("wiki_api", WIKIPEDIA_API),
-                               user_agent=user_agent,
-                               concurrency=self.concurrency, max_lag=self.max_lag)
-
-    def recorded(self, out: Path) -> PageSource:
-        """The source A_r was sampled from, for the facts stage of a resumed build: the one the
-        manifest names, which --dump or --wiki-api, if given, must be."""
-        recorded = (read_manifest(out) or {}).get("source")
-        given = self.open(out) if self.dump or self.wiki_api else None
-        if recorded and given and given.description != recorded:
-            raise BuildError(f"{out}: its articles were sampled from {recorded}, not "
-                             f"{given.description}; the facts stage reads the same source (give "
-                             f"it, or neither option)")
-        if recorded and not given:
-            if not recorded.endswith(DUMP_SUFFIXES):
-                return replace(self, wiki_api=recorded).open(out)
-            if " (creation dates from " in recorded or ", " in recorded:
-                raise BuildError(f"{out}: its articles were sampled from the split dump "
-                                 f"{recorded}; give the same --dump (and --stub-dump) for the "
-                                 f"facts stage")
-            return DumpSource(Path(recorded))
-        return given or self.open(out)
 
 
 def check_options(source: Source, needs: Path | None, per_need: int | None, style: str,

@@ -24,10 +24,15 @@ from freshrag.builders.stages import (
     titles_path,
 )
 from freshrag.builders.styles import grounded, style_of
+from freshrag.builders.styles.base import options_of
 from freshrag.builders.styles.facts import fact_counts
 from freshrag.builders.styles.needs import NEEDS_FILE, needs_funnel
 from freshrag.builders.styles.needs import PROMPTS as NEED_PROMPTS
-from freshrag.builders.styles.statement_questions import CANDIDATES_FILE, statements_funnel
+from freshrag.builders.styles.statement_questions import (
+    CANDIDATES_FILE,
+    StatementOptions,
+    statements_funnel,
+)
 from freshrag.builders.versions import version_record
 from freshrag.core.jsonl import now
 from freshrag.core.manifest import read_manifest, write_manifest
@@ -99,7 +104,7 @@ def update_manifest(config: BuildConfig, source: str | None, cutoff_source: str 
     manifest["prompts"] = PROMPTS | LABEL_PROMPTS | (NEED_PROMPTS if config.needs else {})
     manifest.update(style.manifest(config))  # the style's own keys, if any
     manifest["stages"][stage] = {"finished_at": now()}
-    manifest["funnel"] = funnel(config.out, config.min_critique)
+    manifest["funnel"] = funnel(config.out, options_of(config, StatementOptions).min_critique)
     if hasattr(style, "funnel"):  # a style that counts its own drops (multihop)
         manifest["funnel"].update(style.funnel(config))
     version = version_record(config.out, manifest["settings"], config.parent)

@@ -46,11 +46,10 @@ from freshrag.builders.prompts import (
 )
 from freshrag.builders.records import read_records
 from freshrag.builders.sources.pages import BuildError, Page, PageSource, Reservoir, classify
-from freshrag.builders.styles import DEFAULT_STYLE, grounded, style_of
+from freshrag.builders.styles import DEFAULT_STYLE, style_of
 from freshrag.builders.styles.base import read_articles
 from freshrag.builders.styles.facts import WikitextSource, facts_stage
 from freshrag.builders.styles.needs import NeedsPlan, generate_need_questions, needs_digest
-from freshrag.builders.styles.statements import LabelSpec
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.files import write_text
 from freshrag.core.jsonl import JsonlWriter, replace_jsonl
@@ -78,24 +77,18 @@ class BuildConfig:
     questions_from: str = "A_f"
     concurrency: int = 4
     seed: int = 0
-    labels: LabelSpec | None = None  # the statements style's requested labels
-    min_critique: tuple[tuple[str, int], ...] = ()  # statements style: (criterion, minimum)
     needs: tuple[str, ...] = ()  # --needs: questions per information need (builders/styles/needs.py)
     per_need: int | None = None
     control: int = 0  # control questions about A_r articles created well before the cutoff
     general: int = 0  # general queries from the shipped list (builders/traffic/kinds.py)
     control_margin_days: int = 365  # "well before": created at least this long before the cutoff
-    # the grounded style's: extra templates, the criteria of the text forms, groups at most
-    templates: Path | None = None
-    criteria: tuple[str, ...] = tuple(grounded.CRITERIA)
-    groups: int | None = None
     # a set dated by month (builders/dated.py): the range, articles a month, in place of `n`
     months: MonthRange | None = None
     per_month: int | None = None
     parent: dict[str, Any] | None = None  # --since: the version this build extends (versions.py)
-    # the multihop style's: the kinds of question, distractors per question
-    multihop: tuple[str, ...] = ("bridge", "comparison")
-    distractors: int = 0
+    # the chosen style's own options (its `options` type, declared with it: builders/styles/);
+    # None: the style's defaults
+    style_options: Any = None
 
     def settings(self) -> dict[str, Any]:
         """What a dataset directory is tied to: resuming with other values is refused. `n` and
@@ -104,7 +97,7 @@ class BuildConfig:
         return {"cutoff": self.cutoff.isoformat(), "n": self.n, "seed": self.seed,
                 "questions_per_article": self.questions_per_article, "style": self.style,
                 "questions_from": self.questions_from,
-                "labels": self.labels.text() if self.labels else None,
+                "labels": None,  # the statements style's settings fill it
                 "needs": needs_digest(self.needs) if self.needs else None,
                 "per_need": self.per_need, "control": self.control,
                 "general": self.general, "control_margin_days": self.control_margin_days,

@@ -1,4 +1,5 @@
-"""RAG strategies, one file each. A new strategy is one new file and one line in SYSTEMS.
+"""RAG strategies, one file each. A new strategy is one new file and one line in SYSTEMS, a
+registry (harness/core/registry.py) of lazy `module:attribute` targets.
 
 A strategy class declares what it needs and does besides answering (`Declarations` in
 harness/core/types.py): `uses_index = True` gets the retrieval index (`harness/retrieval/index.py`)
@@ -12,33 +13,25 @@ from __future__ import annotations
 
 from typing import Callable
 
+from freshrag.core.registry import Registry, callable_problem
 from freshrag.core.types import System, SystemContext
-from freshrag.systems.advanced import Advanced
-from freshrag.systems.baseline import Baseline
-from freshrag.systems.boolean import Boolean
-from freshrag.systems.confidence import Confidence
-from freshrag.systems.dated_boolean import DatedBoolean
-from freshrag.systems.decompose import Decompose
-from freshrag.systems.hyde import Hyde
-from freshrag.systems.iterative import Iterative
-from freshrag.systems.naive import Naive
-from freshrag.systems.oracle import Oracle
-from freshrag.systems.react import React
-from freshrag.systems.router import Router
-from freshrag.systems.self_check import SelfCheck
 
-SYSTEMS: dict[str, Callable[[SystemContext], System]] = {
-    "baseline": Baseline,
-    "oracle": Oracle,
-    "naive": Naive,
-    "boolean": Boolean,
-    "advanced": Advanced,
-    "hyde": Hyde,
-    "dated-boolean": DatedBoolean,
-    "confidence": Confidence,
-    "self-check": SelfCheck,
-    "react": React,
-    "iterative": Iterative,
-    "decompose": Decompose,
-    "router": Router,
-}
+Factory = Callable[[SystemContext], System]
+
+# name -> factory, each imported only when a run asks for it; a user's own system plugs in by
+# file, module or entry point (`freshrag.systems`), resolved by systems/external/plugins.py.
+SYSTEMS: Registry[Factory] = Registry("system", "freshrag.systems", {
+    "baseline": "freshrag.systems.baseline:Baseline",
+    "oracle": "freshrag.systems.oracle:Oracle",
+    "naive": "freshrag.systems.naive:Naive",
+    "boolean": "freshrag.systems.boolean:Boolean",
+    "advanced": "freshrag.systems.advanced:Advanced",
+    "hyde": "freshrag.systems.hyde:Hyde",
+    "dated-boolean": "freshrag.systems.dated_boolean:DatedBoolean",
+    "confidence": "freshrag.systems.confidence:Confidence",
+    "self-check": "freshrag.systems.self_check:SelfCheck",
+    "react": "freshrag.systems.react:React",
+    "iterative": "freshrag.systems.iterative:Iterative",
+    "decompose": "freshrag.systems.decompose:Decompose",
+    "router": "freshrag.systems.router:Router",
+}, check=callable_problem("a class or function taking the run's SystemContext"))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import bz2
 import gzip
 from pathlib import Path
-from typing import IO, Any, Generator, Iterator, cast
+from typing import IO, TYPE_CHECKING, Any, Generator, Iterator, cast
 from xml.etree.ElementTree import ParseError
 
 import mwparserfromhell
@@ -29,6 +29,9 @@ from mwxml.element_iterator import ElementIterator
 from freshrag.builders.sources.links import Link, dump_links, pages_titled
 from freshrag.builders.sources.pages import DISAMBIGUATION, NO_CONTENT, REDIRECT, Page
 from freshrag.core.errors import UserError
+
+if TYPE_CHECKING:
+    from freshrag.builders.sources import Source
 
 SUFFIXES = (".xml", ".xml.bz2", ".xml.gz")
 # Link namespaces whose links are not prose: images and categories carry no sentence.
@@ -205,3 +208,45 @@ class _CountingReader:
         data = self.raw.read(size)
         self.offset += len(data)
         return data
+
+
+def expand(patterns: list[str]) -> list[Path]:
+    """Dump files named by paths or globs (quoted, so the shell leaves them to us), in natural
+    order (`articles2` before `articles10`), each once; a glob matching nothing is an error."""
+    import glob
+    import re
+
+    def natural(path: str) -> list[Any]:
+        return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path)]
+
+    found: list[str] = []
+    for pattern in patterns:
+        if glob.has_magic(pattern):
+            matches = sorted(glob.glob(pattern), key=natural)
+            if not matches:
+                raise DumpError(f"{pattern}: no dump file matches this pattern")
+            found += matches
+        else:
+            found.append(pattern)
+    return [Path(p) for p in dict.fromkeys(found)]
+
+
+class DumpFile:
+    """One MediaWiki XML dump file (`--dump FILE`), read in this process."""
+
+    name = "dump"
+
+    def recognises(self, given: Source) -> bool:
+        return bool(given.dump)
+
+    def open(self, given: Source, out: Path) -> DumpSource:
+        return DumpSource(expand(list(given.dump))[0])
+
+    def reopens(self, recorded: str) -> bool:
+        return recorded.endswith(SUFFIXES)
+
+    def reopen(self, recorded: str, given: Source, out: Path) -> DumpSource:
+        return DumpSource(Path(recorded))
+
+
+DUMP = DumpFile()

@@ -14,19 +14,24 @@ from __future__ import annotations
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generator, Iterator
 from urllib.parse import quote, urlsplit
 
 from freshrag.builders.sources.links import Link, resolved
 from freshrag.builders.sources.pages import DISAMBIGUATION, REDIRECT, VANISHED, Page
 from freshrag.builders.styles.facts import batches
+from freshrag.core.config import config_table
 from freshrag.core.errors import UserError
 
 # The wiki clients are imported where they are used: `freshrag build --help` names WIKIPEDIA_API.
 if TYPE_CHECKING:
     import mwclient
     import wikipediaapi
+
+    from freshrag.builders.sources import Source
 
 WIKIPEDIA_API = "https://en.wikipedia.org/w/api.php"
 DEFAULT_USER_AGENT = "freshrag/0.1 (https://github.com/freshrag/freshrag; set --user-agent)"
@@ -287,3 +292,29 @@ def _page_url(api_url: str, title: str) -> str:
     if parts.path == "/w/api.php":
         return f"{root}/wiki/{slug}"
     return f"{root}{parts.path[: -len('api.php')]}index.php?title={slug}"
+
+
+class Wiki:
+    """A wiki's api.php (`--wiki-api URL`, else [build] wiki_api of freshrag.toml, else
+    Wikipedia's), sampled at random through the MediaWiki API."""
+
+    name = "mediawiki"
+
+    def recognises(self, given: Source) -> bool:
+        return not given.dump
+
+    def open(self, given: Source, out: Path) -> MediaWikiSource:
+        table = config_table(given.config_file, "build")
+        return MediaWikiSource(given.wiki_api or table.get("wiki_api", WIKIPEDIA_API),
+                               user_agent=given.user_agent or table.get("user_agent",
+                                                                        DEFAULT_USER_AGENT),
+                               concurrency=given.concurrency, max_lag=given.max_lag)
+
+    def reopens(self, recorded: str) -> bool:
+        return recorded.lower().startswith(("http://", "https://"))
+
+    def reopen(self, recorded: str, given: Source, out: Path) -> MediaWikiSource:
+        return self.open(replace(given, wiki_api=recorded), out)
+
+
+MEDIAWIKI = Wiki()

@@ -28,19 +28,32 @@ import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Generator, Iterable, Iterator, TextIO
+from typing import TYPE_CHECKING, Any, Generator, Iterable, Iterator, TextIO
 
 import mwxml
 from mwxml.element_iterator import ElementIterator
 
-from freshrag.builders.sources.dump import DumpError, DumpSource, _CountingReader, _open, _skip
+from freshrag.builders.sources.dump import (
+    SUFFIXES,
+    DumpError,
+    DumpSource,
+    _CountingReader,
+    _open,
+    _skip,
+    expand,
+)
 from freshrag.builders.sources.links import Link, dump_links, pages_titled
-from freshrag.builders.sources.pages import Page
+from freshrag.builders.sources.pages import BuildError, Page
 from freshrag.core.files import create_new, dumps
+
+if TYPE_CHECKING:
+    from freshrag.builders.sources import Source
 
 SPOOL = ".dump-spool"
 END = "__end__"  # the key of a spool's last line: how its worker ended
 FOLLOW_S = 0.05  # how often a spool that has not ended is read again
+
+CREATION_DATES = " (creation dates from "  # in a description: the stub files that follow
 
 
 def _peak_rss_mib() -> float:
@@ -115,7 +128,7 @@ class SplitDumpSource:
         self.spool = Path(spool_dir) / SPOOL
         self.processes = processes
         self.description = ", ".join(str(p) for p in self.paths) + (
-            f" (creation dates from {', '.join(str(p) for p in self.stubs)})" if self.stubs else "")
+            f"{CREATION_DATES}{', '.join(str(p) for p in self.stubs)})" if self.stubs else "")
         self.workers: list[dict[str, Any]] = []  # each worker's file, pages, seconds, peak RSS
 
     def wikitexts(self, articles: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
@@ -218,22 +231,25 @@ def _follow(spool: Path, future: Future, workers: list[dict[str, Any]]) -> Itera
             yield Page(**row)
 
 
-def expand(patterns: list[str]) -> list[Path]:
-    """Dump files named by paths or globs (quoted, so the shell leaves them to us), in natural
-    order (`articles2` before `articles10`), each once; a glob matching nothing is an error."""
-    import glob
-    import re
+class SplitDump:
+    """Several dump files (split files, or a glob), or a dump with stub-meta-history files giving
+    its creation dates (`--dump FILE... --stub-dump FILE...`), read by worker processes."""
 
-    def natural(path: str) -> list[Any]:
-        return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path)]
+    name = "split-dump"
 
-    found: list[str] = []
-    for pattern in patterns:
-        if glob.has_magic(pattern):
-            matches = sorted(glob.glob(pattern), key=natural)
-            if not matches:
-                raise DumpError(f"{pattern}: no dump file matches this pattern")
-            found += matches
-        else:
-            found.append(pattern)
-    return [Path(p) for p in dict.fromkeys(found)]
+    def recognises(self, given: Source) -> bool:
+        return bool(given.dump) and (bool(given.stub_dump) or len(expand(list(given.dump))) > 1)
+
+    def open(self, given: Source, out: Path) -> SplitDumpSource:
+        return SplitDumpSource(expand(list(given.dump)), out, expand(list(given.stub_dump)),
+                               given.dump_processes)
+
+    def reopens(self, recorded: str) -> bool:
+        return recorded.endswith(SUFFIXES) and (CREATION_DATES in recorded or ", " in recorded)
+
+    def reopen(self, recorded: str, given: Source, out: Path) -> SplitDumpSource:
+        raise BuildError(f"{out}: its articles were sampled from the split dump {recorded}; give "
+                         f"the same --dump (and --stub-dump) for the facts stage")
+
+
+SPLIT_DUMP = SplitDump()

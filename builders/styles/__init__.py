@@ -3,49 +3,47 @@ style, its style object registered in `STYLES` below as systems/ registers strat
 creative and recent prompts (prompted.py), label-targeted statements with critiques
 (statement_questions.py), grounded questions from infobox facts (grounded.py), two-article
 questions (multihop.py); what a style object
-offers the build is base.py. An installed package adds one under the entry-point group
-`freshrag.styles`. Beside them, what styles build on: the fact table (facts.py), query templates
+offers the build is base.py. `STYLES` is a registry (harness/core/registry.py): an installed
+package adds one under the entry-point group `freshrag.styles`, checked to have what base.py
+names. Beside them, what styles build on: the fact table (facts.py), query templates
 (templates.py), statements (statements.py), critiques (critiques.py), and questions per
 information need (needs.py, `--needs`, which replaces a style's prompt).
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 from freshrag.builders.sources.pages import BuildError
 from freshrag.builders.styles.base import Style
-from freshrag.builders.styles.grounded import GROUNDED
-from freshrag.builders.styles.multihop import MULTIHOP
-from freshrag.builders.styles.prompted import CREATIVE, RECENT
-from freshrag.builders.styles.statement_questions import STATEMENTS
-from freshrag.core import plugins
+from freshrag.core.registry import Registry
 
-STYLES: dict[str, Style] = {
-    "creative": CREATIVE,
-    "recent": RECENT,
-    "statements": STATEMENTS,
-    "grounded": GROUNDED,
-    "multihop": MULTIHOP,
-}
+NEEDED = ("name", "description", "files", "always_labels", "takes_labels", "options", "labels",
+          "settings", "manifest", "write_questions", "walk")  # what a style object has (base.py)
+
+
+def _problem(style: Any) -> str | None:
+    missing = [key for key in NEEDED if not hasattr(style, key)]
+    return (f"a {type(style).__name__}, which has no {', '.join(missing)} "
+            f"(builders/styles/base.py)") if missing else None
+
+
+# name -> style object, each module imported only when its style is asked for
+STYLES: Registry[Style] = Registry("style", "freshrag.styles", {
+    "creative": "freshrag.builders.styles.prompted:CREATIVE",
+    "recent": "freshrag.builders.styles.prompted:RECENT",
+    "statements": "freshrag.builders.styles.statement_questions:STATEMENTS",
+    "grounded": "freshrag.builders.styles.grounded:GROUNDED",
+    "multihop": "freshrag.builders.styles.multihop:MULTIHOP",
+}, check=_problem)
 DEFAULT_STYLE = "creative"
-ENTRY_POINT_GROUP = "freshrag.styles"
-NEEDED = ("name", "description", "files", "always_labels", "takes_labels", "labels", "settings",
-          "manifest", "write_questions", "walk")  # what a style object has (base.py)
 
 
 def style_of(name: str) -> Style:
     """The style of that name: a built-in one, else an installed package's."""
-    if name in STYLES:
-        return STYLES[name]
-    entry = plugins.entry_points(ENTRY_POINT_GROUP).get(name)
-    if entry is None:
+    if name not in Choices():
         raise BuildError(f"--style {name!r}: no such style; valid styles: {', '.join(Choices())}")
-    found = plugins.load_entry_point("style", entry).thing
-    missing = [key for key in NEEDED if not hasattr(found, key)]
-    if missing:
-        raise plugins.PluginError(f"style {name!r} ({entry.value}): a {type(found).__name__}, "
-                                  f"which has no {', '.join(missing)} (builders/styles/base.py)")
+    found: Style = STYLES.resolve(name).thing
     return found
 
 
@@ -55,14 +53,13 @@ class Choices:
     installed packages."""
 
     def __contains__(self, name: object) -> bool:
-        return name in STYLES or name in plugins.entry_points(ENTRY_POINT_GROUP)
+        return name in STYLES or name in STYLES.installed()
 
     def __iter__(self) -> Iterator[str]:
-        yield from STYLES
-        yield from (name for name in plugins.entry_points(ENTRY_POINT_GROUP)
-                    if name not in STYLES)
+        yield from STYLES.names()
 
 
 def takes_labels() -> list[str]:
     """The built-in styles that take `--labels` and `--min-critique`."""
     return [name for name, style in STYLES.items() if style.takes_labels]
+

@@ -5,7 +5,10 @@ run and `freshrag build` ask instead of testing the style's name.
 A style object has a `name` (`--style NAME`, recorded in the dataset's settings), a
 `description` (its words in `--style`'s help), `files` (what it may write in the dataset
 directory besides the stages' own), `always_labels` (its builds label every question),
-`takes_labels` (it takes `--labels` and `--min-critique`), and four methods:
+`takes_labels` (it takes `--labels` and `--min-critique`), `options` (its own options: a frozen
+dataclass whose fields are the `freshrag build` options of the same names, declared in the
+style's module; the build holds one as `style_options`, which the style reads through
+`options_of`), and four methods:
 
 - `labels(given)`: the labels to aim for (`--labels`, or the style's default), or None;
 - `settings(config)`: the settings it adds to the dataset's (a build into the directory with
@@ -19,14 +22,16 @@ directory besides the stages' own), `always_labels` (its builds label every ques
   written before may be about another article at the same position).
 
 A style lives below the stages (builders/stages.py imports the registry), so it imports none of
-them: `config` is the build's BuildConfig, read through `Config`, the fields a style may read.
+them: `config` is the build's BuildConfig, read through `Config`, the fields a style may read,
+its own options among them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
 from freshrag.builders.records import read_records
 from freshrag.core.records import Manifest
@@ -34,6 +39,8 @@ from freshrag.core.types import LLM
 
 if TYPE_CHECKING:
     from freshrag.builders.styles.statements import LabelSpec
+
+Options = TypeVar("Options")
 
 ARTICLES, QUESTIONS = "articles.jsonl", "questions.jsonl"  # the dataset's files (core/dataset.py)
 
@@ -54,15 +61,7 @@ class Config(Protocol):
     @property
     def seed(self) -> int: ...
     @property
-    def labels(self) -> LabelSpec | None: ...
-    @property
-    def min_critique(self) -> tuple[tuple[str, int], ...]: ...
-    @property
-    def templates(self) -> Path | None: ...
-    @property
-    def criteria(self) -> tuple[str, ...]: ...
-    @property
-    def groups(self) -> int | None: ...
+    def style_options(self) -> Any: ...  # the chosen style's options; None: its defaults
 
 
 # One article's calls for the dry run: (llm, position in `titles`, title, whether labelled).
@@ -81,6 +80,8 @@ class Style(Protocol):
     def always_labels(self) -> bool: ...
     @property
     def takes_labels(self) -> bool: ...
+    @property
+    def options(self) -> type: ...
 
     def labels(self, given: LabelSpec | None) -> LabelSpec | None: ...
 
@@ -94,13 +95,26 @@ class Style(Protocol):
              known: bool) -> Walk: ...
 
 
+@dataclass(frozen=True)
+class NoOptions:
+    """The options of a style that takes none of its own."""
+
+
+def options_of(config: Config, kind: type[Options]) -> Options:
+    """The build's options of a style whose options are `kind`: those given, else its defaults."""
+    given = config.style_options
+    return given if isinstance(given, kind) else kind()
+
+
 class Plain:
     """The defaults of a style that needs nothing beyond its questions: no files of its own, no
-    labels, no settings; a style class may derive from it and override what it needs."""
+    labels, no options, no settings; a style class may derive from it and override what it
+    needs."""
 
     files: tuple[str, ...] = ()
     always_labels = False
     takes_labels = False
+    options: type = NoOptions
 
     def labels(self, given: LabelSpec | None) -> LabelSpec | None:
         return None

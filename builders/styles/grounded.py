@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from freshrag.builders.prompts import FORM_MAX_TOKENS, GROUNDED_PROMPT, WRITE_QUESTION_TOOL
 from freshrag.builders.records import read_records
 from freshrag.builders.sources.pages import BuildError
-from freshrag.builders.styles.base import Articles, Config, Plain, Walk
+from freshrag.builders.styles.base import Articles, Config, Plain, Walk, options_of
 from freshrag.builders.styles.facts import FACTS, closing_db
 from freshrag.builders.styles.templates import (
     KINDS,
@@ -57,17 +57,28 @@ CRITERIA = {
 }
 
 
+@dataclass(frozen=True)
+class GroundedOptions:
+    """`--style grounded`'s options, its settings too."""
+
+    templates: Path | None = None  # --templates: more SQL query templates (templates.py)
+    criteria: tuple[str, ...] = tuple(CRITERIA)  # --criteria: one text form each per group
+    groups: int | None = None  # --groups: semantic groups at most, a seeded sample
+
+
 class Grounded(Plain):
-    """The style object (builders/styles/base.py): its settings are `--templates`, `--criteria`
-    and `--groups`; it writes the text forms of the groups about each article."""
+    """The style object (builders/styles/base.py): its options (`GroundedOptions`) are its
+    settings; it writes the text forms of the groups about each article."""
 
     name = "grounded"
     description = "text forms of SQL queries over the articles' infobox facts"
     files = (QUERIES, FAILED)
+    options = GroundedOptions
 
     def settings(self, config: Config) -> dict[str, Any]:
-        return {"templates": config.templates and str(config.templates),
-                "criteria": list(config.criteria), "groups": config.groups}
+        given = options_of(config, GroundedOptions)
+        return {"templates": given.templates and str(given.templates),
+                "criteria": list(given.criteria), "groups": given.groups}
 
     def write_questions(self, llm: LLM, config: Config, titles: list[str]) -> int:
         return grounded_questions(llm, config, titles)
@@ -91,8 +102,9 @@ def grounded_questions(llm: LLM, config: Config, titles: list[str]) -> int:
     if not (config.out / FACTS).exists():
         raise BuildError(f"{config.out}: stage facts has not finished; run it first "
                          f"(freshrag build --stage facts ...)")
-    queries = write_queries(config.out, titles, config.templates, config.groups, config.seed)
-    return write_forms(llm, config.out, queries, config.criteria, config.concurrency)
+    given = options_of(config, GroundedOptions)
+    queries = write_queries(config.out, titles, given.templates, given.groups, config.seed)
+    return write_forms(llm, config.out, queries, given.criteria, config.concurrency)
 
 
 def write_queries(out: Path, stage_titles: list[str], templates_file: Path | None,
@@ -142,15 +154,16 @@ def grounded_forms(config: Config, titles: list[str], done: set[str]
     if not (config.out / FACTS).exists():
         raise BuildError(f"{config.out}: facts is not built yet, so there is nothing to count: "
                          f"build --stage facts first (it makes no LLM call), then --dry-run again")
+    given = options_of(config, GroundedOptions)
     if (config.out / QUERIES).exists():
-        kept = write_queries(config.out, titles, config.templates, config.groups, config.seed)
+        kept = write_queries(config.out, titles, given.templates, given.groups, config.seed)
     else:
-        queries, groups = fill_queries(config.out, titles, config.templates, config.groups,
+        queries, groups = fill_queries(config.out, titles, given.templates, given.groups,
                                        config.seed)
         kept = [query for query in queries if query.group in groups]
     forms: dict[str, list[tuple[Query, str]]] = {}
     for query in kept:
-        for criterion in config.criteria:
+        for criterion in given.criteria:
             if query.gold_title is not None and form_id(query, criterion) not in done:
                 forms.setdefault(query.gold_title, []).append((query, criterion))
     return forms

@@ -24,13 +24,22 @@ distractors.py then adds K close articles per question to the corpus.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from freshrag.builders.forced import forced_call, text_field, usage_record
 from freshrag.builders.labels.prompts import messages
 from freshrag.builders.records import read_records
 from freshrag.builders.sources.pages import BuildError
-from freshrag.builders.styles.base import QUESTIONS, Articles, Config, Plain, Walk, read_articles
+from freshrag.builders.styles.base import (
+    QUESTIONS,
+    Articles,
+    Config,
+    Plain,
+    Walk,
+    options_of,
+    read_articles,
+)
 from freshrag.builders.styles.distractors import DISTRACTORS, add_distractors, distractor_counts
 from freshrag.builders.styles.facts import FACTS
 from freshrag.builders.styles.multihop_check import check
@@ -72,6 +81,14 @@ BRIDGE_TOOL: dict[str, Any] = {
 }
 
 
+@dataclass(frozen=True)
+class MultihopOptions:
+    """`--style multihop`'s options, its settings too."""
+
+    multihop: tuple[str, ...] = KINDS  # --multihop: the kinds of two-article question
+    distractors: int = 0  # --distractors: articles close to the gold ones, per question
+
+
 class MultiHop(Plain):
     """The style object (builders/styles/base.py); beyond it, the roles its check calls, the
     links it reads in stage facts and the distractors it adds in the questions stage
@@ -82,6 +99,7 @@ class MultiHop(Plain):
     files = (LINKS, CANDIDATES, DISTRACTORS)
     roles = ("answer", "judge")
     takes_distractors = True  # --distractors
+    options = MultihopOptions
 
     def settings(self, config: Config) -> dict[str, Any]:
         return {"multihop": list(kinds(config)), "distractors": distractors(config)}
@@ -122,11 +140,11 @@ MULTIHOP = MultiHop()
 
 
 def kinds(config: Config) -> tuple[str, ...]:
-    return tuple(getattr(config, "multihop", KINDS))
+    return options_of(config, MultihopOptions).multihop
 
 
 def distractors(config: Config) -> int:
-    return int(getattr(config, "distractors", 0))
+    return options_of(config, MultihopOptions).distractors
 
 
 def _plan(config: Config, titles: list[str], articles: Articles) -> Plan:

@@ -15,6 +15,7 @@ question set without a call.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from freshrag.builders.labels.prompts import (
 from freshrag.builders.prompts import article_text
 from freshrag.builders.records import read_records
 from freshrag.builders.styles import critiques
-from freshrag.builders.styles.base import Articles, Config, Plain, Walk, read_articles
+from freshrag.builders.styles.base import Articles, Config, Plain, Walk, options_of, read_articles
 from freshrag.builders.styles.statements import (
     STATEMENTS_FILE,
     LabelSpec,
@@ -49,6 +50,15 @@ QUESTION_MAX_TOKENS = 128
 QUESTION_TEMPERATURE = 1.0  # as the paper's question writer: varied wording across samples
 
 
+@dataclass(frozen=True)
+class StatementOptions:
+    """`--style statements`' options: the labels aimed for (`Statements.labels` of --labels) and
+    the critique's thresholds (--min-critique)."""
+
+    labels: LabelSpec | None = None
+    min_critique: tuple[tuple[str, int], ...] = ()  # (criterion, minimum)
+
+
 class Statements(Plain):
     """The style object (builders/styles/base.py): its builds always label their questions,
     `--labels` (equal shares of the four by default) and `--min-critique` are its options."""
@@ -58,12 +68,18 @@ class Statements(Plain):
     files = (STATEMENTS_FILE, CANDIDATES_FILE)
     always_labels = True
     takes_labels = True
+    options = StatementOptions
 
     def labels(self, given: LabelSpec | None) -> LabelSpec:
         return given or parse_label_spec(",".join(f"{label}=0.25" for label in LABELS))
 
+    def settings(self, config: Config) -> dict[str, Any]:
+        labels = options_of(config, StatementOptions).labels
+        return {"labels": labels.text() if labels else None}
+
     def manifest(self, config: Config) -> Manifest:
-        return {"min_critique": dict(config.min_critique)}  # a filter: changing it rebuilds
+        # a filter: changing it rebuilds
+        return {"min_critique": dict(options_of(config, StatementOptions).min_critique)}
 
     def write_questions(self, llm: LLM, config: Config, titles: list[str]) -> int:
         return build_statement_questions(llm, config.out, titles, read_articles(config.out),
@@ -81,7 +97,8 @@ def build_statement_questions(llm: LLM, out: Path, titles: list[str],
                               articles: dict[str, dict[str, Any]], config: Config) -> int:
     """Statements, candidates and `questions.jsonl` for `titles`; returns the questions kept.
     `config` is the build's BuildConfig (labels, seed, thresholds, concurrency)."""
-    slots = plan(titles, STATEMENTS.labels(config.labels), config.questions_per_article,
+    given = options_of(config, StatementOptions)
+    slots = plan(titles, STATEMENTS.labels(given.labels), config.questions_per_article,
                  config.seed, config.questions_from)
     records = _statements(llm, out, sorted({slot.title for slot in slots}, key=titles.index),
                           articles, config.concurrency)
@@ -94,7 +111,7 @@ def build_statement_questions(llm: LLM, out: Path, titles: list[str],
             desc="questions", unit="question")
     finally:
         writer.close()
-    return assemble(out, slots, config.min_critique)
+    return assemble(out, slots, given.min_critique)
 
 
 def _statements(llm: LLM, out: Path, titles: list[str], articles: dict[str, dict[str, Any]],
@@ -216,7 +233,8 @@ class StatementsWalk:
         self.records = {row["title"]: row for row in read_records(config.out / STATEMENTS_FILE)}
         done = {row["id"] for row in read_records(config.out / CANDIDATES_FILE)}
         self.slots: dict[str, list[Slot]] = {}
-        for slot in plan(titles, STATEMENTS.labels(config.labels), config.questions_per_article,
+        given = options_of(config, StatementOptions)
+        for slot in plan(titles, STATEMENTS.labels(given.labels), config.questions_per_article,
                          config.seed, config.questions_from):
             self.slots.setdefault(slot.title, []).append(slot)
         self.todo = {title: [slot for slot in slots if slot.id not in done]
@@ -229,7 +247,8 @@ class StatementsWalk:
             return
         article = self.articles[title]
         record = self.records.get(title) or extract(llm, title, article["content"])
+        thresholds = options_of(self.config, StatementOptions).min_critique
         for slot in self.todo[title]:
             row = write_candidate(llm, slot, article, record, self.config)
-            if row["status"] == "ok" and drop_reason(row, self.config.min_critique) is None:
+            if row["status"] == "ok" and drop_reason(row, thresholds) is None:
                 label_one(llm, Item(slot.id, title, row["question"]), article["content"])

@@ -64,15 +64,20 @@ EXAMPLES = ("freshrag demo                      # the whole workflow offline, no
             "freshrag report results/example --html report.html")
 
 
-def parser() -> argparse.ArgumentParser:
-    """The whole command line: every command with its options and their help texts."""
+def parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line: every command with its options and their help texts; with
+    `only`, that command's options alone and the others by name and summary, so that
+    `freshrag --help` (`only=""`) and one command load no other command's libraries."""
     whole = argparse.ArgumentParser(
         prog="freshrag", description=DESCRIPTION, formatter_class=HelpFormatter,
         epilog="examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES))
     whole.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = whole.add_subparsers(required=True, metavar="COMMAND", title="commands")
     for command in COMMANDS:
-        command.add_parser(sub)
+        if only is None or command.NAME == only:
+            command.add_parser(sub)
+        else:
+            sub.add_parser(command.NAME, help=command.HELP)
     return whole
 
 
@@ -96,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(argv: list[str] | None) -> int:
-    args = parser().parse_args(argv)
+    given = sys.argv[1:] if argv is None else argv
+    # the command is the first argument: the program's own options (--help, --version) end it
+    args = parser(given[0] if given and not given[0].startswith("-") else "").parse_args(argv)
     before = {signum: signal.signal(signum, _stop) for signum in (signal.SIGINT, signal.SIGTERM)
               if signal.getsignal(signum) is not signal.SIG_IGN}  # nohup's and `&`'s stay ignored
     try:

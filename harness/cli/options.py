@@ -27,9 +27,6 @@ from freshrag.core.dates import DATE_FORM, parse_date
 from freshrag.core.errors import UserError
 from freshrag.core.runfiles import INDEX_DIR
 from freshrag.core.types import ROLES
-from freshrag.retrieval.config import DEFAULT_DIRECTORY, IndexConfig
-from freshrag.run.inputs import DEFAULT_CONCURRENCY, DEFAULT_SEED, MAX_CONCURRENCY, MAX_SEED
-from freshrag.scoring import SCORERS, probes
 
 # Ranges of the numeric options, stated in their messages (seed and concurrency: the run's own).
 MAX_QUESTIONS = 1_000_000_000
@@ -277,11 +274,15 @@ def add_no_cache(p: Group) -> None:
 
 def add_concurrency(p: Group, what: str) -> None:
     """`what` says what runs at once, e.g. "questions labelled at once"."""
+    from freshrag.run.inputs import DEFAULT_CONCURRENCY, MAX_CONCURRENCY
+
     p.add_argument("--concurrency", type=whole(1, MAX_CONCURRENCY), default=DEFAULT_CONCURRENCY,
                    help=f"{what} (default: %(default)s)")
 
 
 def add_seed(p: Group, what: str = "sent with every LLM request") -> None:
+    from freshrag.run.inputs import DEFAULT_SEED, MAX_SEED
+
     p.add_argument("--seed", type=whole(0, MAX_SEED), default=DEFAULT_SEED,
                    help=f"seed {what} (default: %(default)s)")
 
@@ -315,6 +316,8 @@ def add_articles(p: Group, detail: str = " (title, content)", required: bool = F
 
 def add_scorers(p: Group, default: str | None = None, detail: str = "") -> None:
     """--scorers, required unless it has a `default`."""
+    from freshrag.scoring import SCORERS
+
     p.add_argument("--scorers", required=default is None, default=default,
                    help=f"comma-separated scorers, from: {', '.join(SCORERS)}, or your own as "
                         f"[NAME=]FILE.py:CLASS, [NAME=]MODULE:CLASS or an installed package's "
@@ -322,6 +325,9 @@ def add_scorers(p: Group, default: str | None = None, detail: str = "") -> None:
 
 
 def add_probe_options(p: Group) -> None:
+    from freshrag.run.inputs import MAX_SEED
+    from freshrag.scoring import probes
+
     p.add_argument("--probe-k", dest="probe_k", type=whole(1, 1_000_000), default=probes.PROBES,
                    help="questions whose probes the judge grades (default: %(default)s)")
     p.add_argument("--probe-seed", type=whole(0, MAX_SEED), default=0,
@@ -339,6 +345,8 @@ def add_probe_options(p: Group) -> None:
 
 def add_index_options(p: Group, query: bool = True) -> None:
     """Where the index is and how it chunks; with `query`, how a run retrieves from it."""
+    from freshrag.retrieval.config import DEFAULT_DIRECTORY, IndexConfig
+
     defaults = IndexConfig()
     p.add_argument("--qdrant-url", type=url,
                    help="Qdrant server URL (default: embedded Qdrant on disk)")

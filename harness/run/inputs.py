@@ -24,16 +24,12 @@ from freshrag.core.config import (
 from freshrag.core.dataset import Dataset, example_dir, load_dataset_dir
 from freshrag.core.dates import parse_date
 from freshrag.core.errors import UserError
+from freshrag.core.plugins import NAME
 from freshrag.core.types import DEFAULT_MAX_STEPS, DEFAULT_TOKEN_BUDGET, ROLES
 from freshrag.retrieval.config import IndexConfig
 from freshrag.scoring.probes import ProbeSettings
 from freshrag.systems import SYSTEMS
-from freshrag.systems.external.plugins import (
-    NAME,
-    SystemSource,
-    resolve_all,
-    services_from,
-)
+from freshrag.systems.external.plugins import SystemSource, resolve_all, services_from
 
 PAPER_CUTOFF = "2021-09-30"  # GPT-4-0613's knowledge cutoff, the model of the paper's datasets
 DEFAULT_SYSTEMS = "baseline,oracle,naive,advanced"

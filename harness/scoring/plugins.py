@@ -1,13 +1,15 @@
 """Scorers from the user's own code (docs/scoring.md#your-own-scorer): a class or factory named by
 a file (`path/to/my_scorer.py:MyScorer`) or a module (`my_package.scorers:MyScorer`), or
 registered by an installed package under the entry-point group `freshrag.scorers`, beside the
-built-in ones of `SCORERS` (harness/scoring/__init__.py). They load as systems do
-(harness/core/plugins.py), and may be named first (`mine=my_scorer.py:MyScorer`).
+built-in ones of `SCORERS` (harness/scoring/__init__.py), a registry of harness/core/registry.py
+that resolves and checks them as it does every kind; each may be named first
+(`mine=my_scorer.py:MyScorer`).
 
 A scorer's factory is called without arguments and returns an object with `name`, `role`
 (`scorer`, or `judge`), `needs` (of `article`, `embeddings`), `metrics` and
 `score(llm, item) -> ScoreResult` (harness/scoring/base.py): a built-in's shape. One is made and
-checked when the scorer is named, before any call.
+checked (the kind's check, in harness/scoring/__init__.py) when the scorer is named, before any
+call.
 
 The scorers a command names are resolved once (`resolve_all`, from `--scorers`); the pass, the dry
 run and the batch pre-pass then know each by its name (`lookup`). A user's scorer carries its
@@ -23,12 +25,9 @@ from typing import Any, Callable
 
 from freshrag.core import plugins
 from freshrag.core.plugins import PluginError
-from freshrag.scoring import SCORERS
-from freshrag.scoring.base import SCORER_ROLE, Scorer
-
-ENTRY_POINT_GROUP = "freshrag.scorers"
-ROLES = (SCORER_ROLE, "judge")  # the roles a score pass calls, counted apart from the systems'
-NEEDS = ("article", "embeddings")  # what a score pass can hand a scorer
+from freshrag.core.registry import Entry
+from freshrag.scoring import SCORERS, scorer_problem
+from freshrag.scoring.base import Scorer
 
 
 @dataclass(frozen=True)
@@ -70,9 +69,6 @@ def resolve_all(text: str) -> list[ScorerSource]:
     found: dict[str, ScorerSource] = {}
     for spec in dict.fromkeys(part.strip() for part in text.split(",") if part.strip()):
         source, target = resolve(spec), plugins.split_name(spec)[1]
-        if not source.builtin and source.name in SCORERS:
-            raise PluginError(f"scorer {spec!r}: {source.name!r} is a built-in scorer's name; "
-                              f"name yours apart, as NAME={target}")
         if source.name in found and found[source.name] != source:
             raise PluginError(f"two scorers named {source.name!r} ({found[source.name].where} "
                               f"and {source.where}); name one as NAME={target}")
@@ -84,20 +80,7 @@ def resolve_all(text: str) -> list[ScorerSource]:
 def resolve(spec: str) -> ScorerSource:
     """The scorer `spec` names: `[NAME=]` then a built-in name, `FILE.py:ATTR`, `MODULE:ATTR`, or
     an installed package's entry point in the `freshrag.scorers` group."""
-    name, target = plugins.split_name(spec)
-    if target in SCORERS:
-        if name and name != target:
-            raise PluginError(f"scorer {spec!r}: a built-in scorer keeps its name ({target!r})")
-        return builtin(target)
-    if ":" in target:
-        loaded = plugins.load("scorer", spec, target)
-    elif (entry := plugins.entry_points(ENTRY_POINT_GROUP).get(target)) is not None:
-        loaded = plugins.load_entry_point("scorer", entry)
-    else:
-        raise PluginError(f"scorer {spec!r}: no such scorer; valid scorers: "
-                          f"{', '.join([*SCORERS, *installed()])}, or FILE.py:NAME, or "
-                          f"MODULE:NAME for your own")
-    return _checked(spec, name or loaded.name, loaded)
+    return _source(SCORERS.resolve(spec))
 
 
 def lookup(name: str) -> ScorerSource:
@@ -107,7 +90,7 @@ def lookup(name: str) -> ScorerSource:
         return builtin(name)
     if name in _RESOLVED:
         return _RESOLVED[name]
-    if name in plugins.entry_points(ENTRY_POINT_GROUP):
+    if name in SCORERS.installed():
         return resolve(name)
     raise KeyError(name)
 
@@ -116,29 +99,18 @@ def unknown(text: str) -> list[str]:
     """The names in `--scorers` that are neither built-in nor installed (and no path or module)."""
     targets = (plugins.split_name(spec.strip())[1] for spec in text.split(",") if spec.strip())
     others = [target for target in targets if ":" not in target and target not in SCORERS]
-    return [target for target in others if target not in installed()] if others else []
-
-
-def installed() -> list[str]:
-    """The names of the installed packages' scorers."""
-    return list(plugins.entry_points(ENTRY_POINT_GROUP))
+    return [target for target in others if target not in SCORERS.installed()] if others else []
 
 
 def builtin(name: str) -> ScorerSource:
-    factory: Any = SCORERS[name]
-    return ScorerSource(name, factory, "built-in", factory.__module__, factory.role,
-                        tuple(factory.needs), tuple(factory.metrics))
+    return _source(SCORERS.builtin(name))
 
 
-def _checked(spec: str, name: str, loaded: plugins.Loaded) -> ScorerSource:
-    plugins.check_name("scorer", name, spec)
-    if not callable(loaded.thing):
-        raise PluginError(f"scorer {spec!r}: {loaded.attribute} is a "
-                          f"{type(loaded.thing).__name__}, not a class or function making a "
-                          f"scorer")
-    scorer = _made(name, loaded.where, loaded.thing)
-    return ScorerSource(name, loaded.thing, loaded.origin, loaded.where, scorer.role,
-                        tuple(scorer.needs), tuple(scorer.metrics), loaded.sha256, loaded.version)
+def _source(entry: Entry[Any]) -> ScorerSource:
+    """A resolved scorer, what it calls and needs read from the class or from one it made."""
+    shape = entry.thing if entry.builtin else entry.thing()
+    return ScorerSource(entry.name, entry.thing, entry.origin, entry.where, shape.role,
+                        tuple(shape.needs), tuple(shape.metrics), entry.sha256, entry.version)
 
 
 def _made(name: str, where: str, factory: Callable[[], Any]) -> Scorer:
@@ -150,22 +122,7 @@ def _made(name: str, where: str, factory: Callable[[], Any]) -> Scorer:
     except Exception as err:  # the user's code: any error, named with its scorer
         raise PluginError(f"scorer {name!r} ({where}): making it failed: "
                           f"{type(err).__name__}: {err}") from err
-    problem = _problem(scorer)
+    problem = scorer_problem(scorer)
     if problem:
         raise PluginError(f"scorer {name!r} ({where}): made a {type(scorer).__name__}, {problem}")
     return scorer
-
-
-def _problem(scorer: Any) -> str | None:
-    """What keeps `scorer` from being one, or None."""
-    if not callable(getattr(scorer, "score", None)):
-        return "which has no score(llm, item) method"
-    role, needs, metrics = (getattr(scorer, key, None) for key in ("role", "needs", "metrics"))
-    if role not in ROLES:
-        return f"whose role is {role!r}, not one of {', '.join(ROLES)}"
-    if not isinstance(needs, (tuple, list)) or set(needs) - set(NEEDS):
-        return f"whose needs are {needs!r}, not a tuple of {', '.join(NEEDS)}"
-    if (not isinstance(metrics, (tuple, list)) or not metrics
-            or not all(isinstance(metric, str) and metric for metric in metrics)):
-        return f"whose metrics are {metrics!r}, not a tuple of metric names"
-    return None

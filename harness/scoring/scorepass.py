@@ -53,7 +53,7 @@ def scorer_names(text: str) -> tuple[str, ...]:
     unknown = plugins.unknown(text)
     if unknown or not text.replace(",", "").strip():
         raise ScoreError(f"--scorers: unknown scorer(s) {unknown}; valid scorers: "
-                         f"{', '.join([*SCORERS, *plugins.installed()])}, or FILE.py:NAME, or "
+                         f"{', '.join(SCORERS.names())}, or FILE.py:NAME, or "
                          f"MODULE:NAME for your own")
     return tuple(source.name for source in plugins.resolve_all(text))
 

@@ -1,6 +1,8 @@
 """Systems from the user's own code (docs/own-system.md): a class or factory named by a file
 (`path/to/my_rag.py:MyRag`) or a module (`my_package.rag:make_system`), or registered by an
-installed package under the entry-point group `freshrag.systems`, beside the built-in ones.
+installed package under the entry-point group `freshrag.systems`, beside the built-in ones:
+`SYSTEMS` (systems/__init__.py), a registry of harness/core/registry.py, resolves and checks
+those as it does every kind; this module adds a service behind HTTP and an answers file.
 
 Whatever the origin, a system is a callable taking the run's `SystemContext` and returning an
 object with `answer(question) -> SystemAnswer` (freshrag's public `System` protocol), so a
@@ -20,9 +22,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.metadata
 import json
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -30,7 +30,8 @@ from typing import Any, Callable
 from freshrag.core import plugins
 from freshrag.core.config import masked_url, shown_url, url_problem
 from freshrag.core.errors import UserError
-from freshrag.core.plugins import NAME, PluginError, first_line
+from freshrag.core.plugins import PluginError
+from freshrag.core.registry import Broken, Entry, Registry
 from freshrag.core.types import (
     Question,
     System,
@@ -43,7 +44,6 @@ from freshrag.core.types import (
 from freshrag.systems.external import answers_file
 from freshrag.systems.external.http import HttpSettings, HttpSystem, settings_from_table
 
-ENTRY_POINT_GROUP = "freshrag.systems"
 Factory = Callable[[SystemContext], System]
 
 
@@ -102,7 +102,7 @@ class SystemSource:
         return check_system(self, system)
 
 
-def resolve_all(specs: str, builtins: dict[str, Factory],
+def resolve_all(specs: str, builtins: Registry[Factory],
                 services: dict[str, HttpSettings] | None = None,
                 questions: list[Question] | None = None) -> list[SystemSource]:
     """The systems of a comma-separated list of specs (`--systems`), each name once."""
@@ -124,7 +124,7 @@ def resolve_all(specs: str, builtins: dict[str, Factory],
 
 
 def services_from(table: dict[str, Any], where: str,
-                  builtins: dict[str, Factory]) -> dict[str, HttpSettings]:
+                  builtins: Registry[Factory]) -> dict[str, HttpSettings]:
     """The services of freshrag.toml's `[systems]` table, by name (`where` names the file); one
     named as a built-in system is refused: `--systems NAME` would ask the built-in one."""
     for name in table:
@@ -135,7 +135,7 @@ def services_from(table: dict[str, Any], where: str,
     return {name: settings_from_table(name, value, where) for name, value in table.items()}
 
 
-def resolve(spec: str, builtins: dict[str, Factory],
+def resolve(spec: str, builtins: Registry[Factory],
             services: dict[str, HttpSettings] | None = None,
             questions: list[Question] | None = None) -> SystemSource:
     """The system `spec` names: `[NAME=]` then a built-in name, a service of `services` (the
@@ -143,40 +143,26 @@ def resolve(spec: str, builtins: dict[str, Factory],
     `.csv`, matched to `questions`, the run's dataset), `FILE.py:ATTR`, `MODULE:ATTR`, or the name
     of an installed package's entry point in the `freshrag.systems` group."""
     name, target = plugins.split_name(spec)
-    services = services or {}
-    if target in builtins:
-        if target in _entry_points():  # which one the user means cannot be told
-            raise PluginError(f"system {spec!r}: {_taken(_entry_points()[target])}")
-        if name and name != target:
-            raise PluginError(f"system {spec!r}: a built-in system keeps its name ({target!r})")
-        found = _builtin(target, builtins[target])
-    elif target in services or target.lower().startswith(("http://", "https://")):
-        found = _service(services.get(target) or _url_settings(name, target, spec))
-    elif target.lower().endswith(answers_file.SUFFIXES):
+    if target not in builtins and (target in (services or {})
+                                   or target.lower().startswith(("http://", "https://"))):
+        found = _service((services or {}).get(target) or _url_settings(name, target, spec))
+    elif target not in builtins and target.lower().endswith(answers_file.SUFFIXES):
         found = _answers(spec, Path(target), name or Path(target).stem, questions)
-    elif ":" in target:
-        found = _source(target, plugins.load("system", spec, target))
-    elif (entry := _entry_points().get(target)) is not None:
-        found = _from_entry_point(entry)
-    else:
+    elif ":" in target or target in builtins.names():
+        return _source(builtins.resolve(spec))
+    else:  # the wording every command has given for a system it does not know
         raise PluginError(f"unknown system(s) [{target!r}]; valid systems: "
-                          f"{', '.join([*builtins, *_entry_points()])}, or FILE.py:NAME, or "
-                          f"MODULE:NAME for your own (see `freshrag systems`)")
-    return _named(found, name or None, spec)
+                          f"{', '.join(builtins.names())}, or FILE.py:NAME, or MODULE:NAME for "
+                          f"your own (see `freshrag systems`)")
+    return replace(found, name=plugins.check_name("system", name or found.name, spec))
 
 
-def available(builtins: dict[str, Factory]) -> list[SystemSource]:
-    """Every system a run can name without a path: the built-in ones, then the installed ones."""
-    found = [_builtin(name, factory) for name, factory in builtins.items()]
-    for entry in _entry_points().values():
-        try:
-            if entry.name in builtins:
-                raise PluginError(_taken(entry))
-            found.append(_from_entry_point(entry))
-        except PluginError as err:  # listed with its problem rather than hidden
-            found.append(SystemSource(entry.name, _broken, "entry point", f"{entry.value} "
-                                      f"({plugins.dist(entry)})", description=str(err)))
-    return found
+def available(builtins: Registry[Factory]) -> list[SystemSource]:
+    """Every system a run can name without a path: the built-in ones, then the installed ones
+    (one that fails to load listed with its problem)."""
+    return [SystemSource(item.name, _broken, "entry point", item.where,
+                         description=str(item.error)) if isinstance(item, Broken)
+            else _source(item) for item in builtins.available()]
 
 
 def check_system(source: SystemSource, system: Any) -> System:
@@ -185,12 +171,6 @@ def check_system(source: SystemSource, system: Any) -> System:
         raise PluginError(f"system {source.name!r} ({source.where}): built a "
                           f"{type(system).__name__}, which has no answer(question) method")
     return system
-
-
-def _builtin(name: str, factory: Factory) -> SystemSource:
-    return SystemSource(name, factory, "built-in", factory.__module__,
-                        description=first_line(factory)
-                        or first_line(sys.modules.get(factory.__module__)))
 
 
 def _service(settings: HttpSettings) -> SystemSource:
@@ -224,36 +204,9 @@ def _url_settings(name: str, url: str, spec: str) -> HttpSettings:
     return HttpSettings(name, url)
 
 
-def _from_entry_point(entry: importlib.metadata.EntryPoint) -> SystemSource:
-    return _named(_source(entry.name, plugins.load_entry_point("system", entry)), entry.name,
-                  entry.name)
-
-
-def _source(spec: str, loaded: plugins.Loaded) -> SystemSource:
-    if not callable(loaded.thing):
-        raise PluginError(f"system {spec!r}: {loaded.attribute} is a {type(loaded.thing).__name__}, "
-                          f"not a class or function taking the run's SystemContext")
-    return SystemSource(loaded.name, loaded.thing, loaded.origin, loaded.where, loaded.sha256,
-                        loaded.version, loaded.description)
-
-
-def _named(found: SystemSource, name: str | None, spec: str) -> SystemSource:
-    chosen = name or found.name
-    if not NAME.match(chosen):
-        raise PluginError(f"system {spec!r}: {chosen!r} is not a usable name (letters, digits, "
-                          f"'_', '.', '-'; up to 64); give one as NAME={spec}")
-    return replace(found, name=chosen)
-
-
-def _taken(entry: importlib.metadata.EntryPoint) -> str:
-    return (f"{plugins.dist(entry)} registers {entry.value} under the built-in system's name "
-            f"{entry.name!r} ({ENTRY_POINT_GROUP}), which only one of them can have; uninstall "
-            f"it, or have its package rename it (meanwhile, name its system as "
-            f"my-{entry.name}={entry.value})")
-
-
-def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
-    return plugins.entry_points(ENTRY_POINT_GROUP)
+def _source(entry: Entry[Factory]) -> SystemSource:
+    return SystemSource(entry.name, entry.thing, entry.origin, entry.where, entry.sha256,
+                        entry.version, entry.description)
 
 
 def _broken(context: SystemContext) -> System:

@@ -120,7 +120,7 @@ class Opened:
 ])
 def test_the_wiki_sampled_is_wiki_api_else_the_config_files_else_wikipedia(
         tmp_path, monkeypatch, table, given, sampled):
-    monkeypatch.setattr("freshrag.builders.build.MediaWikiSource", Opened)
+    monkeypatch.setattr("freshrag.builders.sources.mediawiki.MediaWikiSource", Opened)
     config = tmp_path / "freshrag.toml"
     config.write_text(f"[build]\n{table}\n", encoding="utf-8")
     assert Source(wiki_api=given, config_file=config).open(tmp_path).description == sampled
@@ -140,3 +140,19 @@ def test_a_bad_wiki_in_the_config_file_is_refused_naming_it(tmp_path, capsys, va
                  "--cutoff", "2021-09-30", "--out", str(tmp_path / "d")]) == 2
     assert capsys.readouterr().err == (f"freshrag: error: {tmp_path / 'freshrag.toml'}: [build] "
                                        f"wiki_api: {problem}\n")
+
+
+def test_each_kind_of_source_says_which_options_select_it(tmp_path):
+    from freshrag.builders.sources import SOURCES
+
+    one, two = tmp_path / "a1.xml", tmp_path / "a2.xml"
+    for dump in (one, two):
+        dump.write_text("<mediawiki/>")
+    chosen = {name: next(kind.name for kind in SOURCES.values() if kind.recognises(given))
+              for name, given in [("wiki", Source()), ("one", Source(dump=(str(one),))),
+                                  ("glob", Source(dump=(str(tmp_path / "a*.xml"),))),
+                                  ("stubs", Source(dump=(str(one),), stub_dump=(str(two),)))]}
+    assert chosen == {"wiki": "mediawiki", "one": "dump", "glob": "split-dump",
+                      "stubs": "split-dump"}
+    assert [kind.name for kind in SOURCES.values() if kind.reopens("https://w.test/api.php")] == [
+        "mediawiki"]

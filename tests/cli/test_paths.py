@@ -14,7 +14,7 @@ from freshrag.cli.options import NAME_MAX, PATH_MAX, out_dir, path, pattern
 from freshrag.core.files import write_text
 from freshrag.core.plugins import PluginError
 from freshrag.systems import SYSTEMS
-from freshrag.systems.external.plugins import ENTRY_POINT_GROUP, available, resolve
+from freshrag.systems.external.plugins import available, resolve
 from tests.support.datasets import write_dataset
 from tests.support.packages import install_package
 
@@ -88,7 +88,7 @@ def test_a_configured_service_may_not_take_a_built_in_name(tmp_path, capsys):
 
 def test_an_installed_system_may_not_take_a_built_in_name(tmp_path, monkeypatch):
     install_package(tmp_path, monkeypatch, "squatter", "class React:\n    pass\n", "1.0",
-                    ENTRY_POINT_GROUP, {"react": "squatter:React"})
+                    SYSTEMS.group, {"react": "squatter:React"})
     with pytest.raises(PluginError) as raised:
         resolve("react", SYSTEMS)
     assert str(raised.value).startswith("system 'react': squatter 1.0 registers squatter:React "

@@ -68,8 +68,8 @@ class Brevity:
 @pytest.fixture
 def registered(monkeypatch):
     """Drafter and Brevity beside the built-in ones, as one line in each registry adds them."""
-    monkeypatch.setitem(SYSTEMS, "drafter", Drafter)
-    monkeypatch.setitem(SCORERS, "brevity", Brevity)
+    monkeypatch.setitem(SYSTEMS.targets, "drafter", f"{__name__}:Drafter")
+    monkeypatch.setitem(SCORERS.targets, "brevity", f"{__name__}:Brevity")
 
 
 def run_args(tmp_path, *extra):

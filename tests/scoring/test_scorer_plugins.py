@@ -124,8 +124,8 @@ def test_a_module_on_the_path_is_loaded_by_its_dotted_name(tmp_path, monkeypatch
 
 def test_an_installed_entry_point_is_a_scorer(tmp_path, monkeypatch):
     install_package(tmp_path, monkeypatch, "plugged_scorer", MY_SCORER, "1.2.0",
-                    plugins.ENTRY_POINT_GROUP, {"plugged": "plugged_scorer:Words"})
-    assert "plugged" in plugins.installed()
+                    SCORERS.group, {"plugged": "plugged_scorer:Words"})
+    assert "plugged" in SCORERS.installed()
     assert scorer_names("plugged") == ("plugged",)
     source = plugins.lookup("plugged")
     assert (source.origin, source.version) == ("entry point", "1.2.0")

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.cli.options import UsageError, add_command, whole
-from freshrag.reporting import agreement
 
+NAME = "agreement"
 HELP = "how alike two judges, or a judge and people, grade answers"
 
 
@@ -26,7 +26,9 @@ EXAMPLES = ("freshrag agreement results/judge-gpt-4o results/judge-mini",
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "agreement", HELP, DESCRIPTION, EXAMPLES)
+    from freshrag.reporting import agreement
+
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     inputs = p.add_argument_group("inputs")
     inputs.add_argument("run_a", type=Path, metavar="RUN_A", nargs="?",
                         help="run directory A (rows of the matrix); with --human, the run "
@@ -56,6 +58,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from freshrag.reporting import agreement
     from freshrag.reporting.epochs import first_epoch_note
 
     if args.human:

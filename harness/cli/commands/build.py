@@ -9,15 +9,8 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from freshrag.builders.sources.mediawiki import WIKIPEDIA_API
-from freshrag.builders.stages import ARTICLE_STAGES, STAGES, BuildConfig
-from freshrag.builders.styles import DEFAULT_STYLE, STYLES, Choices, style_of
-from freshrag.builders.styles.critiques import parse_thresholds
-from freshrag.builders.styles.grounded import CRITERIA
-from freshrag.builders.styles.multihop_plan import KINDS as MULTIHOP_KINDS
-from freshrag.builders.styles.statements import parse_label_spec
-from freshrag.builders.traffic.general_queries import GENERAL_QUERIES
 from freshrag.cli.options import (
     MAX_QUESTIONS,
     UsageError,
@@ -36,7 +29,11 @@ from freshrag.cli.options import (
     whole,
 )
 
+if TYPE_CHECKING:
+    from freshrag.builders.stages import BuildConfig
+
 DEFAULTS: dict[str, object] = {}  # each option's default, to tell what --since was given
+NAME = "build"
 HELP = "build questions on Wikipedia articles newer than a cutoff"
 
 
@@ -54,7 +51,7 @@ EXAMPLES = ("freshrag build --n 200 --cutoff 2024-06-30 --out datasets/recent",
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "build", HELP, DESCRIPTION, EXAMPLES)
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     _sample_options(p.add_argument_group("articles"))
     _question_options(p.add_argument_group("questions"))
     _traffic_options(p.add_argument_group("traffic (control and general questions)"))
@@ -78,6 +75,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _sample_options(p: argparse._ArgumentGroup) -> None:
+    from freshrag.builders.sources.mediawiki import WIKIPEDIA_API
+
     p.add_argument("--n", type=whole(1, 100_000_000), help="articles in the random sample A_r "
                    "(required for a wiki; with --dump, a seeded random sample of the dump, else "
                    "all of it)")
@@ -110,6 +109,13 @@ def _sample_options(p: argparse._ArgumentGroup) -> None:
 
 
 def _question_options(p: argparse._ArgumentGroup) -> None:
+    from freshrag.builders.stages import ARTICLE_STAGES, STAGES
+    from freshrag.builders.styles import DEFAULT_STYLE, STYLES, Choices
+    from freshrag.builders.styles.critiques import parse_thresholds
+    from freshrag.builders.styles.grounded import CRITERIA
+    from freshrag.builders.styles.multihop_plan import KINDS as MULTIHOP_KINDS
+    from freshrag.builders.styles.statements import parse_label_spec
+
     p.add_argument("--stage", choices=STAGES, help="run only this stage (the earlier ones must "
                    "have finished); default: every stage not finished yet")
     p.add_argument("--questions-per-article", type=whole(1, 100), default=1,
@@ -152,6 +158,8 @@ def _question_options(p: argparse._ArgumentGroup) -> None:
 
 
 def _traffic_options(p: argparse._ArgumentGroup) -> None:
+    from freshrag.builders.traffic.general_queries import GENERAL_QUERIES
+
     p.add_argument("--control", type=whole(0, MAX_QUESTIONS), default=0, help="control questions "
                    "(need no retrieval) about A_r articles created --control-margin days or more "
                    "before the cutoff, in the traffic stage (default: %(default)s)")
@@ -170,6 +178,8 @@ def handle(args: argparse.Namespace) -> int:
 
     from freshrag.builders import build as builder
     from freshrag.builders.manifest import check_settings
+    from freshrag.builders.stages import BuildConfig
+    from freshrag.builders.styles import style_of
     from freshrag.builders.styles.needs import read_needs
     from freshrag.builders.styles.templates import load_templates
     from freshrag.cli.common import (
@@ -204,15 +214,14 @@ def handle(args: argparse.Namespace) -> int:
     if args.distractors and not getattr(style_of(args.style), "takes_distractors", False):
         raise UsageError("--distractors adds articles close to a two-article question's gold "
                          "ones: it goes with --style multihop")
+    args.labels = builder.label_spec(args.style, args.labels, args.min_critique)
     config = BuildConfig(
         out=args.out, cutoff=cutoff, n=args.n, questions_per_article=args.questions_per_article,
         style=args.style, questions_from=args.questions_from, concurrency=args.concurrency,
-        seed=args.seed, labels=builder.label_spec(args.style, args.labels, args.min_critique),
-        min_critique=args.min_critique, needs=read_needs(args.needs) if args.needs else (),
+        seed=args.seed, needs=read_needs(args.needs) if args.needs else (),
         per_need=args.per_need, control=args.control, general=args.general,
-        control_margin_days=args.control_margin, templates=args.templates,
-        criteria=args.criteria, groups=args.groups, months=months, per_month=args.per_month,
-        parent=args.parent, multihop=args.multihop, distractors=args.distractors)
+        control_margin_days=args.control_margin, months=months, per_month=args.per_month,
+        parent=args.parent, style_options=_style_options(args))
     check_settings(config)
     if args.templates:
         load_templates(args.templates)  # a bad file is refused before any source or model
@@ -260,6 +269,16 @@ SINCE_OPTIONS = {"seed": "seed", "questions_per_article": "questions_per_article
                  "style": "style", "questions_from": "questions_from", "control": "control",
                  "general": "general", "control_margin_days": "control_margin",
                  "per_month": "per_month"}
+
+
+def _style_options(args: argparse.Namespace) -> object:
+    """The chosen style's own options, each field from the option of its name."""
+    from dataclasses import fields
+
+    from freshrag.builders.styles import style_of
+
+    kind = style_of(args.style).options
+    return kind(**{field.name: getattr(args, field.name) for field in fields(kind)})
 
 
 def _since(args: argparse.Namespace, config_file: Path | None) -> tuple:
@@ -311,6 +330,7 @@ def _dry_run(args: argparse.Namespace, config: BuildConfig, config_file: Path | 
              cache: Path | None, labelled: bool) -> int:
     """A build dry run counts every stage (harness/cost/build_estimate.py) but the control
     questions of a --needs build; it refuses what it would leave out rather than under-count."""
+
     from freshrag.cli.common import load_settings
     from freshrag.reporting.prices import price_table
     from freshrag.run import dry_run

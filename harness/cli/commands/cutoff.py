@@ -16,6 +16,7 @@ from freshrag.cli.options import add_command, add_dataset_options, iso_date
 if TYPE_CHECKING:
     from freshrag.core.records import SampleRow
 
+NAME = "cutoff"
 HELP = "where a model's knowledge really ends, by creation month"
 
 
@@ -37,7 +38,7 @@ EXAMPLES = ("freshrag cutoff --dataset datasets/monthly --base-url https://api.o
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "cutoff", HELP, DESCRIPTION, EXAMPLES)
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     inputs = p.add_argument_group("inputs")
     add_dataset_options(inputs)
     inputs.add_argument("--stated-cutoff", type=iso_date, metavar="DATE",

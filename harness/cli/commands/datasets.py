@@ -9,6 +9,7 @@ from pathlib import Path
 
 from freshrag.cli.options import add_command
 
+NAME = "datasets"
 HELP = "list the dataset versions under a folder"
 
 
@@ -24,7 +25,7 @@ EXAMPLES = ("freshrag datasets datasets/",
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "datasets", HELP, DESCRIPTION, EXAMPLES)
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     p.add_argument_group("inputs").add_argument(
         "path", type=Path, metavar="PATH", nargs="?",
         help="a dataset directory or a folder holding some (default: the example dataset "

@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from freshrag.cli.options import MAX_QUESTIONS, add_command, add_models, out_dir, whole
-from freshrag.core.files import write_json
 
 if TYPE_CHECKING:
     from freshrag.builders.sources.export import DumpPage
 
+NAME = "demo"
 HELP = "the whole workflow, offline, on the example corpus"
 
 DEMO_CUTOFF = "2025-12-31"  # after the older example articles, before the invented 2026 events
@@ -64,7 +64,7 @@ EXAMPLES = ("freshrag demo",
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "demo", HELP, DESCRIPTION, EXAMPLES)
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     size = p.add_argument_group("size")
     size.add_argument("--limit", type=whole(1, MAX_QUESTIONS), default=None,
                       help=f"questions written and run through every system, one per article "
@@ -156,6 +156,7 @@ def run_demo(out: Path, questions: int | None, systems: list[str],
              command: Callable[[list[str]], int], models: tuple[str, ...] = ()) -> int:
     """Write the dump, then run each command through `command` (the CLI's main), stopping at the
     first that fails; returns its exit status."""
+    from freshrag.core.files import write_json
     from freshrag.core.manifest import read_manifest
     from freshrag.core.outputs import check_outputs, files_in
     from freshrag.scoring.probes import verdict_lines

@@ -8,8 +8,8 @@ import argparse
 from pathlib import Path
 
 from freshrag.cli.options import add_command, name
-from freshrag.reporting.export import FORMATS
 
+NAME = "export"
 HELP = "answers as Ragas multi-turn samples or JSONL for pandas"
 
 
@@ -25,7 +25,9 @@ EXAMPLES = ("freshrag export results/agents --format ragas --out agents-ragas.js
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "export", HELP, DESCRIPTION, EXAMPLES)
+    from freshrag.reporting.export import FORMATS
+
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     inputs = p.add_argument_group("inputs")
     inputs.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
                         help="run directories, one or more")

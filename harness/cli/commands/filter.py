@@ -9,6 +9,7 @@ from pathlib import Path
 
 from freshrag.cli.options import UsageError, add_command, add_dataset, out_dir, whole
 
+NAME = "filter"
 HELP = "keep the questions a model fails without retrieval"
 
 
@@ -26,7 +27,7 @@ EXAMPLES = ("freshrag run --dataset datasets/recent --systems baseline --model g
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from freshrag.builders.measured import KNOWN_AT, SYSTEM
 
-    p = add_command(sub, "filter", HELP, DESCRIPTION, EXAMPLES)
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     inputs = p.add_argument_group("inputs")
     inputs.add_argument("run_dir", type=Path, metavar="RUN_DIR",
                         help="run directory whose grades decide, made on the dataset")

@@ -8,8 +8,8 @@ import argparse
 from pathlib import Path
 
 from freshrag.cli.options import add_command, add_config, whole
-from freshrag.reporting.outcomes import CORRECT_AT
 
+NAME = "gate"
 HELP = "pass or fail a candidate run against a baseline (CI)"
 
 
@@ -24,7 +24,9 @@ EXAMPLES = ("freshrag gate results/main results/pr --rules gate.toml",
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "gate", HELP, DESCRIPTION, EXAMPLES)
+    from freshrag.reporting.outcomes import CORRECT_AT
+
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     inputs = p.add_argument_group("inputs")
     inputs.add_argument("baseline", type=Path, metavar="BASELINE_RUN",
                         help="the run directory of the baseline (the main branch's)")

@@ -13,6 +13,7 @@ from pathlib import Path
 from freshrag.cli.commands import run
 from freshrag.cli.options import add_command, add_dataset_options
 
+NAME = "import"
 HELP = "judge answers made elsewhere (JSONL or CSV) as a run"
 
 
@@ -26,7 +27,7 @@ EXAMPLES = ("freshrag import my-answers.jsonl --system mine --dataset datasets/r
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "import", HELP, DESCRIPTION, EXAMPLES)
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     inputs = p.add_argument_group("inputs")
     inputs.add_argument("answers", type=Path, metavar="ANSWERS",
                         help="the answers file: .jsonl or .csv, one answer per question")

@@ -8,8 +8,8 @@ import argparse
 from pathlib import Path
 
 from freshrag.cli.options import UsageError, add_command, name, out_dir
-from freshrag.run.legacy import PAPER_MODEL
 
+NAME = "import-legacy"
 HELP = "import a run file released with the paper (a pickle)"
 
 
@@ -23,7 +23,9 @@ EXAMPLES = ("freshrag import-legacy A_f_naive.pkl --dataset data/A_f --system na
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "import-legacy", HELP, DESCRIPTION, EXAMPLES)
+    from freshrag.run.legacy import PAPER_MODEL
+
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     inputs = p.add_argument_group("inputs")
     inputs.add_argument("pickle", type=Path, metavar="PICKLE", help="the paper's run file")
     inputs.add_argument("--dataset", type=name, metavar="DIR",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from freshrag.cli.options import add_articles, add_command, add_index_options, add_models
 
+NAME = "index"
 HELP = "build the retrieval index ahead of a run (or check it)"
 
 
@@ -20,7 +21,7 @@ EXAMPLES = ("freshrag index --articles datasets/recent/articles.jsonl",
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "index", HELP, DESCRIPTION, EXAMPLES)
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     add_articles(p.add_argument_group("inputs"), required=True)
     add_models(p)
     add_index_options(p.add_argument_group("retrieval index"))

@@ -17,6 +17,7 @@ from freshrag.cli.options import (
     add_seed,
 )
 
+NAME = "label"
 HELP = "label questions by how their article answers them"
 
 
@@ -30,7 +31,7 @@ EXAMPLES = ("freshrag label --dataset datasets/recent",
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "label", HELP, DESCRIPTION, EXAMPLES)
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     inputs = p.add_argument_group("inputs")
     add_dataset(inputs, "; required: the labels are written into its questions.jsonl, their "
                 "records into labels.jsonl", alias=True)

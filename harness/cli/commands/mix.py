@@ -16,6 +16,7 @@ from freshrag.cli.options import (
     whole,
 )
 
+NAME = "mix"
 HELP = "draw a question set of a chosen traffic composition"
 KINDS = ("fresh", "control", "general")
 
@@ -28,7 +29,7 @@ EXAMPLES = ("freshrag mix --dataset datasets/traffic --fresh 0.1 --control 0.6 -
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "mix", HELP, DESCRIPTION, EXAMPLES)
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     inputs = p.add_argument_group("inputs")
     add_dataset(inputs, "; required: its questions carry a kind", alias=True)
     composition = p.add_argument_group("composition")

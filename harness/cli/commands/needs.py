@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from freshrag.builders.traffic.query_log import NeedLogConfig
 from freshrag.cli.options import (
     MAX_QUESTIONS,
     add_command,
@@ -19,6 +19,10 @@ from freshrag.cli.options import (
     whole,
 )
 
+if TYPE_CHECKING:
+    from freshrag.builders.traffic.query_log import NeedLogConfig
+
+NAME = "needs"
 HELP = "derive information needs from a log of user queries"
 
 
@@ -31,8 +35,10 @@ EXAMPLES = ("freshrag needs --queries queries.jsonl --out needs.txt",
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from freshrag.builders.traffic.query_log import NeedLogConfig
+
     defaults = NeedLogConfig()
-    p = add_command(sub, "needs", HELP, DESCRIPTION, EXAMPLES)
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     p.add_argument_group("inputs").add_argument(
         "--queries", type=Path, required=True, metavar="LOG",
         help="JSON Lines log of user queries, a 'query' field a line")

@@ -18,6 +18,7 @@ from freshrag.cli.options import (
     add_seed,
 )
 
+NAME = "probe-judge"
 HELP = "check that the judge tells right from wrong; exit 1 if not"
 
 
@@ -31,7 +32,7 @@ EXAMPLES = ("freshrag probe-judge --dataset datasets/recent",
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "probe-judge", HELP, DESCRIPTION, EXAMPLES)
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     add_dataset_options(p.add_argument_group("inputs"))
     add_probe_options(p.add_argument_group("judge probes"))
     add_models(p)

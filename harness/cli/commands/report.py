@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 from freshrag.cli.options import UsageError, add_command, add_config, mix_shares, out_dir, whole
 from freshrag.core.fields import FIELDS
-from freshrag.reporting.scorers import CORRECT_AT
 
 if TYPE_CHECKING:
     from freshrag.core.records import SampleRow
 
+NAME = "report"
 HELP = "tables and figures from one or more run directories"
 ANALYSIS = "analysis.json"  # retrieval quality, attribution, decisions, intervals, paired tests
 
@@ -34,7 +34,7 @@ EXAMPLES = ("freshrag report results/recent --html report.html",
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "report", HELP, DESCRIPTION, EXAMPLES)
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     inputs = p.add_argument_group("inputs")
     inputs.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
                         help="run directories, one or more")
@@ -68,6 +68,8 @@ def _label_options(p: argparse._ArgumentGroup) -> None:
 
 
 def _analysis_options(p: argparse._ArgumentGroup) -> None:
+    from freshrag.reporting.scorers import CORRECT_AT
+
     p.add_argument("--by", action="append", choices=FIELDS, metavar="FIELD",
                    help="also break every table down by this question field (one of: "
                         f"{', '.join(FIELDS)}); may be given more than once")

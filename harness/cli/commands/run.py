@@ -27,8 +27,6 @@ from freshrag.cli.options import (
 )
 from freshrag.core.runfiles import MANIFEST, RESULTS, SAMPLES, SUMMARY, SUMMARY_MD
 from freshrag.core.types import DEFAULT_MAX_STEPS, DEFAULT_TOKEN_BUDGET
-from freshrag.run.inputs import DEFAULT_SYSTEMS, MAX_EPOCHS, MAX_STEPS, PAPER_CUTOFF
-from freshrag.systems import SYSTEMS
 
 if TYPE_CHECKING:
     from freshrag.core.dataset import Dataset
@@ -36,6 +34,7 @@ if TYPE_CHECKING:
     from freshrag.run.inputs import RunOptions
     from freshrag.run.service import RunResult
 
+NAME = "run"
 HELP = "answer, judge and account every (question, system) pair"
 
 
@@ -52,7 +51,7 @@ EXAMPLES = ("freshrag run --limit 3 --systems baseline,naive   # the example dat
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "run", HELP, DESCRIPTION, EXAMPLES)
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     inputs = p.add_argument_group("inputs")
     add_dataset_options(inputs)
     add_systems(inputs)
@@ -61,6 +60,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def add_systems(p: argparse._ArgumentGroup) -> None:
+    from freshrag.run.inputs import DEFAULT_SYSTEMS
+    from freshrag.systems import SYSTEMS
+
     p.add_argument("--systems", default=DEFAULT_SYSTEMS,
                    help=f"comma-separated systems: built-in ({', '.join(SYSTEMS)}), your own as "
                         f"FILE.py:NAME or MODULE:NAME, a service as NAME=URL or a [systems.NAME] "
@@ -73,6 +75,8 @@ def add_run_options(p: argparse.ArgumentParser, index: bool = True) -> None:
     """Every option of a run but the dataset and the systems (`freshrag import` shares them), in
     named groups; the retrieval index's only with `index` (a command whose systems never
     retrieve shows none)."""
+    from freshrag.run.inputs import MAX_EPOCHS
+
     add_models(p)
     control = p.add_argument_group("run control")
     add_limit(control)
@@ -100,6 +104,8 @@ def add_run_options(p: argparse.ArgumentParser, index: bool = True) -> None:
 
 
 def _answering_options(p: argparse._ArgumentGroup) -> None:
+    from freshrag.run.inputs import MAX_STEPS, PAPER_CUTOFF
+
     p.add_argument("--knowledge-cutoff", type=iso_date, default=PAPER_CUTOFF,
                    help="the answering model's knowledge cutoff, stated by dated-boolean "
                         "(default: %(default)s, GPT-4-0613's)")

@@ -21,6 +21,7 @@ from freshrag.cli.options import (
 )
 from freshrag.core.fields import FIELDS
 
+NAME = "scan-retrieval"
 HELP = "recall@k of the index per label, at several text weights"
 
 
@@ -31,7 +32,7 @@ EXAMPLES = ("freshrag scan-retrieval --dataset datasets/recent --k 5 --weights 0
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "scan-retrieval", HELP, DESCRIPTION, EXAMPLES)
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     inputs = p.add_argument_group("inputs")
     add_dataset_options(inputs, alias=True)
     add_limit(inputs)

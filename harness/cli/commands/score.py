@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from freshrag.cost.budget import Budget
     from freshrag.llm.client import LLMClient
 
+NAME = "score"
 HELP = "add scorers to a finished or imported run, resumably"
 
 
@@ -41,7 +42,7 @@ EXAMPLES = ("freshrag score results/recent --scorers faithfulness,abstention",
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "score", HELP, DESCRIPTION, EXAMPLES)
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     inputs = p.add_argument_group("inputs")
     inputs.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the run directory to score")
     add_dataset_options(inputs, " with the gold articles of the run's questions (default: the "

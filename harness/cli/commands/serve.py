@@ -7,6 +7,7 @@ import argparse
 
 from freshrag.cli.options import add_command, whole
 
+NAME = "serve"
 HELP = "run the embedded llama.cpp server in the foreground"
 
 
@@ -19,7 +20,7 @@ EXAMPLES = ("freshrag serve --port 8080",
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "serve", HELP, DESCRIPTION, EXAMPLES)
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     p.add_argument_group("server").add_argument(
         "--port", type=whole(1, 65_535), help="port on 127.0.0.1 (default: a free one)")
     p.set_defaults(handler=handle)

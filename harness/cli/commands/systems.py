@@ -8,6 +8,7 @@ import argparse
 
 from freshrag.cli.options import add_command, add_config
 
+NAME = "systems"
 HELP = "list the systems a run can name"
 
 
@@ -18,7 +19,7 @@ EXAMPLES = ("freshrag systems",)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "systems", HELP, DESCRIPTION, EXAMPLES)
+    p = add_command(sub, NAME, HELP, DESCRIPTION, EXAMPLES)
     add_config(p.add_argument_group("inputs"), "whose [systems] services are listed too")
     p.set_defaults(handler=handle)
 

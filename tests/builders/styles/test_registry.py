@@ -15,7 +15,7 @@ from freshrag.builders.build import WRITES, label_spec, labelling
 from freshrag.builders.manifest import update_manifest
 from freshrag.builders.sources.pages import BuildError
 from freshrag.builders.stages import BuildConfig, generate_questions
-from freshrag.builders.styles import ENTRY_POINT_GROUP, NEEDED, STYLES, Choices, style_of
+from freshrag.builders.styles import NEEDED, STYLES, Choices, style_of
 from freshrag.cli.main import parser
 from freshrag.core.jsonl import read_jsonl
 from freshrag.core.plugins import PluginError
@@ -85,7 +85,7 @@ def built_to_a_f(out: Path, titles: tuple[str, ...], **settings) -> BuildConfig:
 @pytest.fixture
 def installed(tmp_path, monkeypatch):
     """brief_style.py installed as pip would: a dist-info with its entry points."""
-    install_package(tmp_path, monkeypatch, "brief_style", BRIEF, "0.1.0", ENTRY_POINT_GROUP,
+    install_package(tmp_path, monkeypatch, "brief_style", BRIEF, "0.1.0", STYLES.group,
                     {"brief": "brief_style:BRIEF", "broken": "brief_style:NOT_A_STYLE"})
 
 
@@ -132,7 +132,8 @@ def test_an_unknown_or_broken_style_is_named(installed):
     with pytest.raises(BuildError, match=r"--style 'nope': no such style; valid styles: "
                                          r"creative, recent, statements, grounded, multihop, brief"):
         style_of("nope")
-    with pytest.raises(PluginError, match=r"style 'broken' \(brief_style:NOT_A_STYLE\): a "
+    with pytest.raises(PluginError, match=r"style .broken. \(brief_style:NOT_A_STYLE \(brief-style "
+                                          r"0.1.0\)\): a "
                                           r"object, which has no name, description"):
         style_of("broken")
 

@@ -12,7 +12,6 @@ import pytest
 from freshrag.core.types import Question, Usage
 from freshrag.systems import SYSTEMS
 from freshrag.systems.external.plugins import (
-    ENTRY_POINT_GROUP,
     PluginError,
     available,
     check_system,
@@ -110,7 +109,7 @@ def test_a_module_on_the_path_is_loaded_by_its_dotted_name(tmp_path, monkeypatch
 def installed_plugin(tmp_path, monkeypatch, target="plugged_rag:MyRag", code=MY_RAG):
     """A package installed the way pip installs one: its module and a dist-info folder with
     entry_points.txt, found by importlib.metadata on sys.path."""
-    install_package(tmp_path, monkeypatch, "plugged_rag", code, "2.1.0", ENTRY_POINT_GROUP,
+    install_package(tmp_path, monkeypatch, "plugged_rag", code, "2.1.0", SYSTEMS.group,
                     {"plugged": target})
 
 
@@ -137,7 +136,7 @@ def test_a_broken_entry_point_is_listed_with_its_problem(tmp_path, monkeypatch):
 @pytest.mark.parametrize("spec, expected", [
     pytest.param("{dir}/absent.py:MyRag", r"absent.py is not a file", id="no-file"),
     pytest.param("{rag}:Nope", r"defines no 'Nope'", id="no-attribute"),
-    pytest.param("{rag}:NOT_CALLABLE", r"NOT_CALLABLE is a int, not a class or function",
+    pytest.param("{rag}:NOT_CALLABLE", r"'NOT_CALLABLE' \(.*\): a int, not a class or function",
                  id="not-callable"),
     pytest.param("{rag}:9x", r"'9x' after the ':' is not a Python name", id="bad-attribute"),
     pytest.param("no_such_module_here:X", r"no module named 'no_such_module_here'",
