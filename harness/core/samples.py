@@ -18,14 +18,14 @@ from typing import Any, Literal, Union, cast, get_args, get_origin, get_type_hin
 
 from msgspec import UNSET
 
+from freshrag.core import summary as compact
 from freshrag.core.jsonl import json_problem, now, numbered_jsonl
 from freshrag.core.light import CALL_SUMMARY as CALL_SUMMARY
-from freshrag.core.light import Grade as GradeRecord
-from freshrag.core.light import Usage as UsageRecord
-from freshrag.core.light import collector_paused, decode, is_record, kept
+from freshrag.core.light import collector_paused, decode, is_record, kept, summarised
 from freshrag.core.records import DECISIONS, SampleFields, SampleRow, StepRecord
 from freshrag.core.runfiles import SAMPLES as SAMPLES
 from freshrag.core.steps import step_records, steps_problem, stopped_problem
+from freshrag.core.summary import AnswerSummary, summary_of
 from freshrag.core.types import (
     STEP_KINDS,
     STOPS,
@@ -142,6 +142,22 @@ def read_samples(path: Path, light: bool = False, every_epoch: bool = False) -> 
     return [row for key, row in latest.items() if every_epoch or key[2] == 1]
 
 
+def read_summaries(path: Path, every_epoch: bool = False,
+                   light: bool = True) -> list[AnswerSummary]:
+    """The summary of every row `read_samples` keeps (core/summary.py), in the same order:
+    `light`, decoded from only what it holds (core/light.py), else from the whole row."""
+    latest: dict[tuple[str, str, int], AnswerSummary] = {}
+    with collector_paused() if light else nullcontext():
+        for line, read in numbered_jsonl(path, sample_problem, skip=True,
+                                         decode=decode if light else None):
+            made = summarised(read, path, line) if light else summary_of(
+                cast(SampleRow, read), path, line)
+            key = (made.question_id, made.system, made.epoch)
+            latest.pop(key, None)
+            latest[key] = made
+    return [made for key, made in latest.items() if every_epoch or key[2] == 1]
+
+
 def epoch_of(row: SampleRow) -> int:
     """The row's epoch (--epochs): 1 where the row has none, as in a run of one epoch."""
     return row.get("epoch") or 1
@@ -161,7 +177,7 @@ def judge_scores(row: SampleRow) -> dict[str, float] | None:
     if row["status"] != "ok" or grade is None:
         return None
     # a scored grade holds numbers (sample_problem; a judge pass's: scoring/store.py _usable)
-    if type(grade) is GradeRecord:  # a light row's, read by attribute: a few times faster
+    if type(grade) is compact.Grade:  # a light row's, read by attribute: a few times faster
         if (reason := grade.unscored_reason) is UNSET:
             raise KeyError("unscored_reason")  # as the mapping does
         return None if reason is not None else {"truthfulness": grade.truthfulness,
@@ -178,7 +194,7 @@ def answer_tokens(row: SampleRow) -> tuple[int, int]:
     for role, used in (row.get("usage") or {}).items():
         if role == "judge":
             continue
-        if type(used) is UsageRecord:  # a light row's counts, read by attribute
+        if type(used) is compact.Usage:  # a light row's counts, read by attribute
             spent_in, spent_out = spent_in + used.input, spent_out + used.output
         else:
             spent_in, spent_out = spent_in + used["input"], spent_out + used["output"]

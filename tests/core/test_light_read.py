@@ -8,11 +8,12 @@ from typing import get_args, get_type_hints
 
 import pytest
 
-from freshrag.core import light
+from freshrag.core import light, summary
 from freshrag.core.files import dumps
 from freshrag.core.light_steps import whole_steps
 from freshrag.core.records import CallRecord, ChunkRecord, StepRecord, UsageRecord
-from freshrag.core.samples import read_samples, sample_row
+from freshrag.core.samples import read_samples, read_summaries, sample_row
+from freshrag.core.summary import summary_of
 from freshrag.core.types import (
     STEP_KINDS,
     Grade,
@@ -116,6 +117,11 @@ def test_both_reads_keep_and_skip_the_same_rows_with_the_same_warning(bad, tmp_p
         assert light_row.get("steps") == traced(whole_row.get("steps"))
     assert list(whole_steps([row.get("steps") for row in lightly])) == [
         known(row.get("steps")) for row in whole]
+    # and both give the same summaries (core/summary.py), as the whole row's does
+    summaries = read_summaries(path)
+    assert summaries == read_summaries(path, light=False) == [summary_of(row) for row in whole]
+    assert [made.question_id for made in summaries] == [row["question_id"] for row in whole]
+    assert capsys.readouterr().err == whole_warnings * 2
 
 
 def known(steps):
@@ -223,6 +229,6 @@ def test_a_grounded_row_keeps_its_calls_whole(tmp_path):
 def test_the_records_have_the_fields_of_core_records():
     assert set(light.Step.__struct_fields__) == set(get_type_hints(StepRecord))
     assert set(light.Chunk.__struct_fields__) == set(get_type_hints(ChunkRecord))
-    assert set(light.Usage.__struct_fields__) == set(get_type_hints(UsageRecord))
+    assert set(summary.Usage.__struct_fields__) == set(get_type_hints(UsageRecord))
     assert set(light.CALL_SUMMARY) <= set(get_type_hints(CallRecord))
-    assert get_args(light.StepKind) == STEP_KINDS
+    assert get_args(summary.StepKind) == STEP_KINDS
