@@ -14,7 +14,17 @@ import types as typing_types
 from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal, Union, cast, get_args, get_origin, get_type_hints, is_typeddict
+from typing import (
+    Any,
+    Callable,
+    Literal,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+)
 
 from msgspec import UNSET
 
@@ -131,28 +141,34 @@ def read_samples(path: Path, light: bool = False, every_epoch: bool = False) -> 
     out), but a grounded row's calls, whole. A row the
     readers cannot use (an older freshrag's) is skipped with a warning: its pair is then asked
     again on resume."""
-    latest: dict[tuple[str, str, int], SampleRow] = {}
-    with collector_paused() if light else nullcontext():
-        for line, read in numbered_jsonl(path, sample_problem, skip=True,
-                                         decode=decode if light else None):
-            row = kept(read, path, line) if light else cast(SampleRow, read)  # checked
-            key = (row["question_id"], row["system"], epoch_of(row))
-            latest.pop(key, None)
-            latest[key] = row
-    return [row for key, row in latest.items() if every_epoch or key[2] == 1]
+    made = _latest(path, light, every_epoch, lambda row, line: kept(row, path, line) if light
+                   else cast(SampleRow, row),  # checked
+                   lambda row: (row["question_id"], row["system"], epoch_of(row)))
+    return [cast(SampleRow, row) for row in made]
 
 
 def read_summaries(path: Path, every_epoch: bool = False,
                    light: bool = True) -> list[AnswerSummary]:
     """The summary of every row `read_samples` keeps (core/summary.py), in the same order:
     `light`, decoded from only what it holds (core/light.py), else from the whole row."""
-    latest: dict[tuple[str, str, int], AnswerSummary] = {}
+    made = _latest(path, light, every_epoch, lambda row, line: summarised(row, path, line)
+                   if light else summary_of(cast(SampleRow, row), path, line),
+                   lambda made: (made.question_id, made.system, made.epoch))
+    return [cast(AnswerSummary, summary) for summary in made]
+
+
+def _latest(path: Path, light: bool, every_epoch: bool,
+            make: Callable[[dict[str, Any], int], Any],
+            key_of: Callable[[Any], tuple[str, str, int]]) -> list[Any]:
+    """What `make` makes of each row the check passes (and of its line number), the last one
+    per (question, system, epoch) (`key_of` what it made) winning, in file order; the first
+    epoch's unless `every_epoch`. `light`: decoded by core/light.py."""
+    latest: dict[tuple[str, str, int], Any] = {}
     with collector_paused() if light else nullcontext():
         for line, read in numbered_jsonl(path, sample_problem, skip=True,
                                          decode=decode if light else None):
-            made = summarised(read, path, line) if light else summary_of(
-                cast(SampleRow, read), path, line)
-            key = (made.question_id, made.system, made.epoch)
+            made = make(read, line)
+            key = key_of(made)
             latest.pop(key, None)
             latest[key] = made
     return [made for key, made in latest.items() if every_epoch or key[2] == 1]
