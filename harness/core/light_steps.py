@@ -12,7 +12,8 @@ import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
 from freshrag.core.jsonl import loads
-from freshrag.core.light import Step, Trajectory
+from freshrag.core.light import Step
+from freshrag.core.summary import Trajectory
 from freshrag.core.textfile import UTF8_BOM
 
 
@@ -31,13 +32,13 @@ def whole_steps(trajectories: Sequence[Any]) -> Iterator[Any]:
     a line the records refuse, dicts as the whole read makes them), any other as it is."""
     wanted: dict[Path, set[int]] = {}
     for steps in trajectories:
-        if isinstance(steps, Trajectory) and steps:
+        if isinstance(steps, Trajectory) and steps and steps.path is not None:
             wanted.setdefault(steps.path, set()).add(steps.line)
     with ExitStack() as stack:
         files = {path: _Lines(stack.enter_context(open(path, "rb")), lines)
                  for path, lines in wanted.items()}
         for steps in trajectories:
-            if isinstance(steps, Trajectory) and steps:
+            if isinstance(steps, Trajectory) and steps and steps.path is not None:
                 yield _steps_of(files[steps.path].read(steps.line))
             else:
                 yield steps

@@ -14,18 +14,28 @@ import types as typing_types
 from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal, Union, cast, get_args, get_origin, get_type_hints, is_typeddict
+from typing import (
+    Any,
+    Callable,
+    Literal,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+)
 
 from msgspec import UNSET
 
+from freshrag.core import summary as compact
 from freshrag.core.jsonl import json_problem, now, numbered_jsonl
 from freshrag.core.light import CALL_SUMMARY as CALL_SUMMARY
-from freshrag.core.light import Grade as GradeRecord
-from freshrag.core.light import Usage as UsageRecord
-from freshrag.core.light import collector_paused, decode, is_record, kept
+from freshrag.core.light import collector_paused, decode, is_record, kept, summarised
 from freshrag.core.records import DECISIONS, SampleFields, SampleRow, StepRecord
 from freshrag.core.runfiles import SAMPLES as SAMPLES
 from freshrag.core.steps import step_records, steps_problem, stopped_problem
+from freshrag.core.summary import AnswerSummary, summary_of
 from freshrag.core.types import (
     STEP_KINDS,
     STOPS,
@@ -131,15 +141,37 @@ def read_samples(path: Path, light: bool = False, every_epoch: bool = False) -> 
     out), but a grounded row's calls, whole. A row the
     readers cannot use (an older freshrag's) is skipped with a warning: its pair is then asked
     again on resume."""
-    latest: dict[tuple[str, str, int], SampleRow] = {}
+    made = _latest(path, light, every_epoch, lambda row, line: kept(row, path, line) if light
+                   else cast(SampleRow, row),  # checked
+                   lambda row: (row["question_id"], row["system"], epoch_of(row)))
+    return [cast(SampleRow, row) for row in made]
+
+
+def read_summaries(path: Path, every_epoch: bool = False,
+                   light: bool = True) -> list[AnswerSummary]:
+    """The summary of every row `read_samples` keeps (core/summary.py), in the same order:
+    `light`, decoded from only what it holds (core/light.py), else from the whole row."""
+    made = _latest(path, light, every_epoch, lambda row, line: summarised(row, path, line)
+                   if light else summary_of(cast(SampleRow, row), path, line),
+                   lambda made: (made.question_id, made.system, made.epoch))
+    return [cast(AnswerSummary, summary) for summary in made]
+
+
+def _latest(path: Path, light: bool, every_epoch: bool,
+            make: Callable[[dict[str, Any], int], Any],
+            key_of: Callable[[Any], tuple[str, str, int]]) -> list[Any]:
+    """What `make` makes of each row the check passes (and of its line number), the last one
+    per (question, system, epoch) (`key_of` what it made) winning, in file order; the first
+    epoch's unless `every_epoch`. `light`: decoded by core/light.py."""
+    latest: dict[tuple[str, str, int], Any] = {}
     with collector_paused() if light else nullcontext():
         for line, read in numbered_jsonl(path, sample_problem, skip=True,
                                          decode=decode if light else None):
-            row = kept(read, path, line) if light else cast(SampleRow, read)  # checked
-            key = (row["question_id"], row["system"], epoch_of(row))
+            made = make(read, line)
+            key = key_of(made)
             latest.pop(key, None)
-            latest[key] = row
-    return [row for key, row in latest.items() if every_epoch or key[2] == 1]
+            latest[key] = made
+    return [made for key, made in latest.items() if every_epoch or key[2] == 1]
 
 
 def epoch_of(row: SampleRow) -> int:
@@ -161,7 +193,7 @@ def judge_scores(row: SampleRow) -> dict[str, float] | None:
     if row["status"] != "ok" or grade is None:
         return None
     # a scored grade holds numbers (sample_problem; a judge pass's: scoring/store.py _usable)
-    if type(grade) is GradeRecord:  # a light row's, read by attribute: a few times faster
+    if type(grade) is compact.Grade:  # a light row's, read by attribute: a few times faster
         if (reason := grade.unscored_reason) is UNSET:
             raise KeyError("unscored_reason")  # as the mapping does
         return None if reason is not None else {"truthfulness": grade.truthfulness,
@@ -178,7 +210,7 @@ def answer_tokens(row: SampleRow) -> tuple[int, int]:
     for role, used in (row.get("usage") or {}).items():
         if role == "judge":
             continue
-        if type(used) is UsageRecord:  # a light row's counts, read by attribute
+        if type(used) is compact.Usage:  # a light row's counts, read by attribute
             spent_in, spent_out = spent_in + used.input, spent_out + used.output
         else:
             spent_in, spent_out = spent_in + used["input"], spent_out + used["output"]

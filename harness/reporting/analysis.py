@@ -77,6 +77,7 @@ from freshrag.reporting.retrieval_metrics import (
 )
 from freshrag.reporting.scorers import CORRECT_AT, scorer_attribution
 from freshrag.reporting.scorers import analyse as scorer_tables
+from freshrag.reporting.table import computed
 
 LOW_SCORE = 8  # truthfulness + relevance below this (of 10) is a poor answer
 GOLD_CONTEXT_SYSTEMS = {"oracle"}  # answer with the gold article itself: a low score is generation
@@ -312,6 +313,7 @@ def analyse(rows: list[SampleRow], prices: dict[str, tuple[float, float]] | None
             **traffic, **scorer_tables(rows, correct_at),
             **savings.router_tables(rows, prices, correct_at, seed),  # three options, by hops
             **trajectory.analyse(rows, prices, correct_at),  # trajectory, trajectory_by_answer
-            **analyse_groups(rows, seed)}  # semantic groups: tables groups, wording; grounded
+            **analyse_groups(rows, seed),  # semantic groups: tables groups, wording; grounded
+            **computed(rows)}  # the installed tables' (harness/reporting/table.py)
     forget_metrics()  # read by the retrieval and trajectory tables only
     return made

@@ -21,10 +21,16 @@ from freshrag.core import tables
 from freshrag.core.fields import grouped
 from freshrag.core.records import SampleRow
 from freshrag.reporting import analysis, report, sections
+from freshrag.reporting.table import Table
+from freshrag.reporting.table import tables as report_tables
 
-# (key, title, columns) of the broken-down tables, in the order the report prints them
-TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("summary", "Scores, tokens and failures", report.COLUMNS), *sections.ANALYSIS_TABLES)
+# The broken-down tables, in the order the report prints them: the summary, then the analysis's
+SUMMARY = Table("summary", "Scores, tokens and failures", report.COLUMNS)
+
+
+def broken_down() -> list[Table]:
+    """The broken-down tables: the summary, then the analysis's (harness/reporting/table.py)."""
+    return [SUMMARY, *report_tables()]
 
 
 def breakdown(rows: list[SampleRow], field: str, prices: dict[str, tuple[float, float]] | None = None,
@@ -32,7 +38,7 @@ def breakdown(rows: list[SampleRow], field: str, prices: dict[str, tuple[float, 
     """`{"field", "groups": {value: questions}, "tables": {key: rows}, "notes"}` (module
     docstring); every table row carries `field` first."""
     document: dict[str, Any] = {"field": field, "groups": {},
-                                "tables": {key: [] for key, _, _ in TABLES}, "notes": []}
+                                "tables": {table.key: [] for table in broken_down()}, "notes": []}
     if not any(row.get(field) is not None for row in rows):
         document["notes"].append(f"no question of these runs carries `{field}`: "
                                  f"nothing to break down")
@@ -42,8 +48,9 @@ def breakdown(rows: list[SampleRow], field: str, prices: dict[str, tuple[float, 
         details = analysis.analyse(subset, prices, seed)
         details["retrieval"] = analysis.retrieval_quality(subset, with_intervals=True, seed=seed)
         details["summary"] = report.summarise(subset)
-        for key, _, _ in TABLES:
-            document["tables"][key] += [{field: value, **entry} for entry in details[key]]
+        for table in broken_down():
+            document["tables"][table.key] += [{field: value, **entry}
+                                              for entry in details[table.key]]
         document["notes"] += [f"{field} {value}: {note}" for note in details["notes"]]
     return document
 
@@ -55,13 +62,14 @@ def render(document: dict[str, Any]) -> str:
     groups = ", ".join(f"{tables.cell(value)} ({n:,} questions)"  # the questions' own values
                        for value, n in document["groups"].items())
     parts = [f"## By {field}" + (f": {groups}" if groups else "")]
-    for key, title, columns in TABLES:
-        entries = document["tables"].get(key) or []
+    for table in broken_down():
+        entries = document["tables"].get(table.key) or []
         if entries:
-            heading = title.format(low_score=analysis.LOW_SCORE)
+            heading = table.title.format(low_score=analysis.LOW_SCORE)
             parts.append(f"### {heading}, by {field}\n\n" + report.markdown_table(
-                entries, report.columns_for((field, *columns), entries)))
-    if document["groups"] and (empty := sections.nothing_to_show(document["tables"])):
+                entries, report.columns_for((field, *table.columns), entries)))
+    if document["groups"] and (empty := sections.nothing_to_show(document["tables"],
+                                                                     report_tables())):
         parts.append(empty)
     if document["notes"]:
         parts.append("### Notes\n\n" + "\n".join(f"- {note}" for note in document["notes"]))

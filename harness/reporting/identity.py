@@ -35,8 +35,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any, Final, Iterable
 
-from freshrag.core.light import Calls
 from freshrag.core.records import SampleRow
+from freshrag.core.summary import Calls
 
 ROLE_ORDER = ("answer", "decision", "judge", "embeddings")
 MIXED = " + "  # between the models one role played in one run directory

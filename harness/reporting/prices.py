@@ -10,8 +10,8 @@ written before it existed) at the list price.
 
 from __future__ import annotations
 
-from freshrag.core.light import Calls
 from freshrag.core.records import CallRecord, SampleRow, UsageRecord
+from freshrag.core.summary import Calls
 from freshrag.cost.budget import BATCH_DISCOUNT
 from freshrag.cost.prices import KNOWN_PRICES as KNOWN_PRICES
 from freshrag.cost.prices import price_table as price_table

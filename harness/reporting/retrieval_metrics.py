@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from freshrag.core.light import Title, Trajectory
 from freshrag.core.records import SampleRow
+from freshrag.core.summary import Title, Trajectory
 
 METRICS = ("hit@1", "hit@k", "recall_all@k", "ndcg@k", "mrr", "recall_any_traj",
            "recall_all_traj")

@@ -32,29 +32,12 @@ from freshrag.reporting.agreement import spearman
 from freshrag.reporting.identity import group_rows, labels
 from freshrag.reporting.outcomes import CORRECT_AT as CORRECT_AT
 from freshrag.reporting.report import RUN, markdown_table
+from freshrag.reporting.table import tables
 from freshrag.scoring.judge import FIELDS
 from freshrag.scoring.store import read_scores
 
 FAITHFUL_AT = 0.5  # faithfulness below this: the answer did not keep to its context (attribution)
 MIN_CORRELATED = 3  # answers needed before a Spearman correlation is shown
-
-# (key in analyse(), title, columns), printed after the analysis tables and in the HTML page
-SCORER_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("scorers", "Scorers beyond the judge: mean with 95% bootstrap interval; tokens per scored "
-                "answer", ("dataset", "system", "scorer", "metric", "answers", "scored",
-                           "unscored", "not_applicable", "mean", "input_tokens",
-                           "output_tokens", "models")),
-    ("scorer_correlations", "Spearman correlation between scorers over the same answers",
-     ("dataset", "a", "b", "answers", "spearman")),
-    ("crag", "CRAG outcomes (correct: judge truthfulness >= {correct_at}; unanswerable questions: "
-             "abstaining is correct)",
-     ("dataset", "system", "answers", "correct", "abstained", "incorrect", "unknown",
-      "accuracy", "abstention_rate", "hallucination_rate", "score", "models")),
-    ("judge_spread", "The judge asked again (freshrag score --repeats): spread per answer",
-     ("dataset", "system", "answers", "repeats", "range_truthfulness", "range_relevance",
-      "differ", "models")),
-)
-
 
 def metric_values(row: SampleRow) -> dict[str, float]:
     """Every metric this answer has: `scorer.metric` from its scores, `run-judge.FIELD` from the
@@ -193,11 +176,11 @@ def scorer_attribution(row: SampleRow) -> str | None:
 def render(details: dict[str, Any]) -> str:
     """The scorer tables that have rows, as markdown sections."""
     sections = []
-    for key, title, columns in SCORER_TABLES:
-        rows = details.get(key) or []
+    for table in tables("scorers"):
+        rows = details.get(table.key) or []
         if rows:
-            columns = columns + ((RUN,) if any(RUN in row for row in rows) else ())
-            sections.append(f"### {title.format(correct_at=details.get('correct_at'))}\n\n"
+            columns = table.columns + ((RUN,) if any(RUN in row for row in rows) else ())
+            sections.append(f"### {table.title.format(correct_at=details.get('correct_at'))}\n\n"
                             + markdown_table(rows, columns))
     return "\n\n".join(sections)
 

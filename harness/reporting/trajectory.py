@@ -51,18 +51,25 @@ STEP_FIGURES = ("searches", "repeated", "first_gold_step", "last_gold_step", "wa
 MEANS = ("evidence_any", "evidence_all", "first_gold_step", "last_gold_step", "wasted_steps")
 
 
+def gold_found(steps: Sequence[Any], gold: Sequence[str]) -> dict[str, int]:
+    """Each gold article a search step returned, with the 1-based place in `steps` of the
+    search that first returned it (every kind of step counted), in the order found: what the
+    viewer marks on an answer's timeline."""
+    first: dict[str, int] = {}
+    wanted = set(gold)
+    for place, titles in searched(steps):
+        for title in titles:
+            if title in wanted:
+                first.setdefault(title, place)
+    return first
+
+
 def gold_steps(steps: Sequence[Any], gold: Sequence[str]) -> tuple[int | None, int | None]:
     """The 1-based place of the search step that first returned a gold article, and of the one
     after which every gold article had been returned (None: not yet)."""
-    missing, first = set(gold), None
-    for place, titles in searched(steps):
-        found = missing.intersection(titles)
-        if found and first is None:
-            first = place
-        missing -= found
-        if not missing:
-            return first, place
-    return first, None
+    found = gold_found(steps, gold).values()
+    return (min(found, default=None),
+            max(found) if found and len(found) == len(set(gold)) else None)
 
 
 def step_figures(row: SampleRow) -> dict[str, Any]:

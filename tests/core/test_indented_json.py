@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from freshrag.core.files import indented, write_json
-from freshrag.core.light import Title, Usage
+from freshrag.core.summary import Title, Usage
 
 SCALAR = (st.none() | st.booleans() | st.integers() | st.text()
           | st.floats(allow_nan=False, allow_infinity=False))

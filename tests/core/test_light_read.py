@@ -8,62 +8,16 @@ from typing import get_args, get_type_hints
 
 import pytest
 
-from freshrag.core import light
+from freshrag.core import light, summary
 from freshrag.core.files import dumps
 from freshrag.core.light_steps import whole_steps
 from freshrag.core.records import CallRecord, ChunkRecord, StepRecord, UsageRecord
-from freshrag.core.samples import read_samples, sample_row
+from freshrag.core.samples import read_samples, read_summaries
+from freshrag.core.summary import summary_of
 from freshrag.core.types import (
     STEP_KINDS,
-    Grade,
-    LLMResponse,
-    Question,
-    RetrievedChunk,
-    Step,
-    SystemAnswer,
-    Usage,
 )
-
-QUESTION = Question("q1", "Which bridge has nine spans?", "Velmora")
-CHUNK = RetrievedChunk("Velmora", 2, "Title: Velmora\nNine spans.", 0.8123456789)
-
-
-def good(question_id: str = "q1") -> dict:
-    """A row as the runner writes it: a search step, the answer, the judge's call."""
-    calls = [LLMResponse("answer", "m", None, "search", '{"query": "v"}', Usage(30, 4), 0.5,
-                         False, [{"role": "user", "content": "Which bridge?"}]),
-             LLMResponse("answer", "m", "Nine.", None, None, Usage(40, 3), 0.25, False, [])]
-    answer = SystemAnswer("Nine.", calls=calls, retrievals=1, steps=[
-        Step("search", calls[:1], query="velmora bridge", retrieved=(CHUNK,)),
-        Step("answer", calls[1:], text="Nine.")],
-        details={"decision": None, "retrieved": [
-            {"title": CHUNK.title, "index": CHUNK.index, "score": 0.81, "text": CHUNK.text}]})
-    judge = LLMResponse("judge", "j", None, "grade", "{}", Usage(90, 9), 0.1, False, [])
-    row = sample_row("A", Question(question_id, QUESTION.text, QUESTION.gold_title), "react",
-                     answer, Grade(5, 4), [*calls, judge], 1.0)
-    return json.loads(json.dumps(row))
-
-
-def changed(path: str, value) -> dict:
-    """good() with the value at `path` (keys and indexes, dotted) set to `value`."""
-    row = good("bad")
-    *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
-    target = row
-    for part in parents:
-        target = target[part]
-    target[last] = value
-    return row
-
-
-def dropped(path: str) -> dict:
-    row = changed(path, None)
-    *parents, last = path.split(".")
-    target = row
-    for part in parents:
-        target = target[int(part) if part.isdigit() else part]
-    del target[last]
-    return row
-
+from tests.support.rows import changed, dropped, good
 
 ROWS = [
     pytest.param(changed("steps.0.kind", "think"), id="step-kind-unknown"),
@@ -116,6 +70,11 @@ def test_both_reads_keep_and_skip_the_same_rows_with_the_same_warning(bad, tmp_p
         assert light_row.get("steps") == traced(whole_row.get("steps"))
     assert list(whole_steps([row.get("steps") for row in lightly])) == [
         known(row.get("steps")) for row in whole]
+    # and both give the same summaries (core/summary.py), as the whole row's does
+    summaries = read_summaries(path)
+    assert summaries == read_summaries(path, light=False) == [summary_of(row) for row in whole]
+    assert [made.question_id for made in summaries] == [row["question_id"] for row in whole]
+    assert capsys.readouterr().err == whole_warnings * 2
 
 
 def known(steps):
@@ -223,6 +182,6 @@ def test_a_grounded_row_keeps_its_calls_whole(tmp_path):
 def test_the_records_have_the_fields_of_core_records():
     assert set(light.Step.__struct_fields__) == set(get_type_hints(StepRecord))
     assert set(light.Chunk.__struct_fields__) == set(get_type_hints(ChunkRecord))
-    assert set(light.Usage.__struct_fields__) == set(get_type_hints(UsageRecord))
+    assert set(summary.Usage.__struct_fields__) == set(get_type_hints(UsageRecord))
     assert set(light.CALL_SUMMARY) <= set(get_type_hints(CallRecord))
-    assert get_args(light.StepKind) == STEP_KINDS
+    assert get_args(summary.StepKind) == STEP_KINDS

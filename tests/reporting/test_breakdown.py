@@ -15,7 +15,8 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.jsonl import JsonlWriter
 from freshrag.core.samples import SAMPLES
-from freshrag.reporting import breakdown, sections
+from freshrag.reporting import breakdown
+from freshrag.reporting.table import tables
 from tests.support.dom import chromium, dump_dom, parse, viewer_samples
 from tests.support.runs import sample_rows
 
@@ -46,8 +47,8 @@ def test_groups_in_label_order_with_the_unlabelled_last():
 
 def test_every_table_of_the_report_is_broken_down():
     document = breakdown.breakdown(labelled_rows(), "label")
-    assert [key for key, _, _ in breakdown.TABLES] == ["summary"] + [
-        key for key, _, _ in sections.ANALYSIS_TABLES]
+    assert [table.key for table in breakdown.broken_down()] == ["summary"] + [
+        table.key for table in tables()]
     for key in ("summary", "intervals", "retrieval", "attribution", "decisions", "cost"):
         assert {e["label"] for e in document["tables"][key]} >= {"fact_single", "unlabelled"}, key
     assert all(next(iter(e)) == "label" for t in document["tables"].values() for e in t)

@@ -12,6 +12,7 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.reporting import analysis, report, sections
 from freshrag.reporting.identity import group_rows
+from freshrag.reporting.table import tables
 from tests.support.markdown import table_rows
 from tests.support.runs import sample, write_run
 
@@ -106,12 +107,12 @@ def test_sections_with_nothing_to_show_are_named_in_one_line(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("document, expected", [
-    pytest.param({key: [{"x": 1}] for key, _, _ in sections.ANALYSIS_TABLES}, "", id="all-shown"),
-    pytest.param({key: [{"x": 1}] for key, _, _ in sections.ANALYSIS_TABLES} | {"roc": []},
+    pytest.param({table.key: [{"x": 1}] for table in tables()}, "", id="all-shown"),
+    pytest.param({table.key: [{"x": 1}] for table in tables()} | {"roc": []},
                  "Nothing to show in: ROC.", id="one-empty"),
 ])
 def test_nothing_to_show_says_nothing_when_every_table_has_rows(document, expected):
-    assert sections.nothing_to_show(document) == expected
+    assert sections.nothing_to_show(document, tables()) == expected
 
 
 def test_with_several_datasets_the_printed_summary_names_each_rows_dataset(tmp_path, capsys):

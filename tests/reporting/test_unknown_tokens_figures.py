@@ -18,7 +18,7 @@ from freshrag.core.samples import read_samples
 from freshrag.reporting.analysis import analyse
 from freshrag.reporting.identity import group_rows, labels
 from freshrag.reporting.render import plots, traffic_plots
-from freshrag.reporting.sections import ANALYSIS_TABLES
+from freshrag.reporting.table import TABLES
 from tests.support.runs import sample
 
 ANSWERS = '{"question": %s, "answer": "Some answer."}\n'  # matched by the question's text
@@ -161,5 +161,5 @@ def test_deciders_png_is_written_whenever_the_roc_table_has_rows(tmp_path):
     assert "conf" not in note.get_text()
     assert any("conf (AUROC 0.75)" in t.get_text() for t in fig.axes[0].get_legend().get_texts())
     assert traffic_plots.write({"roc": []}, tmp_path / "none") == []
-    heading = {key: title for key, title, _ in ANALYSIS_TABLES}["roc"]
+    heading = TABLES["roc"].title
     assert f"curves in {traffic_plots.DECIDERS}" in heading

@@ -231,6 +231,7 @@ def _print_analysis(rows: list[SampleRow], details: dict, breakdowns: dict) -> N
     from freshrag.reporting import breakdown, epochs, sections
     from freshrag.reporting import scorers as scorer_report
     from freshrag.reporting.empty import needs_lines
+    from freshrag.reporting.table import tables
 
     print_unscored(rows)
     print("\n" + sections.render_analysis(details))
@@ -242,8 +243,8 @@ def _print_analysis(rows: list[SampleRow], details: dict, breakdowns: dict) -> N
         print("\n" + scored)
     if spread := epochs.render(details):
         print("\n" + spread)
-    if empty := sections.nothing_to_show(details, scorer_report.SCORER_TABLES):
-        print("\n" + empty + "\n" + needs_lines(details, sections.ANALYSIS_TABLES,
-                                                 scorer_report.SCORER_TABLES))
+    shown = tables() + tables("scorers")
+    if empty := sections.nothing_to_show(details, shown):
+        print("\n" + empty + "\n" + needs_lines(details, shown))
     for document in breakdowns.values():
         print("\n" + breakdown.render(document))

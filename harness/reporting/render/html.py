@@ -46,20 +46,9 @@ from freshrag.reporting.identity import row_labels
 from freshrag.reporting.render.terminal import format_value, is_interval
 from freshrag.reporting.render.viewer import viewer_section
 from freshrag.reporting.report import COLUMNS, columns_for
-from freshrag.reporting.scorers import SCORER_TABLES
-from freshrag.reporting.sections import ANALYSIS_TABLES as PRINTED_TABLES
+from freshrag.reporting.table import tables
 
-DECISION_COLUMNS = (
-    "dataset", "system", "questions", "needed", "retrieved", "true_positive", "false_positive",
-    "false_negative", "true_negative", "precision", "recall", "truthfulness", "relevance",
-    "input_tokens", "output_tokens", "retrievals", "models")
 WIDE_PX = 700  # a figure wider than this (in pixels) spans the whole row of the grid
-# The printed report's tables (harness/reporting/report.py), with the decision confusion matrix,
-# which has room here.
-ANALYSIS_TABLES: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple(
-    (key, title, DECISION_COLUMNS if key == "decisions" else columns)
-    for key, title, columns in PRINTED_TABLES)
-
 CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1600px;
        padding: 0 1em; color: #222; }
@@ -184,14 +173,15 @@ def _analysis(analysis: dict[str, Any]) -> str:
     no decisions without a baseline and a naive run), then the notes (what was not compared, and
     why)."""
     parts, empty = [], []
-    for key, title, columns in ANALYSIS_TABLES:
-        heading = title.format(low_score=analysis.get("low_score", "?"))
-        rows = analysis.get(key) or []
+    for table in tables():  # the printed report's, each with the page's columns
+        heading = table.title.format(low_score=analysis.get("low_score", "?"))
+        rows = analysis.get(table.key) or []
         if rows:
+            columns = table.page_columns or table.columns
             parts.append(f"<h3>{_e(heading)}</h3>\n"
-                         + _table(f"analysis-{key}", rows, columns_for(columns, rows)))
+                         + _table(f"analysis-{table.key}", rows, columns_for(columns, rows)))
         else:
-            empty.append(needs(key, heading.split(" (")[0].split(":")[0]))
+            empty.append(needs(table, heading.split(" (")[0].split(":")[0]))
     if empty:
         parts.append("<p class=\"muted\" id=\"analysis-empty\">Nothing to show: "
                      + _e("; ".join(empty)) + ".</p>")
@@ -203,9 +193,9 @@ def _analysis(analysis: dict[str, Any]) -> str:
 def _scorers(analysis: dict[str, Any]) -> str:
     """The tables of harness/reporting/scorers.py that have rows (none: no section)."""
     return "\n".join(
-        f"<h3>{_e(title.format(correct_at=analysis.get('correct_at')))}</h3>\n"
-        + _table(f"scorers-{key}", analysis[key], columns_for(columns, analysis[key]))
-        for key, title, columns in SCORER_TABLES if analysis.get(key))
+        f"<h3>{_e(table.title.format(correct_at=analysis.get('correct_at')))}</h3>\n"
+        + _table(f"scorers-{table.key}", rows, columns_for(table.columns, rows))
+        for table in tables("scorers") if (rows := analysis.get(table.key)))
 
 
 def _breakdown(document: dict[str, Any]) -> str:
@@ -214,12 +204,13 @@ def _breakdown(document: dict[str, Any]) -> str:
     field = document["field"]
     parts = [f"<p class=\"meta\">{_e(value)}: {n:,} questions</p>"
              for value, n in document["groups"].items()]
-    for key, title, columns in breakdown.TABLES:
-        entries = document["tables"].get(key) or []
+    for table in breakdown.broken_down():
+        entries = document["tables"].get(table.key) or []
         if entries:
-            heading = title.format(low_score=LOW_SCORE)
+            heading = table.title.format(low_score=LOW_SCORE)
             parts.append(f"<h3>{_e(heading)}, by {_e(field)}</h3>\n" + _table(
-                f"by-{field}-{key}", entries, columns_for((field, *columns), entries)))
+                f"by-{field}-{table.key}", entries,
+                columns_for((field, *table.columns), entries)))
     if document["notes"]:
         parts.append(_notes(f"by-{field}-notes", document["notes"]))
     return "\n".join(parts)

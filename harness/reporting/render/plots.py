@@ -38,8 +38,8 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from freshrag.core.fields import grouped  # noqa: E402
 from freshrag.core.files import write_figure  # noqa: E402
-from freshrag.core.light import Usage  # noqa: E402
 from freshrag.core.records import SampleRow  # noqa: E402
+from freshrag.core.summary import Usage  # noqa: E402
 from freshrag.reporting.groups import tag_figure  # noqa: E402
 from freshrag.reporting.identity import Identity, group_rows, labels  # noqa: E402
 from freshrag.reporting.outcomes import total_score, unreported  # noqa: E402

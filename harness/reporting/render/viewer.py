@@ -13,8 +13,8 @@ them:
   Parsed once, when the page opens.
 - `viewer-block-N`: the whole records (calls with their prompts and replies, details, grade,
   scorers' results, the steps the script draws as a timeline, why an agent stopped, and the step
-  that first found each gold article, `gold_found`) of about `BLOCK_SAMPLES` answers, whole
-  questions at a time. A block is parsed only when one of its answers is opened, so a page of
+  that first found each gold article, as harness/reporting/trajectory.py finds it: `gold_found`)
+  of about `BLOCK_SAMPLES` answers, whole questions at a time. A block is parsed only when one of its answers is opened, so a page of
   100,000 answers opens in seconds. Within a block a long string met twice (a shared system
   prompt, an answer, its call's reply and its answer step) is stored once in the block's
   `strings` and referenced as NUL + its index (a string of the data that starts with NUL gets a
@@ -46,7 +46,7 @@ from freshrag.core.types import QUESTION_FIELDS
 from freshrag.reporting.identity import group_rows, labels
 from freshrag.reporting.outcomes import hops
 from freshrag.reporting.retrieval_metrics import gold_set
-from freshrag.reporting.trajectory import step_figures
+from freshrag.reporting.trajectory import gold_found, step_figures
 from freshrag.scoring import judge
 
 BLOCK_SAMPLES = 200  # answers per lazily parsed block: one block parses in milliseconds
@@ -153,19 +153,6 @@ def _list_entry(row: SampleRow, question: int, system: int, block: int, slot: in
             step_figures(row)["wasted_steps"]]
 
 
-def gold_found(row: SampleRow) -> dict[str, int]:
-    """Each gold article a search step found, with the number of the step that first found it
-    (from 1, every kind of step counted, as the timeline numbers them), in the order found."""
-    gold = set(gold_set(row))
-    first: dict[str, int] = {}
-    for number, step in enumerate(row.get("steps") or [], start=1):
-        searched = step.get("retrieved") or [] if step["kind"] == "search" else []
-        for title in (chunk["title"] for chunk in searched):
-            if title in gold:
-                first.setdefault(title, number)
-    return first
-
-
 def _system_tokens(row: SampleRow) -> tuple[int | None, int | None]:
     """What the system spent (every role but the judge), None where it did not say."""
     unknown = (row.get("details") or {}).get("unknown") or ()
@@ -212,7 +199,7 @@ def _record(row: SampleRow) -> dict[str, Any]:
                                  if record.get(name) is not None and name != "gold_titles"}
     record["gold_passage"] = passage = gold_passage(row)
     if row.get("steps"):
-        record["gold_found"] = gold_found(row)
+        record["gold_found"] = gold_found(row.get("steps") or [], gold_set(row))
     record["calls"] = [_without_passage(call, passage) for call in row.get("calls") or []]
     return record
 

@@ -1,0 +1,55 @@
+"""A samples.jsonl row as the runner writes it, and rows changed from it at one field: what the
+light read's tests and the answer summary's tests both read (tests/core/)."""
+
+import json
+
+from freshrag.core.samples import sample_row
+from freshrag.core.types import (
+    Grade,
+    LLMResponse,
+    Question,
+    RetrievedChunk,
+    Step,
+    SystemAnswer,
+    Usage,
+)
+
+QUESTION = Question("q1", "Which bridge has nine spans?", "Velmora")
+CHUNK = RetrievedChunk("Velmora", 2, "Title: Velmora\nNine spans.", 0.8123456789)
+
+
+def good(question_id: str = "q1") -> dict:
+    """A row as the runner writes it: a search step, the answer, the judge's call."""
+    calls = [LLMResponse("answer", "m", None, "search", '{"query": "v"}', Usage(30, 4), 0.5,
+                         False, [{"role": "user", "content": "Which bridge?"}]),
+             LLMResponse("answer", "m", "Nine.", None, None, Usage(40, 3), 0.25, False, [])]
+    answer = SystemAnswer("Nine.", calls=calls, retrievals=1, steps=[
+        Step("search", calls[:1], query="velmora bridge", retrieved=(CHUNK,)),
+        Step("answer", calls[1:], text="Nine.")],
+        details={"decision": None, "retrieved": [
+            {"title": CHUNK.title, "index": CHUNK.index, "score": 0.81, "text": CHUNK.text}]})
+    judge = LLMResponse("judge", "j", None, "grade", "{}", Usage(90, 9), 0.1, False, [])
+    row = sample_row("A", Question(question_id, QUESTION.text, QUESTION.gold_title), "react",
+                     answer, Grade(5, 4), [*calls, judge], 1.0)
+    return json.loads(json.dumps(row))
+
+
+def changed(path: str, value) -> dict:
+    """good() with the value at `path` (keys and indexes, dotted) set to `value`."""
+    row = good("bad")
+    *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
+    target = row
+    for part in parents:
+        target = target[part]
+    target[last] = value
+    return row
+
+
+def dropped(path: str) -> dict:
+    row = changed(path, None)
+    *parents, last = path.split(".")
+    target = row
+    for part in parents:
+        target = target[int(part) if part.isdigit() else part]
+    del target[last]
+    return row
