@@ -50,7 +50,8 @@ from freshrag.cost.budget import BudgetExceeded
 from freshrag.cost.plan import Job, Pending, Planner, score_jobs, stand_in_embed
 from freshrag.llm.cache import CacheError
 from freshrag.llm.client import EndpointError, EndpointUnreachable
-from freshrag.llm.forward import endpoint
+from freshrag.llm.forward import Endpoint
+from freshrag.llm.forward_session import BoundReached
 from freshrag.run.config import RunConfig
 from freshrag.scoring import judge, probes
 from freshrag.scoring.base import Scorer
@@ -118,7 +119,17 @@ def system_context(dataset: Dataset, config: RunConfig, llm: LLM, retriever: Ret
                          today=config.today, knowledge_cutoff=config.knowledge_cutoff,
                          context_tokens=config.context_tokens, max_steps=config.max_steps,
                          token_budget=config.token_budget,
-                         endpoint=endpoint(llm, retriever) if uses_endpoint(factory) else None)
+                         endpoint=Endpoint(llm, retriever) if uses_endpoint(factory) else None)
+
+
+def built(factory: Callable[[SystemContext], System], context: SystemContext) -> System:
+    """The run's system made by `factory` with `context`: the endpoint its framework calls
+    through is held to the most calls its `call_shape` declares for one answer, as a walk holds
+    it (`_Bounded`), a call past it refused and the answer `stopped` there."""
+    system = factory(context)
+    if isinstance(context.endpoint, Endpoint) and (shape := call_shape(system)) is not None:
+        context.endpoint.most = shape.steps[1]
+    return system
 
 
 def read_plan(dataset: Dataset, config: RunConfig) -> RunPlan:
@@ -195,7 +206,7 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
     row_of = functools.partial(sample_row, epoch=epoch)
     with llm.recording(epoch or 1) as calls:
         try:
-            returned = system.answer(question)
+            returned = _answer(system, question)
             # a replay (an answers file) was timed where it was made, if at all: not here
             answered = None if getattr(system, "replays", False) else time.monotonic() - started
             answer = kept_answer(returned, name, dataset, question, calls)
@@ -221,6 +232,15 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
             return row_of(dataset.name, question, name, None, None, calls, row["latency_s"]
                           or 0.0, error=f"system {name!r}: its row was not kept: {problem}")
     return row
+
+
+def _answer(system: System, question: Question) -> object:
+    """What `system` answered: the answer so far, stopped at its bound, when its framework gave
+    up on the endpoint's refusal of a call past its call_shape."""
+    try:
+        return system.answer(question)
+    except BoundReached as reached:
+        return reached.answer
 
 
 def kept_answer(returned: object, name: str, dataset: Dataset, question: Question,
