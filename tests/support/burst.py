@@ -1,7 +1,8 @@
 """A burst at the run's endpoint for agent frameworks (harness/llm/forward.py): sessions that
 each fire many requests at once, as LangGraph's parallel tool nodes do, from a client that never
 retries (raw HTTP), so that a connection the server did not take shows as reset rather than
-hidden by a retry. Used by tests/llm/test_forward_load.py and tests/benchmarks/bench_chaos.py."""
+hidden by a retry; or from openai's client with its default retries, each counted. Used by
+tests/llm/test_forward_served.py and tests/benchmarks/bench_chaos.py."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import threading
 from collections import Counter
 from typing import Any
 
-from freshrag.core.types import SystemContext
+import httpx
+import openai
+
 from freshrag.llm.forward import Endpoint
 from tests.support.fakes import ScriptedLLM
 
@@ -29,30 +32,38 @@ def post(base_url: str, api_key: str, body: bytes, timeout: float = 60.0) -> tup
         connection.close()
 
 
-def burst(sessions: int = 3, parallel: int = 48) -> Counter[str]:
+def burst(sessions: int = 3, parallel: int = 48, sdk: bool = False) -> Counter[str]:
     """`sessions` sessions at once, each firing `parallel` requests at once: how many were
     `answered` (200, the reply the session's model gave that request), `refused` (another
     status), `reset` (the connection refused, reset or closed without a reply) and `lost`
-    (none of those: a wrong reply)."""
+    (none of those: a wrong reply). `sdk`: sent by openai's client with its default retries,
+    `retries` counting the requests it sent again."""
     outcome: Counter[str] = Counter()
     lock = threading.Lock()
     start = threading.Barrier(sessions * parallel)
 
-    def ask(session: Any, n: int) -> None:
-        body = json.dumps({"model": "any", "messages": [
-            {"role": "user", "content": f"request {n}"}]}).encode()
+    def ask(session: Any, client: openai.OpenAI | None, n: int) -> None:
+        messages = [{"role": "user", "content": f"request {n}"}]
         start.wait()
         try:
-            status, reply = post(session.base_url, session.api_key, body)
-            kind = "refused" if status != 200 else "answered" \
-                if reply["choices"][0]["message"]["content"] == "fine" else "lost"
-        except OSError:  # refused, reset or closed: http.client raises each as one
+            if client is not None:
+                reply = client.chat.completions.create(model="any", messages=messages)
+                status, text = 200, reply.choices[0].message.content
+            else:
+                status, body = post(session.base_url, session.api_key,
+                                    json.dumps({"model": "any", "messages": messages}).encode())
+                text = body["choices"][0]["message"]["content"] if status == 200 else None
+            kind = "refused" if status != 200 else "answered" if text == "fine" else "lost"
+        except (OSError, openai.APIConnectionError):  # refused, reset or closed
             kind = "reset"
+        except openai.APIStatusError:
+            kind = "refused"
         with lock:
             outcome[kind] += 1
 
-    def agent(session: Any) -> None:
-        threads = [threading.Thread(target=ask, args=(session, n)) for n in range(parallel)]
+    def agent(session: Any, client: openai.OpenAI | None) -> None:
+        threads = [threading.Thread(target=ask, args=(session, client, n))
+                   for n in range(parallel)]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -60,11 +71,14 @@ def burst(sessions: int = 3, parallel: int = 48) -> Counter[str]:
 
     def one_session() -> None:
         llm = ScriptedLLM(["fine"] * parallel)
-        opened = SystemContext(llm=llm, articles={}, endpoint=Endpoint(llm, None)).endpoint
-        assert opened is not None
-        with opened("answer") as session:
-            session.run(lambda: agent(session))
+        sent = _Counting()
+        with Endpoint(llm, None)("answer") as session:
+            client = openai.OpenAI(base_url=session.base_url, api_key=session.api_key,
+                                   http_client=httpx.Client(transport=sent)) if sdk else None
+            session.run(lambda: agent(session, client))
             session.answer("done")
+        with lock:
+            outcome["retries"] += max(sent.sent - parallel, 0)
 
     runners = [threading.Thread(target=one_session) for _ in range(sessions)]
     for runner in runners:
@@ -72,3 +86,17 @@ def burst(sessions: int = 3, parallel: int = 48) -> Counter[str]:
     for runner in runners:
         runner.join()
     return outcome
+
+
+class _Counting(httpx.HTTPTransport):
+    """openai's transport, counting every request it sends (a retry is sent again)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent = 0
+        self._lock = threading.Lock()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        with self._lock:
+            self.sent += 1
+        return super().handle_request(request)
