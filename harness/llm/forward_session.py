@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar
 
+from freshrag.core.errors import said
 from freshrag.core.steps import best_chunks, chunk_records
 from freshrag.core.types import LLM, Retriever, Step, SystemAnswer
 from freshrag.llm.forward_format import Refused, completion, error_reply
@@ -111,7 +112,7 @@ class Session:
 
     def _forward(self, options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         if self.failure is not None:
-            return error_reply(Refused(502, f"an earlier call failed: {self.failure}"))
+            return error_reply(Refused(502, f"an earlier call failed: {said(self.failure)}"))
         if self.most is not None and self.made >= self.most:
             self.bound = (f"its call_shape declares at most {self.most} calls for one answer, "
                           f"which it has made")
@@ -121,7 +122,7 @@ class Session:
             response = self.llm.chat(self.role, **options)
         except Exception as err:  # the budget, the endpoint, the cache, a walk's stop
             self.failure = err
-            return error_reply(Refused(502, f"{type(err).__name__}: {err}"))
+            return error_reply(Refused(502, said(err)))
         kind = "reason" if response.tool_name else "answer"
         with self._lock:
             self.steps.append(Step(kind, (response,), text=response.text))

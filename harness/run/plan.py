@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, cast
 
 from freshrag.core.dataset import Dataset
-from freshrag.core.errors import UserError
+from freshrag.core.errors import UserError, said
 from freshrag.core.manifest import read_manifest
 from freshrag.core.records import Manifest, SampleRow
 from freshrag.core.samples import (
@@ -225,7 +225,7 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
         except BaseException as err:  # a system's own code, SystemExit too: this pair fails
             return row_of(dataset.name, question, name, answer, None, calls,
                           time.monotonic() - started, answer_latency_s=answered,
-                          error=f"system {name!r} raised {type(err).__name__}: {err}"[:2000])
+                          error=f"system {name!r} raised {said(err)}"[:2000])
         row = row_of(dataset.name, question, name, answer, grade, calls,
                      time.monotonic() - started, answer_latency_s=answered)
         if problem := row_problem(row):  # a reader's refusal, not met above: kept without it
@@ -260,7 +260,7 @@ def kept_answer(returned: object, name: str, dataset: Dataset, question: Questio
         row = sample_row(dataset.name, question, name, answer, None, calls + unseen, 0.0)
     except (TypeError, ValueError, AttributeError) as err:  # deeper than answer_problem looks
         raise AnswerNotKept(f"system {name!r} answered with what no row holds: "
-                            f"{type(err).__name__}: {err}"[:2000]) from None
+                            f"{said(err)}"[:2000]) from None
     if problem := row_problem(row):
         raise AnswerNotKept(f"system {name!r} answered with what no row holds: {problem}"[:2000])
     calls += unseen
