@@ -26,6 +26,18 @@ class FreshragError(Exception):
     """The base of every exception freshrag raises on purpose."""
 
 
+def said(err: BaseException) -> str:
+    """`err` as "Type: message", for a message about other people's code (a system, a scorer,
+    a factory) that failed. Their exception's `str()` may itself raise (a broken `__str__`):
+    its message is then said to be unreadable, rather than a second exception ending the
+    command in a traceback."""
+    try:
+        text = str(err)
+    except Exception as broken:  # the user's __str__, whatever it raises
+        text = f"(its message cannot be read: str() raised {type(broken).__name__})"
+    return f"{type(err).__name__}: {text}"
+
+
 class UserError(FreshragError):
     """Something the user can fix; the message says what and where (exit status 2). Where the
     user's own code failed (a plugged-in system), `show_cause` asks for the traceback of the

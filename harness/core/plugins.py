@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from freshrag.core.errors import UserError
+from freshrag.core.errors import UserError, said
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a plugged thing's name in rows and reports
 
@@ -75,7 +75,7 @@ def load_entry_point(kind: str, entry: importlib.metadata.EntryPoint) -> Loaded:
         thing = entry.load()
     except Exception as err:  # the plugin's code: any error, named with its package
         raise PluginError(f"{kind} {entry.name!r} ({where}): loading it failed: "
-                          f"{type(err).__name__}: {err}") from err
+                          f"{said(err)}") from err
     module = sys.modules.get(entry.module)
     return Loaded(entry.name, thing, entry.attr, "entry point", where,
                   file_digest(module) if module else None,
@@ -142,7 +142,7 @@ def _exec_file(kind: str, spec: str, path: Path, module_name: str) -> ModuleType
         if isinstance(err, KeyboardInterrupt):
             raise
         raise PluginError(f"{kind} {spec!r}: importing {path} failed: "
-                          f"{type(err).__name__}: {err}") from err
+                          f"{said(err)}") from err
     return module
 
 
@@ -156,7 +156,7 @@ def _from_module(kind: str, spec: str, module_name: str, attribute: str) -> Load
         raise PluginError(f"{kind} {spec!r}: importing {module_name} failed: {err}") from err
     except Exception as err:  # the user's code: any error, named with its module
         raise PluginError(f"{kind} {spec!r}: importing {module_name} failed: "
-                          f"{type(err).__name__}: {err}") from err
+                          f"{said(err)}") from err
     return _attribute(kind, spec, module, attribute, "module", spec, file_digest(module),
                       _module_version(module_name))
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar
 
 from freshrag.core import plugins
+from freshrag.core.errors import said
 from freshrag.core.plugins import PluginError
 
 BUILTIN = "built-in"
@@ -166,7 +167,7 @@ class Registry(Mapping[str, T]):
             raise
         except Exception as err:  # the user's code, which a check may call: named, chained
             raise PluginError(f"{self.kind} {name!r} ({where}): making it failed: "
-                              f"{type(err).__name__}: {err}") from err
+                              f"{said(err)}") from err
         if problem:
             raise PluginError(f"{self.kind} {name!r} ({where}): {problem}")
         return thing

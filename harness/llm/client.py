@@ -126,7 +126,7 @@ class LLMClient:
                                     attempt=attempt, top_logprobs=top_logprobs, epoch=epoch)
         cached = self._cached_or_lead(key)
         if cached is not None:
-            return response(role, cfg.model, messages, cached, cache_hit=True)
+            return response(role, cfg.model, request["messages"], cached, cache_hit=True)
         try:
             gate = self.gate
             ticket = gate.reserve(role, request) if gate else None
@@ -139,7 +139,7 @@ class LLMClient:
             self.store(key, role, value)
         finally:
             self._land(key)
-        made = response(role, cfg.model, messages, value, cache_hit=False)
+        made = response(role, cfg.model, request["messages"], value, cache_hit=False)
         TALLY.add(role, made.usage)
         return made
 

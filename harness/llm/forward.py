@@ -7,7 +7,9 @@ not an LLM object. So the process serves `POST /v1/chat/completions` (and `GET /
 loopback port, and a system opens one session per answer (harness/llm/forward_session.py, which
 makes each call on the answering thread and records the steps): a random key that only its
 answer's requests carry. This module is the HTTP side: it reads a request (its length, path,
-key and JSON; harness/llm/forward_format.py reads the body into `LLM.chat`'s options), hands it
+key and JSON, by core/jsonl.py `loads` and so under the one decode rule of
+docs/faults.md#text-that-is-not-unicode; harness/llm/forward_format.py reads the body into
+`LLM.chat`'s options), hands it
 to the key's session and writes the reply, an error as OpenAI's error body with
 `x-should-retry: false` (which the framework's client obeys: an error of the run's LLM is not
 retried).
@@ -18,10 +20,12 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, ContextManager, Iterator
+from typing import Any, Callable, Iterator
 
+from freshrag.core.jsonl import loads
 from freshrag.core.types import LLM, ROLES, Retriever
 from freshrag.llm.forward_format import Refused, chat_options, error_reply
 from freshrag.llm.forward_session import Exchange, Session
@@ -54,10 +58,11 @@ class Forwarder:
                 atexit.register(self.close)
             return self._server.server_address[1]
 
-    def open(self, llm: LLM, role: str, retriever: Retriever | None) -> Session:
+    def open(self, llm: LLM, role: str, retriever: Retriever | None,
+             most: int | None = None) -> Session:
         if role not in ROLES:
             raise ValueError(f"no role {role!r}: one of {', '.join(ROLES)}")
-        session = Session(self.port, llm, role, retriever)
+        session = Session(self.port, llm, role, retriever, most)
         with self._lock:
             self._sessions[session.api_key] = session
         return session
@@ -86,22 +91,32 @@ class Forwarder:
 FORWARDER = Forwarder()
 
 
-def endpoint(llm: LLM, retriever: Retriever | None) -> Callable[[str], ContextManager[Session]]:
-    """`SystemContext.endpoint` of a run: a session of the process's forwarder per `with`,
-    its calls made by `llm` as `role`."""
+class Endpoint:
+    """`SystemContext.endpoint` of a run: a session of the process's forwarder per `with`, its
+    calls made by `llm` as `role`. `most`: the most calls one session may forward, the most its
+    system's `call_shape` declares for one answer (set once the system is built,
+    harness/run/plan.py `built`); None: no bound but the framework's own."""
+
+    def __init__(self, llm: LLM, retriever: Retriever | None):
+        self.llm, self.retriever = llm, retriever
+        self.most: int | None = None
 
     @contextlib.contextmanager
-    def session(role: str) -> Iterator[Session]:
-        opened = FORWARDER.open(llm, role, retriever)
+    def __call__(self, role: str) -> Iterator[Session]:
+        opened = FORWARDER.open(self.llm, role, self.retriever, self.most)
         try:
             yield opened
         finally:
             FORWARDER.end(opened)
 
-    return session
-
 
 class _HTTPServer(ThreadingHTTPServer):
+    """A thread per connection, each waiting for its session's answering thread, which makes
+    the calls one at a time: a framework's parallel requests cost a waiting thread each, never a
+    model call more. The listen backlog is the kernel's most (the standard library's 5 reset
+    all but a few of a framework's dozens of parallel calls before a thread could take them)."""
+
+    request_queue_size = socket.SOMAXCONN  # the kernel caps it at net.core.somaxconn
     daemon_threads = True
     block_on_close = False  # a framework's idle keep-alive connection must not hold up exit
     forwarder: Forwarder
@@ -146,9 +161,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.split("?", 1)[0].rstrip("/") != CHAT:
             raise Refused(404, f"no such path: {self.path[:200]}")
         session = self.server.forwarder.session(self.headers.get("Authorization"))
-        try:
-            data = json.loads(body, parse_constant=_no_constant)
-        except (ValueError, RecursionError):
+        try:  # the one decode rule: a lone surrogate is U+FFFD before any call sees it
+            data = loads(body, parse_constant=_no_constant)
+        except ValueError:  # json's, too deep, a 5,000-digit number, bytes that are not UTF-8
             raise Refused(400, "the body is not JSON") from None
         exchange = Exchange(chat_options(data))
         session.take(exchange)

@@ -1,12 +1,16 @@
 """A chat request as the LLM client (harness/llm/client.py) builds it, and its reply as the
 client's callers get it: the body sent, its cache key (docs/run-format.md#the-response-cache)
 and the `LLMResponse` made of a reply or a cache entry. One place builds a request, so that a
-dry run and a batch send exactly what a live call would."""
+dry run and a batch send exactly what a live call would; it is also where the one decode rule
+(docs/faults.md#text-that-is-not-unicode) applies to what every caller asks, before anything
+hashes, counts or sends it."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+from freshrag.core.textfile import lone_surrogate, unicode_text
 from freshrag.core.types import LLMResponse, Usage
 from freshrag.llm.cache import cache_key
 
@@ -15,10 +19,13 @@ def chat_request(model: str, messages: list[dict[str, Any]], *,
                  tools: list[dict[str, Any]] | None = None, tool_choice: str | None = None,
                  temperature: float = 0.0, max_tokens: int | None = None,
                  top_logprobs: int | None = None, seed: int | None = None) -> dict[str, Any]:
-    """The body of a chat completion request; `seed` already that of the attempt."""
-    request = {"model": model, "messages": messages, "temperature": temperature}
+    """The body of a chat completion request; `seed` already that of the attempt. Text that is
+    not Unicode (a lone surrogate a system's answer, a framework's request or a tool's result
+    brought into the messages) is made Unicode here, on a copy: the cache key, the budget's
+    count and the HTTP body all need text UTF-8 can hold."""
+    request = {"model": model, "messages": _unicode(messages), "temperature": temperature}
     if tools:
-        request["tools"] = tools
+        request["tools"] = _unicode(tools)
         request["tool_choice"] = _tool_choice(tool_choice)
     if max_tokens is not None:
         request["max_tokens"] = max_tokens
@@ -40,7 +47,13 @@ def request_key(endpoint: str, request: dict[str, Any], attempt: int, epoch: int
 def _tool_choice(choice: str | None) -> Any:
     if choice in (None, "auto", "none", "required"):
         return choice or "auto"
-    return {"type": "function", "function": {"name": choice}}
+    return {"type": "function", "function": {"name": _unicode(choice)}}
+
+
+def _unicode(value: Any) -> Any:
+    """`value` under the one decode rule; copied first when it holds such text, so that the
+    caller's own messages are never changed under it."""
+    return value if lone_surrogate(value) is None else unicode_text(copy.deepcopy(value))
 
 
 def response(role: str, model: str, messages: list[dict[str, Any]], value: dict[str, Any],

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, cast
 
 from freshrag.core.dataset import Dataset
-from freshrag.core.errors import UserError
+from freshrag.core.errors import UserError, said
 from freshrag.core.manifest import read_manifest
 from freshrag.core.records import Manifest, SampleRow
 from freshrag.core.samples import (
@@ -50,7 +50,8 @@ from freshrag.cost.budget import BudgetExceeded
 from freshrag.cost.plan import Job, Pending, Planner, score_jobs, stand_in_embed
 from freshrag.llm.cache import CacheError
 from freshrag.llm.client import EndpointError, EndpointUnreachable
-from freshrag.llm.forward import endpoint
+from freshrag.llm.forward import Endpoint
+from freshrag.llm.forward_session import BoundReached
 from freshrag.run.config import RunConfig
 from freshrag.scoring import judge, probes
 from freshrag.scoring.base import Scorer
@@ -118,7 +119,17 @@ def system_context(dataset: Dataset, config: RunConfig, llm: LLM, retriever: Ret
                          today=config.today, knowledge_cutoff=config.knowledge_cutoff,
                          context_tokens=config.context_tokens, max_steps=config.max_steps,
                          token_budget=config.token_budget,
-                         endpoint=endpoint(llm, retriever) if uses_endpoint(factory) else None)
+                         endpoint=Endpoint(llm, retriever) if uses_endpoint(factory) else None)
+
+
+def built(factory: Callable[[SystemContext], System], context: SystemContext) -> System:
+    """The run's system made by `factory` with `context`: the endpoint its framework calls
+    through is held to the most calls its `call_shape` declares for one answer, as a walk holds
+    it (`_Bounded`), a call past it refused and the answer `stopped` there."""
+    system = factory(context)
+    if isinstance(context.endpoint, Endpoint) and (shape := call_shape(system)) is not None:
+        context.endpoint.most = shape.steps[1]
+    return system
 
 
 def read_plan(dataset: Dataset, config: RunConfig) -> RunPlan:
@@ -195,7 +206,7 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
     row_of = functools.partial(sample_row, epoch=epoch)
     with llm.recording(epoch or 1) as calls:
         try:
-            returned = system.answer(question)
+            returned = _answer(system, question)
             # a replay (an answers file) was timed where it was made, if at all: not here
             answered = None if getattr(system, "replays", False) else time.monotonic() - started
             answer = kept_answer(returned, name, dataset, question, calls)
@@ -214,13 +225,22 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
         except BaseException as err:  # a system's own code, SystemExit too: this pair fails
             return row_of(dataset.name, question, name, answer, None, calls,
                           time.monotonic() - started, answer_latency_s=answered,
-                          error=f"system {name!r} raised {type(err).__name__}: {err}"[:2000])
+                          error=f"system {name!r} raised {said(err)}"[:2000])
         row = row_of(dataset.name, question, name, answer, grade, calls,
                      time.monotonic() - started, answer_latency_s=answered)
         if problem := row_problem(row):  # a reader's refusal, not met above: kept without it
             return row_of(dataset.name, question, name, None, None, calls, row["latency_s"]
                           or 0.0, error=f"system {name!r}: its row was not kept: {problem}")
     return row
+
+
+def _answer(system: System, question: Question) -> object:
+    """What `system` answered: the answer so far, stopped at its bound, when its framework gave
+    up on the endpoint's refusal of a call past its call_shape."""
+    try:
+        return system.answer(question)
+    except BoundReached as reached:
+        return reached.answer
 
 
 def kept_answer(returned: object, name: str, dataset: Dataset, question: Question,
@@ -240,7 +260,7 @@ def kept_answer(returned: object, name: str, dataset: Dataset, question: Questio
         row = sample_row(dataset.name, question, name, answer, None, calls + unseen, 0.0)
     except (TypeError, ValueError, AttributeError) as err:  # deeper than answer_problem looks
         raise AnswerNotKept(f"system {name!r} answered with what no row holds: "
-                            f"{type(err).__name__}: {err}"[:2000]) from None
+                            f"{said(err)}"[:2000]) from None
     if problem := row_problem(row):
         raise AnswerNotKept(f"system {name!r} answered with what no row holds: {problem}"[:2000])
     calls += unseen

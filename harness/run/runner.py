@@ -39,6 +39,7 @@ from freshrag.run.plan import (
     Pair,
     RunPlan,
     answer_and_grade,
+    built,
     make_plan,
     row_epoch,
     system_context,
@@ -66,8 +67,8 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
         recorder = CallRecorder(llm)
         # Built first: a system that cannot be built (a user's plugin) stops the run before
         # anything is written or any call is made.
-        systems = {name: factories[name](system_context(dataset, config, recorder, retriever,
-                                                        factories[name]))
+        systems = {name: built(factories[name], system_context(dataset, config, recorder,
+                                                               retriever, factories[name]))
                    for name in config.systems}
         manifest = _start_manifest(dataset, config, llm, factories, prompts, retriever)
         plan = make_plan(dataset, config, read_samples(config.out / SAMPLES, every_epoch=True),

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from freshrag.core import plugins
+from freshrag.core.errors import said
 from freshrag.core.plugins import PluginError
 from freshrag.core.registry import Entry
 from freshrag.scoring import SCORERS, scorer_problem
@@ -120,8 +121,7 @@ def _made(name: str, where: str, factory: Callable[[], Any]) -> Scorer:
     except PluginError:
         raise
     except Exception as err:  # the user's code: any error, named with its scorer
-        raise PluginError(f"scorer {name!r} ({where}): making it failed: "
-                          f"{type(err).__name__}: {err}") from err
+        raise PluginError(f"scorer {name!r} ({where}): making it failed: {said(err)}") from err
     problem = scorer_problem(scorer)
     if problem:
         raise PluginError(f"scorer {name!r} ({where}): made a {type(scorer).__name__}, {problem}")

@@ -24,7 +24,7 @@ from typing import Any, Iterable
 
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.dataset import DatasetError, load_articles
-from freshrag.core.errors import FreshragError
+from freshrag.core.errors import FreshragError, said
 from freshrag.core.files import dumps
 from freshrag.core.jsonl import JsonlWriter, ResultsError
 from freshrag.core.manifest import read_manifest
@@ -273,8 +273,7 @@ def checked_score(scorer: Scorer, name: str, llm: LLM, item: ScoreInput) -> Scor
     except FreshragError:
         raise
     except Exception as err:  # the scorer's own code: this score fails, the pass goes on
-        return ScoreResult("failed", reason=f"scorer {name!r} raised {type(err).__name__}: "
-                                            f"{err}"[:2000])
+        return ScoreResult("failed", reason=f"scorer {name!r} raised {said(err)}"[:2000])
     problem = result_problem(result)
     if problem:
         return ScoreResult("failed", reason=f"scorer {name!r} returned {problem}"[:2000])

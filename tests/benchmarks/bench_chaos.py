@@ -2,6 +2,7 @@
 misbehave at random, stopped by a signal, then resumed with all three healthy (docs/faults.md).
 
     python tests/benchmarks/bench_chaos.py [--pairs 1000] [--fault-rate 0.3] [--seed 0]
+                                           [--burst 3x48]
 
 A dataset of pairs/4 invented questions; systems baseline and oracle (the endpoint's: two calls a
 pair, answer and judge), `own` (tests/support/chaos_system.py, a user's Python system) and `svc`
@@ -20,7 +21,12 @@ and failed after the first run, the failures by reason or by the fault drawn, th
 took, tracebacks (0), hangs (0), rows lost or unreadable (0), rows written twice and finished
 pairs asked again (0), requests that reached the other origin (0), files and terminal lines
 holding a secret (0: every file the run, the resume and the report wrote), and every pair ok
-after the resume. It never fails because a figure is off; it says so in the JSON (`ok`).
+after the resume.
+
+First, the endpoint burst: `--burst` sessions of the run's endpoint for agent frameworks at
+once, each firing its parallel requests at once (tests/support/burst.py), from raw HTTP that
+never retries and from openai's client with its default retries: answered, reset, retries and
+lost (144, 0, 0, 0 for 3x48). It never fails because a figure is off; it says so in the JSON (`ok`).
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from freshrag.core.dataset import load_dataset  # noqa: E402
 from freshrag.core.samples import SAMPLES, read_samples, sample_problem  # noqa: E402
 from freshrag.llm.replies import MAX_REPLY_CHARS  # noqa: E402
 from freshrag.scoring.judge import JUDGE_PROMPT  # noqa: E402
+from tests.support.burst import burst  # noqa: E402
 from tests.support.chaos_system import OWN_FAULTS, draw  # noqa: E402
 from tests.support.datasets import write_dataset  # noqa: E402
 from tests.support.fake_openai_server import FakeOpenAIServer, default_reply  # noqa: E402
@@ -269,7 +276,12 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=1000)
     parser.add_argument("--fault-rate", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--burst", default="3x48", help="sessions x parallel requests")
     args = parser.parse_args()
+    sessions, parallel = (int(n) for n in args.burst.split("x"))
+    log(f"endpoint burst: {sessions} sessions x {parallel} parallel requests")
+    bursts = {client: endpoint_burst(sessions, parallel, sdk=client == "openai")
+              for client in ("raw", "openai")}
     work = Path(tempfile.mkdtemp(prefix="freshrag-chaos-"))
     on, sent = {"faults": True}, {"endpoint": Counter(), "svc": Counter()}
     samples = work / "run" / SAMPLES
@@ -303,12 +315,13 @@ def main() -> int:
                "faults_sent": {name: dict(sorted((k, v) for k, v in counts.items() if k != "none"))
                                for name, counts in sent.items()},
                **outcome(work, inputs, args, rows, first, second, report),
-               "requests_to_other_origin": other_origin}
+               "requests_to_other_origin": other_origin, "endpoint_burst": bursts}
     figures["ok"] = all(figures[name] == 0 for name in (
         "tracebacks", "hangs", "rows_lost", "rows_unreadable", "rows_written_twice",
         "finished_pairs_asked_again", "requests_to_other_origin")) and (
         figures["secrets_in"] == [] and figures["resume"]["ok"] == pairs
-        and second["exit"] == 0 and report["exit"] == 0)
+        and second["exit"] == 0 and report["exit"] == 0) and all(
+        burst["answered"] == sessions * parallel for burst in bursts.values())
     for key, value in figures.items():
         print(f"{key}: {value}")
     print(json.dumps(figures))
@@ -340,6 +353,12 @@ def outcome(work: Path, inputs: set[Path], args: argparse.Namespace, rows: list[
                    "calls": second["calls"], "ok": sum(row["status"] == "ok" for row in after)},
         "report_exit": report["exit"],
     }
+
+
+def endpoint_burst(sessions: int, parallel: int, sdk: bool) -> dict[str, int]:
+    """The burst's figures: requests answered, reset, refused, retried and lost."""
+    outcome = burst(sessions, parallel, sdk=sdk)
+    return {name: outcome[name] for name in ("answered", "reset", "refused", "retries", "lost")}
 
 
 def _lines(path: Path) -> list[str]:

@@ -11,6 +11,7 @@ import pytest
 
 from freshrag.core.dataset import Dataset, DatasetError, load_dataset
 from freshrag.core.jsonl import MAX_DEPTH, JsonlWriter, loads, read_jsonl, replace_jsonl
+from freshrag.core.runfiles import CACHE_FILE
 from freshrag.core.samples import read_samples
 from freshrag.core.textfile import NotUnicode, lone_surrogate, unicode_text
 from freshrag.core.types import Article, Question, SystemAnswer
@@ -20,6 +21,7 @@ from freshrag.systems.external.http import HttpSettings, HttpSystem
 from tests.support.datasets import write_jsonl
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import ScriptedLLM, ToolReply
+from tests.support.runs import run_cli
 
 FFFD = "\ufffd"
 
@@ -127,6 +129,36 @@ def test_a_systems_answer_with_a_lone_surrogate_is_written_and_read_back(tmp_pat
     writer.close()
     [read] = read_samples(tmp_path / "samples.jsonl")
     assert read["answer"] == f"Oak{FFFD}" and read["details"][f"why{FFFD}"] == FFFD
+
+
+PLUGIN = """
+from freshrag import SystemAnswer
+
+
+class Surrogate:
+    def __init__(self, context):
+        pass
+
+    def answer(self, question):
+        return SystemAnswer("Oak\\ud800 planks")
+"""
+
+
+@pytest.mark.parametrize("cache", [pytest.param([], id="cache-on"),
+                                   pytest.param(["--no-cache"], id="cache-off")])
+def test_a_plugged_in_systems_lone_surrogate_is_graded_with_the_cache_on_or_off(
+        tmp_path, fake_server, cache):
+    (tmp_path / "mine.py").write_text(PLUGIN)
+    server = fake_server()
+    code = run_cli(tmp_path, "--systems", f"{tmp_path / 'mine.py'}:Surrogate", "--no-probe",
+                   *cache)
+    rows = read_samples(tmp_path / "run" / "samples.jsonl")
+    assert code == 0 and len(rows) == 3
+    assert all(row["status"] == "ok" and row["grade"]["truthfulness"] is not None for row in rows)
+    assert all(row["answer"] == f"Oak{FFFD} planks" for row in rows)
+    judged = [json.dumps(r["messages"], ensure_ascii=False) for r in server.requests]
+    assert all("\ud800" not in text for text in judged) and any(FFFD in t for t in judged)
+    assert (tmp_path / CACHE_FILE).exists() == (not cache)
 
 
 @pytest.mark.parametrize("which, line", [

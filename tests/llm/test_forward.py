@@ -20,7 +20,7 @@ from freshrag.core.types import Article, Question, RetrievedChunk, SystemContext
 from freshrag.cost.budget import BudgetExceeded
 from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import EndpointError
-from freshrag.llm.forward import MAX_BODY, endpoint
+from freshrag.llm.forward import MAX_BODY, Endpoint
 from freshrag.run.plan import CallRecorder, answer_and_grade
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import FakeRetriever, ScriptedLLM, ToolReply
@@ -62,7 +62,7 @@ def react(session) -> str:
 
 def context(llm, retriever=None) -> SystemContext:
     return SystemContext(llm=llm, articles={}, retriever=retriever,
-                         endpoint=endpoint(llm, retriever))
+                         endpoint=Endpoint(llm, retriever))
 
 
 def test_a_text_reply_comes_back_in_openais_shape_and_is_an_answer_step():

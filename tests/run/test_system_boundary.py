@@ -174,6 +174,9 @@ def write_and_read(tmp_path, rows):
     pytest.param(GeneratorExit(), "GeneratorExit", id="generator-exit"),
     pytest.param(type("Abort", (BaseException,), {})("own"), "Abort", id="own-base-exception"),
     pytest.param(RuntimeError("boom"), "RuntimeError", id="an-exception"),
+    pytest.param(type("Unsayable", (Exception,), {"__str__": lambda self: 1 / 0})(),
+                 "Unsayable: (its message cannot be read: str() raised ZeroDivisionError)",
+                 id="its-str-raises"),
 ])
 def test_a_base_exception_from_the_systems_code_fails_only_its_pair(raised, name):
     row, llm = asked(raised)

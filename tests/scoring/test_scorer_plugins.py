@@ -156,6 +156,17 @@ class Raises(Base):
         raise LookupError("my index is gone")
 
 
+class Unsayable(LookupError):
+    def __str__(self):
+        raise RuntimeError("no words for it")
+
+
+class RaisesUnsayable(Base):
+    name = "raises-unsayable"
+    def score(self, llm, item):
+        raise Unsayable()
+
+
 class NotAResult(Base):
     name = "not-a-result"
     def score(self, llm, item):
@@ -189,6 +200,8 @@ class SetDetails(Base):
 
 @pytest.mark.parametrize("attribute, reason", [
     pytest.param("Raises", "raised LookupError: my index is gone", id="raises"),
+    pytest.param("RaisesUnsayable", "raised Unsayable: (its message cannot be read: str() "
+                 "raised RuntimeError)", id="raises-what-str-cannot-say"),
     pytest.param("NotAResult", "returned a dict, not a ScoreResult", id="not-a-result"),
     pytest.param("TextMetric", "not names mapped to finite numbers", id="text-metric"),
     pytest.param("NanMetric", "not names mapped to finite numbers", id="nan-metric"),

@@ -163,6 +163,19 @@ def test_a_file_that_fails_to_import_names_the_file_and_keeps_its_cause(tmp_path
     assert not [name for name in sys.modules if name.startswith("freshrag_user_broken_rag")]
 
 
+def test_a_file_whose_error_cannot_be_said_is_named_all_the_same(tmp_path):
+    bad = tmp_path / "unsayable_rag.py"
+    bad.write_text(textwrap.dedent("""
+        class Unsayable(Exception):
+            def __str__(self):
+                return 1 / 0
+        raise Unsayable()
+    """), encoding="utf-8")
+    with pytest.raises(PluginError, match=r"importing .*unsayable_rag.py failed: Unsayable: "
+                       r"\(its message cannot be read: str\(\) raised ZeroDivisionError\)"):
+        resolve(f"{bad}:MyRag", SYSTEMS)
+
+
 def test_a_factory_that_builds_no_system_is_refused(my_rag):
     source = resolve(f"{my_rag}:not_a_system", SYSTEMS)
     with pytest.raises(PluginError, match=r"built a str, which has no answer\(question\)"):
