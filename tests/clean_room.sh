@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The clean-room check: a fresh clone of this repository's HEAD, a new virtual environment, an
 # empty pip cache, the README's install command exactly as written (read from the README,
-# everything before its `&& freshrag demo`), then `freshrag run --limit 1` on the embedded model;
-# one scored row must come out. Run by tests/integration/test_clean_room.py (so by tests/run.sh),
-# or by hand:
+# everything before its `&& freshrag demo`), then `freshrag run --limit 1 --no-probe` on the
+# embedded model; one scored row must come out. Run by tests/integration/test_clean_room.py (so
+# by tests/run.sh), or by hand:
 #   bash tests/clean_room.sh [--demo] [WORKDIR]
 # --demo runs `freshrag demo` after the install instead, as a newcomer would: the README's first
 # command, timed in its two parts (docs/measurements.md#the-demo). Either way it prints the
@@ -35,7 +35,9 @@ if [ "$demo" = 1 ]; then
     echo "clean room: install and demo took $(( $(date +%s) - started )) s"
     exit 0
 fi
-freshrag run --limit 1 --systems baseline,oracle --out "$work/run" --concurrency 1
+# no judge probes: they ask the judge a dozen times more, and have their own test
+# (tests/integration/test_probe_judge.py) on the same prebuilt runtime
+freshrag run --limit 1 --systems baseline,oracle --out "$work/run" --concurrency 1 --no-probe
 echo "clean room: run took $(( $(date +%s) - installed )) s"
 "$work/venv/bin/python" - "$work/run/samples.jsonl" <<'PY'
 import json, sys

@@ -182,7 +182,7 @@ def test_build_with_the_real_local_model(mediawiki, tmp_path, monkeypatch):
             monkeypatch.delenv(f"FRESHRAG_{role}{key}", raising=False)
     monkeypatch.chdir(tmp_path)  # no freshrag.toml here: the roles keep their local default
     out = tmp_path / "dataset"
-    assert main(["build", "--wiki-api", mediawiki.api_url, "--n", "12", "--cutoff", CUTOFF,
+    assert main(["build", "--wiki-api", mediawiki.api_url, "--n", "6", "--cutoff", CUTOFF,
                  "--out", str(out), "--questions-from", "A_d", "--concurrency", "2"]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
     funnel = manifest["funnel"]
@@ -190,7 +190,7 @@ def test_build_with_the_real_local_model(mediawiki, tmp_path, monkeypatch):
     a_r = (out / "A_r.txt").read_text().splitlines()
     a_d = (out / "A_d.txt").read_text().splitlines()
     a_f = (out / "A_f.txt").read_text().splitlines()
-    assert len(a_r) == 12 == funnel["n_r"] and set(a_r) <= set(mediawiki.articles)
+    assert len(a_r) == 6 == funnel["n_r"] and set(a_r) <= set(mediawiki.articles)
     created = {t: moment(mediawiki.articles[t].revisions[0].timestamp) for t in a_r}
     assert set(a_d) == {t for t in a_r if created[t] >= END_OF_CUTOFF_DAY}
 

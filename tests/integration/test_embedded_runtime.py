@@ -13,22 +13,17 @@ import pytest
 from freshrag.core.config import load_settings
 from freshrag.core.dataset import example_dir, load_dataset_dir
 from freshrag.llm.client import LLMClient
-from freshrag.llm.local_server import PARALLEL_SLOTS, PREBUILT, RUNTIME_ENV, LocalServer
+from freshrag.llm.local_server import PARALLEL_SLOTS, PREBUILT
 from freshrag.scoring.judge import GRADE_TOOL, JUDGE_MAX_TOKENS, judge_messages
 from freshrag.systems.prompts import BOOLEAN_PROMPT, RETRIEVE_TOOL, answer_messages
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def server():
-    saved = os.environ.pop(RUNTIME_ENV, None)
-    try:
-        with LocalServer() as started:
-            yield started
-    finally:
-        if saved is not None:
-            os.environ[RUNTIME_ENV] = saved
+@pytest.fixture
+def server(embedded_server):
+    """The session's embedded server (tests/integration/conftest.py): the default runtime."""
+    return embedded_server
 
 
 @pytest.fixture

@@ -62,7 +62,7 @@ def test_grounded_build_and_run_on_the_embedded_model(tmp_path, monkeypatch):
 
     run = tmp_path / "run"
     status = main(["run", "--dataset", str(out), "--systems", "naive,boolean,advanced",
-                   "--out", str(run), "--no-probe", "--concurrency", "1"])
+                   "--out", str(run), "--no-probe", "--concurrency", "2"])  # the server's two slots
     rows = read_samples(run / "samples.jsonl")
     assert len(rows) == 3 * len(forms)
     assert status == (1 if any(row["status"] == "failed" for row in rows) else 0)

@@ -1,11 +1,14 @@
 """Every system, the retrieving ones included, on the real embedded llama.cpp server with
-SmolLM2-135M, local MiniLM embeddings and embedded Qdrant: three A_f questions end to end.
+SmolLM2-135M, local MiniLM embeddings and embedded Qdrant: an A_f question end to end, over the
+index of the 1,101 released articles that the session builds once (tests/integration/conftest.py).
 
 A model this small decides as it likes, so no decision is expected of it. What is checked is that
 each row records what its calls show: the decision label is the one the model's recorded reply
 gives, the calls that follow are the ones that decision calls for, retrieved chunks reach the
 answer call, the answer is the reply of the call that answers, and the grade is what the judge's
-recorded reply says (or unscored after both attempts).
+recorded reply says (or unscored after both attempts). freshrag's own agents finish within the
+run's bound with their steps holding their calls, and the report shows tokens, searches and
+latency for each of them beside naive RAG, their steps as the rows hold them.
 """
 
 import json
@@ -21,13 +24,13 @@ from tests.support.fakes import clean_env
 
 pytestmark = pytest.mark.integration
 
-QUESTIONS = 2  # through every system (9 with the deciders): 18 judged pairs
+QUESTIONS = 1  # through every system: 13 judged pairs; each check holds row by row
 TOP_K = 5
 DECIDING = {"boolean": "retrieve_information", "dated-boolean": "retrieve_information",
             "advanced": "more_information"}  # system: the function its decision call is read from
 ANSWER_FIRST = ("advanced", "self-check")  # the first answer stands unless they retrieve
 AGENTS = ("react", "iterative", "decompose", "router")  # as many calls as they choose, bounded
-MAX_STEPS = 5  # the run's default --max-steps
+MAX_STEPS = 3  # the run's --max-steps: the agents' bound, low enough to be reached
 ROUTES = ("no-retrieval", "one-retrieval", "multi-step", "none")
 
 
@@ -137,6 +140,7 @@ def test_all_systems_answer_with_the_real_model(tmp_path, shared_index_dir):
         [sys.executable, "-m", "freshrag", "run", "--questions", str(DATA / "questions-A_f.jsonl"),
          "--articles", str(DATA / "articles.jsonl"), "--limit", str(QUESTIONS), "--out", str(out),
          "--systems", ",".join(SYSTEMS), "--index-dir", str(shared_index_dir), "--seed", "7",
+         "--max-steps", str(MAX_STEPS),
          "--no-probe"],  # the judge probes have their own test (test_probe_judge.py)
         env=clean_env(), cwd=tmp_path, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -157,3 +161,21 @@ def test_all_systems_answer_with_the_real_model(tmp_path, shared_index_dir):
         assert summary[system]["retrievals"] == sum(r["retrievals"] for r in mine)
         assert summary[system]["no_decision"] == sum(
             r["details"].get("decision") == "none" for r in mine)
+    check_agents_report(out, rows)
+
+
+def check_agents_report(out, rows: list[dict]) -> None:
+    """`freshrag report --format json`: tokens, searches and answer latency for naive and each
+    agent, and every answer's steps as its row holds them."""
+    report = subprocess.run([sys.executable, "-m", "freshrag", "report", str(out), "--format",
+                             "json"], env=clean_env(), cwd=out.parent, capture_output=True,
+                            text=True, timeout=600)
+    assert report.returncode == 0, report.stderr[-2000:]
+    document = json.loads(report.stdout)
+    summary = {row["system"]: row for row in document["rows"]}
+    for name in ("naive", *AGENTS):
+        assert summary[name]["input_tokens"] > 0 and summary[name]["searches_per_answer"] is not None
+    shown = [r for r in rows if r["system"] in ("naive", *AGENTS)]
+    assert all(r["answer_latency_s"] > 0 for r in shown)
+    answers = {(a["system"], a["question_id"]): a for a in document["answers"]}
+    assert all(answers[r["system"], r["question_id"]]["steps"] == r["steps"] for r in shown)

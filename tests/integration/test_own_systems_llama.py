@@ -1,9 +1,9 @@
 """The worked examples of docs/examples/ on the embedded model (docs/own-system.md): a LangChain
 pipeline plugged in from its file, the small RAG service started here over HTTP, and an answers
-file in Ragas' columns, beside naive RAG in one run and one report, every role on one real
-llama.cpp server with SmolLM2-135M, embeddings on local MiniLM, embedded Qdrant. A model this
-small answers badly; what is checked is that every example's rows come out answered, judged and
-accounted, side by side in the report."""
+file in Ragas' columns, beside naive RAG in one run and one report, every role on the session's
+llama.cpp server with SmolLM2-135M, embeddings on local MiniLM, embedded Qdrant over the
+session's example index. A model this small answers badly; what is checked is that every
+example's rows come out answered, judged and accounted, side by side in the report."""
 
 from __future__ import annotations
 
@@ -13,31 +13,27 @@ import sys
 
 import pytest
 
-from freshrag.core.config import LOCAL_MODEL
 from freshrag.core.dataset import example_dir
-from freshrag.llm.local_server import LocalServer
 from tests.support.examples import check_run, example_systems, rag_service
-from tests.support.fakes import clean_env
 
 pytestmark = pytest.mark.integration
 
+QUESTIONS = 1  # every check holds row by row
 
-def test_the_examples_run_on_the_embedded_model(tmp_path):
-    with LocalServer() as server:
-        env = {**clean_env(), "FRESHRAG_BASE_URL": server.base_url, "FRESHRAG_MODEL": LOCAL_MODEL,
-               "FRESHRAG_API_KEY": "none", "FRESHRAG_EMBEDDINGS_BASE_URL": "local"}
-        with rag_service(example_dir() / "articles.jsonl", env) as url:
-            done = subprocess.run(
-                [sys.executable, "-m", "freshrag", "run", "--dataset", str(example_dir()),
-                 "--systems", example_systems(url), "--limit", "2", "--no-probe",
-                 "--concurrency", "2", "--out", str(tmp_path / "run"),
-                 "--index-dir", str(tmp_path / "index")],
-                env=env, cwd=tmp_path, capture_output=True, text=True, timeout=1500)
-        assert done.returncode == 0, done.stderr[-3000:]
-        check_run(tmp_path / "run", 2)
-        report = subprocess.run([sys.executable, "-m", "freshrag", "report", str(tmp_path / "run"),
-                                 "--format", "json"], env=env, cwd=tmp_path, capture_output=True,
-                                text=True, timeout=600)
+
+def test_the_examples_run_on_the_embedded_model(tmp_path, embedded_env, example_index_dir):
+    with rag_service(example_dir() / "articles.jsonl", embedded_env) as url:
+        done = subprocess.run(
+            [sys.executable, "-m", "freshrag", "run", "--dataset", str(example_dir()),
+             "--systems", example_systems(url), "--limit", str(QUESTIONS), "--no-probe",
+             "--concurrency", "2", "--out", str(tmp_path / "run"),
+             "--index-dir", str(example_index_dir)],
+            env=embedded_env, cwd=tmp_path, capture_output=True, text=True, timeout=1500)
+    assert done.returncode == 0, done.stderr[-3000:]
+    check_run(tmp_path / "run", QUESTIONS)
+    report = subprocess.run([sys.executable, "-m", "freshrag", "report", str(tmp_path / "run"),
+                             "--format", "json"], env=embedded_env, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=600)
     assert report.returncode == 0, report.stderr[-2000:]
     summary = {row["system"]: row for row in json.loads(report.stdout)["rows"]}
     assert sorted(summary) == ["lc", "naive", "svc", "theirs"]

@@ -47,7 +47,8 @@ def ragas_python(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("ragas-venv")
     venv.create(home, with_pip=True)
     python = home / "bin" / "python"
-    installed = subprocess.run([str(python), "-m", "pip", "install", "--quiet",
+    # --no-compile: its modules are compiled when imported, the few that the test imports
+    installed = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-compile",
                                 "--disable-pip-version-check", *RAGAS],
                                capture_output=True, text=True, timeout=1200)
     assert installed.returncode == 0, installed.stderr[-3000:]

@@ -73,7 +73,7 @@ def test_a_statements_build_and_its_labels_on_the_embedded_model(tmp_path):
     dump, out = one_article_dump(tmp_path), tmp_path / "dataset"
     build = ["build", "--dump", str(dump), "--cutoff", "2021-09-30", "--out", str(out),
              "--style", "statements", "--labels", REQUESTED, "--questions-from", "A_d",
-             "--concurrency", "1", "--seed", "7"]
+             "--concurrency", "2", "--seed", "7"]  # the server's two slots
     first = freshrag(*build, cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
 
