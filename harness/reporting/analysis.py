@@ -48,10 +48,10 @@ from freshrag.core.stats import (
 )
 from freshrag.reporting import decisions as by_need
 from freshrag.reporting import savings, trajectory
+from freshrag.reporting.answers import Answers
 from freshrag.reporting.groups import analyse_groups
 from freshrag.reporting.identity import (
     Identity,
-    group_rows,
     labels,
     mixed_notes,
     role_models,
@@ -68,10 +68,8 @@ from freshrag.reporting.outcomes import (
 from freshrag.reporting.prices import batch_calls, batch_note, row_cost
 from freshrag.reporting.retrieval_metrics import (
     METRICS,
-    forget_metrics,
     gold_set,
     retrieved_titles,
-    row_metrics,
     search_count,
     trajectory_titles,
 )
@@ -88,7 +86,7 @@ ATTRIBUTIONS = ("fine", "retrieval_miss", "partial_retrieval", "generation", "kn
 # --------------------------------------------------------------------------- retrieval quality
 
 
-def retrieval_quality(rows: list[SampleRow], with_intervals: bool = False,
+def retrieval_quality(answers: Answers, with_intervals: bool = False,
                       seed: int = 0) -> list[dict[str, Any]]:
     """Per run identity that retrieved at all, over its answers that retrieved a question with
     a gold set: the means of retrieval_metrics.METRICS (article level, trec_eval's code); each as
@@ -99,8 +97,8 @@ def retrieval_quality(rows: list[SampleRow], with_intervals: bool = False,
         return [mean(values, places=4), *bootstrap_interval(values, mean, seed=seed)]
 
     table = []
-    for key, group in group_rows(rows).items():
-        measured = [(values, titles) for row, values in zip(group, row_metrics(group))
+    for key, group in answers.groups().items():
+        measured = [(values, titles) for row, values in zip(group, answers.metrics(key))
                     if values is not None and (titles := retrieved_titles(row)) is not None]
         if not measured:  # general queries (no gold set) are not measured
             continue
@@ -155,9 +153,9 @@ def _unretrieved(row: SampleRow) -> str:
     return "generation" if row["system"] in GOLD_CONTEXT_SYSTEMS else "knowledge_gap"
 
 
-def attributions(rows: list[SampleRow], low: float = LOW_SCORE) -> list[dict[str, Any]]:
+def attributions(answers: Answers, low: float = LOW_SCORE) -> list[dict[str, Any]]:
     table = []
-    for key, group in group_rows(rows).items():
+    for key, group in answers.groups().items():
         counts = {name: 0 for name in ATTRIBUTIONS}
         for row in group:
             counts[attribution(row, low)] += 1
@@ -168,7 +166,7 @@ def attributions(rows: list[SampleRow], low: float = LOW_SCORE) -> list[dict[str
 # --------------------------------------------------------------------------- quality against cost
 
 
-def quality_and_cost(rows: list[SampleRow],
+def quality_and_cost(answers: Answers,
                      prices: dict[str, tuple[float, float]]) -> list[dict[str, Any]]:
     """Per run identity: mean truthfulness + relevance, input tokens and dollars of the answered
     pairs (batch calls at the batch rate, counted in `batch_calls`; failed pairs are counted in
@@ -176,7 +174,7 @@ def quality_and_cost(rows: list[SampleRow],
     dataset and judge (no other scores at least as well for no more tokens / dollars, and
     better in one)."""
     table = []
-    for key, group in group_rows(rows).items():
+    for key, group in answers.groups().items():
         answered = [row for row in group if row["status"] == "ok"]
         costs = [row_cost(row, prices) for row in answered]
         unpriced = sorted({model for row, cost in zip(answered, costs) if cost is None
@@ -215,12 +213,12 @@ def same_front(a: dict[str, Any], b: dict[str, Any]) -> bool:
 # --------------------------------------------------------------------------- uncertainty
 
 
-def intervals(rows: list[SampleRow], seed: int = 0) -> list[dict[str, Any]]:
+def intervals(answers: Answers, seed: int = 0) -> list[dict[str, Any]]:
     """Per run identity: 95% intervals of mean truthfulness, relevance and their sum (over
     scored answers) and of total input and output tokens (over answered pairs, as the summary
     counts them; None when none was answered)."""
     table = []
-    for key, group in group_rows(rows).items():
+    for key, group in answers.groups().items():
         scored = [scores for row in group if (scores := judge_scores(row)) is not None]
         tokens = [answer_tokens(row) for row in group if row["status"] == "ok"]
         entry: dict[str, Any] = key.fields()
@@ -238,14 +236,14 @@ def intervals(rows: list[SampleRow], seed: int = 0) -> list[dict[str, Any]]:
     return table
 
 
-def latencies(rows: list[SampleRow]) -> list[dict[str, Any]]:
+def latencies(answers: Answers) -> list[dict[str, Any]]:
     """Per run identity, the answer latency's median and 95th percentile (outcomes.latency);
     identities whose rows record none (runs written before it) are left out."""
-    return [{**key.fields(), **found} for key, group in group_rows(rows).items()
+    return [{**key.fields(), **found} for key, group in answers.groups().items()
             if (found := latency(group))]
 
 
-def paired_comparisons(rows: list[SampleRow], seed: int = 0) -> list[dict[str, Any]]:
+def paired_comparisons(answers: Answers, seed: int = 0) -> list[dict[str, Any]]:
     """Every two run identities of one dataset judged by one model (scores of two judges are not
     on one scale): mean difference in truthfulness + relevance over the questions both scored,
     its 95% paired-bootstrap interval, and a two-sided p-value (how often the resampled
@@ -253,7 +251,7 @@ def paired_comparisons(rows: list[SampleRow], seed: int = 0) -> list[dict[str, A
     (`p_holm`), and the minimum detectable difference at 80% power (`mdd`; core/stats.py). `a`
     and `b` are the identities' labels (harness/reporting/identity.py), `a_models` and
     `b_models` their models."""
-    groups = group_rows(rows)
+    groups = answers.groups()
     names = labels(groups)
     keys = list(groups)
     table = []
@@ -298,22 +296,23 @@ def analyse(rows: list[SampleRow], prices: dict[str, tuple[float, float]] | None
     CRAG threshold), as written to analysis.json; `notes` says what was not compared. With
     questions that carry `kind` and `need`, decisions against need by construction and the
     savings curve (at `mixes` too)."""
-    decisions, decision_notes = decisions_and_notes(rows)
-    keys = list(group_rows(rows))
-    traffic = {**by_need.analyse(rows, seed),
-               **savings.analyse(rows, prices, mixes, seed, correct_at)}
-    made = {"retrieval": retrieval_quality(rows), "attribution": attributions(rows),
-            "cost": quality_and_cost(rows, prices or {}),
-            "decisions": decisions, "intervals": intervals(rows, seed),
-            "paired": paired_comparisons(rows, seed), "low_score": LOW_SCORE,
-            "latency": latencies(rows),
+    answers = Answers(rows)  # what the tables share: one grouping, one evaluation per identity
+    decisions, decision_notes = decisions_and_notes(answers)
+    keys = list(answers.groups())
+    traffic = {**by_need.analyse(answers, seed),
+               **savings.analyse(answers, prices, mixes, seed, correct_at)}
+    made = {"retrieval": retrieval_quality(answers), "attribution": attributions(answers),
+            "cost": quality_and_cost(answers, prices or {}),
+            "decisions": decisions, "intervals": intervals(answers, seed),
+            "paired": paired_comparisons(answers, seed), "low_score": LOW_SCORE,
+            "latency": latencies(answers),
             "bootstrap_samples": BOOTSTRAP_SAMPLES, "confidence": CONFIDENCE,
             "notes": mixed_notes(keys) + judge_notes(keys) + decision_notes
             + traffic.pop("decision_notes") + traffic.pop("savings_notes") + batch_note(rows),
-            **traffic, **scorer_tables(rows, correct_at),
-            **savings.router_tables(rows, prices, correct_at, seed),  # three options, by hops
-            **trajectory.analyse(rows, prices, correct_at),  # trajectory, trajectory_by_answer
+            **traffic, **scorer_tables(answers, correct_at),
+            **savings.router_tables(answers, prices, correct_at, seed),  # three options, by hops
+            **trajectory.analyse(answers, prices, correct_at),  # trajectory, trajectory_by_answer
             **analyse_groups(rows, seed),  # semantic groups: tables groups, wording; grounded
             **computed(rows)}  # the installed tables' (harness/reporting/table.py)
-    forget_metrics()  # read by the retrieval and trajectory tables only
+    answers.forget_metrics()  # read by the retrieval and trajectory tables only
     return made

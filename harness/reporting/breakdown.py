@@ -21,6 +21,7 @@ from freshrag.core import tables
 from freshrag.core.fields import grouped
 from freshrag.core.records import SampleRow
 from freshrag.reporting import analysis, report, sections
+from freshrag.reporting.answers import Answers
 from freshrag.reporting.table import Table
 from freshrag.reporting.table import tables as report_tables
 
@@ -46,7 +47,8 @@ def breakdown(rows: list[SampleRow], field: str, prices: dict[str, tuple[float, 
     for value, subset in grouped(rows, field, lambda row, name: row.get(name)).items():
         document["groups"][value] = len({(r["dataset"], r["question_id"]) for r in subset})
         details = analysis.analyse(subset, prices, seed)
-        details["retrieval"] = analysis.retrieval_quality(subset, with_intervals=True, seed=seed)
+        details["retrieval"] = analysis.retrieval_quality(Answers(subset), with_intervals=True,
+                                                          seed=seed)
         details["summary"] = report.summarise(subset)
         for table in broken_down():
             document["tables"][table.key] += [{field: value, **entry}

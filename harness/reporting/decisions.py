@@ -27,7 +27,8 @@ from typing import Any, Callable, Sequence, cast
 from freshrag.core.records import SampleRow
 from freshrag.core.samples import answer_tokens, is_scored
 from freshrag.core.stats import bootstrap_interval, mean
-from freshrag.reporting.identity import group_rows, labels
+from freshrag.reporting.answers import Answers
+from freshrag.reporting.identity import labels
 from freshrag.reporting.outcomes import (
     decides,
     known_retrievals,
@@ -71,9 +72,9 @@ def known_need(group: list[SampleRow]) -> list[SampleRow]:
 # --------------------------------------------------------------------------- per kind
 
 
-def decisions_by_kind(rows: list[SampleRow], seed: int = 0) -> list[dict[str, Any]]:
+def decisions_by_kind(answers: Answers, seed: int = 0) -> list[dict[str, Any]]:
     table = []
-    for key, group in group_rows(rows).items():
+    for key, group in answers.groups().items():
         judged = known_need(group)
         if not judged or not decides(group):
             continue
@@ -125,8 +126,8 @@ def _f1(pairs: Sequence[tuple[bool, bool]]) -> float | None:
 # --------------------------------------------------------------------------- thresholds
 
 
-def threshold_sweep(rows: list[SampleRow]) -> list[dict[str, Any]]:
-    groups = group_rows(rows)
+def threshold_sweep(answers: Answers) -> list[dict[str, Any]]:
+    groups = answers.groups()
     table = []
     for key, group in groups.items():
         sweep = sweep_of(group)
@@ -174,10 +175,10 @@ def _estimate(sweep: Sweep, decided: list[tuple[bool, SampleRow]], base: dict[st
 # --------------------------------------------------------------------------- ROC
 
 
-def roc_curves(rows: list[SampleRow], seed: int = 0) -> list[dict[str, Any]]:
+def roc_curves(answers: Answers, seed: int = 0) -> list[dict[str, Any]]:
     """Per decider that records a score: its ROC and precision-recall points, AUROC with a
     bootstrap interval, average precision; None where need takes one value only."""
-    groups = group_rows(rows)
+    groups = answers.groups()
     table = []
     for key, group in groups.items():
         sweep = sweep_of(group)
@@ -259,13 +260,13 @@ def average_precision(scored: Sequence[tuple[float, bool]]) -> float:
     return round(total, 4)
 
 
-def analyse(rows: list[SampleRow], seed: int = 0) -> dict[str, Any]:
+def analyse(answers: Answers, seed: int = 0) -> dict[str, Any]:
     """The three tables, as analysis.json holds them, and notes on what could not be judged."""
-    groups = group_rows(rows)
+    groups = answers.groups()
     names = labels(groups)
     notes = [f"{key.dataset} / {names[key]}: decisions not judged against need by construction: "
              f"its questions carry no `need`" for key, group in groups.items()
              if decides(group) and not known_need(group)]
-    return {"decisions_by_kind": decisions_by_kind(rows, seed),
-            "thresholds": threshold_sweep(rows), "roc": roc_curves(rows, seed),
+    return {"decisions_by_kind": decisions_by_kind(answers, seed),
+            "thresholds": threshold_sweep(answers), "roc": roc_curves(answers, seed),
             "decision_notes": notes}

@@ -89,21 +89,7 @@ def role_models(row: SampleRow) -> dict[str, str]:
 
 def group_rows(rows: list[SampleRow]) -> dict[Identity, list[SampleRow]]:
     """Rows by identity, in order of first appearance (see the module docstring for the rule).
-    A report groups the same list of rows a score of times: the last few groupings are kept
-    (while the list holds the same rows) and handed out as new dicts."""
-    key = (id(rows), len(rows), id(rows[0]) if rows else None, id(rows[-1]) if rows else None)
-    if key not in _GROUPED:
-        _GROUPED[key] = (rows, _group(rows))  # the list itself held, so that its id stays its own
-        while len(_GROUPED) > GROUPINGS_KEPT:
-            del _GROUPED[next(iter(_GROUPED))]
-    return {identity: list(group) for identity, group in _GROUPED[key][1].items()}
-
-
-GROUPINGS_KEPT = 8
-_GROUPED: dict[tuple[Any, ...], tuple[list[SampleRow], dict[Identity, list[SampleRow]]]] = {}
-
-
-def _group(rows: list[SampleRow]) -> dict[Identity, list[SampleRow]]:
+    A report's tables share one grouping through their `Answers` (harness/reporting/answers.py)."""
     buckets: dict[tuple[Any, Any, Any], list[SampleRow]] = {}
     for row in rows:
         buckets.setdefault((row["dataset"], row["system"], row.get("run")), []).append(row)

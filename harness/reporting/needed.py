@@ -14,7 +14,8 @@ from typing import Any
 from freshrag.core.records import SampleRow
 from freshrag.core.samples import answer_tokens, is_scored, judge_scores
 from freshrag.core.stats import mean
-from freshrag.reporting.identity import Identity, comparable, group_rows, labels, models_label
+from freshrag.reporting.answers import Answers
+from freshrag.reporting.identity import Identity, comparable, labels, models_label
 from freshrag.reporting.outcomes import (
     by_question,
     decides,
@@ -24,18 +25,18 @@ from freshrag.reporting.outcomes import (
 )
 
 
-def decision_quality(rows: list[SampleRow], baseline: str = "baseline",
+def decision_quality(answers: Answers, baseline: str = "baseline",
                      naive: str = "naive") -> list[dict[str, Any]]:
     """The table of `decisions_and_notes`."""
-    return decisions_and_notes(rows, baseline, naive)[0]
+    return decisions_and_notes(answers, baseline, naive)[0]
 
 
-def decisions_and_notes(rows: list[SampleRow], baseline: str = "baseline",
+def decisions_and_notes(answers: Answers, baseline: str = "baseline",
                         naive: str = "naive") -> tuple[list[dict[str, Any]], list[str]]:
     """For each `baseline` and `naive` run of one dataset that are comparable (same judge and
     answering models): the oracle router, then every comparable system that decides (its rows
     record a decision) judged against "needed". Notes say what could not be judged, and why."""
-    groups = group_rows(rows)
+    groups = answers.groups()
     names = labels(groups)
     table, judged = [], set()
     for base, rag in [(b, n) for b in groups if b.system == baseline
@@ -56,9 +57,9 @@ def decisions_and_notes(rows: list[SampleRow], baseline: str = "baseline",
                     or not (comparable(key, base) and comparable(key, rag)):
                 continue
             judged.add(key)
-            answers = by_question(group)
-            asked = [answers[q] for q in needed if q in answers and is_scored(answers[q])]
-            table.append({**key.fields(), **against, **_confusion(answers, needed),
+            theirs = by_question(group)
+            asked = [theirs[q] for q in needed if q in theirs and is_scored(theirs[q])]
+            table.append({**key.fields(), **against, **_confusion(theirs, needed),
                           **_router_scores(asked)})
     return table, _decision_notes(groups, names, judged, baseline, naive)
 

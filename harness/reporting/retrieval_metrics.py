@@ -25,6 +25,7 @@ from freshrag.core.summary import Title, Trajectory
 
 METRICS = ("hit@1", "hit@k", "recall_all@k", "ndcg@k", "mrr", "recall_any_traj",
            "recall_all_traj")
+Metrics = dict[str, float]  # one answer's METRICS
 
 
 def gold_set(row: SampleRow) -> list[str]:
@@ -158,35 +159,20 @@ def _evaluated(patterns: set[Pattern], measures: set[str]) -> dict[Pattern, dict
     return found
 
 
-def row_metrics(rows: list[SampleRow]) -> list[dict[str, float] | None]:
+def row_metrics(rows: list[SampleRow]) -> list[Metrics | None]:
     """Per row, the METRICS of `answer_metrics`, evaluated together; None where the row has no
     gold set (a general query) or says nothing of what it retrieved (no search step, no chunks
-    it saw: at k, a row of search steps alone saw none). The retrieval table and the
-    trajectories ask for the same rows (an identity's): the last few lists' are kept, so that
-    each answer is evaluated once per report."""
-    key = tuple(map(id, rows))
-    if key not in _MEASURED:
-        measured = [i for i, row in enumerate(rows) if gold_set(row)
-                    and (row.get("steps") or retrieved_titles(row) is not None)]
-        values = answer_metrics([(gold_set(rows[i]), retrieved_titles(rows[i]) or [],
-                                  trajectory_titles(rows[i])) for i in measured])
-        found: list[dict[str, float] | None] = [None] * len(rows)
-        for i, metrics in zip(measured, values):
-            found[i] = metrics
-        _MEASURED[key] = (rows, found)  # the rows held, so that no other list takes their ids
-        while len(_MEASURED) > MEASURED_KEPT:
-            del _MEASURED[next(iter(_MEASURED))]
-    return _MEASURED[key][1]
-
-
-MEASURED_KEPT = 16
-_MEASURED: dict[tuple[int, ...], tuple[list[SampleRow], list[dict[str, float] | None]]] = {}
-
-
-def forget_metrics() -> None:
-    """Let the kept metrics go, once every table that reads them is made (analysis.analyse): a
-    dict per answer, some 50 MB at 100,000 answers, that the rest of a report never reads."""
-    _MEASURED.clear()
+    it saw: at k, a row of search steps alone saw none). A report's retrieval table and
+    trajectories read one evaluation per identity through their `Answers`
+    (harness/reporting/answers.py)."""
+    measured = [i for i, row in enumerate(rows) if gold_set(row)
+                and (row.get("steps") or retrieved_titles(row) is not None)]
+    values = answer_metrics([(gold_set(rows[i]), retrieved_titles(rows[i]) or [],
+                              trajectory_titles(rows[i])) for i in measured])
+    found: list[Metrics | None] = [None] * len(rows)
+    for i, metrics in zip(measured, values):
+        found[i] = metrics
+    return found
 
 
 def _evaluate(answers: Sequence[tuple[list[str], list[str]]],

@@ -31,7 +31,8 @@ from freshrag.core.stats import (
     min_detectable_difference,
     with_holm,
 )
-from freshrag.reporting.identity import Identity, comparable, group_rows, labels
+from freshrag.reporting.answers import Answers
+from freshrag.reporting.identity import Identity, comparable, labels
 from freshrag.reporting.outcomes import (
     CORRECT_AT,
     answered_well,
@@ -135,13 +136,13 @@ def router_groups(groups: dict[Identity, list[SampleRow]]) -> dict[Identity, lis
     return routers
 
 
-def analyse(rows: list[SampleRow], prices: dict[str, tuple[float, float]] | None = None,
+def analyse(answers: Answers, prices: dict[str, tuple[float, float]] | None = None,
             mixes: list[dict[str, float]] | None = None, seed: int = 0,
             correct_at: int = CORRECT_AT) -> dict[str, Any]:
     """`savings` (a table at a few fresh shares), `savings_curve` (every identity at every
     tenth, for the figure), `mixes` (the chosen compositions) and notes; the oracle router by
     need and, where there are three options, the three-way routers among the identities."""
-    groups = {k: [r for r in g if r.get("kind")] for k, g in group_rows(rows).items()}
+    groups = {k: [r for r in g if r.get("kind")] for k, g in answers.groups().items()}
     groups = {k: g for k, g in groups.items() if g}
     routers = {**router_groups(groups), **{key: chosen for key, (chosen, _) in
                                            three_way_routers(groups, prices or {},
@@ -288,7 +289,7 @@ def chosen_label(options: list[str], picks: list[tuple[int, bool]]) -> str:
     return f"{shown}; none good {sum(not good for _, good in picks)}"
 
 
-def router_tables(rows: list[SampleRow], prices: Prices | None = None,
+def router_tables(answers: Answers, prices: Prices | None = None,
                   correct_at: int = CORRECT_AT, seed: int = 0) -> dict[str, list[dict[str, Any]]]:
     """`router3`: every three-way oracle router and each comparable system of its dataset over
     the router's questions; `savings_by_hops`: the same per number of gold articles, when the
@@ -297,7 +298,7 @@ def router_tables(rows: list[SampleRow], prices: Prices | None = None,
     tokens per question / its own) and its score minus the router's, paired by question (95%
     paired-bootstrap interval, p-value, Holm's over the table and the minimum detectable
     difference as in the paired comparisons)."""
-    groups = group_rows(rows)
+    groups = answers.groups()
     names = labels(groups)
     tables: dict[str, list[dict[str, Any]]] = {"router3": [], "savings_by_hops": []}
     for key, (chosen, info) in three_way_routers(groups, prices or {}, correct_at).items():
@@ -316,8 +317,8 @@ def router_tables(rows: list[SampleRow], prices: Prices | None = None,
                        "cheapest_by": info["cheapest_by"]}
                 tables[table].append({**top, **_against(mine, mine, prices, correct_at, seed)})
                 for rival in rivals:
-                    answers = by_question(groups[rival])
-                    theirs = {q: answers[q] for q in mine if q in answers}
+                    of_rival = by_question(groups[rival])
+                    theirs = {q: of_rival[q] for q in mine if q in of_rival}
                     tables[table].append({**rival.fields(), "system": names[rival],
                                           "reference": _reference(rival),
                                           **({} if part is None else {"hops": part}),

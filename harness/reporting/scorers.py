@@ -29,6 +29,7 @@ from freshrag.core.records import SampleRow
 from freshrag.core.samples import judge_scores
 from freshrag.core.stats import bootstrap_interval, mean
 from freshrag.reporting.agreement import spearman
+from freshrag.reporting.answers import Answers
 from freshrag.reporting.identity import group_rows, labels
 from freshrag.reporting.outcomes import CORRECT_AT as CORRECT_AT
 from freshrag.reporting.report import RUN, markdown_table
@@ -49,16 +50,16 @@ def metric_values(row: SampleRow) -> dict[str, float]:
     return values
 
 
-def analyse(rows: list[SampleRow], correct_at: int = CORRECT_AT) -> dict[str, Any]:
+def analyse(answers: Answers, correct_at: int = CORRECT_AT) -> dict[str, Any]:
     """The tables above, for analysis.json; empty lists where no row has scores."""
-    return {"scorers": scorer_means(rows), "scorer_correlations": correlations(rows),
-            "crag": crag(rows, correct_at), "judge_spread": judge_spread(rows),
+    return {"scorers": scorer_means(answers), "scorer_correlations": correlations(answers.rows),
+            "crag": crag(answers, correct_at), "judge_spread": judge_spread(answers),
             "correct_at": correct_at}
 
 
-def scorer_means(rows: list[SampleRow], seed: int = 0) -> list[dict[str, Any]]:
+def scorer_means(answers: Answers, seed: int = 0) -> list[dict[str, Any]]:
     table = []
-    for key, group in group_rows(rows).items():
+    for key, group in answers.groups().items():
         answered = [row for row in group if row["status"] == "ok"]
         names = sorted({name for row in answered for name in row.get("scores") or {}})
         for name in names:
@@ -113,9 +114,9 @@ def outcome(row: SampleRow, correct_at: int = CORRECT_AT) -> str:
     return "correct" if scores["truthfulness"] >= correct_at else "incorrect"
 
 
-def crag(rows: list[SampleRow], correct_at: int = CORRECT_AT) -> list[dict[str, Any]]:
+def crag(answers: Answers, correct_at: int = CORRECT_AT) -> list[dict[str, Any]]:
     table = []
-    for key, group in group_rows(rows).items():
+    for key, group in answers.groups().items():
         outcomes = [outcome(row, correct_at) for row in group if row["status"] == "ok"]
         if all(o == "unknown" for o in outcomes):
             continue  # no abstention scores for this identity
@@ -141,10 +142,10 @@ def repeat_grades(run_dir: Path) -> dict[tuple[Any, str, str], list[tuple[float,
     return {k: [g for _, g in sorted(v)] for k, v in grades.items()}
 
 
-def judge_spread(rows: list[SampleRow]) -> list[dict[str, Any]]:
-    by_run = {run: repeat_grades(Path(run)) for run in {row[RUN] for row in rows if RUN in row}}
+def judge_spread(answers: Answers) -> list[dict[str, Any]]:
+    by_run = {run: repeat_grades(Path(run)) for run in {row[RUN] for row in answers.rows if RUN in row}}
     table = []
-    for key, group in group_rows(rows).items():
+    for key, group in answers.groups().items():
         spreads = [_ranges(grades) for row in group
                    if len(grades := by_run.get(row.get(RUN, ""), {}).get(
                        (row.get("dataset"), row["question_id"], row["system"]), [])) > 1]

@@ -65,23 +65,27 @@ TABLES: Registry[Table] = Registry(
 def tables(section: str = "analysis") -> list[Table]:
     """The tables of `section`, in the order shown: the built-ins, then the installed ones."""
     made = [TABLES[key] for key in TABLES]
-    return [table for table in made + plugged() if table.section == section]
+    return [table for table in made + plugged()[0] if table.section == section]
 
 
-def plugged() -> list[Table]:
-    """Every installed table (`freshrag.tables`), keyed by its entry point's name; one that
-    cannot be loaded is named on stderr and left out, never the report's end."""
-    found = []
+def plugged() -> tuple[list[Table], list[PluginError]]:
+    """Every installed table (`freshrag.tables`), keyed by its entry point's name, and why
+    each one that cannot be loaded could not: left out, never the report's end."""
+    found, broken = [], []
     for point in TABLES.installed().values():
         try:
             entry = TABLES.from_entry_point(point)
         except PluginError as err:
-            print(f"warning: {err}", file=sys.stderr)
+            broken.append(err)
             continue
         found.append(replace(entry.thing, key=entry.name))
-    return found
+    return found, broken
 
 
 def computed(rows: list[SampleRow]) -> dict[str, Rows]:
-    """The installed tables' rows, by key, for analysis.json."""
-    return {table.key: table.compute(rows) for table in plugged() if table.compute is not None}
+    """The installed tables' rows, by key, for analysis.json; each table that cannot be loaded
+    is named on stderr here, once per report (every other reader leaves it out in silence)."""
+    found, broken = plugged()
+    for err in broken:
+        print(f"warning: {err}", file=sys.stderr)
+    return {table.key: table.compute(rows) for table in found if table.compute is not None}

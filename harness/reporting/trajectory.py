@@ -35,10 +35,11 @@ from typing import Any, Sequence
 from freshrag.core.records import SampleRow
 from freshrag.core.samples import answer_tokens, judge_scores
 from freshrag.core.stats import mean
-from freshrag.reporting.identity import group_rows
+from freshrag.reporting.answers import Answers
 from freshrag.reporting.outcomes import CORRECT_AT, answered_well, hops, unreported
 from freshrag.reporting.prices import row_cost
 from freshrag.reporting.retrieval_metrics import (
+    Metrics,
     gold_set,
     repeated_count,
     row_metrics,
@@ -84,22 +85,25 @@ def step_figures(row: SampleRow) -> dict[str, Any]:
             "first_gold_step": first, "last_gold_step": last, "wasted_steps": wasted}
 
 
-def evidence(rows: list[SampleRow]) -> list[tuple[float, float] | None]:
-    """Per row, (any, all) gold articles found over its trajectory (retrieval_metrics
-    `row_metrics`, evaluated once with the retrieval table's); None where it has no gold set or
-    says nothing of what it retrieved (no steps, no retrieved chunks)."""
+def evidence(metrics: list[Metrics | None]) -> list[tuple[float, float] | None]:
+    """Per row of `metrics` (retrieval_metrics `row_metrics`), (any, all) gold articles found
+    over its trajectory; None where it has no gold set or says nothing of what it retrieved
+    (no steps, no retrieved chunks)."""
     return [None if values is None else (values["recall_any_traj"], values["recall_all_traj"])
-            for values in row_metrics(rows)]
+            for values in metrics]
 
 
 def answer_figures(rows: list[SampleRow], prices: Prices | None = None,
                    correct_at: int = CORRECT_AT,
-                   costs: list[float | None] | None = None) -> list[dict[str, Any]]:
+                   costs: list[float | None] | None = None,
+                   metrics: list[Metrics | None] | None = None) -> list[dict[str, Any]]:
     """Every answered pair's figures (module docstring), in the rows' order; `costs`: the
-    answered pairs' dollars (`answer_costs`) where the caller has them already."""
+    answered pairs' dollars (`answer_costs`), `metrics`: the rows' retrieval metrics
+    (`row_metrics`, evaluated once with the retrieval table's), where the caller has them."""
     table = []
     costs = answer_costs(rows, prices) if costs is None else costs
-    answered = [(row, seen) for row, seen in zip(rows, evidence(rows)) if row["status"] == "ok"]
+    seen_of = evidence(row_metrics(rows) if metrics is None else metrics)
+    answered = [(row, seen) for row, seen in zip(rows, seen_of) if row["status"] == "ok"]
     for (row, seen), cost in zip(answered, costs):
         table.append({
             "dataset": row["dataset"], "system": row["system"],
@@ -139,19 +143,19 @@ def per_correct(rows: list[SampleRow], prices: Prices | None = None,
                                         / made, 4) if made else None}
 
 
-def analyse(rows: list[SampleRow], prices: Prices | None = None,
+def analyse(answers: Answers, prices: Prices | None = None,
             correct_at: int = CORRECT_AT) -> dict[str, list[dict[str, Any]]]:
     """`trajectory`: per run identity with an answered pair that recorded its steps, the means,
     quantiles and counts of the module docstring; `trajectory_by_answer`: the figures of every
     answered pair that recorded its steps. Each answer's figures are computed once."""
-    table, answers = [], []
-    for key, group in group_rows(rows).items():
+    table, by_answer = [], []
+    for key, group in answers.groups().items():
         costs = answer_costs(group, prices)  # each answer priced once
-        figures = answer_figures(group, prices, correct_at, costs)
+        figures = answer_figures(group, prices, correct_at, costs, answers.metrics(key))
         traced = [f for f in figures if f["searches"] is not None]
         if not traced:
             continue
-        answers += traced
+        by_answer += traced
         made = sorted(f["searches"] for f in traced)
         table.append({
             **key.fields(), "answers": len(figures), "traced": len(traced),
@@ -163,7 +167,7 @@ def analyse(rows: list[SampleRow], prices: Prices | None = None,
                for name in MEANS},
             "stopped": sum(f["stopped"] is not None for f in figures),
             **per_correct(group, prices, correct_at, costs)})
-    return {"trajectory": table, "trajectory_by_answer": answers}
+    return {"trajectory": table, "trajectory_by_answer": by_answer}
 
 
 def quantile(ordered: Sequence[int], q: int) -> int:

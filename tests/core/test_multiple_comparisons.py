@@ -13,6 +13,7 @@ from statsmodels.stats.multitest import multipletests
 
 from freshrag.core.stats import holm, min_detectable_difference, with_holm
 from freshrag.reporting import analysis, groups
+from freshrag.reporting.answers import Answers
 
 # A fixed table of nine comparisons, as a report of several systems shows them
 TABLE = [0.001, 0.04, 0.03, 0.2, 0.0001, 0.012, 0.5, 0.049, 0.013]
@@ -108,7 +109,7 @@ def test_every_paired_comparison_carries_holm_over_its_table_and_its_mdd():
     rows = [sample_row(f"q{i}", system, 1 + (i * shift) % 5)
             for system, shift in (("baseline", 1), ("naive", 2), ("react", 3), ("same", 1))
             for i in range(30)]
-    table = analysis.paired_comparisons(rows)
+    table = analysis.paired_comparisons(Answers(rows))
     assert len(table) == 6  # four systems: every two
     assert [row["p_holm"] for row in table] == holm([row["p_value"] for row in table])
     for row in table:

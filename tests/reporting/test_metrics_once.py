@@ -1,5 +1,6 @@
 """A report evaluates each answer's retrieval metrics once (harness/reporting/retrieval_metrics.py
-row_metrics): the retrieval table and the trajectory figures read the same evaluation, and give
+row_metrics, shared through the report's Answers, harness/reporting/answers.py): the retrieval
+table and the trajectory figures read the same evaluation, and give
 what each gave from an evaluation of its own."""
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def test_the_shared_evaluation_gives_what_a_separate_one_gives():
         [(retrieval_metrics.gold_set(r), retrieval_metrics.retrieved_titles(r) or [],
           retrieval_metrics.trajectory_titles(r)) for r in made[:2]])
     assert per_row == [*alone, None]
-    assert trajectory.evidence(made[:3]) == [(1.0, 1.0), (0.0, 0.0), None]
+    assert trajectory.evidence(per_row) == [(1.0, 1.0), (0.0, 0.0), None]
 
 
 def test_answers_evaluated_in_batches_give_what_one_evaluation_gives(monkeypatch):

@@ -6,6 +6,7 @@ from freshrag.cli.main import main
 from freshrag.core.config import ConfigError
 from freshrag.core.jsonl import JsonlWriter
 from freshrag.reporting.analysis import quality_and_cost
+from freshrag.reporting.answers import Answers
 from freshrag.reporting.prices import KNOWN_PRICES, price_table, row_cost
 
 
@@ -63,7 +64,7 @@ def test_the_pareto_front_keeps_only_systems_nothing_beats():
             row("q1", "good", 9, {"answer": (1000, 0)}, {"answer": "m"}),
             row("q1", "worse", 7, {"answer": (2000, 0)}, {"answer": "m"}),   # good beats it
             row("q1", "free", 5, {"answer": (50, 0)}, {"answer": "elsewhere"})]  # unpriced
-    table = {e["system"]: e for e in quality_and_cost(rows, prices)}
+    table = {e["system"]: e for e in quality_and_cost(Answers(rows), prices)}
     assert [table[s]["pareto_input_tokens"] for s in ("cheap", "good", "worse", "free")] == [
         True, True, False, True]
     assert [table[s]["pareto_cost_usd"] for s in ("cheap", "good", "worse", "free")] == [

@@ -13,6 +13,7 @@ from freshrag.cli.main import main
 from freshrag.core.files import write_json
 from freshrag.core.samples import SAMPLES
 from freshrag.reporting import analysis, report
+from freshrag.reporting.answers import Answers
 from freshrag.reporting.render import plots
 from tests.support.markdown import table_rows
 from tests.support.runs import sample, write_run
@@ -118,17 +119,17 @@ def test_failed_pairs_tokens_are_counted_apart():
 def test_intervals_and_cost_count_the_answered_pairs_tokens_as_the_summary_does():
     rows = OK_ROWS + FAILED_ROWS
     [row] = report.summarise(rows)
-    [interval] = analysis.intervals(rows)
+    [interval] = analysis.intervals(Answers(rows))
     assert interval["input_tokens"][0] == row["input_tokens"]
     assert interval["output_tokens"][0] == row["output_tokens"]
-    [cost] = analysis.quality_and_cost(rows, {"decider": (1.0, 2.0), "model-a": (1.0, 2.0)})
+    [cost] = analysis.quality_and_cost(Answers(rows), {"decider": (1.0, 2.0), "model-a": (1.0, 2.0)})
     assert cost["input_tokens"] == row["input_tokens"] and cost["failed"] == len(FAILED_ROWS)
     ok_in, ok_out = spent(OK_ROWS)
     assert cost["cost_usd"] == pytest.approx((ok_in * 1.0 + ok_out * 2.0) / 1e6)
 
 
 def test_a_group_of_failed_pairs_only_has_no_token_interval():
-    [interval] = analysis.intervals(FAILED_ROWS)
+    [interval] = analysis.intervals(Answers(FAILED_ROWS))
     assert interval["input_tokens"] is None and "truthfulness" not in interval
 
 

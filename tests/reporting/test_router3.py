@@ -24,6 +24,7 @@ from freshrag.core.types import (
     Usage,
 )
 from freshrag.reporting import analysis, savings, sections
+from freshrag.reporting.answers import Answers
 from freshrag.reporting.identity import group_rows
 from freshrag.reporting.outcomes import multi_step
 
@@ -128,7 +129,7 @@ def test_one_unpriced_answer_makes_the_router_choose_by_tokens():
 
 
 def test_the_router_table_sets_every_system_against_the_router():
-    table = savings.router_tables(scripted())["router3"]
+    table = savings.router_tables(Answers(scripted()))["router3"]
     router = the_router(table)
     # chosen: q1 baseline 5+5, q2 naive 4+4, q3 react 4+4, q4 baseline 2+2, q5 baseline 4+4
     assert router["score"][0] == pytest.approx((10 + 8 + 8 + 4 + 8) / 5)
@@ -150,17 +151,17 @@ def test_the_router_table_sets_every_system_against_the_router():
 
 
 def test_the_router_tables_adjust_their_p_values_by_holm_and_give_each_its_mdd():
-    for table in savings.router_tables(scripted()).values():
+    for table in savings.router_tables(Answers(scripted())).values():
         assert [r["p_holm"] for r in table] == holm([r["p_value"] for r in table])
         router = [r for r in table if r["p_value"] is None]
         assert router and all(r["mdd"] is None for r in router)  # the router against itself
-    baseline = router_rows(savings.router_tables(scripted())["router3"], system="baseline")[0]
+    baseline = router_rows(savings.router_tables(Answers(scripted()))["router3"], system="baseline")[0]
     # baseline minus the router, per question: 0, -4, -6, 0, 0
     assert baseline["mdd"] == min_detectable_difference([0, -4, -6, 0, 0])
 
 
 def test_savings_by_hops_splits_one_article_from_two_article_questions():
-    table = savings.router_tables(scripted())["savings_by_hops"]
+    table = savings.router_tables(Answers(scripted()))["savings_by_hops"]
     one, two = the_router(table, hops=1), the_router(table, hops=2)
     assert (one["questions"], two["questions"]) == (3, 2)
     assert one["chosen"] == "baseline 2, naive 1, react 0; none good 0"
@@ -177,12 +178,12 @@ def test_savings_by_hops_splits_one_article_from_two_article_questions():
 
 def test_one_article_questions_alone_give_no_table_by_hops():
     rows = [row for row in scripted() if HOPS[row["question_id"]] == 1]
-    tables = savings.router_tables(rows)
+    tables = savings.router_tables(Answers(rows))
     assert tables["router3"] and not tables["savings_by_hops"]
 
 
 def test_the_router_joins_the_savings_curve_over_traffic_mixes():
-    done = savings.analyse(scripted(), mixes=[{"fresh": 1.0, "control": 0.0, "general": 0.0}])
+    done = savings.analyse(Answers(scripted()), mixes=[{"fresh": 1.0, "control": 0.0, "general": 0.0}])
     three = [r for r in done["savings"] if r["reference"] == savings.THREE_WAY]
     assert [r["fresh_share"] for r in three] == list(savings.TABLE_SHARES)
     # all fresh: q2 naive 310, q3 react 660, q4 baseline 60; all control: q1 60, q5 110
@@ -194,8 +195,8 @@ def test_the_router_joins_the_savings_curve_over_traffic_mixes():
 
 def test_two_options_give_no_three_way_router_and_leave_the_curve_as_it_was():
     two = scripted(("baseline", "naive"))
-    assert savings.router_tables(two) == {"router3": [], "savings_by_hops": []}
-    done = savings.analyse(two)
+    assert savings.router_tables(Answers(two)) == {"router3": [], "savings_by_hops": []}
+    done = savings.analyse(Answers(two))
     assert {r["system"] for r in done["savings"]} == {"baseline", "naive", savings.ROUTER}
 
 

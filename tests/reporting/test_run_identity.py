@@ -12,6 +12,8 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.stats import mean
 from freshrag.reporting import analysis, identity, report
+from freshrag.reporting import answers as answers_module
+from freshrag.reporting.answers import Answers
 from freshrag.run.legacy import import_legacy
 from tests.support.dom import parse, viewer_samples
 from tests.support.runs import sample, write_run
@@ -95,7 +97,7 @@ def test_two_imports_with_different_models_are_two_rows(tmp_path):
     assert [(r["n"], r["models"]) for r in summary] == [
         (3, {"answer": "gpt-4-0613"}), (4, {"answer": "local-7b"})]
     # imported question ids repeat across files; questions that differ are never paired
-    assert analysis.paired_comparisons(rows) == []
+    assert analysis.paired_comparisons(Answers(rows)) == []
 
 
 def test_decisions_are_judged_only_against_references_with_the_same_models(tmp_path):
@@ -173,21 +175,20 @@ def test_the_embedding_model_tells_retrieving_runs_apart_and_costs_nothing(tmp_p
     naive_labels = [label for key, label in identity.labels(identity.group_rows(rows)).items()
                     if key.system == "naive"]
     assert ["minilm" in naive_labels[0], "ada-002" in naive_labels[1]] == [True, True]
-    costs = analysis.quality_and_cost(rows, {})
+    costs = analysis.quality_and_cost(Answers(rows), {})
     assert all(e["unpriced_models"] == ["model-a"] for e in costs)
 
 
-def test_a_grouping_kept_for_a_list_follows_the_list():
-    """group_rows keeps its last groupings (a report asks a score of times): a caller changing
-    what it was handed does not change the next answer, and a list that grew is grouped anew."""
+def test_a_reports_tables_share_one_grouping_each_handed_its_own(monkeypatch):
+    """A report groups its rows once (the Answers its tables share): a table changing what it
+    was handed does not change what the next table is handed."""
     rows = rows_of("naive", answer="model-a") + rows_of("baseline", answer="model-a")
-    first = identity.group_rows(rows)
-    for group in first.values():
+    groupings = []
+    monkeypatch.setattr(answers_module, "group_rows",
+                        lambda made: groupings.append(len(made)) or identity.group_rows(made))
+    shared = Answers(rows)
+    for group in shared.groups().values():
         group.clear()
-    again = identity.group_rows(rows)
+    again = shared.groups()
     assert [len(group) for group in again.values()] == [len(SCORES), len(SCORES)]
-    rows.extend(rows_of("naive", answer="model-b"))
-    grown = identity.group_rows(rows)  # naive's directory now mixes two answer models
-    naive = [key for key in grown if key.system == "naive"]
-    assert naive[0].model_map["answer"] == "model-a + model-b"
-    assert len(grown[naive[0]]) == 2 * len(SCORES)
+    assert groupings == [len(rows)]

@@ -11,6 +11,7 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.jsonl import JsonlWriter
 from freshrag.reporting import analysis, scorers
+from freshrag.reporting.answers import Answers
 from freshrag.reporting.report import load_runs
 from freshrag.scoring.store import SCORES, answer_sha256
 from tests.support.dom import chromium, dump_dom, parse, viewer_samples
@@ -88,7 +89,7 @@ def make_run(tmp_path):
 
 def test_the_scorer_tables_count_and_average_as_stated(tmp_path):
     run = make_run(tmp_path)
-    details = scorers.analyse(load_runs([run]))
+    details = scorers.analyse(Answers(load_runs([run])))
     faith = {r["system"]: r for r in details["scorers"] if r["metric"] == "faithfulness"}
     assert (faith["naive"]["answers"], faith["naive"]["scored"], faith["naive"]["unscored"],
             faith["naive"]["not_applicable"]) == (4, 3, 1, 0)

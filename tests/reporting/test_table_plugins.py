@@ -42,7 +42,8 @@ def test_an_installed_table_shows_in_the_printed_report_the_page_and_the_json(
     assert main(["report", str(run), "--out", str(out), "--html", str(page)]) == 0
     printed = capsys.readouterr()
     assert "### Answered pairs per system, by a plugged table" in printed.out
-    assert "warning: table 'broken'" in printed.err and "not a freshrag" in printed.err
+    assert printed.err.count("warning: table 'broken'") == 1  # once per report, not per reader
+    assert "not a freshrag" in printed.err
     document = json.loads((out / "analysis.json").read_text())
     answered = {row["system"]: row["answered"] for row in document["answered"]}
     assert answered and sum(answered.values()) > 0

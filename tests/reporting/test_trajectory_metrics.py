@@ -24,6 +24,7 @@ from freshrag.core.types import (
     Usage,
 )
 from freshrag.reporting import analysis, report, sections, trajectory
+from freshrag.reporting.answers import Answers
 
 PRICES = {"m": (1.0, 2.0)}  # dollars per million tokens in, out
 
@@ -117,7 +118,7 @@ def test_tokens_and_dollars_per_answer():
 
 
 def test_the_identity_table_means_quantiles_and_per_correct():
-    table = trajectory.analyse(agent_rows(), PRICES)["trajectory"]
+    table = trajectory.analyse(Answers(agent_rows()), PRICES)["trajectory"]
     assert len(table) == 1
     agent = table[0]
     # searches 4, 2, 2, 0, 1: sorted 0 1 2 2 4
@@ -166,7 +167,7 @@ def test_rows_without_steps_give_null_step_figures_never_zero():
         assert all(found[qid][name] is None for name in trajectory.STEP_FIGURES), qid
     # neither says what it retrieved (no details.retrieved): no evidence either
     assert (found["q1"]["evidence_any"], found["q2"]["evidence_any"]) == (None, None)
-    assert trajectory.analyse([old, given_none], PRICES) == {
+    assert trajectory.analyse(Answers([old, given_none]), PRICES) == {
         "trajectory": [], "trajectory_by_answer": []}
     assert trajectory.per_correct([old], PRICES)["correct_per_search"] is None
 
