@@ -320,6 +320,18 @@ def _grade_problem(grade: dict[str, Any] | None) -> str | None:
     return None
 
 
+# The keys of `details` that readers read, each with the kind they read it as: anything else a
+# system keeps there is its own (docs/run-format.md, `details`)
+DETAILS_READ: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "decision": (lambda v: _is(v, (str, _NONE)), "text or null"),
+    "unknown": (lambda v: v is None or isinstance(v, list) and all(isinstance(n, str) for n in v),
+                "null or a list of field names"),
+    "context": (lambda v: _is(v, (str, _NONE)), "text or null"),
+    **{key: (lambda v: _is(v, (*_NUMBER, _NONE)), "a number or null")
+       for key in ("threshold", "p_retrieve", "confidence")},
+}
+
+
 def _details_problem(details: dict[str, Any] | None, calls: list[Any],
                      models: Any) -> str | None:
     details = details or {}
@@ -328,8 +340,9 @@ def _details_problem(details: dict[str, Any] | None, calls: list[Any],
             is_record(chunk) or isinstance(chunk, dict) and isinstance(chunk.get("title"), str)
             for chunk in retrieved)):
         return f"details.retrieved must be null or a list of {{\"title\": text}}, got {retrieved!r:.80}"
-    if not _is(details.get("decision"), (str, _NONE)):
-        return f"details.decision must be text or null, got {details['decision']!r:.80}"
+    for key, (holds, kind) in DETAILS_READ.items():
+        if key in details and not holds(details[key]):
+            return f"details.{key} must be {kind}, got {_shown(details[key])}"
     if not all(is_record(call) or isinstance(call, dict) and isinstance(call.get("role"), str)
                and _is(call.get("model"), (str, _NONE)) for call in calls):
         return "calls must be a list of objects with a role (and model) as text"

@@ -115,6 +115,12 @@ WRONG = [
                  id="details-huge-integer"),
     pytest.param(SystemAnswer("Oak.", details={"retrieved": ["Orlen Weir"]}),
                  "details.retrieved must be null or a list", id="details-retrieved-bare"),
+    pytest.param(SystemAnswer("Oak.", details={"unknown": 5}),
+                 "details.unknown must be null or a list of field names", id="details-unknown-a-number"),
+    pytest.param(SystemAnswer("Oak.", details={"unknown": [{"a": 1}]}),
+                 "details.unknown must be null or a list", id="details-unknown-objects"),
+    pytest.param(SystemAnswer("Oak.", details={"confidence": {"level": 3}}),
+                 "details.confidence must be a number or null", id="details-sweep-score-object"),
     # latency, calls, stopped
     pytest.param(SystemAnswer("Oak.", latency_s="fast"), "latency_s 'fast'", id="latency-text"),
     pytest.param(SystemAnswer("Oak.", latency_s=-0.5), "latency_s -0.5, not seconds from 0",
