@@ -36,6 +36,7 @@ from freshrag.core.records import DECISIONS, SampleFields, SampleRow, StepRecord
 from freshrag.core.runfiles import SAMPLES as SAMPLES
 from freshrag.core.steps import step_records, steps_problem, stopped_problem
 from freshrag.core.summary import AnswerSummary, summary_of
+from freshrag.core.titles import title_form
 from freshrag.core.types import (
     STEP_KINDS,
     STOPS,
@@ -68,13 +69,26 @@ def sample_row(dataset: str, question: Question, system: str, answer: SystemAnsw
         "usage": {role: asdict(usage) for role, usage in sum_usage_by_role(calls).items()},
         "grade": asdict(grade) if grade else None,
         "calls": [asdict(call) for call in calls],
-        "details": answer.details if answer else {},
+        "details": titles_in_nfc(answer.details) if answer else {},
         "steps": step_records(answer.steps) if answer else [],
         "stopped": answer.stopped if answer else None,
         "latency_s": round(latency_s, 4),
         "answer_latency_s": None if answer_latency_s is None else round(answer_latency_s, 4),
         "error": error, "finished_at": now(),
     })
+
+
+def titles_in_nfc(details: dict[str, Any]) -> dict[str, Any]:
+    """`details` with the titles of its `retrieved` chunks in NFC, the form gold titles are
+    read in (core/titles.py), so that a gold article a system found is found whatever form the
+    system wrote its title in; anything else is left for the checks to name."""
+    retrieved = details.get("retrieved")
+    if not isinstance(retrieved, list):
+        return details
+    return {**details, "retrieved": [
+        {**chunk, "title": title_form(chunk["title"])}
+        if isinstance(chunk, dict) and isinstance(chunk.get("title"), str) else chunk
+        for chunk in retrieved]}
 
 
 def answer_problem(answer: object) -> str | None:
