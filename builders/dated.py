@@ -30,6 +30,7 @@ from freshrag.builders.records import read_records
 from freshrag.builders.sources.pages import BuildError, Page, PageSource, Reservoir, classify
 from freshrag.core.dates import parse_timestamp, utc_today
 from freshrag.core.jsonl import JsonlWriter, replace_jsonl
+from freshrag.core.titles import title_form
 
 MONTH_FORM = "YYYY-MM:YYYY-MM"
 OUTSIDE_MONTH = "created_outside_month"  # the log's month, but the first revision is elsewhen
@@ -146,7 +147,7 @@ def sample_wiki_by_month(source: Any, files: SampleFiles, months: MonthRange, pe
                          seed: int) -> list[str]:
     """A_r from a wiki: per month, the logged creations in seeded order, fetched until
     `per_month` are kept (or the month runs out). Resumes from the sample file."""
-    examined = {row["title"] for row in read_records(files.sample)}
+    examined = {row["title"]: row["title"] for row in read_records(files.sample)}
     kept_rows = read_records(files.articles)
     kept = Counter(row.get("month") for row in kept_rows)
     logged = {month: source.created_titles(*months.window(month)) for month in months.months()}
@@ -161,10 +162,10 @@ def sample_wiki_by_month(source: Any, files: SampleFiles, months: MonthRange, pe
         for row in kept_rows:  # an article written just before a kill, its sample line not yet
             if row["title"] not in examined:
                 samples.write({"title": row["title"], "discard": None, "month": row.get("month")})
-                examined.add(row["title"])
+                examined[row["title"]] = row["title"]
         for month, titles in logged.items():
             _month_rng(seed, month).shuffle(titles)
-            todo = [title for title in titles if title not in examined]
+            todo = [title for title in titles if title_form(title) not in examined]
             pages = source.fetch_titles(todo)
             while kept[month] < per_month:
                 page = next(pages, None)
@@ -202,10 +203,11 @@ def sample_dump_by_month(source: PageSource, files: SampleFiles, months: MonthRa
                                               for month in wanted}
     partial = files.partial
     partial.unlink(missing_ok=True)
-    discards, read = JsonlWriter(partial), set[str]()
+    discards, read = JsonlWriter(partial), dict[str, str]()
     try:
         for page in tqdm(source.pages(set()), desc="A_r (reading the whole dump)", unit="page"):
-            month, why = _dump_month(classify(page, read), months, wanted)
+            page = classify(page, read)  # its title in NFC, as the wiki's
+            month, why = _dump_month(page, months, wanted)
             if why is not None or month is None:
                 discards.write({"title": page.title, "discard": why, "month": month})
                 continue

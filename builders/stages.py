@@ -159,7 +159,7 @@ def sample_articles(source: PageSource | None, config: BuildConfig) -> list[str]
             if title not in examined:
                 samples.write({"title": title, "discard": None})
         with tqdm(total=config.n, initial=len(kept), desc="A_r", unit="article") as bar:
-            pages, read = source.pages(set(examined) | set(kept)), set(kept)
+            pages, read = source.pages(set(examined) | set(kept)), {t: t for t in kept}
             while config.n is None or len(kept) < config.n:
                 page = next(pages, None)
                 if page is None:
@@ -187,7 +187,7 @@ def _reservoir_sample(source: PageSource, config: BuildConfig, n: int) -> list[s
     reservoir: Reservoir[Page] = Reservoir(n, random.Random(config.seed))
     partial = config.out / SAMPLE_PARTIAL
     partial.unlink(missing_ok=True)
-    discards, read = JsonlWriter(partial), set[str]()
+    discards, read = JsonlWriter(partial), dict[str, str]()
     try:
         for page in tqdm(source.pages(set()), desc="A_r (reading the whole dump)", unit="page"):
             page = classify(page, read)

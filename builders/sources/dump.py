@@ -29,6 +29,7 @@ from mwxml.element_iterator import ElementIterator
 from freshrag.builders.sources.links import Link, dump_links, pages_titled
 from freshrag.builders.sources.pages import DISAMBIGUATION, NO_CONTENT, REDIRECT, Page
 from freshrag.core.errors import UserError
+from freshrag.core.titles import title_form
 
 if TYPE_CHECKING:
     from freshrag.builders.sources import Source
@@ -71,7 +72,7 @@ class DumpSource:
                 for page in dump:
                     if not isinstance(page.title, str) or not page.title:
                         raise ValueError("a <page> without a <title>")
-                    if page.namespace != 0 or page.title in seen:
+                    if page.namespace != 0 or title_form(page.title) in seen:
                         _skip(page)
                     else:
                         yield _page(page, base)
@@ -89,12 +90,14 @@ class DumpSource:
 
     def wikitexts(self, articles: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
         """(title, wikitext) of the given articles' latest revisions: the dump read again, up to
-        the last of them (the facts stage, builders/styles/facts.py)."""
-        wanted = {row["title"] for row in articles}
+        the last of them (the facts stage, builders/styles/facts.py). Titles compare in NFC: the
+        first page of a title is the one A_r kept, a later twin was dropped."""
+        wanted = {title_form(row["title"]) for row in articles}
         for page in self.pages(set()):
-            if page.title in wanted and page.wikitext is not None:
-                wanted.discard(page.title)
-                yield page.title, page.wikitext
+            title = title_form(page.title)
+            if title in wanted and page.wikitext is not None:
+                wanted.discard(title)
+                yield title, page.wikitext
                 if not wanted:
                     return
 
@@ -128,7 +131,7 @@ def _page(page: Any, base: str | None) -> Page:
         if first is None:
             first = (revision.timestamp, revision.parent_id)
         last = revision
-    url = _page_url(base, page.title)
+    url = _page_url(base, title_form(page.title))  # the address of the NFC title A_r keeps
     if last is None or first is None:
         return Page(page.title, "", None, None, url, discard=NO_CONTENT)
     timestamp, parent = first

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator, Protocol
 import mwparserfromhell
 
 from freshrag.builders.sources.pages import REDIRECT, Page
+from freshrag.core.titles import title_form
 
 # Namespaces and interwiki prefixes a link title may start with: none is an article.
 NAMESPACES = {"file", "image", "media", "category", "template", "wikipedia", "wp", "help",
@@ -56,7 +57,7 @@ def link_title(target: str) -> str | None:
     prefix, colon, _ = title.partition(":")
     if colon and (prefix.strip().lower() in NAMESPACES or INTERWIKI.match(prefix.strip())):
         return None
-    return title[0].upper() + title[1:]
+    return title_form(title[0].upper() + title[1:])
 
 
 def wikilinks(wikitext: str) -> list[Link]:
@@ -88,26 +89,30 @@ def resolved(title: str, links: Iterable[Link], redirects: dict[str, str]) -> li
 
 def dump_links(pages: Iterable[Page], titles: list[str]) -> dict[str, list[Link]]:
     """The links of `titles` from a dump's pages (read once), redirects to any of `titles`
-    resolved: only those are kept, so memory follows the pages asked about, not the dump."""
-    wanted = set(titles)
+    resolved: only those are kept, so memory follows the pages asked about, not the dump.
+    Titles compare in NFC, the first page of a title kept (as A_r keeps it)."""
+    wanted = {title_form(title) for title in titles}
     found: dict[str, list[Link]] = {}
     redirects: dict[str, str] = {}
     for page in pages:
+        title = title_form(page.title)
         if page.discard == REDIRECT and page.wikitext:
             target = redirect_target(page.wikitext)
             if target in wanted:
-                redirects[page.title] = target
-        elif page.title in wanted and page.wikitext is not None:
-            found[page.title] = wikilinks(page.wikitext)
-    return {title: resolved(title, found[title], redirects) for title in titles if title in found}
+                redirects.setdefault(title, target)
+        elif title in wanted and title not in found and page.wikitext is not None:
+            found[title] = wikilinks(page.wikitext)
+    return {title: resolved(title, found[title], redirects)
+            for title in map(title_form, titles) if title in found}
 
 
 def pages_titled(pages: Iterator[Page], titles: list[str]) -> Iterator[Page]:
-    """The pages of a dump that `titles` name, read once, stopping when all were found."""
-    wanted = set(titles)
+    """The pages of a dump that `titles` name (in NFC, the first page of each), read once,
+    stopping when all were found."""
+    wanted = {title_form(title) for title in titles}
     for page in pages:
-        if page.title in wanted:
-            wanted.discard(page.title)
+        if title_form(page.title) in wanted:
+            wanted.discard(title_form(page.title))
             yield page
             if not wanted:
                 return

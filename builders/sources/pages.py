@@ -9,6 +9,7 @@ from typing import Any, Generator, Generic, Iterator, Protocol, TypeVar
 
 from freshrag.core.dates import parse_timestamp
 from freshrag.core.errors import UserError
+from freshrag.core.titles import title_form
 
 # Why a sampled page is not in A_r; the manifest counts each.
 REDIRECT = "redirect"
@@ -17,11 +18,14 @@ TOO_SHORT = "too_short"
 VANISHED = "vanished"  # sampled, then gone (deleted or moved) when its content was fetched
 NO_CONTENT = "no_content"
 # What a run's dataset reader refuses (harness/core/dataset.py) is never written: a second page of
-# a title read already in this pass (articles are keyed by title), and a title that is blank or
+# a title read already in this pass (articles are keyed by title, in NFC), and a title that is blank or
 # holds a line break, which the stage lists (one title a line) cannot hold. Other characters,
 # U+2028 and U+0085 among them, are kept (docs/faults.md#files-freshrag-reopens).
 DUPLICATE_TITLE = "duplicate_title"
 UNUSABLE_TITLE = "unusable_title"
+# A page whose title differs from one read already in this pass only by Unicode normalisation:
+# one title to MediaWiki, which stores NFC (harness/core/titles.py), so one article here.
+TITLE_TWIN = "title_twin"
 
 MIN_CHARS = 1000  # the paper keeps articles of more than 1,000 characters
 
@@ -54,19 +58,24 @@ class Page:
         return asdict(self)
 
 
-def classify(page: Page, read: set[str] | None = None) -> Page:
-    """The page with `discard` set by the A_r rules, where the source did not set it already;
-    `read` holds the titles of the pages read before it in this pass, and gains its own."""
+def classify(page: Page, read: dict[str, str] | None = None) -> Page:
+    """The page, its title in NFC (`title_form`), with `discard` set by the A_r rules where the
+    source did not set it already; `read` maps the title of every page read before it in this
+    pass to the form its source gave, and gains its own: a second page of that form is a
+    duplicate, of another form a twin."""
+    title = title_form(page.title)
     why = page.discard
-    if why is None and (not page.title.strip() or "\n" in page.title):
+    if why is None and (not title.strip() or "\n" in title):
         why = UNUSABLE_TITLE
-    elif why is None and read is not None and page.title in read:
-        why = DUPLICATE_TITLE
+    elif why is None and read is not None and title in read:
+        why = DUPLICATE_TITLE if read[title] == page.title else TITLE_TWIN
     elif why is None and len(page.content) <= MIN_CHARS:
         why = TOO_SHORT
     if read is not None:
-        read.add(page.title)
-    return page if why == page.discard else Page(**{**page.record(), "discard": why})
+        read.setdefault(title, page.title)
+    if why == page.discard and title == page.title:
+        return page
+    return Page(**{**page.record(), "title": title, "discard": why})
 
 
 Item = TypeVar("Item")

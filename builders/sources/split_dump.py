@@ -45,6 +45,7 @@ from freshrag.builders.sources.dump import (
 from freshrag.builders.sources.links import Link, dump_links, pages_titled
 from freshrag.builders.sources.pages import BuildError, Page
 from freshrag.core.files import create_new, dumps
+from freshrag.core.titles import title_form
 
 if TYPE_CHECKING:
     from freshrag.builders.sources import Source
@@ -164,7 +165,7 @@ class SplitDumpSource:
             try:
                 for spool, future in zip(spools, futures):
                     for page in _follow(spool, future, self.workers):
-                        if page.title in seen:
+                        if title_form(page.title) in seen:
                             continue
                         if page.created is None and dates is not None:
                             page = Page(**{**page.record(), "created": _created(dates, page.title)})

@@ -89,7 +89,7 @@ class Neighbourhood:
         """The pages of `titles` the source has that pass A_r's rules, their signs noted."""
         pages: dict[str, Page] = {}
         for page in open_source().fetch_titles(titles):
-            page = classify(page, set(pages))
+            page = classify(page, {title: title for title in pages})
             if page.discard is None:
                 pages[page.title] = page
                 self.months[page.title] = page.month()

@@ -26,6 +26,7 @@ from typing import Any
 from freshrag.builders.records import read_records
 from freshrag.builders.styles.facts import FACTS, closing_db
 from freshrag.core.reference import normalise, numbers_in
+from freshrag.core.titles import title_form
 
 LINKS = "links.jsonl"
 KINDS = ("bridge", "comparison")
@@ -78,7 +79,11 @@ class Plan:
 
 
 def read_links(out: Path) -> dict[str, list[dict[str, Any]]]:
-    return {row["title"]: row["links"] for row in read_records(out / LINKS)}
+    """Each article's links, titles in NFC as the stage lists hold them (a links file written
+    before titles were normalised may hold other forms)."""
+    return {title_form(row["title"]): [{**link, "title": title_form(link["title"])}
+                                       for link in row["links"]]
+            for row in read_records(out / LINKS)}
 
 
 def plan(out: Path, stage: str, titles: list[str], articles: dict[str, dict[str, Any]],

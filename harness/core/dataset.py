@@ -25,6 +25,7 @@ from freshrag.core.errors import UserError
 from freshrag.core.jsonl import loads
 from freshrag.core.manifest import read_manifest
 from freshrag.core.textfile import NotUnicode, lines
+from freshrag.core.titles import title_form
 from freshrag.core.types import (
     KINDS,
     LABELS,
@@ -122,12 +123,20 @@ def dataset_version(directory: Path) -> dict[str, Any] | None:
 
 
 def load_articles(path: Path) -> dict[str, Article]:
+    """The articles by title, in NFC (core/titles.py): two titles that differ only by Unicode
+    normalisation are one title, and a second article of it is refused as a duplicate."""
     articles: dict[str, Article] = {}
+    first: dict[str, tuple[int, str]] = {}  # title: the line that gave it, in its form
     for line_no, row in dataset_rows(path):
-        title = _text_field(row, "title", path, line_no)
+        given = _text_field(row, "title", path, line_no)
+        title = title_form(given)
         content = _text_field(row, "content", path, line_no)
         if title in articles:
-            raise DatasetError(f"{path}:{line_no}: duplicate article title {title!r}")
+            line, form = first[title]
+            twin = "" if form == given else " in another Unicode normalisation form"
+            raise DatasetError(f"{path}:{line_no}: duplicate article title {given!r:.80}: line "
+                               f"{line}'s{twin}")
+        first[title] = line_no, given
         for name in ("url", "created"):
             if not isinstance(row.get(name), (str, type(None))):
                 raise DatasetError(f"{path}:{line_no}: field {name!r} must be a string or null, "
@@ -173,7 +182,7 @@ def _gold_title(row: dict[str, Any], kind: str | None, articles: dict[str, Artic
     if row.get("title") is None:
         raise DatasetError(f"{path}:{line_no}: field 'title' is missing (only a question of kind "
                            f"'general' goes without a gold article)")
-    title = _text_field(row, "title", path, line_no)
+    title = title_form(_text_field(row, "title", path, line_no))
     if title not in articles:
         raise DatasetError(f"{path}:{line_no}: title {title!r} has no article in the articles file")
     return title
@@ -202,6 +211,7 @@ def _gold_set(row: dict[str, Any], title: str | None, articles: dict[str, Articl
             isinstance(t, str) and t.strip() for t in titles)):
         raise DatasetError(f"{where} 'gold_titles' must be a list of article titles, got "
                            f"{titles!r:.80}")
+    titles = [title_form(gold) for gold in titles]
     problem = _gold_set_problem(titles, title, articles)
     if problem:
         raise DatasetError(f"{where} 'gold_titles' {problem}")

@@ -17,6 +17,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import inspect
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from types import ModuleType
 from typing import Any
 
 from freshrag.core.errors import UserError, said
+from freshrag.core.textfile import SURROGATE
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a plugged thing's name in rows and reports
 
@@ -54,6 +56,11 @@ class Loaded:
 def load(kind: str, spec: str, target: str) -> Loaded:
     """The attribute `target` (`FILE.py:ATTR` or `MODULE:ATTR`) names; `spec` is what the user
     wrote (with any `NAME=`), for the messages."""
+    if SURROGATE.search(spec):
+        # a name in another encoding arrives from os.fsdecode holding lone surrogates, which no
+        # manifest or message could hold: refused as the CLI refuses such a path
+        raise PluginError(f"{kind} {os.fsencode(spec)!r:.200}: not UTF-8 text; give a file "
+                          f"or module whose path is UTF-8")
     where, _, attribute = target.rpartition(":")
     if not attribute.isidentifier():
         raise PluginError(f"{kind} {spec!r}: {attribute!r} after the ':' is not a Python name")

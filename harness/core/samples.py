@@ -36,6 +36,7 @@ from freshrag.core.records import DECISIONS, SampleFields, SampleRow, StepRecord
 from freshrag.core.runfiles import SAMPLES as SAMPLES
 from freshrag.core.steps import step_records, steps_problem, stopped_problem
 from freshrag.core.summary import AnswerSummary, summary_of
+from freshrag.core.titles import title_form
 from freshrag.core.types import (
     STEP_KINDS,
     STOPS,
@@ -68,13 +69,26 @@ def sample_row(dataset: str, question: Question, system: str, answer: SystemAnsw
         "usage": {role: asdict(usage) for role, usage in sum_usage_by_role(calls).items()},
         "grade": asdict(grade) if grade else None,
         "calls": [asdict(call) for call in calls],
-        "details": answer.details if answer else {},
+        "details": titles_in_nfc(answer.details) if answer else {},
         "steps": step_records(answer.steps) if answer else [],
         "stopped": answer.stopped if answer else None,
         "latency_s": round(latency_s, 4),
         "answer_latency_s": None if answer_latency_s is None else round(answer_latency_s, 4),
         "error": error, "finished_at": now(),
     })
+
+
+def titles_in_nfc(details: dict[str, Any]) -> dict[str, Any]:
+    """`details` with the titles of its `retrieved` chunks in NFC, the form gold titles are
+    read in (core/titles.py), so that a gold article a system found is found whatever form the
+    system wrote its title in; anything else is left for the checks to name."""
+    retrieved = details.get("retrieved")
+    if not isinstance(retrieved, list):
+        return details
+    return {**details, "retrieved": [
+        {**chunk, "title": title_form(chunk["title"])}
+        if isinstance(chunk, dict) and isinstance(chunk.get("title"), str) else chunk
+        for chunk in retrieved]}
 
 
 def answer_problem(answer: object) -> str | None:
@@ -320,6 +334,18 @@ def _grade_problem(grade: dict[str, Any] | None) -> str | None:
     return None
 
 
+# The keys of `details` that readers read, each with the kind they read it as: anything else a
+# system keeps there is its own (docs/run-format.md, `details`)
+DETAILS_READ: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "decision": (lambda v: _is(v, (str, _NONE)), "text or null"),
+    "unknown": (lambda v: v is None or isinstance(v, list) and all(isinstance(n, str) for n in v),
+                "null or a list of field names"),
+    "context": (lambda v: _is(v, (str, _NONE)), "text or null"),
+    **{key: (lambda v: _is(v, (*_NUMBER, _NONE)), "a number or null")
+       for key in ("threshold", "p_retrieve", "confidence")},
+}
+
+
 def _details_problem(details: dict[str, Any] | None, calls: list[Any],
                      models: Any) -> str | None:
     details = details or {}
@@ -328,8 +354,9 @@ def _details_problem(details: dict[str, Any] | None, calls: list[Any],
             is_record(chunk) or isinstance(chunk, dict) and isinstance(chunk.get("title"), str)
             for chunk in retrieved)):
         return f"details.retrieved must be null or a list of {{\"title\": text}}, got {retrieved!r:.80}"
-    if not _is(details.get("decision"), (str, _NONE)):
-        return f"details.decision must be text or null, got {details['decision']!r:.80}"
+    for key, (holds, kind) in DETAILS_READ.items():
+        if key in details and not holds(details[key]):
+            return f"details.{key} must be {kind}, got {_shown(details[key])}"
     if not all(is_record(call) or isinstance(call, dict) and isinstance(call.get("role"), str)
                and _is(call.get("model"), (str, _NONE)) for call in calls):
         return "calls must be a list of objects with a role (and model) as text"

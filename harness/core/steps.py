@@ -2,6 +2,7 @@
 `Step` of a `SystemAnswer` becomes a `StepRecord` here, once, where the row is made
 (core/samples.py sample_row), so that no system computes what the row says of its steps: the
 step's tokens per role and latency from its calls, and whether a search repeats an earlier one.
+Titles are written in NFC (core/titles.py), the form gold titles are read in.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import asdict
 from typing import Any, cast
 
 from freshrag.core.records import ChunkRecord, StepRecord
+from freshrag.core.titles import title_form
 from freshrag.core.types import STOPS, LLMResponse, RetrievedChunk, Step, sum_usage_by_role
 
 
@@ -28,8 +30,8 @@ def chunk_records(chunks: list[RetrievedChunk]) -> list[dict[str, Any]]:
     """What a row keeps of each chunk an answer saw (`details.retrieved`): where it is from, its
     score and its text (the report's viewer shows it; a light read leaves the text out,
     core/samples.py)."""
-    return [{"title": c.title, "index": c.index, "score": round(c.score, 6), "text": c.text}
-            for c in chunks]
+    return [{"title": title_form(c.title), "index": c.index, "score": round(c.score, 6),
+             "text": c.text} for c in chunks]
 
 
 def step_records(steps: list[Step]) -> list[StepRecord]:
@@ -49,9 +51,9 @@ def step_record(step: Step, repeated: bool = False) -> StepRecord:
     # cast: the kind is one of STEP_KINDS (Step checks it when made)
     return cast(StepRecord, {
         "kind": step.kind, "query": step.query,
-        "retrieved": [ChunkRecord(title=c.title, index=c.index, score=round(c.score, 6))
-                      for c in step.retrieved],
-        "title": step.title, "text": step.text, "repeated": repeated, "calls": len(step.calls),
+        "retrieved": [ChunkRecord(title=title_form(c.title), index=c.index,
+                                  score=round(c.score, 6)) for c in step.retrieved],
+        "title": title_form(step.title) if isinstance(step.title, str) else step.title, "text": step.text, "repeated": repeated, "calls": len(step.calls),
         "usage": {role: asdict(usage) for role, usage in sum_usage_by_role(list(step.calls)).items()},
         "latency_s": round(sum(call.latency_s for call in step.calls), 4),
     })

@@ -22,6 +22,7 @@ import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from freshrag.core.records import SampleRow
+from freshrag.core.titles import title_form
 
 Count = Annotated[int, Meta(ge=0)]
 # A step's kinds (core/types.py STEP_KINDS; a test holds them equal): core/ imports no types here
@@ -279,10 +280,11 @@ _TITLES: dict[str, Title] = {}
 
 
 def titled(title: str) -> Title:
-    """The one Title record of `title`."""
+    """The one Title record of `title`, in NFC (core/titles.py) as gold titles are: a row
+    written before titles were normalised compares the same."""
     found = _TITLES.get(title)
     if found is None:
-        found = _TITLES[title] = Title(sys.intern(title))
+        found = _TITLES[title] = Title(sys.intern(title_form(title)))
     return found
 
 

@@ -23,6 +23,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
+from freshrag.core.titles import title_form
 from freshrag.core.types import Article, RetrievedChunk
 from freshrag.retrieval import lexical, store
 from freshrag.retrieval.chunking import chunk_articles
@@ -68,7 +69,8 @@ def _ranked(points: Iterable[Any]) -> list[lexical.Hit]:
 
 
 def _chunk(payload: dict[str, Any], score: float) -> RetrievedChunk:
-    return RetrievedChunk(payload["title"], payload["chunk"], payload["text"], score)
+    # in NFC as gold titles are (core/titles.py), even from a collection another tool filled
+    return RetrievedChunk(title_form(payload["title"]), payload["chunk"], payload["text"], score)
 
 
 class VectorIndex:

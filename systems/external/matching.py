@@ -3,7 +3,8 @@
 Rows made by another tool (an answers file, a released run) must land on the dataset's own
 question ids, or a report counts each question twice and pairs nothing. One rule for every
 import: a row's id when it is one of the dataset's; else its question text, compared with the
-whitespace collapsed and the case folded (tools re-wrap and re-case questions); else the row
+whitespace collapsed, the case folded and in Unicode's NFC, as titles are (tools re-wrap and
+re-case questions, and may write an accent as a combining mark); else the row
 matches nothing, and the import refuses it. A text that two questions of the dataset share
 names no question by itself: such a row needs its id.
 """
@@ -14,6 +15,7 @@ from collections import Counter
 from typing import Any
 
 from freshrag.core.errors import UserError
+from freshrag.core.titles import title_form
 from freshrag.core.types import Question
 
 BY_ID, BY_TEXT = "id", "question text"  # the rule that matched, as an import's summary says it
@@ -25,8 +27,9 @@ class NoMatch(UserError, ValueError):
 
 
 def normalised(text: str) -> str:
-    """The text as questions are compared: runs of whitespace as one space, case folded."""
-    return " ".join(text.split()).casefold()
+    """The text as questions are compared: runs of whitespace as one space, in NFC
+    (core/titles.py), case folded."""
+    return " ".join(title_form(text).split()).casefold()
 
 
 class QuestionMatcher:

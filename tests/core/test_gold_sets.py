@@ -1,14 +1,17 @@
 """A multi-article question's gold set (docs/building.md#dataset-files): read strictly from
 questions.jsonl, refused by file, line and field; carried by the question (`golds`), the
-dataset (`gold_articles`, `created`: the newest) and every samples row."""
+dataset (`gold_articles`, `created`: the newest) and every samples row; titles in NFC
+(docs/building.md#titles), whatever form a file or a system wrote them in."""
 
 import json
+import unicodedata
 
 import pytest
 
-from freshrag.core.dataset import DatasetError, load_dataset
+from freshrag.core.dataset import DatasetError, load_articles, load_dataset
 from freshrag.core.samples import sample_problem, sample_row
-from freshrag.core.types import Question
+from freshrag.core.steps import chunk_records
+from freshrag.core.types import Question, RetrievedChunk, Step, SystemAnswer
 
 ARTICLES = [{"title": "Velmora", "content": "The Velmora bridge spans the Tarn.",
              "created": "2026-01-05T10:00:00Z"},
@@ -94,3 +97,45 @@ def test_every_row_carries_the_gold_set_and_the_readers_check_it(tmp_path):
     assert "field 'gold_titles' must be a list" in sample_problem(row | {"gold_titles": "Tarn"})
     assert sample_problem(row | {"hops": 3}) == \
         "field 'hops' is 3, but 'gold_titles' names 2 articles"
+
+
+CAFE = "Café Mörtel"  # NFC, as MediaWiki stores every title
+NFD = unicodedata.normalize("NFD", CAFE)
+
+
+def test_a_gold_title_in_nfd_is_read_in_nfc_and_matches_a_retrieved_nfc_title(tmp_path):
+    articles = [*ARTICLES, {"title": CAFE, "content": "The café opened in 2024."}]
+    write_lines(tmp_path / "articles.jsonl", articles)
+    write_lines(tmp_path / "questions.jsonl", [
+        {"title": NFD, "question": "When?"},
+        BRIDGE | {"title": NFD, "gold_titles": [NFD, "Tarn"]}])
+    data = load_dataset(tmp_path / "questions.jsonl", tmp_path / "articles.jsonl")
+    single, multi = data.questions
+    assert single.gold_title == CAFE and multi.golds == (CAFE, "Tarn")
+    assert [a.title for a in data.gold_articles(multi)] == [CAFE, "Tarn"]
+    found = [RetrievedChunk(CAFE, 0, "The café opened in 2024.", 0.9)]
+    answer = SystemAnswer("2024.", retrievals=1, details={"retrieved": chunk_records(found)})
+    row = sample_row("d", single, "naive", answer, None, [], 0.1)
+    assert row["details"]["retrieved"][0]["title"] == row["gold_title"] == CAFE
+
+
+def test_a_title_a_system_writes_in_nfd_is_written_in_nfc(tmp_path):
+    question = Question("c1", "When?", CAFE)
+    chunk = RetrievedChunk(NFD, 0, "The café opened in 2024.", 0.9)
+    answer = SystemAnswer("2024.", retrievals=1, details={"retrieved": [{"title": NFD}]},
+                          steps=[Step("search", query="café", retrieved=[chunk]),
+                                 Step("read", title=NFD)])
+    row = sample_row("d", question, "mine", answer, None, [], 0.1)
+    assert row["details"]["retrieved"] == [{"title": CAFE}]
+    assert [step["title"] for step in row["steps"]] == [None, CAFE]
+    assert row["steps"][0]["retrieved"][0]["title"] == CAFE
+    assert chunk_records([chunk])[0]["title"] == CAFE
+
+
+def test_twin_articles_are_one_title_refused_as_a_duplicate(tmp_path):
+    write_lines(tmp_path / "articles.jsonl", [
+        {"title": CAFE, "content": "The café opened in 2024."},
+        {"title": NFD, "content": "The same café, its title typed apart."}])
+    with pytest.raises(DatasetError, match="articles.jsonl:2: duplicate article title .*: line "
+                       "1's in another Unicode normalisation form"):
+        load_articles(tmp_path / "articles.jsonl")

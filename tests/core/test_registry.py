@@ -5,6 +5,7 @@ refusal named (a bad name, a built-in's name, the kind's own check)."""
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 
@@ -115,3 +116,10 @@ def test_an_entry_point_under_a_built_in_name_is_refused_as_ambiguous(tmp_path, 
 def test_the_callable_check_names_what_it_got():
     assert callable_problem("a factory")(3) == "a int, not a factory"
     assert callable_problem("a factory")(print) is None
+
+
+def test_a_file_whose_path_is_not_utf8_is_refused_naming_it(tmp_path):
+    path = tmp_path / os.fsdecode(b"widgets\xff.py")  # a name in Latin-1, as os.fsdecode gives it
+    path.write_text(WIDGET)
+    with pytest.raises(PluginError, match=r"widget b'.*widgets\\xff\.py:Widget': not UTF-8 text"):
+        widgets().resolve(f"{path}:Widget")

@@ -5,6 +5,7 @@ pair; every row written is one the readers read back. A property test generates 
 and reads back every row written."""
 
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -115,6 +116,12 @@ WRONG = [
                  id="details-huge-integer"),
     pytest.param(SystemAnswer("Oak.", details={"retrieved": ["Orlen Weir"]}),
                  "details.retrieved must be null or a list", id="details-retrieved-bare"),
+    pytest.param(SystemAnswer("Oak.", details={"unknown": 5}),
+                 "details.unknown must be null or a list of field names", id="details-unknown-a-number"),
+    pytest.param(SystemAnswer("Oak.", details={"unknown": [{"a": 1}]}),
+                 "details.unknown must be null or a list", id="details-unknown-objects"),
+    pytest.param(SystemAnswer("Oak.", details={"confidence": {"level": 3}}),
+                 "details.confidence must be a number or null", id="details-sweep-score-object"),
     # latency, calls, stopped
     pytest.param(SystemAnswer("Oak.", latency_s="fast"), "latency_s 'fast'", id="latency-text"),
     pytest.param(SystemAnswer("Oak.", latency_s=-0.5), "latency_s -0.5, not seconds from 0",
@@ -294,3 +301,16 @@ def test_a_run_with_a_broken_plugin_finishes_and_every_row_is_read(tmp_path, fak
     assert main(["report", str(run_dir), "--out", str(tmp_path / "report")]) == 0
     assert "warning" not in capsys.readouterr().err
     assert server.calls > 0
+
+
+def test_a_plugin_whose_path_is_not_utf8_ends_in_one_line_naming_it(tmp_path, fake_server,
+                                                                    capsys):
+    fake_server()
+    questions, articles = write_dataset(tmp_path / "data")
+    plugin = tmp_path / os.fsdecode(b"mine\xff.py")  # a Latin-1 name, as os.fsdecode gives it
+    plugin.write_text(BROKEN, encoding="utf-8")
+    assert main(["run", "--questions", str(questions), "--articles", str(articles), "--out",
+                 str(tmp_path / "run"), "--systems", f"mine={plugin}:Broken", "--no-probe"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "mine\\xff.py:Broken': not UTF-8 text" in err
+    assert not (tmp_path / "run" / "manifest.json").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import unicodedata
 
 import pytest
 
@@ -166,3 +167,14 @@ def test_an_answers_file_resolves_as_a_system_with_its_hash(tmp_path):
         resolve(str(path), SYSTEMS)
     with pytest.raises(PluginError, match=r"absent.csv: answers file not found"):
         resolve(str(tmp_path / "absent.csv"), SYSTEMS, questions=QUESTIONS)
+
+
+@pytest.mark.parametrize("form", ["NFC", "NFD"])
+def test_a_question_is_matched_whatever_its_unicode_form(tmp_path, form):
+    cafe = Question(id="q9", text="When did Café Mörtel open?", gold_title="Café Mörtel")
+    path = write_jsonl(tmp_path / "a.jsonl", [
+        {"question": unicodedata.normalize(form, cafe.text), "answer": "In 2024.", "contexts": [
+            {"title": unicodedata.normalize(form, "Café Mörtel"), "text": "It opened in 2024."}]}])
+    answers = load_answers(path, [*QUESTIONS, cafe], "a")
+    assert answers.rules == {"question text": 1}
+    assert replay(answers, cafe).text == "In 2024."
