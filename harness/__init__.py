@@ -55,8 +55,8 @@ _EXPORTS = {
     "Dataset": "freshrag.core.dataset",
     "load_dataset": "freshrag.core.dataset",
     "load_dataset_dir": "freshrag.core.dataset",
-    "evaluate": "freshrag.run.service",
-    "estimate": "freshrag.run.service",
+    "evaluate": "freshrag.workflows.evaluate",
+    "estimate": "freshrag.workflows.evaluate",
     "RunOptions": "freshrag.run.inputs",
     "RunResult": "freshrag.run.service",
     "ProbeSettings": "freshrag.scoring.probes",
@@ -105,10 +105,11 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from freshrag.run.inputs import RunOptions
     from freshrag.run.runner import RunConfig
     from freshrag.run.runner import run as run_dataset
-    from freshrag.run.service import RunResult, estimate, evaluate
+    from freshrag.run.service import RunResult
     from freshrag.scoring import SCORERS
     from freshrag.scoring.probes import ProbeSettings
     from freshrag.systems import SYSTEMS
+    from freshrag.workflows.evaluate import estimate, evaluate
 
 
 def __getattr__(name: str) -> Any:

@@ -1,8 +1,8 @@
 """`freshrag build`: a dataset of post-cutoff Wikipedia articles and questions (docs/building.md).
 
-It parses its options and calls the build service (harness/run/build.py, which `freshrag.build`
-is too). Like every command module, this one imports at its top only what its options need,
-and the rest when the command runs, so that `--help` stays fast.
+It parses its options and calls the build service (harness/workflows/build.py, which
+`freshrag.build` is too). Like every command module, this one imports at its top only what its
+options need, and the rest when the command runs, so that `--help` stays fast.
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def build(out: str | Path | None = None, **options: Any) -> dict[str, Any]:
     name (n=20, cutoff="2024-06-30", wiki_api=URL, style="multihop", no_cache=True, ...), checked
     and defaulted by the command's own parser, so that each is declared once; the dataset's
     manifest (its "funnel" counts what each stage kept). Building into `out` again resumes."""
-    from freshrag.run.build import prepare_build
+    from freshrag.workflows.build import prepare_build
 
     if out is not None:
         options["out"] = out
@@ -212,7 +212,7 @@ def _parsed(options: dict[str, Any]) -> argparse.Namespace:
 
 def handle(args: argparse.Namespace) -> int:
     from freshrag.cli.common import print_roles
-    from freshrag.run.build import prepare_build
+    from freshrag.workflows.build import prepare_build
 
     prepared = prepare_build(args, DEFAULTS)
     if args.dry_run:

@@ -180,26 +180,20 @@ def run_options(args: argparse.Namespace, out: Path) -> RunOptions:
 
 def _summarise(out: Path, rows: list[SampleRow], capped: Exception | None,
                systems: tuple[str, ...]) -> int:
-    """The run's tables (systems in the order --systems gave them) and notes; exit 3 when
-    capped, 1 when a pair failed."""
+    """The run's summary written (as `freshrag.evaluate` writes it) and its tables and notes
+    printed; exit 3 when capped, 1 when a pair failed."""
     from freshrag.cli.common import print_unscored
-    from freshrag.reporting import epochs, report
-    from freshrag.reporting.freshness import known_without_retrieval
     from freshrag.reporting.judge_check import judge_checks
+    from freshrag.reporting.run_summary import write_run_summary
     from freshrag.systems.external.reply import unread_lines
 
-    summary = report.summarise(report.in_systems_order(rows, systems))
-    known = known_without_retrieval(rows)  # how much of the set the answer model knows
-    # `rows` are the first epoch's; the spread needs every epoch's, read again only if there are
-    spread = epochs.section(report.load_runs(out, light=True, every_epoch=True)) \
-        if epochs.highest_epoch(out) > 1 else ""
-    report.write_summary(out, summary, known=known, more=spread)
-    print(report.render(summary, "markdown", known=known))
+    summary = write_run_summary(out, rows, systems)
+    print(summary.table)
     print_unscored(rows)
     if unread := unread_lines(rows):  # what a service replied that no path of it read
         print("\n" + "\n".join(unread))
-    if spread:
-        print("\n" + spread)
+    if summary.spread:
+        print("\n" + summary.spread)
     print("\n" + "\n".join(judge_checks([out], rows)["lines"]))
     print(f"\nrun written to {out}/ ({SAMPLES}, {MANIFEST}, {SUMMARY}, and the whole table in "
           f"{SUMMARY_MD})")

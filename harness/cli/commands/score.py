@@ -1,6 +1,6 @@
 """`freshrag score`: add scorers to a finished (or imported) run without answering again, into its
 scores.jsonl, resumably (docs/scoring.md). It parses its options and calls the score service
-(harness/run/score.py, which `freshrag.score` is too)."""
+(harness/workflows/score.py, which `freshrag.score` is too)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.core.config import CommandLine
     from freshrag.reporting import scorers as scorer_report
     from freshrag.reporting.epochs import first_epoch_note
-    from freshrag.run.score import prepare_score
+    from freshrag.workflows.score import prepare_score
 
     prepared = prepare_score(
         args.run_dir, args.scorers, dataset=_score_dataset(args), articles=None if (

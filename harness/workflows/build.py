@@ -172,7 +172,8 @@ def _since(args: Any, defaults: Mapping[str, Any], config_file: Path | None) -> 
         given.append("--cutoff-model" if args.cutoff_model else "--cutoff")
     if given:
         raise InputError(f"--since {args.since}: {', '.join(given)} contradict the settings it "
-                         f"was built with ({', '.join(f'{k} {settings[k]!r}' for k in SINCE_OPTIONS)}"
+                         f"was built with ("
+                         f"{', '.join(f'{k} {settings[k]!r}' for k in SINCE_OPTIONS)}"
                          f"); a new version keeps them")
     for key, dest in SINCE_OPTIONS.items():
         setattr(args, dest, settings[key])
