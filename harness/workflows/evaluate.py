@@ -10,7 +10,8 @@ from typing import Any
 
 from freshrag.core.dataset import Dataset
 from freshrag.reporting.run_summary import write_run_summary
-from freshrag.run.inputs import DEFAULT_SYSTEMS, Roles, RunOptions, Systems, run_options
+from freshrag.run.inputs import Roles, RunOptions, Systems, run_options
+from freshrag.run.options import DEFAULT_SYSTEMS
 from freshrag.run.service import RunResult, prepare
 
 

@@ -25,7 +25,8 @@ from freshrag.cost.budget import Budget, BudgetExceeded
 from freshrag.cost.prices import price_table
 from freshrag.llm.client import LLMClient
 from freshrag.run import dry_run
-from freshrag.run.inputs import DEFAULT_CONCURRENCY, DEFAULT_SEED, InputError, Roles, settings_of
+from freshrag.run.inputs import InputError, Roles, settings_of
+from freshrag.run.options import DEFAULT_CONCURRENCY, DEFAULT_SEED
 from freshrag.run.runner import batch_prefill
 from freshrag.run.service import check_batch, embed_for, embed_for_needed, opened
 from freshrag.scoring import scorepass

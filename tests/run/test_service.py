@@ -146,3 +146,19 @@ def test_a_run_made_from_the_library_is_the_directory_freshrag_run_makes(world, 
     assert (json.loads((library / "summary.json").read_text())
             == json.loads((command / "summary.json").read_text()))
     assert (library / "summary.md").read_text() == (command / "summary.md").read_text()
+
+
+def test_a_run_option_is_declared_once_for_the_flag_and_the_library():
+    from dataclasses import fields
+    from pathlib import Path
+
+    from freshrag.cli.commands.run import run_options
+    from freshrag.cli.main import parser
+    from freshrag.run.options import RUN_OPTIONS
+
+    given = run_options(parser("run").parse_args(["run"]), Path("results/example"))
+    helps = {f.name: f.metadata["help"] for f in fields(freshrag.RunOptions)}
+    for name, option in RUN_OPTIONS.items():
+        assert helps[name] == f"{option.help} ({option.flag})"
+        if name != "today":  # the flag's default is today's date, the library's None says so
+            assert getattr(given, name) == getattr(freshrag.RunOptions(), name) == option.default
