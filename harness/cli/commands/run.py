@@ -152,10 +152,10 @@ def _summarise(out: Path, rows: list[SampleRow], capped: Exception | None,
                systems: tuple[str, ...]) -> int:
     """The run's summary written (as `freshrag.evaluate` writes it) and its tables and notes
     printed; exit 3 when capped, 1 when a pair failed."""
-    from freshrag.cli.common import print_unscored
     from freshrag.reporting.judge_check import judge_checks
     from freshrag.reporting.run_summary import write_run_summary
     from freshrag.systems.external.reply import unread_lines
+    from freshrag.workflows.report import print_unscored
 
     summary = write_run_summary(out, rows, systems)
     print(summary.table)
