@@ -6,6 +6,7 @@ is internal and may move between releases (docs/design.md draws the packages).
 An evaluation is one call, as `freshrag run` makes it (docs/api.md): `freshrag.evaluate(dataset,
 systems=[EchoRag, "naive"], limit=3)` answers, judges and accounts every pair into a run
 directory and returns its rows; `freshrag.estimate(...)` with the same arguments prices it first.
+Each workflow is one call likewise: `freshrag.build`, `freshrag.score` and `freshrag.report`.
 
 A system under test is one object with one method::
 
@@ -55,8 +56,13 @@ _EXPORTS = {
     "Dataset": "freshrag.core.dataset",
     "load_dataset": "freshrag.core.dataset",
     "load_dataset_dir": "freshrag.core.dataset",
-    "evaluate": "freshrag.run.service",
-    "estimate": "freshrag.run.service",
+    "build": "freshrag.cli.commands.build",  # the command's options by name, its parser's checks
+    "evaluate": "freshrag.workflows.evaluate",
+    "estimate": "freshrag.workflows.evaluate",
+    "score": "freshrag.workflows.score",
+    "ScoreResult": "freshrag.workflows.score",
+    "report": "freshrag.workflows.report",
+    "ReportResult": "freshrag.workflows.report",
     "RunOptions": "freshrag.run.inputs",
     "RunResult": "freshrag.run.service",
     "ProbeSettings": "freshrag.scoring.probes",
@@ -76,12 +82,14 @@ _EXPORTS = {
 __all__ = [
     "__version__", "System", "SystemContext", "SystemAnswer", "Step", "Question", "Article", "LLM",
     "LLMResponse", "Usage", "Retriever", "RetrievedChunk", "Grade", "Declarations", "CallShape",
-    "Dataset", "load_dataset", "load_dataset_dir", "evaluate", "estimate", "RunOptions", "RunResult", "ProbeSettings",
+    "Dataset", "load_dataset", "load_dataset_dir", "build", "evaluate", "estimate", "score",
+    "ScoreResult", "report", "ReportResult", "RunOptions", "RunResult", "ProbeSettings",
     "IndexConfig", "LLMSettings", "load_settings", "RunConfig", "run_dataset", "load_runs",
     "summarise", "SYSTEMS", "SCORERS",
 ]
 
 if TYPE_CHECKING:  # what type checkers and editors see
+    from freshrag.cli.commands.build import build
     from freshrag.core.config import LLMSettings, load_settings
     from freshrag.core.dataset import Dataset, load_dataset, load_dataset_dir
     from freshrag.core.types import (
@@ -105,10 +113,13 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from freshrag.run.inputs import RunOptions
     from freshrag.run.runner import RunConfig
     from freshrag.run.runner import run as run_dataset
-    from freshrag.run.service import RunResult, estimate, evaluate
+    from freshrag.run.service import RunResult
     from freshrag.scoring import SCORERS
     from freshrag.scoring.probes import ProbeSettings
     from freshrag.systems import SYSTEMS
+    from freshrag.workflows.evaluate import estimate, evaluate
+    from freshrag.workflows.report import ReportResult, report
+    from freshrag.workflows.score import ScoreResult, score
 
 
 def __getattr__(name: str) -> Any:

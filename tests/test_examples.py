@@ -63,3 +63,28 @@ def test_the_example_scorer_scores_a_run_and_the_report_shows_it(tmp_path, fake_
     changed.write_text((EXAMPLES / "length_scorer.py").read_text().replace("= 60", "= 40"))
     assert main(["score", str(run), "--scorers", f"length={changed}:AnswerLength"]) == 2
     assert "length was scored by" in capsys.readouterr().err
+
+
+def test_every_workflow_runs_from_python_as_the_notebook_example_does(tmp_path, fake, capsys):
+    """docs/examples/services.py: freshrag.build, evaluate, score and report, one after the
+    other, on a dump of the released articles and the fake server."""
+    import importlib.util
+
+    from tests import WIKIRAG
+    from tests.support.wikidump import article_pages, write_dump
+
+    dump = write_dump(tmp_path / "wiki.xml.bz2", article_pages(WIKIRAG / "articles.jsonl", 40))
+    spec = importlib.util.spec_from_file_location("services", EXAMPLES / "services.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    results = example.workflows(dump, tmp_path)
+    assert results["funnel"]["questions"] > 0
+    run = results["run"]
+    assert run.failed == 0 and len(run.rows) == 6 and (run.out / "summary.json").exists()
+    scored = results["score"]
+    assert scored.capped is None and scored.counts["scored_now"] == 6 * 2  # 2 repeats an answer
+    assert "baseline" in results["report"].printed and "oracle" in results["report"].printed
+    assert (run.out / "analysis.json").exists()
+    capsys.readouterr()
+    assert main(["report", str(run.out)]) == 0  # the command prints what the service returned
+    assert capsys.readouterr().out == results["report"].printed

@@ -20,6 +20,7 @@ FOLDERS = {"harness": "freshrag", "builders": "freshrag.builders", "systems": "f
 # Top to bottom; a layer may hold independent packages.
 LAYERS = [
     ("freshrag.cli",),
+    ("freshrag.workflows",),
     ("freshrag.run", "freshrag.reporting"),
     ("freshrag.cost",),
     ("freshrag.scoring",),

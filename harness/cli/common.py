@@ -2,7 +2,7 @@
 roles' settings with the models named on the command line and the table of them printed before
 the first call, the LLM client with the embedded server started when a role needs it (opened as
 the run service opens its own, harness/run/service.py), the dataset and index named on the
-command line, and the lines a run and a report both print.
+command line.
 
 Only handlers import this module, when their command runs; options are in harness/cli/options.py.
 """
@@ -29,7 +29,6 @@ from freshrag.core.rundir import RUN_ROLES
 from freshrag.core.runfiles import CACHE_FILE as CACHE_FILE
 from freshrag.core.runfiles import INDEX_DIR
 from freshrag.llm.client import LLMClient
-from freshrag.reporting import report
 from freshrag.retrieval.config import IndexConfig
 from freshrag.run import service
 from freshrag.run.service import cache_output as cache_output
@@ -38,7 +37,7 @@ from freshrag.run.service import embed_for_needed as embed_for_needed
 from freshrag.run.service import opened
 
 if TYPE_CHECKING:
-    from freshrag.core.records import SampleRow
+    pass
 
 
 def default_config() -> Path | None:
@@ -118,10 +117,3 @@ def check_batch(args: argparse.Namespace, settings: LLMSettings, roles: tuple[st
     """--batch keeps its results in the response cache, on an endpoint with the Batch API."""
     service.check_batch(not args.no_cache, settings, roles)
 
-
-def print_unscored(rows: list[SampleRow]) -> None:
-    reasons = report.unscored_reasons(rows)
-    if reasons:
-        print("\nunscored answers (system: reason × count):")
-        for (system, reason), count in reasons.most_common():
-            print(f"  {system}: {reason[:300]} × {count}")

@@ -27,9 +27,19 @@ from freshrag.core.dates import DATE_FORM, parse_date
 from freshrag.core.errors import UserError
 from freshrag.core.runfiles import INDEX_DIR
 from freshrag.core.types import ROLES
+from freshrag.run.options import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_SEED,
+    MAX_CONCURRENCY,
+    MAX_SEED,
+    RUN_OPTIONS,
+    RunOption,
+)
+from freshrag.run.options import (
+    MAX_QUESTIONS as MAX_QUESTIONS,
+)
 
 # Ranges of the numeric options, stated in their messages (seed and concurrency: the run's own).
-MAX_QUESTIONS = 1_000_000_000
 MAX_CHUNK = 10_000_000  # characters
 NAME_MAX, PATH_MAX = 255, 4096  # bytes of one name and of a whole path (Linux's <limits.h>)
 # One default per option for every command. 8 requests in flight suits a remote endpoint (the
@@ -274,21 +284,37 @@ def add_no_cache(p: Group) -> None:
 
 def add_concurrency(p: Group, what: str) -> None:
     """`what` says what runs at once, e.g. "questions labelled at once"."""
-    from freshrag.run.inputs import DEFAULT_CONCURRENCY, MAX_CONCURRENCY
-
     p.add_argument("--concurrency", type=whole(1, MAX_CONCURRENCY), default=DEFAULT_CONCURRENCY,
                    help=f"{what} (default: %(default)s)")
 
 
 def add_seed(p: Group, what: str = "sent with every LLM request") -> None:
-    from freshrag.run.inputs import DEFAULT_SEED, MAX_SEED
-
     p.add_argument("--seed", type=whole(0, MAX_SEED), default=DEFAULT_SEED,
                    help=f"seed {what} (default: %(default)s)")
 
 
 def add_limit(p: Group) -> None:
-    p.add_argument("--limit", type=whole(1, MAX_QUESTIONS), help="only the first N questions")
+    add_run_option(p, RUN_OPTIONS["limit"])
+
+
+def add_run_option(p: Group, option: RunOption) -> None:
+    """The flag of a run option as run/options.py declares it: its range or a date, its default
+    (or the value that stands for None), its help with the default said."""
+    default = option.unset if option.default is None else option.default
+    if option.range is None:
+        kind: Callable[[str], object] = date_or_today if option.unset == "today" else iso_date
+    else:
+        low, high = option.range
+        kind = whole(0 if option.unset == 0 else low, high)
+    p.add_argument(option.flag, type=kind, default=default, metavar=option.metavar,
+                   help=option.help + (" (default: %(default)s)" if default is not None else ""))
+
+
+def date_or_today(text: str) -> str:
+    """A date YYYY-MM-DD, or `today` for today's."""
+    from datetime import date
+
+    return date.today().isoformat() if text == "today" else iso_date(text)
 
 
 def add_dataset(p: Group, detail: str = "", alias: bool = False) -> None:
@@ -325,7 +351,6 @@ def add_scorers(p: Group, default: str | None = None, detail: str = "") -> None:
 
 
 def add_probe_options(p: Group) -> None:
-    from freshrag.run.inputs import MAX_SEED
     from freshrag.scoring import probes
 
     p.add_argument("--probe-k", dest="probe_k", type=whole(1, 1_000_000), default=probes.PROBES,

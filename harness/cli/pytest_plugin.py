@@ -33,7 +33,7 @@ class FreshragGate:
             **options: Any) -> Path:
         """A run into `out`, as `freshrag.evaluate(dataset, systems, out=out, **options)`
         makes it; its run directory."""
-        from freshrag.run.service import evaluate
+        from freshrag.workflows.evaluate import evaluate
 
         return evaluate(dataset, systems, out=out, **options).out
 

@@ -1,5 +1,6 @@
 """The options of one run (`freshrag run`'s, or the run service's), typed and described field by
-field: which systems answer which questions into which directory, and how (docs/running.md)."""
+field: which systems answer which questions into which directory, and how (docs/running.md);
+the defaults are run/options.py's."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from freshrag.core.types import DEFAULT_MAX_STEPS, DEFAULT_TOKEN_BUDGET
+from freshrag.run.options import DEFAULT_CONCURRENCY, RUN_OPTIONS
 from freshrag.scoring.probes import ProbeSettings
 
 
@@ -15,20 +16,22 @@ from freshrag.scoring.probes import ProbeSettings
 class RunConfig:
     out: Path = field(metadata={"help": "run directory (results/NAME)"})
     systems: tuple[str, ...] = field(metadata={"help": "system names, in order"})
-    limit: int | None = field(default=None, metadata={"help": "only the first N questions"})
-    concurrency: int = field(default=8, metadata={"help": "pairs in flight at once; 1 = serial"})
+    limit: int | None = field(default=RUN_OPTIONS["limit"].default, metadata={
+        "help": "only the first N questions"})
+    concurrency: int = field(default=DEFAULT_CONCURRENCY, metadata={
+        "help": "pairs in flight at once; 1 = serial"})
     use_cache: bool = field(default=True, metadata={"help": "answer repeated calls from the cache"})
     today: str | None = field(default=None, metadata={
         "help": "today's date as the dated decision prompt states it"})
     knowledge_cutoff: str | None = field(default=None, metadata={
         "help": "the answering model's knowledge cutoff, for the dated decision prompt"})
-    context_tokens: int = field(default=8192, metadata={
+    context_tokens: int = field(default=RUN_OPTIONS["context_tokens"].default, metadata={
         "help": "the answering model's context window; retrieved text is cut to fit"})
-    max_steps: int = field(default=DEFAULT_MAX_STEPS, metadata={
+    max_steps: int = field(default=RUN_OPTIONS["max_steps"].default, metadata={
         "help": "an agent's most model calls for one answer"})
-    token_budget: int | None = field(default=DEFAULT_TOKEN_BUDGET, metadata={
+    token_budget: int | None = field(default=RUN_OPTIONS["token_budget"].default, metadata={
         "help": "an agent's most tokens for one answer; None: no bound but max_steps"})
-    epochs: int = field(default=1, metadata={
+    epochs: int = field(default=RUN_OPTIONS["epochs"].default, metadata={
         "help": "how many times each pair is answered and graded, each epoch asked anew "
                 "(docs/running.md#epochs); the tables read the first"})
     probe: ProbeSettings | None = field(default=ProbeSettings(), metadata={

@@ -25,22 +25,18 @@ from freshrag.core.dataset import Dataset, example_dir, load_dataset_dir
 from freshrag.core.dates import parse_date
 from freshrag.core.errors import UserError
 from freshrag.core.plugins import NAME
-from freshrag.core.types import DEFAULT_MAX_STEPS, DEFAULT_TOKEN_BUDGET, ROLES
+from freshrag.core.types import ROLES
 from freshrag.retrieval.config import IndexConfig
+from freshrag.run.options import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_SEED,
+    MAX_CONCURRENCY,
+    MAX_SEED,
+    RUN_OPTIONS,
+)
 from freshrag.scoring.probes import ProbeSettings
 from freshrag.systems import SYSTEMS
 from freshrag.systems.external.plugins import SystemSource, resolve_all, services_from
-
-PAPER_CUTOFF = "2021-09-30"  # GPT-4-0613's knowledge cutoff, the model of the paper's datasets
-DEFAULT_SYSTEMS = "baseline,oracle,naive,advanced"
-MAX_CONCURRENCY = 256  # threads; endpoints rate-limit far below this
-MAX_STEPS = 100  # an agent's bound: more calls than any answer needs, fewer than a runaway bill
-MAX_EPOCHS = 100  # times each pair is asked: enough to see a judge's noise, not a runaway bill
-MAX_SEED = 2**31 - 1  # fits every server's seed (llama.cpp's is 32 bits, and -1 means "random")
-# 8 requests in flight suit a remote endpoint (the embedded server queues what its slots cannot
-# take); seed 0 makes a rerun send the same requests, so that the cache answers them.
-DEFAULT_CONCURRENCY = 8
-DEFAULT_SEED = 0
 
 # A system as a caller may give it: a name or spec as --systems takes it, a resolved source, or
 # the caller's own class, factory (taking the run's SystemContext) or built object.
@@ -49,6 +45,12 @@ Systems = Union[str, Sequence[SystemSpec], Mapping[str, SystemSpec]]
 # The models of the roles: settings as they are, the command line's models, one model for every
 # role but embeddings, or a model per role; None: freshrag.toml and FRESHRAG_* as the CLI reads them.
 Roles = Union[LLMSettings, CommandLine, str, Mapping[str, str], None]
+
+
+def declared(name: str) -> Any:
+    """RunOptions' field `name` as run/options.py declares it: its default and its help."""
+    option = RUN_OPTIONS[name]
+    return field(default=option.default, metadata={"help": f"{option.help} ({option.flag})"})
 
 
 class InputError(UserError, ValueError):
@@ -60,8 +62,7 @@ class RunOptions:
     """Every option of a run but the dataset, the systems, the models and the run directory; the
     command line's run options, typed (docs/cli.md#freshrag-run)."""
 
-    limit: int | None = field(default=None, metadata={
-        "help": "only the first N questions (--limit); None: all of them"})
+    limit: int | None = declared("limit")
     concurrency: int = field(default=DEFAULT_CONCURRENCY, metadata={
         "help": "pairs in flight at once; 1 runs serially (--concurrency)"})
     seed: int = field(default=DEFAULT_SEED, metadata={"help": "seed sent with every LLM request (--seed)"})
@@ -73,22 +74,12 @@ class RunOptions:
                 "others score the answers into scores.jsonl after the pairs (--scorers)"})
     probe: ProbeSettings | None = field(default=ProbeSettings(), metadata={
         "help": "how the judge is probed before grading; None: not probed (--no-probe)"})
-    knowledge_cutoff: str = field(default=PAPER_CUTOFF, metadata={
-        "help": "the answering model's knowledge cutoff, YYYY-MM-DD, stated by dated-boolean "
-                "(--knowledge-cutoff)"})
-    today: str | None = field(default=None, metadata={
-        "help": "today's date as dated-boolean states it, YYYY-MM-DD; None: today's (--today)"})
-    context_tokens: int = field(default=8192, metadata={
-        "help": "the answering model's context window; retrieved text is cut to fit "
-                "(--context-tokens)"})
-    max_steps: int = field(default=DEFAULT_MAX_STEPS, metadata={
-        "help": "an agent's most model calls for one answer; the last one answers (--max-steps)"})
-    token_budget: int | None = field(default=DEFAULT_TOKEN_BUDGET, metadata={
-        "help": "an agent's most tokens, in and out, for one answer; once spent it makes its "
-                "closing answer call; None: no bound but max_steps (--token-budget)"})
-    epochs: int = field(default=1, metadata={
-        "help": "how many times each pair is answered and graded, each epoch asked anew; the "
-                "tables read the first, the report's epochs section their spread (--epochs)"})
+    knowledge_cutoff: str = declared("knowledge_cutoff")
+    today: str | None = declared("today")
+    context_tokens: int = declared("context_tokens")
+    max_steps: int = declared("max_steps")
+    token_budget: int | None = declared("token_budget")
+    epochs: int = declared("epochs")
     index: IndexConfig | None = field(default=None, metadata={
         "help": "the retrieval index of the systems that retrieve; None: the defaults, stored "
                 "in .index beside the run directory (--index-dir, --chunk-size, --top-k, ...)"})
@@ -104,16 +95,16 @@ class RunOptions:
                 "if there is one (--config)"})
 
     def __post_init__(self) -> None:
-        _whole("limit", self.limit, 1, None, optional=True)
         _whole("concurrency", self.concurrency, 1, MAX_CONCURRENCY)
         _whole("seed", self.seed, 0, MAX_SEED)
-        _whole("context_tokens", self.context_tokens, 1, 10_000_000)
-        _whole("max_steps", self.max_steps, 1, MAX_STEPS)
-        _whole("epochs", self.epochs, 1, MAX_EPOCHS)
-        _whole("token_budget", self.token_budget, 1, None, optional=True)
-        _date("knowledge_cutoff", self.knowledge_cutoff)
-        if self.today is not None:
-            _date("today", self.today)
+        for option in RUN_OPTIONS.values():
+            value = getattr(self, option.name)
+            if value is None and option.optional:
+                continue
+            if option.range is None:
+                _date(option.name, value)
+            else:
+                _whole(option.name, value, *option.range)
         for name, value in (("max_cost", self.max_cost), ("batch_poll", self.batch_poll)):
             if value is not None and not (_number(value) and value >= 0 and math.isfinite(value)):
                 raise InputError(f"RunOptions.{name}: expected a number >= 0, got {value!r:.80}")
@@ -262,9 +253,7 @@ def _source_hash(code: Any) -> str | None:
         return None
 
 
-def _whole(name: str, value: Any, low: int, high: int | None, optional: bool = False) -> None:
-    if value is None and optional:
-        return
+def _whole(name: str, value: Any, low: int, high: int | None) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < low or (
             high is not None and value > high):
         bound = f"from {low:,} to {high:,}" if high is not None else f"from {low:,}"

@@ -45,7 +45,7 @@ from freshrag.run.plan import (
     system_context,
 )
 from freshrag.scoring import probes
-from freshrag.scoring.base import Embed
+from freshrag.scoring.base import Embed, Scorer
 from freshrag.scoring.scorepass import check_same_models, make_scorers, score_rows
 
 PACKAGES = ("freshrag", "openai", "tiktoken", "tenacity", "tqdm", "matplotlib", "qdrant-client",
@@ -75,8 +75,8 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
                          manifest)
         try:
             if config.batch_poll is not None:  # the scorers' calls too, after their pair's
-                check_same_models(config.out, make_scorers(plan.scorers), llm)  # before uploads
-                manifest["batch"] = batch.prefill(llm, config.out, plan.jobs(factories, retriever),
+                manifest["batch"] = batch_prefill(llm, config.out, make_scorers(plan.scorers),
+                                                  plan.jobs(factories, retriever),
                                                   config.batch_poll, config.concurrency)
             manifest["judge_probe"] = _probe_judge(plan, config, llm)
             write_manifest(config.out, manifest)
@@ -92,6 +92,15 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
         manifest["finished_at"] = now()
         write_manifest(config.out, manifest)
         return read_samples(config.out / SAMPLES, light=light)
+
+
+def batch_prefill(llm: LLMClient, out: Path, scorers: dict[str, Scorer], jobs: list,
+                  poll_s: float, concurrency: int) -> dict[str, Any]:
+    """--batch's pre-pass of a run or a score pass: the scorers' models checked against those
+    that scored the directory before (before any upload), then the cache filled with the batch
+    results of every call of `jobs`; what the manifest keeps."""
+    check_same_models(out, scorers, llm)
+    return batch.prefill(llm, out, jobs, poll_s, concurrency)
 
 
 def _answer_pairs(plan: RunPlan, systems: dict[str, System], recorder: CallRecorder,

@@ -1,7 +1,8 @@
-"""The run as a library service (docs/api.md): `evaluate` answers, judges and accounts every
-(question, system) pair of a dataset into a run directory, resumably, and `estimate` says what
-that would still spend, without a call. `freshrag run`, `import` and `cutoff` parse their options
-and call `prepare`; a notebook calls `evaluate` with its own system objects.
+"""The run as a service (docs/api.md): `prepare` checks a run, whose `evaluate` answers, judges
+and accounts every (question, system) pair of a dataset into a run directory, resumably, and
+whose `estimate` says what that would still spend, without a call. `freshrag run`, `import` and
+`cutoff` parse their options and call `prepare`; `freshrag.evaluate` (harness/workflows/
+evaluate.py) calls it too and writes the run's summary.
 
 `prepare` checks everything before a server starts, an index is built or a call is made: the
 systems, the run directory (no file the run writes is one it reads; a resume may not change what
@@ -35,13 +36,11 @@ from freshrag.retrieval.embeddings import embedder_for
 from freshrag.retrieval.index import open_index
 from freshrag.run import dry_run
 from freshrag.run.inputs import (
-    DEFAULT_SYSTEMS,
     InputError,
     Roles,
     RunOptions,
     Systems,
     dataset_of,
-    run_options,
     settings_of,
     system_sources,
 )
@@ -74,30 +73,6 @@ class RunResult:
     def failed(self) -> int:
         """Pairs whose answer failed (an endpoint's or the system's error); a run resumes them."""
         return sum(row["status"] == "failed" for row in self.rows)
-
-
-def evaluate(dataset: Dataset | str | Path | None = None, systems: Systems = DEFAULT_SYSTEMS,
-             roles: Roles = None, out: str | Path | None = None,
-             options: RunOptions | None = None, **option_values: Any) -> RunResult:
-    """Every system answers every question of `dataset` (a Dataset, a dataset directory, or None
-    for the example dataset); the judge grades each answer, and tokens, dollars and latency are
-    counted per role, into `out` (default: results/DATASET_NAME). Running it again resumes.
-
-    `systems`: names as `freshrag run --systems` takes them (a comma-separated string or a list),
-    your own classes, factories or objects with `answer(question)`, or a mapping of name to any
-    of these. `roles`: LLMSettings, one model for every role, or a mapping of role to model;
-    endpoints and keys from freshrag.toml and FRESHRAG_* as for the command (default: the
-    embedded model). `options` or keywords: RunOptions' fields (limit=3, concurrency=1, ...)."""
-    return prepare(dataset, systems, roles, out, run_options(options, option_values)).evaluate()
-
-
-def estimate(dataset: Dataset | str | Path | None = None, systems: Systems = DEFAULT_SYSTEMS,
-             roles: Roles = None, out: str | Path | None = None,
-             options: RunOptions | None = None, **option_values: Any) -> str:
-    """The table of calls, tokens and dollars per role and model that `evaluate` with the same
-    arguments would still spend (docs/costs.md#dry-run); nothing is called or written."""
-    return prepare(dataset, systems, roles, out, run_options(options, option_values),
-                   dry_run=True).estimate()
 
 
 def prepare(dataset: Dataset | str | Path | None, systems: Systems, roles: Roles,

@@ -2,6 +2,7 @@
 the builder model, then `freshrag run --dataset` on what it built."""
 
 import json
+import re
 from datetime import date
 
 import pytest
@@ -180,3 +181,26 @@ def test_a_build_or_labelling_of_a_directory_another_process_holds_is_refused(tm
         assert main(["label", str(out)]) == 2
         assert f"pid {holder.pid}" in capsys.readouterr().err
     assert fake.calls == 0 and not (out / "labels.jsonl").exists()
+
+
+def test_the_library_build_writes_what_the_command_writes(tmp_path, dump, fake):
+    from freshrag.cli.commands.build import build as library_build
+
+    assert build(tmp_path, dump) == 0
+    manifest = library_build(tmp_path / "library", dump=[dump], cutoff=CUTOFF, no_cache=True)
+    command = json.loads((tmp_path / "dataset" / "manifest.json").read_text())
+    assert manifest["funnel"] == command["funnel"]
+    assert (sorted((tmp_path / "library" / "questions.jsonl").read_text().splitlines())
+            == sorted((tmp_path / "dataset" / "questions.jsonl").read_text().splitlines()))
+
+
+@pytest.mark.parametrize("options, message", [
+    pytest.param({"sizes": 3}, "unknown option(s) ['sizes']", id="unknown"),
+    pytest.param({"cutoff": "soon"}, "--cutoff", id="bad-value"),
+])
+def test_the_library_build_refuses_what_the_command_refuses(tmp_path, options, message):
+    from freshrag.cli.commands.build import build as library_build
+    from freshrag.core.errors import UserError
+
+    with pytest.raises(UserError, match=re.escape(message)):
+        library_build(tmp_path / "out", **options)

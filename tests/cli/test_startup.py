@@ -56,6 +56,13 @@ def test_one_commands_help_imports_no_heavy_library(command):
     assert [name for name in HEAVY if name in help_of(command, "--help")] == []
 
 
+def test_the_run_commands_help_reads_its_options_table_without_pydantic():
+    # run/options.py declares the run options; run/inputs.py (RunOptions, pydantic) is the run's
+    loaded = help_of("run", "--help")
+    assert "freshrag.run.options" in loaded
+    assert [name for name in ("pydantic", "freshrag.run.inputs") if name in loaded] == []
+
+
 @pytest.mark.parametrize("module, library", [
     pytest.param("freshrag.reporting.render.plots", "matplotlib", id="report's figures"),
     pytest.param("freshrag.run.runner", "openai", id="run's runner"),

@@ -128,3 +128,37 @@ def test_the_worked_example_of_docs_api_runs_as_written(world, tmp_path, capsys)
     run = freshrag.load_runs([tmp_path / "results" / "notebook"])
     assert {row["system"] for row in run} == {"ShortRag", "baseline"}
     assert all(row["status"] == "ok" for row in run)
+
+
+def test_a_run_made_from_the_library_is_the_directory_freshrag_run_makes(world, tmp_path):
+    import json
+
+    from freshrag.cli.main import main
+
+    _, data = world
+    questions, articles = data.files["questions"], data.files["articles"]
+    assert main(["run", "--questions", str(questions), "--articles", str(articles),
+                 "--systems", "baseline,oracle", "--out", str(tmp_path / "command")]) == 0
+    freshrag.evaluate(data, systems="baseline,oracle", out=tmp_path / "library")
+    command, library = tmp_path / "command", tmp_path / "library"
+    assert sorted(p.name for p in library.iterdir()) == sorted(p.name for p in command.iterdir())
+    assert "summary.json" in {p.name for p in library.iterdir()}
+    assert (json.loads((library / "summary.json").read_text())
+            == json.loads((command / "summary.json").read_text()))
+    assert (library / "summary.md").read_text() == (command / "summary.md").read_text()
+
+
+def test_a_run_option_is_declared_once_for_the_flag_and_the_library():
+    from dataclasses import fields
+    from pathlib import Path
+
+    from freshrag.cli.commands.run import run_options
+    from freshrag.cli.main import parser
+    from freshrag.run.options import RUN_OPTIONS
+
+    given = run_options(parser("run").parse_args(["run"]), Path("results/example"))
+    helps = {f.name: f.metadata["help"] for f in fields(freshrag.RunOptions)}
+    for name, option in RUN_OPTIONS.items():
+        assert helps[name] == f"{option.help} ({option.flag})"
+        if name != "today":  # the flag's default is today's date, the library's None says so
+            assert getattr(given, name) == getattr(freshrag.RunOptions(), name) == option.default

@@ -1,15 +1,15 @@
 """`freshrag build`: a dataset of post-cutoff Wikipedia articles and questions (docs/building.md).
 
-The options become a BuildConfig and a Source; builders/build.py decides which stages run and
-runs them. Like every command module, this one imports at its top only what its options need,
-and the rest when the command runs, so that `--help` stays fast.
+It parses its options and calls the build service (harness/workflows/build.py, which
+`freshrag.build` is too). Like every command module, this one imports at its top only what its
+options need, and the rest when the command runs, so that `--help` stays fast.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from freshrag.cli.options import (
     MAX_QUESTIONS,
@@ -28,9 +28,6 @@ from freshrag.cli.options import (
     url,
     whole,
 )
-
-if TYPE_CHECKING:
-    from freshrag.builders.stages import BuildConfig
 
 DEFAULTS: dict[str, object] = {}  # each option's default, to tell what --since was given
 NAME = "build"
@@ -172,174 +169,60 @@ def _traffic_options(p: argparse._ArgumentGroup) -> None:
                    "(default: %(default)s)")
 
 
-def handle(args: argparse.Namespace) -> int:
+def build(out: str | Path | None = None, **options: Any) -> dict[str, Any]:
+    """`freshrag build` as a library call (docs/api.md): `options` are the command's options by
+    name (n=20, cutoff="2024-06-30", wiki_api=URL, style="multihop", no_cache=True, ...), checked
+    and defaulted by the command's own parser, so that each is declared once; the dataset's
+    manifest (its "funnel" counts what each stage kept). Building into `out` again resumes."""
+    from freshrag.workflows.build import prepare_build
+
+    if out is not None:
+        options["out"] = out
+    return dict(prepare_build(_parsed(options), DEFAULTS).build())
+
+
+def _parsed(options: dict[str, Any]) -> argparse.Namespace:
+    """`options` as the command's parser reads them from a command line."""
     import contextlib
-    import glob
+    import io
 
-    from freshrag.builders import build as builder
-    from freshrag.builders.manifest import check_settings
-    from freshrag.builders.stages import BuildConfig
-    from freshrag.builders.styles import style_of
-    from freshrag.builders.styles.needs import read_needs
-    from freshrag.builders.styles.templates import load_templates
-    from freshrag.cli.common import (
-        CACHE_FILE,
-        cache_output,
-        default_config,
-        llm_client,
-        load_settings,
-        print_roles,
-    )
-    from freshrag.core.outputs import check_outputs, files_in
+    parser = argparse.ArgumentParser(prog="freshrag").add_subparsers()
+    add_parser(parser)
+    command = parser.choices[NAME]
+    actions = {action.dest: action for action in command._actions if action.option_strings}
+    unknown = sorted(set(options) - set(actions) - {"help"})
+    if unknown:
+        raise UsageError(f"freshrag.build: unknown option(s) {unknown}; `freshrag build --help` "
+                         f"lists them (by name, - as _)")
+    argv: list[str] = []
+    for dest, value in options.items():
+        flag = actions[dest].option_strings[-1]
+        if isinstance(actions[dest], argparse._StoreTrueAction):
+            argv += [flag] if value else []
+        elif value is not None:
+            argv += [flag, *map(str, value if isinstance(value, (list, tuple)) else [value])]
+    errors = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(errors):
+            return command.parse_args(argv)
+    except SystemExit:
+        said = errors.getvalue().strip().splitlines()
+        raise UsageError(said[-1].split("error: ", 1)[-1] if said else "bad options") from None
 
-    config_file = args.config or default_config()
-    since = _since(args, config_file) if args.since else None
-    if args.out is None:
-        raise UsageError("--out is required (or --since DIR, which names the next version's "
-                         "directory)")
-    cache = None if args.no_cache else args.out.parent / CACHE_FILE
-    check_outputs(files_in(args.out, builder.WRITES, "--out", "give another --out, or keep the "
-                           "input outside the dataset directory") + cache_output(cache),
-                  [("--templates", args.templates), ("--needs", args.needs),
-                   ("--config", config_file),
-                   *(("--dump", Path(p)) for p in args.dump or () if not glob.has_magic(p)),
-                   *(("--stub-dump", Path(p)) for p in args.stub_dump or ()
-                     if not glob.has_magic(p))])
-    months, cutoff, cutoff_source = since or _dates(args, config_file)
-    source = builder.Source(tuple(args.dump or ()), tuple(args.stub_dump or ()),
-                            args.dump_processes, args.wiki_api, args.user_agent, args.max_lag,
-                            args.concurrency, config_file)
-    builder.check_options(source, args.needs, args.per_need, args.style,
-                          args.questions_per_article)
-    if args.distractors and not getattr(style_of(args.style), "takes_distractors", False):
-        raise UsageError("--distractors adds articles close to a two-article question's gold "
-                         "ones: it goes with --style multihop")
-    args.labels = builder.label_spec(args.style, args.labels, args.min_critique)
-    config = BuildConfig(
-        out=args.out, cutoff=cutoff, n=args.n, questions_per_article=args.questions_per_article,
-        style=args.style, questions_from=args.questions_from, concurrency=args.concurrency,
-        seed=args.seed, needs=read_needs(args.needs) if args.needs else (),
-        per_need=args.per_need, control=args.control, general=args.general,
-        control_margin_days=args.control_margin, months=months, per_month=args.per_month,
-        parent=args.parent, style_options=_style_options(args))
-    check_settings(config)
-    if args.templates:
-        load_templates(args.templates)  # a bad file is refused before any source or model
-    labelled = builder.labelling(args.label, args.style)
+
+def handle(args: argparse.Namespace) -> int:
+    from freshrag.cli.common import print_roles
+    from freshrag.workflows.build import prepare_build
+
+    prepared = prepare_build(args, DEFAULTS)
     if args.dry_run:
-        return _dry_run(args, config, config_file, cache, labelled)
-    stages = builder.stages_to_run(config, args.stage, labelled, source)
-    settings = load_settings(args)
-
-    def open_llm(roles: tuple[str, ...]) -> contextlib.AbstractContextManager:
-        print_roles(settings, roles)  # only once a stage needs a model
-        return llm_client(settings, cache, args.seed, roles=roles)
-
-    manifest = builder.build(config, stages, source, cutoff_source, open_llm, labelled)
+        print(prepared.estimate())
+        return 0
+    manifest = prepared.build(announce=print_roles)  # the roles, once a stage needs a model
+    out = prepared.config.out
     print(render_funnel(manifest["funnel"]))
-    print(f"dataset written to {args.out}/ (articles.jsonl, questions.jsonl, manifest.json); "
-          f"run it with: freshrag run --dataset {args.out}")
-    return 0
-
-
-def _dates(args: argparse.Namespace, config_file: Path | None) -> tuple:
-    """(month range or None, cutoff, where the cutoff came from) of a build without --since."""
-    from freshrag.builders.cutoffs import resolve_cutoff
-    from freshrag.builders.dated import check_cutoff, default_cutoff, parse_months
-
-    args.parent = None
-    if args.per_month and not args.created:
-        raise UsageError("--per-month goes with --created START:END (the months to sample)")
-    if not args.created:
-        return (None, *resolve_cutoff(args.cutoff, args.cutoff_model, config_file))
-    months = parse_months(args.created)
-    if not args.per_month:
-        raise UsageError("--created needs --per-month N (articles sampled per month)")
-    if args.n is not None:
-        raise UsageError("--created with --per-month replaces --n: give one or the other")
-    if args.cutoff is None and args.cutoff_model is None:
-        return months, default_cutoff(months), f"the day before --created {months.text()}"
-    cutoff, source = resolve_cutoff(args.cutoff, args.cutoff_model, config_file)
-    check_cutoff(months, cutoff)
-    return months, cutoff, source
-
-
-# The options a --since build takes from its parent's settings, by settings key.
-SINCE_OPTIONS = {"seed": "seed", "questions_per_article": "questions_per_article",
-                 "style": "style", "questions_from": "questions_from", "control": "control",
-                 "general": "general", "control_margin_days": "control_margin",
-                 "per_month": "per_month"}
-
-
-def _style_options(args: argparse.Namespace) -> object:
-    """The chosen style's own options, each field from the option of its name."""
-    from dataclasses import fields
-
-    from freshrag.builders.styles import style_of
-
-    kind = style_of(args.style).options
-    return kind(**{field.name: getattr(args, field.name) for field in fields(kind)})
-
-
-def _since(args: argparse.Namespace, config_file: Path | None) -> tuple:
-    """Fill `args` from the parent's settings (refusing options that contradict them); the
-    next version's month range, cutoff and where the cutoff came from."""
-    from freshrag.builders.cutoffs import parse_cutoff, resolve_cutoff
-    from freshrag.builders.dated import parse_months
-    from freshrag.builders.versions import next_out, parent_of, since_range
-
-    settings, parent = parent_of(args.since)
-    for key in ("needs", "labels", "templates"):
-        if settings.get(key):
-            raise UsageError(f"--since {args.since}: built with {key}; --since extends the "
-                             f"creative and recent styles only, for now")
-    given = [f"--{dest.replace('_', '-')}" for key, dest in SINCE_OPTIONS.items()
-             if getattr(args, dest) != DEFAULTS.get(dest) and getattr(args, dest) != settings[key]]
-    if args.n is not None:
-        given.append("--n")
-    cutoff = parse_cutoff(settings["cutoff"], f"{args.since}: settings.cutoff")
-    if (args.cutoff or args.cutoff_model) and resolve_cutoff(
-            args.cutoff, args.cutoff_model, config_file)[0] != cutoff:
-        given.append("--cutoff-model" if args.cutoff_model else "--cutoff")
-    if given:
-        raise UsageError(f"--since {args.since}: {', '.join(given)} contradict the settings it "
-                         f"was built with ({', '.join(f'{k} {settings[k]!r}' for k in SINCE_OPTIONS)}"
-                         f"); a new version keeps them")
-    for key, dest in SINCE_OPTIONS.items():
-        setattr(args, dest, settings[key])
-    args.parent = parent
-    args.out = args.out or next_out(args.since, parent["number"])
-    if not (args.dump or args.wiki_api):
-        source = _recorded_source(args.since)
-        if source.endswith(".php"):
-            args.wiki_api = source
-        else:
-            raise UsageError(f"--since {args.since}: it was sampled from the dump {source}; give "
-                             f"the newer dump with --dump")
-    months = since_range(parent, parse_months(args.created) if args.created else None)
-    return months, cutoff, f"the cutoff of --since {args.since}"
-
-
-def _recorded_source(directory: Path) -> str:
-    from freshrag.core.manifest import read_manifest
-
-    return str((read_manifest(directory) or {}).get("source") or "")
-
-
-def _dry_run(args: argparse.Namespace, config: BuildConfig, config_file: Path | None,
-             cache: Path | None, labelled: bool) -> int:
-    """A build dry run counts every stage (harness/cost/build_estimate.py) but the control
-    questions of a --needs build; it refuses what it would leave out rather than under-count."""
-
-    from freshrag.cli.common import load_settings
-    from freshrag.reporting.prices import price_table
-    from freshrag.run import dry_run
-
-    if args.control and args.needs:
-        raise UsageError("--dry-run cannot count the control questions of a --needs build yet: "
-                         "leave --control out to estimate the rest")
-    print(dry_run.dry_run_build(config, load_settings(args), cache, args.seed,
-                                price_table(config_file), labelled))
+    print(f"dataset written to {out}/ (articles.jsonl, questions.jsonl, manifest.json); "
+          f"run it with: freshrag run --dataset {out}")
     return 0
 
 

@@ -86,11 +86,11 @@ def _check_systems(out: Path) -> None:
 def _write(out: Path, document: dict, rows: list[SampleRow], capped: Exception | None) -> int:
     """cutoff.json, cutoff.md and cutoff.png written, the table and notes printed; exit 3 when
     capped, 1 when a pair failed."""
-    from freshrag.cli.common import print_unscored
     from freshrag.core.files import write_json, write_text
     from freshrag.reporting import cutoff
     from freshrag.reporting.judge_check import judge_checks
     from freshrag.reporting.render.cutoff_plot import write_cutoff_plot
+    from freshrag.workflows.report import print_unscored
 
     table = cutoff.render(document)
     write_json(out / cutoff.CUTOFF_JSON, document)

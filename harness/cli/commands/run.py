@@ -5,9 +5,8 @@ directory, resumably (docs/running.md). It parses its options, calls the run ser
 from __future__ import annotations
 
 import argparse
-from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from freshrag.cli.options import (
     add_command,
@@ -19,14 +18,13 @@ from freshrag.cli.options import (
     add_models,
     add_no_cache,
     add_probe_options,
+    add_run_option,
     add_scorers,
     add_seed,
-    iso_date,
     out_dir,
-    whole,
 )
 from freshrag.core.runfiles import MANIFEST, RESULTS, SAMPLES, SUMMARY, SUMMARY_MD
-from freshrag.core.types import DEFAULT_MAX_STEPS, DEFAULT_TOKEN_BUDGET
+from freshrag.run.options import DEFAULT_SYSTEMS, RUN_OPTIONS
 
 if TYPE_CHECKING:
     from freshrag.core.dataset import Dataset
@@ -60,7 +58,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def add_systems(p: argparse._ArgumentGroup) -> None:
-    from freshrag.run.inputs import DEFAULT_SYSTEMS
     from freshrag.systems import SYSTEMS
 
     p.add_argument("--systems", default=DEFAULT_SYSTEMS,
@@ -74,24 +71,20 @@ def add_systems(p: argparse._ArgumentGroup) -> None:
 def add_run_options(p: argparse.ArgumentParser, index: bool = True) -> None:
     """Every option of a run but the dataset and the systems (`freshrag import` shares them), in
     named groups; the retrieval index's only with `index` (a command whose systems never
-    retrieve shows none)."""
-    from freshrag.run.inputs import MAX_EPOCHS
-
+    retrieve shows none). The run's own options are run/options.py's table."""
     add_models(p)
     control = p.add_argument_group("run control")
     add_limit(control)
     add_concurrency(control, "pairs in flight at once; 1 runs serially")
     add_no_cache(control)
     add_seed(control)
-    control.add_argument("--epochs", type=whole(1, MAX_EPOCHS), default=1,
-                         help="answer and grade each pair this many times, each epoch asked "
-                              "anew (not from the cache); the tables read the first, the "
-                              "report's epochs section the spread; raising it on resume adds "
-                              "epochs (default: %(default)s)")
+    add_run_option(control, RUN_OPTIONS["epochs"])
     p.add_argument_group("output").add_argument(
         "--out", type=out_dir, help="run directory (default: results/DATASET_NAME); running "
         "again into it resumes")
-    _answering_options(p.add_argument_group("answering"))
+    answering = p.add_argument_group("answering")
+    for name in ANSWERING:
+        add_run_option(answering, RUN_OPTIONS[name])
     judging = p.add_argument_group("judging and scoring")
     judging.add_argument("--no-probe", action="store_true", help="do not probe the judge before "
                          "grading (the report then says that nothing checked the judge)")
@@ -103,30 +96,7 @@ def add_run_options(p: argparse.ArgumentParser, index: bool = True) -> None:
     add_cost_options(p.add_argument_group("cost"))
 
 
-def _answering_options(p: argparse._ArgumentGroup) -> None:
-    from freshrag.run.inputs import MAX_STEPS, PAPER_CUTOFF
-
-    p.add_argument("--knowledge-cutoff", type=iso_date, default=PAPER_CUTOFF,
-                   help="the answering model's knowledge cutoff, stated by dated-boolean "
-                        "(default: %(default)s, GPT-4-0613's)")
-    p.add_argument("--today", type=date_or_today, default="today", metavar="DATE",
-                   help="today's date as dated-boolean states it, YYYY-MM-DD or today "
-                        "(default: %(default)s)")
-    p.add_argument("--context-tokens", type=whole(1, 10_000_000), default=8192,
-                   help="the answering model's context window; retrieved text is cut to fit "
-                        "(default: %(default)s)")
-    p.add_argument("--max-steps", type=whole(1, MAX_STEPS), default=DEFAULT_MAX_STEPS,
-                   help="an agent's most model calls for one answer (react, iterative, "
-                        "decompose, router); its last call answers (default: %(default)s)")
-    p.add_argument("--token-budget", type=whole(0, 1_000_000_000), default=DEFAULT_TOKEN_BUDGET,
-                   help="an agent's most tokens, in and out, for one answer; once spent it "
-                        "makes its closing answer call; 0: no bound but --max-steps "
-                        "(default: %(default)s)")
-
-
-def date_or_today(text: str) -> str:
-    """A date YYYY-MM-DD, or `today` for today's."""
-    return date.today().isoformat() if text == "today" else iso_date(text)
+ANSWERING = ("knowledge_cutoff", "today", "context_tokens", "max_steps", "token_budget")
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -166,12 +136,12 @@ def run_options(args: argparse.Namespace, out: Path) -> RunOptions:
     from freshrag.run.inputs import RunOptions
     from freshrag.scoring import probes
 
+    # each of run/options.py's by its name, the flag's stand-in for None (--token-budget 0) as None
+    declared: dict[str, Any] = {name: None if getattr(args, name) == option.unset
+                                else getattr(args, name) for name, option in RUN_OPTIONS.items()}
     return RunOptions(
-        scorers=tuple(args.scorers.split(",")), limit=args.limit, concurrency=args.concurrency,
-        seed=args.seed, cache=not args.no_cache, knowledge_cutoff=args.knowledge_cutoff,
-        today=args.today, context_tokens=args.context_tokens, max_steps=args.max_steps,
-        epochs=args.epochs,
-        token_budget=args.token_budget or None,
+        scorers=tuple(args.scorers.split(",")), concurrency=args.concurrency, seed=args.seed,
+        cache=not args.no_cache, **declared,
         probe=None if args.no_probe else probes.ProbeSettings(
             args.probe_k, args.probe_seed, args.probe_threshold, args.probe_context),
         index=index_config(args, out.parent) if hasattr(args, "top_k") else None,
@@ -180,26 +150,20 @@ def run_options(args: argparse.Namespace, out: Path) -> RunOptions:
 
 def _summarise(out: Path, rows: list[SampleRow], capped: Exception | None,
                systems: tuple[str, ...]) -> int:
-    """The run's tables (systems in the order --systems gave them) and notes; exit 3 when
-    capped, 1 when a pair failed."""
-    from freshrag.cli.common import print_unscored
-    from freshrag.reporting import epochs, report
-    from freshrag.reporting.freshness import known_without_retrieval
+    """The run's summary written (as `freshrag.evaluate` writes it) and its tables and notes
+    printed; exit 3 when capped, 1 when a pair failed."""
     from freshrag.reporting.judge_check import judge_checks
+    from freshrag.reporting.run_summary import write_run_summary
     from freshrag.systems.external.reply import unread_lines
+    from freshrag.workflows.report import print_unscored
 
-    summary = report.summarise(report.in_systems_order(rows, systems))
-    known = known_without_retrieval(rows)  # how much of the set the answer model knows
-    # `rows` are the first epoch's; the spread needs every epoch's, read again only if there are
-    spread = epochs.section(report.load_runs(out, light=True, every_epoch=True)) \
-        if epochs.highest_epoch(out) > 1 else ""
-    report.write_summary(out, summary, known=known, more=spread)
-    print(report.render(summary, "markdown", known=known))
+    summary = write_run_summary(out, rows, systems)
+    print(summary.table)
     print_unscored(rows)
     if unread := unread_lines(rows):  # what a service replied that no path of it read
         print("\n" + "\n".join(unread))
-    if spread:
-        print("\n" + spread)
+    if summary.spread:
+        print("\n" + summary.spread)
     print("\n" + "\n".join(judge_checks([out], rows)["lines"]))
     print(f"\nrun written to {out}/ ({SAMPLES}, {MANIFEST}, {SUMMARY}, and the whole table in "
           f"{SUMMARY_MD})")

@@ -1,14 +1,14 @@
 """`freshrag score`: add scorers to a finished (or imported) run without answering again, into its
-scores.jsonl, resumably (docs/scoring.md); the pass itself is harness/scoring/scorepass.py."""
+scores.jsonl, resumably (docs/scoring.md). It parses its options and calls the score service
+(harness/workflows/score.py, which `freshrag.score` is too)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 from freshrag.cli.options import (
-    UsageError,
     add_command,
     add_concurrency,
     add_cost_options,
@@ -21,11 +21,7 @@ from freshrag.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from freshrag.core.config import LLMSettings
-    from freshrag.core.records import SampleRow
-    from freshrag.core.types import LLM, Article
-    from freshrag.cost.budget import Budget
-    from freshrag.llm.client import LLMClient
+    from freshrag.core.dataset import Dataset
 
 NAME = "score"
 HELP = "add scorers to a finished or imported run, resumably"
@@ -62,81 +58,39 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from freshrag.cli.common import CACHE_FILE, check_batch, default_config, load_settings
+    from freshrag.cli.common import print_roles
+    from freshrag.core.config import CommandLine
     from freshrag.reporting import scorers as scorer_report
     from freshrag.reporting.epochs import first_epoch_note
-    from freshrag.reporting.prices import price_table
-    from freshrag.run import dry_run
-    from freshrag.scoring import scorepass
+    from freshrag.workflows.score import prepare_score
 
-    names = scorepass.scorer_names(args.scorers)
-    rows, articles = scorepass.score_inputs(args.run_dir, _score_articles(args))
-    problem = scorepass.missing_inputs(rows, names, articles)
-    if problem:
-        raise UsageError(f"{args.run_dir}: {problem}")
+    prepared = prepare_score(
+        args.run_dir, args.scorers, dataset=_score_dataset(args), articles=None if (
+            args.dataset or args.questions) else args.articles, repeats=args.repeats,
+        roles=CommandLine(args.model, args.base_url, tuple(args.model_role or ())),
+        concurrency=args.concurrency, seed=args.seed, cache=not args.no_cache,
+        max_cost=args.max_cost, batch=args.batch, batch_poll=args.batch_poll, config=args.config)
     if note := first_epoch_note([args.run_dir], "the scorers score the answers of"):
         print(note)
-    settings = load_settings(args)
-    cache = None if args.no_cache else args.run_dir.parent / CACHE_FILE
-    prices = price_table(args.config or default_config()) if args.dry_run or args.max_cost else {}
     if args.dry_run:
-        print(dry_run.dry_run_score(args.run_dir, rows, names, articles, args.repeats, settings,
-                                    cache, args.seed, prices, args.batch, args.concurrency))
+        print(prepared.estimate())
         return 0
-    if args.batch:
-        check_batch(args, settings, scorepass.scorer_roles(names))
-    budget = args.max_cost and dry_run.budget(args.max_cost, args.batch, settings, prices,
-                                              scorepass.scorer_roles(names))
-    counts, capped = _score(args, rows, names, articles, settings, cache, budget)
-    if counts is None:
-        print(f"CAPPED: {capped}; finished scores are kept in scores.jsonl: run the same "
+    if prepared.todo:  # else no server starts
+        print_roles(prepared.settings, prepared.roles, embeddings=prepared.embeddings)
+    result = prepared.score()
+    if result.counts is None:
+        print(f"CAPPED: {result.capped}; finished scores are kept in scores.jsonl: run the same "
               f"command without --max-cost (or with a higher one) to finish")
         return 3
-    print(scorer_report.render_pass(counts, args.run_dir))
-    if args.repeats > 1 and "judge" in names:
+    print(scorer_report.render_pass(result.counts, args.run_dir))
+    if args.repeats > 1 and "judge" in result.scorers:
         print("\n" + scorer_report.render_spread(args.run_dir))
     return 0
 
 
-def _score(args: argparse.Namespace, rows: list[SampleRow], names: tuple[str, ...],
-           articles: dict[str, Article], settings: LLMSettings, cache: Path | None,
-           budget: Budget | None) -> tuple[dict[str, Any] | None, Exception | None]:
-    """The pass over the run, holding its directory: the counts, or the cap if it was hit."""
-    import contextlib
-
-    from freshrag.cli.common import embed_for, embed_for_needed, llm_client, print_roles
-    from freshrag.core.rundir import locked
-    from freshrag.cost import batch, plan
-    from freshrag.cost.budget import BudgetExceeded
-    from freshrag.scoring import scorepass
-
-    with locked(args.run_dir), contextlib.ExitStack() as stack:
-        llm: LLMClient | None = None
-        embed = None
-        todo = scorepass.pending(args.run_dir, rows, names, args.repeats)
-        if todo:  # else no server starts
-            roles = scorepass.scorer_roles(names)
-            print_roles(settings, roles, embeddings=embed_for_needed(names))
-            llm = stack.enter_context(llm_client(settings, cache, args.seed, roles=roles))
-            llm.gate, embed = budget or None, embed_for(llm, names)
-        scorers = scorepass.make_scorers(names, embed)
-        try:
-            if llm is not None and args.batch:  # chat calls only: embeddings stay live
-                scorepass.check_same_models(args.run_dir, scorers, llm)  # before any upload
-                batch.prefill(llm, args.run_dir, plan.score_jobs(todo, names, articles),
-                              args.batch_poll or batch.POLL_S, args.concurrency)
-            # without a model only when nothing is pending: the pass then makes no call
-            return scorepass.score_rows(args.run_dir, rows, scorers, cast("LLM", llm), articles,
-                                        args.repeats, args.concurrency), None
-        except BudgetExceeded as err:
-            return None, err
-
-
-def _score_articles(args: argparse.Namespace) -> dict[str, Article] | None:
-    """The gold articles named on the command line, or None (the run's own, if it has them)."""
+def _score_dataset(args: argparse.Namespace) -> Dataset | None:
+    """The dataset named on the command line for its gold articles, or None (--articles, or the
+    run's own)."""
     from freshrag.cli.common import dataset
-    from freshrag.core.dataset import load_articles
 
-    if args.dataset or args.questions:
-        return dataset(args).articles
-    return load_articles(args.articles) if args.articles else None
+    return dataset(args) if args.dataset or args.questions else None

@@ -1,0 +1,34 @@
+"""A run's summary (docs/run-format.md): summary.json and summary.md written into the run
+directory from its rows, the systems in the order the run gave them, as `freshrag run` and
+`freshrag.evaluate` both leave it; what the command prints of it comes back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from freshrag.reporting import epochs, report
+from freshrag.reporting.freshness import known_without_retrieval
+
+if TYPE_CHECKING:
+    from freshrag.core.records import SampleRow
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a run's summary shows: the table as markdown, and the epochs' spread ("" with one)."""
+
+    table: str
+    spread: str
+
+
+def write_run_summary(out: Path, rows: list[SampleRow], systems: Sequence[str]) -> RunSummary:
+    """summary.json and summary.md of the run in `out` from its first epoch's `rows`."""
+    summary = report.summarise(report.in_systems_order(rows, systems))
+    known = known_without_retrieval(rows)  # how much of the set the answer model knows
+    # `rows` are the first epoch's; the spread needs every epoch's, read again only if there are
+    spread = epochs.section(report.load_runs(out, light=True, every_epoch=True)) \
+        if epochs.highest_epoch(out) > 1 else ""
+    report.write_summary(out, summary, known=known, more=spread)
+    return RunSummary(report.render(summary, "markdown", known=known), spread)
