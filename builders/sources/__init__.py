@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from freshrag.builders.sources.pages import BuildError
-from freshrag.core.registry import Registry
+from freshrag.core.registry import Registry, attributes_problem
 
 if TYPE_CHECKING:
     from freshrag.builders.sources.pages import PageSource
@@ -86,15 +86,9 @@ class Kind(Protocol):
 NEEDED = ("name", "recognises", "open", "reopens", "reopen")  # what a kind of source has
 
 
-def _problem(kind: Any) -> str | None:
-    missing = [key for key in NEEDED if not hasattr(kind, key)]
-    return (f"a {type(kind).__name__}, which has no {', '.join(missing)} "
-            f"(builders/sources/__init__.py)") if missing else None
-
-
 # name -> kind, each module imported only when asked; the more particular first
 SOURCES: Registry[Kind] = Registry("source", "freshrag.sources", {
     "split-dump": "freshrag.builders.sources.split_dump:SPLIT_DUMP",
     "dump": "freshrag.builders.sources.dump:DUMP",
     "mediawiki": "freshrag.builders.sources.mediawiki:MEDIAWIKI",
-}, check=_problem)
+}, check=attributes_problem(NEEDED, "builders/sources/__init__.py"))

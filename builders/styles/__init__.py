@@ -12,20 +12,14 @@ information need (needs.py, `--needs`, which replaces a style's prompt).
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Iterator
 
 from freshrag.builders.sources.pages import BuildError
 from freshrag.builders.styles.base import Style
-from freshrag.core.registry import Registry
+from freshrag.core.registry import Registry, attributes_problem
 
 NEEDED = ("name", "description", "files", "always_labels", "takes_labels", "options", "labels",
           "settings", "manifest", "write_questions", "walk")  # what a style object has (base.py)
-
-
-def _problem(style: Any) -> str | None:
-    missing = [key for key in NEEDED if not hasattr(style, key)]
-    return (f"a {type(style).__name__}, which has no {', '.join(missing)} "
-            f"(builders/styles/base.py)") if missing else None
 
 
 # name -> style object, each module imported only when its style is asked for
@@ -35,7 +29,7 @@ STYLES: Registry[Style] = Registry("style", "freshrag.styles", {
     "statements": "freshrag.builders.styles.statement_questions:STATEMENTS",
     "grounded": "freshrag.builders.styles.grounded:GROUNDED",
     "multihop": "freshrag.builders.styles.multihop:MULTIHOP",
-}, check=_problem)
+}, check=attributes_problem(NEEDED, "builders/styles/base.py"))
 DEFAULT_STYLE = "creative"
 
 

@@ -193,3 +193,13 @@ def callable_problem(what: str) -> Check:
     def check(thing: Any) -> str | None:
         return None if callable(thing) else f"a {type(thing).__name__}, not {what}"
     return check
+
+
+def attributes_problem(needed: tuple[str, ...], declared_in: str) -> Check:
+    """A check that the thing has every attribute of `needed` (what the kind's objects have,
+    declared in `declared_in`, which the message names)."""
+    def check(thing: Any) -> str | None:
+        missing = [key for key in needed if not hasattr(thing, key)]
+        return (f"a {type(thing).__name__}, which has no {', '.join(missing)} "
+                f"({declared_in})") if missing else None
+    return check

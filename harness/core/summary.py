@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Iterator, Literal, Sequence, cast
+from typing import Annotated, Any, Iterable, Iterator, Literal, Mapping, Sequence, cast
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
@@ -263,7 +263,7 @@ def models_of(row: Any, calls: Calls) -> dict[str, str]:
     return {**(row.get("models") or {}), **calls.models}
 
 
-def context_of(row: dict[str, Any]) -> str | None:
+def context_of(row: Mapping[str, Any]) -> str | None:
     """The retrieved extracts the answer was written from (the system prompt of the last answer
     call of the whole row), or None when the pair retrieved nothing."""
     if not row.get("retrievals"):

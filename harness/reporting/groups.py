@@ -35,6 +35,7 @@ from freshrag.core.records import SampleRow
 from freshrag.core.reference import matches
 from freshrag.core.samples import judge_scores
 from freshrag.core.stats import bootstrap_interval, min_detectable_difference, with_holm
+from freshrag.core.summary import context_of
 from freshrag.core.types import WORDING_AXES
 from freshrag.reporting.identity import Identity, group_rows, labels
 
@@ -58,18 +59,6 @@ def verdict(row: SampleRow) -> tuple[str, str]:
     if scores["truthfulness"] >= JUDGE_CORRECT:
         return "correct", "judge"
     return "incorrect", "no match, judge below threshold"
-
-
-def context_text(row: SampleRow) -> str | None:
-    """The retrieved extracts the answer was written from (the system prompt of the last answer
-    call), or None when the pair retrieved nothing."""
-    if not row.get("retrievals"):
-        return None
-    answers = [call for call in row.get("calls") or [] if call.get("role") == "answer"]
-    if not answers:
-        return None
-    return "\n".join(message.get("content") or "" for message in answers[-1]["messages"]
-                     if message.get("role") == "system")
 
 
 def grouped_rows(rows: list[SampleRow]) -> dict[Identity, dict[str, list[SampleRow]]]:
@@ -131,13 +120,13 @@ def _figures(judged: dict[str, list[tuple[SampleRow, str, str]]], tags: dict[str
 def _attribute(forms_of: list[tuple[SampleRow, str, str]]) -> list[dict[str, Any]]:
     """The cause of each wrong form of one non-robust group (see the module docstring)."""
     reference = forms_of[0][0].get("reference") or ""
-    right_held = any((context := context_text(row)) is not None and matches(context, reference)
+    right_held = any((context := context_of(row)) is not None and matches(context, reference)
                      for row, v, _ in forms_of if v == "correct")
     causes = []
     for row, v, _ in forms_of:
         if v != "incorrect":
             continue
-        context = context_text(row)
+        context = context_of(row)
         cause = ("no_retrieval" if context is None else
                  "language_model" if matches(context, reference) else "retriever")
         causes.append({"question_id": row["question_id"], "group": row["group"],
