@@ -53,10 +53,11 @@ from freshrag.llm.client import LLMClient
 # Every file a build may write in its dataset directory, whatever its stages and built-in style:
 # `freshrag build` refuses an input given at one of these paths (core/outputs.py), and the
 # builder tests check every build they run against the list (tests/support/builds.py).
-WRITES = (MANIFEST, LOCK, SAMPLE, SAMPLE_PARTIAL, ARTICLES, RECENCY, QUESTIONS,
-          *(titles_path(Path(), stage).name for stage in (*ARTICLE_STAGES, CONTROL)), FACTS,
-          *(name for style in STYLES.values() for name in style.files), NEEDS_FILE,
-          LABELS_FILE, REPORT_FILE, CHART_FILE)
+WRITES = tuple(dict.fromkeys((  # each once: styles may share a file (the prompted ones do)
+    MANIFEST, LOCK, SAMPLE, SAMPLE_PARTIAL, ARTICLES, RECENCY, QUESTIONS,
+    *(titles_path(Path(), stage).name for stage in (*ARTICLE_STAGES, CONTROL)), FACTS,
+    *(name for style in STYLES.values() for name in style.files), NEEDS_FILE,
+    LABELS_FILE, REPORT_FILE, CHART_FILE)))
 
 # The client for the given roles, with the embedded server running if one of them needs it.
 OpenLLM = Callable[[tuple[str, ...]], ContextManager[LLMClient]]
@@ -126,6 +127,8 @@ def build(config: BuildConfig, stages: tuple[str, ...], source: Source,
         for stage in stages:
             if llm is None and (stage in ("A_f", "questions", "labels")
                                 or stage == "traffic" and config.control):
+                if hasattr(style, "before_calls"):  # a style that can tell it would write none
+                    style.before_calls(config)
                 llm = stack.enter_context(open_llm(roles))
             page_source = None
             if stage == "A_r":

@@ -28,6 +28,7 @@ from freshrag.builders.styles.base import options_of
 from freshrag.builders.styles.facts import fact_counts
 from freshrag.builders.styles.needs import NEEDS_FILE, needs_funnel
 from freshrag.builders.styles.needs import PROMPTS as NEED_PROMPTS
+from freshrag.builders.styles.prompted import dropped_counts
 from freshrag.builders.styles.statement_questions import (
     CANDIDATES_FILE,
     StatementOptions,
@@ -42,8 +43,9 @@ from freshrag.llm.client import LLMClient
 
 
 def funnel(out: Path, min_critique: tuple[tuple[str, int], ...] = ()) -> dict[str, Any]:
-    """How many articles each stage kept and why the others went, from the files on disk; for
-    the statements style, how many questions were written, failed or dropped, by reason."""
+    """How many articles each stage kept and why the others went, from the files on disk; how
+    many questions were written, and the replies dropped for holding none; for the statements
+    style, how many were written, failed or dropped, by reason."""
     samples = read_records(out / SAMPLE)
     result: dict[str, Any] = {
         "sampled": len(samples),
@@ -72,6 +74,8 @@ def funnel(out: Path, min_critique: tuple[tuple[str, int], ...] = ()) -> dict[st
         result["questions"] = len(questions)
         labels = Counter(row.get("label") or "none" for row in questions)
         result.update({"labels": dict(labels)} if set(labels) - {"none"} else {})
+    if dropped := dropped_counts(out):  # replies that held no question, by reason
+        result["dropped_questions"] = dropped
     if any(row.get("month") for row in samples):  # a set dated by month (builders/dated.py)
         stages = {key: set(read_titles(out, stage)) for key, stage in
                   (("n_r", "A_r"), ("n_d", "A_d"), ("n_f", "A_f")) if titles_path(out, stage).exists()}

@@ -33,6 +33,7 @@ SHAPES: dict[str, Shape] = {
                     "outcome": TEXT},
     "links.jsonl": {"title": TEXT, "links": LIST},
     "multihop.jsonl": {"id": TEXT, "kind": TEXT},
+    "dropped_questions.jsonl": {"id": TEXT, "attempt": NUMBER, "reason": TEXT},
     "distractors.jsonl": {"id": TEXT, "distractors": LIST},
     "candidates.jsonl": {"id": TEXT, "status": TEXT},
     "statements.jsonl": {"title": TEXT, "steps": OBJECT},
@@ -82,3 +83,11 @@ FIX = "the file was changed since freshrag wrote it: restore it, or write into a
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else f"{text[:57]}..."
+
+
+def read_title_list(path: Path) -> list[str]:
+    """A stage's title list (`A_f.txt`): one title a line, split at "\n" alone, since
+    splitlines() would also split at U+2028, U+0085 and the other line breaks a title may hold,
+    and lose it (builders/sources/pages.py)."""
+    text = path.read_bytes().decode("utf-8")
+    return text.split("\n")[:-1] if text else []

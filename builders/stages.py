@@ -44,7 +44,7 @@ from freshrag.builders.prompts import (
     RECENCY_TOOL,
     recency_messages,
 )
-from freshrag.builders.records import read_records
+from freshrag.builders.records import read_records, read_title_list
 from freshrag.builders.sources.pages import BuildError, Page, PageSource, Reservoir, classify
 from freshrag.builders.styles import DEFAULT_STYLE, style_of
 from freshrag.builders.styles.base import read_articles
@@ -115,10 +115,7 @@ def read_titles(out: Path, stage: str) -> list[str]:
     if not path.exists():
         raise BuildError(f"{path}: stage {stage} has not finished; run it first "
                          f"(freshrag build --stage {stage} ...)")
-    # one title a line, split at "\n" alone: splitlines() would also split at U+2028, U+0085
-    # and the other line breaks a title may hold, and lose it (builders/sources/pages.py)
-    text = path.read_bytes().decode("utf-8")
-    return text.split("\n")[:-1] if text else []
+    return read_title_list(path)
 
 
 def write_titles(out: Path, stage: str, titles: Iterable[str]) -> None:

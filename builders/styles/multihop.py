@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from freshrag.builders.forced import forced_call, text_field, usage_record
 from freshrag.builders.labels.prompts import messages
-from freshrag.builders.records import read_records
+from freshrag.builders.records import read_records, read_title_list
 from freshrag.builders.sources.pages import BuildError
 from freshrag.builders.styles.base import (
     QUESTIONS,
@@ -130,6 +130,15 @@ class MultiHop(Plain):
         if stage == "questions" and distractors(config):
             return add_distractors(out, distractors(config), config.seed, open_source)
         return None
+
+    def before_calls(self, config: Config) -> None:
+        """Refuse, before the build's first model call, a sample that gives no candidate at all:
+        planned over the articles the questions can still come from (A_d's, else A_r's), which
+        the later stages only narrow, so none of theirs would give one."""
+        stages = ("A_r", "A_d")[:1 + (config.questions_from != "A_r")]
+        listed = [stage for stage in stages if (config.out / f"{stage}.txt").exists()]
+        if listed:
+            _check_plannable(config, read_title_list(config.out / f"{listed[-1]}.txt"))
 
     def funnel(self, config: Config) -> dict[str, Any]:
         return {"multihop": multihop_funnel(config)} if (config.out / CANDIDATES).exists() \
@@ -264,10 +273,23 @@ def multihop_funnel(config: Config) -> dict[str, Any]:
     return result
 
 
+def _check_plannable(config: Config, titles: list[str]) -> None:
+    found = _plan(config, titles, read_articles(config.out))
+    if found.candidates:
+        return
+    why = "; ".join(f"{kind}: " + ", ".join(f"{reason.replace('_', ' ')} {count}"
+                                            for reason, count in counts.items() if count)
+                    for kind, counts in found.lacking.items())
+    raise BuildError(f"{config.out}: no two-article question can be planned from the "
+                     f"{len(titles)} articles it may ask about ({why}); a bridge needs an article that "
+                     f"links to another sampled one and names it, a comparison two articles "
+                     f"with the same infobox field. Sample a wiki or dump whose new articles "
+                     f"link to each other; no model was called")
+
+
 def _lacking(config: Config) -> dict[str, dict[str, int]]:
     try:
-        titles = (config.out / f"{config.questions_from}.txt").read_text(
-            encoding="utf-8").splitlines()
+        titles = read_title_list(config.out / f"{config.questions_from}.txt")
         return _plan(config, titles, read_articles(config.out)).lacking
     except (OSError, BuildError):
         return {}

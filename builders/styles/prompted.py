@@ -8,12 +8,17 @@ each, tied to the article's title and revision. Sample i of an article is its ow
 (attempt i), so resuming never repeats a call. An empty reply is asked again at once as a new
 attempt (i + k * questions_per_article, which no other sample uses), `QUESTION_TRIES` times in
 all; the client does not cache empty replies, so a question still missing is asked again when
-the build resumes.
+the build resumes. A reply that is not a question (`read_question`: a heading such as "Title: …",
+or a refusal such as "I don't know.") is dropped as an empty one is, and each dropped attempt is a
+line of `dropped_questions.jsonl`, which the manifest's funnel counts by reason.
 """
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from freshrag.builders.labels.labeller import Item, label_one
@@ -30,6 +35,12 @@ QUESTION_TRIES = 3  # an empty question is asked again, as a new attempt, up to 
 # The traffic kind and retrieval need, by construction, of questions about each stage's articles
 # (docs/methods.md#retrieval-need-and-deciders); other stages' questions carry neither.
 STAGE_KINDS = {"A_f": {"kind": "fresh", "need": True}, "control": {"kind": "control", "need": False}}
+DROPPED = "dropped_questions.jsonl"  # a line per attempt whose reply was not a question
+# A reply's line that labels rather than asks ("Title: Tarnholt Bridge", "Article: ..."), and one
+# that declines: neither is a question, whatever follows (a line with a question mark is kept).
+HEADING = re.compile(r"^[A-Z][\w ]{0,30}:(\s|$)")
+REFUSAL = re.compile(r"^(i (do not|don't|cannot|can't|am unable)|i'm (sorry|unable)|sorry\b|"
+                     r"as an ai\b|unknown\b|n/?a\b|none\b)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -38,6 +49,7 @@ class Prompted(Plain):
 
     name: str
     description: str
+    files = (DROPPED,)  # not a field: what every style declares (builders/styles/base.py)
 
     def write_questions(self, llm: LLM, config: Config, titles: list[str]) -> int:
         return write_questions(llm, config, titles, self.name)
@@ -70,7 +82,7 @@ def write_questions(llm: LLM, config: Config, titles: list[str], style: str) -> 
     todo = [(position, title, i) for position, title in enumerate(titles)
             for i in range(config.questions_per_article)
             if question_id(config.questions_from, position, i) not in done]
-    writer = JsonlWriter(out / QUESTIONS)
+    writer, dropped = JsonlWriter(out / QUESTIONS), JsonlWriter(out / DROPPED)
     cutoff = config.cutoff.isoformat()
     per_article = config.questions_per_article
 
@@ -86,9 +98,12 @@ def write_questions(llm: LLM, config: Config, titles: list[str], style: str) -> 
             except ContextTooLong:
                 break
             content, response = content[:fitted.chars], fitted.response
-            question = clean_question(response.text or "")
+            question, why = read_question(response.text or "")
             if question:
                 break
+            dropped.write({"id": question_id(config.questions_from, position, i),
+                           "attempt": attempt, "reason": why,
+                           "reply": (response.text or "")[:200]})
         if not question or response is None:
             return False  # counted in the manifest as missing; a resume asks again
         writer.write({"id": question_id(config.questions_from, position, i), "title": title,
@@ -104,6 +119,7 @@ def write_questions(llm: LLM, config: Config, titles: list[str], style: str) -> 
         map_with_progress(ask, todo, config.concurrency, desc="questions", unit="question")
     finally:
         writer.close()
+        dropped.close()
     return len(read_records(out / QUESTIONS))
 
 
@@ -112,6 +128,28 @@ def question_request(title: str, text: str, style: str, cutoff: str,
     """The question writer's call (also what `build --dry-run` counts)."""
     return dict(messages=question_messages(title, text, style, cutoff), temperature=1.0,
                 max_tokens=QUESTION_MAX_TOKENS, attempt=attempt)
+
+
+def read_question(text: str) -> tuple[str, str | None]:
+    """The question of a reply, or "" and why it holds none: `empty`, `heading` (a label line
+    such as "Title: ..." with no question mark) or `refusal` ("I don't know.")."""
+    question = clean_question(text)
+    if not question:
+        return "", "empty"
+    if "?" not in question and HEADING.match(question):
+        return "", "heading"
+    if "?" not in question and REFUSAL.match(question):
+        return "", "refusal"
+    return question, None
+
+
+def dropped_counts(out: Path) -> dict[str, int] | None:
+    """The attempts dropped for holding no question, by reason (each attempt once: a resumed
+    build asks a cached attempt again and writes its line again); None without the file."""
+    if not (out / DROPPED).exists():
+        return None
+    reasons = {(row["id"], row["attempt"]): row["reason"] for row in read_records(out / DROPPED)}
+    return dict(Counter(reasons.values()))
 
 
 def clean_question(text: str) -> str:

@@ -8,6 +8,7 @@ from datetime import date
 import pytest
 
 from freshrag.builders.cutoffs import created_after
+from freshrag.builders.styles.prompted import QUESTION_TRIES
 from freshrag.cli.main import main
 from freshrag.core.jsonl import read_jsonl
 from freshrag.core.samples import read_samples
@@ -101,7 +102,7 @@ def test_a_cutoff_that_is_not_a_date_says_so(tmp_path, dump, option, message, ca
 
 
 def test_a_resumed_build_asks_again_for_the_questions_that_came_back_empty(tmp_path, dump,
-                                                                          monkeypatch):
+                                                                          monkeypatch, capsys):
     from tests.support.fake_openai_server import default_reply
 
     empty = {"on": True}
@@ -113,10 +114,14 @@ def test_a_resumed_build_asks_again_for_the_questions_that_came_back_empty(tmp_p
 
     with FakeOpenAIServer(reply=reply) as server:
         use_endpoint(monkeypatch, server.base_url, SECRET)
-        assert build(tmp_path, dump) == 0
+        assert build(tmp_path, dump) == 1  # no question written: a failed build
         out = tmp_path / "dataset"
         a_f = (out / "A_f.txt").read_text().splitlines()
         assert a_f and not list(read_jsonl(out / "questions.jsonl"))
+        said = capsys.readouterr()
+        assert "freshrag run" not in said.out and "no question was written" in said.err
+        funnel = json.loads((out / "manifest.json").read_text())["funnel"]
+        assert funnel["dropped_questions"] == {"empty": QUESTION_TRIES * len(a_f)}
         empty["on"] = False
         asked = server.calls
         assert build(tmp_path, dump) == 0

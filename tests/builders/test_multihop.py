@@ -427,3 +427,22 @@ def test_without_the_cache_a_resume_asks_again_only_the_candidate_cut_short(tmp_
 ])
 def test_the_sentence_that_names_the_second_article(content, title, text, sentence):
     assert mention(content, title, text) == sentence
+
+
+def test_a_sample_with_nothing_to_pair_is_refused_before_any_model_call(tmp_path, monkeypatch,
+                                                                         capsys):
+    # the fresh pages without their links or infoboxes: no bridge, no comparison can be planned
+    plain = [DumpPage(page_id, title, [Revision(page_id, created, f"'''{title}''' is a place. "
+                                                 f"{FILLER * 5}")])
+             for page_id, (title, (created, _)) in enumerate(PAGES.items(), start=1)]
+    dump = write_dump(tmp_path / "plain.xml", plain)
+    server = serve(monkeypatch, Script())
+    try:
+        assert build(dump, tmp_path / "d") == 2
+        assert server.calls == 0  # stage A_f, the first to call the model, never started
+    finally:
+        server.stop()
+    said = capsys.readouterr().err
+    # planned over A_d's five fresh pages, the widest the questions (from A_d here) may ask about
+    assert "no two-article question can be planned from the 5 articles it may ask about" in said
+    assert "bridge: no link 5" in said and "no model was called" in said

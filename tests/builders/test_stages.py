@@ -23,7 +23,7 @@ from freshrag.builders.stages import (
     read_titles,
     sample_articles,
 )
-from freshrag.builders.styles.prompted import clean_question
+from freshrag.builders.styles.prompted import clean_question, read_question
 from freshrag.core.dataset import load_dataset_dir
 from freshrag.core.jsonl import read_jsonl
 from freshrag.llm.client import ContextTooLong
@@ -259,6 +259,31 @@ def test_a_dataset_refuses_other_settings_on_resume(tmp_path):
 ])
 def test_clean_question(text, question):
     assert clean_question(text) == question
+
+
+@pytest.mark.parametrize("reply, reason", [
+    ("Title: One Bridge", "heading"),
+    ("Article:\nOne Bridge", "heading"),
+    ("I don't know.", "refusal"),
+    ("I'm sorry, I cannot write that.", "refusal"),
+    ("  ", "empty"),
+    ("Name the river One crosses.", None),  # an imperative asks too
+    ("Title: which river does One cross?", None),  # a question mark: kept
+])
+def test_a_reply_that_holds_no_question_says_why(reply, reason):
+    question, why = read_question(reply)
+    assert why == reason and bool(question) == (reason is None)
+
+
+def test_replies_without_a_question_are_dropped_and_counted_once_each(tmp_path):
+    cfg = built_to_a_d(tmp_path, titles=("One",), concurrency=1, questions_from="A_d")
+    replies = ["Title: One", "I don't know.", "What is One?"]
+    assert generate_questions(ScriptedLLM(replies), cfg) == 1
+    assert [r["question"] for r in read_jsonl(cfg.out / QUESTIONS)] == ["What is One?"]
+    assert funnel(cfg.out)["dropped_questions"] == {"heading": 1, "refusal": 1}
+    (cfg.out / QUESTIONS).unlink()  # asked again (as a resume would, from the cache)
+    assert generate_questions(ScriptedLLM(replies), cfg) == 1
+    assert funnel(cfg.out)["dropped_questions"] == {"heading": 1, "refusal": 1}
 
 
 def test_an_empty_question_is_asked_again_with_another_attempt_at_once(tmp_path):

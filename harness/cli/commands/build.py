@@ -8,6 +8,7 @@ options need, and the rest when the command runs, so that `--help` stays fast.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +222,20 @@ def handle(args: argparse.Namespace) -> int:
     manifest = prepared.build(announce=print_roles)  # the roles, once a stage needs a model
     out = prepared.config.out
     print(render_funnel(manifest["funnel"]))
+    return _said_done(out, manifest["funnel"].get("questions"))
+
+
+def _said_done(out: Path, questions: int | None) -> int:
+    """The build's last line and exit code: a run suggested only for a dataset with questions;
+    a questions stage that wrote none is a failed build (exit 1), its funnel above saying why."""
+    if questions is None:
+        print(f"stages written to {out}/; its questions stage has not run yet (the same command "
+              f"without --stage runs every stage not finished)")
+        return 0
+    if questions == 0:
+        print(f"freshrag build: no question was written to {out}/questions.jsonl: the funnel "
+              f"above says what each stage kept and dropped", file=sys.stderr)
+        return 1
     print(f"dataset written to {out}/ (articles.jsonl, questions.jsonl, manifest.json); "
           f"run it with: freshrag run --dataset {out}")
     return 0
