@@ -115,6 +115,10 @@ def _dispatch(argv: list[str] | None) -> int:
             cause = traceback.format_exception(err.__cause__)
             print("".join(cause).rstrip(), file=sys.stderr)
         return 2
+    except BrokenPipeError:  # a reader that stopped early (`--out - | head`): nothing to say
+        if argv is None:  # the program itself: its exit would flush into the closed pipe again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except OSError as err:  # a read-only directory, a full disk: named, what was written is kept
         print(f"freshrag: error: {_describe_os_error(err)}", file=sys.stderr)
         return 2

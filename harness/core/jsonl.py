@@ -18,7 +18,7 @@ import sys
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping
+from typing import IO, Any, BinaryIO, Callable, Iterable, Iterator, Mapping
 
 from freshrag.core.errors import UserError
 from freshrag.core.files import atomic_open, dumps, open_no_follow
@@ -260,9 +260,15 @@ def replace_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> int:
     """Write `rows` as the whole of the JSON Lines file `path`, atomically: a kill leaves the old
     file or the new one, never half of it (files that are rebuilt from stage records, not
     appended to). Returns the number of rows."""
-    count = 0
     with atomic_open(path) as handle:
-        for row in rows:
-            handle.write(_encoded(dumps(row, ensure_ascii=False) + "\n").decode("utf-8"))
-            count += 1
+        return write_jsonl(handle, rows)
+
+
+def write_jsonl(handle: IO[str], rows: Iterable[dict[str, Any]]) -> int:
+    """Write `rows` to an open text stream as JSON Lines, each line as `JsonlWriter` encodes
+    it; the number of rows."""
+    count = 0
+    for row in rows:
+        handle.write(_encoded(dumps(row, ensure_ascii=False) + "\n").decode("utf-8"))
+        count += 1
     return count

@@ -94,6 +94,7 @@ RUN = {
     "freshrag agreement --human ana.jsonl ben.jsonl results/recent": 0,
     "freshrag agreement results/judge-gpt-4o results/judge-mini": 0,
     "freshrag export results/agents --format ragas --out agents-ragas.jsonl": 0,
+    "freshrag export results/agents --format jsonl --out -": 0,
     "freshrag export results/gpt-4o results/mini --format jsonl --systems naive,react "
     "--out answers.jsonl": 0,
     "freshrag report results/gpt-4o results/mini --by label --format csv": 0,
@@ -126,6 +127,8 @@ BEFORE: dict[str, tuple[Step, ...]] = {
         f"{RUN_ON} --systems baseline --model-role judge=gpt-4o --out results/judge-gpt-4o",
         f"{RUN_ON} --systems baseline --model-role judge=gpt-4o-mini --out results/judge-mini"),
     "freshrag export results/agents --format ragas --out agents-ragas.jsonl": (
+        f"{RUN_ON} --systems react --out results/agents",),
+    "freshrag export results/agents --format jsonl --out -": (
         f"{RUN_ON} --systems react --out results/agents",),
     "freshrag export results/gpt-4o results/mini --format jsonl --systems naive,react "
     "--out answers.jsonl": (f"{RUN_ON} --systems naive,react --model gpt-4o --out results/gpt-4o",

@@ -313,6 +313,33 @@ def test_the_ragas_export_leaves_out_failed_pairs(tmp_path, capsys):
     assert ids == [("naive", "q1"), ("naive", "q2"), ("agent", "q1"), ("theirs", "q3")]
 
 
+def test_out_dash_writes_the_records_alone_to_standard_output(tmp_path, capsys):
+    run = written_run(tmp_path)
+    out = tmp_path / "flat.jsonl"
+    assert freshrag("export", run, "--format", "jsonl", "--out", out) == 0
+    capsys.readouterr()
+    assert freshrag("export", run, "--format", "jsonl", "--out", "-") == 0
+    said = capsys.readouterr()
+    assert said.out == out.read_text(encoding="utf-8")  # the file's records, nothing else
+    assert said.err.startswith(f"standard output: {len(exported(out))} flat records (")
+    assert not (tmp_path / "-").exists()
+
+
+def test_a_reader_that_stops_early_ends_the_export_quietly(tmp_path):
+    import subprocess
+    import sys
+
+    run = write_run(tmp_path / "many", [row_by_hand(f"q{i}", "naive") for i in range(3000)])
+    export_ = subprocess.Popen([sys.executable, "-m", "freshrag", "export", str(run),
+                                "--format", "jsonl", "--out", "-"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert export_.stdout is not None and export_.stdout.readline().startswith(b"{")
+    export_.stdout.close()  # as `| head -1` does
+    _, err = export_.communicate(timeout=120)
+    assert export_.returncode == 141, err.decode()
+    assert b"Traceback" not in err and b"Exception ignored" not in err
+
+
 def test_several_runs_export_into_one_file_and_systems_pick(tmp_path):
     first = write_run(tmp_path / "a", [row_by_hand("q1", "naive"), row_by_hand("q1", "baseline")])
     second = write_run(tmp_path / "b", [row_by_hand("q1", "naive"), row_by_hand("q2", "naive")])

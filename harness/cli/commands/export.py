@@ -5,11 +5,13 @@ harness/reporting/export.py. Reading only the runs' files, it makes no call."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from freshrag.cli.options import add_command, name
 
 NAME = "export"
+STDOUT = "-"  # --out -: the records on standard output
 HELP = "answers as Ragas multi-turn samples or JSONL for pandas"
 
 
@@ -20,6 +22,7 @@ DESCRIPTION = ("Writes the run directories' answers to one file: with --format r
                "pair (grades, tokens per role, searches, latency, the steps), for "
                "pandas.read_json(lines=True). No model is called.")
 EXAMPLES = ("freshrag export results/agents --format ragas --out agents-ragas.jsonl",
+            "freshrag export results/agents --format jsonl --out -",
             "freshrag export results/gpt-4o results/mini --format jsonl --systems naive,react "
             "--out answers.jsonl")
 
@@ -42,7 +45,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help="ragas: Ragas multi-turn samples; jsonl: flat records for pandas")
     output.add_argument("--out", type=Path, required=True, metavar="FILE",
                         help="the file written, whole and atomically: not a symbolic link, not "
-                             "inside a run directory")
+                             "inside a run directory; - writes the records to standard output "
+                             "(and what was written to standard error)")
     p.set_defaults(handler=handle)
 
 
@@ -56,7 +60,7 @@ def systems(text: str) -> tuple[str, ...]:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from freshrag.core.jsonl import ResultsError, replace_jsonl
+    from freshrag.core.jsonl import ResultsError, replace_jsonl, write_jsonl
     from freshrag.core.samples import SAMPLES
     from freshrag.reporting import export
     from freshrag.reporting.epochs import first_epoch_note
@@ -65,19 +69,25 @@ def handle(args: argparse.Namespace) -> int:
     for run_dir in args.run_dirs:  # before anything is read or written
         if not (run_dir / SAMPLES).is_file():
             raise ResultsError(f"{run_dir}: no {SAMPLES}; is this a run directory?")
-    export.check_out(args.out, args.run_dirs)
+    to_stdout = str(args.out) == STDOUT
+    if not to_stdout:
+        export.check_out(args.out, args.run_dirs)
     # whole rows: the flat records print the steps whole, which a light read does not keep
     rows = export.chosen(load_runs(args.run_dirs, every_epoch=args.every_epoch), args.systems)
     kept, records = export.records(rows, args.format)
     if not kept:
         raise export.ExportError(f"nothing to export: no answered pairs in "
                                  f"{', '.join(map(str, args.run_dirs))}")
-    written = replace_jsonl(args.out, records)  # made as written: one row's at a time
+    # made as written: one row's at a time
+    written = write_jsonl(sys.stdout, records) if to_stdout else replace_jsonl(args.out, records)
     left = len(rows) - len(kept)
     what = "Ragas multi-turn samples" if args.format == "ragas" else "flat records"
-    print(f"{args.out}: {written} {what} ({len({row['system'] for row in kept})} systems"
-          f"{f'; {left} failed pair(s) left out, having no answer' if left else ''})")
+    said = sys.stderr if to_stdout else sys.stdout  # standard output holds the records alone
+    systems_count = len({row['system'] for row in kept})
+    print(f"{'standard output' if to_stdout else args.out}: {written} {what} ({systems_count} "
+          f"system{'s' if systems_count != 1 else ''}"
+          f"{f'; {left} failed pair(s) left out, having no answer' if left else ''})", file=said)
     if not args.every_epoch and (note := first_epoch_note(
             args.run_dirs, "export writes the answers of")):
-        print(f"{note}; --every-epoch writes them all")
+        print(f"{note}; --every-epoch writes them all", file=said)
     return 0
