@@ -6,8 +6,10 @@ nothing of freshrag's until a test asks for the fixture. `freshrag_gate.run(...)
 `freshrag.evaluate` does (resumed and answered from the response cache when nothing changed);
 `freshrag_gate.check(baseline, candidate, rules)` holds two run directories against the rules
 (a rules file, or dicts of the `[[gate.rule]]` tables' shape) and fails the test with the
-gate's markdown summary when one fails. Every rule's figure goes to the test's JUnit record
-(`record_property`), so that `pytest --junitxml` carries them too.
+gate's markdown summary when one fails. Every rule's figure goes to the test's report
+(`user_properties`, which JUnit XML of the xunit1 family writes in the test's case); with
+`--junitxml` in pytest's default xunit2 family, whose schema has no properties in a test case,
+it goes to the suite's properties instead, named by the test's id, without pytest's warning.
 """
 
 from __future__ import annotations
@@ -66,6 +68,12 @@ class FreshragGate:
 
 @pytest.fixture
 def freshrag_gate(request: pytest.FixtureRequest,
-                  record_property: Callable[[str, object], None]) -> FreshragGate:
+                  record_testsuite_property: Callable[[str, object], None]) -> FreshragGate:
     """Runs and holds freshrag runs against the gate's rules (docs/ci.md#the-pytest-plugin)."""
-    return FreshragGate(record_property, request.node.nodeid)
+    node = request.node
+    if request.config.getoption("xmlpath", None) and \
+            request.config.getini("junit_family") not in ("xunit1", "legacy"):
+        return FreshragGate(lambda name, value: record_testsuite_property(
+            f"{node.nodeid} {name}", value), node.nodeid)
+    return FreshragGate(lambda name, value: node.user_properties.append((name, value)),
+                        node.nodeid)

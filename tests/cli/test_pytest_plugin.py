@@ -33,6 +33,11 @@ def test_worse_answers_fail(freshrag_gate):
 '''
 
 
+SAME_RULE = ("freshrag gate: naive: truthfulness, candidate - baseline: the 95% interval's lower "
+             "end is above -0.2")
+SAME_FIGURE = "pass: +0.00 [+0.00, +0.00] over 10 questions"
+
+
 def write_project(root):
     for name, worse in (("base", 0), ("same", 0), ("worse", 6)):
         write_run(root / name, [sample(f"q{i}", "naive", 1 if i < worse else 5, 5)
@@ -57,12 +62,22 @@ def test_the_fixture_fails_a_team_test_whose_rule_fails(tmp_path):
     assert "## freshrag gate: FAILED (1 of 2 rules fail)" in done.stdout
     assert "-2.40 [" in done.stdout  # 6 answers of 10 down from 5 to 1
     assert "Traceback" not in done.stdout  # the summary, not the plugin's frames
+    assert "incompatible with junit_family" not in done.stdout  # pytest's xunit2 warning
+    # pytest's default xunit2 family: the suite's properties, each named by its test
+    suite = ET.parse(tmp_path / "junit.xml").find("testsuite")
+    properties = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert properties["test_rag.py::test_the_same_answers_hold " + SAME_RULE] == SAME_FIGURE
+    assert not [p for case in suite.iter("testcase") for p in case.iter("property")]
+
+
+def test_in_the_xunit1_family_each_figure_is_a_property_of_its_test(tmp_path):
+    write_project(tmp_path)
+    done = pytest_in(tmp_path, "-o", "junit_family=xunit1")
+    assert done.returncode == 1 and "incompatible" not in done.stdout, done.stdout
     cases = {case.get("name"): case for case in ET.parse(tmp_path / "junit.xml").iter("testcase")}
     properties = {p.get("name"): p.get("value")
                   for p in cases["test_the_same_answers_hold"].iter("property")}
-    assert properties == {"freshrag gate: naive: truthfulness, candidate - baseline: the 95% "
-                          "interval's lower end is above -0.2":
-                          "pass: +0.00 [+0.00, +0.00] over 10 questions"}
+    assert properties == {SAME_RULE: SAME_FIGURE}
 
 
 def test_without_the_plugin_the_fixture_is_not_there(tmp_path):
