@@ -58,9 +58,12 @@ def _unicode(value: Any) -> Any:
 
 def response(role: str, model: str, messages: list[dict[str, Any]], value: dict[str, Any],
              cache_hit: bool) -> LLMResponse:
-    """The caller's response from a checked reply or a cache entry (`value`)."""
+    """The caller's response from a checked reply or a cache entry (`value`). A cache hit took
+    no time at the endpoint: its latency is 0, not the first call's, so that a step's latency
+    (the sum of its calls') never exceeds its answer's."""
     return LLMResponse(role=role, model=model, text=value["text"], tool_name=value["tool_name"],
                        tool_arguments=value["tool_arguments"], usage=Usage(**value["usage"]),
-                       latency_s=value["latency_s"], cache_hit=cache_hit, messages=messages,
+                       latency_s=0.0 if cache_hit else value["latency_s"], cache_hit=cache_hit,
+                       messages=messages,
                        logprobs=value.get("logprobs"),  # absent from replies cached before
                        batch=bool(value.get("batch")))  # set by harness/cost/batch.py

@@ -40,6 +40,15 @@ def test_forced_tool_call_returns_raw_arguments():
     assert (response.tool_name, response.tool_arguments) == ("decide", '{"retrieve": true}')
 
 
+def test_a_reply_from_the_cache_took_no_time_at_the_endpoint(tmp_path):
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with FakeOpenAIServer(delay=0.2) as server:
+        llm = client(server.base_url, cache)
+        first, again = llm.chat("answer", MESSAGES), llm.chat("answer", MESSAGES)
+    # the first call's 0.2 s is not replayed into a step of a run answered from the cache
+    assert first.latency_s >= 0.2 and again.cache_hit and again.latency_s == 0.0
+
+
 def test_cache_answers_repeats_without_calling_and_attempt_bypasses_it(tmp_path):
     cache = ResponseCache(tmp_path / "cache.sqlite")
     with FakeOpenAIServer() as server:
