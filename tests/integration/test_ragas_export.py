@@ -38,7 +38,14 @@ for sample in dataset:
     samples.append({"kinds": kinds, "calls": calls, "metadata": sample.user_input[0].metadata,
                     "answer": sample.user_input[-1].content})
 dataset.to_jsonl(sys.argv[2])
-print(json.dumps({"multi_turn": dataset.is_multi_turn(), "samples": samples}))
+# docs/export.md's ToolCallAccuracy, as written there, each sample's own searches as reference
+from ragas.metrics.collections import ToolCallAccuracy
+calls = ToolCallAccuracy()
+accuracy = [calls.score(user_input=sample.user_input, reference_tool_calls=[
+                c for m in sample.user_input if isinstance(m, AIMessage)
+                for c in m.tool_calls or []]).value for sample in dataset]
+print(json.dumps({"multi_turn": dataset.is_multi_turn(), "samples": samples,
+                  "accuracy": accuracy}))
 """
 
 
@@ -63,11 +70,14 @@ def test_ragas_reads_the_export_as_its_multi_turn_samples(tmp_path, fake_server,
                  "--no-probe", "--concurrency", "1"]) == 0
     out, again = tmp_path / "ragas.jsonl", tmp_path / "again.jsonl"
     assert main(["export", str(run), "--format", "ragas", "--out", str(out)]) == 0
-    read = subprocess.run([str(ragas_python), "-c", READ_BACK, str(out), str(again)],
+    # deprecations of what the script (as docs/export.md) uses are errors: ragas keeps those
+    read = subprocess.run([str(ragas_python), "-W", "error::DeprecationWarning:__main__", "-c",
+                           READ_BACK, str(out), str(again)],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert read.returncode == 0, read.stderr[-3000:]
     found = json.loads(read.stdout)
     assert found["multi_turn"] and again.read_bytes() == out.read_bytes()
+    assert found["accuracy"] == [1.0] * len(found["samples"])  # its own calls: all match
     rows = {(r["system"], r["question_id"]): r for r in read_samples(run / "samples.jsonl")}
     assert len(found["samples"]) == len(rows)
     for sample in found["samples"]:
