@@ -36,6 +36,7 @@ from freshrag.core.manifest import read_manifest, write_manifest
 from freshrag.core.rundir import check_kind, locked
 from freshrag.core.samples import SAMPLES, read_samples, sample_problem
 from freshrag.core.textfile import lone_surrogate
+from freshrag.core.titles import title_form
 from freshrag.core.types import Question
 from freshrag.run.plain_pickle import ALLOWED_CLASSES, check
 from freshrag.systems.external.matching import NoMatch, QuestionMatcher, summary
@@ -80,7 +81,8 @@ def retrieved_titles(context: Any) -> list[str]:
     if not context:
         return []
     text = "\n".join(map(str, context)) if isinstance(context, (list, tuple)) else str(context)
-    return [line[len(CHUNK_MARK):].strip() for line in text.splitlines()
+    # "\n" alone ends a line: splitlines() would also cut a title at U+2028 and the like
+    return [title_form(line[len(CHUNK_MARK):].strip()) for line in text.split("\n")
             if line.startswith(CHUNK_MARK)]
 
 
@@ -170,7 +172,8 @@ def _sample_row(row: Any, index: int, path: Path, dataset: str, system: str) -> 
     retrieved = bool(row.get("retrieved")) or bool(titles)
     return {
         "dataset": dataset, "question_id": f"{dataset}/legacy-{index:05d}",
-        "question": row["question"], "gold_title": row["title"], "system": system, "status": "ok",
+        "question": row["question"], "gold_title": title_form(row["title"]), "system": system,
+        "status": "ok",
         "answer": row["answer"], "retrievals": int(retrieved),
         "usage": {"answer": {"input": tokens["n_input_tokens"],
                              "output": tokens["n_output_tokens"], "estimated": False}},

@@ -107,6 +107,16 @@ def test_retrieved_titles_come_from_the_chunk_headers(tmp_path):
     assert retrieved_titles(["Title: A\ntext", "Title: B\nmore"]) == ["A", "B"]
 
 
+def test_titles_are_imported_in_the_one_form_gold_titles_are_compared_in(tmp_path):
+    decomposed = "Zu\u0308rich Line"  # "ü" as u and a combining diaeresis: NFC makes it one
+    rows = [{**row(0, 5, 5, context=chunks(decomposed, "Line\u2028Two")), "title": decomposed}]
+    import_rows(tmp_path, rows, "A_f", "naive", tmp_path / "run")
+    [imported] = read_samples(tmp_path / "run" / "samples.jsonl")
+    assert imported["gold_title"] == "Z\u00fcrich Line"
+    assert imported["details"]["retrieved"] == [{"title": "Z\u00fcrich Line"},
+                                                {"title": "Line\u2028Two"}]
+
+
 def test_importing_again_replaces_never_duplicates(tmp_path, capsys):
     import_rows(tmp_path, NAIVE, "A_f", "naive", tmp_path / "run")
     import_rows(tmp_path, ADVANCED, "A_f", "advanced", tmp_path / "run")
