@@ -65,4 +65,4 @@ RUN_OPTIONS = {option.name: option for option in (
 
 # --shard's, for the flag (cli/commands/run.py) and RunOptions.shard alike (run/shard.py).
 SHARD_HELP = ("answer only shard i of N of the pairs, chosen by a hash of question and system "
-              "(one task of a Slurm array or Kubernetes Jobs)")
+              "(one task of a Slurm array or Kubernetes Jobs); `freshrag merge` joins the shards")

@@ -1,5 +1,5 @@
 """A shard of a run: one task's slice of the plan's pairs on a Slurm array or a set of Kubernetes
-Jobs (docs/running.md#on-a-slurm-array-or-kubernetes-jobs).
+Jobs, joined afterwards by `freshrag merge` (docs/running.md#on-a-slurm-array-or-kubernetes-jobs).
 
 A pair belongs to shard `1 + H(question id, system) mod N`, H a SHA-256: never its position, so
 shard i of N holds the same pairs whatever order the dataset lists its questions in, whatever
@@ -90,7 +90,8 @@ def check_shard(run_dir: Path, shard: Shard | None, manifest: Mapping[str, Any] 
     if recorded == shard or manifest is None:
         return
     if recorded is not None:
-        again = f"resume it with --shard {recorded}"
+        again = f"resume it with --shard {recorded}" if shard else (
+            f"resume it with --shard {recorded}, or join the shards with `freshrag merge`")
         raise ShardError(f"{run_dir}: holds shard {recorded} of a run, not "
                          f"{f'shard {shard}' if shard else 'a whole run'}; {again}, or "
                          f"choose another --out")

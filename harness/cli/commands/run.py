@@ -46,7 +46,9 @@ EXAMPLES = ("freshrag run --limit 3 --systems baseline,naive   # the example dat
             "freshrag run --dataset datasets/recent --base-url https://api.openai.com/v1 "
             "--model gpt-4o-mini",
             "freshrag run --dataset datasets/recent --base-url https://api.openai.com/v1 "
-            "--model gpt-4o-mini --model-role judge=gpt-4o --dry-run")
+            "--model gpt-4o-mini --model-role judge=gpt-4o --dry-run",
+            "freshrag run --limit 6 --systems baseline,oracle --shard 2/3 --out results/shard-2   "
+            "# task 2 of 3; `freshrag merge` joins")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
