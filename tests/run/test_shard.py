@@ -107,3 +107,28 @@ def test_a_whole_run_is_not_resumed_as_a_shard(tmp_path, fake, capsys):
     capsys.readouterr()
     assert run_cli(tmp_path, "--shard", "1/2") == 2
     assert "holds pairs outside shard 1/2" in capsys.readouterr().err
+
+
+def test_a_shard_whose_manifest_lost_the_record_resumes_by_its_rows(tmp_path, fake):
+    """Between the runner's first write of a resumed manifest and the plan's, the record is not
+    on disk: a kill there leaves rows that tell the shard instead."""
+    assert run_cli(tmp_path, "--shard", "2/3") == 0
+    path = tmp_path / "run" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    del manifest["shard"]
+    path.write_text(json.dumps(manifest))
+    fake.reset_counts()
+    assert run_cli(tmp_path, "--shard", "2/3") == 0 and fake.calls == 0
+    assert json.loads(path.read_text())["shard"] == {"index": 2, "count": 3}
+
+
+def test_evaluate_and_its_estimate_take_the_shard_alone(tmp_path, fake, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    data = load_dataset_dir(example_dir())
+    mine = {(q.id, name) for q in data.questions[:10] for name in ("baseline", "oracle")
+            if Shard(3, 4).holds(q.id, name)}
+    options = dict(systems="baseline,oracle", limit=10, probe=None, out=tmp_path / "run",
+                   shard="3/4")
+    assert f"dry run: {len(mine)} pairs" in freshrag.estimate(data, **options)
+    result = freshrag.evaluate(data, **options)
+    assert {(row["question_id"], row["system"]) for row in result.rows} == mine
