@@ -62,6 +62,8 @@ _EXPORTS = {
     "score": "freshrag.workflows.score",
     "ScoreResult": "freshrag.workflows.score",
     "report": "freshrag.workflows.report",
+    "merge": "freshrag.workflows.merge",
+    "MergeResult": "freshrag.workflows.merge",
     "ReportResult": "freshrag.workflows.report",
     "RunOptions": "freshrag.run.inputs",
     "RunResult": "freshrag.run.service",
@@ -83,7 +85,7 @@ __all__ = [
     "__version__", "System", "SystemContext", "SystemAnswer", "Step", "Question", "Article", "LLM",
     "LLMResponse", "Usage", "Retriever", "RetrievedChunk", "Grade", "Declarations", "CallShape",
     "Dataset", "load_dataset", "load_dataset_dir", "build", "evaluate", "estimate", "score",
-    "ScoreResult", "report", "ReportResult", "RunOptions", "RunResult", "ProbeSettings",
+    "ScoreResult", "report", "ReportResult", "merge", "MergeResult", "RunOptions", "RunResult", "ProbeSettings",
     "IndexConfig", "LLMSettings", "load_settings", "RunConfig", "run_dataset", "load_runs",
     "summarise", "SYSTEMS", "SCORERS",
 ]
@@ -118,6 +120,7 @@ if TYPE_CHECKING:  # what type checkers and editors see
     from freshrag.scoring.probes import ProbeSettings
     from freshrag.systems import SYSTEMS
     from freshrag.workflows.evaluate import estimate, evaluate
+    from freshrag.workflows.merge import MergeResult, merge
     from freshrag.workflows.report import ReportResult, report
     from freshrag.workflows.score import ScoreResult, score
 

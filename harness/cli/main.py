@@ -32,6 +32,7 @@ from freshrag.cli.commands import (
     import_legacy,
     index,
     label,
+    merge,
     mix,
     needs,
     probe_judge,
@@ -48,8 +49,8 @@ from freshrag.llm import deadline
 
 # In the order `freshrag --help` lists them.
 COMMANDS = (build, datasets, label, mix, filter, run, cutoff, systems, score, index,
-            scan_retrieval, report, export, agreement, gate, import_answers, import_legacy, demo,
-            probe_judge, needs, serve)
+            scan_retrieval, report, merge, export, agreement, gate, import_answers,
+            import_legacy, demo, probe_judge, needs, serve)
 
 
 DESCRIPTION = ("Benchmark RAG strategies on questions about Wikipedia articles created after a "

@@ -245,6 +245,10 @@ class Manifest(TypedDict, total=False):
     judge_probe: dict[str, Any] | None  # the probes' summary (null with --no-probe)
     capped: dict[str, Any] | None  # with --max-cost: max_cost, spent, calls, capped
     batch: dict[str, Any] | None  # with --batch
+    shard: dict[str, int]  # with --shard i/N: index (i) and count (N) of the pairs it answers
+    # of a run `freshrag merge` joined from shards: count (N), and per shard given its index,
+    # dir and finished; missing and unfinished, the shards' indexes (docs/run-format.md)
+    merged: dict[str, Any]
     format_version: int  # the layout's version; a newer one than this freshrag reads is refused
     # an import's: when, and per DATASET/SYSTEM the pickle's path, SHA-256, rows and time
     created_at: str

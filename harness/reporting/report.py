@@ -139,12 +139,30 @@ def run_notes(run_dirs: list[Path], rows: list[SampleRow]) -> list[str]:
         elif len(failed) == len(mine):
             notes.append(f"{run_dir}: all {len(mine)} pairs failed (first error: "
                          f"{(failed[0].get('error') or 'none recorded')[:200]})")
-        capped = (read_manifest(Path(run_dir)) or {}).get("capped")
+        manifest = read_manifest(Path(run_dir)) or {}
+        if note := _merge_note(manifest.get("merged")):
+            notes.append(f"{run_dir}: {note}")
+        capped = manifest.get("capped")
         if capped:  # written by a run that --max-cost stopped (harness/cost/budget.py)
             notes.append(f"{run_dir}: CAPPED by --max-cost ${capped['max_cost']:,.4f} after "
                          f"${capped['spent']:,.4f} spent: pairs are missing; run the same "
                          f"command without --max-cost to finish")
     return notes
+
+
+def _merge_note(merged: Any) -> str | None:
+    """What a run that `freshrag merge` joined from shards lacks (a merged run's manifest:
+    docs/run-format.md#a-merged-run); None when every shard was merged and had finished: the
+    run is then as the single one, and its report the same."""
+    if not isinstance(merged, dict) or not (merged.get("missing") or merged.get("unfinished")):
+        return None
+    count = merged.get("count")
+    lacking = [f"{what}: {', '.join(f'{i}/{count}' for i in merged.get(key) or [])}"
+               for key, what in (("missing", "missing"), ("unfinished", "not finished"))
+               if merged.get(key)]
+    return (f"INCOMPLETE: {len(merged.get('shards') or [])} of {count} shards merged "
+            f"({'; '.join(lacking)}): pairs are missing; merge again once every shard has "
+            f"finished")
 
 
 def finite(value: Any) -> Any:

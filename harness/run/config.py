@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.run.options import DEFAULT_CONCURRENCY, RUN_OPTIONS
+from freshrag.run.shard import Shard
 from freshrag.scoring.probes import ProbeSettings
 
 
@@ -41,6 +42,8 @@ class RunConfig:
                 "scores.jsonl after the pairs"})
     batch_poll: float | None = field(default=None, metadata={
         "help": "first wait between batch polls; None: every call live (no --batch)"})
+    shard: Shard | None = field(default=None, metadata={
+        "help": "the slice of the pairs this run answers (--shard i/N, run/shard.py); None: all"})
     system_sources: dict[str, dict[str, Any]] = field(default_factory=dict, metadata={
         "help": "where each system came from (systems/external/plugins.py record()), for the manifest "
                 "and the resume check"})

@@ -33,7 +33,9 @@ from freshrag.run.options import (
     MAX_CONCURRENCY,
     MAX_SEED,
     RUN_OPTIONS,
+    SHARD_HELP,
 )
+from freshrag.run.shard import Shard, ShardError, parse_shard
 from freshrag.scoring.probes import ProbeSettings
 from freshrag.systems import SYSTEMS
 from freshrag.systems.external.plugins import SystemSource, resolve_all, services_from
@@ -93,9 +95,12 @@ class RunOptions:
     config: Path | None = field(default=None, metadata={
         "help": "TOML file with role endpoints, [prices] and [systems]; None: ./freshrag.toml "
                 "if there is one (--config)"})
+    shard: Shard | None = field(default=None, metadata={"help": f"{SHARD_HELP}; a Shard or "
+                                                       f"'i/N'; None: every pair (--shard)"})
 
     def __post_init__(self) -> None:
         _whole("concurrency", self.concurrency, 1, MAX_CONCURRENCY)
+        object.__setattr__(self, "shard", _shard(self.shard))
         _whole("seed", self.seed, 0, MAX_SEED)
         for option in RUN_OPTIONS.values():
             value = getattr(self, option.name)
@@ -121,6 +126,19 @@ class RunOptions:
     def config_file(self) -> Path | None:
         """The TOML file the run reads: `config`, else ./freshrag.toml if it exists."""
         return self.config or (DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None)
+
+
+def _shard(value: object) -> Shard | None:
+    """RunOptions.shard as a Shard: given as one, as 'i/N', or None."""
+    if value is None or isinstance(value, Shard):
+        return value
+    if not isinstance(value, str):
+        raise InputError(f"RunOptions.shard: expected a Shard or 'i/N', got "
+                         f"{type(value).__name__}")
+    try:
+        return parse_shard(value)
+    except ShardError as err:
+        raise InputError(f"RunOptions.shard: {err}") from None
 
 
 def run_options(options: RunOptions | None, values: Mapping[str, Any]) -> RunOptions:

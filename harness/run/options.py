@@ -62,3 +62,7 @@ RUN_OPTIONS = {option.name: option for option in (
               "answer; once spent it makes its closing answer call; 0: no bound but "
               "--max-steps (RunOptions: None)", (1, 1_000_000_000), unset=0),
 )}
+
+# --shard's, for the flag (cli/commands/run.py) and RunOptions.shard alike (run/shard.py).
+SHARD_HELP = ("answer only shard i of N of the pairs, chosen by a hash of question and system "
+              "(one task of a Slurm array or Kubernetes Jobs); `freshrag merge` joins the shards")

@@ -95,12 +95,17 @@ class RunPlan:
 def make_plan(dataset: Dataset, config: RunConfig, rows: list[SampleRow],
               manifest: Manifest | None) -> RunPlan:
     """The plan of `config` over the run directory's `rows` (of every epoch) and its manifest
-    (None: new): the pairs of every epoch up to `config.epochs`, epoch by epoch."""
+    (None: new): the pairs of every epoch up to `config.epochs`, epoch by epoch, those of
+    `config.shard` alone if it is one (run/shard.py), which it records in `manifest`: the runner
+    writes that manifest from here on."""
     finished = {(row["question_id"], row["system"], epoch_of(row)) for row in rows
                 if row["status"] == "ok"}
+    shard = config.shard
     pairs = [(q, name, epoch) for epoch in range(1, config.epochs + 1)
              for q in dataset.questions[:config.limit] for name in config.systems
-             if (q.id, name, epoch) not in finished]
+             if (q.id, name, epoch) not in finished and (shard is None or shard.holds(q.id, name))]
+    if shard is not None and manifest is not None:
+        manifest["shard"] = shard.record()
     scorers = tuple(name for name in config.scorers if name != "judge")
     probe = probes.scaled(config.probe, len(dataset.questions[:config.limit]),  # a small run's
                           len(config.systems))

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from freshrag.core.config import LLMSettings
 from freshrag.core.dataset import Dataset
+from freshrag.core.manifest import read_manifest
 from freshrag.core.outputs import Output, check_outputs, files_in
 from freshrag.core.rundir import INDEX_SETTINGS, RUN_ROLES
 from freshrag.core.runfiles import CACHE_FILE, INDEX_DIR, RESULTS, RUN_FILES, SAMPLES
@@ -45,6 +46,7 @@ from freshrag.run.inputs import (
     system_sources,
 )
 from freshrag.run.runner import Factories, RunConfig, check_resume, run
+from freshrag.run.shard import Shard, check_shard, shard_of
 from freshrag.scoring import judge
 from freshrag.scoring.plugins import lookup as scorer
 from freshrag.scoring.scorepass import scorer_names, scorer_roles
@@ -102,8 +104,20 @@ def prepare(dataset: Dataset | str | Path | None, systems: Systems, roles: Roles
         if any(source.uses_index for source in sources) else None
     llm = LLMClient(settings, seed=options.seed)  # not started: it names the models
     check_resume(data, config, llm, factories, prompts, _index_record(index, llm))
+    _check_shard(run_dir, options.shard)
     return PreparedRun(data, config, settings, run_roles, index, factories, prompts, cache, llm,
                        options, config_file)
+
+
+def _check_shard(run_dir: Path, shard: Shard | None) -> None:
+    """Refuse a shard that the run directory's manifest or rows say is not the one it holds
+    (run/shard.py check_shard); the rows are read only where the manifest cannot tell."""
+    manifest = read_manifest(run_dir)
+    if manifest is None or shard_of(manifest) is not None or shard is None:
+        check_shard(run_dir, shard, manifest, ())
+        return
+    check_shard(run_dir, shard, manifest, ((row["question_id"], row["system"]) for row in
+                                          read_samples(run_dir / SAMPLES, every_epoch=True)))
 
 
 def _index_record(index: IndexConfig | None, llm: LLMClient) -> dict[str, Any] | None:
@@ -241,6 +255,6 @@ def _run_config(options: RunOptions, out: Path, sources: list[SystemSource],
                      knowledge_cutoff=options.knowledge_cutoff,
                      context_tokens=options.context_tokens, probe=options.probe,
                      max_steps=options.max_steps, token_budget=options.token_budget,
-                     epochs=options.epochs,
+                     epochs=options.epochs, shard=options.shard,
                      batch_poll=(options.batch_poll or batch.POLL_S) if options.batch else None,
                      system_sources={source.name: source.record() for source in sources})

@@ -48,6 +48,8 @@ IMPORT_JSONL = ("freshrag import my-answers.jsonl --system mine --dataset datase
                 "--out results/mine-imported")
 IMPORT_CSV = (f"freshrag import ragas.csv --system ragas --dataset datasets/recent --base-url "
               f"{PROVIDER} --model-role judge=gpt-4o --out results/ragas")
+SHARDED = "freshrag run --limit 6 --systems baseline,oracle"
+MERGE = "freshrag merge results/shard-1 results/shard-2 results/shard-3 --out results/sharded"
 HAND = (f"freshrag label --dataset datasets/recent --hand-labels my-labels.jsonl --base-url "
         f"{PROVIDER} --model gpt-4o-mini")
 
@@ -68,6 +70,8 @@ RUN = {
     "freshrag needs --queries queries.jsonl --out needs.txt": 0,
     MIX: 0,
     "freshrag run --limit 3 --systems baseline,naive   # the example dataset, no key": 0,
+    f"{SHARDED} --shard 2/3 --out results/shard-2   # task 2 of 3; `freshrag merge` joins": 0,
+    MERGE: 0,
     f"freshrag run --base-url {SERVED} --model smollm2-135m-instruct --limit 3 "
     "--out results/served": 0,
     f"freshrag run --dataset datasets/recent --base-url {PROVIDER} --model gpt-4o-mini "
@@ -137,6 +141,7 @@ BEFORE: dict[str, tuple[Step, ...]] = {
     GATE: (partial(user.gate_rules, "gate.toml"),
            f"{RUN_ON} --systems naive --seed 3 --out results/main",
            f"{RUN_ON} --systems naive --seed 3 --top-k 3 --out results/pr"),
+    MERGE: tuple(f"{SHARDED} --shard {i}/3 --out results/shard-{i}" for i in (1, 3)),
     IMPORT_JSONL: (partial(user.answers_jsonl, "my-answers.jsonl", "datasets/recent"),),
     IMPORT_CSV: (partial(user.ragas_csv, "ragas.csv", "datasets/recent"),),
     "freshrag import-legacy A_f_naive.pkl --dataset data/A_f --system naive --out results/paper":
@@ -243,6 +248,9 @@ def test_the_runs_filter_and_cutoff(examples):
     root = examples.through(f"freshrag probe-judge --dataset datasets/recent --base-url "
                             f"{PROVIDER} --model-role judge=gpt-4o")
     assert len(rows(root / "results" / "served" / "samples.jsonl")) == 4 * 3
+    assert sorted((row["question_id"], row["system"]) for row in rows(
+        root / "results" / "sharded" / "samples.jsonl")) == sorted(
+        (f"q{i:05d}", system) for i in range(1, 7) for system in ("baseline", "oracle"))
     assert (root / "datasets" / "recent-fresh" / "questions.jsonl").is_file()
     assert (root / "results" / "mini-cutoff" / "cutoff.png").is_file()
     assert examples.work.server.requests and examples.work.server.embedding_requests

@@ -24,13 +24,14 @@ from freshrag.cli.options import (
     out_dir,
 )
 from freshrag.core.runfiles import MANIFEST, RESULTS, SAMPLES, SUMMARY, SUMMARY_MD
-from freshrag.run.options import DEFAULT_SYSTEMS, RUN_OPTIONS
+from freshrag.run.options import DEFAULT_SYSTEMS, RUN_OPTIONS, SHARD_HELP
 
 if TYPE_CHECKING:
     from freshrag.core.dataset import Dataset
     from freshrag.core.records import SampleRow
     from freshrag.run.inputs import RunOptions
     from freshrag.run.service import RunResult
+    from freshrag.run.shard import Shard
 
 NAME = "run"
 HELP = "answer, judge and account every (question, system) pair"
@@ -45,7 +46,9 @@ EXAMPLES = ("freshrag run --limit 3 --systems baseline,naive   # the example dat
             "freshrag run --dataset datasets/recent --base-url https://api.openai.com/v1 "
             "--model gpt-4o-mini",
             "freshrag run --dataset datasets/recent --base-url https://api.openai.com/v1 "
-            "--model gpt-4o-mini --model-role judge=gpt-4o --dry-run")
+            "--model gpt-4o-mini --model-role judge=gpt-4o --dry-run",
+            "freshrag run --limit 6 --systems baseline,oracle --shard 2/3 --out results/shard-2   "
+            "# task 2 of 3; `freshrag merge` joins")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -54,7 +57,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_dataset_options(inputs)
     add_systems(inputs)
     add_run_options(p)
+    p.add_argument_group("sharding (docs/running.md#on-a-slurm-array-or-kubernetes-jobs)"
+                         ).add_argument("--shard", type=shard_arg, metavar="I/N", help=SHARD_HELP)
     p.set_defaults(handler=handle)
+
+
+def shard_arg(text: str) -> Shard:
+    """--shard i/N, refused as a usage error that names the option."""
+    from freshrag.run.shard import ShardError, parse_shard
+
+    try:
+        return parse_shard(text)
+    except ShardError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def add_systems(p: argparse._ArgumentGroup) -> None:
@@ -145,7 +160,8 @@ def run_options(args: argparse.Namespace, out: Path) -> RunOptions:
         probe=None if args.no_probe else probes.ProbeSettings(
             args.probe_k, args.probe_seed, args.probe_threshold, args.probe_context),
         index=index_config(args, out.parent) if hasattr(args, "top_k") else None,
-        max_cost=args.max_cost, batch=args.batch, batch_poll=args.batch_poll, config=args.config)
+        max_cost=args.max_cost, batch=args.batch, batch_poll=args.batch_poll, config=args.config,
+        shard=getattr(args, "shard", None))  # `freshrag import` and `cutoff` take none
 
 
 def _summarise(out: Path, rows: list[SampleRow], capped: Exception | None,
