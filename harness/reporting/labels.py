@@ -74,8 +74,8 @@ class Label:
 @dataclass
 class Resolved:
     """Labels paired with the rows they label (`pairs`, in the labels' order; a label pairs with
-    every row of its key that holds its answer), and the labels left out: `unknown`, no row has
-    its key; `changed`, the row's answer is not the one labelled."""
+    every row of its question that holds its answer text), and the labels left out: `unknown`,
+    no row has its question; `changed`, no row of its question holds the text labelled."""
 
     pairs: list[tuple[SampleRow, Label]]
     unknown: int = 0
