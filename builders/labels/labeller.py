@@ -144,15 +144,15 @@ def read_hand_labels(path: Path, ids: set[str]) -> dict[str, str]:
         qid, label = row.get("id"), row.get("label")
         if isinstance(qid, bool) or not isinstance(qid, (str, int)) or not str(qid).strip():
             raise DatasetError(f"{path}:{line_no}: field 'id' must be a question's id (a "
-                               f"non-empty string or a whole number), got {qid!r}")
+                               f"non-empty string or a whole number), got {qid!r:.80}")
         qid = str(qid)
         if qid not in ids:
-            raise DatasetError(f"{path}:{line_no}: id {qid!r} is not a question of the dataset")
+            raise DatasetError(f"{path}:{line_no}: id {qid!r:.80} is not a question of the dataset")
         if label not in LABELS:
-            raise DatasetError(f"{path}:{line_no}: field 'label' is {label!r}; it must be one "
+            raise DatasetError(f"{path}:{line_no}: field 'label' is {label!r:.80}; it must be one "
                                f"of {', '.join(LABELS)}")
         if qid in hand:
-            raise DatasetError(f"{path}:{line_no}: id {qid!r} is labelled twice")
+            raise DatasetError(f"{path}:{line_no}: id {qid!r:.80} is labelled twice")
         hand[qid] = label
     if not hand:
         raise DatasetError(f"{path}: no hand labels")

@@ -8,8 +8,11 @@ run's rows: the judge against people, people against each other, and the means t
   correlation (harness/reporting/agreement.py), the people's and the judge's means, and the bias,
   the judge's mean minus the people's; then the answers where the two differ most, with the
   judge's reason and the person's note.
-- People against each other: every two labellers over the answers (key and answer text) both
-  labelled, the same figures, b against a; no run is needed.
+- People against each other: over the pairs of labels two people gave one answer (question and
+  answer text), all of them up to PAIRS_COUNTED, else a seeded sample of that many (stated), the
+  same figures pooled (a the labeller first by name), and the PEOPLE_SHOWN pairs of labellers
+  with the most answers in common, each with its own; no run is needed. The work and the output
+  grow with the labels, never with the square of the labellers.
 - The means: per run identity with labelled answers, the judge's own mean and 95% bootstrap
   interval over every answer it scored, beside the prediction-powered mean and interval
   (harness/core/ppi.py) that the labelled answers correct; an answer several people labelled
@@ -18,7 +21,8 @@ run's rows: the judge against people, people against each other, and the means t
 
 from __future__ import annotations
 
-from itertools import combinations
+import random
+from itertools import accumulate, combinations
 from typing import Any, Sequence
 
 from freshrag.core.ppi import ppi_mean
@@ -37,6 +41,9 @@ from freshrag.reporting.report import markdown_table
 from freshrag.scoring.judge import FIELDS, SCALE
 
 TOP = 5  # answers listed where the judge and a person differ most
+PAIRS_COUNTED = 200_000  # pairs of labels of one answer compared; past it, a seeded sample
+PEOPLE_SHOWN = 20  # pairs of labellers listed, those with the most answers in common
+LABELLERS_NAMED = 10  # labellers named in the heading; past it, a count
 SIDES = ("people", "judge")  # the names of a and b in the judge's figures
 
 
@@ -91,20 +98,49 @@ def divergent(scored: list[tuple[SampleRow, Label, Any]], top: int) -> list[dict
             for row, label, scores in differing[:top]]
 
 
-def people_against_each_other(labels: list[Label]) -> list[dict[str, Any]]:
-    """Every two labellers (in name order) who labelled some answer both: n and, per field,
-    `figures` (a and b the two people)."""
-    by_answer: dict[tuple[str, str], dict[str, Label]] = {}
+def people_against_each_other(labels: list[Label], seed: int = 0) -> dict[str, Any]:
+    """People against each other (see the module docstring): `pairs` the pairs of labels of one
+    answer (`counted` of them compared, `sampled` whether at random), `labeller_pairs` how many
+    pairs of labellers share an answer, `pooled` the figures per field over the pairs compared,
+    and `table` the PEOPLE_SHOWN pairs of labellers with the most in common (ties by name)."""
+    by_answer: dict[tuple[str, str, str], list[Label]] = {}
     for label in labels:
-        by_answer.setdefault((label.key, label.answer_sha256), {})[label.labeller] = label
-    table = []
-    for a, b in combinations(sorted({label.labeller for label in labels}), 2):
-        shared = [(held[a], held[b]) for held in by_answer.values() if a in held and b in held]
-        if shared:
-            table.append({"a": a, "b": b, "n": len(shared), **{
-                field: figures([getattr(x, field) for x, _ in shared],
-                               [getattr(y, field) for _, y in shared]) for field in FIELDS}})
-    return table
+        by_answer.setdefault(label.answer, []).append(label)
+    held = [sorted(group, key=lambda label: label.labeller) for group in by_answer.values()
+            if len(group) > 1]
+    total = sum(len(group) * (len(group) - 1) // 2 for group in held)
+    pairs = _label_pairs(held, total, seed)
+    by_people: dict[tuple[str, str], list[tuple[Label, Label]]] = {}
+    for x, y in pairs:
+        by_people.setdefault((x.labeller, y.labeller), []).append((x, y))
+    shown = sorted(by_people.items(), key=lambda item: (-len(item[1]), item[0]))[:PEOPLE_SHOWN]
+    return {"pairs": total, "counted": len(pairs), "sampled": len(pairs) < total,
+            "labeller_pairs": len(by_people),
+            "pooled": _fields(pairs) if pairs else None,
+            "table": [{"a": a, "b": b, "n": len(shared), **_fields(shared)}
+                      for (a, b), shared in shown]}
+
+
+def _label_pairs(held: list[list[Label]], total: int, seed: int
+                 ) -> list[tuple[Label, Label]]:
+    """Every pair of labels within each group (a before b by name), or, past PAIRS_COUNTED, that
+    many drawn without repeats: a group by its number of pairs, then two of its labels."""
+    if total <= PAIRS_COUNTED:
+        return [pair for group in held for pair in combinations(group, 2)]
+    draw = random.Random(seed)
+    cumulative = list(accumulate(len(group) * (len(group) - 1) // 2 for group in held))
+    chosen: set[tuple[int, int, int]] = set()
+    while len(chosen) < PAIRS_COUNTED:
+        for at in draw.choices(range(len(held)), cum_weights=cumulative,
+                               k=PAIRS_COUNTED - len(chosen)):
+            i, j = sorted(draw.sample(range(len(held[at])), 2))
+            chosen.add((at, i, j))
+    return [(held[at][i], held[at][j]) for at, i, j in sorted(chosen)]
+
+
+def _fields(shared: list[tuple[Label, Label]]) -> dict[str, Any]:
+    return {field: figures([getattr(x, field) for x, _ in shared],
+                           [getattr(y, field) for _, y in shared]) for field in FIELDS}
 
 
 def intervals(rows: list[SampleRow], pairs: list[tuple[SampleRow, Label]],
@@ -146,8 +182,8 @@ def human_document(labels: list[Label], resolved: Resolved | None, rows: list[Sa
     document: dict[str, Any] = {
         "labels": {"read": len(labels),
                    "labellers": sorted({label.labeller for label in labels}),
-                   "answers": len({(label.key, label.answer_sha256) for label in labels})},
-        "people": people_against_each_other(labels)}
+                   "answers": len({label.answer for label in labels})},
+        "people": people_against_each_other(labels, seed)}
     notes = []
     if rows is not None and resolved is not None:
         document["labels"].update(matched=len(resolved.pairs), unknown=resolved.unknown,
@@ -161,9 +197,17 @@ def human_document(labels: list[Label], resolved: Resolved | None, rows: list[Sa
         if document["judge"]["unscored"]:
             notes.append(f"{document['judge']['unscored']} label(s) are of answers the judge did "
                          "not score: not compared with the judge, and outside the means")
-    if len(document["labels"]["labellers"]) > 1 and not document["people"]:
+    people = document["people"]
+    if len(document["labels"]["labellers"]) > 1 and not people["pairs"]:
         notes.append("no two labellers labelled the same answer: nothing to compare between "
                      "people")
+    if people["sampled"]:
+        notes.append(f"people against each other: {people['counted']:,} pairs of labels of one "
+                     f"answer drawn at random (seed {seed}) of {people['pairs']:,}")
+    if len(people["table"]) < people["labeller_pairs"]:
+        notes.append(f"people against each other: the {len(people['table'])} pairs of "
+                     f"labellers with the most answers in common listed, of "
+                     f"{people['labeller_pairs']:,}; the pooled row holds them all")
     document["notes"] = notes
     return document
 
@@ -177,8 +221,11 @@ INTERVAL_COLUMNS = ("dataset", "system", "labelled", "judged", "truthfulness",
 
 def heading(document: dict[str, Any]) -> str:
     counts = document["labels"]
-    return (f"People's labels: {counts['read']} label(s) of {counts['answers']} answer(s) by "
-            f"{', '.join(counts['labellers']) or 'nobody'}")
+    names = counts["labellers"]
+    who = (", ".join(names) or "nobody") if len(names) <= LABELLERS_NAMED else \
+        f"{len(names):,} labellers ({', '.join(names[:LABELLERS_NAMED])}, ...)"
+    return (f"People's labels: {counts['read']:,} label(s) of {counts['answers']:,} answer(s) "
+            f"by {who}")
 
 
 def tables(document: dict[str, Any]) -> list[tuple[str, str, list[dict[str, Any]], tuple[str, ...]]]:
@@ -207,13 +254,17 @@ def tables(document: dict[str, Any]) -> list[tuple[str, str, list[dict[str, Any]
                       "bootstrap) beside the prediction-powered ones (_ppi, 95%), which the "
                       "labelled answers correct for the judge's bias", document["intervals"],
                       INTERVAL_COLUMNS))
-    if document["people"]:
+    people = document["people"]
+    if people["pooled"]:
+        rows = [{"a": "all", "b": "all", "n": people["counted"], **people["pooled"]},
+                *people["table"]]
         flat = [{"a": row["a"], "b": row["b"], "n": row["n"],
                  **{f"{field} {name}": row[field][name] for field in FIELDS
                     for name in ("exact", "kappa", "kappa_quadratic", "spearman", "bias")}}
-                for row in document["people"]]
+                for row in rows]
         found.append(("people", "People against each other (answers both labelled; bias: b's "
-                      "mean minus a's)", flat, tuple(flat[0])))
+                      "mean minus a's; the first row pools every pair of labels compared)",
+                      flat, tuple(flat[0])))
     return found
 
 

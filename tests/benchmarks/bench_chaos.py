@@ -2,7 +2,7 @@
 misbehave at random, stopped by a signal, then resumed with all three healthy (docs/faults.md).
 
     python tests/benchmarks/bench_chaos.py [--pairs 1000] [--fault-rate 0.3] [--seed 0]
-                                           [--burst 3x48]
+                                           [--burst 3x48] [--crowd 10000x2000]
 
 A dataset of pairs/4 invented questions; systems baseline and oracle (the endpoint's: two calls a
 pair, answer and judge), `own` (tests/support/chaos_system.py, a user's Python system) and `svc`
@@ -26,7 +26,11 @@ after the resume.
 First, the endpoint burst: `--burst` sessions of the run's endpoint for agent frameworks at
 once, each firing its parallel requests at once (tests/support/burst.py), from raw HTTP that
 never retries and from openai's client with its default retries: answered, reset, retries and
-lost (144, 0, 0, 0 for 3x48). It never fails because a figure is off; it says so in the JSON (`ok`).
+lost (144, 0, 0, 0 for 3x48). Then the crowd of labellers: `freshrag agreement --human` on
+`--crowd` labels by so many labellers, once spread (each labeller's labels on answers of their
+own, a few people to an answer) and once dense (every labeller on the same few answers, millions
+of pairs of labels): its seconds, exit, output and the pairs of labels counted or sampled
+(crowd_of_labellers). It never fails because a figure is off; it says so in the JSON (`ok`).
 """
 
 from __future__ import annotations
@@ -277,12 +281,16 @@ def main() -> int:
     parser.add_argument("--fault-rate", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--burst", default="3x48", help="sessions x parallel requests")
+    parser.add_argument("--crowd", default="10000x2000", help="labels x labellers")
     args = parser.parse_args()
     sessions, parallel = (int(n) for n in args.burst.split("x"))
     log(f"endpoint burst: {sessions} sessions x {parallel} parallel requests")
     bursts = {client: endpoint_burst(sessions, parallel, sdk=client == "openai")
               for client in ("raw", "openai")}
     work = Path(tempfile.mkdtemp(prefix="freshrag-chaos-"))
+    labels, labellers = (int(n) for n in args.crowd.split("x"))
+    crowd = {shape: crowd_of_labellers(work, labels, labellers, shape, args.seed)
+             for shape in ("spread", "dense")}
     on, sent = {"faults": True}, {"endpoint": Counter(), "svc": Counter()}
     samples = work / "run" / SAMPLES
     with FakeOpenAIServer(services={"/steal": lambda request, headers: {"json": {}}}) as other, \
@@ -315,13 +323,15 @@ def main() -> int:
                "faults_sent": {name: dict(sorted((k, v) for k, v in counts.items() if k != "none"))
                                for name, counts in sent.items()},
                **outcome(work, inputs, args, rows, first, second, report),
-               "requests_to_other_origin": other_origin, "endpoint_burst": bursts}
+               "requests_to_other_origin": other_origin, "endpoint_burst": bursts,
+               "crowd_of_labellers": crowd}
     figures["ok"] = all(figures[name] == 0 for name in (
         "tracebacks", "hangs", "rows_lost", "rows_unreadable", "rows_written_twice",
         "finished_pairs_asked_again", "requests_to_other_origin")) and (
         figures["secrets_in"] == [] and figures["resume"]["ok"] == pairs
         and second["exit"] == 0 and report["exit"] == 0) and all(
-        burst["answered"] == sessions * parallel for burst in bursts.values())
+        burst["answered"] == sessions * parallel for burst in bursts.values()) and all(
+        found["exit"] == 0 and found["labels"] == labels for found in crowd.values())
     for key, value in figures.items():
         print(f"{key}: {value}")
     print(json.dumps(figures))
@@ -359,6 +369,38 @@ def endpoint_burst(sessions: int, parallel: int, sdk: bool) -> dict[str, int]:
     """The burst's figures: requests answered, reset, refused, retried and lost."""
     outcome = burst(sessions, parallel, sdk=sdk)
     return {name: outcome[name] for name in ("answered", "reset", "refused", "retries", "lost")}
+
+
+def crowd_of_labellers(work: Path, labels: int, labellers: int, shape: str,
+                       seed: int) -> dict[str, Any]:
+    """`agreement --human` on `labels` labels (seeded grades) by `labellers` people, each labelling
+    labels/labellers answers: `spread`, answers of their own, 20 people to an answer; `dense`,
+    the same answers for all. Its exit, seconds, output and pairs of labels counted."""
+    from freshrag.reporting.labels import FORMAT, page_key
+
+    draw, salt, each = random.Random(seed), "5a17" * 8, labels // labellers
+    answers = max(each, labels // 20) if shape == "spread" else each
+    path = work / f"crowd-{shape}.jsonl"
+    with path.open("w", encoding="utf-8") as out:
+        for person, k in ((p, k) for p in range(labellers) for k in range(each)):
+            question = f"q{(person * each + k) % answers}"
+            text = hashlib.sha256(f"answer to {question}".encode()).hexdigest()
+            out.write(json.dumps({
+                "freshrag_labels": FORMAT, "key": page_key(salt, "A_f", question, text),
+                "salt": salt, "dataset": "A_f", "question_id": question, "answer_sha256": text,
+                "truthfulness": draw.randint(1, 5), "relevance": draw.randint(1, 5), "note": "",
+                "labeller": f"person-{person:05d}", "labelled_at": "2026-11-29T08:00:00Z",
+                "seed": 0}) + "\n")
+    log(f"crowd of labellers ({shape}): {labellers * each:,} labels by {labellers:,}")
+    done = run([sys.executable, "-m", "freshrag", "agreement", "--human", str(path), "--format",
+                "json", "--out", str(work / f"agreement-{shape}")], dict(os.environ), 600.0)
+    printed = done["terminal"].split("\n\n")[0] if done["exit"] == 0 else "{}"
+    people = json.loads(printed).get("people", {})
+    return {"exit": done["exit"], "seconds": done["seconds"], "labels": labellers * each,
+            "answers": answers, "output_chars": len(done["terminal"]),
+            **{name: people.get(name) for name in ("pairs", "counted", "sampled",
+                                                   "labeller_pairs")},
+            "rows_listed": len(people.get("table", []))}
 
 
 def _lines(path: Path) -> list[str]:

@@ -117,9 +117,13 @@ def test_the_answers_that_differ_most_carry_the_judges_reason_and_the_persons_no
 
 def test_people_against_each_other_over_the_answers_both_labelled(labelled):
     run, ada, ben = labelled
-    (pair,) = document(run, ada, ben)["people"]
+    people = document(run, ada, ben)["people"]
+    (pair,) = people["table"]
     shared = [i for i in range(6) if BEN[i] is not None]  # not q3, nor react's q0
     assert (pair["a"], pair["b"], pair["n"]) == ("ada", "ben", len(shared))
+    assert (people["pairs"], people["counted"], people["sampled"], people["labeller_pairs"]) \
+        == (5, 5, False, 1)
+    assert people["pooled"] == {field: pair[field] for field in ("truthfulness", "relevance")}
     a, b = [ADA[i][0] for i in shared], [BEN[i][0] for i in shared]
     assert pair["truthfulness"]["kappa_quadratic"] == pytest.approx(
         cohen_kappa_score(a, b, weights="quadratic"), abs=1e-4)
@@ -173,7 +177,7 @@ def test_the_command_without_a_run_compares_people_only(labelled, tmp_path, caps
     assert main(["agreement", "--human", str(ada), str(ben), "--format", "json",
                  "--out", str(tmp_path / "out")]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert "judge" not in printed and printed["people"][0]["n"] == 5
+    assert "judge" not in printed and printed["people"]["table"][0]["n"] == 5
 
 
 def test_one_labellers_repeated_label_the_last_line_wins(labelled, tmp_path, capsys):
@@ -210,3 +214,38 @@ def test_two_runs_without_human_are_still_required(tmp_path, capsys):
     run = write_run(tmp_path / "run", [graded("q0", "naive", (4, 4))])
     assert main(["agreement", str(run)]) == 2
     assert "give two run directories (RUN_A RUN_B), or --human LABELS" in capsys.readouterr().err
+
+
+def crowd(labellers: int, answers: int, per_labeller: int) -> list[Any]:
+    """`labellers` people, each labelling `per_labeller` answers (a round robin over
+    `answers`), with grades from the question and the person."""
+    return [label(f"q{(person * per_labeller + k) % answers}",
+                  (1 + (person + k) % 5, 1 + person % 5), f"p{person:05d}")
+            for person in range(labellers) for k in range(per_labeller)]
+
+
+def test_a_crowd_is_compared_in_bounded_work_and_output(tmp_path, capsys, monkeypatch):
+    # 10,000 labels by 2,000 labellers: every pair of labellers was 2 million rows, unending
+    path = write_labels(tmp_path / "crowd.jsonl", *crowd(2_000, 500, 5))
+    assert main(["agreement", "--human", str(path), "--format", "json",
+                 "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    document = json.loads(printed)
+    people = document["people"]
+    assert document["labels"]["read"] == 10_000 and len(people["table"]) == human.PEOPLE_SHOWN
+    assert people["pairs"] == people["counted"] == 500 * 190  # 20 labels per answer
+    assert people["pooled"]["truthfulness"]["n"] == 500 * 190
+    assert len(printed) < 200_000
+    assert any("pairs of labellers with the most answers in common listed" in note
+               for note in document["notes"])
+    markdown = human.render(document)
+    assert "2,000 labellers (p00000," in markdown and markdown.count("\n") < 100
+
+    # past PAIRS_COUNTED, a seeded sample of that many, stated
+    monkeypatch.setattr(human, "PAIRS_COUNTED", 1_000)
+    labels = read_labels([path])
+    sampled = human.human_document(labels, None, None, seed=3)
+    assert (sampled["people"]["counted"], sampled["people"]["sampled"]) == (1_000, True)
+    assert human.human_document(labels, None, None, seed=3)["people"] == sampled["people"]
+    assert any("1,000 pairs of labels of one answer drawn at random (seed 3) of 95,000" in note
+               for note in sampled["notes"])

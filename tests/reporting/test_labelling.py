@@ -164,13 +164,23 @@ def saved(tab, path: Path) -> Path:
 @contextlib.contextmanager
 def labelling_tab(chromium, url: str):
     """A tab on the page; at the end no request beyond its own file and its download, no
-    script error and no dialog."""
+    script error and no dialog but the question before leaving (counted in `tab.warned`)."""
     tab = chromium.new_page(accept_downloads=True)
     requests, errors = [], []
     tab.on("request", lambda r: requests.append(r.url)
            if not r.url.startswith(("file:", "data:", "blob:")) else None)
     tab.on("pageerror", lambda e: errors.append(str(e)))
-    tab.on("dialog", lambda d: (errors.append(f"dialog {d.message}"), d.dismiss()))
+    tab.warned = []  # the page's question before leaving: answered "leave"
+
+    def dialog(d) -> None:
+        if d.type == "beforeunload":
+            tab.warned.append(d.type)
+            d.accept()
+        else:
+            errors.append(f"dialog {d.message}")
+            d.dismiss()
+
+    tab.on("dialog", dialog)
     tab.goto(url)
     yield tab
     assert requests == [] and errors == []
@@ -182,7 +192,6 @@ def test_a_labelling_session_by_keyboard_survives_a_reload_and_saves_labels(tmp_
     run_dirs = runs(tmp_path)
     rows = load_runs(run_dirs)
     page = tmp_path / "label.html"
-    # seed 3 shows first the answer both runs hold
     assert main(["report", *map(str, run_dirs), "--html", str(page), "--label",
                  "--label-seed", "3"]) == 0
     other = tmp_path / "other.html"

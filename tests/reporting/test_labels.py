@@ -1,6 +1,8 @@
 """The human labels file (harness/reporting/labels.py, docs/reports.md#labelling-answers): every
-line checked with its file and line named, files merged with one labeller's last label of a key
-winning, and labels resolved to a run's rows by key and answer text.
+line checked with its file and line named and a wrong value quoted cut to 80 characters, a
+salted key checked against its line, files of the unsalted format 1 still read, files merged
+with one labeller's last label of an answer winning, and labels resolved to a run's rows by
+question and answer text.
 
 Keys and answer digests are computed here from their definition (SHA-256 of the UTF-8 text), not
 by the module under test."""
@@ -14,7 +16,9 @@ from typing import Any
 
 import pytest
 
-from freshrag.reporting.labels import LabelsError, read_labels, resolve, row_key
+from freshrag.reporting.labels import LabelsError, page_key, read_labels, resolve
+
+SALT = "0123456789abcdef" * 2
 
 
 def sha(text: str) -> str:
@@ -28,11 +32,20 @@ def row(question_id: str, system: str, answer: str, dataset: str = "A_f") -> dic
 
 def label(question_id: str = "q1", system: str = "naive", answer: str = "Paris",
           labeller: str = "ada", truth: Any = 4, rel: Any = 5, **extra: Any) -> dict[str, Any]:
-    record = {"freshrag_labels": 1, "key": sha(f"A_f\n{question_id}\n{system}"),
-              "dataset": "A_f", "question_id": question_id, "answer_sha256": sha(answer),
-              "truthfulness": truth, "relevance": rel, "note": "", "labeller": labeller,
-              "labelled_at": "2026-11-26T20:00:00Z", "seed": 7}
+    """A line as the page saves it (format 2); `system` only names the test's intent: the page
+    knows none."""
+    record = {"freshrag_labels": 2, "key": sha(f"{SALT}\nA_f\n{question_id}\n{sha(answer)}"),
+              "salt": SALT, "dataset": "A_f", "question_id": question_id,
+              "answer_sha256": sha(answer), "truthfulness": truth, "relevance": rel, "note": "",
+              "labeller": labeller, "labelled_at": "2026-11-26T20:00:00Z", "seed": 7}
     return {**record, **extra}
+
+
+def old_label(question_id: str = "q1", system: str = "naive", answer: str = "Paris",
+              **extra: Any) -> dict[str, Any]:
+    """A line of format 1, as pages before the salt saved it: its key digested the system."""
+    record = {k: v for k, v in label(question_id, answer=answer, **extra).items() if k != "salt"}
+    return {**record, "freshrag_labels": 1, "key": sha(f"A_f\n{question_id}\n{system}")}
 
 
 def write(path: Path, *records: Any) -> Path:
@@ -41,9 +54,9 @@ def write(path: Path, *records: Any) -> Path:
     return path
 
 
-def test_a_row_key_is_the_digest_of_dataset_question_and_system() -> None:
-    assert row_key(row("q1", "naive", "x")) == sha("A_f\nq1\nnaive")
-    assert row_key(row("q1", "naive", "x", dataset="A_d")) != row_key(row("q1", "naive", "x"))
+def test_a_page_key_is_the_digest_of_salt_dataset_question_and_answer_text() -> None:
+    assert page_key(SALT, "A_f", "q1", sha("x")) == sha(f"{SALT}\nA_f\nq1\n{sha('x')}")
+    assert page_key("f" * 32, "A_f", "q1", sha("x")) != page_key(SALT, "A_f", "q1", sha("x"))
 
 
 def test_labels_read_back_with_every_field(tmp_path: Path) -> None:
@@ -53,7 +66,8 @@ def test_labels_read_back_with_every_field(tmp_path: Path) -> None:
     assert (first.question_id, first.truthfulness, first.relevance, first.note) == \
         ("q1", 4, 5, "ünïcode, \"quoted\"")
     assert (first.labeller, first.seed, first.labelled_at) == ("ada", 7, "2026-11-26T20:00:00Z")
-    assert first.key == sha("A_f\nq1\nnaive") and first.answer_sha256 == sha("Paris")
+    assert first.key == page_key(SALT, "A_f", "q1", sha("Paris")) and first.salt == SALT
+    assert first.answer_sha256 == sha("Paris")
     assert second.where == f"{path}:3" and (second.truthfulness, second.relevance) == (1, 2)
 
 
@@ -65,8 +79,8 @@ def test_files_merge_and_one_labellers_last_label_of_a_key_wins(tmp_path: Path) 
     assert got == [("ada", "q2", 4), ("bob", "q1", 5), ("ada", "q1", 3)]
 
 
-def test_one_labellers_labels_of_two_answers_under_one_key_are_both_kept(tmp_path: Path) -> None:
-    # the same system's name in two run directories: one key, two answers, two labels
+def test_one_labellers_labels_of_two_answers_to_one_question_are_both_kept(tmp_path: Path
+                                                                           ) -> None:
     path = write(tmp_path / "ada.jsonl", label(answer="Paris"), label(answer="Nice", truth=1))
     assert [x.truthfulness for x in read_labels([path])] == [4, 1]
 
@@ -74,10 +88,18 @@ def test_one_labellers_labels_of_two_answers_under_one_key_are_both_kept(tmp_pat
 BAD = [
     pytest.param("{not json", "not valid JSON", id="not-json"),
     pytest.param("[1, 2]", "expected a JSON object, got list", id="not-object"),
-    pytest.param(label(freshrag_labels=2), "`freshrag_labels` is 2", id="newer-format"),
+    pytest.param(label(freshrag_labels=3), "`freshrag_labels` is 3", id="newer-format"),
+    pytest.param(label(freshrag_labels=True), "`freshrag_labels` is True", id="format-bool"),
     pytest.param({k: v for k, v in label().items() if k != "freshrag_labels"},
                  "`freshrag_labels` is None", id="no-format"),
     pytest.param(label(key="naive"), "`key` is 'naive'", id="key-not-hex"),
+    pytest.param(label(key=sha("A_f\nq1\nnaive")), "`key` is not the digest of its salt",
+                 id="key-not-salted"),
+    pytest.param(label(truth=1) | {"answer_sha256": sha("Lyon")}, "line was changed",
+                 id="answer-changed-under-its-key"),
+    pytest.param({k: v for k, v in label().items() if k != "salt"}, "`salt` is None",
+                 id="no-salt"),
+    pytest.param(label(salt=SALT.upper()), "expected 32 lowercase hex", id="salt-upper"),
     pytest.param(label(answer_sha256=sha("x").upper()), "`answer_sha256`", id="hex-upper"),
     pytest.param({k: v for k, v in label().items() if k != "question_id"},
                  "`question_id` is None", id="no-question-id"),
@@ -95,6 +117,27 @@ BAD = [
     pytest.param(label(labelled_at="2026-11-26T20:00:00+02:00"), "expected a time in UTC",
                  id="time-not-utc"),
 ]
+
+
+@pytest.mark.parametrize("name", ["key", "salt", "seed", "labelled_at", "truthfulness",
+                                  "freshrag_labels"])
+def test_a_huge_wrong_value_is_quoted_cut_to_80_characters(tmp_path: Path, name: str) -> None:
+    path = write(tmp_path / "labels.jsonl", label(**{name: "x" * 5_000_000}))
+    with pytest.raises(LabelsError) as caught:
+        read_labels([path])
+    said = str(caught.value)
+    assert f"{path}:1: `{name}` is '{'x' * 79}:" in said and len(said) < len(str(path)) + 300
+
+
+def test_a_file_of_format_1_is_read_and_resolves_by_answer_text(tmp_path: Path) -> None:
+    # decided: labels people made on pages before the salt keep counting; their key, which
+    # digested the system's name, is neither checked nor used
+    path = write(tmp_path / "old.jsonl", old_label(), old_label("q2", answer="Rome", truth=2))
+    first, second = read_labels([path])
+    assert (first.salt, first.key) == (None, sha("A_f\nq1\nnaive"))
+    resolved = resolve([first, second], [row("q1", "naive", "Paris"), row("q2", "naive", "Rome")])
+    assert [(r["question_id"], x.truthfulness) for r, x in resolved.pairs] == [("q1", 4),
+                                                                              ("q2", 2)]
 
 
 @pytest.mark.parametrize(("line", "message"), BAD)
@@ -117,15 +160,15 @@ def test_a_missing_or_undecodable_file_is_named(tmp_path: Path) -> None:
         read_labels([latin])
 
 
-def test_labels_resolve_to_rows_by_key_and_answer_text(tmp_path: Path) -> None:
+def test_labels_resolve_to_rows_by_question_and_answer_text(tmp_path: Path) -> None:
     rows = [row("q1", "naive", "Paris"), row("q1", "oracle", "Lyon"), row("q2", "naive", "Rome"),
             row("q1", "naive", "Paris", dataset="A_d")]
     path = write(tmp_path / "l.jsonl",
-                 label(),                                       # q1 naive: matches
-                 label(system="oracle", answer="Lyon", rel=1),  # q1 oracle: matches
-                 label("q2", answer="Milan"),                   # answered again since: changed
-                 label("q9"),                                   # no such question: unknown
-                 label(system="baseline"))                      # no such system: unknown
+                 label(),                               # q1 "Paris": matches
+                 label(answer="Lyon", rel=1),           # q1 "Lyon": matches
+                 label("q2", answer="Milan"),           # answered again since: changed
+                 label("q9"),                           # no such question: unknown
+                 label("q8", answer="Lyon"))            # no such question: unknown
     resolved = resolve(read_labels([path]), rows)
     assert [(r["system"], r["dataset"], x.relevance) for r, x in resolved.pairs] == \
         [("naive", "A_f", 5), ("oracle", "A_f", 1)]
@@ -134,12 +177,13 @@ def test_labels_resolve_to_rows_by_key_and_answer_text(tmp_path: Path) -> None:
     assert len(notes) == 2 and notes[0].startswith("2 label(s)") and notes[1].startswith("1 ")
 
 
-def test_a_label_pairs_with_every_row_holding_its_key_and_answer(tmp_path: Path) -> None:
-    # the same system over the same questions in two run directories, one answer changed
+def test_a_label_pairs_with_every_row_holding_its_question_and_answer(tmp_path: Path) -> None:
+    # the same system in two run directories, and another system that gave the same text: one
+    # answer to a blind person; one answer changed
     rows = [{**row("q1", "naive", "Paris"), "run": "a"}, {**row("q1", "naive", "Paris"), "run": "b"},
-            {**row("q1", "naive", "Nice"), "run": "c"}]
+            {**row("q1", "naive", "Nice"), "run": "c"}, {**row("q1", "react", "Paris"), "run": "d"}]
     resolved = resolve(read_labels([write(tmp_path / "l.jsonl", label())]), rows)
-    assert [r["run"] for r, _ in resolved.pairs] == ["a", "b"]
+    assert [r["run"] for r, _ in resolved.pairs] == ["a", "b", "d"]
     assert (resolved.unknown, resolved.changed, resolved.notes()) == (0, 0, [])
 
 

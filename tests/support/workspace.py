@@ -175,7 +175,8 @@ def people_labels(page: str, path: str, labeller: str, first: int) -> None:
                 "question_id": item["question_id"], "answer_sha256": item["answer_sha256"],
                 "truthfulness": 1 + (i + len(labeller)) % 5, "relevance": 1 + i % 5,
                 "note": "", "labeller": labeller, "labelled_at": "2026-11-26T20:00:00Z",
-                "seed": data["seed"]} for i, item in enumerate(data["items"][:first])]
+                "seed": data["seed"], "salt": data["salt"]}
+               for i, item in enumerate(data["items"][:first])]
     Path(path).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
 
 

@@ -137,6 +137,15 @@ def test_a_bad_hand_label_line_is_named_by_file_and_line(tmp_path, line, message
         read_hand_labels(path, {"a", "b"})
 
 
+@pytest.mark.parametrize("field", ["id", "label"])
+def test_a_huge_wrong_hand_label_value_is_quoted_cut_to_80_characters(tmp_path, field):
+    row = {"id": "a", "label": "summary", field: "x" * 5_000_000}
+    path = write(tmp_path / "hand.jsonl", [json.dumps(row)])
+    with pytest.raises(DatasetError) as caught:
+        read_hand_labels(path, {"a"})
+    assert f"'{'x' * 79}" in str(caught.value) and len(str(caught.value)) < 400
+
+
 def test_hand_labels_read_with_whole_number_ids(tmp_path):
     path = write(tmp_path / "hand.jsonl", ['{"id": 7, "label": "summary"}'])
     assert read_hand_labels(path, {"7"}) == {"7": "summary"}

@@ -1,7 +1,9 @@
 /* The labelling page of freshrag's HTML report (harness/reporting/render/labelling.py says what
    the data holds; docs/reports.md#labelling-answers the labels file it saves). Every value
    reaches the page as text (textContent), never as markup. Labels live in localStorage under the
-   page's own id and the labeller's name, so a reload keeps them and two pages never mix. */
+   page's own id and the labeller's name, so a reload keeps them and two pages never mix. Every
+   documented key works wherever the focus is but in a text field (there Esc leaves it), the
+   focus goes to the answer whenever labelling starts, and a score changed is said aloud. */
 (function () {
   "use strict";
   const data = JSON.parse(document.getElementById("label-data").textContent);
@@ -9,7 +11,7 @@
   const NAME_KEY = "freshrag-labeller";  // typed once, for every page
   const RELEVANCE_KEYS = ["KeyQ", "KeyW", "KeyE", "KeyR", "KeyT"];  // the row under 1 to 5
   const $ = function (id) { return document.getElementById(id); };
-  let name = null, labels = {}, pos = 0, storageBroken = false;
+  let name = null, labels = {}, pos = 0, storageBroken = false, unsaved = false;
 
   // ------------------------------------------------------------------ storage
 
@@ -31,7 +33,11 @@
     store(storeKey(), JSON.stringify(labels));
     store(posKey(), String(pos));
   }
-  function ident(item) { return item.key + ":" + item.answer_sha256; }
+  // an answer as the page shows it (not its key, which the page's salt changes when it is made
+  // again), so that labels kept in the browser survive a page made again
+  function ident(item) {
+    return item.dataset + "\n" + item.question_id + "\n" + item.answer_sha256;
+  }
   function complete(label) {
     return !!label && SCALE.indexOf(label.truthfulness) >= 0 &&
       SCALE.indexOf(label.relevance) >= 0;
@@ -56,9 +62,15 @@
     $("label-name").value = name;
     if (!ITEMS.length) { $("label-whoami").textContent += " This page has no answers to label."; return; }
     $("label-card").hidden = false;
-    $("label-name").blur();
     render();
+    toAnswer();
   }
+  // the keys act on the answer shown: the focus goes to it, off the button that started
+  function toAnswer() {
+    $("label-answer").focus({preventScroll: true});
+    $("label-card").scrollIntoView({block: "nearest"});
+  }
+  function say(text) { $("label-said").textContent = text; }
   function firstOpen(from) {
     for (let i = 0; i < ITEMS.length; i++) {
       const at = (from + i) % ITEMS.length;
@@ -104,16 +116,26 @@
   function update(change, quiet) {
     const id = ident(ITEMS[pos]);
     labels[id] = Object.assign({}, labels[id] || {note: ""}, change, {labelled_at: now()});
+    unsaved = true;
     persist();
     if (!quiet) render();  // a note being typed is not redrawn under the caret
   }
   function setScore(field, score) {
+    const was = (labels[ident(ITEMS[pos])] || {})[field];
+    if (was === score) return;
     const change = {};
     change[field] = score;
     update(change);
+    // a grade given before is replaced only in plain sight: the line says what changed
+    say(SCALE.indexOf(was) >= 0 ? "Answer " + (pos + 1) + ": " + field + " changed from " + was +
+      " to " + score + "." : "");
+    $("label-card").scrollIntoView({block: "nearest"});
   }
   function go(to) {
-    pos = Math.max(0, Math.min(ITEMS.length - 1, to));
+    const next = Math.max(0, Math.min(ITEMS.length - 1, to));
+    say(next === pos && to !== pos ? (to > pos ? "This is the last answer" : "This is the first " +
+      "answer") + "; " + (ITEMS.length - done()) + " not labelled yet (U finds them)." : "");
+    pos = next;
     persist();
     render();
   }
@@ -129,11 +151,11 @@
           question_id: item.question_id, answer_sha256: item.answer_sha256,
           truthfulness: label.truthfulness, relevance: label.relevance,
           note: label.note || "", labeller: name, labelled_at: label.labelled_at,
-          seed: data.seed}) + "\n";
+          seed: data.seed, salt: data.salt}) + "\n";
       });
   }
   function save() {
-    const out = lines();
+    const out = lines(), open = ITEMS.length - out.length;
     const blob = new Blob(out, {type: "application/x-ndjson"});
     const link = document.createElement("a");
     link.href = URL.createObjectURL(blob);
@@ -143,9 +165,16 @@
     link.click();
     link.remove();
     setTimeout(function () { URL.revokeObjectURL(link.href); }, 1000);
-    const partial = Object.keys(labels).length - out.length;
+    unsaved = false;
     $("label-saved").textContent = "Saved " + out.length + " label(s) as " + link.download +
-      (partial > 0 ? "; " + partial + " without both scores not saved." : ".");
+      "; " + (open ? open + " of " + ITEMS.length + " answers not labelled yet (a label needs " +
+      "both scores)." : "every answer labelled.");
+  }
+  // leaving with answers unlabelled or labels not downloaded asks first (the browser's dialog)
+  function beforeLeaving(event) {
+    if (!name || !ITEMS.length || (!unsaved && done() === ITEMS.length)) return;
+    event.preventDefault();
+    event.returnValue = "";
   }
 
   // ------------------------------------------------------------------ keys
@@ -157,11 +186,11 @@
   function onKey(event) {
     const target = event.target;
     if (target.tagName === "TEXTAREA" || target.tagName === "INPUT") {
-      if (event.key === "Escape" && target.id === "label-note") target.blur();
-      return;
+      if (event.key === "Escape" && !$("label-card").hidden) toAnswer();
+      return;  // text is typed there; Enter in the name starts (the form's submit)
     }
     if ($("label-card").hidden || event.ctrlKey || event.metaKey || event.altKey) return;
-    if (target.tagName === "BUTTON" && (event.key === "Enter" || event.key === " ")) return;
+    // on a focused button too: Enter is "next", never that button's click again
     const score = digit(event.code), row = RELEVANCE_KEYS.indexOf(event.code);
     if (score !== null) setScore(event.shiftKey ? "relevance" : "truthfulness", score);
     else if (row >= 0) setScore("relevance", row + 1);
@@ -169,6 +198,7 @@
     else if (event.key === "ArrowLeft") go(pos - 1);
     else if (event.code === "KeyU") go(firstOpen(pos + 1));
     else if (event.code === "KeyN") $("label-note").focus();
+    else if (event.key === "Escape") toAnswer();
     else if (event.code === "KeyS") save();
     else return;
     event.preventDefault();
@@ -191,6 +221,7 @@
   $("label-skip").addEventListener("click", function () { go(firstOpen(pos + 1)); });
   $("label-save").addEventListener("click", save);
   document.addEventListener("keydown", onKey);
+  window.addEventListener("beforeunload", beforeLeaving);
   const known = load(NAME_KEY);
   if (known && known.trim()) start(known.trim());
   else $("label-name").focus();
