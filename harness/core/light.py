@@ -11,8 +11,8 @@ answer summary (`summarised`), or, for the readers that still read rows, as a li
 `Trajectory` that knows the row's file and line, where the JSON report's steps are read again
 one row at a time (core/light_steps.py `whole_steps`).
 
-The records' types hold what the readers' row check (core/samples.py sample_problem) demands of
-those parts, which it then leaves to them. A line they refuse is decoded and checked as the
+The records' types hold what the readers' row check (core/row_check.py sample_problem) demands
+of those parts, which it then leaves to them (`Decoded.typed`). A line they refuse is decoded and checked as the
 whole read does it, so both reads keep and skip the same rows: one the check passes (a call's
 usage that is no count, which no check asks for) is kept as read. A grounded question's row
 (`reference` set) keeps its calls whole: the wording analysis reads the answer's context from
@@ -32,6 +32,7 @@ from msgspec import UNSET, UnsetType
 
 from freshrag.core.jsonl import loads
 from freshrag.core.records import SampleFields, SampleRow
+from freshrag.core.row_check import sample_problem
 from freshrag.core.summary import (
     AnswerSummary,
     Call,
@@ -39,6 +40,7 @@ from freshrag.core.summary import (
     Record,
     StepKind,
     Title,
+    Trace,
     Trajectory,
     Usage,
     calls_kept,
@@ -49,12 +51,20 @@ from freshrag.core.summary import (
     titled,
     trace,
     whole_calls,
+    whole_trace,
 )
 
 
 class Decoded(dict):
-    """A row the records' types took (`decode`), its parts typed records; a line they
-    refused is decoded as the whole read does it, a dict."""
+    """A row as `decode` read it, with the parts its records typed (`typed`, of
+    core/row_check.py TYPEABLE): none where the records refused the line, which is then
+    decoded as the whole read does it."""
+
+    __slots__ = ("typed",)
+
+    def __init__(self, fields: dict[str, Any], typed: tuple[str, ...]):
+        super().__init__(fields)
+        self.typed = typed
 
 
 class Chunk(Record):
@@ -93,6 +103,9 @@ GroundedRow = msgspec.defstruct(
                      | UnsetType, UNSET) for name in FIELDS])
 _LIGHT = msgspec.json.Decoder(LightRow)
 _GROUNDED = msgspec.json.Decoder(GroundedRow)
+# What each decoder types of a row (core/row_check.py TYPEABLE), its chunks apart
+LIGHT_TYPED = ("usage", "calls", "steps", "grade")
+GROUNDED_TYPED = ("usage", "steps", "grade")
 # Read directly even when null: the required fields, a failed row's `error`, and `dataset`
 # (null in rows made by hand, which the report fills from the manifest)
 KEPT_WHEN_NULL = frozenset((*SampleFields.__required_keys__, "error", "dataset"))
@@ -102,17 +115,19 @@ SHARED = ("dataset", "system", "status", "gold_title", "stopped", "multihop", "k
 
 
 def decode(line: str) -> Any:
-    """The light row of one line of samples.jsonl, or the line as the whole read decodes it
-    where the records' types refuse it (module docstring). Nulls are kept: the row check reads
-    them (`kept` drops them after)."""
+    """The light row of one line of samples.jsonl, its typed parts named; where the records'
+    types refuse it, the line as the whole read decodes it, no part typed (module docstring).
+    Nulls are kept: the row check reads them (`kept` drops them after)."""
     try:
+        parts: tuple[str, ...] = LIGHT_TYPED
         typed = _LIGHT.decode(line)
         if isinstance(getattr(typed, "reference"), str):
-            typed = _GROUNDED.decode(line)
+            typed, parts = _GROUNDED.decode(line), GROUNDED_TYPED
     except (msgspec.ValidationError, msgspec.DecodeError):
-        return loads(line, max_depth=None)  # as core/jsonl.py iter_jsonl reads it
+        whole = loads(line, max_depth=None)  # as core/jsonl.py iter_jsonl reads it
+        return Decoded(whole, ()) if isinstance(whole, dict) else whole
     row = Decoded({name: value for name in FIELDS
-                   if (value := getattr(typed, name)) is not UNSET})
+                   if (value := getattr(typed, name)) is not UNSET}, parts)
     for name in SHARED:
         if isinstance(value := row.get(name), str):
             row[name] = sys.intern(value)
@@ -121,49 +136,51 @@ def decode(line: str) -> Any:
         try:  # a chunk that is no {"title": text} is left for the row check to refuse
             row["details"] = {**details, "retrieved": msgspec.convert(details["retrieved"],
                                                                       list[Title])}
+            row.typed += ("retrieved",)
         except msgspec.ValidationError:
             pass
     return row
 
 
-def kept(row: dict[str, Any], path: Path, line: int) -> SampleRow:
+def light_problem(row: Decoded) -> str | None:
+    """The readers' check (core/row_check.py) of a row as `decode` read it, the parts its
+    records typed left to them."""
+    return sample_problem(row, row.typed)
+
+
+def kept(row: Decoded, path: Path, line: int) -> SampleRow:
     """A checked row without its optional fields that are null (readers `get` them), its steps
-    a Trajectory of Traces that knows the row's `path` and `line`, its calls `Calls` (but a
-    grounded row's, whole), the chunks it saw `Title`s, its grade without `raw`."""
-    row = {key: value for key, value in row.items()
-           if value is not None or key in KEPT_WHEN_NULL}
-    if (steps := row.get("steps")) is not None:
-        row["steps"] = Trajectory(map(_trace, steps), path, line)
-    calls = row.get("calls")
-    if isinstance(calls, list) and all(isinstance(call, Call) for call in calls):
-        row["calls"] = calls_kept(calls)
-    details = row.get("details")
+    a Trajectory of Traces that knows the row's `path` and `line`, its typed calls `Calls` (a
+    grounded row's stay whole), the chunks it saw `Title`s, its typed grade without `raw`."""
+    made = {key: value for key, value in row.items()
+            if value is not None or key in KEPT_WHEN_NULL}
+    if (steps := made.get("steps")) is not None:
+        made["steps"] = Trajectory(map(_trace if "steps" in row.typed else whole_trace, steps),
+                                   path, line)
+    if "calls" in row.typed:
+        made["calls"] = calls_kept(made.get("calls") or [])
+    details = made.get("details")
     if isinstance(details, dict) and isinstance(details.get("retrieved"), list):
-        row["details"] = {**details, "retrieved": [
+        made["details"] = {**details, "retrieved": [
             titled(chunk["title"]) for chunk in details["retrieved"]]}
-    if isinstance(row.get("grade"), Grade):
-        row["grade"].raw = UNSET
-    return row  # type: ignore[return-value]
+    if "grade" in row.typed and made["grade"] is not None:
+        made["grade"].raw = UNSET
+    return made  # type: ignore[return-value]
 
 
-def _trace(step: Any) -> Any:
-    """A Step as a Trace; or a step of a line the records refused, a dict the row check passed
-    (a kind, `repeated` true or false, chunks with titles)."""
-    if isinstance(step, Step):
-        return trace(step.kind, step.repeated, UNSET if step.retrieved is UNSET
-                     else [chunk.title for chunk in step.retrieved])
-    return trace(step["kind"], step.get("repeated", UNSET),
-                 [chunk["title"] for chunk in step["retrieved"]] if "retrieved" in step else UNSET)
+def _trace(step: Step) -> Trace:
+    return trace(step.kind, step.repeated, UNSET if step.retrieved is UNSET
+                 else [chunk.title for chunk in step.retrieved])
 
 
-def summarised(row: dict[str, Any], path: Path, line: int) -> AnswerSummary:
+def summarised(row: Decoded, path: Path, line: int) -> AnswerSummary:
     """The summary of a checked row as `decode` read it: from its typed records, by attribute
-    (a report makes 100,000); a line the records refused, or a grounded row's whole calls, as
-    the whole row's (core/summary.py summary_of)."""
-    if not isinstance(row, Decoded):
+    (a report makes 100,000); a line the records refused as the whole row's (core/summary.py
+    summary_of), a grounded row's whole calls as the whole row's calls."""
+    if not row.typed:
         return summary_of(cast(SampleRow, row), path, line)
     calls, steps, grade = row.get("calls") or [], row.get("steps"), row["grade"]
-    made = calls_kept(calls) if all(type(call) is Call for call in calls) else whole_calls(calls)
+    made = calls_kept(calls) if "calls" in row.typed else whole_calls(calls)
     details = row.get("details") or {}
     retrieved = details.get("retrieved")
     if grade is not None:
@@ -175,11 +192,6 @@ def summarised(row: dict[str, Any], path: Path, line: int) -> AnswerSummary:
         retrieved=None if retrieved is None else tuple(titled(c.title) for c in retrieved),
         steps=None if steps is None else Trajectory(map(_trace, steps), path, line),
         context=context_of(row) if isinstance(row.get("reference"), str) else None)
-
-
-def is_record(value: object) -> bool:
-    """Whether `value` is a record of a light row, whose type the decoder checked."""
-    return isinstance(value, Record)
 
 
 @contextmanager

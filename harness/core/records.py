@@ -118,7 +118,7 @@ DECISIONS: tuple[str, ...] = get_args(Decision)
 
 class SampleFields(TypedDict):
     """The fields of a samples.jsonl row that every reader may meet, each checked on reading
-    (core/samples.py sample_problem), in this order, against the JSON types of its annotation;
+    (core/row_check.py sample_problem), in this order, against the JSON types of its annotation;
     the required ones are indexed directly, the others only looked at when present (rows made
     by hand and older rows may lack them; a light read leaves out those that are null)."""
 

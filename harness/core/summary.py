@@ -227,10 +227,7 @@ def summary_of(row: SampleRow, path: Path | None = None, line: int = 0) -> Answe
         calls=calls, models=models_of(fields, calls),
         decision=details.get("decision"), unknown=tuple(details.get("unknown") or ()),
         retrieved=None if retrieved is None else tuple(titled(c["title"]) for c in retrieved),
-        steps=None if steps is None else Trajectory(
-            (trace(step["kind"], step.get("repeated", UNSET),
-                   [c["title"] for c in step["retrieved"]] if "retrieved" in step else UNSET)
-             for step in steps), path, line),
+        steps=None if steps is None else Trajectory(map(whole_trace, steps), path, line),
         context=context_of(fields) if isinstance(fields.get("reference"), str) else None)
 
 
@@ -338,3 +335,10 @@ def trace(kind: Any, repeated: Any, titles: list[str] | UnsetType) -> Trace:
         return shared
     return Trace(kind, repeated, tuple([found if (found := _TITLES.get(title)) is not None
                                         else titled(title) for title in titles]))
+
+
+def whole_trace(step: Mapping[str, Any]) -> Trace:
+    """The Trace of a whole row's step, as the row check passed it (a kind, `repeated` true or
+    false, chunks with titles)."""
+    return trace(step["kind"], step.get("repeated", UNSET),
+                 [chunk["title"] for chunk in step["retrieved"]] if "retrieved" in step else UNSET)

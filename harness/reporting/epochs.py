@@ -26,7 +26,8 @@ from typing import Any, Sequence, cast
 
 from freshrag.core.jsonl import loads
 from freshrag.core.records import SampleRow
-from freshrag.core.samples import SAMPLES, epoch_of, judge_scores, sample_problem
+from freshrag.core.row_check import sample_problem
+from freshrag.core.samples import SAMPLES, epoch_of, judge_scores
 from freshrag.core.stats import bootstrap_interval, mean
 from freshrag.reporting.identity import group_rows
 from freshrag.reporting.report import columns_for, markdown_table

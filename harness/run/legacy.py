@@ -33,8 +33,9 @@ from typing import Any
 from freshrag.core.errors import UserError
 from freshrag.core.jsonl import JsonlWriter, now
 from freshrag.core.manifest import read_manifest, write_manifest
+from freshrag.core.row_check import sample_problem
 from freshrag.core.rundir import check_kind, locked
-from freshrag.core.samples import SAMPLES, read_samples, sample_problem
+from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.core.textfile import lone_surrogate
 from freshrag.core.titles import title_form
 from freshrag.core.types import Question

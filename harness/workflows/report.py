@@ -77,12 +77,24 @@ def print_unscored(rows: list[SampleRow]) -> None:
             print(f"  {system}: {reason[:300]} × {count}")
 
 
+@dataclass
+class Computed:
+    """What a report computes of its rows, before anything is written or printed: the summary,
+    what the answer model knows, the analysis (with the judge's checks) and the breakdowns
+    (with their summary tables), every statistic made finite, and the notes naming those that
+    were not."""
+
+    summary: list[dict[str, Any]]
+    known: list[dict[str, Any]]
+    details: dict[str, Any]
+    breakdowns: dict[str, Any]
+    by_field: dict[str, list[dict[str, Any]]]
+    unfinite: list[str]
+
+
 def run_report(args: Any) -> int:
-    from freshrag.core.files import write_json
-    from freshrag.reporting import analysis, breakdown, epochs, report
-    from freshrag.reporting.freshness import known_without_retrieval
-    from freshrag.reporting.human import judge_section
-    from freshrag.reporting.judge_check import judge_checks
+    """`freshrag report` with its parsed options: the tables computed, written, printed."""
+    from freshrag.reporting import epochs, report
     from freshrag.reporting.labels import read_labels
     from freshrag.reporting.prices import price_table
 
@@ -99,6 +111,34 @@ def run_report(args: Any) -> int:
         raise InputError(f"--mix: no question of {', '.join(map(str, args.run_dirs))} has a "
                          f"traffic kind (fresh, control, general) to recombine; a set of them "
                          f"comes from the traffic stage and freshrag mix (docs/traffic.md)")
+    made = _tables(args, every, rows, prices, labelled)
+    _write(out, made)
+    figures = _figures(rows, out, made.details, made.breakdowns)
+    notes = report.run_notes(args.run_dirs, rows) + made.unfinite
+    # the judge's verdict first, then the notes; on stderr when stdout carries JSON or CSV
+    side = sys.stdout if args.format == "markdown" else sys.stderr
+    for line in made.details["judge"]["lines"] + notes:
+        print(line, file=side)
+    _print(args, rows, made, out, len(figures))
+    if args.html:
+        from freshrag.reporting.render.html import write_html
+
+        page = write_html(rows, made.summary, made.details, figures, args.html,
+                          sources=[str(run_dir) for run_dir in args.run_dirs], notes=notes,
+                          breakdowns=made.breakdowns, known=made.known)
+        print(f"HTML report written to {page}", file=side)  # stderr keeps JSON or CSV parseable
+    return 0
+
+
+def _tables(args: Any, every: list[SampleRow], rows: list[SampleRow], prices: Any,
+            labelled: Any) -> Computed:
+    """Every table of the report: `every` epoch's rows for the epochs section, the first
+    epoch's (`rows`) for the rest; `labelled`, people's labels (--human) or None."""
+    from freshrag.reporting import analysis, breakdown, epochs, report
+    from freshrag.reporting.freshness import known_without_retrieval
+    from freshrag.reporting.human import judge_section
+    from freshrag.reporting.judge_check import judge_checks
+
     summary = report.summarise(rows, prices, args.correct_at)  # dollars per correct answer
     known = known_without_retrieval(rows)  # how much of the set the answer model knows
     details = analysis.analyse(rows, prices, correct_at=args.correct_at, mixes=args.mix)
@@ -113,37 +153,39 @@ def run_report(args: Any) -> int:
     checked = [report.made_finite(what, document) for what, document in
                (("summary", summary), ("analysis", details), ("breakdowns", breakdowns))]
     (summary, _), (details, _), (breakdowns, _) = checked
-    unfinite = [note for _, notes in checked for note in notes]
-    by_field = breakdown.summary_tables(breakdowns)
-    report.write_summary(out, summary, by_field, known)
-    if breakdowns:
-        details["breakdowns"] = breakdowns
-    write_json(out / ANALYSIS, {**details, "notes": (details.get("notes") or []) + unfinite},
+    return Computed(summary, known, details, breakdowns, breakdown.summary_tables(breakdowns),
+                  [note for _, notes in checked for note in notes])
+
+
+def _write(out: Path, made: Computed) -> None:
+    """summary.json, summary.md and analysis.json (its notes with those on what is not
+    finite), in `out`."""
+    from freshrag.core.files import write_json
+    from freshrag.reporting import report
+
+    report.write_summary(out, made.summary, made.by_field, made.known)
+    if made.breakdowns:
+        made.details["breakdowns"] = made.breakdowns
+    write_json(out / ANALYSIS, {**made.details,
+                                "notes": (made.details.get("notes") or []) + made.unfinite},
                ensure_ascii=True)
-    figures = _figures(rows, out, details, breakdowns)
-    notes = report.run_notes(args.run_dirs, rows) + unfinite
-    # the judge's verdict first, then the notes; on stderr when stdout carries JSON or CSV
-    side = sys.stdout if args.format == "markdown" else sys.stderr
-    for line in details["judge"]["lines"] + notes:
-        print(line, file=side)
+
+
+def _print(args: Any, rows: list[SampleRow], made: Computed, out: Path, figures: int) -> None:
+    """What the report prints on stdout after the judge's lines and the notes: the summary in
+    --format, then in markdown the analysis, and where the files went."""
+    from freshrag.reporting import report
+
     sys.stdout.writelines(report.rendered(  # part by part: every answer's steps in JSON
-        summary, args.format, judge=details["judge"], breakdowns=by_field, known=known,
-        answers=report.trajectories(rows) if args.format == "json" else None))
+        made.summary, args.format, judge=made.details["judge"], breakdowns=made.by_field,
+        known=made.known, answers=report.trajectories(rows) if args.format == "json" else None))
     print()
     if args.format == "markdown":
-        _print_analysis(rows, details, breakdowns)
-        print(f"\nsummary.json, {ANALYSIS} and {len(figures)} figures written to {out}/")
-    elif args.format == "csv" and breakdowns:
-        print(f"the tables by {', '.join(breakdowns)} are in {out / report.SUMMARY} and "
+        _print_analysis(rows, made.details, made.breakdowns)
+        print(f"\nsummary.json, {ANALYSIS} and {figures} figures written to {out}/")
+    elif args.format == "csv" and made.breakdowns:
+        print(f"the tables by {', '.join(made.breakdowns)} are in {out / report.SUMMARY} and "
               f"{out / ANALYSIS} (CSV holds the summary)", file=sys.stderr)
-    if args.html:
-        from freshrag.reporting.render.html import write_html
-
-        page = write_html(rows, summary, details, figures, args.html,
-                          sources=[str(run_dir) for run_dir in args.run_dirs], notes=notes,
-                          breakdowns=breakdowns, known=known)
-        print(f"HTML report written to {page}", file=side)  # stderr keeps JSON or CSV parseable
-    return 0
 
 
 def _label_page(args: Any) -> int:

@@ -54,7 +54,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # `tests.` is importable when run as a script
 
 from freshrag.core.dataset import load_dataset  # noqa: E402
-from freshrag.core.samples import SAMPLES, read_samples, sample_problem  # noqa: E402
+from freshrag.core.row_check import sample_problem  # noqa: E402
+from freshrag.core.samples import SAMPLES, read_samples  # noqa: E402
 from freshrag.llm.replies import MAX_REPLY_CHARS  # noqa: E402
 from freshrag.scoring.judge import JUDGE_PROMPT  # noqa: E402
 from tests.support.burst import burst  # noqa: E402

@@ -9,7 +9,8 @@ import unicodedata
 import pytest
 
 from freshrag.core.dataset import DatasetError, load_articles, load_dataset
-from freshrag.core.samples import sample_problem, sample_row
+from freshrag.core.row_check import sample_problem
+from freshrag.core.samples import sample_row
 from freshrag.core.steps import chunk_records
 from freshrag.core.types import Question, RetrievedChunk, Step, SystemAnswer
 

@@ -12,6 +12,7 @@ from freshrag.core import light, summary
 from freshrag.core.files import dumps
 from freshrag.core.light_steps import whole_steps
 from freshrag.core.records import CallRecord, ChunkRecord, StepRecord, UsageRecord
+from freshrag.core.row_check import sample_problem
 from freshrag.core.samples import read_samples, read_summaries
 from freshrag.core.summary import summary_of
 from freshrag.core.types import (
@@ -185,3 +186,19 @@ def test_the_records_have_the_fields_of_core_records():
     assert set(summary.Usage.__struct_fields__) == set(get_type_hints(UsageRecord))
     assert set(light.CALL_SUMMARY) <= set(get_type_hints(CallRecord))
     assert get_args(summary.StepKind) == STEP_KINDS
+
+
+@pytest.mark.parametrize("row, typed", [
+    pytest.param(good(), ("usage", "calls", "steps", "grade", "retrieved"), id="typed"),
+    pytest.param(changed("reference", "a passage"), ("usage", "steps", "grade", "retrieved"),
+                 id="grounded-calls-whole"),
+    pytest.param(changed("details.retrieved.0", "Velmora"), ("usage", "calls", "steps", "grade"),
+                 id="chunks-left-to-the-check"),
+    pytest.param(changed("steps.0.kind", "think"), (), id="refused-none-typed")])
+def test_the_light_read_names_the_parts_its_records_typed(row, typed):
+    """What the row check leaves to the records (core/row_check.py): exactly what they typed."""
+    decoded = light.decode(json.dumps(row))
+    assert decoded.typed == typed
+    assert all(type(value) is not dict for value in decoded["usage"].values()) == bool(typed)
+    # and the check of what the light read decoded names what it names of the whole row
+    assert light.light_problem(decoded) == sample_problem(json.loads(json.dumps(row)))

@@ -6,7 +6,8 @@ import json
 from typing import get_type_hints
 
 from freshrag.core.records import GRADE_FIELDS, SampleFields, SampleRow, ScoreRow
-from freshrag.core.samples import REQUIRED, SAMPLE_FIELDS, judge_scores, sample_problem, sample_row
+from freshrag.core.row_check import REQUIRED, SAMPLE_FIELDS, sample_problem
+from freshrag.core.samples import judge_scores, sample_row
 from freshrag.core.types import Grade, LLMResponse, Question, SystemAnswer, Usage
 from freshrag.reporting.agreement import with_repeat
 from freshrag.scoring.base import ScoreResult

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from freshrag.core.light_steps import whole_steps
-from freshrag.core.samples import read_samples, sample_problem, sample_row
+from freshrag.core.row_check import sample_problem
+from freshrag.core.samples import read_samples, sample_row
 from freshrag.core.steps import step_records
 from freshrag.core.types import LLMResponse, Question, RetrievedChunk, Step, SystemAnswer, Usage
 

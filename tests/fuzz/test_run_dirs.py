@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from freshrag.builders.sources.export import DumpPage, Revision, write_dump
-from freshrag.core.samples import REQUIRED, SAMPLE_FIELDS, read_samples
+from freshrag.core.row_check import REQUIRED, SAMPLE_FIELDS
+from freshrag.core.samples import read_samples
 from tests.fuzz.support import (
     assert_no_calls,
     assert_refused,

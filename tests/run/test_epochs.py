@@ -9,7 +9,8 @@ import pytest
 from freshrag.core.dataset import load_dataset
 from freshrag.core.errors import UserError
 from freshrag.core.jsonl import JsonlWriter
-from freshrag.core.samples import read_samples, sample_problem, sample_row
+from freshrag.core.row_check import sample_problem
+from freshrag.core.samples import read_samples, sample_row
 from freshrag.core.types import Question, SystemAnswer
 from freshrag.run.config import RunConfig
 from freshrag.run.inputs import RunOptions

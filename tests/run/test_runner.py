@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from freshrag.core.dataset import Dataset
-from freshrag.core.samples import read_samples, sample_problem
+from freshrag.core.row_check import sample_problem
+from freshrag.core.samples import read_samples
 from freshrag.core.types import (
     Article,
     Question,

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from freshrag.cli.main import main
 from freshrag.core.dataset import Dataset
 from freshrag.core.jsonl import JsonlWriter
-from freshrag.core.samples import read_samples, sample_problem
+from freshrag.core.row_check import sample_problem
+from freshrag.core.samples import read_samples
 from freshrag.core.types import (
     Article,
     LLMResponse,

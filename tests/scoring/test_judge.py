@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from freshrag.core.samples import sample_problem, sample_row
+from freshrag.core.row_check import sample_problem
+from freshrag.core.samples import sample_row
 from freshrag.core.types import Article, Question, SystemAnswer, Usage
 from freshrag.llm.toolcall import room_for
 from freshrag.scoring import judge

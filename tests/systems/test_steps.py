@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from freshrag.core.samples import sample_problem, sample_row
+from freshrag.core.row_check import sample_problem
+from freshrag.core.samples import sample_row
 from freshrag.core.types import Grade, LLMResponse, SystemContext, Usage
 from freshrag.systems import SYSTEMS
 from tests.support.fakes import LogprobReply, ScriptedLLM, ToolReply
