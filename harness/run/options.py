@@ -62,3 +62,13 @@ RUN_OPTIONS = {option.name: option for option in (
               "answer; once spent it makes its closing answer call; 0: no bound but "
               "--max-steps (RunOptions: None)", (1, 1_000_000_000), unset=0),
 )}
+
+# Which executor walks a run's pairs, and on which Ray cluster
+# (docs/running.md#running-on-a-ray-cluster); harness/executors/choice.py checks the choice,
+# loading no Ray either.
+EXECUTOR_HELP = ("how the pairs are answered: local (this process's threads) or ray (actors on a "
+                 "Ray cluster, each holding the systems once; --concurrency pairs in flight in "
+                 "all)")
+ADDRESS_HELP = ("with --executor ray, the cluster: ray://HOST:PORT (Ray Client), HOST:PORT (the "
+                "head's GCS address, from a node of the cluster) or auto (the cluster running on "
+                "this machine); none: a local cluster started for the run")

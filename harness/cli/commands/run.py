@@ -24,7 +24,8 @@ from freshrag.cli.options import (
     out_dir,
 )
 from freshrag.core.runfiles import MANIFEST, RESULTS, SAMPLES, SUMMARY, SUMMARY_MD
-from freshrag.run.options import DEFAULT_SYSTEMS, RUN_OPTIONS
+from freshrag.executors.choice import DEFAULT_EXECUTOR, EXECUTORS
+from freshrag.run.options import ADDRESS_HELP, DEFAULT_SYSTEMS, EXECUTOR_HELP, RUN_OPTIONS
 
 if TYPE_CHECKING:
     from freshrag.core.dataset import Dataset
@@ -54,7 +55,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_dataset_options(inputs)
     add_systems(inputs)
     add_run_options(p)
+    add_executor_options(p.add_argument_group("executor"))
     p.set_defaults(handler=handle)
+
+
+def add_executor_options(p: argparse._ArgumentGroup) -> None:
+    """--executor and --address (docs/running.md#running-on-a-ray-cluster); no Ray is loaded."""
+    p.add_argument("--executor", choices=EXECUTORS, default=DEFAULT_EXECUTOR,
+                   help=f"{EXECUTOR_HELP} (default: %(default)s)")
+    p.add_argument("--address", metavar="ADDRESS", help=ADDRESS_HELP)
 
 
 def add_systems(p: argparse._ArgumentGroup) -> None:
@@ -145,7 +154,8 @@ def run_options(args: argparse.Namespace, out: Path) -> RunOptions:
         probe=None if args.no_probe else probes.ProbeSettings(
             args.probe_k, args.probe_seed, args.probe_threshold, args.probe_context),
         index=index_config(args, out.parent) if hasattr(args, "top_k") else None,
-        max_cost=args.max_cost, batch=args.batch, batch_poll=args.batch_poll, config=args.config)
+        max_cost=args.max_cost, batch=args.batch, batch_poll=args.batch_poll, config=args.config,
+        executor=getattr(args, "executor", DEFAULT_EXECUTOR), address=getattr(args, "address", None))
 
 
 def _summarise(out: Path, rows: list[SampleRow], capped: Exception | None,
