@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
 import socket
+import threading
 from typing import Any, Iterator
 
 from freshrag.executors.choice import Executor, ExecutorError
@@ -40,11 +42,16 @@ def connected(executor: Executor, num_cpus: int | None = None) -> Iterator[Any]:
         options = {"num_cpus": num_cpus, "include_dashboard": False}
     if not (executor.address or "").startswith("ray://"):  # Ray Client takes fewer options
         options["logging_level"] = logging.WARNING
+    main = threading.current_thread() is threading.main_thread()
+    handler = signal.getsignal(signal.SIGTERM) if main else None
     try:
         ray.init(address=executor.address, **options)
     except (ConnectionError, RuntimeError, ValueError, TimeoutError) as err:
         raise ExecutorError(f"Ray cluster at {executor.address or 'a new local cluster'} "
                             f"cannot be used: {type(err).__name__}: {str(err)[:300]}") from None
+    finally:
+        if handler is not None:  # ray.init sets its own, which exits without the command's stop message
+            signal.signal(signal.SIGTERM, handler)
     try:
         yield ray
     finally:

@@ -128,8 +128,9 @@ def own_copy(index: IndexConfig) -> IndexConfig:
 
 @dataclass(frozen=True)
 class RayPairs:
-    """The run's executor on Ray: `answer(plan, keep)` walks the plan's pairs on actors that
-    each hold the systems once, at most `config.concurrency` pairs in flight in all."""
+    """The run's executor on Ray: `answer(plan, factories, keep)` walks the plan's pairs on
+    actors that each hold the systems once, at most `config.concurrency` pairs in flight in
+    all, and hands each row to `keep` (the runner's writer)."""
 
     ray: Any  # the module, joined to the cluster (harness/executors/cluster.py connected)
     executor: Executor

@@ -16,6 +16,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from freshrag.cli.main import main
 from freshrag.core.config import load_settings
 from freshrag.core.dataset import example_dir, load_dataset_dir
@@ -49,9 +51,29 @@ def run_args(out, *extra: str) -> list[str]:
             "--limit", "8", "--no-cache", "--probe-k", "2", *extra]
 
 
-def report(run_dir, out) -> str:
+def report(run_dir, out, capsys) -> list[str]:
+    """What `freshrag report` prints and writes (summary.md, analysis.json) for `run_dir`, the
+    latency table's times left out: two runs on one executor differ there too."""
+    capsys.readouterr()
     assert main(["report", str(run_dir), "--format", "markdown", "--out", str(out)]) == 0
-    return (out / "summary.md").read_text(encoding="utf-8")
+    analysis = json.loads((out / "analysis.json").read_text(encoding="utf-8"))
+    for row in analysis["latency"]:
+        row["p50_s"] = row["p95_s"] = "time"
+    return [timeless(capsys.readouterr().out.replace(str(run_dir.parent), "WORK")),
+            (out / "summary.md").read_text(encoding="utf-8"), json.dumps(analysis, indent=1)]
+
+
+def timeless(markdown: str) -> str:
+    """`markdown` with the times of its latency table's rows left out."""
+    lines, latency = [], False
+    for line in markdown.splitlines():
+        latency = latency and line.startswith("|") or "| p50_s | p95_s |" in line
+        if latency and not line.startswith(("|---", "| dataset")):
+            cells = line.split("|")
+            cells[4:6] = [" time ", " time "]
+            line = "|".join(cells)
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def pairs_of(rows) -> list[tuple[str, str]]:
@@ -59,14 +81,19 @@ def pairs_of(rows) -> list[tuple[str, str]]:
 
 
 def test_the_ray_run_gives_the_local_runs_report(tmp_path, fake_server, ray_cluster, capsys):
+    # one pair at a time: the rows are then in the plan's order on both executors (at more, in
+    # the order they finish, on either), and a report's bootstrap intervals follow that order
     fake_server(reply=varied)
-    assert main(run_args(tmp_path / "local")) == 0
-    assert main(run_args(tmp_path / "ray", "--executor", "ray")) == 0
+    # no probes: the second run would reuse the first's (.judge-probes), and say so
+    assert main(run_args(tmp_path / "local", "--concurrency", "1", "--no-probe")) == 0
+    assert main(run_args(tmp_path / "ray", "--concurrency", "1", "--no-probe",
+                         "--executor", "ray")) == 0
     local, on_ray = (read_samples(tmp_path / name / "samples.jsonl") for name in ("local", "ray"))
     assert pairs_of(on_ray) == pairs_of(local) and len(local) == 32
-    capsys.readouterr()
-    assert report(tmp_path / "ray", tmp_path / "ray-report") == report(
-        tmp_path / "local", tmp_path / "local-report").replace("local", "ray")
+    made = report(tmp_path / "ray", tmp_path / "ray-report", capsys)
+    expected = [text.replace("local", "ray") for text in report(
+        tmp_path / "local", tmp_path / "local-report", capsys)]
+    assert made == expected
 
 
 def test_the_pairs_are_answered_by_the_actors_not_the_driver(tmp_path, fake, ray_cluster,
@@ -158,7 +185,9 @@ def test_a_driver_killed_mid_run_resumes_without_redoing_a_pair(tmp_path, fake_s
     assert redone(server, since, finished) == []
 
 
-def test_ctrl_c_ends_the_clusters_work_within_seconds(tmp_path, fake_server, ray_cluster):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_ends_the_clusters_work_within_seconds(tmp_path, fake_server, ray_cluster,
+                                                      signum):
     server = fake_server(reply=distinct, delay=1.0)
     samples = tmp_path / "run" / "samples.jsonl"
     process = subprocess.Popen([sys.executable, "-m", "freshrag",
@@ -168,13 +197,14 @@ def test_ctrl_c_ends_the_clusters_work_within_seconds(tmp_path, fake_server, ray
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         wait_for_rows(samples, 2, lambda: process.poll() is None)
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signum)
         sent = time.monotonic()
         _, err = process.communicate(timeout=60)
         took = time.monotonic() - sent
     finally:
         process.kill()
-    assert process.returncode == 128 + signal.SIGINT, err
+    assert process.returncode == 128 + signum, err
+    assert "stopped; finished work is kept" in err
     assert took < 10, f"the run took {took:.1f} s to stop"
     calls = server.calls
     time.sleep(2.5)  # more than a call's delay: an actor still working would have called
