@@ -95,8 +95,11 @@ class PairActor:
         llm.cache = ResponseCache(work.cache) if work.cache else None
         self.retriever: Retriever | None = None
         if work.index:
-            self.retriever = open_index(work.dataset.articles, own_copy(work.index),
-                                        embedder_for(llm), progress=False)
+            index = own_copy(work.index)
+            self.retriever = open_index(work.dataset.articles, index, embedder_for(llm),
+                                        progress=False)
+            if index is not work.index:  # read into memory when opened: the copy is not needed
+                shutil.rmtree(index.directory, ignore_errors=True)
         self.recorder = CallRecorder(llm)
         self.systems = {name: built(factory, system_context(
             work.dataset, work.config, self.recorder, self.retriever, factory))
@@ -115,8 +118,9 @@ class PairActor:
 
 def own_copy(index: IndexConfig) -> IndexConfig:
     """The index as one actor opens it: a Qdrant server as it is; the embedded store, whose
-    folder one process at a time may open, copied into the actor's own folder (built there
-    when this node has none to copy)."""
+    folder one process at a time may open, copied into a folder of the actor's own (built
+    there when this node has none to copy; qdrant-client's local mode holds it in memory once
+    open, so the actor removes the folder then)."""
     if index.qdrant_url:
         return index
     mine = Path(tempfile.mkdtemp(prefix="freshrag-index-"))
