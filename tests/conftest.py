@@ -14,6 +14,8 @@ from tests.support.builds import needs_reply, write_traffic_dump
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import SECRET, use_endpoint
 from tests.support.links import PRECIOUS
+from tests.support.ray_cluster import RayCluster
+from tests.support.ray_cluster import ray_cluster as two_node_cluster
 
 
 @pytest.fixture
@@ -57,3 +59,11 @@ def target(tmp_path) -> Path:
     path.parent.mkdir()
     path.write_text(PRECIOUS, encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[RayCluster]:
+    """A real two-node Ray cluster on this machine, this process joined to it; started once a
+    session, by the first test that asks (tests/support/ray_cluster.py)."""
+    with two_node_cluster() as cluster:
+        yield cluster

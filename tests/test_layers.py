@@ -27,6 +27,7 @@ LAYERS = [
     ("freshrag.builders", "freshrag.systems"),
     ("freshrag.retrieval",),
     ("freshrag.llm",),
+    ("freshrag.executors",),
     ("freshrag.core",),
 ]
 

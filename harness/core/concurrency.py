@@ -12,9 +12,10 @@ own lock must not hold the stop (docs/faults.md#stops-that-wait-for-other-people
 
 from __future__ import annotations
 
+import contextlib
 import queue
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Callable, Iterable, TypeVar
+from typing import Callable, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -33,17 +34,13 @@ def map_with_progress(fn: Callable[[T], R], items: Iterable[T], concurrency: int
     flight finish (on a stop: within GRACE_S, or are abandoned). `postfix` is told of each
     result as it arrives and returns a short status for the bar (e.g. running token totals).
     """
-    from tqdm import tqdm  # here, not above: tqdm reads its own version at import, which is slow
-
     items = list(items)
     results: list[R] = []
-    with tqdm(total=len(items), desc=desc, unit=unit, dynamic_ncols=True) as bar:
+    with progress(len(items), desc, postfix, unit) as tick:
         def done(result: R) -> None:
             if keep:
                 results.append(result)
-            if postfix:
-                bar.set_postfix_str(postfix(result), refresh=False)
-            bar.update(1)
+            tick(result)
 
         if concurrency <= 1:
             for item in items:
@@ -75,6 +72,22 @@ def map_with_progress(fn: Callable[[T], R], items: Iterable[T], concurrency: int
             raise
         pool.shutdown(wait=True)
     return results
+
+
+@contextlib.contextmanager
+def progress(total: int, desc: str = "", postfix: Callable[[R], str] | None = None,
+             unit: str = "pair") -> Iterator[Callable[[R], None]]:
+    """The one progress bar, for `total` items: the block is given the function to call with
+    each result (`postfix` makes the bar's short status of it). An executor that walks items
+    elsewhere (harness/executors/) shows its results with it too."""
+    from tqdm import tqdm  # here, not above: tqdm reads its own version at import, which is slow
+
+    with tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True) as bar:
+        def tick(result: R) -> None:
+            if postfix:
+                bar.set_postfix_str(postfix(result), refresh=False)
+            bar.update(1)
+        yield tick
 
 
 def _abandon(pool: ThreadPoolExecutor, live: set[Future]) -> None:

@@ -26,10 +26,13 @@ from freshrag.core.dates import parse_date
 from freshrag.core.errors import UserError
 from freshrag.core.plugins import NAME
 from freshrag.core.types import ROLES
+from freshrag.executors.choice import DEFAULT_EXECUTOR, executor_of
 from freshrag.retrieval.config import IndexConfig
 from freshrag.run.options import (
+    ADDRESS_HELP,
     DEFAULT_CONCURRENCY,
     DEFAULT_SEED,
+    EXECUTOR_HELP,
     MAX_CONCURRENCY,
     MAX_SEED,
     RUN_OPTIONS,
@@ -97,6 +100,8 @@ class RunOptions:
                 "if there is one (--config)"})
     shard: Shard | None = field(default=None, metadata={"help": f"{SHARD_HELP}; a Shard or "
                                                        f"'i/N'; None: every pair (--shard)"})
+    executor: str = field(default=DEFAULT_EXECUTOR, metadata={"help": f"{EXECUTOR_HELP} (--executor)"})
+    address: str | None = field(default=None, metadata={"help": f"{ADDRESS_HELP} (--address)"})
 
     def __post_init__(self) -> None:
         _whole("concurrency", self.concurrency, 1, MAX_CONCURRENCY)
@@ -118,6 +123,7 @@ class RunOptions:
             raise InputError(f"RunOptions.scorers: expected a tuple of scorers' names (of "
                              f"freshrag.SCORERS) or specs (FILE.py:NAME, MODULE:NAME), got "
                              f"{self.scorers!r:.200}")
+        executor_of(self.executor, self.address)  # an ExecutorError names what is wrong
         for name, kind in (("probe", ProbeSettings), ("index", IndexConfig), ("config", Path)):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), kind):
                 raise InputError(f"RunOptions.{name}: expected a {kind.__name__} or None, got "

@@ -66,3 +66,12 @@ RUN_OPTIONS = {option.name: option for option in (
 # --shard's, for the flag (cli/commands/run.py) and RunOptions.shard alike (run/shard.py).
 SHARD_HELP = ("answer only shard i of N of the pairs, chosen by a hash of question and system "
               "(one task of a Slurm array or Kubernetes Jobs); `freshrag merge` joins the shards")
+# Which executor walks a run's pairs, and on which Ray cluster
+# (docs/running.md#running-on-a-ray-cluster); harness/executors/choice.py checks the choice,
+# loading no Ray either.
+EXECUTOR_HELP = ("how the pairs are answered: local (this process's threads) or ray (actors on a "
+                 "Ray cluster, each holding the systems once; --concurrency pairs in flight in "
+                 "all)")
+ADDRESS_HELP = ("with --executor ray, the cluster: ray://HOST:PORT (Ray Client), HOST:PORT (the "
+                "head's GCS address, from a node of the cluster) or auto (the cluster running on "
+                "this machine); none: a local cluster started for the run")

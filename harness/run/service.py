@@ -29,6 +29,8 @@ from freshrag.core.samples import read_samples
 from freshrag.cost import batch
 from freshrag.cost.budget import Budget, BudgetExceeded
 from freshrag.cost.prices import price_table
+from freshrag.executors.choice import executor_of
+from freshrag.executors.cluster import connected
 from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import LLMClient
 from freshrag.llm.local_server import LocalServer
@@ -45,6 +47,7 @@ from freshrag.run.inputs import (
     settings_of,
     system_sources,
 )
+from freshrag.run.on_ray import RayPairs, check_ray_run
 from freshrag.run.runner import Factories, RunConfig, check_resume, run
 from freshrag.run.shard import Shard, check_shard, shard_of
 from freshrag.scoring import judge
@@ -99,6 +102,8 @@ def prepare(dataset: Dataset | str | Path | None, systems: Systems, roles: Roles
     run_roles = tuple(dict.fromkeys(RUN_ROLES + scorer_roles(scorers)))
     if options.batch and not dry_run:
         check_batch(options.cache, settings, run_roles)
+    if options.executor == "ray" and not dry_run:
+        check_ray_run(settings, options.max_cost)
     prompts = recorded_prompts()
     index = (options.index or IndexConfig(directory=run_dir.parent / INDEX_DIR)) \
         if any(source.uses_index for source in sources) else None
@@ -166,16 +171,22 @@ class PreparedRun:
         return RunResult(rows, self.config.out, self.config.systems, capped)
 
     def _answer(self, budget: Budget | None) -> tuple[list[SampleRow], BudgetExceeded | None]:
-        with opened(self.llm, self.cache, self.roles) as llm, contextlib.ExitStack() as stack:
+        executor = executor_of(self.options.executor, self.options.address)
+        with contextlib.ExitStack() as stack:
+            # the cluster first: one that cannot be reached fails before a server or an index
+            ray = stack.enter_context(connected(executor)) if executor.on_ray else None
+            llm = stack.enter_context(opened(self.llm, self.cache, self.roles))
             llm.gate = budget
             retriever = None
             if self.index:
                 retriever = open_index(self.dataset.articles, self.index, embedder_for(llm))
                 stack.callback(retriever.close)
             embed = embed_for(llm, self.config.scorers, retriever)
+            pairs = RayPairs(ray, executor, self.settings, self.options.seed, self.cache,
+                             self.index) if ray else None
             try:
                 return run(self.dataset, self.config, llm, self.factories, self.prompts,
-                           retriever, embed, light=True), None
+                           retriever, embed, light=True, executor=pairs), None
             except BudgetExceeded as err:
                 return read_samples(self.config.out / SAMPLES, light=True), err
 

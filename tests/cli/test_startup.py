@@ -13,7 +13,7 @@ import sys
 import pytest
 
 HEAVY = ("qdrant_client", "openai", "matplotlib", "sklearn", "scipy", "numpy", "torch",
-         "langchain_text_splitters", "mwclient")
+         "langchain_text_splitters", "mwclient", "ray")
 LIGHT_PATH_FORBIDS = (*HEAVY, "pydantic", "msgspec", "tiktoken")
 PACKAGES = ("freshrag.builders", "freshrag.systems")  # every module of these, the package too
 
@@ -61,6 +61,17 @@ def test_the_run_commands_help_reads_its_options_table_without_pydantic():
     loaded = help_of("run", "--help")
     assert "freshrag.run.options" in loaded
     assert [name for name in ("pydantic", "freshrag.run.inputs") if name in loaded] == []
+
+
+def test_a_run_loads_ray_only_when_the_ray_executor_is_chosen():
+    # the run service, the runner and the Ray executor's module itself; options checked too
+    loaded = loaded_after("import freshrag.run.service, freshrag.run.on_ray\n"
+                          "from freshrag.run.inputs import RunOptions\n"
+                          "RunOptions(executor='ray', address='auto')")
+    assert "freshrag.executors.walk" in loaded and "ray" not in loaded
+    assert "ray" in loaded_after("from freshrag.executors.choice import executor_of\n"
+                                 "from freshrag.executors.cluster import ray_module\n"
+                                 "ray_module()")
 
 
 @pytest.mark.parametrize("module, library", [

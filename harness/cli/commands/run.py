@@ -24,7 +24,14 @@ from freshrag.cli.options import (
     out_dir,
 )
 from freshrag.core.runfiles import MANIFEST, RESULTS, SAMPLES, SUMMARY, SUMMARY_MD
-from freshrag.run.options import DEFAULT_SYSTEMS, RUN_OPTIONS, SHARD_HELP
+from freshrag.executors.choice import DEFAULT_EXECUTOR, EXECUTORS
+from freshrag.run.options import (
+    ADDRESS_HELP,
+    DEFAULT_SYSTEMS,
+    EXECUTOR_HELP,
+    RUN_OPTIONS,
+    SHARD_HELP,
+)
 
 if TYPE_CHECKING:
     from freshrag.core.dataset import Dataset
@@ -57,9 +64,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_dataset_options(inputs)
     add_systems(inputs)
     add_run_options(p)
+    add_executor_options(p.add_argument_group("executor"))
     p.add_argument_group("sharding (docs/running.md#on-a-slurm-array-or-kubernetes-jobs)"
                          ).add_argument("--shard", type=shard_arg, metavar="I/N", help=SHARD_HELP)
     p.set_defaults(handler=handle)
+
+
+def add_executor_options(p: argparse._ArgumentGroup) -> None:
+    """--executor and --address (docs/running.md#running-on-a-ray-cluster); no Ray is loaded."""
+    p.add_argument("--executor", choices=EXECUTORS, default=DEFAULT_EXECUTOR,
+                   help=f"{EXECUTOR_HELP} (default: %(default)s)")
+    p.add_argument("--address", metavar="ADDRESS", help=ADDRESS_HELP)
 
 
 def shard_arg(text: str) -> Shard:
@@ -161,7 +176,8 @@ def run_options(args: argparse.Namespace, out: Path) -> RunOptions:
             args.probe_k, args.probe_seed, args.probe_threshold, args.probe_context),
         index=index_config(args, out.parent) if hasattr(args, "top_k") else None,
         max_cost=args.max_cost, batch=args.batch, batch_poll=args.batch_poll, config=args.config,
-        shard=getattr(args, "shard", None))  # `freshrag import` and `cutoff` take none
+        shard=getattr(args, "shard", None),  # `freshrag import` and `cutoff` take none
+        executor=getattr(args, "executor", DEFAULT_EXECUTOR), address=getattr(args, "address", None))
 
 
 def _summarise(out: Path, rows: list[SampleRow], capped: Exception | None,

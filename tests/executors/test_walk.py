@@ -1,0 +1,101 @@
+"""The bounded walk over Ray actors (harness/executors/walk.py) on a real Ray cluster
+(tests/support/ray_cluster.py): at most `in_flight` items out at once, every result handed over
+once, an actor lost mid-walk costing no finished item and asking its items in flight again
+once, an item lost twice or an item's own error ending the walk with the actors killed."""
+
+from __future__ import annotations
+
+import collections
+import os
+import time
+
+import pytest
+
+from freshrag.executors.choice import ExecutorError
+from freshrag.executors.walk import walk
+
+
+class Worker:
+    """A threaded actor's work: an item sleeps, then comes back with the process that ran it;
+    "poison" ends the process, "bad" raises."""
+
+    def run(self, item: str) -> tuple[str, int]:
+        if item == "poison":
+            os._exit(1)
+        if item == "bad":
+            raise ValueError("bad item")
+        time.sleep(0.2)
+        return item, os.getpid()
+
+
+def actors(ray, count: int) -> list:
+    remote = ray.remote(Worker).options(num_cpus=0, max_concurrency=4, max_restarts=0)
+    made = [remote.remote() for _ in range(count)]
+    ray.get([actor.__ray_ready__.remote() for actor in made])
+    return made
+
+
+class Counted:
+    """The walk's `call` and `done`, counting what was asked and what came back."""
+
+    def __init__(self, on_done=lambda results: None):
+        self.asked: collections.Counter[str] = collections.Counter()
+        self.results: list[tuple[str, int]] = []
+        self.most_out = 0
+        self.on_done = on_done
+
+    def call(self, actor, item):
+        self.asked[item] += 1
+        self.most_out = max(self.most_out, sum(self.asked.values()) - len(self.results))
+        return actor.run.remote(item)
+
+    def done(self, item, result):
+        assert result[0] == item
+        self.results.append(result)
+        self.on_done(self.results)
+
+
+def test_at_most_in_flight_items_are_out_and_every_result_comes_back_once(ray_cluster):
+    ray = ray_cluster.ray
+    counted = Counted()
+    items = [f"item {n}" for n in range(24)]
+    walk(ray, actors(ray, 2), items, counted.call, 5, counted.done)
+    assert sorted(item for item, _ in counted.results) == sorted(items)
+    assert counted.most_out == 5 and set(counted.asked.values()) == {1}
+    assert len({pid for _, pid in counted.results}) == 2  # both actors worked
+
+
+def test_an_actor_lost_mid_walk_asks_its_items_again_once_and_no_finished_one(ray_cluster):
+    ray = ray_cluster.ray
+    made = actors(ray, 2)
+    finished_before: list[str] = []
+
+    def kill_one(results):
+        if len(results) == 4:
+            finished_before.extend(item for item, _ in results)
+            ray.kill(made[0])
+
+    counted = Counted(kill_one)
+    items = [f"item {n}" for n in range(24)]
+    walk(ray, made, items, counted.call, 8, counted.done)
+    assert sorted(item for item, _ in counted.results) == sorted(items)  # each once
+    assert all(counted.asked[item] == 1 for item in finished_before)
+    asked_again = [item for item, times in counted.asked.items() if times == 2]
+    assert asked_again and max(counted.asked.values()) == 2
+
+
+def test_an_item_lost_twice_ends_the_walk_naming_it(ray_cluster):
+    ray = ray_cluster.ray
+    counted = Counted()
+    with pytest.raises(ExecutorError, match="poison: lost twice"):
+        walk(ray, actors(ray, 3), ["poison", "item 1"], counted.call, 2, counted.done)
+    assert counted.asked["poison"] == 2
+
+
+def test_an_items_own_error_is_raised_as_it_was_and_the_actors_are_killed(ray_cluster):
+    ray = ray_cluster.ray
+    made, counted = actors(ray, 2), Counted()
+    with pytest.raises(ValueError, match="bad item"):
+        walk(ray, made, ["item 1", "bad", "item 2"], counted.call, 3, counted.done)
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get([actor.run.remote("item 3") for actor in made], timeout=30)
