@@ -20,41 +20,22 @@ from freshrag.cli.main import main
 from freshrag.reporting.labels import read_labels, resolve
 from freshrag.reporting.render.labelling import render_label_page
 from freshrag.reporting.report import load_runs
-from freshrag.scoring.judge import ARTICLE_MARK
-from tests.support.dom import browser, parse
+from tests.support.dom import browser
+from tests.support.labelling import (
+    ALPHA,
+    ARTICLE,
+    BETA,
+    GAMMA,
+    ITEM_FIELDS,
+    RUNS,
+    SECRETS,
+    labelling_tab,
+    page_data,
+    pressed,
+    row,
+    saved,
+)
 from tests.support.runs import SCRIPT_ANSWER, write_run
-
-ALPHA, BETA, GAMMA = "zqxsys-alpha-7731", "zqxsys-beta-4410", "zqxsys-gamma-2259"
-RUNS = ("run-zqxrun-one", "run-zqxrun-two")
-MODELS = ("model-zqxans-9", "judge-zqxjdg-5")
-REASON = "JUDGEREASON-zqx: the year matches the article"
-ARTICLE = "Gold q1 is a bridge over the Foo, opened in 2024."
-SECRETS = (ALPHA, BETA, GAMMA, *RUNS, *MODELS, REASON, "zqx")
-ITEM_FIELDS = {"dataset", "question_id", "question", "reference", "gold_titles", "passage",
-               "answer", "key", "answer_sha256"}
-
-
-def row(question: str, system: str, answer: str | None, *, status: str = "ok",
-        reference: str | None = None) -> dict[str, Any]:
-    text = f"When did the {question} bridge open?"
-    user = f"Query: {text}\n\nChatbot's answer: {answer}{ARTICLE_MARK}{ARTICLE}"
-    judge = {"role": "judge", "model": MODELS[1], "text": None, "tool_name": "submit_grade",
-             "tool_arguments": json.dumps({"truthfulness": 4, "relevance": 3, "reason": REASON}),
-             "usage": {"input": 900, "output": 90, "estimated": False}, "latency_s": 0.5,
-             "cache_hit": False, "messages": [{"role": "user", "content": user}]}
-    ok = status == "ok"
-    return {"dataset": "A_f", "question_id": question, "question": text,
-            "gold_title": f"Gold {question}", "reference": reference, "system": system,
-            "status": status, "answer": answer, "retrievals": 0,
-            "usage": {"answer": {"input": 100, "output": 10, "estimated": False}},
-            "grade": {"truthfulness": 4, "relevance": 3, "unscored_reason": None,
-                      "raw": [judge["tool_arguments"]], "reason": REASON} if ok else None,
-            "calls": [{"role": "answer", "model": MODELS[0], "text": answer,
-                       "usage": {"input": 100, "output": 10, "estimated": False},
-                       "latency_s": 1.0, "cache_hit": False, "messages": []}]
-            + ([judge] if ok else []),
-            "details": {}, "error": None if ok else "HTTP 500 after 6 attempts"}
-
 
 # answer text -> (run, system, question): each answer says nothing of who gave it
 ANSWERS = {
@@ -74,10 +55,6 @@ def runs(tmp_path: Path) -> list[Path]:
     rows[0].append(row("q1", GAMMA, None, status="failed"))  # no answer to grade
     rows[1].append(row("q1", ALPHA, "It opened in May 2024."))  # as the first run's
     return [write_run(tmp_path / name, mine) for name, mine in zip(RUNS, rows)]
-
-
-def page_data(page: str) -> dict[str, Any]:
-    return json.loads(parse(page).by_id("label-data").text())
 
 
 def test_the_page_holds_only_what_a_person_grades_by(tmp_path: Path) -> None:
@@ -142,48 +119,11 @@ def test_labelling_options_out_of_place_are_refused(tmp_path: Path, capsys, extr
 # --------------------------------------------------------------------------- in Chromium
 
 
-def pressed(tab, field: str) -> list[str]:
-    return tab.eval_on_selector_all(f"#label-{field} button[aria-pressed=true]",
-                                    "buttons => buttons.map(b => b.textContent)")
-
-
 def blind(tab) -> None:
     """Neither the page's text nor its HTML source names a system, model, run or reason."""
     text, source = tab.evaluate("document.body.innerText"), tab.content()
     for secret in SECRETS:
         assert secret not in text and secret not in source
-
-
-def saved(tab, path: Path) -> Path:
-    with tab.expect_download() as download:
-        tab.keyboard.press("s")
-    download.value.save_as(path)
-    return path
-
-
-@contextlib.contextmanager
-def labelling_tab(chromium, url: str):
-    """A tab on the page; at the end no request beyond its own file and its download, no
-    script error and no dialog but the question before leaving (counted in `tab.warned`)."""
-    tab = chromium.new_page(accept_downloads=True)
-    requests, errors = [], []
-    tab.on("request", lambda r: requests.append(r.url)
-           if not r.url.startswith(("file:", "data:", "blob:")) else None)
-    tab.on("pageerror", lambda e: errors.append(str(e)))
-    tab.warned = []  # the page's question before leaving: answered "leave"
-
-    def dialog(d) -> None:
-        if d.type == "beforeunload":
-            tab.warned.append(d.type)
-            d.accept()
-        else:
-            errors.append(f"dialog {d.message}")
-            d.dismiss()
-
-    tab.on("dialog", dialog)
-    tab.goto(url)
-    yield tab
-    assert requests == [] and errors == []
 
 
 @pytest.mark.integration

@@ -23,8 +23,8 @@ from freshrag.reporting.labels import read_labels, resolve
 from freshrag.reporting.render.labelling import render_label_page
 from freshrag.reporting.report import load_runs
 from freshrag.systems import SYSTEMS
-from tests.reporting.test_labelling import labelling_tab, page_data, pressed, row, saved
 from tests.support.dom import browser
+from tests.support.labelling import labelling_tab, page_data, pressed, row, saved
 from tests.support.runs import write_run
 
 QUESTIONS = [f"q{i}" for i in range(6)]
