@@ -54,38 +54,32 @@ def scan_stub(path: str) -> tuple[array, array]:
 
 
 def _first_revisions(raw: IO[bytes]) -> Iterator[tuple[int, bytes]]:
-    """(page id, first timestamp) of every namespace-0 page, read a block at a time."""
-    buffer, ended = b"", False
+    """(page id, first timestamp) of every namespace-0 page, read a block at a time; `at` walks
+    the buffer, which is cut only when a block is added, so no page copies it."""
+    buffer, at, ended = b"", 0, False
     while True:
-        start = buffer.find(b"<page>")
+        start = buffer.find(b"<page>", at)
         stamp_end = buffer.find(b"</timestamp>", start) if start >= 0 else -1
-        if stamp_end < 0:  # the page's head is not all here yet
+        page_end = buffer.find(b"</page>", stamp_end) if stamp_end >= 0 else -1
+        if page_end < 0:  # the page is not all here yet: read on, keeping its start
             if ended:
                 if start >= 0 or b"</mediawiki>" not in buffer[-64:]:
                     raise EOFError("the file ends inside a <page>")
                 return
             block = raw.read(READ)
             ended = not block
-            buffer = (buffer[start:] if start >= 0 else buffer[-16:]) + block
+            keep = start if start >= 0 else max(at, len(buffer) - 16)
+            if stamp_end >= 0 and len(buffer) - keep > READ:  # a long history: drop its middle
+                head = buffer[start:stamp_end + len(b"</timestamp>")]
+                buffer, at = head + buffer[-16:] + block, 0
+                continue
+            buffer, at = buffer[keep:] + block, 0
             continue
         head = buffer[start:stamp_end]
         if head[head.find(b"<ns>") + 4:head.find(b"</ns>")] == b"0":
             page_id = head[head.find(b"<id>") + 4:head.find(b"</id>")]
             yield int(page_id), head[head.find(b"<timestamp>") + 11:]
-        buffer, ended = _past_page(raw, buffer, stamp_end, ended)
-
-
-def _past_page(raw: IO[bytes], buffer: bytes, at: int, ended: bool) -> tuple[bytes, bool]:
-    """The buffer from just after this page's `</page>`, reading on as far as it takes."""
-    while True:
-        end = buffer.find(b"</page>", at)
-        if end >= 0:
-            return buffer[end + 7:], ended
-        if ended:
-            raise EOFError("the file ends inside a <page>")
-        block = raw.read(READ)
-        ended = not block
-        buffer, at = buffer[-8:] + block, 0
+        at = page_end + 7
 
 
 def to_seconds(stamp: bytes | str) -> int:
