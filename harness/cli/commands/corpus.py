@@ -10,7 +10,7 @@ from pathlib import Path
 from freshrag.cli.options import add_command, header, iso_date, out_dir, pattern, url, whole
 
 NAME = "corpus"
-HELP = "write a Wikipedia's passages as a background corpus of shards"
+HELP = "a whole Wikipedia's passages as a background corpus"
 
 
 DESCRIPTION = ("Reads a pages-articles-multistream dump with its index (a stream at a time, in "
@@ -46,7 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     pages.add_argument("--user-agent", type=header, help="with --titles: the User-Agent naming "
                        "you and a contact, as Wikimedia asks")
     dates = p.add_argument_group("creation dates")
-    dates.add_argument("--stub-dump", nargs="+", type=pattern, metavar="FILE", default=(),
+    dates.add_argument("--stub-dump", nargs="+", type=pattern, metavar="FILE",
                        help="stub-meta-history files (or a quoted glob) of the same dump: each "
                             "page's first revision is its creation date")
     dates.add_argument("--created-after", type=iso_date, metavar="YYYY-MM-DD", help="keep only "
@@ -82,7 +82,7 @@ def handle(args: argparse.Namespace) -> int:
     started = time.monotonic()
     manifest = make_corpus(
         args.out, args.dump or (), args.index, args.titles, args.wiki_api, args.user_agent,
-        args.stub_dump, args.created_after, args.created_before, args.min_chars,
+        args.stub_dump or (), args.created_after, args.created_before, args.min_chars,
         args.chunk_size, args.chunk_overlap, args.processes, args.pages_per_shard,
         progress=lambda line: print(line, file=sys.stderr, flush=True))
     print(dumps({"corpus": str(args.out), **manifest["counts"],

@@ -163,3 +163,22 @@ def test_pages_fetched_from_a_wiki_are_chunked_the_same(tmp_path):
     rows = passages(tmp_path)
     assert {row[1] for row in rows} == {"A", "B"} and manifest["counts"]["pages"] == 2
     assert rows[0][3] == chunk_articles([Article("A", "A is a place. " * 80)], 1024, 48)[0].text
+
+
+def test_the_stub_scan_reads_a_long_history_and_refuses_a_cut_file(tmp_path):
+    from freshrag.builders.corpus.created import scan_stub, to_timestamp
+    from freshrag.builders.sources.export import DumpPage, Revision
+    from tests.support.wikidump import later
+
+    long = DumpPage(5, "Long", [Revision(100 + k, later("2011-01-01T00:00:00Z", k), "",
+                                         99 + k if k else None) for k in range(30_000)])
+    pages = [*dated_pages(["2010-05-05T00:00:00Z"]), long,
+             *dated_pages(["2020-02-02T00:00:00Z"], first_id=9)]
+    ids, seconds = scan_stub(str(write_stub(tmp_path / "stub.xml.gz", pages)))
+    assert list(ids) == [1, 5, 9]
+    assert [to_timestamp(s) for s in seconds] == ["2010-05-05T00:00:00Z", "2011-01-01T00:00:00Z",
+                                                  "2020-02-02T00:00:00Z"]
+    cut = tmp_path / "cut.xml"
+    cut.write_bytes(__import__("gzip").decompress((tmp_path / "stub.xml.gz").read_bytes())[:-900])
+    with pytest.raises(CorpusError, match=r"cut\.xml: the stub file breaks off"):
+        scan_stub(str(cut))
