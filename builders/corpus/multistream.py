@@ -25,6 +25,7 @@ from freshrag.retrieval.passages import CorpusError
 READ = 1 << 20  # bytes read at a time from a stream whose end the index does not give
 # "BZh" + a block size digit, then the block magic (pi's digits in BCD): where a bz2 stream begins
 STREAM_MAGIC = b"1AY&SY"
+HEADER_MAX = 16 << 20  # compressed bytes the siteinfo stream may take (Wikipedia's: under 1 KB)
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def check_dump(dump: Path, index: Path, streams: list[Stream]) -> None:
 def _header_end(dump: Path, raw: IO[bytes], limit: int) -> int:
     """Where the first stream (siteinfo) ends; refused when it holds pages or runs past `limit`."""
     decompressor = bz2.BZ2Decompressor()
-    data = raw.read(max(limit, 16))
+    data = raw.read(min(max(limit, 16), HEADER_MAX))  # a bogus first offset reads no more
     try:
         text = decompressor.decompress(data, max_length=64 << 20)
     except OSError as err:
