@@ -22,6 +22,7 @@ import traceback
 from freshrag.cli.commands import (
     agreement,
     build,
+    corpus,
     cutoff,
     datasets,
     demo,
@@ -48,7 +49,7 @@ from freshrag.core.errors import UserError
 from freshrag.llm import deadline
 
 # In the order `freshrag --help` lists them.
-COMMANDS = (build, datasets, label, mix, filter, run, cutoff, systems, score, index,
+COMMANDS = (build, corpus, datasets, label, mix, filter, run, cutoff, systems, score, index,
             scan_retrieval, report, merge, export, agreement, gate, import_answers,
             import_legacy, demo, probe_judge, needs, serve)
 

@@ -32,6 +32,7 @@ from typing import Callable
 import pytest
 
 import freshrag.cli.commands as commands
+from freshrag.cli.commands.corpus import EXAMPLES as CORPUS_EXAMPLES
 from freshrag.cli.main import parser
 from freshrag.core.dataset import example_dir, load_dataset_dir
 from freshrag.systems import SYSTEMS
@@ -149,6 +150,9 @@ BEFORE: dict[str, tuple[Step, ...]] = {
 }
 
 PENDING = {
+    **dict.fromkeys(CORPUS_EXAMPLES, "a whole Wikipedia's dump files, or a wiki at "
+                    "wiki.example.org (tests/builders/corpus runs the same options on generated "
+                    "dumps and a scripted wiki)"),
     "freshrag index --articles articles.jsonl --qdrant-url http://localhost:6333":
         "a Qdrant server (no package on PyPI or Debian runs one without docker)",
     "freshrag demo": "the embedded model (tests/cli/test_demo.py and the clean-room install)",

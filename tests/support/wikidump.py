@@ -107,3 +107,61 @@ def dated_pages(created: list[str], first_id: int = 1, prefix: str = "Dated plac
         full = Revision(2 * page_id + 1, later(timestamp, 1), text, parent_id=first.id)
         pages.append(DumpPage(page_id, title, [first, full]))
     return pages
+
+
+# --------------------------------------------------------------------------- multistream dumps
+
+def marked_up(page: DumpPage) -> DumpPage:
+    """The page with its last revision's text dressed as Wikipedia writes wikitext: an infobox,
+    the title in bold, links, references with citation templates, an image, categories."""
+    text = page.revisions[-1].text
+    words = text.split(" ")
+    for i in range(3, len(words), 11):  # every eleventh word a link, some piped
+        if words[i].isalpha():
+            words[i] = f"[[{words[i]}]]" if i % 2 else f"[[{words[i].title()} (topic)|{words[i]}]]"
+    body = " ".join(words).replace(". ", ".<ref>{{cite web|url=https://example.org|title=A "
+                                   "source}}</ref> ", 2)
+    wikitext = (f"{{{{Infobox place|name={page.title}|area={{{{convert|3|km2}}}}}}}}\n"
+                f"'''{page.title}''' {body}\n"
+                f"[[File:{page.id}.jpg|thumb|A [[picture]] of it]]\n\n== References ==\n"
+                f"{{{{reflist}}}}\n\n[[Category:Places]]\n")
+    last = Revision(page.revisions[-1].id, page.revisions[-1].timestamp, wikitext,
+                    page.revisions[-1].parent_id)
+    return DumpPage(page.id, page.title, [*page.revisions[:-1], last], page.ns, page.redirect)
+
+
+def write_multistream(directory: Path, pages: Iterable[DumpPage], per_stream: int = 100,
+                      name: str = "wiki-20250101-pages-articles-multistream"
+                      ) -> tuple[Path, Path]:
+    """A multistream dump and its index as Wikipedia writes them: the header in one bz2 stream,
+    then `per_stream` pages (their current revision) a stream, then `</mediawiki>`; the index
+    (bz2) holds `offset:page_id:title` per page."""
+    import bz2
+
+    from freshrag.builders.sources.export import _HEADER, _page_xml
+
+    directory.mkdir(parents=True, exist_ok=True)
+    dump, index = directory / f"{name}.xml.bz2", directory / f"{name}-index.txt.bz2"
+    lines: list[str] = []
+    with dump.open("wb") as out:
+        out.write(bz2.compress(_HEADER.encode()))
+        batch: list[DumpPage] = []
+        for page in [*pages, None]:
+            if page is not None:
+                batch.append(DumpPage(page.id, page.title, page.revisions[-1:], page.ns,
+                                      page.redirect))
+            if batch and (page is None or len(batch) == per_stream):
+                offset = out.tell()
+                lines += [f"{offset}:{p.id}:{p.title}\n" for p in batch]
+                out.write(bz2.compress("".join(_page_xml(p) for p in batch).encode()))
+                batch = []
+        out.write(bz2.compress(b"</mediawiki>\n"))
+    index.write_bytes(bz2.compress("".join(lines).encode()))
+    return dump, index
+
+
+def write_stub(path: Path, pages: Iterable[DumpPage]) -> Path:
+    """A stub-meta-history file: every revision's metadata, no text (`<text ... />`)."""
+    stubs = [DumpPage(p.id, p.title, [Revision(r.id, r.timestamp, "", r.parent_id)
+                                      for r in p.revisions], p.ns, p.redirect) for p in pages]
+    return write_dump(path, stubs)
