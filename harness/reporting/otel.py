@@ -8,7 +8,9 @@ end times laid out from the row's `finished_at` and latencies, ids drawn from a 
 by the run and the pair, so that the same run exports the same bytes) and encoded by the real
 OTLP encoder (`opentelemetry-exporter-otlp-proto-common`), then written as OTLP/JSON by protobuf's
 own `json_format`: one `ExportTraceServiceRequest` a line, as the OpenTelemetry Collector's file
-exporter writes them. The trace of a pair:
+exporter writes them. With `openinference`, each span also has OpenInference's attributes
+(`openinference-semantic-conventions` names them), derived from its GenAI ones, for the tools that
+read that dialect. The trace of a pair:
 
     invoke_agent SYSTEM               the pair, the judge included; gen_ai.evaluation.result events
       chat MODEL                      a step of one call (decide, reason, answer) is that call
@@ -30,6 +32,9 @@ from datetime import datetime, timezone
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from google.protobuf import json_format
+from openinference.semconv.trace import DocumentAttributes as Document
+from openinference.semconv.trace import OpenInferenceSpanKindValues as Kind
+from openinference.semconv.trace import SpanAttributes as OI
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
@@ -75,8 +80,8 @@ class PairIds(IdGenerator):
 class Tracer:
     """The SDK's provider, collecting each pair's spans in memory to encode them."""
 
-    def __init__(self) -> None:
-        self.ids = PairIds()
+    def __init__(self, openinference: bool = False) -> None:
+        self.ids, self.openinference = PairIds(), openinference
         # no limits: a search's documents and a pair's scores are written whole; the provider
         # reads nothing from the environment (sampler, resource, limits) that could change a file
         unlimited = SpanLimits.UNSET
@@ -97,16 +102,19 @@ class Tracer:
     def start(self, name: str, at: int, attributes: Mapping[str, Any],
               parent: Span | None = None) -> Span:
         context = None if parent is None else trace.set_span_in_context(parent)
+        if self.openinference:
+            attributes = {**attributes, **openinference_attributes(attributes)}
         span = self.tracer.start_span(_text(name), context=context, kind=SpanKind.INTERNAL,
                                       attributes=_attributes(attributes), start_time=at)
         assert isinstance(span, Span)
         return span
 
 
-def trace_records(rows: Iterable[SampleRow]) -> Iterator[dict[str, Any]]:
+def trace_records(rows: Iterable[SampleRow], openinference: bool = False
+                  ) -> Iterator[dict[str, Any]]:
     """Each answered row's trace as one OTLP/JSON `ExportTraceServiceRequest`, made as it is
-    written."""
-    tracer = Tracer()
+    written; with `openinference`, OpenInference's attributes beside the GenAI ones."""
+    tracer = Tracer(openinference)
     for row in rows:
         tracer.ids.seed(row.get("run"), row.get("dataset"), row["system"], row["question_id"],
                         row.get("epoch") or 1)
@@ -275,6 +283,42 @@ def evaluations(row: SampleRow) -> list[dict[str, Any]]:
                            "gen_ai.evaluation.score.label": score.get("status"),
                            "gen_ai.evaluation.explanation": score.get("reason")})
     return events
+
+
+def openinference_attributes(genai: Mapping[str, Any]) -> dict[str, Any]:
+    """A span's OpenInference attributes, from its GenAI ones: the agent's question and answer,
+    a model call's model and tokens, a tool's name and arguments, a retrieval's query and
+    documents (flattened, as OpenInference lists them); any other span is a chain."""
+    operation = genai.get("gen_ai.operation.name")
+    if operation == "invoke_agent":
+        return {OI.OPENINFERENCE_SPAN_KIND: Kind.AGENT.value,
+                OI.AGENT_NAME: genai["gen_ai.agent.name"],
+                OI.INPUT_VALUE: _message_text(genai["gen_ai.input.messages"]),
+                OI.OUTPUT_VALUE: _message_text(genai["gen_ai.output.messages"])}
+    if operation == "chat":
+        spent = (genai["gen_ai.usage.input_tokens"], genai["gen_ai.usage.output_tokens"])
+        return {OI.OPENINFERENCE_SPAN_KIND: Kind.LLM.value, OI.LLM_SYSTEM: PROVIDER,
+                OI.LLM_PROVIDER: PROVIDER, OI.LLM_MODEL_NAME: genai["gen_ai.request.model"],
+                OI.LLM_TOKEN_COUNT_PROMPT: spent[0], OI.LLM_TOKEN_COUNT_COMPLETION: spent[1],
+                OI.LLM_TOKEN_COUNT_TOTAL: sum(spent)}
+    if operation == "execute_tool":
+        return {OI.OPENINFERENCE_SPAN_KIND: Kind.TOOL.value,
+                OI.TOOL_NAME: genai["gen_ai.tool.name"],
+                OI.TOOL_PARAMETERS: genai["gen_ai.tool.call.arguments"],
+                OI.INPUT_VALUE: genai["gen_ai.tool.call.arguments"],
+                OI.INPUT_MIME_TYPE: "application/json"}
+    if operation == "retrieval":
+        found = {OI.OPENINFERENCE_SPAN_KIND: Kind.RETRIEVER.value,
+                 OI.INPUT_VALUE: genai["gen_ai.retrieval.query.text"]}
+        for i, document in enumerate(json.loads(genai["gen_ai.retrieval.documents"])):
+            found[f"{OI.RETRIEVAL_DOCUMENTS}.{i}.{Document.DOCUMENT_ID}"] = document["id"]
+            found[f"{OI.RETRIEVAL_DOCUMENTS}.{i}.{Document.DOCUMENT_SCORE}"] = document["score"]
+        return found
+    return {OI.OPENINFERENCE_SPAN_KIND: Kind.CHAIN.value}
+
+
+def _message_text(messages: str) -> str:
+    return json.loads(messages)[0]["parts"][0]["content"]
 
 
 def _attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:

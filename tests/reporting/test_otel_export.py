@@ -300,3 +300,53 @@ def test_without_the_traces_extra_the_format_is_refused_naming_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "opentelemetry.sdk.trace", None)  # as if not installed
     with pytest.raises(export.ExportError, match=r"pip install 'freshrag\[traces\]'"):
         export.records([row_by_hand("q1", "naive")], "otel")  # type: ignore[list-item]
+
+
+def test_the_sdk_turned_off_by_its_variable_is_refused_in_one_line(monkeypatch):
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    with pytest.raises(export.ExportError, match="OTEL_SDK_DISABLED=true"):
+        export.records([row_by_hand("q1", "naive")], "otel")  # type: ignore[list-item]
+
+
+# --- OpenInference ----------------------------------------------------------------------------
+
+OI_KIND = {"invoke_agent": "AGENT", "chat": "LLM", "execute_tool": "TOOL",
+           "retrieval": "RETRIEVER", None: "CHAIN"}
+
+
+def test_openinference_attributes_stand_beside_the_genai_ones(run, tmp_path):
+    plain = exported(run, tmp_path / "plain.jsonl")
+    both = exported(run, tmp_path / "both.jsonl", "--openinference")
+    rows = {(row["system"], row["question_id"]): row for row in load_runs([run])}
+    for request, bare in zip(both, plain):
+        spans = spans_of(request)
+        assert [s.span_id for s in spans] == [s.span_id for s in spans_of(bare)]
+        for span, without in zip(spans, spans_of(bare)):
+            found = attrs(span)
+            assert {k: v for k, v in found.items() if k in attrs(without)} == attrs(without)
+            assert found["openinference.span.kind"] == OI_KIND[found.get("gen_ai.operation.name")]
+            if found["openinference.span.kind"] == "LLM":
+                assert (found["llm.model_name"], found["llm.token_count.prompt"],
+                        found["llm.token_count.completion"]) == (
+                    found["gen_ai.request.model"], found["gen_ai.usage.input_tokens"],
+                    found["gen_ai.usage.output_tokens"])
+            if found["openinference.span.kind"] == "RETRIEVER":
+                documents = json.loads(found["gen_ai.retrieval.documents"])
+                assert [(found[f"retrieval.documents.{i}.document.id"],
+                         found[f"retrieval.documents.{i}.document.score"])
+                        for i in range(len(documents))] == [
+                    (d["id"], d["score"]) for d in documents]
+            if found["openinference.span.kind"] == "TOOL":
+                assert found["tool.name"] == found["gen_ai.tool.name"]
+        root, _ = tree(spans)
+        row = rows[attrs(root)["agent.name"], attrs(root)["freshrag.question_id"]]
+        assert (attrs(root)["input.value"], attrs(root)["output.value"]) == (
+            row["question"], row["answer"])
+
+
+def test_openinference_is_for_the_traces_only(tmp_path, capsys):
+    run_dir = write_run(tmp_path / "r", [row_by_hand("q1", "naive")])
+    assert freshrag("export", run_dir, "--format", "jsonl", "--openinference", "--out",
+                    tmp_path / "x.jsonl") == 2
+    assert "--openinference is for --format otel, not jsonl" in capsys.readouterr().err
+    assert not (tmp_path / "x.jsonl").exists()

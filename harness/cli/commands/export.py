@@ -49,6 +49,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     output.add_argument("--format", choices=FORMATS, required=True,
                         help="ragas: Ragas multi-turn samples; jsonl: flat records for pandas; "
                              "otel: OpenTelemetry traces as OTLP/JSON (needs the traces extra)")
+    output.add_argument("--openinference", action="store_true",
+                        help="with --format otel: OpenInference's attributes beside the GenAI "
+                             "conventions' on every span (span kind, input and output, model "
+                             "and tokens, tool, documents), for tools that read that dialect")
     output.add_argument("--out", type=Path, required=True, metavar="FILE",
                         help="the file written, whole and atomically: not a symbolic link, not "
                              "inside a run directory; - writes the records to standard output "
@@ -80,7 +84,7 @@ def handle(args: argparse.Namespace) -> int:
         export.check_out(args.out, args.run_dirs)
     # whole rows: the flat records print the steps whole, which a light read does not keep
     rows = export.chosen(load_runs(args.run_dirs, every_epoch=args.every_epoch), args.systems)
-    kept, records = export.records(rows, args.format)
+    kept, records = export.records(rows, args.format, args.openinference)
     if not kept:
         raise export.ExportError(f"nothing to export: no answered pairs in "
                                  f"{', '.join(map(str, args.run_dirs))}")
