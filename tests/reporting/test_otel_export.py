@@ -350,3 +350,22 @@ def test_openinference_is_for_the_traces_only(tmp_path, capsys):
                     tmp_path / "x.jsonl") == 2
     assert "--openinference is for --format otel, not jsonl" in capsys.readouterr().err
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_a_scorers_scores_in_scores_jsonl_reach_the_trace(tmp_path):
+    from freshrag.core.runfiles import SCORES
+    from freshrag.scoring.store import answer_sha256
+
+    row = row_by_hand("q1", "naive")
+    run_dir = write_run(tmp_path / "scored", [row])
+    score = {"dataset": row["dataset"], "question_id": "q1", "system": "naive",
+             "answer_sha256": answer_sha256(row["answer"]), "scorer": "faithfulness",
+             "repeat": 0, "status": "scored", "metrics": {"faithfulness": 0.5},
+             "reason": "1 of 2 statements", "usage": {}}
+    (run_dir / SCORES).write_text(json.dumps(score) + "\n", encoding="utf-8")
+    (request,) = exported(run_dir, tmp_path / "t.jsonl")
+    events = [attrs(event) for event in tree(spans_of(request))[0].events]
+    assert [(e["gen_ai.evaluation.name"], e["freshrag.scorer"], e["gen_ai.evaluation.score.value"],
+             e.get("gen_ai.evaluation.explanation")) for e in events] == [
+        ("truthfulness", "judge", 4.0, None), ("relevance", "judge", 4.0, None),
+        ("faithfulness", "faithfulness", 0.5, "1 of 2 statements")]
