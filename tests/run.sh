@@ -40,5 +40,5 @@ LLAMA_WHEEL=$(compgen -G "$WHEELS/llama_cpp_python-$LLAMA_VERSION-*.whl" | head 
 # (its CPU build is on the test machines' disk, while the project's range alone could pull a
 # multi-GB CUDA build).
 python3 -m pip install --quiet --disable-pip-version-check --no-cache-dir \
-    "$LLAMA_WHEEL" torch==2.13.0 -e '.[local,local-source,test,world]'
+    "$LLAMA_WHEEL" torch==2.13.0 -e '.[local,local-source,test,traces,world]'
 exec python3 -m pytest -q "$@"

@@ -1,6 +1,8 @@
 """Run directories' answers exported for the tools users already have (docs/export.md): Ragas'
-multi-turn samples (`ragas`), one per answered row, and flat records for pandas (`jsonl`), one
-per row. Reading only the runs' files, it makes no call.
+multi-turn samples (`ragas`), one per answered row, flat records for pandas (`jsonl`), one
+per row, and OpenTelemetry traces (`otel`), one per answered row (made in reporting/otel.py,
+which imports the SDK only when that format runs). Reading only the runs' files, it makes no
+call.
 
 A Ragas sample is the answer's trajectory as Ragas' messages (`ragas.messages`): the question as
 a human message, each search as an ai message calling `search` with {"query"} followed by a tool
@@ -18,6 +20,7 @@ drops a sample's unknown keys on reading, and freshrag's answers-file importer r
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -26,7 +29,9 @@ from freshrag.core.outputs import Output, check_outputs, check_outside_runs
 from freshrag.core.records import SampleRow
 from freshrag.core.samples import judge_scores
 
-FORMATS = ("ragas", "jsonl")
+FORMATS = ("ragas", "jsonl", "otel")
+# the OpenTelemetry SDK, its encoder and OpenInference's names
+TRACES_EXTRA = "pip install 'freshrag[traces]'"
 SEARCH_TOOL, READ_TOOL = "search", "read"  # the tools an exported trajectory calls
 # the flat record's token columns, roles in this order first, then any other as first met
 ROLE_ORDER = ("answer", "decision", "judge")
@@ -63,10 +68,23 @@ def answered(row: SampleRow) -> bool:
     return row["status"] == "ok" and isinstance(row.get("answer"), str)
 
 
-def records(rows: list[SampleRow], fmt: str
+def records(rows: list[SampleRow], fmt: str, openinference: bool = False
             ) -> tuple[list[SampleRow], Iterator[dict[str, Any]]]:
-    """The rows `fmt` exports (ragas: the answered ones; jsonl: all) and their records, each
-    made as it is written."""
+    """The rows `fmt` exports (ragas, otel: the answered ones; jsonl: all) and their records,
+    each made as it is written; `openinference`: the traces' OpenInference attributes too."""
+    if openinference and fmt != "otel":
+        raise ExportError(f"--openinference is for --format otel, not {fmt}")
+    if fmt == "otel":
+        kept = [row for row in rows if answered(row)]
+        if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+            raise ExportError("--format otel: OTEL_SDK_DISABLED=true turns the OpenTelemetry "
+                              "SDK off, which then makes no span; unset it for the export")
+        try:
+            from freshrag.reporting.otel import trace_records
+        except ImportError as error:
+            raise ExportError(f"--format otel needs the OpenTelemetry SDK ({error.name} is not "
+                              f"installed): {TRACES_EXTRA}") from error
+        return kept, trace_records(kept, openinference)
     if fmt == "ragas":
         kept = [row for row in rows if answered(row)]
         return kept, map(ragas_sample, kept)

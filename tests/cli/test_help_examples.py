@@ -102,6 +102,7 @@ RUN = {
     "freshrag export results/agents --format jsonl --out -": 0,
     "freshrag export results/gpt-4o results/mini --format jsonl --systems naive,react "
     "--out answers.jsonl": 0,
+    "freshrag export results/agents --format otel --out agents-traces.jsonl": 0,
     "freshrag report results/gpt-4o results/mini --by label --format csv": 0,
     GATE: 1,
     f"{GATE} --markdown gate.md --junit gate.xml": 1,
@@ -134,6 +135,8 @@ BEFORE: dict[str, tuple[Step, ...]] = {
     "freshrag export results/agents --format ragas --out agents-ragas.jsonl": (
         f"{RUN_ON} --systems react --out results/agents",),
     "freshrag export results/agents --format jsonl --out -": (
+        f"{RUN_ON} --systems react --out results/agents",),
+    "freshrag export results/agents --format otel --out agents-traces.jsonl": (
         f"{RUN_ON} --systems react --out results/agents",),
     "freshrag export results/gpt-4o results/mini --format jsonl --systems naive,react "
     "--out answers.jsonl": (f"{RUN_ON} --systems naive,react --model gpt-4o --out results/gpt-4o",

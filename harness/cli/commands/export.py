@@ -1,6 +1,6 @@
 """`freshrag export`: run directories' answers as a file for the tools users already have: Ragas'
-multi-turn samples, or flat JSON Lines for pandas (docs/export.md); the records are made in
-harness/reporting/export.py. Reading only the runs' files, it makes no call."""
+multi-turn samples, flat JSON Lines for pandas, or OpenTelemetry traces (docs/export.md); the
+records are made in harness/reporting/export.py (the traces in harness/reporting/otel.py). Reading only the runs' files, it makes no call."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from freshrag.cli.options import add_command, name
 
 NAME = "export"
 STDOUT = "-"  # --out -: the records on standard output
-HELP = "answers as Ragas multi-turn samples or JSONL for pandas"
+WHAT = {"ragas": "Ragas multi-turn samples", "jsonl": "flat records", "otel": "OTLP traces"}
+HELP = "answers as Ragas samples, JSONL or OpenTelemetry traces"
 
 
 DESCRIPTION = ("Writes the run directories' answers to one file: with --format ragas one Ragas "
@@ -20,11 +21,15 @@ DESCRIPTION = ("Writes the run directories' answers to one file: with --format r
                "its result, the answer; the question's reference answer), as Ragas' "
                "EvaluationDataset.to_jsonl writes them; with --format jsonl one flat record per "
                "pair (grades, tokens per role, searches, latency, the steps), for "
-               "pandas.read_json(lines=True). No model is called.")
+               "pandas.read_json(lines=True); with --format otel one OpenTelemetry trace per "
+               "answered pair as OTLP/JSON (GenAI semantic conventions: the system's "
+               "invoke_agent span, a span per step with its model calls, searches and retrieved "
+               "documents, an evaluation event per score). No model is called.")
 EXAMPLES = ("freshrag export results/agents --format ragas --out agents-ragas.jsonl",
             "freshrag export results/agents --format jsonl --out -",
             "freshrag export results/gpt-4o results/mini --format jsonl --systems naive,react "
-            "--out answers.jsonl")
+            "--out answers.jsonl",
+            "freshrag export results/agents --format otel --out agents-traces.jsonl")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -42,7 +47,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                              "naming its epoch (without it: epoch 1 only, as the report's tables)")
     output = p.add_argument_group("output")
     output.add_argument("--format", choices=FORMATS, required=True,
-                        help="ragas: Ragas multi-turn samples; jsonl: flat records for pandas")
+                        help="ragas: Ragas multi-turn samples; jsonl: flat records for pandas; "
+                             "otel: OpenTelemetry traces as OTLP/JSON (needs the traces extra)")
+    output.add_argument("--openinference", action="store_true",
+                        help="with --format otel: OpenInference's attributes beside the GenAI "
+                             "conventions' on every span (span kind, input and output, model "
+                             "and tokens, tool, documents), for tools that read that dialect")
     output.add_argument("--out", type=Path, required=True, metavar="FILE",
                         help="the file written, whole and atomically: not a symbolic link, not "
                              "inside a run directory; - writes the records to standard output "
@@ -74,14 +84,14 @@ def handle(args: argparse.Namespace) -> int:
         export.check_out(args.out, args.run_dirs)
     # whole rows: the flat records print the steps whole, which a light read does not keep
     rows = export.chosen(load_runs(args.run_dirs, every_epoch=args.every_epoch), args.systems)
-    kept, records = export.records(rows, args.format)
+    kept, records = export.records(rows, args.format, args.openinference)
     if not kept:
         raise export.ExportError(f"nothing to export: no answered pairs in "
                                  f"{', '.join(map(str, args.run_dirs))}")
     # made as written: one row's at a time
     written = write_jsonl(sys.stdout, records) if to_stdout else replace_jsonl(args.out, records)
     left = len(rows) - len(kept)
-    what = "Ragas multi-turn samples" if args.format == "ragas" else "flat records"
+    what = WHAT[args.format]
     said = sys.stderr if to_stdout else sys.stdout  # standard output holds the records alone
     systems_count = len({row['system'] for row in kept})
     print(f"{'standard output' if to_stdout else args.out}: {written} {what} ({systems_count} "
