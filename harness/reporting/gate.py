@@ -176,8 +176,8 @@ def _check_judges(base: Side, cand: Side) -> None:
     first, second = judges(base), judges(cand)
     if first and second and first != second:
         raise GateError(f"{base.run_dir} was graded by {', '.join(first)} and {cand.run_dir} by "
-                        f"{', '.join(second)}: grades of two judges are not on one scale; grade "
-                        f"both with one judge (`freshrag score`), or give --allow-other-judge")
+                        f"{', '.join(second)}: grades of two judges are not on one scale; run both "
+                        f"with one judge (--model-role judge=MODEL), or give --allow-other-judge")
 
 
 def _check_systems(rule: Rule, base: Side, cand: Side) -> None:
