@@ -6,7 +6,7 @@ nothing of freshrag's until a test asks for the fixture. `freshrag_gate.run(...)
 `freshrag.evaluate` does (resumed and answered from the response cache when nothing changed);
 `freshrag_gate.check(baseline, candidate, rules)` holds two run directories against the rules
 (a rules file, or dicts of the `[[gate.rule]]` tables' shape) and fails the test with the
-gate's markdown summary when one fails. Every rule's figure goes to the test's report
+gate's summary when one fails. Every rule's figure goes to the test's report
 (`user_properties`, which JUnit XML of the xunit1 family writes in the test's case); with
 `--junitxml` in pytest's default xunit2 family, whose schema has no properties in a test case,
 it goes to the suite's properties instead, named by the test's id, without pytest's warning.
@@ -41,21 +41,23 @@ class FreshragGate:
 
     def check(self, baseline: str | Path, candidate: str | Path,
               rules: str | Path | list[dict[str, Any]], config: str | Path | None = None,
-              seed: int = 0) -> GateResult:
+              seed: int = 0, allow_other_judge: bool = False,
+              allow_unfinished: bool = False) -> GateResult:
         """The gate's verdicts on `candidate` against `baseline`; the test fails, with the
         summary, unless every rule holds. `config`: a freshrag.toml whose [prices] price
-        dollars per correct answer."""
+        dollars per correct answer; `allow_*`: as the command's --allow-* options."""
         from freshrag.reporting.gate import gate
-        from freshrag.reporting.gate_report import markdown
+        from freshrag.reporting.gate_report import text
         from freshrag.reporting.prices import price_table
 
         prices = price_table(Path(config) if config is not None else None)
-        result = gate(Path(baseline), Path(candidate), self._rules(rules), prices, seed)
+        result = gate(Path(baseline), Path(candidate), self._rules(rules), prices, seed,
+                      allow_other_judge=allow_other_judge, allow_unfinished=allow_unfinished)
         for verdict in result.verdicts:
             self._record(f"freshrag gate: {verdict.says}",
                          f"{'pass' if verdict.passed else 'FAIL'}: {verdict.figure}")
         if not result.passed:
-            pytest.fail(markdown(result), pytrace=False)
+            pytest.fail(text(result), pytrace=False)
         return result
 
     def _rules(self, rules: str | Path | list[dict[str, Any]]) -> list[Rule]:

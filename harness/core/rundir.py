@@ -70,6 +70,22 @@ def locked(run_dir: Path) -> Iterator[None]:
         os.close(fd)  # closing the file releases the lock
 
 
+def holder(run_dir: Path) -> str | None:
+    """The pid of the process holding `run_dir` (`locked`) now, or None when none does. Read
+    without writing: a reader (the gate) asks before it trusts the directory's rows."""
+    try:  # no lock file, a link or a FIFO there: no freshrag process holds it
+        fd = os.open(run_dir / LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return None
+    except BlockingIOError:
+        return os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+    finally:
+        os.close(fd)  # closing the file releases the shared lock
+
+
 def _open_lock(path: Path) -> int:
     """The lock file, opened for writing the holder's pid into it. A symbolic link there is
     refused (a link would have the pid written over the file it points to), and so is anything

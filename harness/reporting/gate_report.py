@@ -1,6 +1,7 @@
 """The gate's verdicts written for people and for CI (docs/ci.md#what-the-gate-writes): a
-markdown summary fit for a pull request's comment (each rule, its figure, its verdict) and a
-JUnit XML file, one test case per rule, that CI systems display.
+markdown summary fit for a pull request's comment (each rule, its figure, its verdict), the same
+summary as plain text for the terminal (names as written: `naive -> naive-v2`, not markdown's
+`-&gt;`), and a JUnit XML file, one test case per rule, that CI systems display.
 
 JUnit XML has no standard beyond what Jenkins and the test reporters read: `testsuites` >
 `testsuite` > `testcase`, a `failure` child in a case that failed. It is built with the standard
@@ -22,28 +23,50 @@ from freshrag.core.runfiles import RUN_FILES
 from freshrag.reporting.gate import GateResult
 
 SUITE = "freshrag gate"
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # line breaks, terminal escapes
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def markdown(result: GateResult) -> str:
     """The summary: a headline with the verdict, the runs, a table of every rule, and why each
     failing rule failed."""
-    held = len(result.verdicts) - len(result.failed)
-    head = (f"## freshrag gate: passed ({held} of {len(result.verdicts)} rules hold)"
-            if result.passed else
-            f"## freshrag gate: FAILED ({len(result.failed)} of {len(result.verdicts)} rules "
-            f"fail)")
     runs = (f"Baseline {tables.cell(result.baseline)}, candidate "
             f"{tables.cell(result.candidate)}; differences are candidate - baseline.")
     table = "\n".join(tables.header(("rule", "figure", "verdict")) + [
         tables.row((v.says, v.figure, "pass" if v.passed else tables.Markdown("**FAIL**")))
         for v in result.verdicts])
-    parts = [head, runs, table]
+    parts = ["## " + _headline(result), runs, table]
     if result.failed:
         parts.append("### Why\n\n" + "\n".join(f"- {tables.cell(v.says)}: {tables.cell(v.why)} "
                                                  f"({tables.cell(v.rule.where)})"
                                                  for v in result.failed))
     return "\n\n".join(parts) + "\n"
+
+
+def text(result: GateResult) -> str:
+    """The summary for a terminal or a failed test: the markdown's parts, every value as
+    written (a line break or control character in a name shown as a space, so that no name can
+    move the cursor or forge a line), a line per rule."""
+    lines = [_headline(result), "",
+             f"Baseline {_plain(result.baseline)}, candidate {_plain(result.candidate)}; "
+             f"differences are candidate - baseline.", ""]
+    lines += [f"{'pass' if v.passed else 'FAIL'}  {_plain(v.says)}: {_plain(v.figure)}"
+              for v in result.verdicts]
+    if result.failed:
+        lines += ["", "Why:"] + [f"- {_plain(v.says)}: {_plain(v.why)} ({_plain(v.rule.where)})"
+                                 for v in result.failed]
+    return "\n".join(lines) + "\n"
+
+
+def _headline(result: GateResult) -> str:
+    if result.passed:
+        held = len(result.verdicts) - len(result.failed)
+        return f"freshrag gate: passed ({held} of {len(result.verdicts)} rules hold)"
+    return f"freshrag gate: FAILED ({len(result.failed)} of {len(result.verdicts)} rules fail)"
+
+
+def _plain(value: object) -> str:
+    return _CONTROL.sub(" ", str(value))
 
 
 def junit(result: GateResult) -> bytes:

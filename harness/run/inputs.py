@@ -115,6 +115,10 @@ class RunOptions:
                 _date(option.name, value)
             else:
                 _whole(option.name, value, *option.range)
+        for name in ("cache", "batch"):  # "no" would be true, and switch the cache on
+            if not isinstance(getattr(self, name), bool):
+                raise InputError(f"RunOptions.{name}: expected True or False, got "
+                                 f"{getattr(self, name)!r:.80}")
         for name, value in (("max_cost", self.max_cost), ("batch_poll", self.batch_poll)):
             if value is not None and not (_number(value) and value >= 0 and math.isfinite(value)):
                 raise InputError(f"RunOptions.{name}: expected a number >= 0, got {value!r:.80}")

@@ -13,6 +13,7 @@ from freshrag.reporting.run_summary import write_run_summary
 from freshrag.run.inputs import Roles, RunOptions, Systems, run_options
 from freshrag.run.options import DEFAULT_SYSTEMS
 from freshrag.run.service import RunResult, prepare
+from freshrag.workflows.arguments import check_arguments
 
 
 def evaluate(dataset: Dataset | str | Path | None = None, systems: Systems = DEFAULT_SYSTEMS,
@@ -27,7 +28,10 @@ def evaluate(dataset: Dataset | str | Path | None = None, systems: Systems = DEF
     your own classes, factories or objects with `answer(question)`, or a mapping of name to any
     of these. `roles`: LLMSettings, one model for every role, or a mapping of role to model;
     endpoints and keys from freshrag.toml and FRESHRAG_* as for the command (default: the
-    embedded model). `options` or keywords: RunOptions' fields (limit=3, concurrency=1, ...)."""
+    embedded model). `options` or keywords: RunOptions' fields (limit=3, concurrency=1, ...).
+    An argument that cannot be used is refused, naming it, before anything starts."""
+    check_arguments({"dataset": dataset, "systems": systems, "roles": roles, "out": out,
+                     "options": options})
     result = prepare(dataset, systems, roles, out, run_options(options, option_values)).evaluate()
     write_run_summary(result.out, result.rows, result.systems)
     return result
@@ -38,5 +42,7 @@ def estimate(dataset: Dataset | str | Path | None = None, systems: Systems = DEF
              options: RunOptions | None = None, **option_values: Any) -> str:
     """The table of calls, tokens and dollars per role and model that `evaluate` with the same
     arguments would still spend (docs/costs.md#dry-run); nothing is called or written."""
+    check_arguments({"dataset": dataset, "systems": systems, "roles": roles, "out": out,
+                     "options": options})
     return prepare(dataset, systems, roles, out, run_options(options, option_values),
                    dry_run=True).estimate()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from freshrag.core.config import DEFAULT_CONFIG_FILE
 from freshrag.reporting import report as report_tables
 from freshrag.run.inputs import InputError
+from freshrag.workflows.arguments import check_arguments
 
 if TYPE_CHECKING:
     from freshrag.core.records import SampleRow
@@ -41,14 +42,26 @@ def report(run_dirs: str | Path | Sequence[str | Path], *, out: str | Path | Non
            html: str | Path | None = None, label: bool = False, label_seed: int | None = None,
            label_sample: int | None = None, config: str | Path | None = None) -> ReportResult:
     """The report of `run_dirs`, as `freshrag report` makes it with the options of the same
-    names: its files written, what it prints returned. `correct_at` None: the CRAG default."""
+    names: its files written, what it prints returned. `correct_at` None: the CRAG default;
+    `mix`: (fresh, control, general) shares. An argument that cannot be used is refused, naming
+    it, before anything is read."""
     from freshrag.reporting.scorers import CORRECT_AT
 
-    dirs = [Path(run_dirs)] if isinstance(run_dirs, (str, Path)) else [Path(d) for d in run_dirs]
+    check_arguments({"run_dirs": run_dirs, "out": out, "format": format, "by": by,
+                     "correct_at": correct_at, "human": human, "mix": mix, "html": html,
+                     "label": label, "label_seed": label_seed, "label_sample": label_sample,
+                     "config": config})
+
+    given: Sequence[Any] = run_dirs if isinstance(run_dirs, (list, tuple)) else [run_dirs]
+    dirs = [Path(d) for d in given]
+    labels: Sequence[Any] = human if isinstance(human, (list, tuple)) else \
+        [human] if human is not None else []
     args = SimpleNamespace(
         run_dirs=dirs, out=Path(out) if out is not None else None, format=format,
         by=list(by) if by else None, correct_at=correct_at or CORRECT_AT,
-        human=[Path(h) for h in human] if human else None, mix=list(mix) if mix else None,
+        human=[Path(h) for h in labels] if labels else None,
+        mix=[dict(zip(("fresh", "control", "general"), shares)) for shares in mix] if mix
+        else None,
         html=Path(html) if html is not None else None, label=label, label_seed=label_seed,
         label_sample=label_sample, config=Path(config) if config is not None else None)
     printed = io.StringIO()

@@ -25,11 +25,12 @@ from freshrag.cost.budget import Budget, BudgetExceeded
 from freshrag.cost.prices import price_table
 from freshrag.llm.client import LLMClient
 from freshrag.run import dry_run
-from freshrag.run.inputs import InputError, Roles, settings_of
+from freshrag.run.inputs import InputError, Roles, dataset_of, settings_of
 from freshrag.run.options import DEFAULT_CONCURRENCY, DEFAULT_SEED
 from freshrag.run.runner import batch_prefill
 from freshrag.run.service import check_batch, embed_for, embed_for_needed, opened
 from freshrag.scoring import scorepass
+from freshrag.workflows.arguments import check_arguments
 
 if TYPE_CHECKING:
     from freshrag.core.records import SampleRow
@@ -49,14 +50,15 @@ class ScoreResult:
 
 
 def score(run_dir: str | Path, scorers: str | tuple[str, ...] | list[str] = "judge", *,
-          dataset: Dataset | None = None, articles: str | Path | None = None, repeats: int = 1,
+          dataset: Dataset | str | Path | None = None, articles: str | Path | None = None, repeats: int = 1,
           roles: Roles = None, concurrency: int = DEFAULT_CONCURRENCY, seed: int = DEFAULT_SEED,
           cache: bool = True, max_cost: float | None = None, batch: bool = False,
           batch_poll: float | None = None, config: str | Path | None = None) -> ScoreResult:
     """The `scorers` (names as `freshrag score --scorers` takes them, or a list of them) grade the
     answers already in `run_dir`, each `repeats` times, into its scores.jsonl; running it again
-    resumes. Gold articles come from `dataset` or the `articles` file, else from the run's own
-    dataset. The other arguments are `freshrag score`'s options of the same names."""
+    resumes. Gold articles come from `dataset` (a Dataset or a dataset directory) or the
+    `articles` file, else from the run's own dataset. The other arguments are `freshrag score`'s
+    options of the same names, checked as it checks them."""
     return prepare_score(run_dir, scorers, dataset=dataset, articles=articles, repeats=repeats,
                          roles=roles, concurrency=concurrency, seed=seed, cache=cache,
                          max_cost=max_cost, batch=batch, batch_poll=batch_poll,
@@ -64,12 +66,19 @@ def score(run_dir: str | Path, scorers: str | tuple[str, ...] | list[str] = "jud
 
 
 def prepare_score(run_dir: str | Path, scorers: str | tuple[str, ...] | list[str], *,
-                  dataset: Dataset | None = None, articles: str | Path | None = None,
+                  dataset: Dataset | str | Path | None = None, articles: str | Path | None = None,
                   repeats: int = 1, roles: Roles = None, concurrency: int = DEFAULT_CONCURRENCY,
                   seed: int = DEFAULT_SEED, cache: bool = True, max_cost: float | None = None,
                   batch: bool = False, batch_poll: float | None = None,
                   config: str | Path | None = None) -> PreparedScore:
     """A score pass checked and ready: everything `score` refuses is refused here."""
+    check_arguments({"run_dir": run_dir, "scorers": scorers, "dataset": dataset,
+                     "articles": articles, "repeats": repeats, "roles": roles,
+                     "concurrency": concurrency, "seed": seed, "cache": cache,
+                     "max_cost": max_cost, "batch": batch, "batch_poll": batch_poll,
+                     "config": config})
+    if dataset is not None and not isinstance(dataset, Dataset):
+        dataset = dataset_of(dataset)  # a dataset directory, as evaluate takes it
     out = Path(run_dir)
     names = scorepass.scorer_names(scorers if isinstance(scorers, str) else ",".join(scorers))
     gold = dataset.articles if dataset is not None else (

@@ -1,11 +1,15 @@
 """docs/ci.md's GitHub Actions workflow, its `freshrag` commands run as written, job by job, in a
 fresh checkout each, against the fake OpenAI server: what `actions/cache` and the artifact
-actions would carry between the jobs is copied, and the candidate job makes no model call."""
+actions would carry between the jobs is copied, and the candidate job makes no model call. Its
+other commands are checked as written: each job installs the checkout as the README does, before
+its first `freshrag` command (no network: the README's install runs in the clean-room test)."""
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
+import tomllib
 import xml.etree.ElementTree as ET
 
 import yaml
@@ -17,11 +21,32 @@ from tests.support.fakes import discerning_judge
 
 PAGE = ROOT / "docs" / "ci.md"
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+OUTSIDE = ("gh pr comment ",)  # commands of the CI service, not freshrag's
 
 
-def blocks(kind):
-    return [body for language, body in FENCE.findall(PAGE.read_text(encoding="utf-8"))
+def blocks(kind, page=PAGE):
+    return [body for language, body in FENCE.findall(page.read_text(encoding="utf-8"))
             if language == kind]
+
+
+def workflow():
+    return yaml.safe_load(next(body for body in blocks("yaml") if "actions/cache" in body))
+
+
+def installed(command):
+    """What a `pip install` command installs from the checkout: (the path, its extras), for
+    each of its `pip install` parts that names a path; None for a part that names a package."""
+    found = []
+    for part in command.split("&&"):
+        words = shlex.split(part)
+        if words[:2] != ["pip", "install"]:
+            continue
+        targets = [w for w in words[2:] if not w.startswith("-") and "==" not in w]
+        for target in targets:
+            path, _, extras = target.partition("[")
+            found.append((path, tuple(filter(None, extras.rstrip("]").split(","))))
+                         if path.startswith(".") else None)
+    return found
 
 
 def reply(request):
@@ -60,6 +85,8 @@ def run_job(job, steps, env, store):
                                   capture_output=True, text=True, timeout=300)
             assert done.returncode == 0 or step.get("continue-on-error"), done.stderr
             statuses[step.get("name", step["run"])] = done.returncode
+        elif "run" in step:  # the install, checked by its own test; the CI service's commands
+            assert step["run"].startswith(("pip install ", *OUTSIDE)), step["run"]
     for step in steps:  # actions/cache saves its paths when the job ends
         if step.get("uses", "").startswith("actions/cache"):
             for path in step["with"]["path"].split():
@@ -70,17 +97,32 @@ def run_job(job, steps, env, store):
     return statuses
 
 
+def test_each_job_installs_the_checkout_as_the_readme_does_before_running_it():
+    readme = " ".join(body for body in blocks("bash", ROOT / "README.md"))
+    [readme_install] = [line for line in readme.splitlines() if "pip install" in line]
+    from_checkout = [found for found in installed(readme_install) if found]
+    assert [path for path, _ in from_checkout] == ["."]  # the README installs the repository
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert "freshrag" in project["scripts"]  # the command the jobs run comes with it
+    for name, job in workflow()["jobs"].items():
+        commands = [step["run"] for step in job["steps"] if "run" in step]
+        installs = [i for i, command in enumerate(commands) if command.startswith("pip ")]
+        runs = [i for i, command in enumerate(commands) if command.startswith("freshrag ")]
+        assert len(installs) == 1 and installs[0] < runs[0], name
+        [(path, extras)] = installed(commands[installs[0]])  # None: a package from the index
+        assert path == "." and set(extras) <= set(project["optional-dependencies"]), name
+
+
 def test_the_workflow_runs_its_commands_and_the_unchanged_candidate_passes_free(tmp_path):
-    workflow = yaml.safe_load(next(body for body in blocks("yaml")
-                                   if "actions/cache" in body))
-    jobs = workflow["jobs"]
+    workflow_ = workflow()
+    jobs = workflow_["jobs"]
     assert list(jobs) == ["baseline", "gate"] and jobs["gate"]["needs"] == "baseline"
     cached = [step["with"]["path"].split() for job in jobs.values() for step in job["steps"]
               if step.get("uses", "").startswith("actions/cache")]
     assert cached == [["results/.llm-cache.sqlite", "results/.index"]] * 2  # freshrag's paths
     store = tmp_path / "store"
     with FakeOpenAIServer(reply=reply) as server:
-        env = {**os.environ, **workflow["env"], "FRESHRAG_BASE_URL": server.base_url,
+        env = {**os.environ, **workflow_["env"], "FRESHRAG_BASE_URL": server.base_url,
                "FRESHRAG_API_KEY": "sk-test"}
         statuses = run_job(checkout(tmp_path, "baseline"), jobs["baseline"]["steps"], env,
                            store)
@@ -90,7 +132,7 @@ def test_the_workflow_runs_its_commands_and_the_unchanged_candidate_passes_free(
         statuses = run_job(job, jobs["gate"]["steps"], env, store)
         assert statuses == {"Run the candidate": 0, "Gate": 0}
         assert server.calls == 0  # the candidate answered and graded from the cache alone
-    assert "--max-cost" in str(jobs) and "freshrag gate: passed (4 of 4 rules hold)" in (
+    assert "--max-cost" in str(jobs) and "freshrag gate: passed (5 of 5 rules hold)" in (
         job / "gate.md").read_text()
     suite = ET.parse(job / "gate.xml").getroot().find("testsuite")
-    assert (suite.get("tests"), suite.get("failures")) == ("4", "0")
+    assert (suite.get("tests"), suite.get("failures")) == ("5", "0")

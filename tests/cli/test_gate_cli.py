@@ -79,9 +79,9 @@ def test_an_unchanged_candidate_makes_no_call_and_passes(project, fake_server, c
     assert server.calls == 0  # every answer and grade from the response cache
     code, out, err, failing = gate(capsys)
     assert (code, failing) == (0, [])
-    assert out.startswith("## freshrag gate: passed (4 of 4 rules hold)")
-    assert "+0.00 [+0.00, +0.00] over 10 questions" in out
-    assert (project / "gate.md").read_text() == out and "gate.xml written" in err
+    assert out.startswith("freshrag gate: passed (4 of 4 rules hold)")
+    assert "+0.00 [+0.00, +0.00] over 10 questions" in out and "gate.xml written" in err
+    assert (project / "gate.md").read_text().startswith("## " + out.splitlines()[0])
 
 
 def test_a_candidate_worse_on_four_questions_in_ten_fails_the_truthfulness_rule(
@@ -95,7 +95,7 @@ def test_a_candidate_worse_on_four_questions_in_ten_fails_the_truthfulness_rule(
         " truthfulness, candidate - baseline", " tokens per correct answer at most 10% above the "
                                                "baseline's"]
     assert "-1.60 [" in out  # 4 answers of 10 down from 5 to 1
-    assert "## freshrag gate: FAILED (2 of 4 rules fail)" in out
+    assert out.startswith("freshrag gate: FAILED (2 of 4 rules fail)")
 
 
 def test_a_service_answering_500_fails_the_failed_pairs_rule(project, fake_server, capsys):
@@ -125,9 +125,46 @@ def test_a_judge_that_fails_its_probes_fails_its_rule(project, fake_server, caps
     fake_server(reply=reply)
     assert run("baseline") == 0
     assert run("candidate", "--model-role", "judge=judge-b") == 0
-    code, out, _, failing = gate(capsys)
+    code, out, _, failing = gate(capsys, "--allow-other-judge")
     assert code == 1 and "the judge passes its probes (candidate)" in failing
     assert "grades are not informative" in out
+
+
+def test_runs_of_another_judge_or_other_questions_exit_2_naming_both(project, fake_server,
+                                                                    capsys):
+    """The same dataset name and question ids: only the manifests' questions hash tells."""
+    fake_server(reply=reply)
+    assert run("baseline") == 0
+    assert run("candidate", "--model-role", "judge=judge-b") == 0
+    capsys.readouterr()
+    assert main(["gate", "results/baseline", "results/candidate", "--rules", "gate.toml"]) == 2
+    err = capsys.readouterr().err
+    assert "graded by fake-model and results/candidate by judge-b" in err
+    questions = project / "data" / "questions.jsonl"
+    rows = [json.loads(line) for line in questions.read_text().splitlines()]
+    questions.write_text("".join(json.dumps({**row, "question": row["question"] + " Really?"})
+                                 + "\n" for row in rows))
+    assert run("other") == 0
+    assert main(["gate", "results/baseline", "results/other", "--rules", "gate.toml"]) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"results/baseline and results/other answered other question sets "
+                     r"\(questions sha256 [0-9a-f]{12}… and [0-9a-f]{12}…\)", err), err
+
+
+def test_a_renamed_system_prints_its_names_as_written(project, fake_server, capsys):
+    """The candidate's system under another name (here the built-in answering without
+    retrieval): the failed rule pairs it under its names, the terminal shows them as written."""
+    fake_server(reply=reply)
+    assert run("baseline") == 0 and run("candidate", systems="baseline") == 0
+    (project / "gate.toml").write_text(
+        '[[gate.rule]]\nkind = "difference"\nbaseline_system = "oracle"\n'
+        'candidate_system = "baseline"\nlower_above = -0.2\n\n[[gate.rule]]\nkind = "failed"\n'
+        'at_most = 0.0\n')
+    code, out, _, failing = gate(capsys)
+    assert (code, failing) == (0, [])
+    assert "pass  oracle -> baseline: truthfulness" in out and "&gt;" not in out
+    assert "0.0% (0 failed, 0 missing, of 10)" in out
+    assert "oracle -&gt; baseline" in (project / "gate.md").read_text()
 
 
 def test_rules_in_freshrag_toml_and_usage_errors_exit_2(project, fake_server, capsys):

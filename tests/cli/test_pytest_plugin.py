@@ -17,7 +17,8 @@ from tests.support.runs import sample, write_run
 PROBED = {"k": 3, "threshold": 0.7, "informative": True, "fields": {
     "truthfulness": {"discrimination": 1.0, "interval": [1.0, 1.0]}}}
 MANIFEST = {"kind": "run", "dataset": {"sha256": {}, "files": {}, "name": "A_f"}, "config": {},
-            "llm": {"roles": {}}, "systems": ["naive"], "judge_probe": PROBED}
+            "llm": {"roles": {}}, "systems": ["naive"], "judge_probe": PROBED,
+            "finished_at": "2026-11-29T08:00:00+00:00"}
 
 TESTS = '''
 TRUTH = [{"kind": "difference", "system": "naive", "lower_above": -0.2}]
@@ -59,7 +60,7 @@ def test_the_fixture_fails_a_team_test_whose_rule_fails(tmp_path):
     assert done.returncode == 1, done.stdout + done.stderr
     assert "1 failed, 1 passed" in done.stdout
     assert "FAILED test_rag.py::test_worse_answers_fail" in done.stdout
-    assert "## freshrag gate: FAILED (1 of 2 rules fail)" in done.stdout
+    assert "freshrag gate: FAILED (1 of 2 rules fail)" in done.stdout
     assert "-2.40 [" in done.stdout  # 6 answers of 10 down from 5 to 1
     assert "Traceback" not in done.stdout  # the summary, not the plugin's frames
     assert "incompatible with junit_family" not in done.stdout  # pytest's xunit2 warning

@@ -1,15 +1,18 @@
 """The gate's verdicts on hand-made run directories, one kind of rule at a time, and what it
 writes: the markdown summary and a JUnit file that the standard library's reader parses."""
 
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from freshrag.core.files import SymlinkError
 from freshrag.core.outputs import OverwriteError
+from freshrag.core.rundir import locked
 from freshrag.reporting import gate_report
 from freshrag.reporting.gate import GateError, gate
-from freshrag.reporting.gate_rules import rules_from_tables
+from freshrag.reporting.gate_rules import read_rules, rules_from_tables
+from tests import ROOT
 from tests.support.links import PRECIOUS
 from tests.support.runs import sample, write_run
 
@@ -19,22 +22,32 @@ PROBED = {"k": 3, "threshold": 0.7, "informative": True, "fields": {
     "relevance": {"discrimination": 0.9, "interval": [0.8, 1.0]}}}
 
 
-def manifest(probe=PROBED):
-    return {"kind": "run", "dataset": {"sha256": {}, "files": {}, "name": "A_f"}, "config": {},
-            "llm": {"roles": {}}, "systems": ["naive"], "judge_probe": probe}
+QUESTIONS_SHA = "0f" * 32
+
+
+def manifest(probe=PROBED, questions=QUESTIONS_SHA, **changed):
+    hashes = {"questions": questions} if questions else {}  # none: an import's
+    return {"kind": "run", "dataset": {"sha256": hashes, "files": {}, "name": "A_f"},
+            "config": {},
+            "llm": {"roles": {}}, "systems": ["naive"], "judge_probe": probe,
+            "finished_at": "2026-11-29T08:00:00+00:00", **changed}
 
 
 def runs(tmp_path, worse=0, failed=0, missing=0, tokens=(100, 10), probe=PROBED,
-         system="naive"):
+         system="naive", judge="judge-1", base_tokens=(100, 10), **changed):
     """A baseline of QUESTIONS answers graded 5/5, and a candidate whose first `worse` answers
-    are graded 1/5, whose last `failed` pairs failed and last `missing` are not there."""
-    base = write_run(tmp_path / "base", [sample(f"q{i}", "naive", 5, 5)
-                                         for i in range(QUESTIONS)], manifest())
-    rows = [sample(f"q{i}", system, 1 if i < worse else 5, 5, tokens=tokens)
-            for i in range(QUESTIONS - failed - missing)]
-    rows += [sample(f"q{i}", system, status="failed")
-             for i in range(QUESTIONS - failed - missing, QUESTIONS - missing)]
-    return base, write_run(tmp_path / "cand", rows, manifest(probe))
+    are graded 1/5, whose last `failed` pairs failed and last `missing` are not there.
+    `base_tokens`: the baseline's tokens on the questions the candidate failed; `changed`: the
+    candidate's manifest's."""
+    answered = QUESTIONS - failed - missing
+    base = write_run(tmp_path / "base", [
+        sample(f"q{i}", "naive", 5, 5, tokens=(100, 10) if i < answered else base_tokens)
+        for i in range(QUESTIONS)], manifest())
+    rows = [sample(f"q{i}", system, 1 if i < worse else 5, 5, tokens=tokens, judge=judge)
+            for i in range(answered)]
+    rows += [sample(f"q{i}", system, status="failed", judge=judge)
+             for i in range(answered, QUESTIONS - missing)]
+    return base, write_run(tmp_path / "cand", rows, manifest(probe, **changed))
 
 
 def verdict(tmp_path, rule, **made):
@@ -173,3 +186,102 @@ def test_outputs_are_never_written_through_a_link_nor_over_an_input(tmp_path, ta
         gate_report.check_outputs_of({"--junit": cand / "gate.xml"}, [base, cand], [])
     with pytest.raises(OverwriteError, match="would be one file"):
         gate_report.check_outputs_of({"--junit": rules, "--markdown": rules}, [base, cand], [])
+
+
+def test_runs_of_other_question_sets_are_refused_naming_both_hashes(tmp_path):
+    """The same dataset name and question ids, other questions: nothing to pair."""
+    base, cand = runs(tmp_path, questions="a1" * 32)
+    with pytest.raises(GateError, match=r"answered other question sets \(questions sha256 "
+                                        r"0f0f0f0f0f0f… and a1a1a1a1a1a1…\)") as refused:
+        gate(base, cand, rules_from_tables([TRUTH]))
+    assert str(base) in str(refused.value) and str(cand) in str(refused.value)
+
+
+def test_runs_graded_by_other_judges_are_refused_unless_allowed(tmp_path):
+    base, cand = runs(tmp_path, judge="judge-2")
+    with pytest.raises(GateError, match=r"graded by judge-1 and .* by judge-2: .*"
+                                        r"--allow-other-judge"):
+        gate(base, cand, rules_from_tables([TRUTH]))
+    assert gate(base, cand, rules_from_tables([TRUTH]), allow_other_judge=True).passed
+
+
+@pytest.mark.parametrize("changed, refused", [
+    pytest.param({"finished_at": None}, "has not finished", id="stopped-before-its-end"),
+    pytest.param({"finished_at": None, "capped": {"max_cost": 5.0, "spent": 5.1}}, None,
+                 id="capped-by-max-cost-has-ended"),
+])
+def test_a_run_that_has_not_ended_is_refused_unless_allowed(tmp_path, changed, refused):
+    base, cand = runs(tmp_path, **changed)
+    if refused:
+        with pytest.raises(GateError, match=f"{re.escape(str(cand))}: the run {refused}.*"
+                                            f"--allow-unfinished"):
+            gate(base, cand, rules_from_tables([TRUTH]))
+    assert gate(base, cand, rules_from_tables([TRUTH]), allow_unfinished=True).passed
+
+
+def test_a_run_still_being_written_is_refused_naming_its_writer(tmp_path):
+    base, cand = runs(tmp_path)
+    with locked(cand):
+        with pytest.raises(GateError, match=r"still being written \(by pid \d+\)"):
+            gate(base, cand, rules_from_tables([TRUTH]))
+        assert gate(base, cand, rules_from_tables([TRUTH]), allow_unfinished=True).passed
+    assert gate(base, cand, rules_from_tables([TRUTH])).passed  # the lock released
+
+
+def test_questions_of_other_text_under_one_id_are_not_paired(tmp_path):
+    """Runs without a questions hash (imports) are paired by the question's text too."""
+    base, _ = runs(tmp_path)
+    manifest_free = write_run(tmp_path / "other", [
+        {**sample(f"q{i}", "naive", 1, 5), "question": f"Another {i}?"}
+        for i in range(QUESTIONS)], manifest(questions=None))
+    found = gate(base, manifest_free, rules_from_tables([TRUTH])).verdicts[0]
+    assert not found.passed and "fewer than 2 questions scored in both" in found.why
+
+
+def test_the_tokens_rule_counts_both_sides_over_the_questions_both_answered(tmp_path):
+    """The baseline's cheap answers to the questions the candidate failed are left out."""
+    found = verdict(tmp_path, {"kind": "tokens_per_correct", "system": "naive",
+                               "at_most_increase": 0.1}, failed=10, base_tokens=(10, 1))
+    assert (found.values["baseline"], found.values["candidate"]) == (110.0, 110.0)
+    assert found.passed and "over the 10 questions both answered" in found.figure
+
+
+def test_the_failed_rule_counts_a_renamed_system_under_its_names(tmp_path):
+    base, cand = runs(tmp_path, system="naive-v2", failed=1)
+    rules = rules_from_tables([
+        {"kind": "difference", "baseline_system": "naive", "candidate_system": "naive-v2",
+         "lower_above": -0.2}, {"kind": "failed", "at_most": 0.05}])
+    found = gate(base, cand, rules).verdicts[1]
+    assert (found.values["failed"], found.values["missing"], found.values["pairs"]) == (
+        1, 0, QUESTIONS)
+    assert found.passed
+
+
+def test_the_recommended_rules_fail_a_candidate_that_answers_i_dont_know(tmp_path):
+    """A judge may call "I don't know" true (it states nothing false) but irrelevant: the
+    truthfulness rule alone passes such a candidate, docs/ci.md's rules do not."""
+    base, _ = runs(tmp_path)
+    idk = write_run(tmp_path / "idk", [
+        {**sample(f"q{i}", "naive", 5, 1, tokens=(60, 4)), "answer": "I don't know."}
+        for i in range(QUESTIONS)], manifest())
+    page = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    recommended = re.search(r"```toml\n(# gate.toml\n.*?)```", page, re.DOTALL).group(1)
+    (tmp_path / "gate.toml").write_text(recommended, encoding="utf-8")
+    rules = read_rules(tmp_path / "gate.toml")
+    assert gate(base, idk, rules_from_tables([TRUTH])).passed  # truthfulness alone is fooled
+    result = gate(base, idk, rules)
+    assert not result.passed
+    assert [v.rule.metric for v in result.failed] == ["score"]
+
+
+def test_the_text_summary_shows_names_as_written_and_the_markdown_escapes_them(tmp_path):
+    base, cand = runs(tmp_path, worse=8, system="naive-v2")
+    rules = rules_from_tables([{"kind": "difference", "baseline_system": "naive",
+                                "candidate_system": "naive-v2", "lower_above": -0.2,
+                                "name": "naive -> naive-v2 <b>\x1b[2J"}])
+    result = gate(base, cand, rules)
+    text = gate_report.text(result)
+    assert text.startswith("freshrag gate: FAILED (1 of 1 rules fail)\n")
+    assert "FAIL  naive -> naive-v2 <b> [2J: -1.60 [" in text and "&gt;" not in text
+    assert "\x1b" not in text  # a terminal escape in a name is shown as a space
+    assert "naive -&gt; naive-v2 &lt;b&gt;" in gate_report.markdown(result)

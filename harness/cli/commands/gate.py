@@ -16,8 +16,9 @@ HELP = "pass or fail a candidate run against a baseline (CI)"
 DESCRIPTION = ("Pairs the answers of two run directories by question and system and checks the "
                "rules of --rules (or of the [gate] table of freshrag.toml): the paired "
                "difference's 95% interval, the share of failed pairs, the judge's probes, tokens "
-               "or dollars per correct answer. Prints a markdown summary; exits 0 when every "
-               "rule holds, 1 when one fails, 2 on a usage error. No model is called.")
+               "or dollars per correct answer. Refuses runs of other question sets, of other "
+               "judge models or not ended. Prints a summary; exits 0 when every rule holds, 1 "
+               "when one fails, 2 on a usage error. No model is called.")
 EXAMPLES = ("freshrag gate results/main results/pr --rules gate.toml",
             "freshrag gate results/main results/pr --rules gate.toml --markdown gate.md "
             "--junit gate.xml")
@@ -40,9 +41,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     inputs.add_argument("--correct-at", type=whole(1, 5), default=CORRECT_AT, metavar="N",
                         help="truthfulness at which an answer counts as correct, for the rules "
                              "per correct answer (default: %(default)s)")
+    inputs.add_argument("--allow-other-judge", action="store_true",
+                        help="hold runs graded by different judge models against each other "
+                             "(refused by default: their grades are not on one scale)")
+    inputs.add_argument("--allow-unfinished", action="store_true",
+                        help="hold a run still being written, or stopped before its end "
+                             "(refused by default)")
     output = p.add_argument_group("output")
     output.add_argument("--markdown", type=Path, metavar="FILE",
-                        help="also write the summary here, for a pull request's comment")
+                        help="also write the summary as markdown here, for a pull request's "
+                             "comment")
     output.add_argument("--junit", type=Path, metavar="FILE",
                         help="write a JUnit XML file here, one test case per rule")
     p.set_defaults(handler=handle)
@@ -68,8 +76,9 @@ def handle(args: argparse.Namespace) -> int:
                                  [args.baseline, args.candidate],
                                  [("--rules", args.rules), ("--config", config)])
     result = gate.gate(args.baseline, args.candidate, rules, price_table(config),
-                       correct_at=args.correct_at)
-    print(gate_report.markdown(result), end="")
+                       correct_at=args.correct_at, allow_other_judge=args.allow_other_judge,
+                       allow_unfinished=args.allow_unfinished)
+    print(gate_report.text(result), end="")
     if note := first_epoch_note([args.baseline, args.candidate], "the gate pairs the answers of"):
         print(note, file=sys.stderr)  # stdout is the summary alone
     for path in gate_report.write(result, args.markdown, args.junit):
