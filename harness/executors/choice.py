@@ -43,8 +43,8 @@ def executor_of(kind: object, address: object = None) -> Executor:
     if address is None:
         return Executor(str(kind))
     if kind != "ray":
-        raise ExecutorError(f"address {address!r:.80}: only the ray executor takes a cluster "
-                            f"address (give --executor ray)")
+        raise ExecutorError(f"address: {address!r:.80} given, but only the ray executor takes a "
+                            f"cluster address (give --executor ray)")
     if not isinstance(address, str) or not (
             address == "auto" or (match := _HOST_PORT.fullmatch(address))
             and 0 < int(match["port"]) < 65536):

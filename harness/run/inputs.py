@@ -26,7 +26,7 @@ from freshrag.core.dates import parse_date
 from freshrag.core.errors import UserError
 from freshrag.core.plugins import NAME
 from freshrag.core.types import ROLES
-from freshrag.executors.choice import DEFAULT_EXECUTOR, executor_of
+from freshrag.executors.choice import DEFAULT_EXECUTOR, ExecutorError, executor_of
 from freshrag.retrieval.config import IndexConfig
 from freshrag.run.options import (
     ADDRESS_HELP,
@@ -127,7 +127,10 @@ class RunOptions:
             raise InputError(f"RunOptions.scorers: expected a tuple of scorers' names (of "
                              f"freshrag.SCORERS) or specs (FILE.py:NAME, MODULE:NAME), got "
                              f"{self.scorers!r:.200}")
-        executor_of(self.executor, self.address)  # an ExecutorError names what is wrong
+        try:
+            executor_of(self.executor, self.address)
+        except ExecutorError as err:  # it names the field, as every other check here does
+            raise InputError(f"RunOptions.{err}") from None
         for name, kind in (("probe", ProbeSettings), ("index", IndexConfig), ("config", Path)):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), kind):
                 raise InputError(f"RunOptions.{name}: expected a {kind.__name__} or None, got "
