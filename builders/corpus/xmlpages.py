@@ -13,11 +13,14 @@ import html
 from dataclasses import dataclass
 from typing import Iterator
 
+from freshrag.core.errors import FreshragError
+
 PAGE, END_PAGE = b"<page>", b"</page>"
 
 
-class XMLPageError(ValueError):
-    """A `<page>` without the elements every export page has; the message says which."""
+class XMLPageError(FreshragError, ValueError):
+    """A `<page>` without the elements every export page has; the message says which. Internal:
+    the readers say it again with the file and offset (multistream.py, shards.py)."""
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,17 @@ def said(err: BaseException) -> str:
     return f"{type(err).__name__}: {text}"
 
 
+def traceback_of(err: BaseException, most: int = 4000) -> str:
+    """`err`'s traceback as Python prints it (file, line and code of each frame, then "Type:
+    message"), its last `most` characters: where other people's code failed, kept beside the
+    one-line `said(err)`. A message that cannot be read is said so, as `said` does."""
+    import traceback
+
+    frames = "".join(traceback.format_tb(err.__traceback__))
+    text = f"Traceback (most recent call last):\n{frames}{said(err)}"
+    return text if len(text) <= most else "..." + text[-most:]
+
+
 class UserError(FreshragError):
     """Something the user can fix; the message says what and where (exit status 2). Where the
     user's own code failed (a plugged-in system), `show_cause` asks for the traceback of the

@@ -160,6 +160,8 @@ class SampleFields(TypedDict):
     # the system's own: what it reported, else the wall time of its `answer`; null when none
     answer_latency_s: NotRequired[float | None]
     error: NotRequired[str | None]  # why the pair failed (null when ok)
+    # more of why, where a system's own code raised: its traceback (absent otherwise)
+    error_detail: NotRequired[str | None]
     finished_at: NotRequired[str | None]  # when the row was written (UTC, ISO 8601)
 
 

@@ -42,11 +42,13 @@ from freshrag.core.types import (
 def sample_row(dataset: str, question: Question, system: str, answer: SystemAnswer | None,
                grade: Grade | None, calls: list[LLMResponse], latency_s: float,
                error: str | None = None,
-               answer_latency_s: float | None = None, epoch: int | None = None) -> SampleRow:
+               answer_latency_s: float | None = None, epoch: int | None = None,
+               error_detail: str | None = None) -> SampleRow:
     """One row; `calls` are all the pair's calls, the judge's included. `latency_s` is the pair's
     wall time, judge included; `answer_latency_s` the system's own (what it reports, else
     freshrag's clock around `answer`), None when it gave no answer. `epoch` is written when
-    given (a run of --epochs above 1 gives it to every row)."""
+    given (a run of --epochs above 1 gives it to every row); `error_detail` when a failed pair
+    has more to say than its one-line `error` (the traceback of a system's own exception)."""
     if answer is not None and answer.latency_s is not None:
         answer_latency_s = answer.latency_s
     # cast: the question's fields come as a dict (Question.fields), in the row's order
@@ -64,7 +66,8 @@ def sample_row(dataset: str, question: Question, system: str, answer: SystemAnsw
         "stopped": answer.stopped if answer else None,
         "latency_s": round(latency_s, 4),
         "answer_latency_s": None if answer_latency_s is None else round(answer_latency_s, 4),
-        "error": error, "finished_at": now(),
+        "error": error, **({"error_detail": error_detail} if error_detail else {}),
+        "finished_at": now(),
     })
 
 

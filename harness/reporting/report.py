@@ -305,20 +305,26 @@ def trajectories(rows: list[SampleRow]) -> Iterator[dict[str, Any]]:
                "stopped": row.get("stopped"), "steps": steps}
 
 
-def unscored_reasons(rows: list[SampleRow]) -> Counter:
-    """(label, reason) -> count, the label naming the run identity (harness/reporting/identity.py)."""
-    reasons: Counter = Counter()
+def unscored_reasons(rows: list[SampleRow]) -> tuple[Counter, Counter]:
+    """The pairs without a grade, as two counts of (label, reason): the answers the judge did
+    not score (why not), and the pairs that failed, answer or judge call (their error); the
+    label names the run identity (harness/reporting/identity.py). Both are `unscored` in the
+    summary, but a failed pair is never said to be an unscored answer."""
+    unscored: Counter = Counter()
+    failed: Counter = Counter()
     groups = group_rows(rows)
     names = labels(groups)
     for key, group in groups.items():
         for row in group:
-            if not is_scored(row):
-                failed = row["status"] == "failed"
+            if is_scored(row):
+                continue
+            if row["status"] == "failed":
+                failed[(names[key], row.get("error") or "none recorded")] += 1
+            else:
                 grade = row["grade"]
-                reason = (row.get("error") or "none recorded") if failed else (
-                    (grade["unscored_reason"] if grade else None) or "not graded")
-                reasons[(names[key], ("failed: " if failed else "") + reason)] += 1
-    return reasons
+                unscored[(names[key], (grade["unscored_reason"] if grade else None)
+                          or "not graded")] += 1
+    return unscored, failed
 
 
 def columns_for(columns: Sequence[str], rows: list[dict[str, Any]]) -> tuple[str, ...]:

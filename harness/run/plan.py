@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, cast
 
 from freshrag.core.dataset import Dataset
-from freshrag.core.errors import UserError, said
+from freshrag.core.errors import UserError, said, traceback_of
 from freshrag.core.manifest import read_manifest
 from freshrag.core.records import Manifest, SampleRow
 from freshrag.core.samples import (
@@ -230,7 +230,8 @@ def answer_and_grade(dataset: Dataset, question: Question, name: str, system: Sy
         except BaseException as err:  # a system's own code, SystemExit too: this pair fails
             return row_of(dataset.name, question, name, answer, None, calls,
                           time.monotonic() - started, answer_latency_s=answered,
-                          error=f"system {name!r} raised {said(err)}"[:2000])
+                          error=f"system {name!r} raised {said(err)}"[:2000],
+                          error_detail=traceback_of(err))  # where in their code: file, line
         row = row_of(dataset.name, question, name, answer, grade, calls,
                      time.monotonic() - started, answer_latency_s=answered)
         if problem := row_problem(row):  # a reader's refusal, not met above: kept without it

@@ -15,6 +15,7 @@ import hashlib
 import importlib.metadata
 import platform
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
@@ -132,8 +133,12 @@ def _answer_pairs(plan: RunPlan, systems: dict[str, System], recorder: CallRecor
 
     def run_pair(pair: Pair) -> SampleRow:
         question, name, epoch = pair
-        return keep(pair, answer_and_grade(dataset, question, name, systems[name], recorder,
-                                           row_epoch(config, epoch)))
+        row = keep(pair, answer_and_grade(dataset, question, name, systems[name], recorder,
+                                          row_epoch(config, epoch)))
+        if config.concurrency == 1 and row.get("error_detail"):  # one pair at a time: debugging
+            print(f"\n{row['error']} on question {question.id}:\n{row['error_detail']}",
+                  file=sys.stderr, flush=True)
+        return row
 
     try:
         if executor is None:

@@ -81,13 +81,16 @@ def _default_config() -> Path | None:
 
 
 def print_unscored(rows: list[SampleRow]) -> None:
-    """The answers the judge could not score, by system and reason, as the run and the report
-    print them."""
-    reasons = report_tables.unscored_reasons(rows)
-    if reasons:
-        print("\nunscored answers (system: reason × count):")
-        for (system, reason), count in reasons.most_common():
-            print(f"  {system}: {reason[:300]} × {count}")
+    """The pairs that failed, by system and error, and the answers the judge could not score, by
+    system and reason, as the run and the report print them."""
+    unscored, failed = report_tables.unscored_reasons(rows)
+    for heading, reasons in (("failed pairs (system: error × count; error_detail in "
+                              "samples.jsonl holds a system's traceback)", failed),
+                             ("unscored answers (system: reason × count)", unscored)):
+        if reasons:
+            print(f"\n{heading}:")
+            for (system, reason), count in reasons.most_common():
+                print(f"  {system}: {reason[:300]} × {count}")
 
 
 @dataclass

@@ -111,15 +111,26 @@ def test_a_resume_with_changed_code_is_refused_naming_the_system(own, capsys):
     assert "system.mine.sha256: was " in error and "holds a run with other settings" in error
 
 
-def test_a_system_that_raises_fails_its_pair_and_the_run_goes_on(own):
+@pytest.mark.parametrize("concurrency", ["2", "1"])
+def test_a_system_that_raises_fails_its_pair_and_the_run_goes_on(own, capsys, concurrency):
     tmp_path, command, plugin, _ = own
     plugin.write_text(MY_RAG.replace("FAIL_ON_TOWN_2 = False", "FAIL_ON_TOWN_2 = True"))
+    command = [*command[:-1], concurrency]
     assert main(command) == 1  # some pairs failed: exit 1, every other row written
     rows = read_samples(tmp_path / "run" / "samples.jsonl")
     failed = [row for row in rows if row["status"] == "failed"]
     assert [(row["system"], row["gold_title"]) for row in failed] == [("mine", "Town 2")]
     assert failed[0]["error"] == "system 'mine' raised KeyError: 'no index for Town 2'"
     assert len(rows) == 12
+    # where in their code: the file and the line that raised, in the row and, one pair at a
+    # time, on the terminal as it happens
+    raising = MY_RAG.splitlines().index('            raise KeyError("no index for Town 2")')
+    # (the file's name: a module of the same text imported before is used again)
+    where = f'{plugin.name}", line {raising + 1}, in answer'
+    assert where in failed[0]["error_detail"]
+    said = capsys.readouterr()
+    assert (where in said.err) == (concurrency == "1")
+    assert "failed pairs (system: error" in said.out and "unscored answers" not in said.out
 
 
 def test_a_plugin_that_fails_to_import_is_one_error_with_its_own_traceback(own, capsys):

@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = {"harness": "freshrag", "builders": "freshrag.builders", "systems": "freshrag.systems"}
 # Caught inside freshrag, never shown to the user as such: one reaching `main` is a bug.
 INTERNAL = {"FreshragError", "ReplyError", "GradeParseError", "ProbeError", "BudgetExceeded",
-            "Pending", "HttpFault", "PickleRefused", "Refused", "_Built", "BoundReached"}
+            "Pending", "HttpFault", "PickleRefused", "Refused", "_Built", "BoundReached",
+            "XMLPageError"}
 
 
 def exception_classes() -> dict[str, type]:

@@ -23,7 +23,7 @@ ACCEPTED = {
     "usage": (dict,), "grade": (dict, NONE), "calls": (list,), "details": (dict, NONE),
     "steps": (list,), "stopped": (str, NONE), "latency_s": (int, float, NONE),
     "answer_latency_s": (int, float, NONE),
-    "error": (str, NONE), "finished_at": (str, NONE),
+    "error": (str, NONE), "error_detail": (str, NONE), "finished_at": (str, NONE),
 }
 
 

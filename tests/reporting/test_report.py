@@ -41,9 +41,9 @@ def test_answers_without_a_usable_decision_are_counted():
     assert by_system["naive"]["no_decision"] == 0
 
 
-def test_unscored_reasons_say_failed_or_why():
-    reasons = report.unscored_reasons(ROWS)
-    assert reasons == {("naive", "invalid JSON"): 1, ("naive", "failed: HTTP 500"): 1}
+def test_failed_pairs_are_counted_apart_from_unscored_answers():
+    unscored, failed = report.unscored_reasons(ROWS)
+    assert unscored == {("naive", "invalid JSON"): 1} and failed == {("naive", "HTTP 500"): 1}
 
 
 def test_all_unscored_group_has_no_mean():
