@@ -177,7 +177,7 @@ def check_resume(dataset: Dataset, config: RunConfig, llm: LLMClient, factories:
     settings, another writer), so that a caller can ask before it starts a server or builds an
     index. `llm` need not be started; `index` is the retrieval settings
     (rundir.INDEX_SETTINGS) if a system retrieves."""
-    previous = read_manifest(config.out)
+    previous = _binding(config.out)
     check_kind(config.out, previous, "run")
     check_resumable(config.out)  # a manifest and rows the runner can read
     if previous is not None:
@@ -202,9 +202,21 @@ class _RunningTotals:
             f", {self.failed} failed" if self.failed else "")
 
 
+def _binding(out: Path) -> Manifest | None:
+    """The manifest a run into `out` must agree with: the one there, unless no row was written
+    under it (a run that stopped before its first pair pins no settings to its --out). Another
+    kind of directory (a dataset, an import) is refused whatever it holds."""
+    previous = read_manifest(out)
+    if previous is None:
+        return None
+    check_kind(out, previous, "run")
+    samples = out / SAMPLES
+    return previous if samples.exists() and samples.stat().st_size > 0 else None
+
+
 def _start_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
                     prompts: dict[str, str], retriever: Retriever | None) -> Manifest:
-    previous = read_manifest(config.out)
+    previous = _binding(config.out)
     manifest = _checked_manifest(dataset, config, llm, factories, prompts,
                                  retriever.record() if retriever else None, previous)
     manifest["judge_probe"] = (previous or {}).get("judge_probe")  # kept until probed again

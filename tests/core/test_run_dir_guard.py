@@ -107,6 +107,23 @@ def test_a_resume_with_other_settings_is_refused_naming_both_values(
     assert snapshot(tmp_path / "run") == before
 
 
+def test_a_run_that_stopped_before_its_first_row_pins_no_settings(tmp_path, fake_server,
+                                                                   capsys):
+    # an endpoint that refuses the key: the run stops at its first call, before any row
+    fake_server(reply=lambda request: {"error": {"status": 401, "message": "bad key"}})
+    assert run(tmp_path, "baseline", "--seed", "1") == 2
+    fake_server()  # the endpoint as it should be
+    assert (tmp_path / "run" / "manifest.json").exists()
+    assert not read_samples(tmp_path / "run" / "samples.jsonl")  # not one row
+    capsys.readouterr()
+    assert run(tmp_path, "baseline", "--seed", "2") == 0  # other settings: nothing to keep
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["config"]["seed"] == 2
+    # once a row is written, the settings bind as ever
+    assert run(tmp_path, "baseline", "--seed", "3") == 2
+    assert "seed: was 2, now 3" in capsys.readouterr().err
+
+
 def test_a_changed_prompt_is_refused_with_both_hashes(tmp_path, fake, monkeypatch, capsys):
     assert run(tmp_path) == 0
     old = hashlib.sha256(judge.JUDGE_PROMPT.encode()).hexdigest()
