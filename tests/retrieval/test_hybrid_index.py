@@ -11,7 +11,7 @@ from freshrag.reporting.identity import retriever_model
 from freshrag.retrieval.chunking import chunk_articles
 from freshrag.retrieval.config import IndexConfig, RetrievalError
 from freshrag.retrieval.index import open_index
-from freshrag.retrieval.store import connect
+from freshrag.retrieval.store import Request, connect
 from tests.support.fakes import BagOfWordsEmbedder
 from tests.support.systems import CORPUS
 
@@ -37,8 +37,7 @@ def test_weight_0_is_the_dense_query_exactly(tmp_path):
     try:
         hits = [(h.title, h.index, h.score) for h in index.retrieve(QUERY)]
         [vector] = index.embedder.embed([QUERY])
-        every = index.client.query_points(index.collection, query=vector, limit=index.chunks,
-                                          with_payload=True).points
+        [every] = index.client.search([Request(vector, index.chunks)])
         record = index.record()
     finally:
         index.close()
