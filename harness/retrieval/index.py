@@ -54,6 +54,8 @@ class Collection(Protocol):
 
     def search(self, requests: Sequence[store.Request]) -> list[list[Any]]: ...
 
+    def payloads(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]: ...
+
     def points(self) -> Iterator[store.StoredPoint]: ...
 
     def record(self) -> dict[str, Any]: ...
@@ -63,15 +65,20 @@ class Collection(Protocol):
 
 @dataclass(frozen=True)
 class Candidates:
-    """One query's best chunks on each side, (point id, score) best first, and their payloads."""
+    """One query's best chunks on each side, (point id, score) best first, and the collection
+    that holds their payloads: only the top k's are read (on the engine, a read from disk each)."""
 
     dense: list[lexical.Hit]
     lexical: list[lexical.Hit]
-    payloads: dict[int, dict[str, Any]]
+    collection: Collection
 
     def top(self, weight: float, k: int) -> list[RetrievedChunk]:
-        return [_chunk(self.payloads[point], score)
-                for point, score in lexical.fuse(self.dense, self.lexical, weight, k)]
+        return _chunks(self.collection, lexical.fuse(self.dense, self.lexical, weight, k))
+
+
+def _chunks(collection: Collection, hits: list[lexical.Hit]) -> list[RetrievedChunk]:
+    payloads = collection.payloads([point for point, _ in hits]) if hits else {}
+    return [_chunk(payloads[point], score) for point, score in hits]
 
 
 def _rounded(score: float) -> float:
@@ -136,10 +143,9 @@ class VectorIndex:
         answers = iter(self.client.search(requests))
         found = []
         for vector in vectors:
-            sides = [next(answers) for _ in range(2 if vector is not None else 1)]
-            payloads = {int(hit.id): hit.payload or {} for side in sides for hit in side}
-            hits = [_ranked(side) for side in sides]
-            found.append(Candidates(hits[0] if vector is not None else [], hits[-1], payloads))
+            hits = [_ranked(next(answers)) for _ in range(2 if vector is not None else 1)]
+            found.append(Candidates(hits[0] if vector is not None else [], hits[-1],
+                                    self.client))
         return found
 
     def _dense_top(self, vector: list[float], k: int) -> list[RetrievedChunk]:
@@ -150,10 +156,9 @@ class VectorIndex:
             limit = min(self.chunks, max(2 * limit, k + 8))
             [points] = self.client.search([store.Request(vector, limit)])
             ranked = _ranked(points)
-            payloads = {int(point.id): point.payload or {} for point in points}
             if len(points) < limit or limit >= self.chunks or len(ranked) <= k \
                     or _rounded(points[-1].score) < ranked[k - 1][1]:
-                return [_chunk(payloads[point], score) for point, score in ranked[:k]]
+                return _chunks(self.client, ranked[:k])
 
     def record(self) -> dict[str, Any]:
         return {"collection": self.collection, "chunks": self.chunks, "store": self.client.where,

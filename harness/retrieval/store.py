@@ -73,11 +73,15 @@ class ClientCollection:
 
         queries = [models.QueryRequest(query=models.SparseVector(
                        indices=r.vector.indices, values=r.vector.values), using=LEXICAL,
-                       limit=r.limit, with_payload=True)
+                       limit=r.limit)
                    if isinstance(r.vector, lexical.SparseTerms) else
-                   models.QueryRequest(query=r.vector, limit=r.limit, with_payload=True)
+                   models.QueryRequest(query=r.vector, limit=r.limit)
                    for r in requests]
         return [answer.points for answer in self.client.query_batch_points(self.name, queries)]
+
+    def payloads(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        return {int(point.id): point.payload or {}
+                for point in self.client.retrieve(self.name, list(ids), with_payload=True)}
 
     def points(self, page: int = 2_000) -> Iterator[StoredPoint]:
         """Every point in id order: (id, dense vector, sparse terms, payload)."""

@@ -201,3 +201,13 @@ def test_concurrent_searches_return_what_serial_ones_do(tmp_path):
             assert list(pool.map(index.retrieve, queries)) == serial
     finally:
         index.close()
+
+
+def test_an_engine_not_installed_is_named_with_the_extra_to_install(tmp_path, monkeypatch):
+    def absent(name):
+        raise edge.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(edge.metadata, "version", absent)
+    with pytest.raises(RetrievalError, match=r"not installed: pip install 'freshrag\[world\]', "
+                                             r"or give --engine local"):
+        build(tmp_path)
