@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
 from importlib import metadata
 from itertools import islice
 from pathlib import Path
@@ -376,9 +375,3 @@ def _point(i: int, chunk: Chunk, vector: list[float], average: float) -> Any:
                                                         values=terms.values)},
                  {"title": chunk.title, "chunk": chunk.index, "text": chunk.text})
 
-
-def disk_bytes(directory: Path, collection: str) -> int:
-    """What the index takes on disk (the shard and its record)."""
-    path = shard_path(directory, collection)
-    return sum(os.path.getsize(os.path.join(root, name))
-               for root, _, names in os.walk(path) for name in names)
