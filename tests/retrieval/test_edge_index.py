@@ -6,6 +6,10 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
+import signal
+import subprocess
+import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -18,6 +22,7 @@ from freshrag.retrieval.chunking import chunk_articles
 from freshrag.retrieval.config import IndexConfig, RetrievalError
 from freshrag.retrieval.index import engine_of, index_key, open_index
 from freshrag.retrieval.store import content_hash
+from tests import ROOT
 from tests.support.fakes import BagOfWordsEmbedder
 from tests.support.systems import CORPUS
 
@@ -211,3 +216,47 @@ def test_an_engine_not_installed_is_named_with_the_extra_to_install(tmp_path, mo
     with pytest.raises(RetrievalError, match=r"not installed: pip install 'freshrag\[world\]', "
                                              r"or give --engine local"):
         build(tmp_path)
+
+
+KILLED_BUILD = """
+import sys, time
+from pathlib import Path
+from freshrag.retrieval.config import IndexConfig
+from freshrag.retrieval.index import open_index
+from tests.support.fakes import BagOfWordsEmbedder
+from tests.support.systems import CORPUS
+
+class Marked(BagOfWordsEmbedder):
+    def embed(self, texts):
+        Path(sys.argv[2]).write_text(str(self.batches))  # batches before this one are stored
+        if self.batches == 16:  # the first window of 16 batches is flushed: killed here
+            time.sleep(60)
+        return super().embed(texts)
+
+open_index(CORPUS, IndexConfig(directory=Path(sys.argv[1]), engine="edge", batch_size=2,
+                             chunk_size=300, chunk_overlap=20), Marked(), progress=False)
+"""
+
+
+def test_a_build_killed_outright_keeps_its_flushed_windows_and_resumes(tmp_path):
+    """SIGKILL, no clean-up: the shard opens again with every window flushed before the kill,
+    and only the rest is embedded."""
+    marker = tmp_path / "stored"
+    process = subprocess.Popen([sys.executable, "-c", KILLED_BUILD, str(tmp_path / "edge"),
+                                str(marker)], cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 60
+        while not (marker.exists() and marker.read_text() == "16"):
+            assert process.poll() is None and time.monotonic() < deadline, "the build never began"
+            time.sleep(0.05)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    total = len(chunk_articles(CORPUS.values(), 300, 20))
+    resumed = BagOfWordsEmbedder()
+    index = open_index(CORPUS, replace(config(tmp_path), batch_size=2), resumed, progress=False)
+    try:
+        assert resumed.texts == total - 16 * 2 and index.client.count() == total
+        assert index.retrieve(QUERIES[0])[0].title == "Kettering Comet"
+    finally:
+        index.close()
