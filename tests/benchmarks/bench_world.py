@@ -188,6 +188,14 @@ def disk_mb(path: Path) -> float:
     return sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file()) / 2**20
 
 
+def cached_mb(directory: Path) -> float:
+    """What the engine keeps loaded of an index (the int8 vectors, the graph, the id tracker)."""
+    from freshrag.retrieval.edge import CACHED
+
+    return sum(f.stat().st_size for pattern in CACHED
+               for f in directory.glob(f"edge/*/segments/{pattern}")) / 2**20
+
+
 def one(engine: str, size: int, work: Path, count: int) -> dict:
     directory = work / f"{engine}-{size}"
     me = [sys.executable, __file__, "--child"]
@@ -202,20 +210,19 @@ def one(engine: str, size: int, work: Path, count: int) -> dict:
            "open_memory": searched["open"],
            "searched_memory": searched["searched"], "search_peak_mb": round(search_peak),
            "dense": searched["dense"], "hybrid": searched["hybrid"],
-           "disk_mb": round(disk_mb(directory))}
+           "disk_mb": round(disk_mb(directory)), "cached_mb": round(cached_mb(directory))}
     shutil.rmtree(directory)
     return row
 
 
 def extrapolation(row: dict) -> dict:
-    """21M passages from the largest engine size, linear in passages: the index's part of the
-    memory (after searching, less the process before it opened the index) scaled, the rest kept."""
+    """21M passages from the largest engine size, linear in passages: the memory is what the
+    engine keeps loaded (int8 vectors, graph, id tracker) scaled, beside the run's anonymous
+    memory after searching; the pages of the files searches read are the page cache's."""
     scale = WORLD / row["passages"]
-    memory = {kind: (row["searched_memory"][kind] - row["before_open"][kind]) * scale
-              + row["before_open"][kind] for kind in ("rss_mb", "anon_mb")}
     return {"passages": WORLD, "from": row["passages"],
-            "memory_gb": round(memory["rss_mb"] / 1024, 1),
-            "anonymous_memory_gb": round(memory["anon_mb"] / 1024, 1),
+            "memory_gb": round((row["cached_mb"] * scale + row["searched_memory"]["anon_mb"])
+                               / 1024, 1),
             "disk_gb": round(row["disk_mb"] * scale / 1024),
             "build_hours_without_model": round(row["build_s"] * scale / 3600, 1)}
 
