@@ -231,3 +231,17 @@ def test_the_printed_report_shows_both_tables():
     printed = sections.render_analysis(done)
     assert "### Three-way oracle router" in printed and "### Savings by hops" in printed
     assert "oracle-router: baseline \\| naive \\| react" in printed
+
+
+def test_an_agent_that_answers_without_searching_stays_the_agent_and_decides_nothing():
+    """Which systems decide is what they declare (Declarations.kind), never what their rows
+    did: react answering q1 without a search is still the third option, and neither it nor a
+    fixed system is judged as a decider; a decider that retrieved every time still decides."""
+    rows = scripted()
+    plain = answer_row("baseline", "q1", TRUTH["q1"]["react"])
+    rows = [dict(plain, system="react") if (r["system"], r["question_id"]) == ("react", "q1")
+            else r for r in rows]
+    rows += [dict(r, system="boolean") for r in scripted(("naive",))]  # retrieved every time
+    assert savings.router_tables(Answers(rows))["router3"]  # the router is there
+    decided = {r["system"] for r in analysis.analyse(rows)["decisions"]}
+    assert decided == {"oracle-router", "boolean"}
