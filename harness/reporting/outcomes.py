@@ -26,6 +26,7 @@ from freshrag.reporting.identity import Identity, comparable
 from freshrag.reporting.retrieval_metrics import gold_set, search_count
 from freshrag.systems import SYSTEMS
 
+MIN_PAIRED = 10  # paired questions below which no interval or p-value is given (too few to test)
 CORRECT_AT = 4  # judge truthfulness (1..5) at or above which an answer that did not abstain is correct
 
 
@@ -91,6 +92,17 @@ def decides(group: list[SampleRow]) -> bool:
     router), whatever its rows did: an agent that answered some question without searching is
     still the agent."""
     return kind(group) == "decides"
+
+
+def untested(diffs: list[float]) -> str | None:
+    """Why paired differences support no interval or p-value, as their cells say instead
+    (docs/reports.md#how-sure-the-numbers-are): fewer than MIN_PAIRED questions, or no variance
+    (every question differs by the same amount); None when they can be tested."""
+    if len(diffs) < MIN_PAIRED:
+        return f"n = {len(diffs)}, below {MIN_PAIRED}"
+    if len(set(diffs)) < 2:
+        return "no variance"
+    return None
 
 
 def hops(row: SampleRow) -> int:

@@ -96,6 +96,16 @@ def format_value(value: Any, column: str = "") -> str:
     return str(value)
 
 
+UNTESTED_CELLS = ("interval", "p_value")  # where a paired test's row says why it has none
+
+
+def cell_value(row: dict[str, Any], column: str) -> Any:
+    """What a table's cell shows of `row`: its value, or, in the interval and p-value cells of
+    a paired comparison too small or too even to test, why there is none (outcomes.untested)."""
+    why = row.get("untested")
+    return why if why and column in UNTESTED_CELLS else row.get(column)
+
+
 def is_interval(value: list[Any]) -> bool:
     """[value, low, high] or [low, high] of numbers (the analysis's intervals)."""
     return len(value) in (2, 3) and all(
