@@ -1,7 +1,9 @@
 """Statistics that know their n (docs/reports.md#how-sure-the-numbers-are): paired comparisons
 too small (below outcomes.MIN_PAIRED questions) or too even (no variance) to test print why
 instead of an interval and a p-value, alike in the printed report, its markdown and the HTML
-page; the first screen says when n is too small."""
+page; the first screen says when n is too small. Numbers keep their digits
+(docs/reports.md#numbers-as-shown): costs and per-correct figures as many as tell neighbouring
+systems apart, every figure with thousands separators."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 from freshrag.reporting import analysis, outcomes, savings
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.render import html
+from freshrag.reporting.render.terminal import format_value
 from freshrag.reporting.report import markdown_table, render, summarise
 from tests.reporting.test_analysis import row
 
@@ -56,3 +59,35 @@ def test_the_first_screen_says_when_n_is_too_small_to_test(questions, said):
     first_screen = render(summarise(rows), "markdown")
     assert ("fewer than 10 scored answers for 2 of 2 system(s)" in first_screen) is said
     assert f"| {questions} |" in first_screen  # n per system
+
+
+# --------------------------------------------------------------------------- digits
+
+
+COSTS = {"naive": 0.00371, "react": 0.0058, "iterative": 0.0082, "decompose": 0.0089}
+
+
+def test_neighbouring_costs_keep_the_digits_that_tell_them_apart():
+    shown = {name: format_value(cost, "cost_usd") for name, cost in COSTS.items()}
+    assert shown == {"naive": "0.00371", "react": "0.0058", "iterative": "0.0082",
+                     "decompose": "0.0089"}
+    assert format_value([0.0058, 0.0041, 0.0072], "cost_per_question") == \
+        "0.0058 [0.0041, 0.0072]"
+    assert format_value(0.5, "cost_per_correct") == "0.50"
+    assert format_value(0.456, "score") == "0.46"  # other columns keep 2 decimals
+
+
+def test_large_figures_have_thousands_separators():
+    assert format_value(1121.7, "tokens_per_correct") == "1,121.70"
+    assert format_value([12345.678, 1000.0, 99999.5], "input_tokens") == \
+        "12,345.68 [1,000.00, 99,999.50]"
+
+
+def test_markdown_and_html_show_costs_alike():
+    table = [{"system": name, "cost_usd": cost, "tokens_per_correct": 1121.7}
+             for name, cost in COSTS.items()]
+    printed = markdown_table(table, ("system", "cost_usd", "tokens_per_correct"))
+    page = html._table("cost", table, ("system", "cost_usd", "tokens_per_correct"))
+    for cost in ("0.00371", "0.0058", "0.0082", "0.0089", "1,121.70"):
+        assert cost in printed and cost in page
+    assert "0.01 " not in printed and ">0.01<" not in page
