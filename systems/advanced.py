@@ -23,6 +23,7 @@ TOOL_NAME = MORE_INFORMATION_TOOL["function"]["name"]
 
 
 class Advanced(Declarations):
+    kind = "decides"  # decides per question whether to retrieve
     uses_index = True
     # the answer role only when the decision retrieves
     call_shape = CallShape({"decision": (2, 2), "answer": (0, 1)})

@@ -27,6 +27,7 @@ from freshrag.core.types import (
     Step,
     SystemAnswer,
     SystemContext,
+    SystemKind,
 )
 from freshrag.llm.tokens import count_messages
 from freshrag.systems.prompts import NO_EXTRACTS, answer_messages
@@ -49,6 +50,7 @@ class Agent(Declarations):
     Each agent names the function that gives that shape where it subclasses this:
     `class React(Agent, shape=shape)`."""
 
+    kind: SystemKind = "agent"
     uses_index = True
     uses_steps = True
     shape: Callable[[int], CallShape]

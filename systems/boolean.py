@@ -18,6 +18,7 @@ from freshrag.systems.rag import answered, decided, from_steps, parse_decision, 
 
 
 class Boolean(Declarations):
+    kind = "decides"  # decides per question whether to retrieve
     uses_index = True
     # answered by the decision call, or after it
     call_shape = CallShape({"decision": (1, 1), "answer": (0, 1)})

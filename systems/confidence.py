@@ -67,6 +67,7 @@ def retrieve_probability(response: LLMResponse) -> Probability:
 
 
 class Confidence(Declarations):
+    kind = "decides"  # decides per question whether to retrieve
     uses_index = True
     call_shape = CallShape({"decision": (1, 1), "answer": (1, 1)})
 

@@ -5,8 +5,9 @@ then has the calls the decision left. `multi_step` true is the agent whatever `r
 
 The decide step's text and `details.decision` are the route: `no-retrieval`, `one-retrieval`,
 `multi-step`, or `none` for a reply that is no such call with two booleans, answered without
-retrieval as rag.py's `none` is. The report reads `decision` only to tell a system that decides
-(any label) and to count `none` (`no_decision`); whether it retrieved comes from `retrievals`.
+retrieval as rag.py's `none` is. The report reads `decision` only to count `none`
+(`no_decision`); that the router decides is its declared `kind`, and whether it retrieved comes
+from `retrievals`.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def shape(max_steps: int) -> CallShape:
 
 
 class Router(Agent, shape=shape):
+    kind = "decides"  # routes each question; its agent is one of the routes, not what it is
+
     def answer(self, question: Question) -> SystemAnswer:
         bounds = Bounds(self.context)
         context = bounds.bounded(self.context)

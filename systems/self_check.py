@@ -41,6 +41,7 @@ def parse_rating(response: LLMResponse) -> int | None:
 
 
 class SelfCheck(Declarations):
+    kind = "decides"  # decides per question whether to retrieve
     uses_index = True
     # the answer role only when the rating retrieves
     call_shape = CallShape({"decision": (2, 2), "answer": (0, 1)})

@@ -8,7 +8,7 @@ through the `System` Protocol (section IV of the paper); every LLM call comes ba
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, ContextManager, Protocol, TypeVar, runtime_checkable
+from typing import Any, Callable, ContextManager, Literal, Protocol, TypeVar, runtime_checkable
 
 # `labeller`: labels questions (builders/labels/labeller.py); `scorer`: every scorer beyond the judge
 # (harness/scoring/), counted apart from the judge's tokens
@@ -31,6 +31,9 @@ UNKNOWN = "unknown"
 STEP_KINDS = ("decide", "search", "read", "reason", "answer")
 # Why an agent's answer was cut short (SystemAnswer.stopped; docs/methods.md#agents)
 STOPS = ("max_steps", "budget")
+# What a system declares it is (Declarations.kind; docs/own-system.md)
+SystemKind = Literal["fixed", "decides", "agent"]
+SYSTEM_KINDS: tuple[SystemKind, ...] = ("fixed", "decides", "agent")
 DEFAULT_MAX_STEPS = 5  # an agent's most model calls for one answer (--max-steps)
 DEFAULT_TOKEN_BUDGET = 32_000  # an agent's most tokens, in and out, for one answer (--token-budget)
 
@@ -215,6 +218,17 @@ class Declarations:
     # it runs
     uses_steps: bool = False
     call_shape: CallShape | None = None  # None: not declared, so nothing holds it to a bound
+    # what the report takes it for (docs/reports.md#the-three-way-router): "fixed" retrieves
+    # the same way for every question, "decides" decides per question whether to retrieve (a
+    # decider or a router), "agent" searches in as many steps as it chooses
+    kind: SystemKind = "fixed"
+
+
+def system_kind(factory: object) -> SystemKind:
+    """What a system's class (or factory) declares it is (`Declarations.kind`): "fixed" unless
+    it declares "decides" or "agent"."""
+    kind = getattr(factory, "kind", "fixed")
+    return kind if kind in SYSTEM_KINDS else "fixed"
 
 
 def uses_index(factory: object) -> bool:

@@ -86,7 +86,7 @@ def analyse(data: Dataset, rows: list[SampleRow], stated: str | None,
         "questions": {"asked": len(asked), "undated": len(undated),
                       "left_out": {s: dict(left_out[s]) for s in SYSTEMS}},
         "months": table,
-        "fall": _fall_record(fall, months),
+        "fall": _fall_record(fall, months, [row["closed_book"]["n"] for row in table]),
         "stated_cutoff": _stated(stated, stated_from),
         "settings": {"min_side": breakpoint.MIN_SIDE, "permutations": breakpoint.PERMUTATIONS,
                      "bootstrap_samples": breakpoint.BOOTSTRAP_SAMPLES,
@@ -124,11 +124,19 @@ def _interval(values: Sequence[float]) -> list[float] | None:
     return list(bootstrap_interval(values, mean, seed=SEED)) if len(values) >= 2 else None
 
 
-def _fall_record(fall: breakpoint.Fall, months: list[str]) -> dict[str, Any]:
-    """The fit with its months by name (the fit found none when there are no months)."""
+def _fall_record(fall: breakpoint.Fall, months: list[str], counts: list[int]) -> dict[str, Any]:
+    """The fit with its months by name (the fit found none when there are no months). Its
+    interval starts at the first month the data cannot tell from its low end: a step fitted at
+    a month after months without questions fits as well at any of them."""
+    interval = None
+    if fall.interval is not None:
+        low, high = fall.interval
+        while low > 0 and counts[low - 1] == 0:
+            low -= 1
+        interval = [months[low], months[high]]
     return {"found": fall.month is not None,
             "month": None if fall.month is None else months[fall.month],
-            "interval": None if fall.interval is None else [months[i] for i in fall.interval],
+            "interval": interval,
             "level_before": fall.before, "level_after": fall.after, "p_value": fall.p_value,
             "bootstrap_share": fall.bootstrap_share, "reason": fall.reason}
 
@@ -188,13 +196,31 @@ def _cell(part: dict[str, Any], value: str, interval: str) -> str:
     return f"{part[value]:.2f}" + (f" [{bounds[0]:.2f}, {bounds[1]:.2f}]" if bounds else "")
 
 
+def _spans(months: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    """The table's rows as (first, last) indices into `months`: each month with questions alone,
+    each run of two or more months without any collapsed into one."""
+    empty = [row["closed_book"]["n"] == 0 and row["open_book"]["n"] == 0 for row in months]
+    spans: list[tuple[int, int]] = []
+    for i, blank in enumerate(empty):
+        if blank and spans and empty[spans[-1][0]] and spans[-1][1] == i - 1:
+            spans[-1] = (spans[-1][0], i)
+        else:
+            spans.append((i, i))
+    return spans
+
+
 def render(document: dict[str, Any]) -> str:
     """The table by month in markdown, headed by the estimate and followed by the notes."""
     lines = [f"# Effective knowledge cutoff: {document['dataset']}", "", headline(document), "",
              "| month | n | closed-book truthfulness | answered well (>= 4) | n open | "
              "open-book truthfulness |", "| --- | ---: | --- | --- | ---: | --- |"]
-    for row in document["months"]:
+    for first, last in _spans(document["months"]):
+        row = document["months"][first]
         closed, opened = row["closed_book"], row["open_book"]
+        if first != last:
+            lines.append(f"| {row['month']} to {document['months'][last]['month']} "
+                         f"({last - first + 1} months without questions) | 0 | | | 0 | |")
+            continue
         lines.append(f"| {row['month']} | {closed['n']} | {_cell(closed, 'mean', 'interval')} "
                      f"| {_cell(closed, 'well_share', 'well_interval')} | {opened['n']} | "
                      f"{_cell(opened, 'mean', 'interval')} |")

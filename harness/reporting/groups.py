@@ -38,6 +38,7 @@ from freshrag.core.stats import bootstrap_interval, min_detectable_difference, w
 from freshrag.core.summary import context_of
 from freshrag.core.types import WORDING_AXES
 from freshrag.reporting.identity import Identity, group_rows, labels
+from freshrag.reporting.outcomes import untested
 
 JUDGE_CORRECT = 4  # truthfulness (1..5) from which the judge's second opinion says correct
 TAGS = ("robust", "non_robust", "gap", "unscored")
@@ -164,10 +165,17 @@ def paired_test(axis: str, first: str, second: str, pairs: list[tuple[bool, bool
             "accuracy_a": _share(sum(a for a, _ in pairs), len(pairs)),
             "accuracy_b": _share(sum(b for _, b in pairs), len(pairs)),
             "difference": round(sum(diffs) / len(diffs), 4),
-            "interval": list(bootstrap_interval(diffs, lambda d: sum(d) / len(d), seed=seed)),
             "only_a_right": only_first, "only_b_right": only_second,
-            "p_value": round(min(1.0, p_value), 4), "mdd": min_detectable_difference(diffs),
-            "test": "exact McNemar (binomial, two-sided)"}
+            **_tested(diffs, p_value, seed), "test": "exact McNemar (binomial, two-sided)"}
+
+
+def _tested(diffs: list[int], p_value: float, seed: int) -> dict[str, Any]:
+    """The interval, p-value and mdd, or (outcomes.untested) none of them and why not."""
+    why = untested([float(d) for d in diffs])
+    if why is not None:
+        return {"interval": None, "p_value": None, "mdd": None, "untested": why}
+    return {"interval": list(bootstrap_interval(diffs, lambda d: sum(d) / len(d), seed=seed)),
+            "p_value": round(min(1.0, p_value), 4), "mdd": min_detectable_difference(diffs)}
 
 
 def _share(part: int, whole: int) -> float | None:

@@ -34,8 +34,8 @@ def decision_quality(answers: Answers, baseline: str = "baseline",
 def decisions_and_notes(answers: Answers, baseline: str = "baseline",
                         naive: str = "naive") -> tuple[list[dict[str, Any]], list[str]]:
     """For each `baseline` and `naive` run of one dataset that are comparable (same judge and
-    answering models): the oracle router, then every comparable system that decides (its rows
-    record a decision) judged against "needed". Notes say what could not be judged, and why."""
+    answering models): the oracle router, then every comparable system that decides (its declared
+    kind, outcomes.decides) judged against "needed". Notes say what could not be judged, and why."""
     groups = answers.groups()
     names = labels(groups)
     table, judged = [], set()

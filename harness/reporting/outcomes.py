@@ -21,9 +21,12 @@ from typing import Any
 
 from freshrag.core.records import SampleRow
 from freshrag.core.samples import answer_tokens, judge_scores
+from freshrag.core.types import SystemKind, system_kind
 from freshrag.reporting.identity import Identity, comparable
 from freshrag.reporting.retrieval_metrics import gold_set, search_count
+from freshrag.systems import SYSTEMS
 
+MIN_PAIRED = 10  # paired questions below which no interval or p-value is given (too few to test)
 CORRECT_AT = 4  # judge truthfulness (1..5) at or above which an answer that did not abstain is correct
 
 
@@ -76,14 +79,30 @@ def latency(rows: list[SampleRow]) -> dict[str, Any] | None:
     return {"answers": len(values), "p50_s": round(rank[50], 3), "p95_s": round(rank[95], 3)}
 
 
+def kind(group: list[SampleRow]) -> SystemKind:
+    """What the group's system declares it is (`Declarations.kind`, docs/own-system.md), never
+    what its rows happened to do: "fixed" for a system freshrag does not ship (an import, a
+    user's own)."""
+    name = group[0]["system"] if group else ""
+    return system_kind(SYSTEMS[name]) if name in SYSTEMS else "fixed"
+
+
 def decides(group: list[SampleRow]) -> bool:
-    """A system that records retrieval decisions, or (an imported run) retrieved for some
-    questions and not for others."""
-    if any((row.get("details") or {}).get("decision") is not None for row in group):
-        return True
-    known = known_retrievals(group)
-    retrieving = sum((row["retrievals"] or 0) > 0 for row in known)
-    return 0 < retrieving < len(known)
+    """A system that declares it decides per question whether to retrieve (a decider or a
+    router), whatever its rows did: an agent that answered some question without searching is
+    still the agent."""
+    return kind(group) == "decides"
+
+
+def untested(diffs: list[float]) -> str | None:
+    """Why paired differences support no interval or p-value, as their cells say instead
+    (docs/reports.md#how-sure-the-numbers-are): fewer than MIN_PAIRED questions, or no variance
+    (every question differs by the same amount); None when they can be tested."""
+    if len(diffs) < MIN_PAIRED:
+        return f"n = {len(diffs)}, below {MIN_PAIRED}"
+    if len(set(diffs)) < 2:
+        return "no variance"
+    return None
 
 
 def hops(row: SampleRow) -> int:
@@ -93,14 +112,13 @@ def hops(row: SampleRow) -> int:
 
 
 def multi_step(group: list[SampleRow]) -> bool:
-    """A multi-step agent, from its rows alone (docs/reports.md#the-three-way-router): a system
-    that records no retrieval decision (`decides`: a router that decides is a strategy, not an
-    option) and is `react`, or made more than one search in some answer (its search steps, or
-    its `retrievals` where it recorded no steps), or was stopped at an agent's bound."""
-    if decides(group):
-        return False
-    return any(row["system"] == "react" or row.get("stopped") or _searches(row) > 1
-               for row in group if row["status"] == "ok")
+    """A multi-step agent (docs/reports.md#the-three-way-router): a system that declares itself
+    one (`kind` "agent"); a system freshrag does not ship, from its rows: more than one search in
+    some answer (its search steps, or its `retrievals` where it recorded no steps), or stopped at
+    an agent's bound."""
+    if group and group[0]["system"] in SYSTEMS:
+        return kind(group) == "agent"
+    return any(row.get("stopped") or _searches(row) > 1 for row in group if row["status"] == "ok")
 
 
 def _searches(row: SampleRow) -> int:

@@ -66,8 +66,8 @@ from freshrag.reporting.identity import (
     retriever_model,
     row_labels,
 )
-from freshrag.reporting.outcomes import CORRECT_AT, retrievals, spent, unreported
-from freshrag.reporting.render.terminal import format_value, terminal_table
+from freshrag.reporting.outcomes import CORRECT_AT, MIN_PAIRED, retrievals, spent, unreported
+from freshrag.reporting.render.terminal import cell_value, format_value, terminal_table
 from freshrag.reporting.retrieval_metrics import repeated_count, search_count
 from freshrag.reporting.trajectory import Prices, per_correct
 from freshrag.scoring.store import answer_scores, scores_of, with_judge_pass
@@ -363,10 +363,22 @@ def rendered(summary: list[dict[str, Any]], fmt: str, judge: dict[str, Any] | No
         yield tables.csv_text([{k: models_label(v) if isinstance(v, dict) else v
                                 for k, v in row.items()} for row in summary], columns)
     elif fmt == "markdown":
-        yield (terminal_table(summary) + _known_text(known) + f"\n\nthe whole table, with "
-               f"unscored and failed pairs, retrievals and models: {SUMMARY_MD}")
+        yield (terminal_table(summary) + _known_text(known) + _few_text(summary)
+               + f"\n\nthe whole table, with unscored and failed pairs, retrievals and models: "
+               f"{SUMMARY_MD}")
     else:
         raise ValueError(f"unknown format {fmt!r}; choose markdown, json or csv")
+
+
+def _few_text(summary: list[dict[str, Any]]) -> str:
+    """Under the first screen's table, where some system has fewer than MIN_PAIRED scored
+    answers: that its paired tests give no interval or p-value (outcomes.untested)."""
+    few = [row for row in summary if (row.get("scored") or 0) < MIN_PAIRED]
+    if not few:
+        return ""
+    return (f"\n\nfewer than {MIN_PAIRED} scored answers for {len(few)} of {len(summary)} "
+            f"system(s) (n above): too few for a paired test; their comparisons say so instead "
+            f"of an interval or p-value")
 
 
 def _with_answers(document: str, answers: Iterable[dict[str, Any]]) -> Iterator[str]:
@@ -400,7 +412,8 @@ def markdown_table(rows: list[dict[str, Any]], columns: Sequence[str]) -> str:
     # the system cell names the row as the figures do (identity.labels), as on the HTML page
     names = row_labels(rows) if "system" in columns and any(
         isinstance(row.get("models"), dict) for row in rows) else None
-    lines += [tables.row(format_value(names[i] if names and c == "system" else row.get(c), c)
+    lines += [tables.row(format_value(names[i] if names and c == "system"
+                                      else cell_value(row, c), c)
                          for c in columns) for i, row in enumerate(rows)]
     return "\n".join(lines)
 

@@ -43,6 +43,7 @@ from freshrag.reporting.outcomes import (
     references,
     shared_questions,
     total_score,
+    untested,
 )
 from freshrag.reporting.prices import row_cost
 
@@ -349,11 +350,18 @@ def _against(mine: dict[str, SampleRow], router: dict[str, SampleRow], prices: P
 def _paired(diffs: list[float], router: KindStats | None, tokens: float | None,
             seed: int) -> dict[str, Any]:
     return {"router_saving": round(1 - router.tokens / tokens, 4) if router and tokens else None,
-            "score_vs_router": mean(diffs, places=4),
-            "interval": list(bootstrap_interval(diffs, mean, seed=seed)) if len(diffs) > 1
-            else None,
-            "p_value": paired_p_value(diffs, seed) if len(diffs) > 1 else None,
-            "mdd": min_detectable_difference(diffs)}
+            "score_vs_router": mean(diffs, places=4), **paired_test(diffs, seed)}
+
+
+def paired_test(diffs: list[float], seed: int) -> dict[str, Any]:
+    """The 95% paired-bootstrap interval of the differences' mean, its p-value
+    (`paired_p_value`) and the minimum detectable difference; where outcomes.untested says they
+    support no test, none of them (None) and `untested`, why not, which their cells print."""
+    why = untested(diffs)
+    if why is not None:
+        return {"interval": None, "p_value": None, "mdd": None, "untested": why}
+    return {"interval": list(bootstrap_interval(diffs, mean, seed=seed)),
+            "p_value": paired_p_value(diffs, seed), "mdd": min_detectable_difference(diffs)}
 
 
 def paired_p_value(diffs: list[float], seed: int, samples: int = BOOTSTRAP_SAMPLES) -> float:

@@ -112,8 +112,9 @@ def test_paired_comparison_tells_a_real_difference_from_none():
     real = pairs["baseline", "naive"]
     assert real["questions"] == 60 and real["mean_difference"] < 0
     assert real["interval"][1] < 0 and real["p_value"] < 0.01
-    none = pairs["baseline", "same"]
-    assert none["mean_difference"] == 0 and none["p_value"] > 0.5
+    none = pairs["baseline", "same"]  # every question the same: no variance, no test
+    assert none["mean_difference"] == 0 and none["p_value"] is None
+    assert none["untested"] == "no variance"
 
 
 def test_report_writes_the_analysis_and_prints_its_tables(tmp_path, capsys):

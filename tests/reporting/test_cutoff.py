@@ -146,3 +146,40 @@ def test_a_multi_article_question_dates_from_its_newest_gold_article(tmp_path):
     months = {row["month"]: row["closed_book"]["n"] for row in document["months"]}
     assert months == {"2023-03": 2}
     assert document["questions"]["undated"] == 1
+
+
+def gap_of_seven_years(tmp_path):
+    """Five questions from 2019-02 answered well closed book, five from 2026-02 badly: nothing
+    in between."""
+    data = dated_dataset(tmp_path, ["2019-02-05T00:00:00Z"] * 5 + ["2026-02-05T00:00:00Z"] * 5)
+    rows = [sample(f"q{i}", "baseline", truth=5 if i < 5 else 1) for i in range(10)]
+    rows += [sample(f"q{i}", "oracle", truth=5) for i in range(10)]
+    return analyse(data, rows, None, "--knowledge-cutoff")
+
+
+def test_months_without_questions_are_one_row_of_the_table(tmp_path):
+    table = render(gap_of_seven_years(tmp_path))
+    rows = [line for line in table.splitlines() if line.startswith("| 20")]
+    assert [row.split(" | ")[0] for row in rows] == [
+        "| 2019-02", "| 2019-03 to 2026-01 (83 months without questions)", "| 2026-02"]
+
+
+def test_the_falls_interval_spans_the_months_the_data_cannot_tell_apart(tmp_path):
+    fall = gap_of_seven_years(tmp_path)["fall"]
+    assert fall["found"] and fall["month"] == "2026-02"
+    assert fall["interval"] == ["2019-03", "2026-02"]  # any month of the gap fits as well
+
+
+def test_the_figure_draws_no_line_across_months_without_answers(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from freshrag.reporting.render.cutoff_plot import _series
+
+    document = gap_of_seven_years(tmp_path)
+    fig, ax = plt.subplots()
+    _series(ax, document["months"], "closed_book", "closed", "red", 0.0)
+    heights = list(ax.lines[0].get_ydata())
+    plt.close(fig)
+    # a line joins two points only where no missing value (a gap) lies between them
+    assert heights[0] == 5 and heights[-1] == 1 and len(heights) == 85
+    assert all(np.isnan(h) for h in heights[1:-1])

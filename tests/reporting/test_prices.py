@@ -84,4 +84,4 @@ def test_report_draws_the_pareto_plot_with_prices_from_the_config(tmp_path, caps
     assert main(["report", str(tmp_path), "--config", str(config)]) == 0
     assert (tmp_path / "pareto.png").read_bytes()[:4] == b"\x89PNG"
     printed = capsys.readouterr().out
-    assert "| A_f | naive | 9.00 | 2,700 | 0.01 | yes | yes | – |" in printed
+    assert "| A_f | naive | 9.00 | 2,700 | 0.00552 | yes | yes | – |" in printed

@@ -23,7 +23,7 @@ from freshrag.core.types import (
     SystemAnswer,
     Usage,
 )
-from freshrag.reporting import analysis, savings, sections
+from freshrag.reporting import analysis, outcomes, savings, sections
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.identity import group_rows
 from freshrag.reporting.outcomes import multi_step
@@ -128,7 +128,13 @@ def test_one_unpriced_answer_makes_the_router_choose_by_tokens():
     assert info["cheapest_by"] == "tokens"
 
 
-def test_the_router_table_sets_every_system_against_the_router():
+@pytest.fixture
+def five_are_enough(monkeypatch):
+    """The scripted run's 5 questions tested, as if the minimum were 2 (outcomes.MIN_PAIRED)."""
+    monkeypatch.setattr(outcomes, "MIN_PAIRED", 2)
+
+
+def test_the_router_table_sets_every_system_against_the_router(five_are_enough):
     table = savings.router_tables(Answers(scripted()))["router3"]
     router = the_router(table)
     # chosen: q1 baseline 5+5, q2 naive 4+4, q3 react 4+4, q4 baseline 2+2, q5 baseline 4+4
@@ -150,7 +156,7 @@ def test_the_router_table_sets_every_system_against_the_router():
     assert [r["system"] for r in table] == [router["system"], "baseline", "naive", "react"]
 
 
-def test_the_router_tables_adjust_their_p_values_by_holm_and_give_each_its_mdd():
+def test_the_router_tables_adjust_their_p_values_by_holm_and_give_each_its_mdd(five_are_enough):
     for table in savings.router_tables(Answers(scripted())).values():
         assert [r["p_holm"] for r in table] == holm([r["p_value"] for r in table])
         router = [r for r in table if r["p_value"] is None]
@@ -231,3 +237,17 @@ def test_the_printed_report_shows_both_tables():
     printed = sections.render_analysis(done)
     assert "### Three-way oracle router" in printed and "### Savings by hops" in printed
     assert "oracle-router: baseline \\| naive \\| react" in printed
+
+
+def test_an_agent_that_answers_without_searching_stays_the_agent_and_decides_nothing():
+    """Which systems decide is what they declare (Declarations.kind), never what their rows
+    did: react answering q1 without a search is still the third option, and neither it nor a
+    fixed system is judged as a decider; a decider that retrieved every time still decides."""
+    rows = scripted()
+    plain = answer_row("baseline", "q1", TRUTH["q1"]["react"])
+    rows = [dict(plain, system="react") if (r["system"], r["question_id"]) == ("react", "q1")
+            else r for r in rows]
+    rows += [dict(r, system="boolean") for r in scripted(("naive",))]  # retrieved every time
+    assert savings.router_tables(Answers(rows))["router3"]  # the router is there
+    decided = {r["system"] for r in analysis.analyse(rows)["decisions"]}
+    assert decided == {"oracle-router", "boolean"}

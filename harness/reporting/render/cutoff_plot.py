@@ -4,6 +4,7 @@ falls with its interval (a shaded band), and the month the stated cutoff says it
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -44,17 +45,17 @@ def write_cutoff_plot(document: dict[str, Any], path: Path) -> Path:
 
 def _series(ax: Any, rows: list[dict[str, Any]], key: str, label: str, colour: str,
             shift: float) -> None:
-    """One line of monthly means with error bars; a month without answers is a gap."""
+    """One line of monthly means with error bars; a month without answers is a gap that no
+    line crosses (a line joins only neighbouring months)."""
     xs, ys, low, high = [], [], [], []
     for i, row in enumerate(rows):
         part = row[key]
-        if part["mean"] is None:
-            continue
-        bounds = part["interval"] or [part["mean"], part["mean"]]
+        mean = math.nan if part["mean"] is None else part["mean"]  # NaN: matplotlib breaks there
+        bounds = part["interval"] or [mean, mean]
         xs.append(i + shift)
-        ys.append(part["mean"])
-        low.append(part["mean"] - bounds[0])
-        high.append(bounds[1] - part["mean"])
+        ys.append(mean)
+        low.append(mean - bounds[0])
+        high.append(bounds[1] - mean)
     ax.errorbar(xs, ys, yerr=[low, high], fmt="o-", color=colour, markersize=4, capsize=2,
                 linewidth=1, label=label)
 

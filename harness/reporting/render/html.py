@@ -43,7 +43,7 @@ from freshrag.reporting.analysis import LOW_SCORE
 from freshrag.reporting.empty import needs
 from freshrag.reporting.freshness import known_lines
 from freshrag.reporting.identity import row_labels
-from freshrag.reporting.render.terminal import format_value, is_interval
+from freshrag.reporting.render.terminal import cell_value, format_value, is_interval
 from freshrag.reporting.render.viewer import viewer_section
 from freshrag.reporting.report import COLUMNS, columns_for
 from freshrag.reporting.table import tables
@@ -160,8 +160,8 @@ def _table(table_id: str, rows: Iterable[dict[str, Any]], columns: Sequence[str]
     lines = []
     for i, row in enumerate(rows):
         marker = " class=\"router\"" if row.get("system") == "oracle-router" else ""
-        cells = "".join(_cell(names[i] if names and column == "system" else row.get(column),
-                              column) for column in columns)
+        cells = "".join(_cell(names[i] if names and column == "system"
+                              else cell_value(row, column), column) for column in columns)
         lines.append(f"<tr{marker}>{cells}</tr>")
     return (f"<div class=\"scroll\"><table id=\"{_e(table_id)}\">\n"
             f"<thead><tr>{head}</tr></thead>\n<tbody>\n"

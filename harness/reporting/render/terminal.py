@@ -5,6 +5,7 @@ a value in a cell (this table, report.py's `markdown_table` for the whole tables
 
 from __future__ import annotations
 
+import math
 import re
 import textwrap
 from typing import Any
@@ -70,8 +71,9 @@ def _cut(text: str, width: int) -> str:
 
 
 def format_value(value: Any, column: str = "") -> str:
-    """A table cell, as every report shows it: `–` for missing, 2 decimals (3 significant digits
-    for small amounts such as dollars), thousands separators, `value [low, high]` for intervals,
+    """A table cell, as every report shows it: `–` for missing, 2 decimals (`_decimal`: 3
+    significant digits for costs and per-correct figures below 1 and for any value below
+    0.005), thousands separators, `value [low, high]` for intervals,
     p-values below 0.001 as `< 0.001`, yes/no for flags, role -> model maps as
     `answer, decision: m1; judge: m2`."""
     if value is None:
@@ -82,7 +84,7 @@ def format_value(value: Any, column: str = "") -> str:
         # freshrag's own text, markdown as it is: a "<" before a space opens no HTML tag
         return tables.Markdown("< 0.001") if value < 0.001 else f"{value:.3f}"
     if isinstance(value, list) and is_interval(value):
-        shown = [format_value(v) for v in value]
+        shown = [format_value(v, column) for v in value]
         return f"{shown[0]} [{shown[1]}, {shown[2]}]" if len(value) == 3 else \
             f"[{shown[0]}, {shown[1]}]"
     if isinstance(value, list):
@@ -90,10 +92,43 @@ def format_value(value: Any, column: str = "") -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        return f"{value:.3g}" if 0 < abs(value) < 0.005 else f"{value:.2f}"
+        return _decimal(value, column)
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
+
+
+UNTESTED_CELLS = ("interval", "p_value")  # where a paired test's row says why it has none
+
+
+def cell_value(row: dict[str, Any], column: str) -> Any:
+    """What a table's cell shows of `row`: its value, or, in the interval and p-value cells of
+    a paired comparison too small or too even to test, why there is none (outcomes.untested)."""
+    why = row.get("untested")
+    return why if why and column in UNTESTED_CELLS else row.get(column)
+
+
+SIGNIFICANT = 3  # digits a cost or per-correct figure below 1 keeps: 0.0058 beside 0.0082
+
+
+def _decimal(value: float, column: str) -> str:
+    """A float with thousands separators and 2 decimals; a cost, per-question or per-correct
+    figure (`cost_usd`, `tokens_per_correct`, ...) below 1, and any other value below 0.005,
+    to SIGNIFICANT digits (trailing zeros past the second decimal dropped), so that neighbouring
+    systems' costs are never rounded together."""
+    small = 0 < abs(value) < (1 if _per_unit(column) else 0.005)
+    if not small:
+        return f"{value:,.2f}"
+    places = SIGNIFICANT - 1 - math.floor(math.log10(abs(value)))
+    shown = f"{value:.{places}f}"
+    if places > 2:
+        shown = shown.rstrip("0")
+        shown += "0" * max(0, 2 - len(shown.partition(".")[2]))
+    return shown
+
+
+def _per_unit(column: str) -> bool:
+    return "cost" in column or column.endswith(("_usd", "_per_correct", "_per_question"))
 
 
 def is_interval(value: list[Any]) -> bool:
