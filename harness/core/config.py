@@ -36,8 +36,9 @@ import tomllib
 import urllib.parse
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
+from freshrag.core.arguments import PATH, Argument, check_arguments, kind, path, refused
 from freshrag.core.errors import UserError
 from freshrag.core.textfile import read_text
 from freshrag.core.types import ROLES
@@ -125,10 +126,22 @@ class CommandLine:
 Layer = tuple[str, dict[str, str]]  # where the values come from, and the values
 
 
+SETTINGS_ARGUMENTS = {  # load_settings' (core/arguments.py)
+    "config_file": Argument(f"a TOML file, {PATH}, or None", path(optional=True)),
+    "env": Argument("a mapping of variable names to values (text), or None", lambda value: refused(
+        value is None or isinstance(value, Mapping) and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()))),
+    "command_line": Argument("a CommandLine", kind(CommandLine)),
+}
+
+
 def load_settings(config_file: Path | None = None, env: dict[str, str] | None = None,
                   command_line: CommandLine = CommandLine()) -> LLMSettings:
     """Build the settings from defaults, the TOML file, the environment and the command line,
     every value checked."""
+    check_arguments({"config_file": config_file, "env": env, "command_line": command_line},
+                    SETTINGS_ARGUMENTS)
+    config_file = Path(config_file) if config_file is not None else None
     env = dict(os.environ) if env is None else env
     path = config_file or (DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None)
     data = read_config(path) if path else {}

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from freshrag.core.arguments import PATH, Argument, check_arguments, path, refused
 from freshrag.core.dates import parse_timestamp
 from freshrag.core.errors import UserError
 from freshrag.core.jsonl import loads
@@ -86,7 +87,19 @@ def example_dir() -> Path:
     return Path(__file__).parents[1] / "data" / "example"
 
 
+LOADING = {  # the loaders' arguments (core/arguments.py: each checked as its option would be)
+    "questions_path": Argument(f"a questions file, {PATH}", path()),
+    "articles_path": Argument(f"an articles file, {PATH}", path()),
+    "name": Argument("a dataset's name (text, not empty), or None",
+                     lambda value: refused(value is None or isinstance(value, str) and bool(value))),
+    "directory": Argument(f"a dataset directory, {PATH}", path()),
+}
+
+
 def load_dataset(questions_path: Path, articles_path: Path, name: str | None = None) -> Dataset:
+    check_arguments({"questions_path": questions_path, "articles_path": articles_path,
+                     "name": name}, LOADING)
+    questions_path, articles_path = Path(questions_path), Path(articles_path)
     articles = load_articles(articles_path)
     questions = load_questions(questions_path, articles)
     return Dataset(name or _default_name(questions_path), questions, articles,
@@ -94,6 +107,8 @@ def load_dataset(questions_path: Path, articles_path: Path, name: str | None = N
 
 
 def load_dataset_dir(directory: Path) -> Dataset:
+    check_arguments({"directory": directory}, LOADING)
+    directory = Path(directory)
     if not directory.is_dir():
         raise DatasetError(f"{directory}: " + ("not a directory" if directory.exists()
                                                else "no such dataset directory"))

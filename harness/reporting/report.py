@@ -41,12 +41,22 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import msgspec
 from msgspec import Struct
 
 from freshrag.core import tables
+from freshrag.core.arguments import (
+    PATH,
+    Argument,
+    check_arguments,
+    flag,
+    kind,
+    paths,
+    refused,
+    whole,
+)
 from freshrag.core.files import dumps, write_text
 from freshrag.core.jsonl import ResultsError
 from freshrag.core.light import collector_paused
@@ -79,6 +89,17 @@ COLUMNS = ("dataset", "system", "n", "scored", "unscored", "truthfulness", "rele
            "tokens_per_correct", "cost_per_correct", "correct_per_search", "models")
 
 
+READING = {  # the arguments of load_runs and summarise (core/arguments.py)
+    "run_dirs": Argument(f"a run directory or a list of them, each {PATH}", paths()),
+    "light": Argument("True or False", flag), "every_epoch": Argument("True or False", flag),
+    "rows": Argument("a list of rows (mappings), as load_runs gives them", lambda value: refused(
+        isinstance(value, list) and all(isinstance(row, Mapping) for row in value))),
+    "prices": Argument("a mapping of model to (input, output) dollars per million tokens, or "
+                       "None", kind(Mapping, type(None))),
+    "correct_at": Argument("a whole number from 1 to 5", whole(1, 5)),
+}
+
+
 def load_runs(run_dirs: str | Path | Sequence[str | Path], light: bool = False,
               every_epoch: bool = False) -> list[SampleRow]:
     """All rows of the given run directories (one, or a list; str or Path; a directory
@@ -89,6 +110,7 @@ def load_runs(run_dirs: str | Path | Sequence[str | Path], light: bool = False,
     embedding model in `models` (see harness/reporting/identity.py). `light`: calls without
     their messages and text, which no table reads (core/samples.py read_samples). Rows of the
     first epoch only (what the tables read) unless `every_epoch` (harness/reporting/epochs.py)."""
+    check_arguments({"run_dirs": run_dirs, "light": light, "every_epoch": every_epoch}, READING)
     rows, seen = [], set()
     for run_dir in map(Path, [run_dirs] if isinstance(run_dirs, (str, Path)) else run_dirs):
         if not (run_dir / SAMPLES).exists():
@@ -248,6 +270,7 @@ def _non_finite(value: Any, path: str = "") -> Iterator[str]:
 def summarise(rows: list[SampleRow], prices: Prices | None = None,
               correct_at: int = CORRECT_AT) -> list[dict[str, Any]]:
     """One row per run identity (module docstring); dollars from `prices`, none: null."""
+    check_arguments({"rows": rows, "prices": prices, "correct_at": correct_at}, READING)
     return [_summary_row(key.fields(), group, prices, correct_at)
             for key, group in group_rows(rows).items()]
 

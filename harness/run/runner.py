@@ -17,8 +17,9 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
+from freshrag.core.arguments import Argument, check_arguments, flag, kind, refused
 from freshrag.core.concurrency import map_with_progress, progress
 from freshrag.core.dataset import Dataset
 from freshrag.core.files import write_json
@@ -62,6 +63,22 @@ class PairExecutor(Protocol):
                keep: Callable[[Pair, SampleRow], SampleRow]) -> None: ...
 
 
+RUN_ARGUMENTS = {  # run_dataset's, the runner's own call (core/arguments.py)
+    "dataset": Argument("a Dataset (freshrag.load_dataset)", kind(Dataset)),
+    "config": Argument("a RunConfig", kind(RunConfig)),
+    "llm": Argument("an LLMClient", lambda value: refused(callable(getattr(value, "chat", None)))),
+    "factories": Argument("a mapping of system name to factory", kind(Mapping)),
+    "prompts": Argument("a mapping of prompt name to text", kind(Mapping)),
+    "retriever": Argument("a Retriever, or None", lambda value: refused(
+        value is None or callable(getattr(value, "retrieve", None)))),
+    "embed": Argument("a function of texts to vectors, or None",
+                      lambda value: refused(value is None or callable(value))),
+    "light": Argument("True or False", flag),
+    "executor": Argument("an executor (harness/run/on_ray.py), or None", lambda value: refused(
+        value is None or callable(getattr(value, "answer", None)))),
+}
+
+
 def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
         prompts: dict[str, str], retriever: Retriever | None = None,
         embed: Embed | None = None, light: bool = False,
@@ -73,6 +90,9 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
     first (harness/cost/batch.py fills the cache), then everything runs as usual from the cache.
     A budget (harness/cost/budget.py) that refuses a call stops the run, its manifest saying
     `capped`."""
+    check_arguments({"dataset": dataset, "config": config, "llm": llm, "factories": factories,
+                     "prompts": prompts, "retriever": retriever, "embed": embed, "light": light,
+                     "executor": executor}, RUN_ARGUMENTS)
     with locked(config.out):
         recorder = CallRecorder(llm)
         # Built first: a system that cannot be built (a user's plugin) stops the run before

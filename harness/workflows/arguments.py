@@ -6,98 +6,40 @@ One table, ARGUMENTS, holds the rule of every argument by its name; a call check
 `check_arguments`, and a call that gains an argument adds its rule here (a test walks every
 parameter of every workflow call, and fails on one without a rule). The ranges are the command
 line's: an argument that is also a run option (concurrency, seed, cache, ...) is checked by
-RunOptions itself (harness/run/inputs.py), so that each range is written once.
+RunOptions itself (harness/run/inputs.py), so that each range is written once. The rules every
+public call shares (paths, numbers, flags, choices) are harness/core/arguments.py's.
 """
 
 from __future__ import annotations
 
 import math
-import os
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
+from freshrag.core.arguments import (
+    PATH,
+    Argument,
+    Rule,
+    choice,
+    choices,
+    flag,
+    is_path,
+    path,
+    paths,
+    refused,
+    shown,
+    whole,
+)
+from freshrag.core.arguments import check_arguments as checked
 from freshrag.core.config import CommandLine, LLMSettings
 from freshrag.core.dataset import Dataset
 from freshrag.core.fields import FIELDS
 from freshrag.core.types import ROLES
 from freshrag.run.inputs import InputError, RunOptions
 
-# A rule: None when the value can be used; "" when it cannot (the error says what the argument
-# takes); or the error's rest after the argument's name, for a part of the value (`[key]: ...`).
-Rule = Callable[[Any], "str | None"]
-
-
-@dataclass(frozen=True)
-class Argument:
-    """What an argument takes, said the way the error says it, and its rule."""
-
-    expected: str
-    rule: Rule
-
 
 def check_arguments(values: Mapping[str, Any]) -> None:
-    """Each argument by its name (a call's parameters as given) against its rule."""
-    for name, value in values.items():
-        argument = ARGUMENTS[name]
-        if (problem := argument.rule(value)) is not None:
-            raise InputError(f"{name}{problem}" if problem else
-                             f"{name}: expected {argument.expected}, got {_shown(value)}")
-
-
-def _shown(value: Any) -> str:
-    return f"{value!r:.80}" if isinstance(value, (str, int, float, bool, type(None))) else \
-        type(value).__name__
-
-
-def _refused(ok: bool) -> str | None:
-    """"" (the argument's `expected` says what is wrong) when not `ok`."""
-    return None if ok else ""
-
-
-# ------------------------------------------------------------------ the rules
-
-
-def is_path(value: Any) -> bool:
-    """A path as text or a path object: not empty (pathlib would read it as the current
-    directory) and without NUL (which no file system holds)."""
-    if not isinstance(value, (str, os.PathLike)):
-        return False
-    text = os.fspath(value)
-    return isinstance(text, str) and text != "" and "\0" not in text
-
-
-def path(optional: bool = False) -> Rule:
-    return lambda value: _refused((optional and value is None) or is_path(value))
-
-
-def paths(optional: bool = False) -> Rule:
-    """One path, or a list or tuple of at least one."""
-    def rule(value: Any) -> str | None:
-        if optional and value is None:
-            return None
-        many = value if isinstance(value, (list, tuple)) else [value]
-        return _refused(bool(many) and all(is_path(item) for item in many))
-    return rule
-
-
-def whole(low: int, high: int, optional: bool = False) -> Rule:
-    return lambda value: _refused((optional and value is None) or (
-        isinstance(value, int) and not isinstance(value, bool) and low <= value <= high))
-
-
-def flag(value: Any) -> str | None:
-    return _refused(isinstance(value, bool))
-
-
-def choice(*allowed: str) -> Rule:
-    return lambda value: _refused(isinstance(value, str) and value in allowed)
-
-
-def choices(allowed: tuple[str, ...]) -> Rule:
-    """None, or a list or tuple of names of `allowed`."""
-    return lambda value: _refused(value is None or (
-        isinstance(value, (list, tuple)) and all(isinstance(v, str) and v in allowed
-                                                 for v in value)))
+    """Each argument by its name (a call's parameters as given) against its rule in ARGUMENTS."""
+    checked(values, ARGUMENTS, InputError)
 
 
 def run_option(name: str) -> Rule:
@@ -112,13 +54,13 @@ def run_option(name: str) -> Rule:
 
 
 def dataset(value: Any) -> str | None:
-    return _refused(value is None or isinstance(value, Dataset) or is_path(value))
+    return refused(value is None or isinstance(value, Dataset) or is_path(value))
 
 
 def systems(value: Any) -> str | None:
     if isinstance(value, str):
-        return _refused(bool(value.strip()))
-    return _refused(isinstance(value, (list, tuple, Mapping)) and bool(value))
+        return refused(bool(value.strip()))
+    return refused(isinstance(value, (list, tuple, Mapping)) and bool(value))
 
 
 def roles(value: Any) -> str | None:
@@ -129,15 +71,15 @@ def roles(value: Any) -> str | None:
         return ""
     for role, model in value.items():
         if role not in ROLES:
-            return f": unknown role {_shown(role)}; roles: {', '.join(ROLES)}"
+            return f": unknown role {shown(role)}; roles: {', '.join(ROLES)}"
         if not isinstance(model, str):
-            return f"[{role!r}]: expected a model's name (text), got {_shown(model)}"
+            return f"[{role!r}]: expected a model's name (text), got {shown(model)}"
     return None
 
 
 def scorers(value: Any) -> str | None:
     """Text or a list of texts; which names are scorers is scorepass.scorer_names' to say."""
-    return _refused(isinstance(value, str) or (isinstance(value, (list, tuple)) and bool(value)
+    return refused(isinstance(value, str) or (isinstance(value, (list, tuple)) and bool(value)
                                                and all(isinstance(name, str) for name in value)))
 
 
@@ -147,15 +89,14 @@ def mix(value: Any) -> str | None:
         return isinstance(item, (list, tuple)) and len(item) == 3 and all(
             isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
             and 0 <= v <= 1 for v in item) and abs(sum(item) - 1) <= 1e-6
-    return _refused(value is None or (isinstance(value, (list, tuple)) and bool(value)
+    return refused(value is None or (isinstance(value, (list, tuple)) and bool(value)
                                       and all(shares(item) for item in value)))
 
 
 def options(value: Any) -> str | None:
-    return _refused(value is None or isinstance(value, RunOptions))
+    return refused(value is None or isinstance(value, RunOptions))
 
 
-PATH = "a path (text or a path object, not empty)"
 ARGUMENTS: dict[str, Argument] = {
     # evaluate and estimate (the run options beyond these: RunOptions' fields)
     "dataset": Argument("a Dataset, a dataset directory, or None (the example dataset)",

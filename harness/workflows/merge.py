@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence, cast
 
+from freshrag.core.arguments import PATH, Argument, check_arguments, is_path, path, refused
 from freshrag.core.dataset import DatasetError, load_dataset, sha256_file
 from freshrag.core.files import write_text
 from freshrag.core.jsonl import replace_jsonl
@@ -88,6 +89,11 @@ class MergeResult:
 def merge(run_dirs: Sequence[str | Path], out: str | Path) -> MergeResult:
     """The shards in `run_dirs` joined into the run directory `out` (new, or a merge made before:
     it is made again); refused before anything is written if they are not shards of one run."""
+    check_arguments({"run_dirs": run_dirs, "out": out}, {
+        "run_dirs": Argument(f"the shards' run directories, a list of at least one, each {PATH}",
+                             lambda value: refused(isinstance(value, (list, tuple)) and bool(value)
+                                                   and all(map(is_path, value)))),
+        "out": Argument(f"the merged run's directory, {PATH}", path())}, InputError)
     out = Path(out)
     shards = sorted((_shard_run(Path(given)) for given in run_dirs),
                     key=lambda run: run.shard.index)

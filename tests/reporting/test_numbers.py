@@ -14,7 +14,7 @@ from freshrag.reporting.answers import Answers
 from freshrag.reporting.render import html
 from freshrag.reporting.render.terminal import format_value
 from freshrag.reporting.report import markdown_table, render, summarise
-from tests.reporting.test_analysis import row
+from tests.support.rows import analysis_row as row
 
 PAIRED = ("a", "b", "questions", "mean_difference", "interval", "p_value", "p_holm")
 

@@ -53,3 +53,19 @@ def dropped(path: str) -> dict:
         target = target[int(part) if part.isdigit() else part]
     del target[last]
     return row
+
+
+def analysis_row(question, system, truth=5, rel=5, retrieved=None, decision=None, tokens=(100, 10),
+        gold="Gold", dataset="A_f"):
+    """A samples.jsonl row; `retrieved` is the ranked chunk titles, None if it did not retrieve."""
+    details = {"decision": decision}
+    if retrieved is not None:
+        details["retrieved"] = [{"title": t, "index": i, "score": 0.5} for i, t in enumerate(retrieved)]
+    grade = {"truthfulness": truth, "relevance": None if truth is None else rel,
+             "unscored_reason": "bad" if truth is None else None, "raw": []}
+    return {"dataset": dataset, "question_id": question, "question": "?", "gold_title": gold,
+            "system": system, "status": "ok", "answer": "a",
+            "retrievals": 0 if retrieved is None else 1,
+            "usage": {"answer": {"input": tokens[0], "output": tokens[1], "estimated": False},
+                      "judge": {"input": 999, "output": 99, "estimated": False}},
+            "grade": grade, "calls": [], "details": details}
