@@ -370,13 +370,17 @@ def add_probe_options(p: Group) -> None:
 
 def add_index_options(p: Group, query: bool = True) -> None:
     """Where the index is and how it chunks; with `query`, how a run retrieves from it."""
-    from freshrag.retrieval.config import DEFAULT_DIRECTORY, IndexConfig
+    from freshrag.retrieval.config import DEFAULT_DIRECTORY, EDGE_ABOVE, ENGINES, IndexConfig
 
     defaults = IndexConfig()
     p.add_argument("--qdrant-url", type=url,
                    help="Qdrant server URL (default: embedded Qdrant on disk)")
     p.add_argument("--index-dir", type=Path, help="embedded Qdrant's directory "
                    f"(default: {INDEX_DIR} beside the run directories, e.g. {DEFAULT_DIRECTORY})")
+    p.add_argument("--engine", choices=ENGINES, default=defaults.engine,
+                   help="where the index in --index-dir is kept: qdrant-client's local mode, the "
+                        "Qdrant engine in-process (HNSW on disk, for millions of chunks), or auto: "
+                        f"local mode up to {EDGE_ABOVE:,} chunks (default: %(default)s)")
     p.add_argument("--chunk-size", type=whole(1, MAX_CHUNK), default=defaults.chunk_size,
                    help="characters per chunk (default: %(default)s)")
     p.add_argument("--chunk-overlap", type=whole(0, MAX_CHUNK - 1), default=defaults.chunk_overlap,

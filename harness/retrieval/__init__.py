@@ -11,16 +11,17 @@ A module per role:
   the one checked way vectors are made.
 - lexical.py: BM25 sparse vectors and their fusion with dense hits.
 - store.py: the Qdrant store (qdrant-client, embedded or a server): connecting, checking and
-  writing a collection.
+  writing a collection; the calls the index searches a collection through, and its content hash.
+- edge.py: the same store on the Qdrant engine in-process (`qdrant-edge-py`: HNSW, on disk), for
+  worlds of millions of chunks, chosen by `IndexConfig.engine`.
 - index.py: `open_index`, the key that names a corpus's collection, and `VectorIndex`, the top-k
   search the systems call.
 - scan.py: recall@k of an index at every text weight, with no LLM call.
 
-Where the next parts go. A background corpus of millions of passages on the Qdrant engine
-in-process (`qdrant-edge-py`, HNSW on disk) is a second store beside store.py with the same
-calls (connect, the missing ids, writing chunks), chosen by `IndexConfig`, so that `open_index`,
-`VectorIndex` and every system stay as they are; the passages of such a corpus are chunks of
-chunking.py, read in streams rather than held in one list. Embedding and storing past one machine
-(Ray actors, one embedding model each) is an executor of store.py's batches, living in this
-package beside it: the same batches walked by other workers, never a second build.
+Where the next parts go. A background corpus of millions of passages is built on edge.py
+(`edge.build` takes a stream of chunks, read twice and never held whole; `edge.open_built` opens
+it from its shard alone), so that `open_index`, `VectorIndex` and every system stay as they are.
+Embedding and storing past one machine (Ray actors, one embedding model each) is an executor of
+edge.py's batches, living in this package beside it: the same batches walked by other workers,
+never a second build, checked by `store.content_hash`.
 """

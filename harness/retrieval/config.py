@@ -13,6 +13,8 @@ from pathlib import Path
 from freshrag.core.errors import UserError
 
 DEFAULT_DIRECTORY = Path("results") / ".index"
+ENGINES = ("auto", "local", "edge")  # where an index without a server URL is kept (store.py, edge.py)
+EDGE_ABOVE = 20_000  # chunks (estimated from the text) above which "auto" takes the engine
 
 
 class RetrievalError(UserError, RuntimeError):
@@ -22,7 +24,10 @@ class RetrievalError(UserError, RuntimeError):
 @dataclass(frozen=True)
 class IndexConfig:
     directory: Path = DEFAULT_DIRECTORY  # embedded Qdrant's storage, when no URL is given
-    qdrant_url: str | None = None
+    qdrant_url: str | None = None  # a Qdrant server: then `engine` is not consulted
+    # "local": qdrant-client's local mode; "edge": the Qdrant engine in-process; "auto": local
+    # mode up to EDGE_ABOVE chunks, the engine past it (docs/design.md#a-retrieval-world)
+    engine: str = "auto"
     chunk_size: int = 1024
     chunk_overlap: int = 48
     top_k: int = 5

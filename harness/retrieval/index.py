@@ -21,17 +21,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 from freshrag.core.titles import title_form
 from freshrag.core.types import Article, RetrievedChunk
-from freshrag.retrieval import lexical, store
+from freshrag.retrieval import edge, lexical, store
 from freshrag.retrieval.chunking import chunk_articles
-from freshrag.retrieval.config import IndexConfig, RetrievalError
+from freshrag.retrieval.config import EDGE_ABOVE, IndexConfig, RetrievalError
 from freshrag.retrieval.embeddings import Embedder, embed_checked
-
-if TYPE_CHECKING:
-    from qdrant_client import QdrantClient
 
 SCORE_DIGITS = 6  # significant digits a score keeps: beyond them float32 noise, not ranking
 
@@ -45,17 +42,43 @@ def index_key(articles: Iterable[Article], config: IndexConfig, embedder_name: s
     return digest.hexdigest()
 
 
+class Collection(Protocol):
+    """A collection in its store, as the index searches it: store.ClientCollection or
+    edge.EdgeCollection. `where` names the store (a folder or a URL)."""
+
+    where: str
+
+    def dimension(self) -> int: ...
+
+    def count(self) -> int: ...
+
+    def search(self, requests: Sequence[store.Request]) -> list[list[Any]]: ...
+
+    def payloads(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]: ...
+
+    def points(self) -> Iterator[store.StoredPoint]: ...
+
+    def record(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class Candidates:
-    """One query's best chunks on each side, (point id, score) best first, and their payloads."""
+    """One query's best chunks on each side, (point id, score) best first, and the collection
+    that holds their payloads: only the top k's are read (on the engine, a read from disk each)."""
 
     dense: list[lexical.Hit]
     lexical: list[lexical.Hit]
-    payloads: dict[int, dict[str, Any]]
+    collection: Collection
 
     def top(self, weight: float, k: int) -> list[RetrievedChunk]:
-        return [_chunk(self.payloads[point], score)
-                for point, score in lexical.fuse(self.dense, self.lexical, weight, k)]
+        return _chunks(self.collection, lexical.fuse(self.dense, self.lexical, weight, k))
+
+
+def _chunks(collection: Collection, hits: list[lexical.Hit]) -> list[RetrievedChunk]:
+    payloads = collection.payloads([point for point, _ in hits]) if hits else {}
+    return [_chunk(payloads[point], score) for point, score in hits]
 
 
 def _rounded(score: float) -> float:
@@ -77,22 +100,25 @@ class VectorIndex:
     """Top-k chunk search over one collection; safe to share between threads, without a lock of
     its own, so that retrievals overlap (8 at once against a remote embeddings endpoint).
 
-    Embedders lock what is not thread-safe themselves (the local model); the endpoint embedder
-    shares one thread-safe openai client. A Qdrant server is reached over HTTP. Embedded Qdrant
-    answers a query from numpy arrays and payload dicts held in memory (qdrant_client.local:
-    no SQLite on the read path, whose connection is what fails across threads,
-    qdrant/qdrant-client#367); the index only reads once it is built, so queries may run at
-    once. tests/retrieval/test_index.py checks that concurrent queries equal serial ones.
+    `client` is the collection in its store: store.ClientCollection (qdrant-client's local mode
+    or a server) or edge.EdgeCollection (the Qdrant engine in-process). Embedders lock what is
+    not thread-safe themselves (the local model); the endpoint embedder shares one thread-safe
+    openai client. A Qdrant server is reached over HTTP. Local mode answers a query from numpy
+    arrays and payload dicts held in memory (qdrant_client.local: no SQLite on the read path,
+    whose connection is what fails across threads, qdrant/qdrant-client#367); the engine
+    in-process reads its shard from many threads. The index only reads once it is built, so
+    queries may run at once. tests/retrieval/test_index.py checks that concurrent queries equal
+    serial ones.
     """
 
-    def __init__(self, client: QdrantClient, collection: str, embedder: Embedder,
+    def __init__(self, client: Collection, collection: str, embedder: Embedder,
                  config: IndexConfig, chunks: int):
         self.client = client
         self.collection = collection
         self.embedder = embedder
         self.config = config
         self.chunks = chunks
-        self.dimension = store.dimension(client, collection)
+        self.dimension = client.dimension()
 
     def retrieve(self, query: str) -> list[RetrievedChunk]:
         """The top-k chunks at the configured text weight, best first. Their `score` is the
@@ -107,25 +133,19 @@ class VectorIndex:
     def candidates(self, queries: list[str], depth: int, dense: bool = True) -> list[Candidates]:
         """Per query, the best `depth` chunks of each side (dense ones only if `dense`), from
         which `Candidates.top` fuses any weight: one search per side however many weights."""
-        from qdrant_client import models
-
         vectors = (embed_checked(self.embedder, queries, self.dimension) if dense
                    else [None] * len(queries))
         requests = []
         for query, vector in zip(queries, vectors):
-            terms = lexical.query_vector(query)
             if vector is not None:
-                requests.append(models.QueryRequest(query=vector, limit=depth, with_payload=True))
-            requests.append(models.QueryRequest(
-                query=models.SparseVector(indices=terms.indices, values=terms.values),
-                using=store.LEXICAL, limit=depth, with_payload=True))
-        answers = iter(self.client.query_batch_points(self.collection, requests=requests))
+                requests.append(store.Request(vector, depth))
+            requests.append(store.Request(lexical.query_vector(query), depth))
+        answers = iter(self.client.search(requests))
         found = []
         for vector in vectors:
-            sides = [next(answers).points for _ in range(2 if vector is not None else 1)]
-            payloads = {int(hit.id): hit.payload or {} for side in sides for hit in side}
-            hits = [_ranked(side) for side in sides]
-            found.append(Candidates(hits[0] if vector is not None else [], hits[-1], payloads))
+            hits = [_ranked(next(answers)) for _ in range(2 if vector is not None else 1)]
+            found.append(Candidates(hits[0] if vector is not None else [], hits[-1],
+                                    self.client))
         return found
 
     def _dense_top(self, vector: list[float], k: int) -> list[RetrievedChunk]:
@@ -134,17 +154,15 @@ class VectorIndex:
         limit = k
         while True:
             limit = min(self.chunks, max(2 * limit, k + 8))
-            points = self.client.query_points(self.collection, query=vector, limit=limit,
-                                              with_payload=True).points
+            [points] = self.client.search([store.Request(vector, limit)])
             ranked = _ranked(points)
-            payloads = {int(point.id): point.payload or {} for point in points}
             if len(points) < limit or limit >= self.chunks or len(ranked) <= k \
                     or _rounded(points[-1].score) < ranked[k - 1][1]:
-                return [_chunk(payloads[point], score) for point, score in ranked[:k]]
+                return _chunks(self.client, ranked[:k])
 
     def record(self) -> dict[str, Any]:
-        where = self.config.qdrant_url or str(self.config.directory)
-        return {"collection": self.collection, "chunks": self.chunks, "store": where,
+        return {"collection": self.collection, "chunks": self.chunks, "store": self.client.where,
+                **self.client.record(),
                 "embedding_model": self.embedder.name, "dimension": self.dimension,
                 "chunk_size": self.config.chunk_size, "chunk_overlap": self.config.chunk_overlap,
                 "top_k": self.config.top_k, "text_weight": self.config.text_weight,
@@ -156,13 +174,33 @@ class VectorIndex:
         self.client.close()
 
 
+def engine_of(articles: Iterable[Article], config: IndexConfig) -> str:
+    """Where the index is kept: "server" with a URL, else the configured engine; "auto" takes
+    the engine in-process past `EDGE_ABOVE` chunks, counted from the text without chunking it
+    (docs/design.md#a-retrieval-world)."""
+    if config.qdrant_url:
+        return "server"
+    if config.engine != "auto":
+        return config.engine
+    step = max(config.chunk_size - config.chunk_overlap, 1)
+    chunks = sum(len(article.content) // step + 1 for article in articles)
+    return "edge" if chunks > EDGE_ABOVE else "local"
+
+
 def open_index(articles: dict[str, Article], config: IndexConfig, embedder: Embedder,
                progress: bool = True) -> VectorIndex:
     """The index for this corpus, chunker and embedder: opened if built, else built (or finished)."""
+    collection = "freshrag-" + index_key(articles.values(), config, embedder.name)[:24]
+    if engine_of(articles.values(), config) == "edge":
+        found = edge.open_built(config.directory, collection)  # read from the shard, not chunked
+        if found is None:
+            found = edge.build(config.directory, collection, lambda: chunk_articles(
+                articles.values(), config.chunk_size, config.chunk_overlap), embedder, config,
+                progress)
+        return VectorIndex(found, collection, embedder, config, found.stored["chunks"])
     chunks = chunk_articles(articles.values(), config.chunk_size, config.chunk_overlap)
     if not chunks:
         raise RetrievalError("the corpus has no text to index")
-    collection = "freshrag-" + index_key(articles.values(), config, embedder.name)[:24]
     client = store.connect(config)
     try:
         with store.reading(config):
@@ -174,4 +212,5 @@ def open_index(articles: dict[str, Article], config: IndexConfig, embedder: Embe
     except BaseException:
         client.close()
         raise
-    return VectorIndex(client, collection, embedder, config, len(chunks))
+    return VectorIndex(store.ClientCollection(client, collection, config), collection, embedder,
+                       config, len(chunks))

@@ -13,9 +13,13 @@ qdrant-client and tqdm are imported where they are used: together they take most
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import pickle
 import sqlite3
-from typing import TYPE_CHECKING, Iterator
+from dataclasses import dataclass
+from importlib import metadata
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from freshrag.retrieval import lexical
 from freshrag.retrieval.chunking import Chunk
@@ -26,6 +30,80 @@ if TYPE_CHECKING:
     from qdrant_client import QdrantClient, models
 
 LEXICAL = "bm25"  # the sparse vector's name; the dense one is the collection's unnamed vector
+
+
+@dataclass(frozen=True)
+class Request:
+    """One search of a collection: a dense vector, or a query's BM25 terms, and how many hits."""
+
+    vector: list[float] | lexical.SparseTerms
+    limit: int
+
+
+@dataclass(frozen=True)
+class StoredPoint:
+    """A point as stored: its id, dense vector, sparse terms and payload (what the content hash
+    reads)."""
+
+    id: int
+    dense: list[float] | None
+    sparse: lexical.SparseTerms | None
+    payload: dict[str, Any]
+
+
+class ClientCollection:
+    """One collection of qdrant-client's (local mode, or a server), as the index searches it;
+    edge.EdgeCollection has the same calls. Hits are qdrant-client's points (id, score,
+    payload)."""
+
+    def __init__(self, client: QdrantClient, name: str, config: IndexConfig):
+        self.client = client
+        self.name = name
+        self.server = config.qdrant_url
+        self.where = config.qdrant_url or str(config.directory)
+
+    def dimension(self) -> int:
+        return dimension(self.client, self.name)
+
+    def count(self) -> int:
+        return self.client.count(self.name, exact=True).count
+
+    def search(self, requests: Sequence[Request]) -> list[list[Any]]:
+        from qdrant_client import models
+
+        queries = [models.QueryRequest(query=models.SparseVector(
+                       indices=r.vector.indices, values=r.vector.values), using=LEXICAL,
+                       limit=r.limit)
+                   if isinstance(r.vector, lexical.SparseTerms) else
+                   models.QueryRequest(query=r.vector, limit=r.limit)
+                   for r in requests]
+        return [answer.points for answer in self.client.query_batch_points(self.name, queries)]
+
+    def payloads(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        return {int(point.id): point.payload or {}
+                for point in self.client.retrieve(self.name, list(ids), with_payload=True)}
+
+    def points(self, page: int = 2_000) -> Iterator[StoredPoint]:
+        """Every point in id order: (id, dense vector, sparse terms, payload)."""
+        offset = None
+        while True:
+            records, offset = self.client.scroll(self.name, limit=page, offset=offset,
+                                                 with_payload=True, with_vectors=True)
+            for record in records:
+                vectors: Any = record.vector or {}
+                sparse = vectors.get(LEXICAL)
+                yield StoredPoint(int(record.id), vectors.get(""),
+                                  lexical.SparseTerms(list(sparse.indices), list(sparse.values))
+                                  if sparse is not None else None, record.payload or {})
+            if offset is None:
+                return
+
+    def record(self) -> dict[str, Any]:
+        return {"engine": "qdrant-server" if self.server else "qdrant-local",
+                "engine_version": metadata.version("qdrant-client")}
+
+    def close(self) -> None:
+        self.client.close()
 
 
 def connect(config: IndexConfig) -> QdrantClient:
@@ -175,3 +253,21 @@ def _point(i: int, chunk: Chunk, vector: list[float], average: float) -> models.
         id=i, vector={"": vector, LEXICAL: models.SparseVector(indices=terms.indices,
                                                                 values=terms.values)},
         payload={"title": chunk.title, "chunk": chunk.index, "text": chunk.text})
+
+
+HASH_DIGITS = 5  # decimals a vector's components keep in the content hash: float32 noise beyond
+
+
+def content_hash(points: Iterator[StoredPoint]) -> str:
+    """A hash of an index's content, points in id order: ids, dense and sparse vectors rounded to
+    `HASH_DIGITS` decimals, payloads. Two builds of the same chunks by the same embedder, on one
+    machine or many (Ray), hash alike however their batches fell."""
+    digest = hashlib.sha256()
+    for point in points:
+        dense = [round(x, HASH_DIGITS) for x in point.dense or []]
+        sparse = ([point.sparse.indices, [round(x, HASH_DIGITS) for x in point.sparse.values]]
+                  if point.sparse else None)
+        digest.update(json.dumps([point.id, dense, sparse, point.payload], sort_keys=True,
+                                 ensure_ascii=False).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()

@@ -11,7 +11,7 @@ from freshrag.reporting.identity import retriever_model
 from freshrag.retrieval.chunking import chunk_articles
 from freshrag.retrieval.config import IndexConfig, RetrievalError
 from freshrag.retrieval.index import open_index
-from freshrag.retrieval.store import connect
+from freshrag.retrieval.store import Request, connect
 from tests.support.fakes import BagOfWordsEmbedder
 from tests.support.systems import CORPUS
 
@@ -37,8 +37,8 @@ def test_weight_0_is_the_dense_query_exactly(tmp_path):
     try:
         hits = [(h.title, h.index, h.score) for h in index.retrieve(QUERY)]
         [vector] = index.embedder.embed([QUERY])
-        every = index.client.query_points(index.collection, query=vector, limit=index.chunks,
-                                          with_payload=True).points
+        [every] = index.client.search([Request(vector, index.chunks)])
+        payloads = index.client.payloads([int(p.id) for p in every])
         record = index.record()
     finally:
         index.close()
@@ -46,7 +46,8 @@ def test_weight_0_is_the_dense_query_exactly(tmp_path):
     # repeated sentences give many) by point id, then the first five
     plain = sorted(every, key=lambda p: (-float(f"{p.score:.6g}"), int(p.id)))[:5]
     assert len({round(p.score, 6) for p in plain}) < len(plain)  # the query does hit ties
-    assert [h[:2] for h in hits] == [(p.payload["title"], p.payload["chunk"]) for p in plain]
+    assert [h[:2] for h in hits] == [(payloads[p.id]["title"], payloads[p.id]["chunk"])
+                                     for p in plain]
     assert [h[2] for h in hits] == [pytest.approx(p.score, rel=1e-5) for p in plain]
     assert record["text_weight"] == 0 and "fusion_depth" not in record
 
