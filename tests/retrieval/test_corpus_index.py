@@ -117,3 +117,13 @@ def test_a_corpus_cut_otherwise_than_the_index_is_refused(world, tmp_path):
         open_index(EXAMPLE.articles, IndexConfig(directory=tmp_path, chunk_size=512,
                                                  corpus=world), BagOfWordsEmbedder(),
                    progress=False)
+
+
+def test_freshrag_index_builds_the_world_ahead_of_a_run(world, fake, tmp_path, capsys):
+    from freshrag.cli.main import main
+
+    assert main(["index", "--articles", str(EXAMPLE.files["articles"]), "--corpus", str(world),
+                 "--index-dir", str(tmp_path / "index")]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["corpus"]["name"] == "wiki-small" and printed["articles"] == 40
+    assert printed["corpus"]["skipped"] == twin_passages(world)
