@@ -21,12 +21,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable, Iterator, Protocol, Sequence
 
+from freshrag.core.files import write_json
 from freshrag.core.titles import title_form
 from freshrag.core.types import Article, RetrievedChunk
 from freshrag.retrieval import edge, lexical, store
-from freshrag.retrieval.background import open_background
+from freshrag.retrieval.background import Background, open_background
 from freshrag.retrieval.chunking import Chunk, chunk_articles
 from freshrag.retrieval.config import EDGE_ABOVE, IndexConfig, RetrievalError
 from freshrag.retrieval.embeddings import Embedder, embed_checked
@@ -200,9 +202,9 @@ def open_index(articles: dict[str, Article], config: IndexConfig, embedder: Embe
     `config.corpus` names one: opened if built, else built (or finished)."""
     background = (open_background(config.corpus, articles.values(), config.chunk_size,
                                   config.chunk_overlap) if config.corpus else None)
-    corpus = background.record(background.skipped()) if background else None
     collection = "freshrag-" + index_key(articles.values(), config, embedder.name,
                                          background.sha256 if background else None)[:24]
+    corpus = _skipped_once(background, config.directory, collection) if background else None
 
     def chunks() -> Iterator[Chunk]:
         yield from chunk_articles(articles.values(), config.chunk_size, config.chunk_overlap)
@@ -216,6 +218,19 @@ def open_index(articles: dict[str, Article], config: IndexConfig, embedder: Embe
         return VectorIndex(found, collection, embedder, config, found.stored["chunks"], corpus)
     # local mode holds every point in memory anyway: the chunks as one list
     return _local_index(list(chunks()), collection, config, embedder, progress, corpus)
+
+
+def _skipped_once(background: Background, directory: Path, collection: str) -> dict[str, Any]:
+    """The corpus's record, its count of left-out twins kept beside the index: the key fixes it,
+    and counting reads every shard's titles (2 s a million passages)."""
+    path = directory / "corpora" / f"{collection}.json"
+    try:
+        skipped = int(json.loads(path.read_text(encoding="utf-8"))["skipped"])
+    except (OSError, ValueError, KeyError, TypeError):
+        skipped = background.skipped()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, {"corpus": background.sha256, "skipped": skipped})
+    return background.record(skipped)
 
 
 def _local_index(chunks: list[Chunk], collection: str, config: IndexConfig, embedder: Embedder,

@@ -127,3 +127,18 @@ def test_freshrag_index_builds_the_world_ahead_of_a_run(world, fake, tmp_path, c
     printed = json.loads(capsys.readouterr().out)
     assert printed["corpus"]["name"] == "wiki-small" and printed["articles"] == 40
     assert printed["corpus"]["skipped"] == twin_passages(world)
+
+
+def test_the_twins_are_counted_once_per_index(world, tmp_path, monkeypatch):
+    from freshrag.retrieval.background import Background
+
+    first = opened(tmp_path, "edge", world)
+    first.close()
+
+    def counted_again(self):
+        raise AssertionError("the corpus's titles were read again")
+
+    monkeypatch.setattr(Background, "skipped", counted_again)
+    again = opened(tmp_path, "edge", world)
+    again.close()
+    assert again.record()["corpus"] == first.record()["corpus"]
