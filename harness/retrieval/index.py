@@ -6,7 +6,8 @@ Every corpus article is chunked (chunking.py), embedded (embeddings.py), and sto
 so that a query can be dense (`text_weight` 0, the default), lexical (1), or a fusion of both
 (docs/methods.md#hybrid-retrieval).
 
-An index is keyed by (corpus hash, chunker settings, embedding model, lexical scheme) and lives
+An index is keyed by (corpus hash, chunker settings, embedding model, lexical scheme, and the
+content hash of the background corpus it holds beside the articles, background.py) and lives
 in the collection named after that key, so a later run on the same corpus opens it in seconds
 instead of embedding again, and an interrupted build resumes where it stopped.
 

@@ -106,8 +106,13 @@ def prepare(dataset: Dataset | str | Path | None, systems: Systems, roles: Roles
     if options.executor == "ray" and not dry_run:
         check_ray_run(settings, options.max_cost)
     prompts = recorded_prompts()
+    retrieving = any(source.uses_index for source in sources)
+    if options.corpus and not retrieving:
+        raise InputError(f"--corpus {options.corpus}: none of the systems "
+                         f"({', '.join(source.name for source in sources)}) retrieves; give one "
+                         f"that does (naive, react, ...) or drop --corpus")
     index = replace(options.index or IndexConfig(directory=run_dir.parent / INDEX_DIR),
-                    corpus=options.corpus) if any(source.uses_index for source in sources) else None
+                    corpus=options.corpus) if retrieving else None
     llm = LLMClient(settings, seed=options.seed)  # not started: it names the models
     check_resume(data, config, llm, factories, prompts, _index_record(index, llm))
     _check_shard(run_dir, options.shard)

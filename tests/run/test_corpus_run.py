@@ -88,3 +88,10 @@ def test_the_command_refuses_a_missing_corpus_naming_it_before_any_call(world, t
     err = capsys.readouterr().err
     assert f"{missing}: no corpus here" in err and "Traceback" not in err
     assert world.calls == 0 and not (tmp_path / "run").exists()
+
+
+def test_a_corpus_for_systems_that_do_not_retrieve_is_refused(world, worlds, tmp_path):
+    with pytest.raises(UserError, match="--corpus .*none of the systems \\(baseline, oracle\\)"):
+        freshrag.evaluate(None, systems="baseline,oracle", out=tmp_path / "run",
+                          corpus=worlds[0])
+    assert world.calls == 0 and not (tmp_path / "run").exists()
