@@ -142,3 +142,21 @@ def test_the_twins_are_counted_once_per_index(world, tmp_path, monkeypatch):
     again = opened(tmp_path, "edge", world)
     again.close()
     assert again.record()["corpus"] == first.record()["corpus"]
+
+
+def test_a_twin_is_known_by_its_title_in_nfc(tmp_path):
+    import unicodedata
+
+    from freshrag.core.types import Article
+    from freshrag.retrieval.background import open_background
+
+    gold = Article("Café Noir de Sète", "The café stands on the quay of Sète. " * 60)
+    decomposed = Article(unicodedata.normalize("NFD", gold.title), gold.content)
+    assert decomposed.title != gold.title
+    corpus = make_world(tmp_path / "wiki-nfd", list(EXAMPLE.articles.values()), 20,
+                        [decomposed], processes=1)
+    background = open_background(corpus, [gold], 1024, 48)
+    twins = sum(unicodedata.normalize("NFC", title) == gold.title
+                for batch in Corpus(corpus).batches() for title in batch.titles)
+    assert twins >= 2 and background.skipped() == twins
+    assert len(list(background.chunks())) == len(Corpus(corpus)) - twins
