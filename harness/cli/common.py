@@ -110,7 +110,7 @@ def index_config(args: argparse.Namespace, results_dir: Path) -> IndexConfig:
     return IndexConfig(directory=args.index_dir or results_dir / INDEX_DIR,
                        qdrant_url=args.qdrant_url, engine=args.engine, chunk_size=args.chunk_size,
                        chunk_overlap=args.chunk_overlap, top_k=args.top_k,
-                       text_weight=args.text_weight)
+                       text_weight=args.text_weight, corpus=args.corpus)
 
 
 def check_batch(args: argparse.Namespace, settings: LLMSettings, roles: tuple[str, ...]) -> None:

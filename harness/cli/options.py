@@ -28,6 +28,7 @@ from freshrag.core.errors import UserError
 from freshrag.core.runfiles import INDEX_DIR
 from freshrag.core.types import ROLES
 from freshrag.run.options import (
+    CORPUS_HELP,
     DEFAULT_CONCURRENCY,
     DEFAULT_SEED,
     MAX_CONCURRENCY,
@@ -381,6 +382,7 @@ def add_index_options(p: Group, query: bool = True) -> None:
                    help="where the index in --index-dir is kept: qdrant-client's local mode, the "
                         "Qdrant engine in-process (HNSW on disk, for millions of chunks), or auto: "
                         f"local mode up to {EDGE_ABOVE:,} chunks (default: %(default)s)")
+    p.add_argument("--corpus", type=Path, metavar="DIR", help=f"{CORPUS_HELP} (default: none)")
     p.add_argument("--chunk-size", type=whole(1, MAX_CHUNK), default=defaults.chunk_size,
                    help="characters per chunk (default: %(default)s)")
     p.add_argument("--chunk-overlap", type=whole(0, MAX_CHUNK - 1), default=defaults.chunk_overlap,

@@ -136,6 +136,8 @@ def identity(manifest: Mapping[str, Any], date_systems: Iterable[str],
     settings.update(_pick(config, ("seed", "context_tokens")))
     if index:  # a run from before the lexical side retrieved densely: text weight 0
         settings.update(_pick({"text_weight": 0.0, **index}, INDEX_SETTINGS))
+        if "corpus" in index:  # its background corpus, by content (none recorded before it)
+            settings["corpus"] = (index["corpus"] or {}).get("sha256")
     if set(manifest["systems"]) & set(date_systems):
         settings.update(_pick(config, DATE_SETTINGS))
     if set(manifest["systems"]) & set(step_systems):
@@ -166,11 +168,26 @@ def check_same_run(run_dir: Path, previous: Mapping[str, Any], planned: Mapping[
         changed.remove("embedding_model")
     if not changed:
         return
-    lines = "\n".join(f"  {name}: was {_show(name, old[name])}, now {_show(name, new[name])}"
-                      + _way_back(name, old[name]) for name in changed)
+    lines = "\n".join(_line(name, old[name], new[name], previous, planned) for name in changed)
     raise RunDirError(f"{run_dir}: holds a run with other settings; resuming it would mix two "
                       f"configurations in one run:\n{lines}\nwrite into another --out, or "
                       f"resume with the settings in {run_dir / MANIFEST}")
+
+
+def _line(name: str, old: Any, new: Any, previous: Mapping[str, Any],
+          planned: Mapping[str, Any]) -> str:
+    if name != "corpus":
+        return f"  {name}: was {_show(name, old)}, now {_show(name, new)}" + _way_back(name, old)
+    was = (previous.get("index") or {}).get("corpus")
+    back = f" (resume with --corpus {was['directory']})" if was else " (resume without --corpus)"
+    return f"  corpus: was {_corpus(was)}, now {_corpus(planned['index'].get('corpus'))}{back}"
+
+
+def _corpus(corpus: Mapping[str, Any] | None) -> str:
+    """A background corpus as a refusal names it: its directory and content hash."""
+    if not corpus:
+        return "(none)"
+    return f"{corpus.get('directory')} (sha256 {str(corpus.get('sha256'))[:12]})"
 
 
 def _show(name: str, value: Any) -> str:

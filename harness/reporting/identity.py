@@ -70,11 +70,15 @@ class Identity:
 
 def retriever_model(index: dict[str, Any] | None) -> str | None:
     """The `embeddings` model of a run's index record, e.g. `all-MiniLM-L6-v2-int8` (dense, as
-    every run before the lexical side) or `all-MiniLM-L6-v2-int8 (text weight 0.2)`."""
+    every run before the lexical side) or `all-MiniLM-L6-v2-int8 (text weight 0.2)`, and the
+    background corpus it searched, e.g. `… + corpus wiki-100k (102,400 passages, sha256 …)`."""
     if not index or not index.get("embedding_model"):
         return None
     weight = index.get("text_weight") or 0
-    return index["embedding_model"] + (f" (text weight {weight:g})" if weight else "")
+    corpus = index.get("corpus")  # a background corpus: another world, another retriever
+    return index["embedding_model"] + (f" (text weight {weight:g})" if weight else "") + (
+        f" + corpus {corpus['name']} ({corpus['passages']:,} passages, sha256 "
+        f"{str(corpus['sha256'])[:12]})" if corpus else "")
 
 
 def role_models(row: SampleRow) -> dict[str, str]:

@@ -33,3 +33,6 @@ class IndexConfig:
     top_k: int = 5
     text_weight: float = 0.0  # 0 dense only, 1 lexical only, between: fused (lexical.py)
     batch_size: int = 256  # chunks embedded and upserted per step
+    # a background corpus (`freshrag corpus`) whose passages the index holds beside the
+    # articles' chunks (retrieval/background.py); None: the articles alone
+    corpus: Path | None = None

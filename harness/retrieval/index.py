@@ -6,7 +6,8 @@ Every corpus article is chunked (chunking.py), embedded (embeddings.py), and sto
 so that a query can be dense (`text_weight` 0, the default), lexical (1), or a fusion of both
 (docs/methods.md#hybrid-retrieval).
 
-An index is keyed by (corpus hash, chunker settings, embedding model, lexical scheme) and lives
+An index is keyed by (corpus hash, chunker settings, embedding model, lexical scheme, and the
+content hash of the background corpus it holds beside the articles, background.py) and lives
 in the collection named after that key, so a later run on the same corpus opens it in seconds
 instead of embedding again, and an interrupted build resumes where it stopped.
 
@@ -21,24 +22,32 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable, Iterator, Protocol, Sequence
 
+from freshrag.core.files import write_json
 from freshrag.core.titles import title_form
 from freshrag.core.types import Article, RetrievedChunk
 from freshrag.retrieval import edge, lexical, store
-from freshrag.retrieval.chunking import chunk_articles
+from freshrag.retrieval.background import Background, open_background
+from freshrag.retrieval.chunking import Chunk, chunk_articles
 from freshrag.retrieval.config import EDGE_ABOVE, IndexConfig, RetrievalError
 from freshrag.retrieval.embeddings import Embedder, embed_checked
 
 SCORE_DIGITS = 6  # significant digits a score keeps: beyond them float32 noise, not ranking
 
 
-def index_key(articles: Iterable[Article], config: IndexConfig, embedder_name: str) -> str:
+def index_key(articles: Iterable[Article], config: IndexConfig, embedder_name: str,
+              background: str | None = None) -> str:
+    """The key of an index: its articles, chunker, embedder, lexical scheme, and the content
+    hash of its background corpus if it has one."""
     digest = hashlib.sha256()
     for article in articles:
         digest.update(json.dumps([article.title, article.content]).encode())
     digest.update(json.dumps([config.chunk_size, config.chunk_overlap, embedder_name,
                               lexical.SCHEME]).encode())
+    if background is not None:
+        digest.update(json.dumps(["background", background]).encode())
     return digest.hexdigest()
 
 
@@ -112,8 +121,9 @@ class VectorIndex:
     """
 
     def __init__(self, client: Collection, collection: str, embedder: Embedder,
-                 config: IndexConfig, chunks: int):
+                 config: IndexConfig, chunks: int, corpus: dict[str, Any] | None = None):
         self.client = client
+        self.corpus = corpus  # the background corpus's record (background.py), if any
         self.collection = collection
         self.embedder = embedder
         self.config = config
@@ -166,7 +176,7 @@ class VectorIndex:
                 "embedding_model": self.embedder.name, "dimension": self.dimension,
                 "chunk_size": self.config.chunk_size, "chunk_overlap": self.config.chunk_overlap,
                 "top_k": self.config.top_k, "text_weight": self.config.text_weight,
-                "lexical": lexical.SCHEME,
+                "lexical": lexical.SCHEME, "corpus": self.corpus,
                 **({"fusion_depth": max(lexical.DEPTH, self.config.top_k)}
                    if 0 < self.config.text_weight < 1 else {})}
 
@@ -174,31 +184,58 @@ class VectorIndex:
         self.client.close()
 
 
-def engine_of(articles: Iterable[Article], config: IndexConfig) -> str:
+def engine_of(articles: Iterable[Article], config: IndexConfig, passages: int = 0) -> str:
     """Where the index is kept: "server" with a URL, else the configured engine; "auto" takes
-    the engine in-process past `EDGE_ABOVE` chunks, counted from the text without chunking it
-    (docs/design.md#a-retrieval-world)."""
+    the engine in-process past `EDGE_ABOVE` chunks, counted from the text without chunking it,
+    with a background corpus's `passages` (docs/design.md#a-retrieval-world)."""
     if config.qdrant_url:
         return "server"
     if config.engine != "auto":
         return config.engine
     step = max(config.chunk_size - config.chunk_overlap, 1)
     chunks = sum(len(article.content) // step + 1 for article in articles)
-    return "edge" if chunks > EDGE_ABOVE else "local"
+    return "edge" if chunks + passages > EDGE_ABOVE else "local"
 
 
 def open_index(articles: dict[str, Article], config: IndexConfig, embedder: Embedder,
                progress: bool = True) -> VectorIndex:
-    """The index for this corpus, chunker and embedder: opened if built, else built (or finished)."""
-    collection = "freshrag-" + index_key(articles.values(), config, embedder.name)[:24]
-    if engine_of(articles.values(), config) == "edge":
+    """The index for this corpus, chunker and embedder, with the background corpus's passages if
+    `config.corpus` names one: opened if built, else built (or finished)."""
+    background = (open_background(config.corpus, articles.values(), config.chunk_size,
+                                  config.chunk_overlap) if config.corpus else None)
+    collection = "freshrag-" + index_key(articles.values(), config, embedder.name,
+                                         background.sha256 if background else None)[:24]
+    corpus = _skipped_once(background, config.directory, collection) if background else None
+
+    def chunks() -> Iterator[Chunk]:
+        yield from chunk_articles(articles.values(), config.chunk_size, config.chunk_overlap)
+        if background:
+            yield from background.chunks()
+
+    if engine_of(articles.values(), config, background.passages if background else 0) == "edge":
         found = edge.open_built(config.directory, collection)  # read from the shard, not chunked
         if found is None:
-            found = edge.build(config.directory, collection, lambda: chunk_articles(
-                articles.values(), config.chunk_size, config.chunk_overlap), embedder, config,
-                progress)
-        return VectorIndex(found, collection, embedder, config, found.stored["chunks"])
-    chunks = chunk_articles(articles.values(), config.chunk_size, config.chunk_overlap)
+            found = edge.build(config.directory, collection, chunks, embedder, config, progress)
+        return VectorIndex(found, collection, embedder, config, found.stored["chunks"], corpus)
+    # local mode holds every point in memory anyway: the chunks as one list
+    return _local_index(list(chunks()), collection, config, embedder, progress, corpus)
+
+
+def _skipped_once(background: Background, directory: Path, collection: str) -> dict[str, Any]:
+    """The corpus's record, its count of left-out twins kept beside the index: the key fixes it,
+    and counting reads every shard's titles (2 s a million passages)."""
+    path = directory / "corpora" / f"{collection}.json"
+    try:
+        skipped = int(json.loads(path.read_text(encoding="utf-8"))["skipped"])
+    except (OSError, ValueError, KeyError, TypeError):
+        skipped = background.skipped()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, {"corpus": background.sha256, "skipped": skipped})
+    return background.record(skipped)
+
+
+def _local_index(chunks: list[Chunk], collection: str, config: IndexConfig, embedder: Embedder,
+                 progress: bool, corpus: dict[str, Any] | None) -> VectorIndex:
     if not chunks:
         raise RetrievalError("the corpus has no text to index")
     client = store.connect(config)
@@ -213,4 +250,4 @@ def open_index(articles: dict[str, Article], config: IndexConfig, embedder: Embe
         client.close()
         raise
     return VectorIndex(store.ClientCollection(client, collection, config), collection, embedder,
-                       config, len(chunks))
+                       config, len(chunks), corpus)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import math
+import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence, Union
@@ -30,6 +31,7 @@ from freshrag.executors.choice import DEFAULT_EXECUTOR, ExecutorError, executor_
 from freshrag.retrieval.config import IndexConfig
 from freshrag.run.options import (
     ADDRESS_HELP,
+    CORPUS_HELP,
     DEFAULT_CONCURRENCY,
     DEFAULT_SEED,
     EXECUTOR_HELP,
@@ -102,6 +104,8 @@ class RunOptions:
                                                        f"'i/N'; None: every pair (--shard)"})
     executor: str = field(default=DEFAULT_EXECUTOR, metadata={"help": f"{EXECUTOR_HELP} (--executor)"})
     address: str | None = field(default=None, metadata={"help": f"{ADDRESS_HELP} (--address)"})
+    corpus: Path | None = field(default=None, metadata={
+        "help": f"{CORPUS_HELP}; a path, or None: the dataset's articles alone (--corpus)"})
 
     def __post_init__(self) -> None:
         _whole("concurrency", self.concurrency, 1, MAX_CONCURRENCY)
@@ -131,6 +135,7 @@ class RunOptions:
             executor_of(self.executor, self.address)
         except ExecutorError as err:  # it names the field, as every other check here does
             raise InputError(f"RunOptions.{err}") from None
+        object.__setattr__(self, "corpus", _corpus(self.corpus, self.index))
         for name, kind in (("probe", ProbeSettings), ("index", IndexConfig), ("config", Path)):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), kind):
                 raise InputError(f"RunOptions.{name}: expected a {kind.__name__} or None, got "
@@ -139,6 +144,21 @@ class RunOptions:
     def config_file(self) -> Path | None:
         """The TOML file the run reads: `config`, else ./freshrag.toml if it exists."""
         return self.config or (DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None)
+
+
+def _corpus(value: object, index: object) -> Path | None:
+    """RunOptions.corpus as a Path, or None; one the index names already is taken from it."""
+    if value is None:
+        return index.corpus if isinstance(index, IndexConfig) else None
+    if not isinstance(value, (str, os.PathLike)) or os.fspath(value) in ("", b"") \
+            or not isinstance(os.fspath(value), str):
+        raise InputError(f"RunOptions.corpus: expected a corpus directory (a path, not empty) "
+                         f"or None, got {value!r:.80}")
+    path = Path(value)
+    if isinstance(index, IndexConfig) and index.corpus not in (None, path):
+        raise InputError(f"RunOptions.corpus: {path}, and the index names another corpus "
+                         f"({index.corpus}); give one")
+    return path
 
 
 def _shard(value: object) -> Shard | None:

@@ -75,3 +75,8 @@ EXECUTOR_HELP = ("how the pairs are answered: local (this process's threads) or 
 ADDRESS_HELP = ("with --executor ray, the cluster: ray://HOST:PORT (Ray Client), HOST:PORT (the "
                 "head's GCS address, from a node of the cluster) or auto (the cluster running on "
                 "this machine); none: a local cluster started for the run")
+# --corpus's, for the flag (cli/options.py) and RunOptions.corpus alike
+# (docs/retrieval.md#runs-in-a-large-world).
+CORPUS_HELP = ("a background corpus (a directory `freshrag corpus` wrote): the retrieval index "
+               "holds its passages beside the dataset's articles, whose twins it leaves out, and "
+               "every system that retrieves searches both")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -34,6 +34,7 @@ from freshrag.executors.cluster import connected
 from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import LLMClient
 from freshrag.llm.local_server import LocalServer
+from freshrag.retrieval.background import open_background
 from freshrag.retrieval.config import IndexConfig
 from freshrag.retrieval.embeddings import embedder_for
 from freshrag.retrieval.index import open_index
@@ -105,8 +106,13 @@ def prepare(dataset: Dataset | str | Path | None, systems: Systems, roles: Roles
     if options.executor == "ray" and not dry_run:
         check_ray_run(settings, options.max_cost)
     prompts = recorded_prompts()
-    index = (options.index or IndexConfig(directory=run_dir.parent / INDEX_DIR)) \
-        if any(source.uses_index for source in sources) else None
+    retrieving = any(source.uses_index for source in sources)
+    if options.corpus and not retrieving:
+        raise InputError(f"--corpus {options.corpus}: none of the systems "
+                         f"({', '.join(source.name for source in sources)}) retrieves; give one "
+                         f"that does (naive, react, ...) or drop --corpus")
+    index = replace(options.index or IndexConfig(directory=run_dir.parent / INDEX_DIR),
+                    corpus=options.corpus) if retrieving else None
     llm = LLMClient(settings, seed=options.seed)  # not started: it names the models
     check_resume(data, config, llm, factories, prompts, _index_record(index, llm))
     _check_shard(run_dir, options.shard)
@@ -130,8 +136,11 @@ def _index_record(index: IndexConfig | None, llm: LLMClient) -> dict[str, Any] |
     the embedding model named without loading it."""
     if index is None:
         return None
+    background = (open_background(index.corpus, (), index.chunk_size, index.chunk_overlap)
+                  if index.corpus else None)  # an unfinished or missing corpus refused here
     return {**{name: getattr(index, name) for name in INDEX_SETTINGS if hasattr(index, name)},
-            "embedding_model": embedder_for(llm).name}
+            "embedding_model": embedder_for(llm).name,
+            "corpus": background.record(skipped=0) if background else None}
 
 
 @dataclass

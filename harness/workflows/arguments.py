@@ -118,6 +118,7 @@ ARGUMENTS: dict[str, Argument] = {
     "max_cost": Argument("", run_option("max_cost")),
     "batch": Argument("", run_option("batch")),
     "batch_poll": Argument("", run_option("batch_poll")),
+    "corpus": Argument("", run_option("corpus")),
     "config": Argument(f"a TOML file, {PATH}, or None", path(optional=True)),
     # report
     "run_dirs": Argument(f"a run directory or a list of them, each {PATH}", paths()),

@@ -17,7 +17,8 @@ DESCRIPTION = ("Chunks the articles and embeds the chunks (the embeddings role) 
                "the run starts at once; an index already built is checked, not rebuilt. Prints "
                "what the index holds as JSON.")
 EXAMPLES = ("freshrag index --articles datasets/recent/articles.jsonl",
-            "freshrag index --articles articles.jsonl --qdrant-url http://localhost:6333")
+            "freshrag index --articles articles.jsonl --qdrant-url http://localhost:6333",
+            "freshrag index --articles articles.jsonl --corpus corpora/known")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -177,7 +177,8 @@ def run_options(args: argparse.Namespace, out: Path) -> RunOptions:
         index=index_config(args, out.parent) if hasattr(args, "top_k") else None,
         max_cost=args.max_cost, batch=args.batch, batch_poll=args.batch_poll, config=args.config,
         shard=getattr(args, "shard", None),  # `freshrag import` and `cutoff` take none
-        executor=getattr(args, "executor", DEFAULT_EXECUTOR), address=getattr(args, "address", None))
+        executor=getattr(args, "executor", DEFAULT_EXECUTOR), address=getattr(args, "address", None),
+        corpus=getattr(args, "corpus", None))
 
 
 def _summarise(out: Path, rows: list[SampleRow], capped: Exception | None,

@@ -78,7 +78,8 @@ def handle(args: argparse.Namespace) -> int:
     print_roles(settings, ("embeddings",))
     index = open_index(data.articles, IndexConfig(
         directory=args.index_dir or Path("results") / INDEX_DIR, qdrant_url=args.qdrant_url,
-        engine=args.engine, chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, top_k=args.k),
+        engine=args.engine, chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, top_k=args.k,
+        corpus=args.corpus),
         embedder_for(LLMClient(settings)))
     try:
         result = scan.scan(index, questions, args.weights, args.k, args.by)
