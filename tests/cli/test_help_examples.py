@@ -156,6 +156,9 @@ PENDING = {
     **dict.fromkeys(CORPUS_EXAMPLES, "a whole Wikipedia's dump files, or a wiki at "
                     "wiki.example.org (tests/builders/corpus runs the same options on generated "
                     "dumps and a scripted wiki)"),
+    "freshrag index --articles articles.jsonl --corpus corpora/known":
+        "the corpus of a whole Wikipedia that `freshrag corpus` makes (tests/retrieval/"
+        "test_corpus_index.py indexes a corpus of a generated dump)",
     "freshrag index --articles articles.jsonl --qdrant-url http://localhost:6333":
         "a Qdrant server (no package on PyPI or Debian runs one without docker)",
     "freshrag demo": "the embedded model (tests/cli/test_demo.py and the clean-room install)",
