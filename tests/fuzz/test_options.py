@@ -34,7 +34,8 @@ BASE = {"build": ["--out", "o", "--cutoff", "2020-01-01"], "run": [], "index": [
         "scan-retrieval": [],
         "needs": ["--queries", "q.jsonl"],
         "mix": ["d", "--n", "1", "--out", "o"], "label": ["d"], "filter": ["r", "--out", "o"],
-        "cutoff": [], "datasets": ["d"], "gate": ["a", "b"]}
+        "cutoff": [], "datasets": ["d"], "gate": ["a", "b"], "corpus": ["--out", "o"],
+        "merge": ["a", "--out", "o"]}
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:
