@@ -33,7 +33,7 @@ from freshrag.retrieval import lexical
 from freshrag.retrieval.chunking import Chunk
 from freshrag.retrieval.config import EDGE_ABOVE, IndexConfig, RetrievalError
 from freshrag.retrieval.embeddings import Embedder, embed_checked
-from freshrag.retrieval.store import LEXICAL, Request, StoredPoint
+from freshrag.retrieval.store import LEXICAL, Request, StoredPoint, stored_point
 
 if TYPE_CHECKING:
     from qdrant_edge import EdgeShard
@@ -130,12 +130,7 @@ class EdgeCollection:
                 records, offset = self.shard.scroll(ScrollRequest(
                     offset=offset, limit=page, with_payload=with_vectors,
                     with_vector=with_vectors))
-            for record in records:
-                vectors: Any = record.vector or {}
-                sparse = vectors.get(LEXICAL)
-                yield StoredPoint(int(record.id), vectors.get(""),
-                                  lexical.SparseTerms(list(sparse.indices), list(sparse.values))
-                                  if sparse is not None else None, record.payload or {})
+            yield from map(stored_point, records)
             if offset is None:
                 return
 

@@ -51,6 +51,16 @@ class StoredPoint:
     payload: dict[str, Any]
 
 
+def stored_point(record: Any) -> StoredPoint:
+    """A scrolled record of either store (qdrant-client's or the engine's: the same fields) as
+    a StoredPoint."""
+    vectors: Any = record.vector or {}
+    sparse = vectors.get(LEXICAL)
+    return StoredPoint(int(record.id), vectors.get(""),
+                       lexical.SparseTerms(list(sparse.indices), list(sparse.values))
+                       if sparse is not None else None, record.payload or {})
+
+
 class ClientCollection:
     """One collection of qdrant-client's (local mode, or a server), as the index searches it;
     edge.EdgeCollection has the same calls. Hits are qdrant-client's points (id, score,
@@ -89,12 +99,7 @@ class ClientCollection:
         while True:
             records, offset = self.client.scroll(self.name, limit=page, offset=offset,
                                                  with_payload=True, with_vectors=True)
-            for record in records:
-                vectors: Any = record.vector or {}
-                sparse = vectors.get(LEXICAL)
-                yield StoredPoint(int(record.id), vectors.get(""),
-                                  lexical.SparseTerms(list(sparse.indices), list(sparse.values))
-                                  if sparse is not None else None, record.payload or {})
+            yield from map(stored_point, records)
             if offset is None:
                 return
 
