@@ -6,10 +6,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
-import signal
-import subprocess
-import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -22,8 +18,8 @@ from freshrag.retrieval.chunking import chunk_articles
 from freshrag.retrieval.config import IndexConfig, RetrievalError
 from freshrag.retrieval.index import engine_of, index_key, open_index
 from freshrag.retrieval.store import content_hash
-from tests import ROOT
 from tests.support.fakes import BagOfWordsEmbedder
+from tests.support.killed import killed_once_stored
 from tests.support.systems import CORPUS
 
 QUERIES = ["which comet did the shepherds see at dawn", "granite arches over the river",
@@ -241,17 +237,7 @@ open_index(CORPUS, IndexConfig(directory=Path(sys.argv[1]), engine="edge", batch
 def test_a_build_killed_outright_keeps_its_flushed_windows_and_resumes(tmp_path):
     """SIGKILL, no clean-up: the shard opens again with every window flushed before the kill,
     and only the rest is embedded."""
-    marker = tmp_path / "stored"
-    process = subprocess.Popen([sys.executable, "-c", KILLED_BUILD, str(tmp_path / "edge"),
-                                str(marker)], cwd=ROOT)
-    try:
-        deadline = time.monotonic() + 60
-        while not (marker.exists() and marker.read_text() == "16"):
-            assert process.poll() is None and time.monotonic() < deadline, "the build never began"
-            time.sleep(0.05)
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait()
+    killed_once_stored(KILLED_BUILD, tmp_path / "edge", tmp_path / "stored", "16")
     total = len(chunk_articles(CORPUS.values(), 300, 20))
     resumed = BagOfWordsEmbedder()
     index = open_index(CORPUS, replace(config(tmp_path), batch_size=2), resumed, progress=False)

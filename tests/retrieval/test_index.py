@@ -1,10 +1,7 @@
 """The retrieval index on embedded Qdrant (real), with a bag-of-words embedder standing in for
 MiniLM, and the embeddings role against the fake OpenAI-compatible server."""
 
-import signal
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,9 +19,9 @@ from freshrag.retrieval.chunking import chunk_articles
 from freshrag.retrieval.config import IndexConfig, RetrievalError
 from freshrag.retrieval.embeddings import EndpointEmbedder, LocalMiniLM
 from freshrag.retrieval.index import open_index
-from tests import ROOT
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import BagOfWordsEmbedder
+from tests.support.killed import killed_once_stored
 from tests.support.systems import CORPUS
 
 
@@ -279,17 +276,7 @@ open_index(CORPUS, IndexConfig(directory=Path(sys.argv[1]), batch_size=4, chunk_
 def test_a_build_killed_outright_keeps_what_it_stored_and_resumes_with_the_rest(tmp_path):
     """SIGKILL, no clean-up: every batch stored before the kill is in the index when it is
     opened again (a commit not synced still survives the process), and only the rest is embedded."""
-    marker = tmp_path / "stored"
-    process = subprocess.Popen([sys.executable, "-c", KILLED_BUILD, str(tmp_path / "index"),
-                                str(marker)], cwd=ROOT)
-    try:
-        deadline = time.monotonic() + 60
-        while not (marker.exists() and marker.read_text() == "3"):
-            assert process.poll() is None and time.monotonic() < deadline, "the build never began"
-            time.sleep(0.05)
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait()
+    killed_once_stored(KILLED_BUILD, tmp_path / "index", tmp_path / "stored", "3")
     total = len(chunk_articles(CORPUS.values(), 300, 20))
     resumed = BagOfWordsEmbedder()
     index = open_index(CORPUS, config(tmp_path, chunk_size=300, chunk_overlap=20), resumed,
