@@ -128,7 +128,10 @@ def _from_file(kind: str, spec: str, path: Path, attribute: str) -> Loaded:
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     stem = re.sub(r"\W", "_", path.stem)
-    module_name = f"freshrag_user_{stem}_{digest[:12]}"
+    # Keyed by place as well as text: a second copy of a file elsewhere is its own module, so
+    # its tracebacks and sibling imports name its own folder, not the first copy's.
+    place = hashlib.sha256(str(path.resolve()).encode("utf-8", "surrogateescape") + data)
+    module_name = f"freshrag_user_{stem}_{place.hexdigest()[:12]}"
     module = sys.modules.get(module_name) or _exec_file(kind, spec, path, module_name)
     return _attribute(kind, spec, module, attribute, "file", str(path), digest, None)
 

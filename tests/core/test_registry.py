@@ -123,3 +123,15 @@ def test_a_file_whose_path_is_not_utf8_is_refused_naming_it(tmp_path):
     path.write_text(WIDGET)
     with pytest.raises(PluginError, match=r"widget b'.*widgets\\xff\.py:Widget': not UTF-8 text"):
         widgets().resolve(f"{path}:Widget")
+
+
+def test_two_copies_of_one_file_are_two_modules_each_naming_its_own_path(tmp_path):
+    first, second = tmp_path / "a" / "widgets.py", tmp_path / "b" / "widgets.py"
+    for path in (first, second):
+        path.parent.mkdir()
+        path.write_text(WIDGET + "\ndef where():\n    return __file__\n")
+    one, two = (widgets().resolve(f"{path}:Widget") for path in (first, second))
+    assert one.sha256 == two.sha256  # the same text is recorded as the same digest
+    assert sys.modules[one.thing.__module__].where() == str(first)
+    assert sys.modules[two.thing.__module__].where() == str(second)
+    assert widgets().resolve(f"{first}:Widget").thing is one.thing  # loaded once a place
