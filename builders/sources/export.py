@@ -70,9 +70,9 @@ def write_dump(path: Path, pages: Iterable[DumpPage], truncate_at: int | None = 
     # whole or not at all, and a symbolic link at `path` refused (core/files.py)
     with atomic_open(path, "wb") as raw, _compressed(raw, suffix) as out:
         writer = _Truncating(out, truncate_at)
-        writer.write(_HEADER)
+        writer.write(HEADER)
         for page in pages:
-            writer.write(_page_xml(page))
+            writer.write(page_xml(page))
         for item in log_items:
             writer.write(_log_xml(item))
         writer.write("</mediawiki>\n")
@@ -90,7 +90,8 @@ class _Truncating:
         self.out.write(data)
 
 
-_HEADER = f"""<mediawiki xmlns="{EXPORT_NS}" version="0.11" xml:lang="en">
+# What opens every export file: the root element and the site's namespaces.
+HEADER = f"""<mediawiki xmlns="{EXPORT_NS}" version="0.11" xml:lang="en">
   <siteinfo>
     <sitename>freshrag export</sitename>
     <dbname>freshragtest</dbname>
@@ -113,7 +114,9 @@ def _log_xml(item: LogItem) -> str:
             f'    <params xml:space="preserve" />\n  </logitem>\n')
 
 
-def _page_xml(page: DumpPage) -> str:
+def page_xml(page: DumpPage) -> str:
+    """One `<page>` element with its revisions, as it sits between `HEADER` and `</mediawiki>`
+    (a multistream dump compresses runs of these on their own)."""
     parts = [f"  <page>\n    <title>{escape(page.title)}</title>\n    <ns>{page.ns}</ns>\n"
              f"    <id>{page.id}</id>\n"]
     if page.redirect:

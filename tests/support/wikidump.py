@@ -138,13 +138,13 @@ def write_multistream(directory: Path, pages: Iterable[DumpPage], per_stream: in
     (bz2) holds `offset:page_id:title` per page."""
     import bz2
 
-    from freshrag.builders.sources.export import _HEADER, _page_xml
+    from freshrag.builders.sources.export import HEADER, page_xml
 
     directory.mkdir(parents=True, exist_ok=True)
     dump, index = directory / f"{name}.xml.bz2", directory / f"{name}-index.txt.bz2"
     lines: list[str] = []
     with dump.open("wb") as out:
-        out.write(bz2.compress(_HEADER.encode()))
+        out.write(bz2.compress(HEADER.encode()))
         batch: list[DumpPage] = []
         for page in [*pages, None]:
             if page is not None:
@@ -153,7 +153,7 @@ def write_multistream(directory: Path, pages: Iterable[DumpPage], per_stream: in
             if batch and (page is None or len(batch) == per_stream):
                 offset = out.tell()
                 lines += [f"{offset}:{p.id}:{p.title}\n" for p in batch]
-                out.write(bz2.compress("".join(_page_xml(p) for p in batch).encode()))
+                out.write(bz2.compress("".join(page_xml(p) for p in batch).encode()))
                 batch = []
         out.write(bz2.compress(b"</mediawiki>\n"))
     index.write_bytes(bz2.compress("".join(lines).encode()))
