@@ -49,6 +49,9 @@ IMPORT_JSONL = ("freshrag import my-answers.jsonl --system mine --dataset datase
                 "--out results/mine-imported")
 IMPORT_CSV = (f"freshrag import ragas.csv --system ragas --dataset datasets/recent --base-url "
               f"{PROVIDER} --model-role judge=gpt-4o --out results/ragas")
+INSPECT = "freshrag export results/agents --format inspect --out 2026-01-31T12-00-00_agents.json"
+RAGCHECKER = ("freshrag export results/agents --format ragchecker --systems react "
+              "--out react-ragchecker.json")
 SHARDED = "freshrag run --limit 6 --systems baseline,oracle"
 MERGE = "freshrag merge results/shard-1 results/shard-2 results/shard-3 --out results/sharded"
 HAND = (f"freshrag label --dataset datasets/recent --hand-labels my-labels.jsonl --base-url "
@@ -103,6 +106,8 @@ RUN = {
     "freshrag export results/gpt-4o results/mini --format jsonl --systems naive,react "
     "--out answers.jsonl": 0,
     "freshrag export results/agents --format otel --out agents-traces.jsonl": 0,
+    INSPECT: 0,
+    RAGCHECKER: 0,
     "freshrag report results/gpt-4o results/mini --by label --format csv": 0,
     GATE: 1,
     f"{GATE} --markdown gate.md --junit gate.xml": 1,
@@ -138,6 +143,8 @@ BEFORE: dict[str, tuple[Step, ...]] = {
         f"{RUN_ON} --systems react --out results/agents",),
     "freshrag export results/agents --format otel --out agents-traces.jsonl": (
         f"{RUN_ON} --systems react --out results/agents",),
+    INSPECT: (f"{RUN_ON} --systems react --out results/agents",),
+    RAGCHECKER: (f"{RUN_ON} --systems react --out results/agents",),
     "freshrag export results/gpt-4o results/mini --format jsonl --systems naive,react "
     "--out answers.jsonl": (f"{RUN_ON} --systems naive,react --model gpt-4o --out results/gpt-4o",
                             f"{RUN_ON} --systems naive,react --out results/mini"),
