@@ -44,6 +44,7 @@ MIX = ("freshrag mix --dataset datasets/traffic --fresh 0.1 --control 0.6 --gene
        "--out datasets/traffic-10pc")
 EXAMPLE_SET = "freshrag datasets   # the example dataset, and its folder"
 GATE = "freshrag gate results/main results/pr --rules gate.toml"
+GATE_GITHUB = f"{GATE} --format github --junit gate.xml"
 DEMO = "freshrag demo --full --out results/demo-full"
 IMPORT_JSONL = ("freshrag import my-answers.jsonl --system mine --dataset datasets/recent "
                 "--out results/mine-imported")
@@ -110,7 +111,7 @@ RUN = {
     RAGCHECKER: 0,
     "freshrag report results/gpt-4o results/mini --by label --format csv": 0,
     GATE: 1,
-    f"{GATE} --markdown gate.md --junit gate.xml": 1,
+    GATE_GITHUB: 1,
     IMPORT_JSONL: 0,
     IMPORT_CSV: 0,
     "freshrag import-legacy A_f_naive.pkl --dataset data/A_f --system naive --out results/paper":
@@ -292,7 +293,7 @@ def test_a_run_is_scored_reported_labelled_and_agreed_on(examples):
 
 
 def test_runs_are_compared_exported_and_gated(examples):
-    root = examples.through(f"{GATE} --markdown gate.md --junit gate.xml")
+    root = examples.through(GATE_GITHUB)
     assert (root / "results" / "agreement-judge-gpt-4o-vs-judge-mini" / "agreement.json").is_file()
     samples = rows(root / "agents-ragas.jsonl")  # react searched once, then answered
     assert len(samples) == 40 and all(
@@ -301,8 +302,8 @@ def test_runs_are_compared_exported_and_gated(examples):
     assert len(list(csv.DictReader(io.StringIO(examples.printed[
         "freshrag report results/gpt-4o results/mini --by label --format csv"])))) > 0
     verdicts = [line.rsplit("|", 2)[1].strip() for line in
-                (root / "gate.md").read_text(encoding="utf-8").splitlines()
-                if line.startswith("| ") and line.endswith(("| pass |", "| **FAIL** |"))]
+                examples.printed[GATE_GITHUB].splitlines()
+                if line.startswith("| `") and line.endswith(("| pass |", "| **FAIL** |"))]
     # the fake judge fails its probes
     assert verdicts == ["pass", "pass", "pass", "**FAIL**", "pass"]
     assert (root / "gate.xml").is_file()
