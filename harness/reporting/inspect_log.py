@@ -130,7 +130,8 @@ def messages(row: SampleRow) -> list[dict[str, Any]]:
         count = max(0, min(int(step.get("calls") or 0), len(calls) - used))
         spent, used = calls[used:used + count], used + count
         last = number == len(steps) and step["kind"] == "answer" and answered(row)
-        made += _step_messages(step, spent, texts, f"call-{number}", last and row.get("answer"))
+        made += _step_messages(step, spent, texts, f"call-{number}",
+                               str(row.get("answer")) if last else None)
     if answered(row) and not (steps and steps[-1]["kind"] == "answer"):
         made.append(_assistant(str(row.get("answer") or ""), []))
     return made
@@ -138,9 +139,11 @@ def messages(row: SampleRow) -> list[dict[str, Any]]:
 
 def _step_messages(step: StepRecord, calls: Sequence[CallRecord],
                    texts: Mapping[tuple[str, int], str], call_id: str,
-                   answer: Any) -> list[dict[str, Any]]:
-    if step["kind"] in ("search", "read") and (step.get("query") is not None or
-                                               step.get("title")):
+                   answer: str | None) -> list[dict[str, Any]]:
+    """A step as messages: a search or a read as the assistant's tool call and the tool's
+    result, the row's answer (`answer`, on its last step) or any other step with text as
+    assistant text; a step without text, none."""
+    if step["kind"] == "search" or (step["kind"] == "read" and step.get("title")):
         name, arguments = ((SEARCH_TOOL, {"query": step.get("query") or ""})
                            if step["kind"] == "search" else (READ_TOOL,
                                                              {"title": step.get("title")}))
@@ -151,7 +154,7 @@ def _step_messages(step: StepRecord, calls: Sequence[CallRecord],
                                "type": "function"}]
         return [call, {"role": "tool", "content": json.dumps(found, ensure_ascii=False),
                        "tool_call_id": call_id, "function": name}]
-    if isinstance(answer, str):  # the row's answer: its text as written, not the step's
+    if answer is not None:  # the row's answer: its text as written, not the step's
         return [_assistant(answer, calls, step)]
     text = step.get("text")
     if not text:
@@ -226,20 +229,17 @@ def _identity(row: SampleRow) -> dict[str, Any]:
 # --------------------------------------------------------------------------- tokens
 
 def model_usage(row: SampleRow) -> dict[str, dict[str, int]]:
-    """Tokens per model: from the pair's calls, or (imported rows, which have none) from each
-    role's tokens under the model the row names for it; a role whose tokens its system did not
-    report is left out."""
+    """Tokens per model: from the pair's calls, and for a role that made none (an imported
+    system's answer, which reports its tokens but not its calls) from the role's tokens under
+    the model the row names for it; a role whose tokens its system did not report is left out."""
     calls = [call for call in row.get("calls") or [] if call.get("model") and call.get("usage")]
-    if calls:
-        by_model: dict[str, list[dict[str, int]]] = {}
-        for call in calls:
-            by_model.setdefault(call["model"], []).append(_call_usage(call))
-        return {model: _summed(spent) for model, spent in by_model.items()}
-    models = role_models(row)
-    by_role = role_usage(row)
     found: dict[str, list[dict[str, int]]] = {}
-    for role, spent in by_role.items():
-        found.setdefault(models.get(role, role), []).append(spent)
+    for call in calls:
+        found.setdefault(call["model"], []).append(_call_usage(call))
+    called, models = {call.get("role") for call in calls}, role_models(row)
+    for role, spent in role_usage(row).items():
+        if role not in called:
+            found.setdefault(models.get(role, role), []).append(spent)
     return {model: _summed(spent) for model, spent in found.items()}
 
 

@@ -217,6 +217,19 @@ def test_each_scorers_metrics_are_a_score_and_one_without_says_why():
                                            "reason": "not_applicable"}
 
 
+def test_an_imported_answers_tokens_count_under_its_model_beside_the_judges_calls():
+    judge = {"role": "judge", "model": "judge-1", "usage": {"input": 900, "output": 90}}
+    row = {**row_by_hand("q1", "theirs", answer=None), "models": {"answer": "their-model"},
+           "calls": [judge], "usage": {"answer": {"input": 50, "output": 5},
+                                       "judge": {"input": 900, "output": 90}}}
+    assert inspect_log.model_usage(row) == {  # type: ignore[arg-type]
+        "judge-1": {"input_tokens": 900, "output_tokens": 90, "total_tokens": 990},
+        "their-model": {"input_tokens": 50, "output_tokens": 5, "total_tokens": 55}}
+    row["details"] = {"unknown": ["input_tokens", "output_tokens"]}  # reported none
+    assert list(inspect_log.model_usage(row)) == ["judge-1"]  # type: ignore[arg-type]
+    assert list(inspect_log.role_usage(row)) == ["judge"]  # type: ignore[arg-type]
+
+
 def test_pairs_of_several_runs_keep_apart_by_their_run(tmp_path):
     first = write_run(tmp_path / "one", [row_by_hand("q1", "naive")])
     second = write_run(tmp_path / "two", [row_by_hand("q1", "naive")])
