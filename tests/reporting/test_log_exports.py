@@ -40,6 +40,14 @@ SYSTEMS = ("naive", "react")
 LOG_NAME = "2026-01-31T12-00-00_freshrag.json"  # a name inspect view lists
 
 
+@pytest.fixture(autouse=True)
+def inspect_home(tmp_path, monkeypatch) -> None:
+    """inspect_ai's own data and cache (its trace files, the viewer's state) in the test's
+    directory, not the user's home; `inspect view` inherits it."""
+    for name in ("XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
+        monkeypatch.setenv(name, str(tmp_path / "inspect-home" / name.lower()))
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Any:
     root = tmp_path_factory.mktemp("inspect")
@@ -146,7 +154,7 @@ def test_inspect_view_lists_and_serves_the_log(run, tmp_path):
     port = free_port()
     view = subprocess.Popen([sys.executable, "-m", "inspect_ai", "view", "start", "--log-dir",
                              str(logs), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path)
     try:
         listing = _get(f"http://127.0.0.1:{port}/api/log-files", view)
         (name,) = [entry["name"] for entry in json.loads(listing)["files"]]
