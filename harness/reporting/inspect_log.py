@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping, Sequence
 
 from freshrag import __version__
@@ -57,8 +58,9 @@ def eval_log(rows: Sequence[SampleRow]) -> dict[str, Any]:
     model, and one sample per row."""
     ids = pair_ids(rows, ("run", "dataset", "system"))
     samples = [eval_sample(row, ident) for row, ident in zip(rows, ids)]
-    times = sorted(str(row["finished_at"]) for row in rows if row.get("finished_at"))
-    started, completed = (times[0], times[-1]) if times else (NO_TIME, NO_TIME)
+    times = sorted(moment for row in rows if (moment := _time(row.get("finished_at"))))
+    started, completed = ((times[0].isoformat(), times[-1].isoformat()) if times
+                          else (NO_TIME, NO_TIME))
     return {
         "version": LOG_VERSION, "status": "success",
         "eval": _spec(rows, ids, started),
@@ -68,6 +70,19 @@ def eval_log(rows: Sequence[SampleRow]) -> dict[str, Any]:
                   "role_usage": _summed(sample["role_usage"] for sample in samples)},
         "samples": samples,
     }
+
+
+def _time(text: Any) -> datetime | None:
+    """A row's time in UTC (one without a zone taken as UTC, as the runner writes them); None
+    for none, or for text that is no ISO 8601 time, which inspect_ai would refuse."""
+    try:
+        moment = datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else None
+    except ValueError:
+        return None
+    if moment is None:
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+            ).astimezone(timezone.utc)
 
 
 def _spec(rows: Sequence[SampleRow], ids: Sequence[str], created: str) -> dict[str, Any]:
@@ -109,8 +124,8 @@ def eval_sample(row: SampleRow, ident: str) -> dict[str, Any]:
     }
     if isinstance(row.get("latency_s"), (int, float)):
         sample["total_time"] = row["latency_s"]
-    if row.get("finished_at"):
-        sample["completed_at"] = row["finished_at"]
+    if finished := _time(row.get("finished_at")):
+        sample["completed_at"] = finished.isoformat()
     if row["status"] != "ok":
         sample["error"] = {"message": str(row.get("error") or "failed"),
                            "traceback": str(row.get("error_detail") or ""),

@@ -238,6 +238,18 @@ def test_an_imported_answers_tokens_count_under_its_model_beside_the_judges_call
     assert list(inspect_log.role_usage(row)) == ["judge"]  # type: ignore[arg-type]
 
 
+def test_times_are_utc_and_one_that_is_no_time_is_left_out(tmp_path):
+    rows = [{**row_by_hand("q1", "naive"), "finished_at": "2026-11-29T10:00:00+02:00"},
+            {**row_by_hand("q2", "naive"), "finished_at": "2026-11-29T09:30:00Z"},
+            {**row_by_hand("q3", "naive"), "finished_at": "yesterday"}]
+    log = read_eval_log(str(exported(write_run(tmp_path / "r", rows), tmp_path / LOG_NAME)))
+    assert (log.stats.started_at, log.stats.completed_at) == (
+        "2026-11-29T08:00:00+00:00", "2026-11-29T09:30:00+00:00")
+    assert log.samples is not None
+    assert [s.completed_at for s in log.samples] == [
+        "2026-11-29T08:00:00+00:00", "2026-11-29T09:30:00+00:00", None]
+
+
 def test_pairs_of_several_runs_keep_apart_by_their_run(tmp_path):
     first = write_run(tmp_path / "one", [row_by_hand("q1", "naive")])
     second = write_run(tmp_path / "two", [row_by_hand("q1", "naive")])
