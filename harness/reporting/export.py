@@ -1,8 +1,9 @@
 """Run directories' answers exported for the tools users already have (docs/export.md): Ragas'
 multi-turn samples (`ragas`), one per answered row, flat records for pandas (`jsonl`), one
-per row, and OpenTelemetry traces (`otel`), one per answered row (made in reporting/otel.py,
-which imports the SDK only when that format runs). Reading only the runs' files, it makes no
-call.
+per row, OpenTelemetry traces (`otel`), one per answered row (made in reporting/otel.py,
+which imports the SDK only when that format runs), and the one-document formats: an inspect_ai
+eval log (`inspect`, reporting/inspect_log.py) and RAGChecker's input (`ragchecker`,
+reporting/ragchecker.py). Reading only the runs' files, it makes no call.
 
 A Ragas sample is the answer's trajectory as Ragas' messages (`ragas.messages`): the question as
 a human message, each search as an ai message calling `search` with {"query"} followed by a tool
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -28,14 +30,25 @@ from freshrag.core.errors import UserError
 from freshrag.core.outputs import Output, check_outputs, check_outside_runs
 from freshrag.core.records import SampleRow
 from freshrag.core.samples import judge_scores
+from freshrag.reporting.export_rows import (
+    READ_TOOL,
+    SEARCH_TOOL,
+    answered,
+    chunk_texts,
+    gold_titles,
+)
 
-FORMATS = ("ragas", "jsonl", "otel")
+FORMATS = ("ragas", "jsonl", "otel", "inspect", "ragchecker")
+# written as one JSON document (one line) holding every pair, not a record a pair
+DOCUMENTS = ("inspect", "ragchecker")
 # the OpenTelemetry SDK, its encoder and OpenInference's names
 TRACES_EXTRA = "pip install 'freshrag[traces]'"
-SEARCH_TOOL, READ_TOOL = "search", "read"  # the tools an exported trajectory calls
 # the flat record's token columns, roles in this order first, then any other as first met
 ROLE_ORDER = ("answer", "decision", "judge")
 JUDGE = "judge"
+# the names of the .json logs `inspect view` lists: a time first, as inspect_ai names its own
+LISTED = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}[:-]\d{2}[:-]\d{2}.*\.json$")
+LISTED_EXAMPLE = "2026-01-31T12-00-00_freshrag.json"
 
 
 class ExportError(UserError, ValueError):
@@ -63,15 +76,11 @@ def chosen(rows: list[SampleRow], systems: Sequence[str] | None) -> list[SampleR
     return [row for row in rows if row["system"] in systems]
 
 
-def answered(row: SampleRow) -> bool:
-    """A row with an answer to export as a Ragas sample (a failed pair has none)."""
-    return row["status"] == "ok" and isinstance(row.get("answer"), str)
-
-
 def records(rows: list[SampleRow], fmt: str, openinference: bool = False
             ) -> tuple[list[SampleRow], Iterator[dict[str, Any]]]:
-    """The rows `fmt` exports (ragas, otel: the answered ones; jsonl: all) and their records,
-    each made as it is written; `openinference`: the traces' OpenInference attributes too."""
+    """The rows `fmt` exports (ragas, otel, ragchecker: the answered ones; jsonl, inspect: all)
+    and their records, each made as it is written (inspect, ragchecker: one record, the whole
+    document); `openinference`: the traces' OpenInference attributes too."""
     if openinference and fmt != "otel":
         raise ExportError(f"--openinference is for --format otel, not {fmt}")
     if fmt == "otel":
@@ -85,11 +94,31 @@ def records(rows: list[SampleRow], fmt: str, openinference: bool = False
             raise ExportError(f"--format otel needs the OpenTelemetry SDK ({error.name} is not "
                               f"installed): {TRACES_EXTRA}") from error
         return kept, trace_records(kept, openinference)
+    if fmt == "inspect":
+        from freshrag.reporting.inspect_log import eval_log
+        return rows, iter([eval_log(rows)] if rows else [])
+    if fmt == "ragchecker":
+        from freshrag.reporting.ragchecker import ragchecker_input
+        kept = [row for row in rows if answered(row)]
+        return kept, iter([ragchecker_input(kept)] if kept else [])
     if fmt == "ragas":
         kept = [row for row in rows if answered(row)]
         return kept, map(ragas_sample, kept)
     roles = roles_of(rows)
     return rows, (flat_record(row, roles) for row in rows)
+
+
+def notes(fmt: str, kept: Sequence[SampleRow], out: str) -> list[str]:
+    """What a user should know of the file written: an inspect log `inspect view` will not list
+    by its name, RAGChecker input whose questions have no reference answer."""
+    if fmt == "inspect" and out != "-" and not LISTED.match(Path(out).name):
+        return [f"note: inspect view lists a .json log only when its name starts with a time "
+                f"(e.g. {LISTED_EXAMPLE}); read_eval_log reads it by any name"]
+    if fmt == "ragchecker" and (lacking := sum(not isinstance(row.get("reference"), str)
+                                               for row in kept)):
+        return [f"note: {lacking} of {len(kept)} questions have no reference answer: their "
+                f"gt_answer is empty, which RAGChecker's recall and precision need"]
+    return []
 
 
 # --------------------------------------------------------------------------- Ragas
@@ -103,7 +132,7 @@ def ragas_sample(row: SampleRow) -> dict[str, Any]:
     steps = list(row.get("steps") or [])
     if steps and steps[-1]["kind"] == "answer":
         steps.pop()  # the row's answer, the last message
-    texts = _chunk_texts(row)
+    texts = chunk_texts(row)
     messages = [_message("human", row.get("question") or "", metadata=_identity(row))]
     for step in steps:
         messages += _step_messages(step, texts)
@@ -154,13 +183,6 @@ def _chunk(chunk: dict[str, Any], texts: dict[tuple[str, int], str]) -> dict[str
     return {**found, "text": text} if text is not None else found
 
 
-def _chunk_texts(row: SampleRow) -> dict[tuple[str, int], str]:
-    """The text of each chunk the answer saw, by (title, index): what `details.retrieved` keeps."""
-    retrieved = (row.get("details") or {}).get("retrieved") or []
-    return {(chunk["title"], chunk["index"]): chunk["text"] for chunk in retrieved
-            if isinstance(chunk.get("index"), int) and isinstance(chunk.get("text"), str)}
-
-
 def _identity(row: SampleRow) -> dict[str, Any]:
     """freshrag's fields of a sample, in its human message's metadata."""
     grade = row.get("grade")
@@ -170,11 +192,6 @@ def _identity(row: SampleRow) -> dict[str, Any]:
             "grade": None if grade is None else {
                 "truthfulness": grade["truthfulness"], "relevance": grade["relevance"],
                 "unscored_reason": grade["unscored_reason"]}}
-
-
-def gold_titles(row: SampleRow) -> list[str]:
-    """The articles that answer the row's question, in hop order; none for a general query."""
-    return list(row.get("gold_titles") or ([row["gold_title"]] if row["gold_title"] else []))
 
 
 # --------------------------------------------------------------------------- flat records

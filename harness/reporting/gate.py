@@ -245,9 +245,11 @@ def difference(rule: Rule, base: Side, cand: Side, context: Context) -> Verdict:
     figure = f"{value:+.2f} [{low:+.2f}, {high:+.2f}] over {len(diffs)} questions{left}"
     why = "" if passed else (f"the interval's lower end {low:+.2f} is not above "
                              f"{rule.threshold:g}")
+    paired = [(b, c) for b, c in both if b is not None and c is not None]
     return Verdict(rule, says, figure, passed, why, {
         "mean_difference": value, "interval": [low, high], "questions": len(diffs),
-        "unscored": unscored})
+        "unscored": unscored, "baseline": mean([b for b, _ in paired], places=4),
+        "candidate": mean([c for _, c in paired], places=4)})
 
 
 def metric(row: SampleRow, name: str) -> float | None:
@@ -284,13 +286,14 @@ def judge_probes(rule: Rule, base: Side, cand: Side, context: Context) -> Verdic
     found the judge informative: its grades tell right from wrong."""
     sides = [cand] if rule.runs == "candidate" else [base, cand]
     says = f"the judge passes its probes ({' and '.join(_side_name(s, base) for s in sides)})"
-    figures, problems = [], []
+    figures, problems, shown_by = [], [], {}
     for side in sides:
         shown, problem = _probe(side.manifest.get("judge_probe"))
+        shown_by[_side_name(side, base)] = shown
         figures.append(f"{_side_name(side, base)}: {shown}")
         if problem:
             problems.append(f"{_side_name(side, base)} ({side.run_dir}): {problem}")
-    return Verdict(rule, says, "; ".join(figures), not problems, "; ".join(problems))
+    return Verdict(rule, says, "; ".join(figures), not problems, "; ".join(problems), shown_by)
 
 
 def _side_name(side: Side, base: Side) -> str:

@@ -1,12 +1,12 @@
 """The gate's verdicts written for people and for CI (docs/ci.md#what-the-gate-writes): a
-markdown summary fit for a pull request's comment (each rule, its figure, its verdict), the same
-summary as plain text for the terminal (names as written: `naive -> naive-v2`, not markdown's
-`-&gt;`), and a JUnit XML file, one test case per rule, that CI systems display.
+summary as plain text for the terminal (each rule, its figure, its verdict; names as written:
+`naive -> naive-v2`), and a JUnit XML file, one test case per rule, that CI systems display. The
+pull request's comment is gate_github.py's.
 
 JUnit XML has no standard beyond what Jenkins and the test reporters read: `testsuites` >
 `testsuite` > `testcase`, a `failure` child in a case that failed. It is built with the standard
 library's xml.etree, which escapes markup; characters XML 1.0 cannot hold at all (control
-characters in a system's name) are dropped first. Both files are written whole and atomically,
+characters in a system's name) are dropped first. The file is written whole and atomically,
 never through a symbolic link (harness/core/files.py), and never over a file the gate reads.
 """
 
@@ -16,8 +16,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from freshrag.core import tables
-from freshrag.core.files import atomic_open, write_text
+from freshrag.core.files import atomic_open
 from freshrag.core.outputs import Output, check_outputs, check_outside_runs
 from freshrag.core.runfiles import RUN_FILES
 from freshrag.reporting.gate import GateResult
@@ -27,27 +26,11 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # line breaks, termin
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def markdown(result: GateResult) -> str:
-    """The summary: a headline with the verdict, the runs, a table of every rule, and why each
-    failing rule failed."""
-    runs = (f"Baseline {tables.cell(result.baseline)}, candidate "
-            f"{tables.cell(result.candidate)}; differences are candidate - baseline.")
-    table = "\n".join(tables.header(("rule", "figure", "verdict")) + [
-        tables.row((v.says, v.figure, "pass" if v.passed else tables.Markdown("**FAIL**")))
-        for v in result.verdicts])
-    parts = ["## " + _headline(result), runs, table]
-    if result.failed:
-        parts.append("### Why\n\n" + "\n".join(f"- {tables.cell(v.says)}: {tables.cell(v.why)} "
-                                                 f"({tables.cell(v.rule.where)})"
-                                                 for v in result.failed))
-    return "\n\n".join(parts) + "\n"
-
-
 def text(result: GateResult) -> str:
-    """The summary for a terminal or a failed test: the markdown's parts, every value as
-    written (a line break or control character in a name shown as a space, so that no name can
-    move the cursor or forge a line), a line per rule."""
-    lines = [_headline(result), "",
+    """The summary for a terminal or a failed test: every value as written (a line break or
+    control character in a name shown as a space, so that no name can move the cursor or forge a
+    line), a line per rule."""
+    lines = [headline(result), "",
              f"Baseline {_plain(result.baseline)}, candidate {_plain(result.candidate)}; "
              f"differences are candidate - baseline.", ""]
     lines += [f"{'pass' if v.passed else 'FAIL'}  {_plain(v.says)}: {_plain(v.figure)}"
@@ -58,7 +41,8 @@ def text(result: GateResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _headline(result: GateResult) -> str:
+def headline(result: GateResult) -> str:
+    """The verdict in one line: passed or failed, and how many rules."""
     if result.passed:
         held = len(result.verdicts) - len(result.failed)
         return f"freshrag gate: passed ({held} of {len(result.verdicts)} rules hold)"
@@ -108,11 +92,9 @@ def check_outputs_of(outputs: dict[str, Path | None], run_dirs: list[Path],
     check_outside_runs(given, run_dirs)
 
 
-def write(result: GateResult, markdown_path: Path | None, junit_path: Path | None) -> list[Path]:
-    """The summary and the JUnit file, each where asked; the paths written."""
+def write(result: GateResult, junit_path: Path | None) -> list[Path]:
+    """The JUnit file, where asked; the paths written."""
     written = []
-    if markdown_path is not None:
-        written.append(write_text(markdown_path, markdown(result)))
     if junit_path is not None:
         with atomic_open(junit_path, "wb") as handle:
             handle.write(junit(result))

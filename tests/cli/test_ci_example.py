@@ -1,8 +1,10 @@
 """docs/ci.md's GitHub Actions workflow, its `freshrag` commands run as written, job by job, in a
 fresh checkout each, against the fake OpenAI server: what `actions/cache` and the artifact
-actions would carry between the jobs is copied, and the candidate job makes no model call. Its
-other commands are checked as written: each job installs the checkout as the README does, before
-its first `freshrag` command (no network: the README's install runs in the clean-room test)."""
+actions would carry between the jobs is copied, and the candidate job makes no model call. The
+comment's `gh pr comment` runs as written, its `${{ }}` expressions filled in, against a
+stand-in `gh` that keeps what it would post: the gate's comment body. Its other commands are
+checked as written: each job installs the checkout as the README does, before its first
+`freshrag` command (no network: the README's install runs in the clean-room test)."""
 
 import os
 import re
@@ -22,6 +24,16 @@ from tests.support.fakes import discerning_judge
 PAGE = ROOT / "docs" / "ci.md"
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 OUTSIDE = ("gh pr comment ",)  # commands of the CI service, not freshrag's
+GITHUB = {"github.event.pull_request.number": "7", "github.token": "gh-token"}  # ${{ }} values
+EXPRESSION = re.compile(r"\$\{\{\s*([\w.]+)\s*\}\}")
+# `gh` as the comment step calls it: its arguments and the body it would post, kept
+STAND_IN_GH = """#!/bin/sh
+printf '%s\\n' "$@" > gh-args.txt
+while [ $# -gt 0 ]; do
+    if [ "$1" = --body-file ]; then cp "$2" gh-posted.md; fi
+    shift
+done
+"""
 
 
 def blocks(kind, page=PAGE):
@@ -85,8 +97,10 @@ def run_job(job, steps, env, store):
                                   capture_output=True, text=True, timeout=300)
             assert done.returncode == 0 or step.get("continue-on-error"), done.stderr
             statuses[step.get("name", step["run"])] = done.returncode
-        elif "run" in step:  # the install, checked by its own test; the CI service's commands
-            assert step["run"].startswith(("pip install ", *OUTSIDE)), step["run"]
+        elif step.get("run", "").startswith(OUTSIDE):
+            statuses[step.get("name", step["run"])] = _outside(job, step, env)
+        elif "run" in step:  # the install, checked by its own test
+            assert step["run"].startswith("pip install "), step["run"]
     for step in steps:  # actions/cache saves its paths when the job ends
         if step.get("uses", "").startswith("actions/cache"):
             for path in step["with"]["path"].split():
@@ -95,6 +109,24 @@ def run_job(job, steps, env, store):
                 target.parent.mkdir(parents=True, exist_ok=True)
                 (shutil.copytree if (job / path).is_dir() else shutil.copy)(job / path, target)
     return statuses
+
+
+def _outside(job, step, env):
+    """A command of the CI service, run as written against a stand-in on the path."""
+    stand_ins = job / ".stand-ins"
+    stand_ins.mkdir(exist_ok=True)
+    (stand_ins / "gh").write_text(STAND_IN_GH, encoding="utf-8")
+    (stand_ins / "gh").chmod(0o755)
+    filled = {name: EXPRESSION.sub(lambda m: GITHUB[m.group(1)], str(value))
+              for name, value in step.get("env", {}).items()}
+    done = subprocess.run(["bash", "-c", EXPRESSION.sub(lambda m: GITHUB[m.group(1)],
+                                                        step["run"])],
+                          cwd=job, env={**env, **filled,
+                                        "PATH": f"{stand_ins}{os.pathsep}{env['PATH']}"},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert step.get("if") == "always()"  # posted when the gate fails or refuses too
+    return done.returncode
 
 
 def test_each_job_installs_the_checkout_as_the_readme_does_before_running_it():
@@ -130,9 +162,13 @@ def test_the_workflow_runs_its_commands_and_the_unchanged_candidate_passes_free(
         server.reset_counts()
         job = checkout(tmp_path, "gate")
         statuses = run_job(job, jobs["gate"]["steps"], env, store)
-        assert statuses == {"Run the candidate": 0, "Gate": 0}
+        assert statuses == {"Run the candidate": 0, "Gate": 0, "Comment": 0}
         assert server.calls == 0  # the candidate answered and graded from the cache alone
-    assert "--max-cost" in str(jobs) and "freshrag gate: passed (5 of 5 rules hold)" in (
-        job / "gate.md").read_text()
+    assert "--max-cost" in str(jobs)
+    assert (job / "gh-args.txt").read_text().split() == ["pr", "comment", "7", "--body-file",
+                                                         "gate.md"]
+    posted = (job / "gh-posted.md").read_text(encoding="utf-8")
+    assert posted.startswith("## freshrag gate: passed (5 of 5 rules hold)\n")
+    assert "| rule | metric | baseline | candidate | difference [95% interval] | verdict |" in posted
     suite = ET.parse(job / "gate.xml").getroot().find("testsuite")
     assert (suite.get("tests"), suite.get("failures")) == ("5", "0")

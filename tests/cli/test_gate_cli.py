@@ -64,7 +64,7 @@ def run(out, *extra, systems="oracle"):
 def gate(capsys, *extra):
     capsys.readouterr()
     code = main(["gate", "results/baseline", "results/candidate", "--rules", "gate.toml",
-                 "--markdown", "gate.md", "--junit", "gate.xml", *extra])
+                 "--junit", "gate.xml", *extra])
     out, err = capsys.readouterr()
     cases = ET.parse("gate.xml").getroot().find("testsuite").findall("testcase")
     failing = [case.get("name") for case in cases if case.find("failure") is not None]
@@ -81,7 +81,8 @@ def test_an_unchanged_candidate_makes_no_call_and_passes(project, fake_server, c
     assert (code, failing) == (0, [])
     assert out.startswith("freshrag gate: passed (4 of 4 rules hold)")
     assert "+0.00 [+0.00, +0.00] over 10 questions" in out and "gate.xml written" in err
-    assert (project / "gate.md").read_text().startswith("## " + out.splitlines()[0])
+    code, body, _, _ = gate(capsys, "--format", "github")
+    assert code == 0 and body.startswith("## " + out.splitlines()[0])
 
 
 def test_a_candidate_worse_on_four_questions_in_ten_fails_the_truthfulness_rule(
@@ -164,7 +165,8 @@ def test_a_renamed_system_prints_its_names_as_written(project, fake_server, caps
     assert (code, failing) == (0, [])
     assert "pass  oracle -> baseline: truthfulness" in out and "&gt;" not in out
     assert "0.0% (0 failed, 0 missing, of 10)" in out
-    assert "oracle -&gt; baseline" in (project / "gate.md").read_text()
+    _, body, _, _ = gate(capsys, "--format", "github")
+    assert "| `oracle -> baseline: truthfulness," in body
 
 
 def test_rules_in_freshrag_toml_and_usage_errors_exit_2(project, fake_server, capsys):

@@ -44,11 +44,15 @@ MIX = ("freshrag mix --dataset datasets/traffic --fresh 0.1 --control 0.6 --gene
        "--out datasets/traffic-10pc")
 EXAMPLE_SET = "freshrag datasets   # the example dataset, and its folder"
 GATE = "freshrag gate results/main results/pr --rules gate.toml"
+GATE_GITHUB = f"{GATE} --format github --junit gate.xml"
 DEMO = "freshrag demo --full --out results/demo-full"
 IMPORT_JSONL = ("freshrag import my-answers.jsonl --system mine --dataset datasets/recent "
                 "--out results/mine-imported")
 IMPORT_CSV = (f"freshrag import ragas.csv --system ragas --dataset datasets/recent --base-url "
               f"{PROVIDER} --model-role judge=gpt-4o --out results/ragas")
+INSPECT = "freshrag export results/agents --format inspect --out 2026-01-31T12-00-00_agents.json"
+RAGCHECKER = ("freshrag export results/agents --format ragchecker --systems react "
+              "--out react-ragchecker.json")
 SHARDED = "freshrag run --limit 6 --systems baseline,oracle"
 MERGE = "freshrag merge results/shard-1 results/shard-2 results/shard-3 --out results/sharded"
 HAND = (f"freshrag label --dataset datasets/recent --hand-labels my-labels.jsonl --base-url "
@@ -103,9 +107,11 @@ RUN = {
     "freshrag export results/gpt-4o results/mini --format jsonl --systems naive,react "
     "--out answers.jsonl": 0,
     "freshrag export results/agents --format otel --out agents-traces.jsonl": 0,
+    INSPECT: 0,
+    RAGCHECKER: 0,
     "freshrag report results/gpt-4o results/mini --by label --format csv": 0,
     GATE: 1,
-    f"{GATE} --markdown gate.md --junit gate.xml": 1,
+    GATE_GITHUB: 1,
     IMPORT_JSONL: 0,
     IMPORT_CSV: 0,
     "freshrag import-legacy A_f_naive.pkl --dataset data/A_f --system naive --out results/paper":
@@ -138,6 +144,8 @@ BEFORE: dict[str, tuple[Step, ...]] = {
         f"{RUN_ON} --systems react --out results/agents",),
     "freshrag export results/agents --format otel --out agents-traces.jsonl": (
         f"{RUN_ON} --systems react --out results/agents",),
+    INSPECT: (f"{RUN_ON} --systems react --out results/agents",),
+    RAGCHECKER: (f"{RUN_ON} --systems react --out results/agents",),
     "freshrag export results/gpt-4o results/mini --format jsonl --systems naive,react "
     "--out answers.jsonl": (f"{RUN_ON} --systems naive,react --model gpt-4o --out results/gpt-4o",
                             f"{RUN_ON} --systems naive,react --out results/mini"),
@@ -285,7 +293,7 @@ def test_a_run_is_scored_reported_labelled_and_agreed_on(examples):
 
 
 def test_runs_are_compared_exported_and_gated(examples):
-    root = examples.through(f"{GATE} --markdown gate.md --junit gate.xml")
+    root = examples.through(GATE_GITHUB)
     assert (root / "results" / "agreement-judge-gpt-4o-vs-judge-mini" / "agreement.json").is_file()
     samples = rows(root / "agents-ragas.jsonl")  # react searched once, then answered
     assert len(samples) == 40 and all(
@@ -294,8 +302,8 @@ def test_runs_are_compared_exported_and_gated(examples):
     assert len(list(csv.DictReader(io.StringIO(examples.printed[
         "freshrag report results/gpt-4o results/mini --by label --format csv"])))) > 0
     verdicts = [line.rsplit("|", 2)[1].strip() for line in
-                (root / "gate.md").read_text(encoding="utf-8").splitlines()
-                if line.startswith("| ") and line.endswith(("| pass |", "| **FAIL** |"))]
+                examples.printed[GATE_GITHUB].splitlines()
+                if line.startswith("| `") and line.endswith(("| pass |", "| **FAIL** |"))]
     # the fake judge fails its probes
     assert verdicts == ["pass", "pass", "pass", "**FAIL**", "pass"]
     assert (root / "gate.xml").is_file()

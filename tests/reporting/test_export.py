@@ -362,7 +362,7 @@ def refused(capsys, *args: Any) -> str:
 def test_an_unknown_format_is_refused(tmp_path, capsys):
     run = write_run(tmp_path / "run", [row_by_hand("q1", "naive")])
     err = refused(capsys, "export", run, "--format", "csv", "--out", tmp_path / "x.csv")
-    assert "argument --format: invalid choice: 'csv' (choose from 'ragas', 'jsonl', 'otel')" in err
+    assert "argument --format: invalid choice: 'csv' (choose from 'ragas', 'jsonl', 'otel', 'inspect', 'ragchecker')" in err
     assert not (tmp_path / "x.csv").exists()
 
 

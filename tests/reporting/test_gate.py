@@ -1,5 +1,6 @@
 """The gate's verdicts on hand-made run directories, one kind of rule at a time, and what it
-writes: the markdown summary and a JUnit file that the standard library's reader parses."""
+writes: the text summary and a JUnit file that the standard library's reader parses (the pull
+request's comment: tests/reporting/test_gate_github.py)."""
 
 import re
 import xml.etree.ElementTree as ET
@@ -161,31 +162,19 @@ def test_the_junit_file_parses_with_a_case_per_rule_and_a_failure_per_failing_on
     assert cases[1].find("system-out").text == result.verdicts[1].figure
 
 
-def test_the_markdown_names_every_rule_figure_and_verdict_escaped(tmp_path):
-    rules = rules_from_tables([TRUTH, {"kind": "failed", "at_most": 0.5, "name": "a | b <i>"}])
-    text = gate_report.markdown(gate(*runs(tmp_path, worse=8), rules))
-    assert text.startswith("## freshrag gate: FAILED (1 of 2 rules fail)")
-    lines = [line for line in text.splitlines() if line.startswith("| ")]
-    assert lines[1].endswith("| **FAIL** |") and lines[2].endswith("| pass |")
-    assert "a \\| b &lt;i&gt;" in lines[2] and "-1.60 [" in lines[1]
-    assert "### Why" in text and "is not above -0.2" in text
-
-
 def test_outputs_are_never_written_through_a_link_nor_over_an_input(tmp_path, target):
     base, cand = runs(tmp_path)
     result = gate(base, cand, rules_from_tables([TRUTH]))
     link = tmp_path / "gate.xml"
     link.symlink_to(target)
     with pytest.raises(SymlinkError):
-        gate_report.write(result, None, link)
+        gate_report.write(result, link)
     assert target.read_text() == PRECIOUS
     rules = tmp_path / "gate.toml"
-    with pytest.raises(OverwriteError, match="--markdown"):
-        gate_report.check_outputs_of({"--markdown": rules}, [base, cand], [("--rules", rules)])
+    with pytest.raises(OverwriteError, match="--junit"):
+        gate_report.check_outputs_of({"--junit": rules}, [base, cand], [("--rules", rules)])
     with pytest.raises(OverwriteError, match="inside the run directory"):
         gate_report.check_outputs_of({"--junit": cand / "gate.xml"}, [base, cand], [])
-    with pytest.raises(OverwriteError, match="would be one file"):
-        gate_report.check_outputs_of({"--junit": rules, "--markdown": rules}, [base, cand], [])
 
 
 def test_runs_of_other_question_sets_are_refused_naming_both_hashes(tmp_path):
@@ -274,7 +263,7 @@ def test_the_recommended_rules_fail_a_candidate_that_answers_i_dont_know(tmp_pat
     assert [v.rule.metric for v in result.failed] == ["score"]
 
 
-def test_the_text_summary_shows_names_as_written_and_the_markdown_escapes_them(tmp_path):
+def test_the_text_summary_shows_names_as_written(tmp_path):
     base, cand = runs(tmp_path, worse=8, system="naive-v2")
     rules = rules_from_tables([{"kind": "difference", "baseline_system": "naive",
                                 "candidate_system": "naive-v2", "lower_above": -0.2,
@@ -284,4 +273,3 @@ def test_the_text_summary_shows_names_as_written_and_the_markdown_escapes_them(t
     assert text.startswith("freshrag gate: FAILED (1 of 1 rules fail)\n")
     assert "FAIL  naive -> naive-v2 <b> [2J: -1.60 [" in text and "&gt;" not in text
     assert "\x1b" not in text  # a terminal escape in a name is shown as a space
-    assert "naive -&gt; naive-v2 &lt;b&gt;" in gate_report.markdown(result)

@@ -1,6 +1,8 @@
 """`freshrag export`: run directories' answers as a file for the tools users already have: Ragas'
-multi-turn samples, flat JSON Lines for pandas, or OpenTelemetry traces (docs/export.md); the
-records are made in harness/reporting/export.py (the traces in harness/reporting/otel.py). Reading only the runs' files, it makes no call."""
+multi-turn samples, flat JSON Lines for pandas, OpenTelemetry traces, an inspect_ai eval log or
+RAGChecker's input (docs/export.md); the records are made in harness/reporting/export.py (the
+traces in otel.py, the log in inspect_log.py, RAGChecker's in ragchecker.py, beside it). Reading
+only the runs' files, it makes no call."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ from freshrag.cli.options import add_command, name
 
 NAME = "export"
 STDOUT = "-"  # --out -: the records on standard output
-WHAT = {"ragas": "Ragas multi-turn samples", "jsonl": "flat records", "otel": "OTLP traces"}
-HELP = "answers as Ragas samples, JSONL or OpenTelemetry traces"
+WHAT = {"ragas": "Ragas multi-turn samples", "jsonl": "flat records", "otel": "OTLP traces",
+        "inspect": "inspect_ai samples in one eval log", "ragchecker": "RAGChecker results"}
+HELP = "answers for Ragas, pandas, OTel, inspect_ai or RAGChecker"
 
 
 DESCRIPTION = ("Writes the run directories' answers to one file: with --format ragas one Ragas "
@@ -24,12 +27,21 @@ DESCRIPTION = ("Writes the run directories' answers to one file: with --format r
                "pandas.read_json(lines=True); with --format otel one OpenTelemetry trace per "
                "answered pair as OTLP/JSON (GenAI semantic conventions: the system's "
                "invoke_agent span, a span per step with its model calls, searches and retrieved "
-               "documents, an evaluation event per score). No model is called.")
+               "documents, an evaluation event per score); with --format inspect one inspect_ai "
+               "eval log (JSON) of one sample per pair (the question, each step as messages, "
+               "the answer, the judge's grades and each scorer's, tokens per model), for "
+               "read_eval_log and inspect view; with --format ragchecker RAGChecker's input "
+               "JSON of one system (query, gt_answer, response, retrieved_context). No model is "
+               "called.")
 EXAMPLES = ("freshrag export results/agents --format ragas --out agents-ragas.jsonl",
             "freshrag export results/agents --format jsonl --out -",
             "freshrag export results/gpt-4o results/mini --format jsonl --systems naive,react "
             "--out answers.jsonl",
-            "freshrag export results/agents --format otel --out agents-traces.jsonl")
+            "freshrag export results/agents --format otel --out agents-traces.jsonl",
+            "freshrag export results/agents --format inspect "
+            "--out 2026-01-31T12-00-00_agents.json",
+            "freshrag export results/agents --format ragchecker --systems react "
+            "--out react-ragchecker.json")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -48,7 +60,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     output = p.add_argument_group("output")
     output.add_argument("--format", choices=FORMATS, required=True,
                         help="ragas: Ragas multi-turn samples; jsonl: flat records for pandas; "
-                             "otel: OpenTelemetry traces as OTLP/JSON (needs the traces extra)")
+                             "otel: OpenTelemetry traces as OTLP/JSON (needs the traces extra); "
+                             "inspect: an inspect_ai eval log; ragchecker: RAGChecker's input "
+                             "(one system)")
     output.add_argument("--openinference", action="store_true",
                         help="with --format otel: OpenInference's attributes beside the GenAI "
                              "conventions' on every span (span kind, input and output, model "
@@ -90,6 +104,7 @@ def handle(args: argparse.Namespace) -> int:
                                  f"{', '.join(map(str, args.run_dirs))}")
     # made as written: one row's at a time
     written = write_jsonl(sys.stdout, records) if to_stdout else replace_jsonl(args.out, records)
+    written = len(kept) if args.format in export.DOCUMENTS else written  # one document: pairs
     left = len(rows) - len(kept)
     what = WHAT[args.format]
     said = sys.stderr if to_stdout else sys.stdout  # standard output holds the records alone
@@ -97,6 +112,8 @@ def handle(args: argparse.Namespace) -> int:
     print(f"{'standard output' if to_stdout else args.out}: {written} {what} ({systems_count} "
           f"system{'s' if systems_count != 1 else ''}"
           f"{f'; {left} failed pair(s) left out, having no answer' if left else ''})", file=said)
+    for line in export.notes(args.format, kept, str(args.out)):
+        print(line, file=said)
     if not args.every_epoch and (note := first_epoch_note(
             args.run_dirs, "export writes the answers of")):
         print(f"{note}; --every-epoch writes them all", file=said)

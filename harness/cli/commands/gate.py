@@ -1,15 +1,21 @@
 """`freshrag gate`: a candidate run held against a baseline run by rules, for CI (docs/ci.md):
 exit 0 when every rule holds, 1 when one fails; the rules are harness/reporting/gate_rules.py's,
-the verdicts harness/reporting/gate.py's, the summary and JUnit file gate_report.py's."""
+the verdicts harness/reporting/gate.py's, the summary and JUnit file gate_report.py's, the pull
+request's comment gate_github.py's."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from freshrag.cli.options import add_command, add_config, whole
 
+if TYPE_CHECKING:
+    from freshrag.reporting.gate import GateResult
+
 NAME = "gate"
+FORMATS = ("text", "github")
 HELP = "pass or fail a candidate run against a baseline (CI)"
 
 
@@ -17,10 +23,12 @@ DESCRIPTION = ("Pairs the answers of two run directories by question and system 
                "rules of --rules (or of the [gate] table of freshrag.toml): the paired "
                "difference's 95% interval, the share of failed pairs, the judge's probes, tokens "
                "or dollars per correct answer. Refuses runs of other question sets, of other "
-               "judge models or not ended. Prints a summary; exits 0 when every rule holds, 1 "
-               "when one fails, 2 on a usage error. No model is called.")
+               "judge models or not ended. Prints a summary (with --format github, a pull "
+               "request's comment body in markdown, the refusal's reason too when it refuses); "
+               "exits 0 when every rule holds, 1 when one fails, 2 on a usage error. No model "
+               "is called.")
 EXAMPLES = ("freshrag gate results/main results/pr --rules gate.toml",
-            "freshrag gate results/main results/pr --rules gate.toml --markdown gate.md "
+            "freshrag gate results/main results/pr --rules gate.toml --format github "
             "--junit gate.xml")
 
 
@@ -48,9 +56,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help="hold a run still being written, or stopped before its end "
                              "(refused by default)")
     output = p.add_argument_group("output")
-    output.add_argument("--markdown", type=Path, metavar="FILE",
-                        help="also write the summary as markdown here, for a pull request's "
-                             "comment")
+    output.add_argument("--format", choices=FORMATS, default="text",
+                        help="what stdout holds: text, the summary for a terminal; github, a "
+                             "pull request's comment body (markdown: each rule's metric, "
+                             "baseline, candidate, difference with its interval and verdict; "
+                             "the reason when the gate refuses the runs) (default: %(default)s)")
     output.add_argument("--junit", type=Path, metavar="FILE",
                         help="write a JUnit XML file here, one test case per rule")
     p.set_defaults(handler=handle)
@@ -59,10 +69,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> int:
     import sys
 
+    from freshrag.core.errors import UserError
+    from freshrag.reporting import gate_github, gate_report
+    from freshrag.reporting.epochs import first_epoch_note
+
+    try:
+        result = _gate(args)
+    except UserError as error:  # the comment says why the gate refused; stderr says it too
+        if args.format == "github":
+            print(gate_github.refused(args.baseline, args.candidate, str(error)), end="")
+        raise
+    print(gate_github.comment(result) if args.format == "github" else gate_report.text(result),
+          end="")
+    if note := first_epoch_note([args.baseline, args.candidate], "the gate pairs the answers of"):
+        print(note, file=sys.stderr)  # stdout is the summary alone
+    for path in gate_report.write(result, args.junit):
+        print(f"{path} written", file=sys.stderr)  # stdout is the summary alone
+    return 0 if result.passed else 1
+
+
+def _gate(args: argparse.Namespace) -> GateResult:
+    """The rules read and the runs held against each other, as the options ask."""
     from freshrag.cli.common import default_config
     from freshrag.cli.options import UsageError
     from freshrag.reporting import gate, gate_report
-    from freshrag.reporting.epochs import first_epoch_note
     from freshrag.reporting.gate_rules import read_rules
     from freshrag.reporting.prices import price_table
 
@@ -72,15 +102,8 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError("no rules: give --rules FILE, or write [[gate.rule]] tables in "
                          "./freshrag.toml (docs/ci.md)")
     rules = read_rules(source, from_config=args.rules is None)
-    gate_report.check_outputs_of({"--markdown": args.markdown, "--junit": args.junit},
-                                 [args.baseline, args.candidate],
+    gate_report.check_outputs_of({"--junit": args.junit}, [args.baseline, args.candidate],
                                  [("--rules", args.rules), ("--config", config)])
-    result = gate.gate(args.baseline, args.candidate, rules, price_table(config),
-                       correct_at=args.correct_at, allow_other_judge=args.allow_other_judge,
-                       allow_unfinished=args.allow_unfinished)
-    print(gate_report.text(result), end="")
-    if note := first_epoch_note([args.baseline, args.candidate], "the gate pairs the answers of"):
-        print(note, file=sys.stderr)  # stdout is the summary alone
-    for path in gate_report.write(result, args.markdown, args.junit):
-        print(f"{path} written", file=sys.stderr)  # stdout is the summary alone
-    return 0 if result.passed else 1
+    return gate.gate(args.baseline, args.candidate, rules, price_table(config),
+                     correct_at=args.correct_at, allow_other_judge=args.allow_other_judge,
+                     allow_unfinished=args.allow_unfinished)
