@@ -101,6 +101,7 @@ def prepare_build(options: Any, defaults: Mapping[str, Any]) -> PreparedBuild:
     check_outputs(files_in(args.out, builder.WRITES, "--out", "give another --out, or keep the "
                            "input outside the dataset directory") + cache_output(cache),
                   [("--templates", args.templates), ("--needs", args.needs),
+                   ("--history-dump", args.history_dump),
                    ("--config", config_file),
                    *(("--dump", Path(p)) for p in args.dump or () if not glob.has_magic(p)),
                    *(("--stub-dump", Path(p)) for p in args.stub_dump or ()
