@@ -24,7 +24,8 @@ def box(population: str, mayor: str, founded: str = "1850") -> str:
 
 
 def text(population: str, mayor: str, note: str = "") -> str:
-    return box(population, mayor) + f"'''The town''' is a town. {note}\n\n{PROSE}"
+    return box(population, mayor) + (f"'''The town''' is a town of {population} inhabitants. "
+                                     f"{note}\n\n{PROSE}")
 
 
 def page(page_id: int, title: str, revisions: list[tuple[str, str]]) -> DumpPage:
