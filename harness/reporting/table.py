@@ -58,7 +58,8 @@ def table_problem(thing: Any) -> str | None:
 BUILTIN = ("intervals", "retrieval", "attribution", "trajectory", "decisions", "cost", "latency",
            "paired", "decisions_by_kind", "thresholds", "roc", "savings", "mixes", "router3",
            "savings_by_hops", "groups", "wording", "scorers", "scorer_correlations", "crag",
-           "judge_spread", "staleness", "staleness_paired")
+           "judge_spread", "staleness", "staleness_paired",
+           "staleness_decisions")
 TABLES: Registry[Table] = Registry(
     "table", "freshrag.tables",
     {key: f"freshrag.reporting.table_list:{key.upper()}" for key in BUILTIN}, check=table_problem)

@@ -227,3 +227,15 @@ STALENESS_PAIRED = Table(
     short="stale answers, paired",
     needs="two systems' changed-fact answers scored by the staleness scorer",
     section="changed")
+
+STALENESS_DECISIONS = Table(
+    "staleness_decisions",
+    "Changed facts, decisions against what the model knew (known: the baseline answered "
+    "current; 95% Wilson intervals; wasted_tokens: spent on questions retrieved for though "
+    "known; stale_unretrieved: stale answers given without retrieving)",
+    ("dataset", "system", "questions", "known", "retrieved", "precision", "recall",
+     "wasted_tokens", "stale_unretrieved", "models"),
+    short="decisions against what the model knew",
+    needs="a baseline and a system that decides, on changed-fact questions scored by the "
+          "staleness scorer",
+    section="changed")

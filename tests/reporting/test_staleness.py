@@ -102,18 +102,18 @@ def answers(system: str, n: int) -> tuple[str, bool]:
 
 
 def rows_of(systems=("baseline", "naive", "agent")) -> list[dict]:
-    rows = []
-    for system in systems:
-        for n in range(N):
-            answer, retrieved = answers(system, n)
-            question = Question(f"q{n}", "What is the current population?", "T",
-                                reference=f"{200 + n}", value_then=f"{100 + n}")
-            context = f"The population is {200 + n}." if retrieved else None
-            result = Staleness().score(ScriptedLLM([]), ScoreInput(question, answer, context))
-            row = analysis_row(f"q{n}", system, retrieved=["T"] if retrieved else None)
-            row["scores"] = {"staleness": {"scorer": "staleness", **asdict(result)}}
-            rows.append(row)
-    return rows
+    return [scored_row(system, n, *answers(system, n)) for system in systems for n in range(N)]
+
+
+def scored_row(system: str, n: int, answer: str, retrieved: bool) -> dict:
+    """Question n's row of `system`, scored by the staleness scorer (no call: values match)."""
+    question = Question(f"q{n}", "What is the current population?", "T",
+                        reference=f"{200 + n}", value_then=f"{100 + n}")
+    context = f"The population is {200 + n}." if retrieved else None
+    result = Staleness().score(ScriptedLLM([]), ScoreInput(question, answer, context))
+    row = analysis_row(f"q{n}", system, retrieved=["T"] if retrieved else None)
+    row["scores"] = {"staleness": {"scorer": "staleness", **asdict(result)}}
+    return row
 
 
 def test_the_table_counts_each_verdict_per_system_with_intervals():
@@ -141,6 +141,23 @@ def test_paired_comparisons_of_the_stale_share_are_holm_adjusted():
     assert first["questions"] == N and first["difference"] == round((10 - 2) / N, 4)
     assert first["p_holm"] >= first["p_value"]
     assert first["interval"][0] > 0
+
+
+def test_a_decider_is_judged_against_what_the_baseline_knew():
+    """The baseline knows the value now of q0-q3; `boolean` retrieves for the even questions
+    and gives the value now when it does, the value then when it does not."""
+    rows = [scored_row("baseline", n, f"{200 + n}" if n < 4 else f"{100 + n}", False)
+            for n in range(N)]
+    rows += [scored_row("boolean", n, f"{200 + n}" if n % 2 == 0 else f"{100 + n}", n % 2 == 0)
+             for n in range(N)]
+    [boolean] = staleness.analyse(Answers(rows))["staleness_decisions"]
+    assert (boolean["system"], boolean["questions"], boolean["known"], boolean["retrieved"]) == (
+        "boolean", N, 4, 6)
+    assert boolean["precision"][0] == round(4 / 6, 4)  # q4, q6, q8, q10 were needed
+    assert boolean["recall"][0] == round(4 / 8, 4)
+    assert boolean["wasted_tokens"] == 2 * 110  # q0 and q2: known, retrieved all the same
+    assert boolean["stale_unretrieved"] == 6  # every odd question
+    assert staleness.analyse(Answers(rows_of()))["staleness_decisions"] == []  # no decider
 
 
 def test_the_printed_section_shows_both_tables_and_the_note():
