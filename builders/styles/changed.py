@@ -158,8 +158,8 @@ def question_row(title: str, field: dict[str, Any], config: Config) -> dict[str,
     return {"id": f"changed-{title}-{field['field']}".replace(" ", "_"), "title": title,
             "question": question_text(title, field["field"]), "reference": field["value_now"],
             **{key: field[key] for key in ("value_then", "value_now", "field", "infobox",
-                                           "then_revision", "now_revision", "changes",
-                                           "per_year", "change")},
+                                           "then_revision", "now_revision", "changed_at",
+                                           "changes", "per_year", "change")},
             "revision_id": now["id"], "style": CHANGED.name, "stage": config.questions_from,
             "cutoff": config.cutoff.isoformat()}
 

@@ -181,7 +181,7 @@ def _result(title: str, walk: Walk, first: Revision | None, last: Revision | Non
     if not (walk.then_parsed and walk.parsed):
         which = "at the cutoff" if not walk.then_parsed else "latest"
         return _page(title, "infobox_unparsed", count, f"the {which} revision's infobox does "
-                     f"not parse")
+                     f"not parse", walk.unparsed)
     if not walk.then and not walk.fields:
         return _page(title, "no_infobox", count, None)
     span = max((last.timestamp - max(window.start, first.timestamp)).days, 30) / 365.25
@@ -197,6 +197,7 @@ def _result(title: str, walk: Walk, first: Revision | None, last: Revision | Non
             "field": name, "infobox": walk.infobox.get(name, ""),
             "value_then": old.value if old else None, "value_now": new.value if new else None,
             "then_revision": _revision(then), "now_revision": _revision(now),
+            "changed_at": _stamp(new.since) if new else None,
             "changes": walk.changes.get(name, 0), "per_year": round(rate, 3),
             "change": "fast" if rate >= window.fast_per_year else "slow",
             "dropped": _field_drop(name, old, new, walk)})
@@ -221,14 +222,17 @@ def _field_drop(name: str, old: Value | None, new: Value | None, walk: Walk) -> 
 
 
 def _revision(revision: Revision) -> dict[str, Any]:
-    stamp = revision.timestamp
-    return {"id": revision.id, "timestamp": stamp.strftime("%Y-%m-%dT%H:%M:%SZ") if stamp
-            else None}
+    return {"id": revision.id, "timestamp": _stamp(revision.timestamp)}
 
 
-def _page(title: str, why: str, count: int, detail: str | None) -> dict[str, Any]:
+def _stamp(moment: datetime | None) -> str | None:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ") if moment else None
+
+
+def _page(title: str, why: str, count: int, detail: str | None,
+          unparsed: int = 0) -> dict[str, Any]:
     return {"title": title, "dropped": why, "detail": detail, "revisions": count,
-            "unparsed_revisions": 0, "fields": 0, "unchanged": 0, "changed": []}
+            "unparsed_revisions": unparsed, "fields": 0, "unchanged": 0, "changed": []}
 
 
 def infobox_text(wikitext: str) -> str | None:

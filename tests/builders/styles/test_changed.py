@@ -43,6 +43,7 @@ def test_a_changed_field_becomes_a_question_with_both_values_and_revisions(built
         "4,812", "5,020", "5,020")
     assert question["then_revision"] == {"id": 102, "timestamp": "2023-06-29T10:00:00Z"}
     assert question["now_revision"] == {"id": 105, "timestamp": "2024-03-01T10:00:00Z"}
+    assert question["changed_at"] == "2024-01-15T10:00:00Z"  # the revision that set 5,020
     assert question["change"] == "slow" and question["changes"] == 1
 
 
@@ -51,7 +52,7 @@ def test_every_other_page_and_field_is_dropped_and_counted(built):
     assert funnel["pages"] == len(PAGES)
     assert funnel["pages_dropped"] == {"infobox_unparsed": 1, "created_after_cutoff": 1}
     assert funnel["dropped"] == {"reverted": 1, "same_value": 1}
-    assert funnel["questions"] == {"slow": 1}
+    assert funnel["questions"] == {"slow": 1} and funnel["unparsed_revisions"] == 1
     rows = {row["title"]: row for row in read_jsonl(built / CHANGES)}
     [reverted] = rows["Springfield"]["changed"][:1]
     assert (reverted["field"], reverted["value_then"], reverted["value_now"]) == (
@@ -70,6 +71,14 @@ def test_another_style_source_without_histories_is_refused_naming_the_option(tmp
                          "--cutoff", CUTOFF, "--out", str(tmp_path / "d")])
     assert code != 0
     assert "--history-dump" in capsys.readouterr().err
+
+
+def test_a_history_dump_with_another_style_is_refused(tmp_path, fake, capsys):
+    dump = write_pages(tmp_path / "pages.xml")
+    code = listed_build(["--dump", str(dump), "--history-dump", str(dump), "--cutoff", CUTOFF,
+                         "--out", str(tmp_path / "d")])
+    assert code != 0 and "goes with --style changed" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()
 
 
 def test_questions_from_a_stage_after_the_cutoff_is_refused(tmp_path, fake, capsys):
