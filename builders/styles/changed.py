@@ -11,8 +11,8 @@ that existed before it (docs/building.md#changed-facts).
    page (a seeded choice), from a template on the field's name ("What is the current
    population total of Springfield?"): no model call, and a question that cannot state its
    own answer. Each row holds `reference` (the value now), `value_then`, `value_now`,
-   `field`, `infobox`, both revisions (id and timestamp), `changes` and its tag `change`
-   (`fast` or `slow`).
+   `field`, `infobox`, both revisions (id and timestamp), when the value now was set
+   (`changed_at`), `changes` and its tag `change` (`fast` or `slow`).
 
 The funnel's `changed` counts pages read and dropped (by reason), fields compared, unchanged,
 changed, dropped (by reason) and questions by tag.
