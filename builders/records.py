@@ -39,6 +39,9 @@ SHAPES: dict[str, Shape] = {
     "statements.jsonl": {"title": TEXT, "steps": OBJECT},
     "queries.jsonl": {"dropped": MAYBE_TEXT},
     "forms-failed.jsonl": {"id": TEXT},
+    "changes.jsonl": {"title": TEXT, "dropped": MAYBE_TEXT, "revisions": NUMBER,
+                      "unparsed_revisions": NUMBER, "fields": NUMBER, "unchanged": NUMBER,
+                      "changed": LIST},
 }
 KINDS = {str: "text", bool: "true or false", int: "a whole number", list: "a list", dict: "an object",
          type(None): "null"}

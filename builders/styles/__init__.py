@@ -2,7 +2,7 @@
 style, its style object registered in `STYLES` below as systems/ registers strategies: the paper's
 creative and recent prompts (prompted.py), label-targeted statements with critiques
 (statement_questions.py), grounded questions from infobox facts (grounded.py), two-article
-questions (multihop.py); what a style object
+questions (multihop.py), facts that changed after the cutoff (changed.py); what a style object
 offers the build is base.py. `STYLES` is a registry (harness/core/registry.py): an installed
 package adds one under the entry-point group `freshrag.styles`, checked to have what base.py
 names. Beside them, what styles build on: the fact table (facts.py), query templates
@@ -29,6 +29,7 @@ STYLES: Registry[Style] = Registry("style", "freshrag.styles", {
     "statements": "freshrag.builders.styles.statement_questions:STATEMENTS",
     "grounded": "freshrag.builders.styles.grounded:GROUNDED",
     "multihop": "freshrag.builders.styles.multihop:MULTIHOP",
+    "changed": "freshrag.builders.styles.changed:CHANGED",
 }, check=attributes_problem(NEEDED, "builders/styles/base.py"))
 DEFAULT_STYLE = "creative"
 

@@ -1,6 +1,6 @@
 """A question field's values, named and ordered once: every per-field table of a question field
 (freshrag.core.types.Question: `label`, `information_need`, `kind`, `need`, `group`,
-`criterion`, `hops`, `multihop`) takes its groups from here, so that the report's breakdowns
+`criterion`, `hops`, `multihop`, `change`) takes its groups from here, so that the report's breakdowns
 (harness/reporting/breakdown.py) and the retrieval scan (harness/retrieval/scan.py) show the same
 groups in the same order (docs/reports.md#per-field-breakdowns).
 """
@@ -13,9 +13,10 @@ from freshrag.core.types import KINDS, LABELS, QUESTION_FIELDS, UNKNOWN
 
 UNLABELLED = "unlabelled"  # the group of questions for which the set gives no value
 OVERALL = "overall"        # every question, in tables that add a row for all of them
-# `reference` is a free text per question and `gold_titles` a list of titles: a group of one says
-# nothing
-FIELDS = tuple(name for name in QUESTION_FIELDS if name not in ("reference", "gold_titles"))
+# `reference` and `value_then` are free text per question and `gold_titles` a list of titles: a
+# group of one says nothing
+FIELDS = tuple(name for name in QUESTION_FIELDS
+               if name not in ("reference", "gold_titles", "value_then"))
 _KNOWN_ORDER = {"label": (*LABELS, UNKNOWN), "kind": KINDS, "need": ("yes", "no")}
 
 T = TypeVar("T")

@@ -178,6 +178,8 @@ class SampleRow(SampleFields, total=False):
     reference: str | None
     group: str | None
     criterion: str | None
+    value_then: str | None  # a changed fact's value at the cutoff (`reference`: its value now)
+    change: str | None  # a changed fact's tag: "fast" or "slow"
     models: dict[str, str]  # imported rows, which have no calls: the model of each role
     # Never written: what reports add on reading (reporting/report.py load_runs): the run
     # directory, and the scores of this answer by scorer

@@ -77,6 +77,10 @@ class Question:
     gold_titles: tuple[str, ...] = ()
     hops: int | None = None
     multihop: str | None = None
+    # A changed fact (docs/building.md#changed-facts): its value at the cutoff, `reference`
+    # being its value now, and how often it changes, "fast" or "slow"
+    value_then: str | None = None
+    change: str | None = None
 
     @property
     def golds(self) -> tuple[str, ...]:
@@ -94,7 +98,7 @@ class Question:
 
 
 QUESTION_FIELDS = ("label", "information_need", "kind", "need", "reference", "group", "criterion",
-                   "gold_titles", "hops", "multihop")
+                   "gold_titles", "hops", "multihop", "value_then", "change")
 # How the articles of a multi-article question answer it (docs/methods.md#multi-article-questions)
 MULTIHOP = ("bridge", "comparison")
 

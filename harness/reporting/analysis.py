@@ -46,7 +46,7 @@ from freshrag.core.stats import (
     with_holm,
 )
 from freshrag.reporting import decisions as by_need
-from freshrag.reporting import savings, trajectory
+from freshrag.reporting import savings, staleness, trajectory
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.groups import analyse_groups
 from freshrag.reporting.identity import (
@@ -311,6 +311,7 @@ def analyse(rows: list[SampleRow], prices: dict[str, tuple[float, float]] | None
             **savings.router_tables(answers, prices, correct_at, seed),  # three options, by hops
             **trajectory.analyse(answers, prices, correct_at),  # trajectory, trajectory_by_answer
             **analyse_groups(rows, seed),  # semantic groups: tables groups, wording; grounded
+            **staleness.analyse(answers, seed),  # changed facts: only where a row has a verdict
             **computed(rows)}  # the installed tables' (harness/reporting/table.py)
     answers.forget_metrics()  # read by the retrieval and trajectory tables only
     return made

@@ -34,7 +34,9 @@ class Table:
     columns: tuple[str, ...]
     short: str = ""  # what the line of empty tables calls it (default: the key, in words)
     needs: str | None = None  # what it needs before it has rows
-    section: Literal["analysis", "scorers"] = "analysis"  # printed after the analysis, or the scorers
+    # printed after the analysis, or the scorers; "changed": its own section, shown only with
+    # rows (harness/reporting/staleness.py)
+    section: Literal["analysis", "scorers", "changed"] = "analysis"
     page_columns: tuple[str, ...] | None = None  # the HTML page's, where it has room for more
     # its rows from the report's answers; None for a built-in (made by analysis.analyse)
     compute: Callable[[list[SampleRow]], Rows] | None = None
@@ -56,7 +58,8 @@ def table_problem(thing: Any) -> str | None:
 BUILTIN = ("intervals", "retrieval", "attribution", "trajectory", "decisions", "cost", "latency",
            "paired", "decisions_by_kind", "thresholds", "roc", "savings", "mixes", "router3",
            "savings_by_hops", "groups", "wording", "scorers", "scorer_correlations", "crag",
-           "judge_spread")
+           "judge_spread", "staleness", "staleness_paired",
+           "staleness_decisions")
 TABLES: Registry[Table] = Registry(
     "table", "freshrag.tables",
     {key: f"freshrag.reporting.table_list:{key.upper()}" for key in BUILTIN}, check=table_problem)

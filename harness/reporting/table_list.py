@@ -204,3 +204,38 @@ JUDGE_SPREAD = Table(
     short="judge spread",
     needs="the judge asked again (freshrag score RUN --scorers judge --repeats 3)",
     section="scorers")
+
+STALENESS = Table(
+    "staleness",
+    "Changed facts: answers giving the value now (current), the value at the cutoff (stale), "
+    "another or none (95% Wilson intervals); fixed: of the baseline's stale answers, the share "
+    "answered current; memory over context: stale among answers whose context states the "
+    "value now",
+    ("dataset", "system", "answers", "current", "stale", "other", "abstained", "unscored",
+     "fixed", "new_retrieved", "memory_over_context", "models"),
+    short="stale answers",
+    needs="changed-fact questions (freshrag build --style changed) scored by the staleness "
+          "scorer",
+    section="changed")
+
+STALENESS_PAIRED = Table(
+    "staleness_paired",
+    "Changed facts, paired: stale share of a minus b over the questions both answered (95% "
+    "paired-bootstrap interval; p_holm: Holm-adjusted over the table)",
+    ("dataset", "a", "b", "questions", "stale_a", "stale_b", "difference", "interval",
+     "p_value", "p_holm", "mdd"),
+    short="stale answers, paired",
+    needs="two systems' changed-fact answers scored by the staleness scorer",
+    section="changed")
+
+STALENESS_DECISIONS = Table(
+    "staleness_decisions",
+    "Changed facts, decisions against what the model knew (known: the baseline answered "
+    "current; 95% Wilson intervals; wasted_tokens: spent on questions retrieved for though "
+    "known; stale_unretrieved: stale answers given without retrieving)",
+    ("dataset", "system", "questions", "known", "retrieved", "precision", "recall",
+     "wasted_tokens", "stale_unretrieved", "models"),
+    short="decisions against what the model knew",
+    needs="a baseline and a system that decides, on changed-fact questions scored by the "
+          "staleness scorer",
+    section="changed")

@@ -2,11 +2,11 @@
 
 One file per scorer, registered in `SCORERS` below as systems/ registers strategies: the judge of
 the paper's section III.B (judge.py) and the scorers of docs/scoring.md#scorers
-(faithfulness.py, answer_relevance.py, context_relevance.py, claims.py,
-abstention.py; what they share in base.py and answer_statements.py). scorepass.py runs chosen scorers
-over a run's rows into scores.jsonl (store.py), resumably. Beside them: the judge's probes
-(probes.py, checked before a run trusts the judge); the agreement between two gradings is
-reported by freshrag.reporting.agreement. A scorer depends only on core types and the LLM client,
+(faithfulness.py, answer_relevance.py, context_relevance.py, claims.py, abstention.py, and
+staleness.py for changed facts; what they share in base.py and answer_statements.py).
+scorepass.py runs chosen scorers over a run's rows into scores.jsonl (store.py), resumably.
+Beside them: the judge's probes (probes.py, checked before a run trusts the judge); the
+agreement between two gradings is reported by freshrag.reporting.agreement. A scorer depends only on core types and the LLM client,
 as a strategy in systems/ does; the runner asks this package for scorers and never imports
 freshrag.reporting.
 """
@@ -53,4 +53,5 @@ SCORERS: Registry[Any] = Registry("scorer", "freshrag.scorers", {
     "context-relevance": "freshrag.scoring.context_relevance:ContextRelevance",
     "claims": "freshrag.scoring.claims:Claims",
     "abstention": "freshrag.scoring.abstention:Abstention",
+    "staleness": "freshrag.scoring.staleness:Staleness",
 }, check=_problem)

@@ -101,6 +101,7 @@ def prepare_build(options: Any, defaults: Mapping[str, Any]) -> PreparedBuild:
     check_outputs(files_in(args.out, builder.WRITES, "--out", "give another --out, or keep the "
                            "input outside the dataset directory") + cache_output(cache),
                   [("--templates", args.templates), ("--needs", args.needs),
+                   ("--history-dump", args.history_dump),
                    ("--config", config_file),
                    *(("--dump", Path(p)) for p in args.dump or () if not glob.has_magic(p)),
                    *(("--stub-dump", Path(p)) for p in args.stub_dump or ()
@@ -114,6 +115,10 @@ def prepare_build(options: Any, defaults: Mapping[str, Any]) -> PreparedBuild:
     if args.distractors and not getattr(style_of(args.style), "takes_distractors", False):
         raise InputError("--distractors adds articles close to a two-article question's gold "
                          "ones: it goes with --style multihop")
+    if args.history_dump and "history_dump" not in {f.name for f in fields(
+            style_of(args.style).options)}:
+        raise InputError("--history-dump gives the revision histories of changed facts: it goes "
+                         "with --style changed")
     args.labels = builder.label_spec(args.style, args.labels, args.min_critique)
     config = BuildConfig(
         out=args.out, cutoff=cutoff, n=args.n, questions_per_article=args.questions_per_article,

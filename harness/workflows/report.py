@@ -258,7 +258,7 @@ def _figures(rows: list[SampleRow], out: Path, details: dict, breakdowns: dict) 
 
 
 def _print_analysis(rows: list[SampleRow], details: dict, breakdowns: dict) -> None:
-    from freshrag.reporting import breakdown, epochs, sections
+    from freshrag.reporting import breakdown, epochs, sections, staleness
     from freshrag.reporting import scorers as scorer_report
     from freshrag.reporting.empty import needs_lines
     from freshrag.reporting.table import tables
@@ -273,6 +273,8 @@ def _print_analysis(rows: list[SampleRow], details: dict, breakdowns: dict) -> N
         print("\n" + scored)
     if spread := epochs.render(details):
         print("\n" + spread)
+    if stale := staleness.render(details):
+        print("\n" + stale)
     shown = tables() + tables("scorers")
     if empty := sections.nothing_to_show(details, shown):
         print("\n" + empty + "\n" + needs_lines(details, shown))

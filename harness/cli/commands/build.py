@@ -146,6 +146,7 @@ def _question_options(p: argparse._ArgumentGroup) -> None:
                    help="--style multihop: per question, K articles close to its gold ones "
                         "(linked, same infobox type, same month) added to the corpus "
                         "(default: %(default)s)")
+    _changed_options(p)
     p.add_argument("--questions-from", choices=ARTICLE_STAGES, default="A_f",
                    help="the stage whose articles get questions (default: %(default)s)")
     p.add_argument("--needs", type=Path, metavar="FILE", help="generate the questions for these "
@@ -153,6 +154,22 @@ def _question_options(p: argparse._ArgumentGroup) -> None:
                    "each chunk and need, a question or BLANK")
     p.add_argument("--per-need", type=whole(1, MAX_QUESTIONS), metavar="N", help="with --needs: "
                    "ask at most N chunks per need, a seeded sample (default: every chunk)")
+
+
+def _changed_options(p: argparse._ArgumentGroup) -> None:
+    p.add_argument("--history-dump", type=Path, metavar="FILE", help="--style changed: a "
+                   "pages-meta-history dump (.xml, .xml.bz2, .xml.gz) whose revisions are "
+                   "compared (default: the wiki's, through its API)")
+    p.add_argument("--history-days", type=whole(1, 36_500), default=730, metavar="DAYS",
+                   help="--style changed: how far before the cutoff a field's changes are "
+                        "counted for its fast/slow tag (default: %(default)s)")
+    p.add_argument("--revert-days", type=whole(0, 3_650), default=7, metavar="DAYS",
+                   help="--style changed: a change undone within this many days is vandalism, "
+                        "and a value at the cutoff so undone gives no question (default: "
+                        "%(default)s)")
+    p.add_argument("--fast-per-year", type=whole(1, 365), default=1, metavar="N",
+                   help="--style changed: a field that changed at least N times a year is "
+                        "tagged fast, else slow (default: %(default)s)")
 
 
 def _traffic_options(p: argparse._ArgumentGroup) -> None:

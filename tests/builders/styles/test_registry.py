@@ -90,7 +90,8 @@ def installed(tmp_path, monkeypatch):
 
 
 def test_every_built_in_style_is_an_object_the_build_can_ask():
-    assert list(STYLES) == ["creative", "recent", "statements", "grounded", "multihop"]
+    assert list(STYLES) == ["creative", "recent", "statements", "grounded", "multihop",
+                            "changed"]
     for name, style in STYLES.items():
         assert style.name == name and all(hasattr(style, key) for key in NEEDED)
         assert set(style.files) <= set(WRITES)
@@ -130,7 +131,8 @@ def test_an_installed_style_is_offered_and_used_without_further_code(tmp_path, i
 
 def test_an_unknown_or_broken_style_is_named(installed):
     with pytest.raises(BuildError, match=r"--style 'nope': no such style; valid styles: "
-                                         r"creative, recent, statements, grounded, multihop, brief"):
+                                         r"creative, recent, statements, grounded, multihop, changed, "
+                                         r"brief"):
         style_of("nope")
     with pytest.raises(PluginError, match=r"style .broken. \(brief_style:NOT_A_STYLE \(brief-style "
                                           r"0.1.0\)\): a "

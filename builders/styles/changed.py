@@ -1,0 +1,192 @@
+"""`freshrag build --style changed`: questions about facts that changed after the cutoff, on pages
+that existed before it (docs/building.md#changed-facts).
+
+1. After stage `facts`, each A_r article's revision history is read (a wiki's API by
+   `prop=revisions` with `rvstart`/`rvdir`, or the `pages-meta-history` dump of
+   `--history-dump`, streamed) and compared once, oldest revision first
+   (builders/styles/changes.py): a line of `changes.jsonl` per page, with its infobox fields
+   whose value changed between the revision current at the cutoff and the latest, or why the
+   page gives none. A page already there is not read again when the build resumes.
+2. The questions stage writes one question per kept field, at most `--questions-per-article` a
+   page (a seeded choice), from a template on the field's name ("What is the current
+   population total of Springfield?"): no model call, and a question that cannot state its
+   own answer. Each row holds `reference` (the value now), `value_then`, `value_now`,
+   `field`, `infobox`, both revisions (id and timestamp), when the value now was set
+   (`changed_at`), `changes` and its tag `change` (`fast` or `slow`).
+
+The funnel's `changed` counts pages read and dropped (by reason), fields compared, unchanged,
+changed, dropped (by reason) and questions by tag.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from freshrag.builders.records import read_records
+from freshrag.builders.sources.history import HistoryBroken, dump_histories
+from freshrag.builders.sources.pages import BuildError
+from freshrag.builders.styles.base import QUESTIONS, Articles, Config, Plain, Walk, options_of
+from freshrag.builders.styles.changes import Window, compare
+from freshrag.core.jsonl import JsonlWriter, replace_jsonl
+from freshrag.core.types import LLM
+
+CHANGES = "changes.jsonl"
+
+
+@dataclass(frozen=True)
+class ChangedOptions:
+    """`--style changed`'s options, its settings too."""
+
+    history_dump: Path | None = None  # --history-dump: a pages-meta-history dump (else the wiki)
+    history_days: int = 730  # --history-days: how far before the cutoff changes are counted
+    revert_days: int = 7  # --revert-days: a change undone within this many days is vandalism
+    fast_per_year: int = 1  # --fast-per-year: changes a year from which a field is fast
+
+
+class Changed(Plain):
+    """The style object (builders/styles/base.py): its histories read after stage facts
+    (`source_step`), its questions from templates, its part of the funnel."""
+
+    name = "changed"
+    description = "facts of older pages whose infobox value changed after the cutoff"
+    files = (CHANGES,)
+    options = ChangedOptions
+
+    def settings(self, config: Config) -> dict[str, Any]:
+        if config.questions_from != "A_r":
+            raise BuildError("--style changed asks about pages that existed before the cutoff, "
+                             "which A_d and A_f leave out: give --questions-from A_r")
+        given = options_of(config, ChangedOptions)
+        return {"history_dump": given.history_dump and str(given.history_dump),
+                "history_days": given.history_days, "revert_days": given.revert_days,
+                "fast_per_year": given.fast_per_year}
+
+    def write_questions(self, llm: LLM, config: Config, titles: list[str]) -> int:
+        if not (config.out / CHANGES).exists():
+            raise BuildError(f"{config.out}: no {CHANGES}: stage facts reads the histories; "
+                             f"run it first (freshrag build --stage facts ..., no LLM call)")
+        return replace_jsonl(config.out / QUESTIONS, _questions(config, titles))
+
+    def walk(self, config: Config, titles: list[str], articles: Articles, done: set[str],
+             known: bool) -> Walk:
+        return lambda llm, position, title, label: None  # its questions call no model
+
+    def source_step(self, stage: str, config: Config, open_source: Callable[[], Any]) -> str | None:
+        """Stage facts: every A_r article's history compared, into changes.jsonl."""
+        if stage != "facts":
+            return None
+        rows = read_histories(config, open_source)
+        kept = sum(field["dropped"] is None for row in rows for field in row["changed"])
+        return f"{kept} changed facts on {len(rows)} pages' histories"
+
+    def funnel(self, config: Config) -> dict[str, Any]:
+        return {"changed": changed_funnel(config.out)} if (config.out / CHANGES).exists() \
+            else {}
+
+
+CHANGED = Changed()
+
+
+def window(config: Config) -> Window:
+    given = options_of(config, ChangedOptions)
+    return Window(config.cutoff, given.history_days, given.revert_days, given.fast_per_year)
+
+
+def read_histories(config: Config, open_source: Callable[[], Any]) -> list[dict[str, Any]]:
+    """Compare the history of every A_r article without a line in changes.jsonl yet; all lines."""
+    path = config.out / CHANGES
+    done = {row["title"] for row in read_records(path)}
+    todo = [row["title"] for row in read_records(config.out / "articles.jsonl")
+            if row["title"] not in done]
+    if todo:
+        writer = JsonlWriter(path)
+        try:
+            for row in _compared(config, todo, open_source):
+                writer.write(row)
+        finally:
+            writer.close()
+    return read_records(path)
+
+
+def _compared(config: Config, titles: list[str],
+              open_source: Callable[[], Any]) -> Iterator[dict[str, Any]]:
+    """Each title's line: from the history dump in its order, the ones it lacks after; or
+    from the wiki, title by title."""
+    given, span = options_of(config, ChangedOptions), window(config)
+    if given.history_dump is None:
+        source = open_source()
+        if not hasattr(source, "history"):
+            raise BuildError(f"--style changed reads revision histories, which {source.description}"
+                             f" has none of: give --history-dump FILE (a pages-meta-history "
+                             f"dump), or build from a wiki (--wiki-api)")
+        for title in titles:
+            yield compare(title, source.history(title, span.start), span)
+        return
+    left = set(titles)
+    try:
+        for title, revisions in dump_histories(given.history_dump, left):
+            left.discard(title)
+            yield compare(title, revisions, span)
+    except HistoryBroken as err:  # the dump ends here: what it did not reach is missing
+        yield from ({"title": title, "dropped": "history_missing", "detail": str(err),
+                     "revisions": 0, "unparsed_revisions": 0, "fields": 0, "unchanged": 0,
+                     "changed": []} for title in titles if title in left)
+        return
+    yield from (compare(title, iter(()), span) for title in titles if title in left)
+
+
+def _questions(config: Config, titles: list[str]) -> Iterator[dict[str, Any]]:
+    """The question rows of the kept fields of `titles`' pages, at most questions_per_article
+    a page, chosen by the seed."""
+    wanted = set(titles)
+    rng = random.Random(config.seed)
+    for row in read_records(config.out / CHANGES):
+        if row["title"] not in wanted:
+            continue
+        kept = [field for field in row["changed"] if field["dropped"] is None]
+        rng.shuffle(kept)
+        for field in sorted(kept[:config.questions_per_article], key=lambda f: f["field"]):
+            yield question_row(row["title"], field, config)
+
+
+def question_row(title: str, field: dict[str, Any], config: Config) -> dict[str, Any]:
+    now = field["now_revision"]
+    return {"id": f"changed-{title}-{field['field']}".replace(" ", "_"), "title": title,
+            "question": question_text(title, field["field"]), "reference": field["value_now"],
+            **{key: field[key] for key in ("value_then", "value_now", "field", "infobox",
+                                           "then_revision", "now_revision", "changed_at",
+                                           "changes", "per_year", "change")},
+            "revision_id": now["id"], "style": CHANGED.name, "stage": config.questions_from,
+            "cutoff": config.cutoff.isoformat()}
+
+
+def question_text(title: str, field: str) -> str:
+    """The question of a field: its name in words ("population_total": population total)."""
+    words = " ".join(field.replace("_", " ").split())
+    return f"What is the current {words} of {title}?"
+
+
+def changed_funnel(out: Path) -> dict[str, Any]:
+    """Pages read and dropped by reason; fields compared, unchanged and changed; changed fields
+    dropped by reason (those left over past --questions-per-article as `beyond_per_article`);
+    questions by tag."""
+    rows = read_records(out / CHANGES)
+    questions = [row for row in read_records(out / QUESTIONS) if row.get("style") == "changed"] \
+        if (out / QUESTIONS).exists() else []
+    changed = [field for row in rows for field in row["changed"]]
+    dropped = Counter(field["dropped"] for field in changed if field["dropped"])
+    kept = sum(field["dropped"] is None for field in changed)
+    if questions and kept > len(questions):
+        dropped["beyond_per_article"] = kept - len(questions)
+    return {"pages": len(rows),
+            "pages_dropped": dict(Counter(row["dropped"] for row in rows if row["dropped"])),
+            "revisions": sum(row["revisions"] for row in rows),
+            "unparsed_revisions": sum(row["unparsed_revisions"] for row in rows),
+            "fields": sum(row["fields"] for row in rows),
+            "unchanged": sum(row["unchanged"] for row in rows), "changed": len(changed),
+            "dropped": dict(dropped),
+            "questions": dict(Counter(row["change"] for row in questions))}

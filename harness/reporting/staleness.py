@@ -1,0 +1,167 @@
+"""Stale answers to changed facts (docs/reports.md#stale-answers), from the `staleness` scorer's
+verdicts (harness/scoring/staleness.py) that report.load_runs attaches to each row:
+
+- `staleness`: per run identity, the answers with a verdict, the shares current, stale, other
+  and abstained, each with its 95% Wilson interval, and the verdicts it could not get
+  (`unscored`); `fixed`: of the questions the `baseline` identity (no retrieval, same dataset,
+  like with like) answered stale, the share this one answered current; `memory_over_context`:
+  of its answers whose retrieved context states the value now, the share that gives the value
+  then all the same, the model's memory winning over the passage.
+- `staleness_paired`: every two identities of one dataset and judge over the questions both
+  have a verdict for, the stale share of a minus b, its paired-bootstrap interval, p-value
+  (Holm-adjusted over the table) and minimum detectable difference, as the paired comparisons.
+- `staleness_decisions`: what the model already knew, from its closed-book run (no new call):
+  a question is *known* where the comparable `baseline` answered it current, else retrieval was
+  needed. Every comparable system that decides (its declared kind) is judged against that need:
+  precision and recall of its retrievals with 95% Wilson intervals, the tokens it spent on the
+  questions it retrieved for though the model knew them (`wasted_tokens`), and its stale
+  answers given without retrieving (`stale_unretrieved`).
+
+A report of runs without changed-fact verdicts has none of these tables, not even in the line
+of empty tables: they are their own section (`changed`), printed by `render`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from freshrag.core.samples import answer_tokens
+from freshrag.core.stats import with_holm
+from freshrag.reporting.answers import Answers
+from freshrag.reporting.decisions import wilson
+from freshrag.reporting.identity import Identity, comparable, labels
+from freshrag.reporting.outcomes import decides
+from freshrag.reporting.report import columns_for, markdown_table
+from freshrag.reporting.savings import paired_test
+from freshrag.reporting.table import tables
+
+SCORER = "staleness"
+VERDICTS = ("current", "stale", "other", "abstained")  # the scorer's
+BASELINE = "baseline"  # the system that answers with no retrieval
+SECTION = "changed"
+NOTE = ("Stale: the answer gives the value the fact had at the cutoff, not the value now. "
+        "Memory over context: of the answers whose retrieved context states the value now, the "
+        "share that gave the value then all the same. Known: the baseline, with no retrieval, "
+        "answered the value now.")
+Verdicts = dict[str, dict[str, Any]]  # question id -> the scorer's details
+
+
+def analyse(answers: Answers, seed: int = 0) -> dict[str, Any]:
+    """The three tables, for analysis.json; nothing at all where no row has a verdict."""
+    judged = {key: _verdicts(group) for key, group in answers.groups().items()}
+    judged = {key: found for key, found in judged.items() if found[0] or found[1]}
+    if not judged:
+        return {}
+    return {"staleness": staleness_rows(judged),
+            "staleness_paired": paired_rows({key: found[0] for key, found in judged.items()},
+                                            seed),
+            "staleness_decisions": known_decisions(answers, judged)}
+
+
+def _verdicts(group: list[Any]) -> tuple[Verdicts, int]:
+    """The scored verdicts of a group by question, and how many it could not get."""
+    verdicts, missing = {}, 0
+    for row in group:
+        score = _scores(row).get(SCORER)
+        if score is None or score["status"] == "not_applicable":
+            continue
+        if score["status"] == "scored":
+            verdicts[_question(row)] = score.get("details") or {}
+        else:
+            missing += 1
+    return verdicts, missing
+
+
+def staleness_rows(judged: dict[Identity, tuple[Verdicts, int]]) -> list[dict[str, Any]]:
+    table = []
+    for key, (verdicts, missing) in judged.items():
+        shown = [details.get("verdict") for details in verdicts.values()]
+        with_new = [details.get("verdict") for details in verdicts.values()
+                    if details.get("new_in_context")]
+        table.append({**key.fields(), "answers": len(shown),
+                      **{name: wilson(shown.count(name), len(shown)) for name in VERDICTS},
+                      "unscored": missing, "fixed": _fixed(key, verdicts, judged),
+                      "new_retrieved": len(with_new),
+                      "memory_over_context": wilson(with_new.count("stale"), len(with_new))})
+    return table
+
+
+def _fixed(key: Identity, verdicts: Verdicts,
+           judged: dict[Identity, tuple[Verdicts, int]]) -> list[float] | None:
+    """Of the questions the comparable baseline answered stale, the share `key` answered
+    current; None for the baseline itself or without one."""
+    if key.system == BASELINE:
+        return None
+    base = next((found for other, (found, _) in judged.items()
+                 if other.system == BASELINE and comparable(other, key)), None)
+    if base is None:
+        return None
+    stale = [question for question, details in base.items()
+             if details.get("verdict") == "stale" and question in verdicts]
+    return wilson(sum(verdicts[q].get("verdict") == "current" for q in stale), len(stale))
+
+
+def paired_rows(judged: dict[Identity, Verdicts], seed: int = 0) -> list[dict[str, Any]]:
+    names = labels(judged)
+    keys = list(judged)
+    table = []
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            if (a.dataset, a.judge) != (b.dataset, b.judge):
+                continue
+            shared = sorted(judged[a].keys() & judged[b].keys())
+            if len(shared) < 2:
+                continue
+            first = [float(judged[a][q].get("verdict") == "stale") for q in shared]
+            second = [float(judged[b][q].get("verdict") == "stale") for q in shared]
+            diffs = sorted(x - y for x, y in zip(first, second))
+            table.append({"dataset": a.dataset, "a": names[a], "b": names[b],
+                          "questions": len(shared),
+                          "stale_a": round(sum(first) / len(shared), 4),
+                          "stale_b": round(sum(second) / len(shared), 4),
+                          "difference": round(sum(diffs) / len(diffs), 4),
+                          **paired_test(diffs, seed)})
+    return with_holm(table)
+
+
+def known_decisions(answers: Answers, judged: dict[Identity, tuple[Verdicts, int]]
+                    ) -> list[dict[str, Any]]:
+    """Each comparable decider against the baseline's closed-book verdicts (module docstring)."""
+    groups = answers.groups()
+    table = []
+    for base in [key for key in judged if key.system == BASELINE]:
+        known = {q: details.get("verdict") == "current" for q, details in judged[base][0].items()}
+        for key, (verdicts, _) in judged.items():
+            if key.system == BASELINE or not decides(groups[key]) or not comparable(key, base):
+                continue
+            rows = {_question(row): row for row in groups[key] if _question(row) in known}
+            retrieved = {q: bool(row["retrievals"]) for q, row in rows.items()}
+            pairs = [(retrieved[q], not known[q]) for q in rows]
+            hits = sum(r and n for r, n in pairs)
+            table.append({**key.fields(), "questions": len(pairs),
+                          "known": sum(not n for _, n in pairs),
+                          "retrieved": sum(r for r, _ in pairs),
+                          "precision": wilson(hits, sum(r for r, _ in pairs)),
+                          "recall": wilson(hits, sum(n for _, n in pairs)),
+                          "wasted_tokens": sum(sum(answer_tokens(row)) for q, row in rows.items()
+                                               if retrieved[q] and known[q]),
+                          "stale_unretrieved": sum(
+                              not retrieved[q] and verdicts.get(q, {}).get("verdict") == "stale"
+                              for q in rows)})
+    return table
+
+
+def render(analysis: dict[str, Any]) -> str:
+    """The section's tables as markdown, then NOTE; "" where neither has rows."""
+    parts = [f"### {table.title}\n\n" + markdown_table(rows, columns_for(table.columns, rows))
+             for table in tables(SECTION) if (rows := analysis.get(table.key))]
+    return "\n\n".join(parts + [NOTE]) if parts else ""
+
+
+def _scores(row: Any) -> dict[str, Any]:
+    found = row.get("scores") if isinstance(row, dict) else getattr(row, "scores", None)
+    return found or {}
+
+
+def _question(row: Any) -> str:
+    return row["question_id"] if isinstance(row, dict) else row.question_id

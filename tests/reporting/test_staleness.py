@@ -1,0 +1,175 @@
+"""Stale answers to changed facts: the staleness scorer's verdicts against a scripted model that
+answers the value then, the value now, something else or "I don't know" (matched without a
+model for numbers and names, the judge shown both values otherwise), and the staleness tables
+made from them (shares with intervals, fixed, memory over context, paired comparisons); a report
+without changed-fact questions has no staleness table at all, not even in the line of empty
+tables."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import pytest
+
+from freshrag.core.types import Question
+from freshrag.reporting import staleness
+from freshrag.reporting.answers import Answers
+from freshrag.reporting.sections import nothing_to_show
+from freshrag.reporting.table import tables
+from freshrag.scoring import SCORERS
+from freshrag.scoring.base import ScoreInput
+from freshrag.scoring.staleness import NOT_CHANGED, Staleness
+from tests.support.fakes import ScriptedLLM, ToolReply
+from tests.support.rows import analysis_row
+
+QUESTION = Question("q1", "What is the current population total of Springfield?", "Springfield",
+                    reference="5,020", value_then="4,812", change="slow")
+STATUS = Question("q2", "What is the current status of Old Mill?", "Old Mill",
+                  reference="converted into a museum of local history and crafts",
+                  value_then="an abandoned ruin closed to visitors since the fire")
+
+
+def judged(verdict: str, reason: str = "it says so") -> ToolReply:
+    return ToolReply("classify_staleness", json.dumps({"verdict": verdict, "reason": reason}))
+
+
+def scored(answer: str, script=(), question: Question = QUESTION, context: str | None = None):
+    llm = ScriptedLLM(list(script))
+    result = SCORERS["staleness"]().score(llm, ScoreInput(question, answer, context))
+    assert not llm.script, "every scripted reply was asked for"
+    return result, llm
+
+
+@pytest.mark.parametrize("answer, script, question, verdict, source", [
+    pytest.param("Springfield has 5,020 inhabitants.", [], QUESTION, "current", "match",
+                 id="value-now"),
+    pytest.param("About 4812 people live there.", [], QUESTION, "stale", "match",
+                 id="value-then"),
+    pytest.param("Roughly 7,000.", [], QUESTION, "other", "match", id="something-else"),
+    pytest.param("I don't know.", [], QUESTION, "abstained", "pattern", id="i-dont-know"),
+    pytest.param("", [], QUESTION, "abstained", "pattern", id="empty"),
+    pytest.param("It grew from 4,812 to 5,020.", [judged("current")], QUESTION, "current",
+                 "judge", id="both-values-to-the-judge"),
+    pytest.param("It is a ruin nobody may enter.", [judged("stale")], STATUS, "stale", "judge",
+                 id="long-values-to-the-judge"),
+])
+def test_each_answer_gets_its_verdict(answer, script, question, verdict, source):
+    result, llm = scored(answer, script, question)
+    assert result.status == "scored"
+    assert result.details["verdict"] == verdict and result.details["source"] == source
+    assert result.metrics == {name: float(name == verdict) for name in Staleness.metrics}
+    assert result.details["reason"]
+    if script:  # the judge saw both values
+        shown = llm.requests[0]["messages"][-1]["content"]
+        assert question.value_then in shown and question.reference in shown
+        assert llm.requests[0]["role"] == "judge"
+
+
+@pytest.mark.parametrize("reply, reason", [
+    pytest.param(judged("maybe"), "verdict must be one of", id="unknown-verdict"),
+    pytest.param(ToolReply("classify_staleness", "{broken"), "invalid JSON", id="broken-json"),
+    pytest.param("It is current.", "no classify_staleness call", id="text-reply"),
+])
+def test_a_judge_reply_that_is_no_verdict_leaves_the_answer_unscored(reply, reason):
+    result, _ = scored("It is a ruin.", [reply], STATUS)
+    assert result.status == "unscored" and reason in result.reason
+
+
+def test_a_question_without_a_value_then_is_not_applicable():
+    result, _ = scored("5,020", question=Question("q", "?", "T", reference="5,020"))
+    assert (result.status, result.reason) == ("not_applicable", NOT_CHANGED)
+
+
+def test_the_context_is_checked_for_both_values():
+    result, _ = scored("4,812", context="Springfield had 5,020 inhabitants in 2024.")
+    assert result.details["new_in_context"] is True and result.details["old_in_context"] is False
+    assert scored("4,812")[0].details["new_in_context"] is None
+
+
+# The scripted answers of three systems to twelve changed facts (population n: then 100+n,
+# now 200+n): the baseline answers the old value, naive the new one but for two (one of them
+# with the new value retrieved), the agent something else or "I don't know" at times.
+N = 12
+
+
+def answers(system: str, n: int) -> tuple[str, bool]:
+    if system == "baseline":
+        return (f"{100 + n}" if n < 10 else "I don't know."), False
+    if system == "naive":
+        return (f"{100 + n}" if n in (0, 1) else f"It is {200 + n}."), n != 1
+    return (f"{200 + n}" if n % 3 else "Maybe 7."), True
+
+
+def rows_of(systems=("baseline", "naive", "agent")) -> list[dict]:
+    return [scored_row(system, n, *answers(system, n)) for system in systems for n in range(N)]
+
+
+def scored_row(system: str, n: int, answer: str, retrieved: bool) -> dict:
+    """Question n's row of `system`, scored by the staleness scorer (no call: values match)."""
+    question = Question(f"q{n}", "What is the current population?", "T",
+                        reference=f"{200 + n}", value_then=f"{100 + n}")
+    context = f"The population is {200 + n}." if retrieved else None
+    result = Staleness().score(ScriptedLLM([]), ScoreInput(question, answer, context))
+    row = analysis_row(f"q{n}", system, retrieved=["T"] if retrieved else None)
+    row["scores"] = {"staleness": {"scorer": "staleness", **asdict(result)}}
+    return row
+
+
+def test_the_table_counts_each_verdict_per_system_with_intervals():
+    table = {row["system"]: row for row in staleness.analyse(Answers(rows_of()))["staleness"]}
+    base, naive, agent = table["baseline"], table["naive"], table["agent"]
+    assert base["answers"] == N and base["stale"][0] == round(10 / N, 4)
+    assert base["abstained"][0] == round(2 / N, 4) and base["current"][0] == 0
+    low, high = base["stale"][1:]
+    assert low < 10 / N < high
+    assert naive["current"][0] == round(10 / N, 4) and naive["stale"][0] == round(2 / N, 4)
+    assert agent["other"][0] == round(4 / N, 4) and agent["current"][0] == round(8 / N, 4)
+    # of the baseline's ten stale answers, naive gave the value now to eight, the agent to six
+    assert naive["fixed"][0] == 0.8 and agent["fixed"][0] == 0.6 and base["fixed"] is None
+    # naive had the value now in its context for eleven answers and still gave the old one once
+    assert naive["new_retrieved"] == N - 1
+    assert naive["memory_over_context"][0] == round(1 / (N - 1), 4)
+    assert base["new_retrieved"] == 0 and base["memory_over_context"] is None
+
+
+def test_paired_comparisons_of_the_stale_share_are_holm_adjusted():
+    paired = staleness.analyse(Answers(rows_of()))["staleness_paired"]
+    pairs = {(row["a"], row["b"]): row for row in paired}
+    assert len(pairs) == 3
+    first = pairs[("baseline", "naive")]
+    assert first["questions"] == N and first["difference"] == round((10 - 2) / N, 4)
+    assert first["p_holm"] >= first["p_value"]
+    assert first["interval"][0] > 0
+
+
+def test_a_decider_is_judged_against_what_the_baseline_knew():
+    """The baseline knows the value now of q0-q3; `boolean` retrieves for the even questions
+    and gives the value now when it does, the value then when it does not."""
+    rows = [scored_row("baseline", n, f"{200 + n}" if n < 4 else f"{100 + n}", False)
+            for n in range(N)]
+    rows += [scored_row("boolean", n, f"{200 + n}" if n % 2 == 0 else f"{100 + n}", n % 2 == 0)
+             for n in range(N)]
+    [boolean] = staleness.analyse(Answers(rows))["staleness_decisions"]
+    assert (boolean["system"], boolean["questions"], boolean["known"], boolean["retrieved"]) == (
+        "boolean", N, 4, 6)
+    assert boolean["precision"][0] == round(4 / 6, 4)  # q4, q6, q8, q10 were needed
+    assert boolean["recall"][0] == round(4 / 8, 4)
+    assert boolean["wasted_tokens"] == 2 * 110  # q0 and q2: known, retrieved all the same
+    assert boolean["stale_unretrieved"] == 6  # every odd question
+    assert staleness.analyse(Answers(rows_of()))["staleness_decisions"] == []  # no decider
+
+
+def test_the_printed_section_shows_both_tables_and_the_note():
+    shown = staleness.render(staleness.analyse(Answers(rows_of())))
+    assert "| baseline |" in shown and "memory_over_context" in shown
+    assert shown.endswith(staleness.NOTE)
+
+
+def test_a_report_without_changed_facts_has_no_staleness_table_anywhere():
+    rows = [analysis_row(f"q{n}", "naive") for n in range(3)]
+    assert staleness.analyse(Answers(rows)) == {} and staleness.render({}) == ""
+    from freshrag.reporting.analysis import analyse
+    made = analyse(rows)
+    assert "staleness" not in made and "staleness_paired" not in made
+    assert "stale" not in nothing_to_show(made, tables() + tables("scorers"))
