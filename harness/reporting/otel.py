@@ -215,7 +215,8 @@ def _agent_attributes(row: SampleRow) -> dict[str, Any]:
         "freshrag.question_id": row["question_id"], "freshrag.epoch": row.get("epoch") or 1,
         "freshrag.gold_titles": gold_set(row), "freshrag.retrievals": row.get("retrievals"),
         "freshrag.stopped": row.get("stopped"),
-        "freshrag.decision": (row.get("details") or {}).get("decision")}
+        "freshrag.decision": (row.get("details") or {}).get("decision"),
+        "freshrag.retrieved": _documents((row.get("details") or {}).get("retrieved"))}
     for side in ("input", "output"):
         if f"{side}_tokens" not in unknown:
             attributes[f"gen_ai.usage.{side}_tokens"] = sum(
@@ -241,12 +242,20 @@ def _tool_attributes(step: StepRecord) -> dict[str, Any]:
 
 
 def _retrieval_attributes(step: StepRecord) -> dict[str, Any]:
-    found = step.get("retrieved") or []
     return {"gen_ai.operation.name": "retrieval",
             "gen_ai.retrieval.query.text": step.get("query") or "",
-            "gen_ai.retrieval.documents": json.dumps(
-                [{"id": document_id(chunk["title"], chunk.get("index")),
-                  "score": chunk.get("score")} for chunk in found], ensure_ascii=False)}
+            "gen_ai.retrieval.documents": _documents(step.get("retrieved") or [])}
+
+
+def _documents(found: Any) -> str | None:
+    """Chunks as the conventions' documents, a JSON list of {id, score}, best first; None for
+    what is no list (a row that recorded none)."""
+    if not isinstance(found, list):
+        return None
+    return json.dumps([{"id": document_id(chunk["title"], chunk.get("index")),
+                        "score": chunk.get("score")} for chunk in found
+                       if isinstance(chunk, dict) and isinstance(chunk.get("title"), str)],
+                      ensure_ascii=False)
 
 
 def document_id(title: str, index: Any) -> str:

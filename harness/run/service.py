@@ -262,7 +262,8 @@ def _check_outputs(out: Path, data: Dataset, sources: list[SystemSource], cache:
     check_outputs(files_in(out, (*RUN_FILES, *also), "--out") + cache_output(cache),
                   [(f"the dataset's {kind} file", path) for kind, path in data.files.items()]
                   + [(f"the file of system {source.name}", Path(source.where))
-                     for source in sources if source.origin in ("file", "answers file")]
+                     for source in sources
+                     if source.origin in ("file", "answers file", "traces file")]
                   + [("--config", config_file)])
 
 
