@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -31,6 +32,7 @@ PHOENIX_LIST, PHOENIX_DATA = "item", "data.item"
 SHOWN = 5  # the names of each problem a summary lists
 # Phoenix's span kind, as OpenInference's attribute (OTLP spans carry the attribute itself)
 KIND_ATTRIBUTE = "openinference.span.kind"
+OTLP_HEAD = re.compile(rb'\{\s*"resourceSpans"\s*:')  # a line that is an OTLP request
 
 
 class TracesFileError(UserError, ValueError):
@@ -135,10 +137,10 @@ def sniff(path: Path) -> bool:
     request or a Phoenix span."""
     try:
         with open(path, "rb") as handle:
-            head = handle.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+            head = handle.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()
     except OSError:
         return False
-    return head.startswith((b'{"resourceSpans"', b'{"resource_spans"')) or (
+    return bool(OTLP_HEAD.match(head)) or (
         head.startswith(b"{") and b'"context"' in head and b'"span_id"' in head)
 
 

@@ -130,6 +130,7 @@ def test_a_runs_traces_reach_phoenix_as_a_traces_file_has_them(tmp_path, monkeyp
 @pytest.mark.parametrize("reply", [
     pytest.param({"status": 503, "json": {"error": "down"}}, id="fails"),
     pytest.param({"status": 401, "json": {"error": "bad key"}}, id="refuses"),
+    pytest.param({"status": 200, "body": b"x", "length": 100}, id="cuts-its-reply-short"),
     pytest.param({"delay": 60, "json": {}}, id="hangs"),
 ])
 def test_an_endpoint_that_fails_or_hangs_leaves_the_run_whole(tmp_path, monkeypatch, capsys,
@@ -147,6 +148,20 @@ def test_an_endpoint_that_fails_or_hangs_leaves_the_run_whole(tmp_path, monkeypa
     assert took < 30  # one bounded wait, not one per trace
     assert requests and all(headers.get(HEADER) == SECRET for _, _, headers in requests)
     no_file_holds_the_secret(tmp_path)
+
+
+def test_evaluate_sends_the_traces_too(tmp_path, monkeypatch, capsys):
+    """The library's run (freshrag.evaluate) with `otlp_endpoint=`: an endpoint that takes them."""
+    from freshrag import evaluate
+
+    taken = {"status": 200, "body": b"", "content_type": "application/x-protobuf"}
+    with FakeOpenAIServer(services={"/v1/traces": lambda body, headers: taken}) as server:
+        use_endpoint(monkeypatch, server.base_url, "sk-live")
+        write_dataset(tmp_path / "data", 3)
+        evaluate(tmp_path / "data", "naive", out=tmp_path / "run", probe=None, concurrency=1,
+                 otlp_endpoint=server.base_url[:-3])
+        assert [path for path, _, _ in server.service_requests][:1] == ["/v1/traces"]
+    assert "traces: 3 sent to http://127.0.0.1:" in capsys.readouterr().err
 
 
 def test_an_endpoint_nobody_listens_on_leaves_the_run_whole(tmp_path, monkeypatch, capsys):

@@ -95,7 +95,8 @@ def add_systems(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--systems", default=DEFAULT_SYSTEMS,
                    help=f"comma-separated systems: built-in ({', '.join(SYSTEMS)}), your own as "
                         f"FILE.py:NAME or MODULE:NAME, a service as NAME=URL or a [systems.NAME] "
-                        f"of freshrag.toml, answers made elsewhere as FILE.jsonl or FILE.csv, any "
+                        f"of freshrag.toml, answers made elsewhere as FILE.jsonl or FILE.csv, an "
+                        f"agent's traces as FILE.json (OTLP/JSON or Phoenix's spans), any "
                         f"prefixed with NAME= to name it; `freshrag systems` lists what is "
                         f"installed (default: %(default)s)")
 

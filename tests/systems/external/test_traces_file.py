@@ -232,6 +232,10 @@ def test_systems_resolve_a_traces_file_by_its_suffix_or_its_first_line(tmp_path)
         path = write(tmp_path / name, request(*genai_trace(1, QUESTIONS[0].text)))
         source = resolve(f"mine={path}", SYSTEMS, questions=QUESTIONS)
         assert source.origin == "traces file" and source.name == "mine"
+    spaced = tmp_path / "spaced.jsonl"
+    spaced.write_text(' { "resourceSpans" : ' + json.dumps(request(*genai_trace(
+        1, QUESTIONS[0].text))["resourceSpans"]) + "}\n")
+    assert resolve(f"mine={spaced}", SYSTEMS, questions=QUESTIONS).origin == "traces file"
     answers = tmp_path / "answers.jsonl"
     answers.write_text(json.dumps({"id": "q1", "answer": "x"}) + "\n")
     assert resolve(f"mine={answers}", SYSTEMS, questions=QUESTIONS).origin == "answers file"
