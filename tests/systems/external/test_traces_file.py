@@ -13,6 +13,8 @@ import sys
 import textwrap
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("ijson", reason="the traces extra")
 
@@ -22,6 +24,7 @@ from freshrag.systems.external.answers_file import AnswersFileError, factory  # 
 from freshrag.systems.external.plugins import PluginError, resolve  # noqa: E402
 from freshrag.systems.external.spans_read import TracesFileError  # noqa: E402
 from freshrag.systems.external.traces_file import load_traces  # noqa: E402
+from tests.fuzz.support import budget  # noqa: E402
 
 QUESTIONS = [Question(id=f"q{i}", text=f"How many bridges does Town {i} have?",
                       gold_title=f"Town {i}") for i in range(1, 4)]
@@ -277,3 +280,42 @@ def test_a_million_spans_are_streamed_in_bounded_memory(tmp_path):
     assert found["answered"] == ["q1"] and found["size"] > 150_000_000
     assert found["grew_kib"] < 100_000, found
     assert "1000 trace(s) that ask no question" in found["summary"]
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+                    | st.text(max_size=8),
+                    lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=8)
+KEYS = st.sampled_from(["gen_ai.operation.name", "gen_ai.usage.input_tokens",
+                        "gen_ai.input.messages", "gen_ai.output.messages",
+                        "gen_ai.retrieval.documents", "gen_ai.tool.call.arguments",
+                        "freshrag.step.kind", "freshrag.role", "openinference.span.kind",
+                        "input.value", "retrieval.documents.0.document.id", "x"])
+
+
+@settings(max_examples=budget(80), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(changes=st.lists(st.tuples(st.integers(0, 4), st.sampled_from(
+           ["traceId", "spanId", "parentSpanId", "name", "startTimeUnixNano", "endTimeUnixNano",
+            "attributes", "value"]), KEYS, JSON), max_size=6))
+def test_any_value_anywhere_in_a_trace_is_counted_never_raised(tmp_path, changes):
+    """Any JSON value put in any field of a trace's spans, or as any attribute's value: the
+    import answers, or refuses in one line naming the file; no other exception."""
+    spans = genai_trace(1, QUESTIONS[0].text)
+    for place, field, key, value in changes:
+        if field == "value":  # an attribute whose value is any JSON, wrapped as OTLP's or not
+            if isinstance(spans[place].get("attributes"), list):
+                spans[place]["attributes"] += [{"key": key, "value": value},
+                                               {"key": key, "value": {"stringValue": value}}]
+        else:
+            spans[place][field] = value
+    path = write(tmp_path / "fuzzed.json", request(*spans))
+    try:
+        traces = load_traces(path, QUESTIONS, "mine")
+    except (TracesFileError, AnswersFileError) as err:
+        assert str(path) in str(err)
+    else:
+        assert traces.summary()
+        for question in QUESTIONS:
+            if question.id in traces.by_question:
+                replay(traces, question)
