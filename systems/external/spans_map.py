@@ -39,6 +39,7 @@ from freshrag.systems.external.trajectory import QUERY_ARGUMENTS
 JUDGE = "judge"
 MODEL_CALLS = ("chat", "text_completion", "generate_content")
 # OpenInference's span kinds as the GenAI conventions' operations
+MAX_DEPTH = 200  # spans inside spans: far past any agent's, well within Python's recursion
 KINDS = {"LLM": "chat", "TOOL": "execute_tool", "RETRIEVER": "retrieval", "AGENT": "invoke_agent"}
 
 @dataclass
@@ -65,8 +66,12 @@ def trace_answer(found: list[Span], question: Question, name: str,
         children[parent].append(span)
     for listed in children.values():
         listed.sort(key=lambda span: span.start or 0)
-    if _reached(children) < len(found):
+    reached, depth = _reached(children)
+    if reached < len(found):
         problems.add("trace(s) with a cycle in their parent ids", f"trace {trace}")
+        return None
+    if depth > MAX_DEPTH:  # the walk below recurses once a level
+        problems.add(f"trace(s) nested deeper than {MAX_DEPTH} spans", f"trace {trace}")
         return None
     agent = _agent(children)
     text = _output(agent.attributes) if agent is not None else None
@@ -80,14 +85,15 @@ def trace_answer(found: list[Span], question: Question, name: str,
     return _answer(agent, text, walk, problems, name)
 
 
-def _reached(children: dict[str | None, list[Span]]) -> int:
-    """How many spans the roots reach: fewer than the trace holds when parents form a cycle."""
-    reached, stack = 0, list(children[None])
+def _reached(children: dict[str | None, list[Span]]) -> tuple[int, int]:
+    """How many spans the roots reach (fewer than the trace holds when parents form a cycle),
+    and how deep they nest."""
+    reached, deepest, stack = 0, 0, [(span, 1) for span in children[None]]
     while stack:
-        span = stack.pop()
-        reached += 1
-        stack += children.get(span.id, [])
-    return reached
+        span, depth = stack.pop()
+        reached, deepest = reached + 1, max(deepest, depth)
+        stack += [(kid, depth + 1) for kid in children.get(span.id, [])]
+    return reached, deepest
 
 
 def _agent(children: dict[str | None, list[Span]]) -> Span | None:

@@ -30,6 +30,7 @@ NS = 1_000_000_000
 OTLP_SPANS = "resourceSpans.item.scopeSpans.item.spans.item"
 PHOENIX_LIST, PHOENIX_DATA = "item", "data.item"
 SHOWN = 5  # the names of each problem a summary lists
+MAX_NESTING = 32  # levels of an attribute's value read: far past any convention's, no recursion limit
 # Phoenix's span kind, as OpenInference's attribute (OTLP spans carry the attribute itself)
 KIND_ATTRIBUTE = "openinference.span.kind"
 OTLP_HEAD = re.compile(rb'\{\s*"resourceSpans"\s*:')  # a line that is an OTLP request
@@ -173,10 +174,10 @@ def _otlp_span(item: Any, problems: Problems) -> Span | None:
                        attributes), problems)
 
 
-def _any_value(value: Any) -> tuple[bool, Any]:
-    """An OTLP `AnyValue` as a Python value: (False, None) when it is none of its types. A
-    64-bit integer comes as text in OTLP/JSON."""
-    if not isinstance(value, dict) or len(value) > 1:
+def _any_value(value: Any, depth: int = 0) -> tuple[bool, Any]:
+    """An OTLP `AnyValue` as a Python value: (False, None) when it is none of its types, or
+    nested past MAX_NESTING. A 64-bit integer comes as text in OTLP/JSON."""
+    if not isinstance(value, dict) or len(value) > 1 or depth > MAX_NESTING:
         return False, None
     if not value:
         return True, None  # an empty AnyValue: OTLP's null
@@ -196,11 +197,11 @@ def _any_value(value: Any) -> tuple[bool, Any]:
         except ValueError:
             return False, None
     if kind == "arrayValue" and isinstance(held, dict):
-        items = [_any_value(item) for item in held.get("values") or []]
+        items = [_any_value(item, depth + 1) for item in held.get("values") or []]
         return (True, [item for _, item in items]) if all(ok for ok, _ in items) else (False, None)
     if kind == "kvlistValue" and isinstance(held, dict):
-        pairs = [(pair.get("key"), _any_value(pair.get("value"))) for pair in held.get("values") or []
-                 if isinstance(pair, dict)]
+        pairs = [(pair.get("key"), _any_value(pair.get("value"), depth + 1))
+                 for pair in held.get("values") or [] if isinstance(pair, dict)]
         if all(isinstance(key, str) and ok for key, (ok, _) in pairs):
             return True, {key: item for key, (_, item) in pairs}
         return False, None
@@ -267,16 +268,18 @@ def _phoenix_span(item: Any, problems: Problems) -> Span | None:
                        attributes), problems)
 
 
-def _flatten(value: dict[str, Any], prefix: str, into: dict[str, Any]) -> None:
+def _flatten(value: dict[str, Any], prefix: str, into: dict[str, Any], depth: int = 0) -> None:
     """Phoenix's attributes, nested (`{"llm": {"model_name": ...}}`) or already flat, as flat
-    keys; a list of objects (retrieval documents) by place, as OpenInference flattens them."""
+    keys; a list of objects (retrieval documents) by place, as OpenInference flattens them;
+    what is nested past MAX_NESTING kept as it is."""
     for key, item in value.items():
         name = f"{prefix}{key}"
-        if isinstance(item, dict):
-            _flatten(item, f"{name}.", into)
-        elif isinstance(item, list) and item and all(isinstance(x, dict) for x in item):
+        if isinstance(item, dict) and depth < MAX_NESTING:
+            _flatten(item, f"{name}.", into, depth + 1)
+        elif isinstance(item, list) and item and all(isinstance(x, dict) for x in item) \
+                and depth < MAX_NESTING:
             for i, element in enumerate(item):
-                _flatten(element, f"{name}.{i}.", into)
+                _flatten(element, f"{name}.{i}.", into, depth + 1)
         else:
             into[name] = item
 

@@ -319,3 +319,21 @@ def test_any_value_anywhere_in_a_trace_is_counted_never_raised(tmp_path, changes
         for question in QUESTIONS:
             if question.id in traces.by_question:
                 replay(traces, question)
+
+
+def test_spans_and_values_nested_past_reason_are_counted(tmp_path):
+    # a value nested past any convention's, and past Python's recursion (written as text: json
+    # itself would not write it)
+    deep = '{"arrayValue":{"values":[' * 5000 + '{"stringValue":"x"}' + ']}}' * 5000
+    holder = json.dumps(request({**span(1, 9, 1, "deep", 0, 1), "attributes": [
+        {"key": "d", "value": "DEEP"}]})).replace('"DEEP"', deep)
+    chain = [span(2, i, i - 1, "step", 0, 1) for i in range(2, 400)]  # each inside the last
+    path = write(tmp_path / "traces.json", request(
+        *genai_trace(1, QUESTIONS[0].text), agent(2, QUESTIONS[1].text, "x"), *chain))
+    with path.open("a") as out:
+        out.write(holder + "\n")
+    traces = load_traces(path, QUESTIONS, "mine")
+    assert list(traces.by_question) == ["q1"]
+    said = traces.summary()
+    assert f"1 trace(s) nested deeper than 200 spans: trace {2:032x}" in said, said
+    assert f"1 attribute(s) of no OTLP value type: trace {1:032x} span {9:016x} d" in said, said
