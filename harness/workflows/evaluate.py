@@ -6,6 +6,7 @@ service's (harness/run/service.py); `evaluated` runs a prepared run, its traces 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,9 @@ def evaluated(prepared: PreparedRun) -> RunResult:
     endpoint = prepared.options.otlp_endpoint
     if endpoint is None:
         return prepared.evaluate()
+    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        raise InputError("RunOptions.otlp_endpoint: OTEL_SDK_DISABLED=true turns the "
+                         "OpenTelemetry SDK off, which then makes no span; unset it to send them")
     try:
         from freshrag.reporting.otel_live import LiveTraces
     except ImportError as error:

@@ -186,6 +186,13 @@ def test_a_bad_endpoint_is_refused_before_the_run(tmp_path, capsys, endpoint, pr
     assert not (tmp_path / "run").exists()
 
 
+def test_a_disabled_sdk_is_refused_before_the_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    code, _, _ = run_sending(tmp_path, "http://127.0.0.1:9/v1/traces", monkeypatch)
+    assert code == 2 and "OTEL_SDK_DISABLED=true" in capsys.readouterr().err
+    assert not (tmp_path / "run" / "samples.jsonl").exists()
+
+
 def test_the_endpoint_gains_the_traces_path_once():
     assert otel_live.traces_url("http://h:4318") == "http://h:4318/v1/traces"
     assert otel_live.traces_url("http://h:4318/") == "http://h:4318/v1/traces"
