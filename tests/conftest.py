@@ -67,3 +67,17 @@ def ray_cluster() -> Iterator[RayCluster]:
     session, by the first test that asks (tests/support/ray_cluster.py)."""
     with two_node_cluster() as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def phoenix() -> Iterator[str]:
+    """Arize Phoenix's base URL: a real OTLP receiver on loopback, started once a session by the
+    first test that asks (tests/support/phoenix.py); skipped where the package is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("phoenix") is None:
+        pytest.skip("arize-phoenix (the test extra) is not installed")
+    from tests.support.phoenix import phoenix_server
+
+    with phoenix_server() as base:
+        yield base

@@ -38,7 +38,7 @@ from openinference.semconv.trace import SpanAttributes as OI
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import Span, SpanLimits, TracerProvider
+from opentelemetry.sdk.trace import Span, SpanLimits, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import IdGenerator
@@ -78,9 +78,11 @@ class PairIds(IdGenerator):
 
 
 class Tracer:
-    """The SDK's provider, collecting each pair's spans in memory to encode them."""
+    """The SDK's provider, collecting each pair's spans in memory to encode them, or handing
+    them to `processor` (the live exporter's, harness/reporting/otel_live.py)."""
 
-    def __init__(self, openinference: bool = False) -> None:
+    def __init__(self, openinference: bool = False,
+                 processor: SpanProcessor | None = None) -> None:
         self.ids, self.openinference = PairIds(), openinference
         # no limits: a search's documents and a pair's scores are written whole; the provider
         # reads nothing from the environment (sampler, resource, limits) that could change a file
@@ -95,7 +97,7 @@ class Tracer:
                                    max_attribute_length=unlimited,
                                    max_span_attribute_length=unlimited))
         self.spans = InMemorySpanExporter()
-        provider.add_span_processor(SimpleSpanProcessor(self.spans))
+        provider.add_span_processor(processor or SimpleSpanProcessor(self.spans))
         self.tracer = provider.get_tracer(SCOPE, __version__,
                                           attributes={"gen_ai.semconv.version": SEMCONV})
 
@@ -116,12 +118,17 @@ def trace_records(rows: Iterable[SampleRow], openinference: bool = False
     written; with `openinference`, OpenInference's attributes beside the GenAI ones."""
     tracer = Tracer(openinference)
     for row in rows:
-        tracer.ids.seed(row.get("run"), row.get("dataset"), row["system"], row["question_id"],
-                        row.get("epoch") or 1)
-        pair_trace(tracer, row)
+        seeded_trace(tracer, row)
         request = encode_spans(tracer.spans.get_finished_spans())
         tracer.spans.clear()
         yield otlp_json(json_format.MessageToDict(request, use_integers_for_enums=True))
+
+
+def seeded_trace(tracer: Tracer, row: SampleRow) -> None:
+    """The pair's trace, its ids drawn from a generator seeded by the run and the pair."""
+    tracer.ids.seed(row.get("run"), row.get("dataset"), row["system"], row["question_id"],
+                    row.get("epoch") or 1)
+    pair_trace(tracer, row)
 
 
 def otlp_json(value: Any) -> Any:
@@ -215,7 +222,8 @@ def _agent_attributes(row: SampleRow) -> dict[str, Any]:
         "freshrag.question_id": row["question_id"], "freshrag.epoch": row.get("epoch") or 1,
         "freshrag.gold_titles": gold_set(row), "freshrag.retrievals": row.get("retrievals"),
         "freshrag.stopped": row.get("stopped"),
-        "freshrag.decision": (row.get("details") or {}).get("decision")}
+        "freshrag.decision": (row.get("details") or {}).get("decision"),
+        "freshrag.retrieved": _documents((row.get("details") or {}).get("retrieved"))}
     for side in ("input", "output"):
         if f"{side}_tokens" not in unknown:
             attributes[f"gen_ai.usage.{side}_tokens"] = sum(
@@ -241,12 +249,20 @@ def _tool_attributes(step: StepRecord) -> dict[str, Any]:
 
 
 def _retrieval_attributes(step: StepRecord) -> dict[str, Any]:
-    found = step.get("retrieved") or []
     return {"gen_ai.operation.name": "retrieval",
             "gen_ai.retrieval.query.text": step.get("query") or "",
-            "gen_ai.retrieval.documents": json.dumps(
-                [{"id": document_id(chunk["title"], chunk.get("index")),
-                  "score": chunk.get("score")} for chunk in found], ensure_ascii=False)}
+            "gen_ai.retrieval.documents": _documents(step.get("retrieved") or [])}
+
+
+def _documents(found: Any) -> str | None:
+    """Chunks as the conventions' documents, a JSON list of {id, score}, best first; None for
+    what is no list (a row that recorded none)."""
+    if not isinstance(found, list):
+        return None
+    return json.dumps([{"id": document_id(chunk["title"], chunk.get("index")),
+                        "score": chunk.get("score")} for chunk in found
+                       if isinstance(chunk, dict) and isinstance(chunk.get("title"), str)],
+                      ensure_ascii=False)
 
 
 def document_id(title: str, index: Any) -> str:

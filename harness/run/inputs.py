@@ -21,6 +21,8 @@ from freshrag.core.config import (
     checked_value,
     config_table,
     load_settings,
+    masked_url,
+    url_problem,
 )
 from freshrag.core.dataset import Dataset, example_dir, load_dataset_dir
 from freshrag.core.dates import parse_date
@@ -37,6 +39,7 @@ from freshrag.run.options import (
     EXECUTOR_HELP,
     MAX_CONCURRENCY,
     MAX_SEED,
+    OTLP_HELP,
     RUN_OPTIONS,
     SHARD_HELP,
 )
@@ -106,6 +109,8 @@ class RunOptions:
     address: str | None = field(default=None, metadata={"help": f"{ADDRESS_HELP} (--address)"})
     corpus: Path | None = field(default=None, metadata={
         "help": f"{CORPUS_HELP}; a path, or None: the dataset's articles alone (--corpus)"})
+    otlp_endpoint: str | None = field(default=None, metadata={
+        "help": f"{OTLP_HELP}; None: none sent (--otlp-endpoint)"})
 
     def __post_init__(self) -> None:
         _whole("concurrency", self.concurrency, 1, MAX_CONCURRENCY)
@@ -123,6 +128,11 @@ class RunOptions:
             if not isinstance(getattr(self, name), bool):
                 raise InputError(f"RunOptions.{name}: expected True or False, got "
                                  f"{getattr(self, name)!r:.80}")
+        if self.otlp_endpoint is not None and (not isinstance(self.otlp_endpoint, str) or (
+                problem := url_problem(self.otlp_endpoint))):
+            raise InputError(f"RunOptions.otlp_endpoint: expected an http(s):// URL or None, got "
+                             f"{masked_url(str(self.otlp_endpoint))!r:.80}"
+                             f"{'' if not isinstance(self.otlp_endpoint, str) else ': ' + problem}")
         for name, value in (("max_cost", self.max_cost), ("batch_poll", self.batch_poll)):
             if value is not None and not (_number(value) and value >= 0 and math.isfinite(value)):
                 raise InputError(f"RunOptions.{name}: expected a number >= 0, got {value!r:.80}")

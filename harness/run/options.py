@@ -75,6 +75,11 @@ EXECUTOR_HELP = ("how the pairs are answered: local (this process's threads) or 
 ADDRESS_HELP = ("with --executor ray, the cluster: ray://HOST:PORT (Ray Client), HOST:PORT (the "
                 "head's GCS address, from a node of the cluster) or auto (the cluster running on "
                 "this machine); none: a local cluster started for the run")
+# --otlp-endpoint's, for the flag (cli/commands/run.py) and RunOptions.otlp_endpoint alike
+# (docs/export.md#live-to-an-otlp-endpoint).
+OTLP_HELP = ("send each answered pair's trace, as it finishes, to this OTLP/HTTP endpoint "
+             "(http://HOST:4318, or its /v1/traces URL; headers such as an API key from "
+             "OTEL_EXPORTER_OTLP_HEADERS, never written); needs the traces extra")
 # --corpus's, for the flag (cli/options.py) and RunOptions.corpus alike
 # (docs/retrieval.md#runs-in-a-large-world).
 CORPUS_HELP = ("a background corpus (a directory `freshrag corpus` wrote): the retrieval index "

@@ -76,23 +76,27 @@ RUN_ARGUMENTS = {  # run_dataset's, the runner's own call (core/arguments.py)
     "light": Argument("True or False", flag),
     "executor": Argument("an executor (harness/run/on_ray.py), or None", lambda value: refused(
         value is None or callable(getattr(value, "answer", None)))),
+    "on_row": Argument("a function of a finished row, or None",
+                       lambda value: refused(value is None or callable(value))),
 }
 
 
 def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
         prompts: dict[str, str], retriever: Retriever | None = None,
         embed: Embed | None = None, light: bool = False,
-        executor: PairExecutor | None = None) -> list[SampleRow]:
+        executor: PairExecutor | None = None,
+        on_row: Callable[[SampleRow], None] | None = None) -> list[SampleRow]:
     """Run what the run's plan (harness/run/plan.py) says is left: the judge probes, every
     unfinished pair (by `executor`, or by this process's threads), then the scorers beyond the
     judge (`embed`: the embeddings role, for answer-relevance), holding the run directory; return
     all its rows (`light`: read as a report reads them, core/samples.py; the first epoch's). With --batch the plan's chat calls go through the Batch API
     first (harness/cost/batch.py fills the cache), then everything runs as usual from the cache.
     A budget (harness/cost/budget.py) that refuses a call stops the run, its manifest saying
-    `capped`."""
+    `capped`. `on_row` sees each row once written (the live traces,
+    harness/reporting/otel_live.py)."""
     check_arguments({"dataset": dataset, "config": config, "llm": llm, "factories": factories,
                      "prompts": prompts, "retriever": retriever, "embed": embed, "light": light,
-                     "executor": executor}, RUN_ARGUMENTS)
+                     "executor": executor, "on_row": on_row}, RUN_ARGUMENTS)
     with locked(config.out):
         recorder = CallRecorder(llm)
         # Built first: a system that cannot be built (a user's plugin) stops the run before
@@ -110,7 +114,7 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
                                                   config.batch_poll, config.concurrency)
             manifest["judge_probe"] = _probe_judge(plan, config, llm)
             write_manifest(config.out, manifest)
-            _answer_pairs(plan, systems, recorder, config, factories, executor)
+            _answer_pairs(plan, systems, recorder, config, factories, executor, on_row)
             if plan.scorers:  # the judge graded each pair above; the others score the rows
                 score_rows(config.out, read_samples(config.out / SAMPLES),
                            make_scorers(plan.scorers, embed), llm, dataset.articles,
@@ -134,7 +138,8 @@ def batch_prefill(llm: LLMClient, out: Path, scorers: dict[str, Scorer], jobs: l
 
 
 def _answer_pairs(plan: RunPlan, systems: dict[str, System], recorder: CallRecorder,
-                  config: RunConfig, factories: Factories, executor: PairExecutor | None) -> None:
+                  config: RunConfig, factories: Factories, executor: PairExecutor | None,
+                  on_row: Callable[[SampleRow], None] | None = None) -> None:
     """Every pair of the plan answered, each row written as it comes, by this process's threads
     or by `executor`; the same writer either way."""
     writer = JsonlWriter(config.out / SAMPLES)
@@ -149,6 +154,8 @@ def _answer_pairs(plan: RunPlan, systems: dict[str, System], recorder: CallRecor
                              row["latency_s"] or 0.0, error=f"its row was not kept: {err}",
                              epoch=row_epoch(config, epoch))
             writer.write(row)
+        if on_row is not None:
+            on_row(row)
         return row
 
     def run_pair(pair: Pair) -> SampleRow:

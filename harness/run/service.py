@@ -171,15 +171,17 @@ class PreparedRun:
                                self.options.seed, self.index, price_table(self.config_file),
                                self.factories)
 
-    def evaluate(self) -> RunResult:
-        """Every unfinished pair answered and judged, or as many as max_cost allowed."""
+    def evaluate(self, on_row: Callable[[SampleRow], None] | None = None) -> RunResult:
+        """Every unfinished pair answered and judged, or as many as max_cost allowed; `on_row`
+        sees each row as it is written."""
         budget = self.options.max_cost and dry_run.budget(  # refused before any call if a
             self.options.max_cost, self.options.batch, self.settings,  # price is missing
             price_table(self.config_file), self.roles)
-        rows, capped = self._answer(budget or None)
+        rows, capped = self._answer(budget or None, on_row)
         return RunResult(rows, self.config.out, self.config.systems, capped)
 
-    def _answer(self, budget: Budget | None) -> tuple[list[SampleRow], BudgetExceeded | None]:
+    def _answer(self, budget: Budget | None, on_row: Callable[[SampleRow], None] | None
+                ) -> tuple[list[SampleRow], BudgetExceeded | None]:
         executor = executor_of(self.options.executor, self.options.address)
         with contextlib.ExitStack() as stack:
             # the cluster first: one that cannot be reached fails before a server or an index
@@ -195,7 +197,7 @@ class PreparedRun:
                              self.index) if ray else None
             try:
                 return run(self.dataset, self.config, llm, self.factories, self.prompts,
-                           retriever, embed, light=True, executor=pairs), None
+                           retriever, embed, light=True, executor=pairs, on_row=on_row), None
             except BudgetExceeded as err:
                 return read_samples(self.config.out / SAMPLES, light=True), err
 
@@ -262,7 +264,8 @@ def _check_outputs(out: Path, data: Dataset, sources: list[SystemSource], cache:
     check_outputs(files_in(out, (*RUN_FILES, *also), "--out") + cache_output(cache),
                   [(f"the dataset's {kind} file", path) for kind, path in data.files.items()]
                   + [(f"the file of system {source.name}", Path(source.where))
-                     for source in sources if source.origin in ("file", "answers file")]
+                     for source in sources
+                     if source.origin in ("file", "answers file", "traces file")]
                   + [("--config", config_file)])
 
 

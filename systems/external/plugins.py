@@ -2,7 +2,7 @@
 (`path/to/my_rag.py:MyRag`) or a module (`my_package.rag:make_system`), or registered by an
 installed package under the entry-point group `freshrag.systems`, beside the built-in ones:
 `SYSTEMS` (systems/__init__.py), a registry of harness/core/registry.py, resolves and checks
-those as it does every kind; this module adds a service behind HTTP and an answers file.
+those as it does every kind; this module adds a service behind HTTP, an answers file and a traces file.
 
 Whatever the origin, a system is a callable taking the run's `SystemContext` and returning an
 object with `answer(question) -> SystemAnswer` (freshrag's public `System` protocol), so a
@@ -41,7 +41,7 @@ from freshrag.core.types import (
     uses_index,
     uses_steps,
 )
-from freshrag.systems.external import answers_file
+from freshrag.systems.external import answers_file, spans_read, traces_file
 from freshrag.systems.external.http import HttpSettings, HttpSystem, settings_from_table
 
 Factory = Callable[[SystemContext], System]
@@ -53,7 +53,8 @@ class SystemSource:
 
     name: str
     factory: Factory
-    origin: str  # "built-in", "file", "module", "entry point", "http" or "answers file"
+    # "built-in", "file", "module", "entry point", "http", "answers file" or "traces file"
+    origin: str
     where: str  # the spec as given, the built-in's module, or the service's URL
     sha256: str | None = None  # of the file that defines it; of a service's settings
     version: str | None = None  # of the installed package that ships it
@@ -140,13 +141,15 @@ def resolve(spec: str, builtins: Registry[Factory],
             questions: list[Question] | None = None) -> SystemSource:
     """The system `spec` names: `[NAME=]` then a built-in name, a service of `services` (the
     `[systems.*]` tables of freshrag.toml), an http(s):// URL, an answers file (`.jsonl` or
-    `.csv`, matched to `questions`, the run's dataset), `FILE.py:ATTR`, `MODULE:ATTR`, or the name
+    `.csv`) or a traces file (`.json`, or `.jsonl` of spans), matched to `questions`, the run's
+    dataset, `FILE.py:ATTR`, `MODULE:ATTR`, or the name
     of an installed package's entry point in the `freshrag.systems` group."""
     name, target = plugins.split_name(spec)
     if target not in builtins and (target in (services or {})
                                    or target.lower().startswith(("http://", "https://"))):
         found = _service((services or {}).get(target) or _url_settings(name, target, spec))
-    elif target not in builtins and target.lower().endswith(answers_file.SUFFIXES):
+    elif target not in builtins and target.lower().endswith(answers_file.SUFFIXES
+                                                             + traces_file.SUFFIXES):
         found = _answers(spec, Path(target), name or Path(target).stem, questions)
     elif ":" in target or target in builtins.names():
         return _source(builtins.resolve(spec))
@@ -185,12 +188,22 @@ def _answers(spec: str, path: Path, name: str, questions: list[Question] | None)
     if questions is None:
         raise PluginError(f"system {spec!r}: an answers file is matched to a run's dataset; "
                           f"name it in `freshrag run --systems`")
+    traces = is_traces(path)
     try:
-        answers = answers_file.load_answers(path, questions, name)
-    except answers_file.AnswersFileError as err:
+        answers = (traces_file.load_traces if traces else answers_file.load_answers)(
+            path, questions, name)
+    except (answers_file.AnswersFileError, spans_read.TracesFileError) as err:
         raise PluginError(f"system {spec!r}: {err}") from None
-    return SystemSource(name, answers_file.factory(answers), "answers file", str(path),
-                        answers.sha256, None, f"the answers in {path}")
+    return SystemSource(name, answers_file.factory(answers),
+                        "traces file" if traces else "answers file", str(path),
+                        answers.sha256, None, f"the {'traces' if traces else 'answers'} in {path}")
+
+
+def is_traces(path: Path) -> bool:
+    """A traces file (systems/external/traces_file.py) rather than an answers file: a .json
+    file, or a .jsonl file whose first line is a span."""
+    return path.suffix.lower() in traces_file.SUFFIXES or (
+        path.suffix.lower() == ".jsonl" and spans_read.sniff(path))
 
 
 def _url_settings(name: str, url: str, spec: str) -> HttpSettings:

@@ -53,6 +53,8 @@ IMPORT_CSV = (f"freshrag import ragas.csv --system ragas --dataset datasets/rece
 INSPECT = "freshrag export results/agents --format inspect --out 2026-01-31T12-00-00_agents.json"
 RAGCHECKER = ("freshrag export results/agents --format ragchecker --systems react "
               "--out react-ragchecker.json")
+IMPORT_TRACES = ("freshrag import agent-traces.json --system agent --dataset datasets/recent "
+                 "--out results/agent-traced")
 SHARDED = "freshrag run --limit 6 --systems baseline,oracle"
 MERGE = "freshrag merge results/shard-1 results/shard-2 results/shard-3 --out results/sharded"
 HAND = (f"freshrag label --dataset datasets/recent --hand-labels my-labels.jsonl --base-url "
@@ -114,6 +116,7 @@ RUN = {
     GATE_GITHUB: 1,
     IMPORT_JSONL: 0,
     IMPORT_CSV: 0,
+    IMPORT_TRACES: 0,
     "freshrag import-legacy A_f_naive.pkl --dataset data/A_f --system naive --out results/paper":
         0,
     "freshrag import-legacy A_f_naive.pkl --dataset-name A_f --system naive "
@@ -156,6 +159,8 @@ BEFORE: dict[str, tuple[Step, ...]] = {
     MERGE: tuple(f"{SHARDED} --shard {i}/3 --out results/shard-{i}" for i in (1, 3)),
     IMPORT_JSONL: (partial(user.answers_jsonl, "my-answers.jsonl", "datasets/recent"),),
     IMPORT_CSV: (partial(user.ragas_csv, "ragas.csv", "datasets/recent"),),
+    IMPORT_TRACES: (f"{RUN_ON} --systems react --out results/agents",
+                    "freshrag export results/agents --format otel --out agent-traces.json"),
     "freshrag import-legacy A_f_naive.pkl --dataset data/A_f --system naive --out results/paper":
         (partial(user.paper_set, "data/A_f"), partial(user.paper_run, "A_f_naive.pkl")),
 }

@@ -173,7 +173,8 @@ def test_a_share_outside_0_to_1_is_refused(where, value, good):
     assert_refused(result, f"argument {option}: expected a share between 0 and 1")
 
 
-URL_OPTIONS = [("build", "--wiki-api"), ("run", "--qdrant-url"), ("index", "--qdrant-url")]
+URL_OPTIONS = [("build", "--wiki-api"), ("run", "--qdrant-url"), ("index", "--qdrant-url"),
+               ("run", "--otlp-endpoint")]
 
 
 @settings(max_examples=budget(60))

@@ -30,7 +30,7 @@ WRONG_OPTIONS = {
     "knowledge_cutoff": "soon", "today": 5, "context_tokens": 0, "max_steps": 0,
     "token_budget": 0, "epochs": 0, "index": 5, "max_cost": -1.0, "batch": "yes",
     "batch_poll": -1.0, "config": 5, "shard": "0/3", "executor": "spark", "address": 5,
-    "corpus": 5,
+    "corpus": 5, "otlp_endpoint": "localhost:4318",
 }
 CALLS = {evaluate: {}, estimate: {}, score: {"run_dir": "results/run"},
          report: {"run_dirs": ["results/run"]}}

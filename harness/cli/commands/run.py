@@ -22,6 +22,7 @@ from freshrag.cli.options import (
     add_scorers,
     add_seed,
     out_dir,
+    url,
 )
 from freshrag.core.runfiles import MANIFEST, RESULTS, SAMPLES, SUMMARY, SUMMARY_MD
 from freshrag.executors.choice import DEFAULT_EXECUTOR, EXECUTORS
@@ -29,6 +30,7 @@ from freshrag.run.options import (
     ADDRESS_HELP,
     DEFAULT_SYSTEMS,
     EXECUTOR_HELP,
+    OTLP_HELP,
     RUN_OPTIONS,
     SHARD_HELP,
 )
@@ -93,7 +95,8 @@ def add_systems(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--systems", default=DEFAULT_SYSTEMS,
                    help=f"comma-separated systems: built-in ({', '.join(SYSTEMS)}), your own as "
                         f"FILE.py:NAME or MODULE:NAME, a service as NAME=URL or a [systems.NAME] "
-                        f"of freshrag.toml, answers made elsewhere as FILE.jsonl or FILE.csv, any "
+                        f"of freshrag.toml, answers made elsewhere as FILE.jsonl or FILE.csv, an "
+                        f"agent's traces as FILE.json (OTLP/JSON or Phoenix's spans), any "
                         f"prefixed with NAME= to name it; `freshrag systems` lists what is "
                         f"installed (default: %(default)s)")
 
@@ -109,9 +112,10 @@ def add_run_options(p: argparse.ArgumentParser, index: bool = True) -> None:
     add_no_cache(control)
     add_seed(control)
     add_run_option(control, RUN_OPTIONS["epochs"])
-    p.add_argument_group("output").add_argument(
-        "--out", type=out_dir, help="run directory (default: results/DATASET_NAME); running "
-        "again into it resumes")
+    output = p.add_argument_group("output")
+    output.add_argument("--out", type=out_dir, help="run directory (default: "
+                        "results/DATASET_NAME); running again into it resumes")
+    output.add_argument("--otlp-endpoint", type=url, metavar="URL", help=OTLP_HELP)
     answering = p.add_argument_group("answering")
     for name in ANSWERING:
         add_run_option(answering, RUN_OPTIONS[name])
@@ -149,6 +153,7 @@ def run_pairs(args: argparse.Namespace, data: Dataset, systems: str, out: Path,
     from freshrag.cli.common import print_roles
     from freshrag.core.config import CommandLine
     from freshrag.run.service import prepare
+    from freshrag.workflows.evaluate import evaluated
 
     models = CommandLine(args.model, args.base_url, tuple(args.model_role or ()))
     prepared = prepare(data, systems, models, out, run_options(args, out), written=written,
@@ -157,7 +162,7 @@ def run_pairs(args: argparse.Namespace, data: Dataset, systems: str, out: Path,
     if args.dry_run:
         print(prepared.estimate())
         return None
-    return prepared.evaluate()
+    return evaluated(prepared)
 
 
 def run_options(args: argparse.Namespace, out: Path) -> RunOptions:
@@ -178,7 +183,7 @@ def run_options(args: argparse.Namespace, out: Path) -> RunOptions:
         max_cost=args.max_cost, batch=args.batch, batch_poll=args.batch_poll, config=args.config,
         shard=getattr(args, "shard", None),  # `freshrag import` and `cutoff` take none
         executor=getattr(args, "executor", DEFAULT_EXECUTOR), address=getattr(args, "address", None),
-        corpus=getattr(args, "corpus", None))
+        corpus=getattr(args, "corpus", None), otlp_endpoint=getattr(args, "otlp_endpoint", None))
 
 
 def _summarise(out: Path, rows: list[SampleRow], capped: Exception | None,
