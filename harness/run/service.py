@@ -111,8 +111,11 @@ def prepare(dataset: Dataset | str | Path | None, systems: Systems, roles: Roles
         raise InputError(f"--corpus {options.corpus}: none of the systems "
                          f"({', '.join(source.name for source in sources)}) retrieves; give one "
                          f"that does (naive, react, ...) or drop --corpus")
+    # the index, if built on the way, embedded by the run's executor (retrieval/batches.py)
     index = replace(options.index or IndexConfig(directory=run_dir.parent / INDEX_DIR),
-                    corpus=options.corpus) if retrieving else None
+                    corpus=options.corpus, executor=executor_of(options.executor,
+                                                                options.address)
+                    ) if retrieving else None
     llm = LLMClient(settings, seed=options.seed)  # not started: it names the models
     check_resume(data, config, llm, factories, prompts, _index_record(index, llm))
     _check_shard(run_dir, options.shard)
