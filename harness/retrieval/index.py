@@ -197,6 +197,16 @@ def engine_of(articles: Iterable[Article], config: IndexConfig, passages: int = 
     return "edge" if chunks + passages > EDGE_ABOVE else "local"
 
 
+STORES = {"server": "qdrant-server", "local": "qdrant-local", "edge": edge.ENGINE}
+
+
+def store_of(articles: Iterable[Article], config: IndexConfig, passages: int = 0) -> str:
+    """The engine an index's record will name (`VectorIndex.record()["engine"]`), known before
+    it is opened: a run's identity holds it, since HNSW past a segment is approximate and local
+    mode's scan exact, so that a resume never mixes rows retrieved by both."""
+    return STORES[engine_of(articles, config, passages)]
+
+
 def open_index(articles: dict[str, Article], config: IndexConfig, embedder: Embedder,
                progress: bool = True) -> VectorIndex:
     """The index for this corpus, chunker and embedder, with the background corpus's passages if

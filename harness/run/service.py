@@ -37,7 +37,7 @@ from freshrag.llm.local_server import LocalServer
 from freshrag.retrieval.background import open_background
 from freshrag.retrieval.config import IndexConfig
 from freshrag.retrieval.embeddings import embedder_for
-from freshrag.retrieval.index import open_index
+from freshrag.retrieval.index import open_index, store_of
 from freshrag.run import dry_run
 from freshrag.run.inputs import (
     InputError,
@@ -117,7 +117,7 @@ def prepare(dataset: Dataset | str | Path | None, systems: Systems, roles: Roles
                                                                 options.address)
                     ) if retrieving else None
     llm = LLMClient(settings, seed=options.seed)  # not started: it names the models
-    check_resume(data, config, llm, factories, prompts, _index_record(index, llm))
+    check_resume(data, config, llm, factories, prompts, _index_record(index, llm, data))
     _check_shard(run_dir, options.shard)
     return PreparedRun(data, config, settings, run_roles, index, factories, prompts, cache, llm,
                        options, config_file)
@@ -134,14 +134,17 @@ def _check_shard(run_dir: Path, shard: Shard | None) -> None:
                                           read_samples(run_dir / SAMPLES, every_epoch=True)))
 
 
-def _index_record(index: IndexConfig | None, llm: LLMClient) -> dict[str, Any] | None:
+def _index_record(index: IndexConfig | None, llm: LLMClient,
+                  data: Dataset) -> dict[str, Any] | None:
     """The retrieval settings a resume compares (rundir.INDEX_SETTINGS), if a system retrieves;
-    the embedding model named without loading it."""
+    the embedding model named without loading it, the engine without opening the index."""
     if index is None:
         return None
     background = (open_background(index.corpus, (), index.chunk_size, index.chunk_overlap)
                   if index.corpus else None)  # an unfinished or missing corpus refused here
     return {**{name: getattr(index, name) for name in INDEX_SETTINGS if hasattr(index, name)},
+            "engine": store_of(data.articles.values(), index,
+                               background.passages if background else 0),
             "embedding_model": embedder_for(llm).name,
             "corpus": background.record(skipped=0) if background else None}
 

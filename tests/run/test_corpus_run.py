@@ -95,3 +95,27 @@ def test_a_corpus_for_systems_that_do_not_retrieve_is_refused(world, worlds, tmp
         freshrag.evaluate(None, systems="baseline,oracle", out=tmp_path / "run",
                           corpus=worlds[0])
     assert world.calls == 0 and not (tmp_path / "run").exists()
+
+
+def test_a_resume_on_another_engine_is_refused_and_one_recorded_without_it_resumes(world,
+                                                                                   tmp_path):
+    from freshrag.core.files import write_json
+    from freshrag.core.manifest import MANIFEST
+    from freshrag.retrieval.config import IndexConfig
+
+    def on(engine, limit):
+        return freshrag.evaluate(None, systems="naive", out=tmp_path / "run", limit=limit,
+                                 index=IndexConfig(directory=tmp_path / engine, engine=engine))
+
+    on("local", 2)
+    assert read_manifest(tmp_path / "run")["index"]["engine"] == "qdrant-local"
+    asked = world.calls
+    with pytest.raises(UserError, match=r"engine: was qdrant-local, now qdrant-edge \(resume "
+                                        r"with --engine local\)"):
+        on("edge", 3)  # HNSW and local mode's exact scan: rows of both would mix
+    assert world.calls == asked
+    manifest = read_manifest(tmp_path / "run")  # as a run recorded before the engine was
+    del manifest["index"]["engine"]
+    write_json(tmp_path / "run" / MANIFEST, manifest)
+    assert len(on("edge", 3).rows) == 3  # resumed: its two rows kept, one more answered
+    assert world.calls > asked
