@@ -27,7 +27,9 @@ from freshrag.core.dates import DATE_FORM, parse_date
 from freshrag.core.errors import UserError
 from freshrag.core.runfiles import INDEX_DIR
 from freshrag.core.types import ROLES
+from freshrag.executors.choice import DEFAULT_EXECUTOR, EXECUTORS
 from freshrag.run.options import (
+    ADDRESS_HELP,
     CORPUS_HELP,
     DEFAULT_CONCURRENCY,
     DEFAULT_SEED,
@@ -394,6 +396,13 @@ def add_index_options(p: Group, query: bool = True) -> None:
     p.add_argument("--text-weight", type=share, default=defaults.text_weight,
                    help="weight of the lexical (BM25) side in retrieval: 0 dense only, 1 lexical "
                         "only, between: both fused (default: %(default)s)")
+
+
+def add_executor_options(p: Group, executor_help: str) -> None:
+    """--executor and --address (docs/running.md#running-on-a-ray-cluster); no Ray is loaded."""
+    p.add_argument("--executor", choices=EXECUTORS, default=DEFAULT_EXECUTOR,
+                   help=f"{executor_help} (default: %(default)s)")
+    p.add_argument("--address", metavar="ADDRESS", help=ADDRESS_HELP)
 
 
 def add_dry_run(p: Group, what: str = "the calls, tokens and dollars per role and model this "

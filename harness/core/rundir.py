@@ -31,7 +31,10 @@ from freshrag.core.runfiles import LOCK, MANIFEST
 RUN_ROLES = ("answer", "decision", "judge")  # the roles a run calls
 # How chunks are found; `embedding_model` is the model that made the vectors as the index names
 # it, the local one with its precision (all-MiniLM-L6-v2-bf16), which follows the CPU.
-INDEX_SETTINGS = ("chunk_size", "chunk_overlap", "top_k", "text_weight", "embedding_model")
+# "engine": the store an index is kept in (qdrant-local, qdrant-edge, qdrant-server), absent
+# from runs recorded before it, which are then compared without it
+INDEX_SETTINGS = ("chunk_size", "chunk_overlap", "top_k", "text_weight", "embedding_model",
+                  "engine")
 SOURCE_SETTINGS = ("origin", "sha256", "version")  # of a system, as systems/external/plugins.py records it
 DATE_SETTINGS = ("today", "knowledge_cutoff")  # stated only by systems with `uses_date`
 STEP_SETTINGS = ("max_steps", "token_budget")  # bound only systems with `uses_steps` (agents)
@@ -201,4 +204,7 @@ def _way_back(name: str, old: Any) -> str:
     if name == "embedding_model" and str(old).startswith(LOCAL_EMBEDDINGS):
         precision = str(old)[len(LOCAL_EMBEDDINGS) + 1:] or "fp32"  # all-MiniLM-L6-v2-int8: int8
         return f" (resume with FRESHRAG_LOCAL_EMBEDDINGS_PRECISION={precision})"
+    if name == "engine":  # the record's name of the store, as --engine or --qdrant-url takes it
+        return (" (resume with --qdrant-url and the server's URL)" if old == "qdrant-server"
+                else f" (resume with --engine {str(old).removeprefix('qdrant-')})")
     return f" (resume with {OPTIONS[name]} {old})" if name in OPTIONS and old is not None else ""

@@ -32,8 +32,7 @@ def connected(executor: Executor, num_cpus: int | None = None) -> Iterator[Any]:
     """Ray, joined to `executor`'s cluster for the block (`num_cpus`: a local cluster's; None: the
     machine's); a cluster this block started or joined is left when it ends."""
     ray = ray_module()
-    if where := executor.host_port():
-        check_reachable(executor.address or "", *where)
+    check_answers(executor)
     if ray.is_initialized():
         yield ray
         return
@@ -56,6 +55,13 @@ def connected(executor: Executor, num_cpus: int | None = None) -> Iterator[Any]:
         yield ray
     finally:
         ray.shutdown()
+
+
+def check_answers(executor: Executor) -> None:
+    """ExecutorError naming the executor's address unless it answers (one not given, or `auto`:
+    nothing to try); Ray is not loaded, so that a command can check before it begins its work."""
+    if where := executor.host_port():
+        check_reachable(executor.address or "", *where)
 
 
 def check_reachable(address: str, host: str, port: int) -> None:

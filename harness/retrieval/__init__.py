@@ -17,11 +17,7 @@ A module per role:
 - index.py: `open_index`, the key that names a corpus's collection, and `VectorIndex`, the top-k
   search the systems call.
 - scan.py: recall@k of an index at every text weight, with no LLM call.
-
-Where the next parts go. A background corpus of millions of passages is built on edge.py
-(`edge.build` takes a stream of chunks, read twice and never held whole; `edge.open_built` opens
-it from its shard alone), so that `open_index`, `VectorIndex` and every system stay as they are.
-Embedding and storing past one machine (Ray actors, one embedding model each) is an executor of
-edge.py's batches, living in this package beside it: the same batches walked by other workers,
-never a second build, checked by `store.content_hash`.
+- batches.py: a build's chunks embedded in batches by the executor it names: here (several at
+  once against an endpoint) or on Ray actors that each hold one model, the vectors written by
+  the store on the calling thread, so that one build, its ids and its resume serve both.
 """

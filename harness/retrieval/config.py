@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from freshrag.core.errors import UserError
+from freshrag.executors.choice import Executor
 
 DEFAULT_DIRECTORY = Path("results") / ".index"
 ENGINES = ("auto", "local", "edge")  # where an index without a server URL is kept (store.py, edge.py)
@@ -36,3 +37,7 @@ class IndexConfig:
     # a background corpus (`freshrag corpus`) whose passages the index holds beside the
     # articles' chunks (retrieval/background.py); None: the articles alone
     corpus: Path | None = None
+    # how the build embeds its batches (retrieval/batches.py): here, or on Ray actors each
+    # holding one model; and how many batches at once (0: 1 here, 4 to an endpoint, 2 an actor)
+    executor: Executor = Executor()
+    embed_concurrency: int = 0

@@ -24,15 +24,15 @@ import contextlib
 import fcntl
 import json
 from importlib import metadata
-from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from freshrag.core.files import write_json
 from freshrag.retrieval import lexical
+from freshrag.retrieval.batches import Batch, batches, embed_batches
 from freshrag.retrieval.chunking import Chunk
 from freshrag.retrieval.config import EDGE_ABOVE, IndexConfig, RetrievalError
-from freshrag.retrieval.embeddings import Embedder, embed_checked
+from freshrag.retrieval.embeddings import Embedder, checked
 from freshrag.retrieval.store import LEXICAL, Request, StoredPoint, stored_point
 
 if TYPE_CHECKING:
@@ -331,35 +331,60 @@ def _present(shard: EdgeShard | None, path: Path) -> set[int]:
 
 def _store(shard: EdgeShard | None, path: Path, chunks: Iterable[Chunk], record: dict[str, Any],
            embedder: Embedder, config: IndexConfig, progress: bool) -> EdgeShard:
-    """Embed and write the chunks the shard lacks; the shard, created at the first batch."""
-    from qdrant_edge import EdgeShard, UpdateOperation
+    """Embed and write the chunks the shard lacks (batches.py: here or on Ray); the shard,
+    created at the first batch."""
     from tqdm import tqdm
 
     present = _present(shard, path)
     missing = ((i, chunk) for i, chunk in enumerate(chunks) if i not in present)
-    window = config.batch_size * SORT_WINDOW
     with tqdm(total=record["chunks"], initial=len(present), unit="chunk", desc="indexing",
               disable=not progress) as bar:
-        while batch_window := list(islice(missing, window)):
-            batch_window.sort(key=lambda item: len(item[1].text))
-            for start in range(0, len(batch_window), config.batch_size):
-                batch = batch_window[start:start + config.batch_size]
-                vectors = embed_checked(embedder, [chunk.text for _, chunk in batch],
-                                        record["dimension"])
-                with engine_errors(path):
-                    if shard is None:  # the record first: a shard is never without its size
-                        record["dimension"] = len(vectors[0])
-                        write_json(path.parent / f"{path.name}.json", record)
-                        shard = EdgeShard.create(str(path), _config(len(vectors[0])))
-                    shard.update(UpdateOperation.upsert_points(
-                        [_point(i, chunk, vector, record["average_length"])
-                         for (i, chunk), vector in zip(batch, vectors)]))
-                bar.update(len(batch))
+        writer = _Writer(shard, path, record, embedder, bar.update)
+        try:
+            embed_batches(batches(missing, config.batch_size, config.batch_size * SORT_WINDOW),
+                          embedder, config, writer)
             with engine_errors(path):
-                shard.flush()  # type: ignore[union-attr]
-    if shard is None:  # nothing was missing, and nothing was there: an empty stream
+                if writer.shard is not None:
+                    writer.shard.flush()
+        except BaseException:
+            if writer.shard is not None and shard is None:  # made here: closed here
+                writer.shard.close()
+            raise
+    if writer.shard is None:  # nothing was missing, and nothing was there: an empty stream
         raise RetrievalError(f"the index at {path} has no chunks to store")
-    return shard
+    return writer.shard
+
+
+class _Writer:
+    """A build's writes to its shard, on the calling thread whichever executor embeds: the
+    shard created at the first batch (its record first: a shard is never without its size),
+    flushed every SORT_WINDOW batches, so that a kill loses at most those."""
+
+    def __init__(self, shard: EdgeShard | None, path: Path, record: dict[str, Any],
+                 embedder: Embedder, progressed: Callable[[int], object]):
+        self.shard = shard
+        self.path = path
+        self.record = record
+        self.embedder = embedder
+        self.progressed = progressed
+        self.written = 0
+
+    def __call__(self, batch: Batch, vectors: list[list[float]]) -> None:
+        from qdrant_edge import EdgeShard, UpdateOperation
+
+        vectors = checked(self.embedder, batch.texts, vectors, self.record["dimension"])
+        with engine_errors(self.path):
+            if self.shard is None:
+                self.record["dimension"] = len(vectors[0])
+                write_json(self.path.parent / f"{self.path.name}.json", self.record)
+                self.shard = EdgeShard.create(str(self.path), _config(len(vectors[0])))
+            self.shard.update(UpdateOperation.upsert_points(
+                [_point(i, chunk, vector, self.record["average_length"])
+                 for i, chunk, vector in zip(batch.ids, batch.chunks, vectors)]))
+            self.written += 1
+            if self.written % SORT_WINDOW == 0:
+                self.shard.flush()
+        self.progressed(len(batch.ids))
 
 
 def _point(i: int, chunk: Chunk, vector: list[float], average: float) -> Any:

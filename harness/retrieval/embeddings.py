@@ -14,7 +14,7 @@ import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from freshrag.core.config import ConfigError
 from freshrag.llm.client import LLMClient
@@ -42,7 +42,13 @@ def embed_checked(embedder: Embedder, texts: list[str],
                   dimension: int | None) -> list[list[float]]:
     """Vectors for `texts`, checked against the index's dimension (None: not yet known) and
     each other."""
-    vectors = embedder.embed(texts)
+    return checked(embedder, texts, embedder.embed(texts), dimension)
+
+
+def checked(embedder: Embedder, texts: Sequence[str], vectors: list[list[float]],
+            dimension: int | None) -> list[list[float]]:
+    """`vectors`, made by `embedder` for `texts` here or on a worker, checked as
+    `embed_checked` checks them."""
     if len(vectors) != len(texts):
         raise RetrievalError(f"embeddings from {embedder.where}: {len(vectors)} vector(s) "
                              f"for {len(texts)} text(s)")
@@ -114,8 +120,17 @@ class LocalMiniLM:
         self.name = LOCAL_MODEL + ("" if self.precision == "fp32" else "-" + self.precision)
         self.runtime = "sentence-transformers, PyTorch " + {
             "bf16": "bfloat16", "int8": "int8 dynamic", "fp32": "fp32"}[self.precision]
+        self.device = "cpu"  # "cuda" on a Ray actor given a GPU (retrieval/batches.py)
         self._model: SentenceTransformer | None = None
         self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """As sent to a Ray actor: the settings, not the lock or a loaded model (each actor
+        loads its own on its first batch)."""
+        return {**self.__dict__, "_model": None, "_lock": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _lock=threading.Lock())
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         # One call at a time: the model's fast tokenizer is not safe to share between threads
@@ -208,16 +223,19 @@ class LocalMiniLM:
         """One batch's normalised sentence vectors, as `encode()` computes them."""
         import torch
 
+        if self.device != "cpu":
+            features = {key: value.to(self.device) if isinstance(value, torch.Tensor) else value
+                        for key, value in features.items()}
         with torch.inference_mode():  # per thread: each worker enters it
             found = self.model(features)["sentence_embedding"].float()
-            return torch.nn.functional.normalize(found, p=2, dim=1).numpy()
+            return torch.nn.functional.normalize(found, p=2, dim=1).cpu().numpy()
 
     def _load(self) -> SentenceTransformer:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are in the package; never the hub
         import torch
         from sentence_transformers import SentenceTransformer  # slow import: only when used
 
-        model = SentenceTransformer(str(model_dir()), device="cpu")
+        model = SentenceTransformer(str(model_dir()), device=self.device)
         if self.precision == "bf16":
             model.to(torch.bfloat16)
         elif self.precision == "int8":

@@ -197,6 +197,37 @@ def engine_of(articles: Iterable[Article], config: IndexConfig, passages: int = 
     return "edge" if chunks + passages > EDGE_ABOVE else "local"
 
 
+STORES = {"server": "qdrant-server", "local": "qdrant-local", "edge": edge.ENGINE}
+
+
+def store_of(articles: Iterable[Article], config: IndexConfig, passages: int = 0) -> str:
+    """The engine an index's record will name (`VectorIndex.record()["engine"]`), known before
+    it is opened: a run's identity holds it, since HNSW past a segment is approximate and local
+    mode's scan exact, so that a resume never mixes rows retrieved by both."""
+    return STORES[engine_of(articles, config, passages)]
+
+
+def to_embed(articles: dict[str, Article], config: IndexConfig,
+             embedder_name: str) -> tuple[int, int] | None:
+    """What building this index would embed, (chunks, UTF-8 bytes of their text), counted
+    without chunking the corpus (its passages, the dataset's twins among them, and their size
+    from the shards' metadata); None if it is built. Only the engine's record is read to know
+    that: local mode and a server are counted as not built (opening them takes a lock, and
+    local mode's load is slow)."""
+    background = (open_background(config.corpus, articles.values(), config.chunk_size,
+                                  config.chunk_overlap) if config.corpus else None)
+    collection = "freshrag-" + index_key(articles.values(), config, embedder_name,
+                                         background.sha256 if background else None)[:24]
+    passages = background.passages if background else 0
+    if engine_of(articles.values(), config, passages) == "edge":
+        record = edge.read_record(config.directory, collection)
+        if record and record.get("complete"):
+            return None
+    own = chunk_articles(articles.values(), config.chunk_size, config.chunk_overlap)
+    return (len(own) + passages, sum(len(chunk.text.encode()) for chunk in own)
+            + (background.text_bytes() if background else 0))
+
+
 def open_index(articles: dict[str, Article], config: IndexConfig, embedder: Embedder,
                progress: bool = True) -> VectorIndex:
     """The index for this corpus, chunker and embedder, with the background corpus's passages if

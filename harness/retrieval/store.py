@@ -22,9 +22,10 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from freshrag.retrieval import lexical
+from freshrag.retrieval.batches import Batch, batches, embed_batches
 from freshrag.retrieval.chunking import Chunk
 from freshrag.retrieval.config import IndexConfig, RetrievalError
-from freshrag.retrieval.embeddings import Embedder, embed_checked
+from freshrag.retrieval.embeddings import Embedder, checked
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient, models
@@ -194,12 +195,11 @@ def missing_ids(client: QdrantClient, collection: str, total: int) -> list[int]:
 
 def store_chunks(client: QdrantClient, collection: str, chunks: list[Chunk], missing: list[int],
                  embedder: Embedder, config: IndexConfig, progress: bool) -> None:
-    """Embed the `missing` chunks and store them, creating the collection if it is new."""
+    """Embed the `missing` chunks (batches.py: here or on Ray) and store them, creating the
+    collection if it is new."""
     from qdrant_client import models
     from tqdm import tqdm
 
-    # Chunks of similar length share a batch, so that little of each batch is padding.
-    missing = sorted(missing, key=lambda i: len(chunks[i].text))
     # over every chunk, not the missing ones: a resumed build weighs terms as a whole one does
     average = lexical.mean_length(chunk.text for chunk in chunks)
     size = dimension(client, collection) if client.collection_exists(collection) else None
@@ -207,9 +207,9 @@ def store_chunks(client: QdrantClient, collection: str, chunks: list[Chunk], mis
         _commit_without_sync(client, collection)
     with tqdm(total=len(chunks), initial=len(chunks) - len(missing), unit="chunk",
               desc="indexing", disable=not progress) as bar:
-        for start in range(0, len(missing), config.batch_size):
-            ids = missing[start:start + config.batch_size]
-            vectors = embed_checked(embedder, [chunks[i].text for i in ids], size)
+        def stored(batch: Batch, vectors: list[list[float]]) -> None:
+            nonlocal size
+            vectors = checked(embedder, batch.texts, vectors, size)
             if size is None:
                 size = len(vectors[0])
                 client.create_collection(
@@ -219,9 +219,13 @@ def store_chunks(client: QdrantClient, collection: str, chunks: list[Chunk], mis
                     sparse_vectors_config={LEXICAL: models.SparseVectorParams(
                         modifier=models.Modifier.IDF)})
                 _commit_without_sync(client, collection)
-            client.upsert(collection, points=[_point(i, chunks[i], vector, average)
-                                              for i, vector in zip(ids, vectors)])
-            bar.update(len(ids))
+            client.upsert(collection, points=[_point(i, chunk, vector, average) for i, chunk, vector
+                                              in zip(batch.ids, batch.chunks, vectors)])
+            bar.update(len(batch.ids))
+
+        # chunks of similar length share a batch, so that little of each batch is padding
+        embed_batches(batches(((i, chunks[i]) for i in missing), config.batch_size,
+                              max(len(missing), 1)), embedder, config, stored)
 
 
 def _commit_without_sync(client: QdrantClient, collection: str) -> None:

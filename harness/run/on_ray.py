@@ -98,7 +98,7 @@ class PairActor:
             index = own_copy(work.index)
             self.retriever = open_index(work.dataset.articles, index, embedder_for(llm),
                                         progress=False)
-            if index is not work.index:  # read into memory when opened: the copy is not needed
+            if index.directory != work.index.directory:  # a copy: not needed once opened
                 shutil.rmtree(index.directory, ignore_errors=True)
         self.recorder = CallRecorder(llm)
         self.systems = {name: built(factory, system_context(
@@ -121,6 +121,7 @@ def own_copy(index: IndexConfig) -> IndexConfig:
     folder one process at a time may open, copied into a folder of the actor's own (built
     there when this node has none to copy; qdrant-client's local mode holds it in memory once
     open, so the actor removes the folder then)."""
+    index = replace(index, executor=Executor())  # an actor builds, if it must, by itself
     if index.qdrant_url:
         return index
     mine = Path(tempfile.mkdtemp(prefix="freshrag-index-"))

@@ -37,7 +37,7 @@ from freshrag.llm.local_server import LocalServer
 from freshrag.retrieval.background import open_background
 from freshrag.retrieval.config import IndexConfig
 from freshrag.retrieval.embeddings import embedder_for
-from freshrag.retrieval.index import open_index
+from freshrag.retrieval.index import open_index, store_of
 from freshrag.run import dry_run
 from freshrag.run.inputs import (
     InputError,
@@ -111,10 +111,13 @@ def prepare(dataset: Dataset | str | Path | None, systems: Systems, roles: Roles
         raise InputError(f"--corpus {options.corpus}: none of the systems "
                          f"({', '.join(source.name for source in sources)}) retrieves; give one "
                          f"that does (naive, react, ...) or drop --corpus")
+    # the index, if built on the way, embedded by the run's executor (retrieval/batches.py)
     index = replace(options.index or IndexConfig(directory=run_dir.parent / INDEX_DIR),
-                    corpus=options.corpus) if retrieving else None
+                    corpus=options.corpus, executor=executor_of(options.executor,
+                                                                options.address)
+                    ) if retrieving else None
     llm = LLMClient(settings, seed=options.seed)  # not started: it names the models
-    check_resume(data, config, llm, factories, prompts, _index_record(index, llm))
+    check_resume(data, config, llm, factories, prompts, _index_record(index, llm, data))
     _check_shard(run_dir, options.shard)
     return PreparedRun(data, config, settings, run_roles, index, factories, prompts, cache, llm,
                        options, config_file)
@@ -131,14 +134,17 @@ def _check_shard(run_dir: Path, shard: Shard | None) -> None:
                                           read_samples(run_dir / SAMPLES, every_epoch=True)))
 
 
-def _index_record(index: IndexConfig | None, llm: LLMClient) -> dict[str, Any] | None:
+def _index_record(index: IndexConfig | None, llm: LLMClient,
+                  data: Dataset) -> dict[str, Any] | None:
     """The retrieval settings a resume compares (rundir.INDEX_SETTINGS), if a system retrieves;
-    the embedding model named without loading it."""
+    the embedding model named without loading it, the engine without opening the index."""
     if index is None:
         return None
     background = (open_background(index.corpus, (), index.chunk_size, index.chunk_overlap)
                   if index.corpus else None)  # an unfinished or missing corpus refused here
     return {**{name: getattr(index, name) for name in INDEX_SETTINGS if hasattr(index, name)},
+            "engine": store_of(data.articles.values(), index,
+                               background.passages if background else 0),
             "embedding_model": embedder_for(llm).name,
             "corpus": background.record(skipped=0) if background else None}
 

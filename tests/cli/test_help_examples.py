@@ -172,6 +172,10 @@ PENDING = {
     "freshrag index --articles articles.jsonl --corpus corpora/known":
         "the corpus of a whole Wikipedia that `freshrag corpus` makes (tests/retrieval/"
         "test_corpus_index.py indexes a corpus of a generated dump)",
+    "freshrag index --articles articles.jsonl --corpus corpora/known --executor ray "
+    "--address ray://head:10001":
+        "a Ray cluster at head:10001 (tests/retrieval/test_on_ray.py builds the index on a "
+        "two-node cluster on this machine)",
     "freshrag index --articles articles.jsonl --qdrant-url http://localhost:6333":
         "a Qdrant server (no package on PyPI or Debian runs one without docker)",
     "freshrag demo": "the embedded model (tests/cli/test_demo.py and the clean-room install)",

@@ -1,7 +1,8 @@
 """The bounded walk over Ray actors (harness/executors/walk.py) on a real Ray cluster
 (tests/support/ray_cluster.py): at most `in_flight` items out at once, every result handed over
 once, an actor lost mid-walk costing no finished item and asking its items in flight again
-once, an item lost twice or an item's own error ending the walk with the actors killed."""
+once, an item lost twice or an item's own error ending the walk with the actors killed; items
+drawn as they are sent, by it and by the local executor's walk on threads."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import time
 import pytest
 
 from freshrag.executors.choice import ExecutorError
-from freshrag.executors.walk import walk
+from freshrag.executors.walk import walk, walk_threads
 
 
 class Worker:
@@ -63,6 +64,67 @@ def test_at_most_in_flight_items_are_out_and_every_result_comes_back_once(ray_cl
     assert sorted(item for item, _ in counted.results) == sorted(items)
     assert counted.most_out == 5 and set(counted.asked.values()) == {1}
     assert len({pid for _, pid in counted.results}) == 2  # both actors worked
+
+
+def drawn(count: int, seen: list[int]):
+    """`count` items, each noting how many results were back when it was drawn."""
+    for n in range(count):
+        yield f"item {n}"
+        seen.append(n)
+
+
+def test_items_are_drawn_as_they_are_sent_not_listed_first(ray_cluster):
+    ray = ray_cluster.ray
+    counted, seen = Counted(), []
+    out_when_drawn: list[int] = []
+    items = drawn(12, seen)
+
+    def call(actor, item):
+        out_when_drawn.append(len(seen) - len(counted.results))
+        return counted.call(actor, item)
+
+    walk(ray, actors(ray, 2), items, call, 3, counted.done)
+    assert len(counted.results) == 12 and max(out_when_drawn) <= 3
+
+
+@pytest.mark.parametrize("in_flight", [1, 4])
+def test_the_local_walk_on_threads_keeps_as_many_out_and_hands_each_result_back_here(in_flight):
+    import threading
+
+    out, most, here = [0], [0], threading.get_ident()
+    lock = threading.Lock()
+    results: list[str] = []
+
+    def call(item):
+        with lock:
+            out[0] += 1
+            most[0] = max(most[0], out[0])
+        time.sleep(0.02)
+        with lock:
+            out[0] -= 1
+        return item.upper()
+
+    def done(item, result):
+        assert threading.get_ident() == here and result == item.upper()
+        results.append(item)
+
+    walk_threads((f"item {n}" for n in range(20)), call, in_flight, done)
+    assert sorted(results) == sorted(f"item {n}" for n in range(20)) and most[0] == in_flight
+
+
+def test_the_local_walk_ends_at_the_first_error_and_sends_nothing_more():
+    asked: list[int] = []
+
+    def call(n):
+        asked.append(n)
+        if n == 3:
+            raise ValueError("bad item")
+        time.sleep(0.01)
+        return n
+
+    with pytest.raises(ValueError, match="bad item"):
+        walk_threads(iter(range(100)), call, 2, lambda item, result: None)
+    assert len(asked) < 10
 
 
 def test_an_actor_lost_mid_walk_asks_its_items_again_once_and_no_finished_one(ray_cluster):

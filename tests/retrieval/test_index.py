@@ -100,6 +100,45 @@ def test_an_embeddings_endpoint_is_used_through_the_embeddings_role(tmp_path):
     assert server.embedding_calls > 1
 
 
+class CountedEndpoint(EndpointEmbedder):
+    """The endpoint embedder, counting its calls at once."""
+
+    def __init__(self, llm):
+        super().__init__(llm)
+        self.out = self.most = 0
+        self.lock = threading.Lock()
+
+    def embed(self, texts):
+        with self.lock:
+            self.out += 1
+            self.most = max(self.most, self.out)
+        try:
+            return super().embed(texts)
+        finally:
+            with self.lock:
+                self.out -= 1
+
+
+@pytest.mark.parametrize("engine", ["local", "edge"])
+@pytest.mark.parametrize("concurrency, at_once", [(0, 4), (1, 1), (3, 3)])
+def test_an_endpoint_embeds_a_build_at_the_set_concurrency_into_the_same_index(
+        tmp_path, engine, concurrency, at_once):
+    from freshrag.retrieval.store import content_hash
+
+    with FakeOpenAIServer(embedding_dim=48, embedding_delay=0.1) as server:
+        settings = load_settings(env={"FRESHRAG_EMBEDDINGS_BASE_URL": server.base_url})
+        hashes = []
+        for where, in_flight in (("serial", 1), ("set", concurrency)):
+            embedder = CountedEndpoint(LLMClient(settings))
+            index = open_index(CORPUS, config(tmp_path / where, engine=engine, chunk_size=300,
+                                              embed_concurrency=in_flight), embedder,
+                               progress=False)
+            hashes.append(content_hash(index.client.points()))
+            index.close()
+    assert embedder.most == at_once  # 0: four requests at once to an endpoint
+    assert hashes[0] == hashes[1]
+
+
 def test_an_endpoint_returning_the_wrong_size_is_named(tmp_path):
     with FakeOpenAIServer(embedding_dim=48) as server:
         settings = load_settings(env={"FRESHRAG_EMBEDDINGS_BASE_URL": server.base_url})

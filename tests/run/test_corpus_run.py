@@ -4,6 +4,8 @@ OpenAI-compatible server (its bag-of-words embeddings), through the library and 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import freshrag
@@ -94,4 +96,52 @@ def test_a_corpus_for_systems_that_do_not_retrieve_is_refused(world, worlds, tmp
     with pytest.raises(UserError, match="--corpus .*none of the systems \\(baseline, oracle\\)"):
         freshrag.evaluate(None, systems="baseline,oracle", out=tmp_path / "run",
                           corpus=worlds[0])
+    assert world.calls == 0 and not (tmp_path / "run").exists()
+
+
+def test_a_resume_on_another_engine_is_refused_and_one_recorded_without_it_resumes(world,
+                                                                                   tmp_path):
+    from freshrag.core.files import write_json
+    from freshrag.core.manifest import MANIFEST
+    from freshrag.retrieval.config import IndexConfig
+
+    def on(engine, limit):
+        return freshrag.evaluate(None, systems="naive", out=tmp_path / "run", limit=limit,
+                                 index=IndexConfig(directory=tmp_path / engine, engine=engine))
+
+    on("local", 2)
+    assert read_manifest(tmp_path / "run")["index"]["engine"] == "qdrant-local"
+    asked = world.calls
+    with pytest.raises(UserError, match=r"engine: was qdrant-local, now qdrant-edge \(resume "
+                                        r"with --engine local\)"):
+        on("edge", 3)  # HNSW and local mode's exact scan: rows of both would mix
+    assert world.calls == asked
+    manifest = read_manifest(tmp_path / "run")  # as a run recorded before the engine was
+    del manifest["index"]["engine"]
+    write_json(tmp_path / "run" / MANIFEST, manifest)
+    assert len(on("edge", 3).rows) == 3  # resumed: its two rows kept, one more answered
+    assert world.calls > asked
+
+
+def test_the_dry_run_prices_the_corpus_embedding_without_reading_its_text(world, worlds, tmp_path,
+                                                                         capsys):
+    from freshrag.retrieval.chunking import chunk_articles
+
+    corpus = worlds[1]
+    config = tmp_path / "freshrag.toml"
+    config.write_text('[prices]\n"fake-model" = { input = 0.02, output = 0 }\n', encoding="utf-8")
+    assert main(["run", "--systems", "naive", "--limit", "1", "--out", str(tmp_path / "run"),
+                 "--corpus", str(corpus), "--config", str(config), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    chunks = len(chunk_articles(EXAMPLE.articles.values(), 1024, 48)) + len(Corpus(corpus))
+    text = sum(len(chunk.text.encode()) for chunk in chunk_articles(
+        EXAMPLE.articles.values(), 1024, 48)) + sum(
+        len(t.encode()) for batch in Corpus(corpus).batches() for t in batch.texts)
+    found = re.search(f"the retrieval index with the corpus {re.escape(str(corpus))}: up to "
+                      f"{chunks:,} chunks to embed, about ([0-9,]+) tokens .*; \\$([0-9.]+) at "
+                      f"fake-model's \\$0.02 per 1M input tokens", out)
+    assert found, out
+    tokens = int(found[1].replace(",", ""))  # from the shards' metadata: near the text's bytes
+    assert text // 4 <= tokens <= text // 4 * 1.05
+    assert found[2] == f"{tokens * 0.02 / 1e6:.4f}"
     assert world.calls == 0 and not (tmp_path / "run").exists()

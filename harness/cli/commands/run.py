@@ -13,6 +13,7 @@ from freshrag.cli.options import (
     add_concurrency,
     add_cost_options,
     add_dataset_options,
+    add_executor_options,
     add_index_options,
     add_limit,
     add_models,
@@ -25,9 +26,8 @@ from freshrag.cli.options import (
     url,
 )
 from freshrag.core.runfiles import MANIFEST, RESULTS, SAMPLES, SUMMARY, SUMMARY_MD
-from freshrag.executors.choice import DEFAULT_EXECUTOR, EXECUTORS
+from freshrag.executors.choice import DEFAULT_EXECUTOR
 from freshrag.run.options import (
-    ADDRESS_HELP,
     DEFAULT_SYSTEMS,
     EXECUTOR_HELP,
     OTLP_HELP,
@@ -66,17 +66,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_dataset_options(inputs)
     add_systems(inputs)
     add_run_options(p)
-    add_executor_options(p.add_argument_group("executor"))
+    add_executor_options(p.add_argument_group("executor"), EXECUTOR_HELP)
     p.add_argument_group("sharding (docs/running.md#on-a-slurm-array-or-kubernetes-jobs)"
                          ).add_argument("--shard", type=shard_arg, metavar="I/N", help=SHARD_HELP)
     p.set_defaults(handler=handle)
-
-
-def add_executor_options(p: argparse._ArgumentGroup) -> None:
-    """--executor and --address (docs/running.md#running-on-a-ray-cluster); no Ray is loaded."""
-    p.add_argument("--executor", choices=EXECUTORS, default=DEFAULT_EXECUTOR,
-                   help=f"{EXECUTOR_HELP} (default: %(default)s)")
-    p.add_argument("--address", metavar="ADDRESS", help=ADDRESS_HELP)
 
 
 def shard_arg(text: str) -> Shard:
