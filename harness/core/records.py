@@ -110,9 +110,10 @@ class AnswerScore(TypedDict):
 
 
 # A row's `details.decision` (docs/run-format.md#samplesjsonl): a decider's verdict ("none": no
-# usable one), or the router's route (systems/router.py); null for a system that does not decide
-Decision = Literal["retrieve", "no-retrieve", "none", "one-retrieval", "no-retrieval",
-                   "multi-step"]
+# usable one), or the router's route (systems/router.py), whose answer without retrieval is a
+# decider's `no-retrieve` too (one name: `no-retrieval` is refused as any unknown value is); null
+# for a system that does not decide
+Decision = Literal["retrieve", "no-retrieve", "none", "one-retrieval", "multi-step"]
 DECISIONS: tuple[str, ...] = get_args(Decision)
 
 
