@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from freshrag.core.config import ConfigError
+from freshrag.core.wording import counted
 from freshrag.llm.client import LLMClient
 from freshrag.retrieval.config import RetrievalError
 
@@ -44,8 +45,8 @@ def embed_checked(embedder: Embedder, texts: list[str],
     each other."""
     vectors = embedder.embed(texts)
     if len(vectors) != len(texts):
-        raise RetrievalError(f"embeddings from {embedder.where}: {len(vectors)} vector(s) "
-                             f"for {len(texts)} text(s)")
+        raise RetrievalError(f"embeddings from {embedder.where}: "
+                             f"{counted(len(vectors), 'vector')} for {counted(len(texts), 'text')}")
     sizes = sorted({len(vector) for vector in vectors})
     if sizes != [dimension or sizes[0]]:
         raise RetrievalError(f"embeddings from {embedder.where} have {sizes} dimensions; "

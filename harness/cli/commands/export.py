@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 
 from freshrag.cli.options import add_command, name
+from freshrag.core.wording import counted
 
 NAME = "export"
 STDOUT = "-"  # --out -: the records on standard output
-WHAT = {"ragas": "Ragas multi-turn samples", "jsonl": "flat records", "otel": "OTLP traces"}
+WHAT = {"ragas": "Ragas multi-turn sample", "jsonl": "flat record", "otel": "OTLP trace"}
 HELP = "answers as Ragas samples, JSONL or OpenTelemetry traces"
 
 
@@ -94,9 +95,9 @@ def handle(args: argparse.Namespace) -> int:
     what = WHAT[args.format]
     said = sys.stderr if to_stdout else sys.stdout  # standard output holds the records alone
     systems_count = len({row['system'] for row in kept})
-    print(f"{'standard output' if to_stdout else args.out}: {written} {what} ({systems_count} "
-          f"system{'s' if systems_count != 1 else ''}"
-          f"{f'; {left} failed pair(s) left out, having no answer' if left else ''})", file=said)
+    failed = f"; {counted(left, 'failed pair')} left out, having no answer" if left else ""
+    print(f"{'standard output' if to_stdout else args.out}: {counted(written, what)} "
+          f"({counted(systems_count, 'system')}{failed})", file=said)
     if not args.every_epoch and (note := first_epoch_note(
             args.run_dirs, "export writes the answers of")):
         print(f"{note}; --every-epoch writes them all", file=said)
