@@ -232,6 +232,9 @@ class Manifest(TypedDict, total=False):
     systems: list[str]  # every system the run has answered with, across resumes
     # per system: `origin`, `where`, `sha256`, `version` (docs/own-system.md)
     system_sources: dict[str, Any]
+    # per system: what it declares it is (`Declarations.kind`: fixed, decides, agent), which
+    # the report reads (reporting/outcomes.py kind)
+    system_kinds: dict[str, str]
     # limit, concurrency, cache, seed, today, knowledge_cutoff, context_tokens, max_steps,
     # token_budget, epochs (absent before --epochs: 1)
     config: dict[str, Any]
