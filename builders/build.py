@@ -48,6 +48,7 @@ from freshrag.builders.traffic.kinds import CONTROL, add_traffic
 from freshrag.core.manifest import MANIFEST
 from freshrag.core.records import Manifest
 from freshrag.core.rundir import LOCK, locked
+from freshrag.core.wording import counted
 from freshrag.llm.client import LLMClient
 
 # Every file a build may write in its dataset directory, whatever its stages and built-in style:
@@ -133,7 +134,7 @@ def build(config: BuildConfig, stages: tuple[str, ...], source: Source,
             page_source = None
             if stage == "A_r":
                 page_source = sampler = None if sampled else source.open(config.out)
-                done = f"{len(sample_articles(page_source, config))} articles"
+                done = counted(len(sample_articles(page_source, config)), "article")
             elif stage == "facts":
                 page_source = None if (config.out / FACTS).exists() else (
                     sampler or source.recorded(config.out))
@@ -164,14 +165,14 @@ def _style_step(style: object, stage: str, config: BuildConfig,
 def _run_stage(stage: str, config: BuildConfig, llm: LLMClient | None) -> str:
     """A stage that reads only the directory (and the model); what it did, in a few words."""
     if stage == "A_d":
-        return f"{len(filter_created(config))} articles"
+        return counted(len(filter_created(config)), "article")
     if stage == "A_f":
-        return f"{len(classify_recency(_model(llm), config))} articles"
+        return counted(len(classify_recency(_model(llm), config)), "article")
     if stage == "labels":  # a critique threshold may have dropped every question
         return label_and_report(_model(llm), config.out, config.concurrency, None) \
             if read_records(config.out / "questions.jsonl") else "no questions to label"
     if stage == "questions":
-        return f"{generate_questions(_model(llm), config)} questions"
+        return counted(generate_questions(_model(llm), config), "question")
     return add_traffic(llm, config) or "no control or general questions asked for"
 
 
@@ -188,4 +189,4 @@ def label_and_report(llm: LLMClient, directory: Path, concurrency: int,
     details = label_report(rows, hand)
     paths = write_report(directory, details)
     say(render(details))
-    return f"{len(rows)} questions labelled ({', '.join(path.name for path in paths)} written)"
+    return f"{counted(len(rows), 'question')} labelled ({', '.join(path.name for path in paths)} written)"

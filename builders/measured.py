@@ -29,6 +29,7 @@ from freshrag.core.jsonl import now, replace_jsonl
 from freshrag.core.manifest import MANIFEST, read_manifest, write_manifest
 from freshrag.core.records import Manifest, SampleRow
 from freshrag.core.samples import SAMPLES, read_samples
+from freshrag.core.wording import counted
 
 KNOWN_AT = 4  # truthfulness from which an answer counts as known (as the report's share)
 SYSTEM = "baseline"  # the system that answers with no retrieval
@@ -159,7 +160,7 @@ def write_measured(dataset_dir: Path, run_dir: Path, out: Path, system: str = SY
                          "source": {"dataset": str(dataset_dir),
                                     "sha256": dataset.file_hashes()},
                          "measured": _record(measured, run_dir, system, known_at)})
-    return (f"{out}: {counts['kept']} of {len(dataset.questions)} questions kept, those "
+    return (f"{out}: {counts['kept']} of {counted(len(dataset.questions), 'question')} kept, those "
             f"{measured.model or 'the model'} answered below truthfulness {known_at} without "
             f"retrieval ({_shown(counts)}); run it with: freshrag run --dataset {out}")
 

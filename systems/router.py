@@ -3,7 +3,8 @@
 without retrieval, naive's one search and answer, or the ReAct agent (systems/react.py), which
 then has the calls the decision left. `multi_step` true is the agent whatever `retrieve` says.
 
-The decide step's text and `details.decision` are the route: `no-retrieval`, `one-retrieval`,
+The decide step's text and `details.decision` are the route: `no-retrieve` (a decider's word for
+an answer without retrieval), `one-retrieval`,
 `multi-step`, or `none` for a reply that is no such call with two booleans, answered without
 retrieval as rag.py's `none` is. The report reads `decision` only to count `none`
 (`no_decision`); that the router decides is its declared `kind`, and whether it retrieved comes
@@ -38,7 +39,7 @@ def parse_route(response: LLMResponse) -> str:
         return "none"
     if multi_step:
         return "multi-step"
-    return "one-retrieval" if retrieve else "no-retrieval"
+    return "one-retrieval" if retrieve else "no-retrieve"
 
 
 def shape(max_steps: int) -> CallShape:

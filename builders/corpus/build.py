@@ -25,6 +25,7 @@ from freshrag.builders.corpus.multistream import check_dump, read_index
 from freshrag.builders.corpus.shards import Rules, ShardTask, write_shard
 from freshrag.core.files import write_json
 from freshrag.core.rundir import locked
+from freshrag.core.wording import counted
 from freshrag.retrieval.passages import (
     FORMAT,
     KIND,
@@ -139,7 +140,8 @@ def _dates(out: Path, source: CorpusSource, manifest: dict[str, Any],
     manifest["dates"] = {"file": DATES_FILE, "sha256": file_sha256(path), "pages": dated,
                          "seconds": round(time.monotonic() - started, 1)}
     _write(out, manifest)
-    progress(f"{DATES_FILE}: {dated:,} pages dated from {len(source.stubs)} stub file(s)")
+    progress(f"{DATES_FILE}: {counted(dated, 'page')} dated from "
+             f"{counted(len(source.stubs), 'stub file')}")
     return path
 
 

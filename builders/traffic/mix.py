@@ -27,6 +27,7 @@ from freshrag.core.files import replacing, write_json
 from freshrag.core.jsonl import now, replace_jsonl
 from freshrag.core.textfile import lines
 from freshrag.core.types import KINDS, Question
+from freshrag.core.wording import counted
 
 MIX = "mix.json"
 TOLERANCE = 1e-6  # shares typed as decimals (0.1 + 0.6 + 0.3) need not add up to 1 exactly
@@ -91,7 +92,7 @@ def write_mix(dataset_dir: Path, shares: dict[str, float], n: int, seed: int, ou
     record["articles_sha256"] = sha256_file(out / "articles.jsonl")
     write_json(out / MIX, {**record, "created_at": now()}, ensure_ascii=True)
     shown = ", ".join(f"{counts[k]} {k}" for k in counts)
-    return (f"{out}: {sum(counts.values())} questions ({shown}); "
+    return (f"{out}: {counted(sum(counts.values()), 'question')} ({shown}); "
             f"run it with: freshrag run --dataset {out}")
 
 

@@ -80,6 +80,7 @@ class RunManifest(_Part):
     batch: dict[str, Any] | None = None
     prompts_sha256: dict[str, str] = {}
     system_sources: dict[str, Any] = {}
+    system_kinds: dict[str, Literal["fixed", "decides", "agent"]] = {}
 
 
 def _plain(message: str) -> str:

@@ -110,9 +110,10 @@ class AnswerScore(TypedDict):
 
 
 # A row's `details.decision` (docs/run-format.md#samplesjsonl): a decider's verdict ("none": no
-# usable one), or the router's route (systems/router.py); null for a system that does not decide
-Decision = Literal["retrieve", "no-retrieve", "none", "one-retrieval", "no-retrieval",
-                   "multi-step"]
+# usable one), or the router's route (systems/router.py), whose answer without retrieval is a
+# decider's `no-retrieve` too (one name: `no-retrieval` is refused as any unknown value is); null
+# for a system that does not decide
+Decision = Literal["retrieve", "no-retrieve", "none", "one-retrieval", "multi-step"]
 DECISIONS: tuple[str, ...] = get_args(Decision)
 
 
@@ -233,6 +234,9 @@ class Manifest(TypedDict, total=False):
     systems: list[str]  # every system the run has answered with, across resumes
     # per system: `origin`, `where`, `sha256`, `version` (docs/own-system.md)
     system_sources: dict[str, Any]
+    # per system: what it declares it is (`Declarations.kind`: fixed, decides, agent), which
+    # the report reads (reporting/outcomes.py kind)
+    system_kinds: dict[str, str]
     # limit, concurrency, cache, seed, today, knowledge_cutoff, context_tokens, max_steps,
     # token_budget, epochs (absent before --epochs: 1)
     config: dict[str, Any]

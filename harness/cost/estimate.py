@@ -33,12 +33,12 @@ import hashlib
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from freshrag.core import tables
 from freshrag.core.types import RetrievedChunk
 from freshrag.cost.budget import BATCH_DISCOUNT
-from freshrag.cost.plan import Job, Planner, Walked, walk
+from freshrag.cost.plan import Job, PlannedCall, Planner, Walked, walk
 from freshrag.llm import local_tokens
 from freshrag.llm.client import LLMClient
 from freshrag.llm.tokens import TiktokenCounter
@@ -157,34 +157,57 @@ def _fill(schema: dict[str, Any], flag: bool, tag: str) -> Any:
 
 @dataclass
 class Line:
-    """One role and model of the estimate, in one scenario."""
+    """The calls of one role and model (or of one system) in one scenario."""
 
     calls: int = 0
-    cached: int = 0
-    input: int = 0
-    output: int = 0
-    jobs: set[str] = field(default_factory=set)  # the pairs and probes that make these calls
+    cached: int = 0  # answered by the response cache as it is now
+    repeated: int = 0  # a request planned before in this walk: sent once, then read back
+    tokens: dict[str, list[int]] = field(default_factory=dict)  # model -> [input, output]
     tokenizers: set[str] = field(default_factory=set)  # what counted the calls to make
 
+    @property
+    def input(self) -> int:
+        return sum(pair[0] for pair in self.tokens.values())
 
-def tally(walked: list[Walked], cached_run: bool = True) -> dict[tuple[str, str], Line]:
-    """Calls and tokens per (role, model). A request two jobs share (advanced's first answer is
-    baseline's answer) is sent once and then read from the cache: counted once, unless the run
-    keeps no cache (`--no-cache`, `cached_run` false), which sends it each time."""
-    lines: dict[tuple[str, str], Line] = defaultdict(Line)
+    @property
+    def output(self) -> int:
+        return sum(pair[1] for pair in self.tokens.values())
+
+    def usd(self, prices: dict[str, tuple[float, float]], discount: float) -> float | None:
+        """What the calls to make cost; None when a model among them has no price."""
+        if any(model not in prices for model in self.tokens):
+            return None
+        return round(discount * sum(i * prices[m][0] + o * prices[m][1]
+                                    for m, (i, o) in self.tokens.items()) / 1e6, 6)
+
+
+# What a line of the tally is: (role, model) for the table per role, (group,) per system
+By = Callable[[Walked, PlannedCall], tuple[Any, ...]]
+
+
+def tally(walked: list[Walked], cached_run: bool = True,
+          by: By = lambda item, call: (call.role, call.request["model"])) -> dict[tuple[Any, ...], Line]:
+    """Calls and tokens per line (`by`: per role and model unless told). A request planned twice
+    (advanced's first answer is baseline's answer; one question asked twice) is sent once and
+    then read from the cache: a call where the plan (`walked` in its order) first makes it, a
+    repeat after, unless the
+    run keeps no cache (`--no-cache`, `cached_run` false), which sends it each time."""
+    lines: dict[tuple[Any, ...], Line] = defaultdict(Line)
     sent: set[str] = set()
     for item in walked:
         for call in item.calls:
-            line = lines[call.role, call.request["model"]]
-            line.jobs.add(item.job.name)
-            if call.cached or cached_run and call.key in sent:
+            line = lines[by(item, call)]
+            if call.cached:
                 line.cached += 1
-                continue
-            sent.add(call.key)
-            line.calls += 1
-            line.input += call.value["usage"]["input"]
-            line.output += call.value["usage"]["output"]
-            line.tokenizers.add(call.value["tokenizer"])
+            elif cached_run and call.key in sent:
+                line.repeated += 1
+            else:
+                sent.add(call.key)
+                line.calls += 1
+                tokens = line.tokens.setdefault(call.request["model"], [0, 0])
+                tokens[0] += call.value["usage"]["input"]
+                tokens[1] += call.value["usage"]["output"]
+                line.tokenizers.add(call.value["tokenizer"])
     return lines
 
 
@@ -192,67 +215,96 @@ def estimate(client: LLMClient, jobs: list[Job], prices: dict[str, tuple[float, 
              batch: bool = False, concurrency: int = 8,
              observed: dict[tuple[str, str, str], float] | None = None,
              cached_run: bool = True) -> dict[str, Any]:
-    """The estimate of `jobs` (a run's plan, a score pass's, a build's): per role and model, calls,
-    tokens and dollars in each scenario. `observed`: output lengths to assume instead of the
-    client's cache's (tests/benchmarks/bench_estimate.py); `cached_run`: false for a command run
-    with --no-cache, which sends a request as often as it is made (tally)."""
+    """The estimate of `jobs` (a run's plan, a score pass's, a build's): per role and model, and
+    per system where the jobs have one (`Job.group`), calls, tokens and dollars in each scenario.
+    `observed`: output lengths to assume instead of the client's cache's
+    (tests/benchmarks/bench_estimate.py); `cached_run`: false for a command run with --no-cache,
+    which sends a request as often as it is made (tally)."""
     observed = observed_outputs(client) if observed is None else observed
     counter = counters(client)
-    scenarios = {name: tally(walk(jobs, Planner(client, MadeUpReply(name == "high", observed,
-                                                                    counter)),
-                                  concurrency, desc=f"dry run ({name})"), cached_run)
-                 for name in SCENARIOS}
+    order = {id(job): n for n, job in enumerate(jobs)}  # a walk ends jobs in any order
+    walks = {name: sorted(walk(jobs, Planner(client, MadeUpReply(name == "high", observed,
+                                                                  counter)),
+                               concurrency, desc=f"dry run ({name})"),
+                          key=lambda item: order[id(item.job)]) for name in SCENARIOS}
     discount = BATCH_DISCOUNT if batch else 1.0
-    rows = []
-    for role, model in sorted(set(scenarios["low"]) | set(scenarios["high"])):
-        low, high = (scenarios[name].get((role, model), Line()) for name in SCENARIOS)
-        price = prices.get(model)
-        usd = None if price is None else [
-            round(discount * (line.input * price[0] + line.output * price[1]) / 1e6, 6)
-            for line in (low, high)]
-        # each figure as [least, most] of the two scenarios: answering at once costs fewer
-        # calls, but a long direct answer may cost more output than a tool call
-        rows.append({"role": role, "model": model, "calls": sorted([low.calls, high.calls]),
-                     "cached_calls": sorted([low.cached, high.cached]),
-                     "input_tokens": sorted([low.input, high.input]),
-                     "output_tokens": sorted([low.output, high.output]),
-                     "usd": usd and sorted(usd),
-                     "tokenizer": ", ".join(sorted(low.tokenizers | high.tokenizers)) or None})
-    return {"jobs": len(jobs), "batch": batch, "rows": rows,
+    by_role = {name: tally(walked, cached_run) for name, walked in walks.items()}
+    rows = [{"role": role, "model": model,
+             **_figures([by_role[name].get((role, model), Line()) for name in SCENARIOS],
+                        prices, discount),
+             "tokenizer": ", ".join(sorted(set().union(*(by_role[name].get((role, model), Line())
+                                                        .tokenizers for name in SCENARIOS))))
+             or None}
+            for role, model in sorted(set(by_role["low"]) | set(by_role["high"]))]
+    by_system = {name: tally(walked, cached_run, lambda item, call: (item.job.group,))
+                 for name, walked in walks.items()}
+    groups = list(dict.fromkeys(job.group for job in jobs if job.group is not None))
+    systems = [{"system": group, **_figures([by_system[name].get((group,), Line())
+                                             for name in SCENARIOS], prices, discount)}
+               for group in groups]
+    return {"jobs": len(jobs), "batch": batch, "rows": rows, "systems": systems,
             "output_from": {"/".join(key): round(mean, 1) for key, mean in observed.items()}}
+
+
+def _figures(lines: list[Line], prices: dict[str, tuple[float, float]],
+             discount: float) -> dict[str, Any]:
+    """A line's figures in the two scenarios, each as [least, most]: answering at once costs
+    fewer calls, but a long direct answer may cost more output than a tool call."""
+    usd = [line.usd(prices, discount) for line in lines]
+    return {"calls": sorted(line.calls for line in lines),
+            "cached_calls": sorted(line.cached for line in lines),
+            "repeated_calls": sorted(line.repeated for line in lines),
+            "input_tokens": sorted(line.input for line in lines),
+            "output_tokens": sorted(line.output for line in lines),
+            "usd": None if None in usd else sorted(cast(list[float], usd))}
 
 
 def render(result: dict[str, Any], walked: str = "pairs and judge probes",
            spans: str = "every decision against retrieval and every decision for it") -> str:
-    """The estimate as a markdown table; a range `low–high` where decisions change it.
-    `walked` and `spans`: what the jobs were and what a range spans, for the last line."""
-
-    def span(pair: list[Any] | None, fmt: str = "{:,}") -> str:
-        if pair is None:
-            return "unpriced"
-        low, high = (fmt.format(v) for v in pair)
-        return low if low == high else f"{low}–{high}"
-
+    """The estimate as markdown tables, per role and model then per system; a range `low–high`
+    where decisions change it. `walked` and `spans`: what the jobs were and what a range spans,
+    for the last line."""
     if not result["rows"]:  # a table of no role would be its header alone
         return (f"dry run: {result['jobs']} {walked} walked, none left to call a model for: "
                 "the work is done.")
-    lines = tables.header(["role", "model", "calls", "from cache", "input tokens",
+    lines = tables.header(["role", "model", "calls", "from cache", "repeats", "input tokens",
                            "output tokens", "USD", "tokenizer"])
     for row in result["rows"]:  # a model's name is the user's (freshrag.toml): escaped
-        lines.append(tables.row([row["role"], row["model"], span(row["calls"]),
-                                 span(row["cached_calls"]), span(row["input_tokens"]),
-                                 span(row["output_tokens"]), span(row["usd"], "${:,.4f}"),
+        lines.append(tables.row([row["role"], row["model"], *_cells(row),
                                  row["tokenizer"] or "–"]))
     usd = [row["usd"] for row in result["rows"]]
     if usd and all(u is not None for u in usd):
         total = [sum(u[i] for u in usd) for i in (0, 1)]
-        lines.append(tables.row([tables.Markdown("**total**"), "", "", "", "", "",
-                                 span(total, "${:,.4f}"), ""]))
+        lines.append(tables.row([tables.Markdown("**total**"), "", "", "", "", "", "",
+                                 _span(total, "${:,.4f}"), ""]))
+    if result.get("systems"):  # a system's name is the user's: escaped
+        lines += ["", *tables.header(["system", "calls", "from cache", "repeats", "input tokens",
+                                      "output tokens", "USD"])]
+        lines += [tables.row([row["system"], *_cells(row)]) for row in result["systems"]]
     lines.append("")
     lines.append(f"dry run: {result['jobs']} {walked} walked, no call made"
                  + (" (prices with the batch discount)" if result["batch"] else "")
                  + f"; a range spans {spans}.")
+    lines.append("`from cache`: what the response cache answers now; `repeats`: a request "
+                 "planned again (by another pair or system), sent once and then read from the "
+                 "cache"
+                 + ("; per system, a request is counted where the plan first makes it."
+                    if result.get("systems") else "."))
     return "\n".join(lines)
+
+
+def _cells(row: dict[str, Any]) -> list[str]:
+    """calls, from cache, repeats, input tokens, output tokens and USD of a row."""
+    return [_span(row["calls"]), _span(row["cached_calls"]), _span(row["repeated_calls"]),
+            _span(row["input_tokens"]), _span(row["output_tokens"]),
+            _span(row["usd"], "${:,.4f}")]
+
+
+def _span(pair: list[Any] | None, fmt: str = "{:,}") -> str:
+    if pair is None:
+        return "unpriced"
+    low, high = (fmt.format(v) for v in pair)
+    return low if low == high else f"{low}–{high}"
 
 
 class _LocalModelId:

@@ -28,6 +28,8 @@ from freshrag.core.types import Article, LLMResponse, Usage
 from freshrag.llm.client import EndpointError, LLMClient
 from freshrag.scoring.scorepass import Item, checked_score, make_scorers, score_input
 
+PROBES = "judge probes"  # the group of the judge probes' jobs (harness/run/plan.py)
+
 # What a caller does with a call the cache cannot answer: return a reply value (as the cache
 # stores them) or raise Pending.
 OnMiss = Callable[[str, dict[str, Any], str], dict[str, Any]]
@@ -94,6 +96,9 @@ class Job:
 
     name: str
     run: Callable[[Planner], None]
+    # what the dry run's table per system counts its calls under: a pair's system, a score's
+    # row's system, `PROBES`; None (a build's jobs): no such table
+    group: str | None = None
 
 
 @dataclass
@@ -115,7 +120,7 @@ def score_jobs(items: list[Item], scorers: tuple[str, ...],
         row, name, repeat = item
         def run(planner: Planner) -> None:
             checked_score(walkers[name], name, planner, score_input(row, articles, repeat))
-        return Job(f"{row['question_id']}/{row['system']} {name} #{repeat}", run)
+        return Job(f"{row['question_id']}/{row['system']} {name} #{repeat}", run, row["system"])
 
     return [job(item) for item in items]
 

@@ -32,6 +32,7 @@ waiting one asks itself.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Protocol
@@ -60,6 +61,7 @@ from freshrag.llm.failures import (
 from freshrag.llm.replies import completion_value, is_usable
 from freshrag.llm.request import chat_request, request_key, response
 from freshrag.llm.tally import TALLY
+from freshrag.llm.weights import LIST_TIMEOUT_S, asked
 from freshrag.llm.wire import EMBEDDINGS_PATH, ChatRoute
 
 # openai is imported where a call is made: importing it takes half a second, and every
@@ -107,6 +109,11 @@ class LLMClient:
         self._lock = threading.Lock()
         self._in_flight: dict[str, threading.Event] = {}  # cache key -> set when its call ends
         self._denied: dict[tuple[str, str], str] = {}  # (base URL, key) -> why it was refused
+        # (base URL, model) -> what the endpoint says of its weights (harness/llm/weights.py);
+        # its own lock: asking takes `_lock` (`_client`) and may take seconds
+        self._weights: dict[tuple[str, str], str] = {}
+        self._weights_lock = threading.Lock()
+        self._told_stale: set[tuple[str, str]] = set()
 
     def base_url(self, role: str) -> str:
         cfg = self.settings.role(role)
@@ -175,7 +182,10 @@ class LLMClient:
         request = chat_request(cfg.model, messages, tools=tools, tool_choice=tool_choice,
                                temperature=temperature, max_tokens=max_tokens,
                                top_logprobs=top_logprobs, seed=seed)
-        return request, request_key(self._cache_endpoint(cfg), request, attempt, epoch)
+        endpoint, weights = self._cache_endpoint(cfg), self._weights_of(role, cfg)
+        if weights:
+            self._tell_stale(cfg, request_key(endpoint, request, attempt, epoch))
+        return request, request_key(endpoint, request, attempt, epoch, weights)
 
     def store(self, key: str, role: str, value: dict[str, Any]) -> bool:
         """Cache a usable reply (with its role and model, whose mean output a dry run reads);
@@ -193,6 +203,33 @@ class LLMClient:
         if cfg.is_local and self.local is not None:
             return f"{cfg.base_url}:{self.local.model_id}"
         return cfg.base_url
+
+    def _weights_of(self, role: str, cfg: RoleConfig) -> str:
+        """What the role's endpoint says about the weights behind its model name, asked once
+        (harness/llm/weights.py); "" for the embedded server, whose model file keys it already."""
+        if cfg.is_local:
+            return ""
+        with self._weights_lock:
+            if (cfg.base_url, cfg.model) not in self._weights:
+                def list_models() -> Any:
+                    with deadline.within(LIST_TIMEOUT_S):
+                        return self._client(role, cfg).with_options(
+                            timeout=LIST_TIMEOUT_S).get("/models", cast_to=object)
+                self._weights[cfg.base_url, cfg.model] = asked(list_models, cfg.model)
+            return self._weights[cfg.base_url, cfg.model]
+
+    def _tell_stale(self, cfg: RoleConfig, unweighed: str) -> None:
+        """Say once per endpoint and model that the cache holds replies keyed on the name alone
+        (`unweighed`: this request's key without the weights), which are no longer used."""
+        if self.cache is None or (cfg.base_url, cfg.model) in self._told_stale:
+            return
+        if self.cache.get(unweighed) is not None:
+            self._told_stale.add((cfg.base_url, cfg.model))
+            print(f"note: the response cache {self.cache.path} holds replies of {cfg.model!r} at "
+                  f"{cfg.base_url} keyed on the model's name alone (written before freshrag asked "
+                  "the endpoint about its weights, or while it did not say); they are not used "
+                  "and these calls are made again (docs/run-format.md#the-response-cache)",
+                  file=sys.stderr, flush=True)
 
     def _call(self, role: str, cfg: RoleConfig, request: dict[str, Any]) -> dict[str, Any]:
         import openai

@@ -11,6 +11,7 @@ from typing import Callable
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from freshrag.core.wording import counted
 from freshrag.llm import deadline
 from freshrag.llm.errors import EndpointError, EndpointUnreachable
 
@@ -55,7 +56,7 @@ def describe(where: str, err: Exception, attempts: int, secrets: list[str]) -> s
     """`err` after `attempts` attempts at `where` (the role's endpoint), keys redacted."""
     status = getattr(err, "status_code", None)
     what = f"HTTP {status}: {err}" if status else f"{type(err).__name__}: {err}"
-    return redact(f"{where} failed after {attempts} attempt(s): {what}", secrets)
+    return redact(f"{where} failed after {counted(attempts, 'attempt')}: {what}", secrets)
 
 
 def unreadable(where: str, err: Exception, secrets: list[str]) -> str:

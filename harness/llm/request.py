@@ -36,12 +36,16 @@ def chat_request(model: str, messages: list[dict[str, Any]], *,
     return request
 
 
-def request_key(endpoint: str, request: dict[str, Any], attempt: int, epoch: int) -> str:
+def request_key(endpoint: str, request: dict[str, Any], attempt: int, epoch: int,
+                weights: str = "") -> str:
     """The cache key of `request` at `endpoint` (as the cache knows it): an `epoch` above 1
     (--epochs, docs/running.md#epochs) is part of the key, never of the request, so the pair is
-    asked again, and epoch 1 keeps the key a run of one epoch gives."""
+    asked again, and epoch 1 keeps the key a run of one epoch gives; `weights`, what the endpoint
+    says of the model's weights (harness/llm/weights.py), likewise only when it says something,
+    so that an endpoint that says nothing keeps the keys it had."""
     return cache_key({"base_url": endpoint, "attempt": attempt, **request,
-                      **({"epoch": epoch} if epoch > 1 else {})})
+                      **({"epoch": epoch} if epoch > 1 else {}),
+                      **({"weights": weights} if weights else {})})
 
 
 def _tool_choice(choice: str | None) -> Any:

@@ -31,6 +31,7 @@ from freshrag.core.jsonl import ResultsError
 from freshrag.core.records import GradeRecord, SampleRow
 from freshrag.core.samples import judge_scores
 from freshrag.core.stats import cohen_kappa
+from freshrag.core.wording import counted
 from freshrag.reporting.identity import role_models
 from freshrag.reporting.report import load_runs, markdown_table
 from freshrag.scoring.judge import FIELDS, SCALE
@@ -286,7 +287,7 @@ def notes(document: dict[str, Any]) -> list[str]:
 
 
 def _counts_line(counts: dict[str, Any]) -> str:
-    return (f"{counts['matched']} rows matched by (dataset, question_id, system) of "
+    return (f"{counted(counts['matched'], 'row')} matched by (dataset, question_id, system) of "
             f"{counts['rows_a']} in A and {counts['rows_b']} in B; "
             f"{counts['different_answers']} with different answers, "
             f"{counts['unscored_either']} unscored on either side (A {counts['unscored_a']}, "
@@ -330,7 +331,7 @@ def render(document: dict[str, Any]) -> str:
     a, b = tables.cell(document["a"]), tables.cell(document["b"])  # the runs' directories
     sections = [f"## Judge agreement: A = {a} (judge: {tables.cell(judges['a'])}), "
                 f"B = {b} (judge: {tables.cell(judges['b'])})\n\n"
-                f"{counts['compared']} answers scored in both, compared; "
+                f"{counted(counts['compared'], 'answer')} scored in both, compared; "
                 f"mean difference is B - A",
                 markdown_table([{"field": f, **v} for f, v in document["fields"].items()],
                                ("field",) + FIGURES)]

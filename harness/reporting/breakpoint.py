@@ -25,6 +25,8 @@ from typing import Sequence
 
 import numpy as np
 
+from freshrag.core.wording import counted
+
 MIN_SIDE = 3  # questions each side of a step: fewer, and one question can make a step
 PERMUTATIONS = 1000
 BOOTSTRAP_SAMPLES = 2000
@@ -57,7 +59,7 @@ def fit_fall(months: Sequence[int], scores: Sequence[float], names: Sequence[str
     counts = np.bincount(month_of, minlength=n_months).astype(np.float64)
     if len(values) < 2 * min_side or np.count_nonzero(counts) < 2:
         return Fall(None, f"too few questions to fit a fall: {len(values)} in "
-                          f"{np.count_nonzero(counts)} month(s); it needs at least {min_side} "
+                          f"{counted(int(np.count_nonzero(counts)), 'month')}; it needs at least {min_side} "
                           f"on each side of a month")
     sums = np.bincount(month_of, weights=values, minlength=n_months)
     best, strength = best_steps(sums[None, :], counts, min_side)

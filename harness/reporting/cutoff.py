@@ -21,6 +21,7 @@ from freshrag.core.errors import CutoffError
 from freshrag.core.records import SampleRow
 from freshrag.core.samples import judge_scores
 from freshrag.core.stats import CONFIDENCE, bootstrap_interval, mean
+from freshrag.core.wording import counted
 from freshrag.reporting import breakpoint
 
 CUTOFF_JSON = "cutoff.json"
@@ -152,12 +153,14 @@ def _stated(stated: str | None, source: str) -> dict[str, Any] | None:
 def _notes(undated: int, left_out: dict[str, Counter], table: list[dict]) -> list[str]:
     notes = []
     if undated:
-        notes.append(f"{undated} question(s) without a gold article that has a `created` date "
-                     f"are left out")
+        notes.append(f"{counted(undated, 'question')} without a gold article that has a "
+                     f"`created` date left out")
     for system, counts in left_out.items():
         if counts:
-            said = ", ".join(f"{n} {what}" for what, n in sorted(counts.items()))
-            notes.append(f"{system}: {said} answer(s) left out (`freshrag report` lists why)")
+            said = ", ".join(f"{n:,} {what}" for what, n in sorted(counts.items()))
+            total = sum(counts.values())
+            notes.append(f"{system}: {said} {'answer' if total == 1 else 'answers'} left out "
+                         "(`freshrag report` lists why)")
     if any(0 < row["closed_book"]["n"] < 2 for row in table):
         notes.append("a month with one question has no interval")
     return notes
@@ -184,7 +187,8 @@ def headline(document: dict[str, Any]) -> str:
                  f"{stated['falls_from']}")
         if fall["found"]:
             gap = months_apart(fall["month"], stated["falls_from"])
-            said += (f"; the estimate is {abs(gap)} month(s) {'later' if gap > 0 else 'earlier'}"
+            said += (f"; the estimate is {counted(abs(gap), 'month')} "
+                     f"{'later' if gap > 0 else 'earlier'}"
                      if gap else ", the month estimated")
     return said + "."
 

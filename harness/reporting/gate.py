@@ -26,6 +26,7 @@ from freshrag.core.records import SampleRow
 from freshrag.core.rundir import holder
 from freshrag.core.samples import judge_scores
 from freshrag.core.stats import bootstrap_interval, mean
+from freshrag.core.wording import counted
 from freshrag.reporting.gate_rules import GateRulesError, Rule
 from freshrag.reporting.identity import role_models
 from freshrag.reporting.outcomes import CORRECT_AT
@@ -236,13 +237,13 @@ def difference(rule: Rule, base: Side, cand: Side, context: Context) -> Verdict:
     unscored = len(keys) - len(diffs)
     left = f" ({unscored} of {len(keys)} not scored in both, left out)" if unscored else ""
     if len(diffs) < 2:
-        return Verdict(rule, says, f"{len(diffs)} questions", False,
+        return Verdict(rule, says, counted(len(diffs), "question"), False,
                        f"fewer than 2 questions scored in both runs{left}", {"questions": 0})
     value = mean(diffs, places=4)
     low, high = bootstrap_interval(diffs, mean, seed=context.seed)
     assert value is not None and rule.threshold is not None
     passed = low > rule.threshold
-    figure = f"{value:+.2f} [{low:+.2f}, {high:+.2f}] over {len(diffs)} questions{left}"
+    figure = f"{value:+.2f} [{low:+.2f}, {high:+.2f}] over {counted(len(diffs), 'question')}{left}"
     why = "" if passed else (f"the interval's lower end {low:+.2f} is not above "
                              f"{rule.threshold:g}")
     paired = [(b, c) for b, c in both if b is not None and c is not None]
@@ -276,7 +277,8 @@ def failed(rule: Rule, base: Side, cand: Side, context: Context) -> Verdict:
     share = (failures + missing) / total
     passed = share <= rule.threshold
     figure = f"{share:.1%} ({failures} failed, {missing} missing, of {total})"
-    why = "" if passed else f"{failures + missing} of {total} pairs have no answer in the candidate"
+    why = "" if passed else (f"{failures + missing} of {counted(total, 'pair')} without an answer "
+                             "in the candidate")
     return Verdict(rule, says, figure, passed, why, {
         "share": round(share, 6), "failed": failures, "missing": missing, "pairs": total})
 
@@ -344,7 +346,7 @@ def per_correct_rule(figure: str) -> Callable[..., Verdict]:
                            f"unknown (no correct answer, tokens not reported, or a model "
                            f"without a price)")
         shown = (lambda v: f"{v:,.1f}") if what == "tokens" else (lambda v: f"${v:.6f}")
-        text = f"{shown(now)} vs {shown(was)} over the {len(keys)} questions both answered"
+        text = f"{shown(now)} vs {shown(was)} over the {counted(len(keys), 'question')} both answered"
         if not was:  # a free baseline (a local model's dollars): any spending is more
             return Verdict(rule, says, text, not now, "the baseline spent nothing" if now
                            else "", {"candidate": now, "baseline": was, "change": None})

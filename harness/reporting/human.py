@@ -29,6 +29,7 @@ from freshrag.core.ppi import ppi_mean
 from freshrag.core.records import SampleRow
 from freshrag.core.samples import judge_scores
 from freshrag.core.stats import bootstrap_interval, cohen_kappa, mean
+from freshrag.core.wording import counted
 from freshrag.reporting.agreement import (
     excerpt,
     field_agreement,
@@ -195,8 +196,8 @@ def human_document(labels: list[Label], resolved: Resolved | None, rows: list[Sa
                   f"interval of people's grades (it needs 2)"
                   for row in document["intervals"] if row["labelled"] < 2]
         if document["judge"]["unscored"]:
-            notes.append(f"{document['judge']['unscored']} label(s) are of answers the judge did "
-                         "not score: not compared with the judge, and outside the means")
+            notes.append(f"{counted(document['judge']['unscored'], 'label')} of answers the judge "
+                         "did not score: not compared with the judge, and outside the means")
     people = document["people"]
     if len(document["labels"]["labellers"]) > 1 and not people["pairs"]:
         notes.append("no two labellers labelled the same answer: nothing to compare between "
@@ -224,7 +225,8 @@ def heading(document: dict[str, Any]) -> str:
     names = counts["labellers"]
     who = (", ".join(names) or "nobody") if len(names) <= LABELLERS_NAMED else \
         f"{len(names):,} labellers ({', '.join(names[:LABELLERS_NAMED])}, ...)"
-    return (f"People's labels: {counts['read']:,} label(s) of {counts['answers']:,} answer(s) "
+    return (f"People's labels: {counted(counts['read'], 'label')} of "
+            f"{counted(counts['answers'], 'answer')} "
             f"by {who}")
 
 
@@ -297,7 +299,7 @@ def summary_lines(document: dict[str, Any]) -> list[str]:
                      f"{_shown(v['kappa_quadratic'])}), bias {_signed(v['bias'])}"
                      for field, v in judge["fields"].items())
     return [f"Judge against people ({judge['pairs']} labels by "
-            f"{len(document['labels']['labellers'])} labeller(s)): {said}"]
+            f"{counted(len(document['labels']['labellers']), 'labeller')}): {said}"]
 
 
 def _shown(value: float | None) -> str:

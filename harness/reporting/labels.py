@@ -35,6 +35,7 @@ from freshrag.core.errors import UserError
 from freshrag.core.jsonl import loads
 from freshrag.core.records import SampleRow
 from freshrag.core.textfile import lines
+from freshrag.core.wording import counted
 from freshrag.scoring.store import answer_sha256
 
 FORMAT = 2  # `freshrag_labels`: a file of a newer format is refused, not misread
@@ -85,11 +86,11 @@ class Resolved:
         """One line per kind of label left out, for the command to print ([] when none)."""
         notes = []
         if self.unknown:
-            notes.append(f"{self.unknown} label(s) name no question of these runs (another "
-                         "question set's labels?): left out")
+            notes.append(f"{counted(self.unknown, 'label')} naming no question of these runs "
+                         "(another question set's labels?): left out")
         if self.changed:
-            notes.append(f"{self.changed} label(s) are of another answer text than the run's "
-                         "(the pair was answered again since it was labelled): left out")
+            notes.append(f"{counted(self.changed, 'label')} of another answer text than the "
+                         "run's (the pair was answered again since it was labelled): left out")
         return notes
 
 

@@ -17,11 +17,13 @@ other's: imports among the reporting modules go one way.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
+from freshrag.core.manifest import read_manifest
 from freshrag.core.records import SampleRow
 from freshrag.core.samples import answer_tokens, judge_scores
-from freshrag.core.types import SystemKind, system_kind
+from freshrag.core.types import SYSTEM_KINDS, SystemKind, system_kind
 from freshrag.reporting.identity import Identity, comparable
 from freshrag.reporting.retrieval_metrics import gold_set, search_count
 from freshrag.systems import SYSTEMS
@@ -81,10 +83,19 @@ def latency(rows: list[SampleRow]) -> dict[str, Any] | None:
 
 def kind(group: list[SampleRow]) -> SystemKind:
     """What the group's system declares it is (`Declarations.kind`, docs/own-system.md), never
-    what its rows happened to do: "fixed" for a system freshrag does not ship (an import, a
-    user's own)."""
+    what its rows happened to do: as its run's manifest records it (`system_kinds`), else (a
+    run from before the record) as the built-in system declares it; "fixed" for an import."""
     name = group[0]["system"] if group else ""
+    recorded = declared(group[0].get("run")).get(name) if group else None
+    if recorded is not None:
+        return recorded
     return system_kind(SYSTEMS[name]) if name in SYSTEMS else "fixed"
+
+
+def declared(run: str | None) -> dict[str, SystemKind]:
+    """The kinds a run's manifest records per system ({} for none: rows made by hand)."""
+    kinds = (read_manifest(Path(run)) or {}).get("system_kinds") if run else None
+    return {name: value for name, value in (kinds or {}).items() if value in SYSTEM_KINDS}
 
 
 def decides(group: list[SampleRow]) -> bool:
@@ -113,10 +124,12 @@ def hops(row: SampleRow) -> int:
 
 def multi_step(group: list[SampleRow]) -> bool:
     """A multi-step agent (docs/reports.md#the-three-way-router): a system that declares itself
-    one (`kind` "agent"); a system freshrag does not ship, from its rows: more than one search in
-    some answer (its search steps, or its `retrievals` where it recorded no steps), or stopped at
-    an agent's bound."""
-    if group and group[0]["system"] in SYSTEMS:
+    one (`kind` "agent"); a system whose kind no manifest records (an import, a user's system of
+    a run from before the record), from its rows: more than one search in some answer (its
+    search steps, or its `retrievals` where it recorded no steps), or stopped at an agent's
+    bound."""
+    if group and (group[0]["system"] in SYSTEMS or group[0]["system"] in declared(
+            group[0].get("run"))):
         return kind(group) == "agent"
     return any(row.get("stopped") or _searches(row) > 1 for row in group if row["status"] == "ok")
 

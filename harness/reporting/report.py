@@ -67,6 +67,7 @@ from freshrag.core.runfiles import SUMMARY, SUMMARY_MD
 from freshrag.core.samples import SAMPLES, is_scored, judge_scores, read_samples
 from freshrag.core.stats import mean
 from freshrag.core.types import STOPS
+from freshrag.core.wording import counted
 from freshrag.reporting.freshness import known_lines
 from freshrag.reporting.identity import (
     RUN,
@@ -226,7 +227,7 @@ def non_finite_notes(what: str, document: Any) -> list[str]:
     if not found:
         return []
     shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-    return [f"{what}: {len(found)} statistic(s) not a finite number, written as null (a mean "
+    return [f"{what}: {counted(len(found), 'statistic')} not a finite number, written as null (a mean "
             f"overflows when imported scores are out of range): {shown}"]
 
 
@@ -399,8 +400,8 @@ def _few_text(summary: list[dict[str, Any]]) -> str:
     few = [row for row in summary if (row.get("scored") or 0) < MIN_PAIRED]
     if not few:
         return ""
-    return (f"\n\nfewer than {MIN_PAIRED} scored answers for {len(few)} of {len(summary)} "
-            f"system(s) (n above): too few for a paired test; their comparisons say so instead "
+    return (f"\n\nfewer than {MIN_PAIRED} scored answers for {len(few)} of "
+            f"{counted(len(summary), 'system')} (n above): too few for a paired test; their comparisons say so instead "
             f"of an interval or p-value")
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from freshrag.core.records import SampleRow
 from freshrag.core.samples import judge_scores
 from freshrag.core.stats import bootstrap_interval, mean
+from freshrag.core.wording import counted
 from freshrag.reporting.agreement import spearman
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.identity import group_rows, labels
@@ -218,8 +219,8 @@ def write_histograms(rows: list[SampleRow], out_dir: Path) -> list[Path]:
 
 
 def render_pass(counts: dict[str, Any], run_dir: Path) -> str:
-    lines = [f"{run_dir}: {counts['scored_now']} scores asked now, {counts['skipped']} finished "
-             f"before (kept)"]
+    lines = [f"{run_dir}: {counted(counts['scored_now'], 'score')} asked now, "
+             f"{counts['skipped']} finished before (kept)"]
     for name, by in counts["by_scorer"].items():
         shown = ", ".join(f"{n} {status}" for status, n in sorted(by.items())) or "nothing new"
         lines.append(f"  {name}: {shown}")
@@ -240,5 +241,6 @@ def render_spread(run_dir: Path, top: int = 10) -> str:
               "grades (truthfulness, relevance)": " ".join(f"{t}/{r}" for t, r in g),
               "range_truthfulness": r["truthfulness"], "range_relevance": r["relevance"]}
              for k, g, r in spread[:top]]
-    return (f"judge spread over repeats: {differ} of {len(spread)} answers graded differently "
+    return (f"judge spread over repeats: {differ} of {counted(len(spread), 'answer')} graded "
+            f"differently "
             f"at least once; widest first:\n\n" + markdown_table(table, list(table[0])))

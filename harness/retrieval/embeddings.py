@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from freshrag.core.config import ConfigError
+from freshrag.core.wording import counted
 from freshrag.llm.client import LLMClient
 from freshrag.retrieval.config import RetrievalError
 
@@ -50,8 +51,8 @@ def checked(embedder: Embedder, texts: Sequence[str], vectors: list[list[float]]
     """`vectors`, made by `embedder` for `texts` here or on a worker, checked as
     `embed_checked` checks them."""
     if len(vectors) != len(texts):
-        raise RetrievalError(f"embeddings from {embedder.where}: {len(vectors)} vector(s) "
-                             f"for {len(texts)} text(s)")
+        raise RetrievalError(f"embeddings from {embedder.where}: "
+                             f"{counted(len(vectors), 'vector')} for {counted(len(texts), 'text')}")
     sizes = sorted({len(vector) for vector in vectors})
     if sizes != [dimension or sizes[0]]:
         raise RetrievalError(f"embeddings from {embedder.where} have {sizes} dimensions; "

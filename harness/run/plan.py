@@ -47,7 +47,7 @@ from freshrag.core.types import (
     uses_endpoint,
 )
 from freshrag.cost.budget import BudgetExceeded
-from freshrag.cost.plan import Job, Pending, Planner, score_jobs, stand_in_embed
+from freshrag.cost.plan import PROBES, Job, Pending, Planner, score_jobs, stand_in_embed
 from freshrag.llm.cache import CacheError
 from freshrag.llm.client import EndpointError, EndpointUnreachable
 from freshrag.llm.forward import Endpoint
@@ -292,7 +292,7 @@ def pair_job(plan: RunPlan, pair: Pair, factory: Callable[[SystemContext], Syste
                 checked_score(scorer, scorer_name, planner,
                               score_input(row, plan.dataset.articles, 0))
 
-    return Job(f"{question.id}/{name}" + (f" epoch {epoch}" if epoch > 1 else ""), run)
+    return Job(f"{question.id}/{name}" + (f" epoch {epoch}" if epoch > 1 else ""), run, name)
 
 
 def row_epoch(config: RunConfig, epoch: int) -> int | None:
@@ -347,6 +347,6 @@ def probe_jobs(dataset: Dataset, settings: ProbeSettings | None) -> list[Job]:
     def job(probe: probes.Probe) -> Job:
         def run(planner: Planner) -> None:
             probes.grade_probe(planner, probe, dataset.articles)
-        return Job(f"probe {probe.question.id}/{probe.kind}", run)
+        return Job(f"probe {probe.question.id}/{probe.kind}", run, PROBES)
 
     return [job(probe) for probe in made]

@@ -29,6 +29,7 @@ from freshrag.core.files import SymlinkError, open_no_follow, write_json
 from freshrag.core.jsonl import now
 from freshrag.core.runfiles import JUDGE_PROBES
 from freshrag.core.types import Article
+from freshrag.core.wording import counted
 from freshrag.llm.client import LLMClient
 from freshrag.llm.tokens import count_messages
 from freshrag.scoring import probes
@@ -54,7 +55,8 @@ def probe_run(llm: LLMClient, dataset: Dataset, settings: ProbeSettings, asked: 
     path = store(results) / f"{store_key(requests)}.json" if results else None
     kept = read_kept(path) if path else None
     if kept is not None:
-        _say(f"judge probes: this judge graded these {len(made)} probes before; its verdict is "
+        _say(f"judge probes: this judge graded these {counted(len(made), 'probe')} before; its "
+             f"verdict is "
              f"read from {path}, no call made")
         return for_run({**kept, "reused": str(path)}, settings, asked)
     _say(announcement(llm, requests, settings, asked, results))
@@ -152,7 +154,7 @@ def announcement(llm: LLMClient, requests: list[Request], settings: ProbeSetting
     """What the probes will cost before they start, and how to skip them."""
     live = [request for request, key in requests if not (llm.cache and llm.cache.get(key))]
     cached = len(requests) - len(live)
-    count = f"{len(requests)} calls" + (f" ({cached} in the response cache)" if cached else "")
+    count = counted(len(requests), "call") + (f" ({cached} in the response cache)" if cached else "")
     lines = [f"probing the judge: {count}, {expected_time(llm, live, results)}; "
              f"--no-probe skips"]
     if settings.k < asked:

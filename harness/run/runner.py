@@ -29,7 +29,7 @@ from freshrag.core.records import Manifest, SampleRow
 from freshrag.core.rundir import check_kind, check_same_run, locked
 from freshrag.core.runfiles import PROBES as PROBES_FILE
 from freshrag.core.samples import SAMPLES, answer_tokens, read_samples, sample_row
-from freshrag.core.types import Retriever, System, uses_date, uses_steps
+from freshrag.core.types import Retriever, System, system_kind, uses_date, uses_steps
 from freshrag.cost import batch
 from freshrag.cost.budget import Budget, BudgetExceeded
 from freshrag.llm.client import EndpointError, LLMClient
@@ -258,6 +258,10 @@ def _checked_manifest(dataset: Dataset, config: RunConfig, llm: LLMClient, facto
     check_kind(config.out, previous, "run")
     date_systems = {name for name, factory in factories.items() if uses_date(factory)}
     manifest = _manifest(dataset, config, llm, prompts, index, previous or {}, date_systems)
+    # what each system declares it is, for the report (docs/reports.md#the-three-way-router):
+    # a user's system is known to the report by this alone
+    manifest["system_kinds"] = {**(previous or {}).get("system_kinds", {}),
+                                **{name: system_kind(factories[name]) for name in config.systems}}
     if previous and previous["dataset"]["sha256"] != manifest["dataset"]["sha256"]:
         raise ResultsError(f"{config.out}: holds a run on different dataset files "
                            f"({previous['dataset']['files']}); choose another --out")

@@ -32,6 +32,7 @@ from freshrag.core.records import SampleRow, ScoreRow
 from freshrag.core.rundir import kind
 from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.core.types import LLM, QUESTION_FIELDS, Article, LLMResponse, Question
+from freshrag.core.wording import counted
 from freshrag.llm.client import ContextTooLong, EndpointError, EndpointUnreachable
 from freshrag.scoring import SCORERS, plugins
 from freshrag.scoring.base import STATUSES, Embed, ScoreInput, Scorer, ScoreResult, unscored
@@ -94,8 +95,8 @@ def missing_inputs(rows: list[SampleRow], names: Iterable[str],
     titles = sorted({title for row in rows if row["status"] == "ok"
                      for title in _golds(row)} - set(articles))
     if needing and titles:
-        return (f"{', '.join(needing)} need(s) the gold articles, and {len(titles)} are not at "
-                f"hand (e.g. {titles[0]!r}); give them with --articles FILE or --dataset DIR")
+        return (f"{', '.join(needing)} {'needs' if len(needing) == 1 else 'need'} the gold "
+                f"articles, and {counted(len(titles), 'title')} not at hand (e.g. {titles[0]!r}); give them with --articles FILE or --dataset DIR")
     return None
 
 

@@ -32,6 +32,7 @@ from freshrag.core.runfiles import LOCK, MANIFEST, PROBES, SAMPLES, SCORES, SUMM
 from freshrag.core.samples import epoch_of, read_samples
 from freshrag.core.textfile import read_text
 from freshrag.core.types import uses_date, uses_steps
+from freshrag.core.wording import counted
 from freshrag.reporting.run_summary import write_run_summary
 from freshrag.run.inputs import InputError
 from freshrag.run.shard import Shard, shard_of
@@ -72,7 +73,8 @@ class MergeResult:
 
     def lines(self) -> list[str]:
         """What `freshrag merge` prints."""
-        said = [f"merged {len(self.merged)} of {self.count} shards ({self.rows} rows) into "
+        said = [f"merged {len(self.merged)} of {counted(self.count, 'shard')} "
+                f"({counted(self.rows, 'row')}) into "
                 f"{self.out}/"]
         if self.missing:
             said.append("missing: " + ", ".join(f"shard {i}/{self.count}" for i in self.missing))

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Sequence
 
 from freshrag.core.config import DEFAULT_CONFIG_FILE
+from freshrag.core.wording import counted
 from freshrag.reporting import report as report_tables
 from freshrag.run.inputs import InputError
 from freshrag.workflows.arguments import check_arguments
@@ -222,7 +223,7 @@ def _label_page(args: Any) -> int:
     rows = report.load_runs(args.run_dirs)  # whole calls: the gold article the judge read
     count = write_label_page(rows, args.html, 0 if args.label_seed is None else args.label_seed,
                              args.label_sample)
-    print(f"labelling page of {count:,} answers written to {args.html}")
+    print(f"labelling page of {counted(count, 'answer')} written to {args.html}")
     return 0
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from freshrag.core.errors import UserError
 from freshrag.core.titles import title_form
 from freshrag.core.types import Question
+from freshrag.core.wording import counted
 
 BY_ID, BY_TEXT = "id", "question text"  # the rule that matched, as an import's summary says it
 
@@ -73,8 +74,8 @@ def summary(source: str, rules: Counter, unanswered: list[str], shown: int = 10)
     """One line: how many rows matched by each rule, and the questions left without a row."""
     rows = sum(rules.values())
     how = ", ".join(f"{rules[rule]} by {rule}" for rule in (BY_ID, BY_TEXT) if rules[rule])
-    line = f"{source}: {rows} row(s) matched to the dataset's questions ({how})"
+    line = f"{source}: {counted(rows, 'row')} matched to the dataset's questions ({how})"
     if unanswered:
         listed = ", ".join(unanswered[:shown]) + (" ..." if len(unanswered) > shown else "")
-        line += f"; {len(unanswered)} question(s) of the dataset have no row: {listed}"
+        line += f"; {counted(len(unanswered), 'question')} of the dataset without a row: {listed}"
     return line

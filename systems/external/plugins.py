@@ -36,6 +36,8 @@ from freshrag.core.types import (
     Question,
     System,
     SystemContext,
+    SystemKind,
+    system_kind,
     uses_date,
     uses_endpoint,
     uses_index,
@@ -79,6 +81,10 @@ class SystemSource:
     @property
     def uses_endpoint(self) -> bool:
         return uses_endpoint(self.factory)
+
+    @property
+    def kind(self) -> SystemKind:
+        return system_kind(self.factory)
 
     def __call__(self, context: SystemContext) -> System:
         return self.build(context)

@@ -34,24 +34,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tests.support.costs import table  # noqa: E402
+
 SYSTEMS = "baseline,oracle,naive,boolean,advanced"
 
 
 def parse_table(text: str) -> dict[str, dict[str, list[int]]]:
-    """role -> calls / input / output as [low, high], from the printed dry-run table."""
-    rows = [line.strip("|").split("|") for line in text.splitlines() if line.startswith("| ")]
-    out = {}
-    for cells in rows[1:]:
-        cells = [c.strip() for c in cells]
-        if cells[0].startswith("**"):
-            continue
+    """role -> calls / input / output as [low, high], from the printed dry-run table per role."""
 
-        def span(cell: str) -> list[int]:
-            parts = [int(p.replace(",", "")) for p in cell.split("–")]
-            return parts * (3 - len(parts)) if len(parts) == 1 else parts
-        out[cells[0]] = {"calls": span(cells[2]), "input": span(cells[4]),
-                         "output": span(cells[5]), "tokenizer": cells[7]}
-    return out
+    def span(cell: str) -> list[int]:
+        parts = [int(p.replace(",", "")) for p in cell.split("–")]
+        return parts * (3 - len(parts)) if len(parts) == 1 else parts
+
+    # cells after the role: model, calls, from cache, repeats, input, output, USD, tokenizer
+    return {role: {"calls": span(cells[1]), "input": span(cells[4]), "output": span(cells[5]),
+                   "tokenizer": cells[7]}
+            for role, cells in table(text).items() if not role.startswith("**")}
 
 
 def uncached_by_role(rows: Path) -> defaultdict[str, dict[str, int]]:

@@ -61,7 +61,7 @@ def test_the_month_the_model_stops_knowing_is_found(tmp_path, model, capsys):
         assert row["closed_book"]["well_share"] == (1 if known else 0)
         assert row["open_book"]["mean"] == 5
     assert document["stated_cutoff"]["falls_from"] == "2022-11"
-    assert f"falls from {FALL}" in said and "the estimate is 3 month(s) later" in said
+    assert f"falls from {FALL}" in said and "the estimate is 3 months later" in said
     assert (tmp_path / "run" / "cutoff.md").read_text() in said
     assert (tmp_path / "run" / "cutoff.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
@@ -131,7 +131,7 @@ def test_unscored_answers_are_counted_and_left_out(tmp_path, fake_server, capsys
     assert document["questions"]["left_out"] == {"baseline": {"unscored": 1}, "oracle": {}}
     may = next(row for row in document["months"] if row["month"] == "2023-05")
     assert may["closed_book"]["n"] == PER_MONTH - 1 and may["open_book"]["n"] == PER_MONTH
-    assert "baseline: 1 unscored answer(s) left out" in capsys.readouterr().out
+    assert "baseline: 1 unscored answer left out" in capsys.readouterr().out
     assert document["fall"]["month"] == FALL and server.calls > 0
 
 

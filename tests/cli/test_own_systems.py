@@ -12,6 +12,9 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.manifest import read_manifest
 from freshrag.core.samples import read_samples
+from freshrag.reporting.identity import group_rows
+from freshrag.reporting.outcomes import decides
+from freshrag.reporting.report import load_runs
 from tests.support.datasets import write_dataset
 from tests.support.dom import parse, viewer_samples
 
@@ -199,3 +202,15 @@ def test_a_dry_run_asks_no_service_and_counts_the_judge(own, capsys):
     table = capsys.readouterr().out
     assert "judge" in table and server.service_requests == [] and server.calls == 0
     assert not (tmp_path / "run" / "samples.jsonl").exists()
+
+
+def test_an_own_system_s_declared_kind_is_recorded_and_read_by_the_report(own):
+    tmp_path, command, plugin, _ = own
+    plugin.write_text(MY_RAG.replace("class MyRag:\n", 'class MyRag:\n    kind = "decides"\n'),
+                      encoding="utf-8")
+    assert main(command) == 0
+    kinds = read_manifest(tmp_path / "run")["system_kinds"]
+    assert (kinds["mine"], kinds["naive"]) == ("decides", "fixed")
+    groups = group_rows(load_runs(tmp_path / "run"))
+    # a user's decider, which a report took for `fixed` while the manifest did not say
+    assert {key.system for key, group in groups.items() if decides(group)} == {"mine"}

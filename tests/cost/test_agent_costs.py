@@ -50,7 +50,7 @@ def test_the_dry_run_range_holds_agents_of_every_length(tmp_path, fake, capsys):
     capsys.readouterr()
     assert run(data, tmp_path / "estimate" / "run", "--dry-run") == 0
     estimate = table(capsys.readouterr().out)
-    low, high = dollars(estimate["**total**"][5])
+    low, high = dollars(estimate["**total**"][6])
     assert estimate["answer"][1] == f"{QUESTIONS}–{QUESTIONS * MAX_STEPS}"  # calls
     live = {}
     for steps, searches in AGENTS.items():

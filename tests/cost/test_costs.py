@@ -41,10 +41,10 @@ def test_dry_run_counts_the_requests_the_run_then_sends(tmp_path, fake, capsys):
     assert run(tmp_path, "baseline,oracle", "--no-probe") == 0
     sent = [r for r in fake.requests if "submit_grade" not in json.dumps(r.get("tools"))]
     assert estimated[1] == "6"  # calls
-    assert int(estimated[3].replace(",", "")) == sum(
+    assert int(estimated[4].replace(",", "")) == sum(
         count_messages(r["messages"], r["model"], r.get("tools")) for r in sent)
-    tokens = int(estimated[3].replace(",", "")), int(estimated[4].replace(",", ""))
-    assert estimated[5] == f"${(tokens[0] * PRICE[0] + tokens[1] * PRICE[1]) / 1e6:,.4f}"
+    tokens = int(estimated[4].replace(",", "")), int(estimated[5].replace(",", ""))
+    assert estimated[6] == f"${(tokens[0] * PRICE[0] + tokens[1] * PRICE[1]) / 1e6:,.4f}"
 
 
 def test_a_request_made_twice_is_counted_twice_only_when_the_run_keeps_no_cache(tmp_path, fake,
@@ -56,14 +56,35 @@ def test_a_request_made_twice_is_counted_twice_only_when_the_run_keeps_no_cache(
     args = ["run", "--dataset", str(data), "--systems", "baseline", "--no-probe", "--out",
             str(tmp_path / "run")]
     assert main([*args, "--dry-run"]) == 0
-    cached = table(capsys.readouterr().out)
+    cached_out = capsys.readouterr().out
+    cached = table(cached_out)
     assert main([*args, "--dry-run", "--no-cache"]) == 0
     uncached = table(capsys.readouterr().out)
     assert main([*args, "--no-cache"]) == 0  # sends each
     assert fake.calls == 4
-    # with a cache the second of each is read from it; without one, sent again
-    assert [cached[role][1:3] for role in ("answer", "judge")] == [["1", "1"]] * 2
-    assert [uncached[role][1:3] for role in ("answer", "judge")] == [["2", "0"]] * 2
+    # with a cache the second of each is a repeat, sent once, then read from the cache the run
+    # fills (not "from cache": the cache holds nothing yet); without one, sent again
+    assert [cached[role][1:4] for role in ("answer", "judge")] == [["1", "0", "1"]] * 2
+    assert [uncached[role][1:4] for role in ("answer", "judge")] == [["2", "0", "0"]] * 2
+    # per system: baseline's answer and grade of the first question, repeated by the second
+    assert table(cached_out, 1)["baseline"][:3] == ["2", "0", "2"]
+
+
+def test_the_dry_run_breaks_calls_and_dollars_down_by_system(tmp_path, fake, capsys):
+    assert run(tmp_path, "baseline,oracle", "--dry-run") == 0
+    out = capsys.readouterr().out
+    roles, systems = table(out), table(out, 1)
+    assert list(systems) == ["judge probes", "baseline", "oracle"]
+    assert sum(int(row[0]) for row in systems.values()) == sum(
+        int(roles[role][1]) for role in ("answer", "judge"))
+    assert sum(dollars(row[5])[0] for row in systems.values()) == pytest.approx(
+        dollars(roles["**total**"][6])[0], abs=2e-4)  # each rounded to 4 places
+    assert run(tmp_path, "baseline,advanced", "--dry-run", "--no-probe") == 0
+    systems = table(capsys.readouterr().out, 1)
+    # advanced's first answer is baseline's request: a call where baseline's pair makes it
+    # first, a repeat for advanced (3 questions)
+    assert systems["baseline"][:3] == ["6", "0", "0"]
+    assert systems["advanced"][2].startswith("3")
 
 
 def test_a_system_that_decides_gets_a_range_and_batch_prices_are_halved(tmp_path, fake, capsys):
@@ -74,7 +95,7 @@ def test_a_system_that_decides_gets_a_range_and_batch_prices_are_halved(tmp_path
     assert run(tmp_path, "advanced", "--dry-run", "--no-probe", "--batch") == 0
     batch = table(capsys.readouterr().out)
     for role in ("decision", "judge"):  # each end of a range (the judge's reason is optional)
-        halved, full = dollars(batch[role][5]), dollars(live[role][5])
+        halved, full = dollars(batch[role][6]), dollars(live[role][6])
         assert halved == pytest.approx([end / 2 for end in full], abs=1e-4)
 
 
@@ -89,8 +110,8 @@ def test_dry_run_after_a_run_counts_its_calls_as_cached(tmp_path, fake, capsys):
     capsys.readouterr()
     assert run(tmp_path, "baseline", "--dry-run", "--no-probe", out="again") == 0
     rows = table(capsys.readouterr().out)
-    assert rows["answer"][1] == "0" and rows["answer"][2] == "3"  # calls, from cache
-    assert rows["**total**"][5] == "$0.0000"
+    assert rows["answer"][1:4] == ["0", "3", "0"]  # calls, from cache, repeats
+    assert rows["**total**"][6] == "$0.0000"
 
 
 def test_max_cost_stops_the_run_resumably_and_says_so(tmp_path, fake, capsys):
@@ -197,9 +218,9 @@ def test_the_estimate_table_escapes_a_model_s_name():
 
     pair = [1, 1]
     result = {"jobs": 1, "batch": False, "rows": [
-        {"role": "answer", "model": "my|<model>", "calls": pair, "cached_calls": [0, 0],
+        {"role": "answer", "model": "my|<model>", "calls": pair, "cached_calls": [0, 0], "repeated_calls": [0, 0],
          "input_tokens": pair, "output_tokens": pair, "usd": [0.5, 0.5], "tokenizer": None}]}
     header, row, total = table_rows(render(result))
-    assert row[:2] == ["answer", "my|<model>"] and len(row) == len(header) == len(total) == 8
-    assert total[0] == "**total**" and total[6] == "$0.5000"
+    assert row[:2] == ["answer", "my|<model>"] and len(row) == len(header) == len(total) == 9
+    assert total[0] == "**total**" and total[7] == "$0.5000"
     assert "<model>" not in render(result)

@@ -103,16 +103,16 @@ def test_score_dry_run_tokens_are_the_requests_sent_and_repeats_count(tmp_path, 
         # the fake echoes the question, so baseline's and naive's answers are one text: one
         # abstention request for both, sent once and then read from the cache
         assert score(run, "context-relevance,abstention", "--dry-run", "--repeats", "3") == 0
-        assert table(capsys.readouterr().out)["scorer"][1:3] == [str(3 * (2 + 2)), str(3 * 2)]
+        assert table(capsys.readouterr().out)["scorer"][1:4] == [str(3 * (2 + 2)), "0", str(3 * 2)]
         assert score(run, "context-relevance,abstention", "--dry-run") == 0
         row = table(capsys.readouterr().out)["scorer"]
         assert score(run, "context-relevance,abstention") == 0
         sent = scorer_requests(server)
         assert row[1] == str(server.calls) == "4"  # naive's 2 context-relevance, 2 abstention
-        assert int(row[3].replace(",", "")) == sum(
+        assert int(row[4].replace(",", "")) == sum(
             count_messages(r["messages"], r["model"], r.get("tools")) for r in sent)
-        low = (int(row[3].replace(",", "")) * PRICE[0] + span(row[4])[0] * PRICE[1]) / 1e6
-        assert row[5].startswith(f"${low:,.4f}")
+        low = (int(row[4].replace(",", "")) * PRICE[0] + span(row[5])[0] * PRICE[1]) / 1e6
+        assert row[6].startswith(f"${low:,.4f}")
         assert score(run, "context-relevance,abstention,faithfulness", "--dry-run") == 0
         left = table(capsys.readouterr().out)["scorer"]
         assert left[1] == "2–4"  # only faithfulness is still to score
@@ -129,7 +129,7 @@ def test_score_dry_run_counts_cached_calls_as_free(tmp_path, monkeypatch, capsys
         calls = server.calls
         assert score(copy, "abstention", "--dry-run") == 0
         row = table(capsys.readouterr().out)["scorer"]
-        assert (row[1], row[2], row[5]) == ("0", "4", "$0.0000")  # 2 requests, each twice
+        assert (row[1], row[2], row[6]) == ("0", "4", "$0.0000")  # 2 requests, each twice
         assert server.calls == calls
 
 

@@ -31,7 +31,7 @@ DECIDING = {"boolean": "retrieve_information", "dated-boolean": "retrieve_inform
 ANSWER_FIRST = ("advanced", "self-check")  # the first answer stands unless they retrieve
 AGENTS = ("react", "iterative", "decompose", "router")  # as many calls as they choose, bounded
 MAX_STEPS = 3  # the run's --max-steps: the agents' bound, low enough to be reached
-ROUTES = ("no-retrieval", "one-retrieval", "multi-step", "none")
+ROUTES = ("no-retrieve", "one-retrieval", "multi-step", "none")
 
 
 def said(call: dict, function: str) -> str:

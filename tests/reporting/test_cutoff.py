@@ -109,7 +109,7 @@ def test_the_table_has_every_month_with_intervals_and_the_notes_count_what_was_l
     assert document["stated_cutoff"] == {"date": "2022-12-31", "from": "--stated-cutoff",
                                          "falls_from": "2023-01"}
     table = render(document)
-    assert "| 2023-02 | 0 |" in table and "1 question(s) without a gold article that has a `created` date" in table
+    assert "| 2023-02 | 0 |" in table and "1 question without a gold article that has a `created` date" in table
     assert "baseline: 1 failed, 1 unscored" in table
 
 

@@ -307,7 +307,7 @@ def test_the_ragas_export_leaves_out_failed_pairs(tmp_path, capsys):
     run = written_run(tmp_path)
     out = tmp_path / "ragas.jsonl"
     assert freshrag("export", run, "--format", "ragas", "--out", out) == 0
-    assert "1 failed pair(s) left out" in capsys.readouterr().out
+    assert "1 failed pair left out" in capsys.readouterr().out
     ids = [(s["user_input"][0]["metadata"]["system"], s["user_input"][0]["metadata"]
             ["question_id"]) for s in exported(out)]
     assert ids == [("naive", "q1"), ("naive", "q2"), ("agent", "q1"), ("theirs", "q3")]

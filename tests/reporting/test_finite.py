@@ -34,7 +34,7 @@ def test_what_is_not_finite_is_null(value, expected):
 ])
 def test_the_note_names_the_statistic(document, named):
     [note] = non_finite_notes("analysis", document)
-    assert note.startswith("analysis: 1 statistic(s) not a finite number") and named in note
+    assert note.startswith("analysis: 1 statistic not a finite number") and named in note
 
 
 def test_no_note_when_every_number_is_finite():

@@ -1,6 +1,7 @@
 """The HTML report's figures at nine systems: histograms side by side in a grid, not a strip
-shrunk to thumbnails; Pareto numbers that cover neither one another nor a point; identities in
-the order of the rows given (harness/reporting/render/plots.py)."""
+shrunk to thumbnails, identical ones in one panel; Pareto numbers that cover neither one another
+nor a point, and none stacked at $0; identities in the order of the rows given
+(harness/reporting/render/plots.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from freshrag.cli.main import main
+from freshrag.reporting.identity import group_rows
 from freshrag.reporting.render import html, plots
 from tests.support.dom import browser
 from tests.support.runs import _row, write_run
@@ -98,3 +100,25 @@ def test_chromium_shows_the_wide_figures_at_their_own_size(report):
     assert len(shown) == len(report["figures"])
     for name, width, natural in shown:
         assert natural > 0 and width >= min(natural, 1300) * 0.9, (name, width, natural)
+
+
+def test_identical_histograms_share_one_panel_that_names_them(tmp_path):
+    rows = ([_row("A_f", f"q{q}", system, 4, 4) for q in range(2) for system in SYSTEMS]
+            + [_row("A_f", f"q{q}", "other", 2, 3) for q in range(2)])
+    assert [[key.system for key in keys] for keys in plots.alike(group_rows(rows))] == [
+        list(SYSTEMS), ["other"]]
+    plots.write_figures(rows, tmp_path)
+    width, height = size(tmp_path / "hist-comparison.png")
+    # two panels in one row, not ten in a grid of four rows
+    assert width < 2.5 * 3.8 * 110 and height < 1.5 * 3.8 * 110, (width, height)
+
+
+def test_a_free_model_s_dollars_panel_says_so_instead_of_stacking_numbers():
+    cost = [{"dataset": "A_f", "system": system, "models": {"answer": "m", "judge": "j"},
+             "score": 6.0 + n / 10, "input_tokens": 100 + 10 * n, "cost_usd": 0.0,
+             "pareto_input_tokens": n == 8, "pareto_cost_usd": n == 8, "unpriced_models": []}
+            for n, system in enumerate(SYSTEMS)]
+    fig = plots.pareto_figure(cost, {})
+    tokens, dollars = fig.axes[0], fig.axes[1]
+    assert len(tokens.texts) == len(SYSTEMS)  # a number per point where they spread out
+    assert [text.get_text() for text in dollars.texts] == [plots.FREE]

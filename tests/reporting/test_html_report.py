@@ -26,8 +26,9 @@ from freshrag.cli.main import main
 from freshrag.core.jsonl import JsonlWriter
 from freshrag.core.samples import SAMPLES
 from freshrag.reporting.render import html, plots, viewer
+from tests.support import runs
 from tests.support.dom import Node, chromium, dump_dom, parse, viewer_samples
-from tests.support.runs import EVIL_TITLE, SCRIPT_ANSWER, sample_rows
+from tests.support.runs import EVIL_TITLE, SCRIPT_ANSWER, sample_rows, write_run
 
 ROOT = Path(__file__).resolve().parents[2]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -221,3 +222,24 @@ def test_the_viewer_assets_ship_as_package_data():
     assert {"viewer.html", "viewer.css", "viewer.js"} <= set(shipped)
     assert all(any(fnmatch.fnmatch(f"assets/{name}", pattern) for pattern in patterns)
                for name in shipped)
+
+
+@pytest.mark.parametrize("answer_models, said_once", [
+    pytest.param(("model-a", "model-a"), True, id="one-models-value"),
+    pytest.param(("model-a", "model-b"), False, id="two-answer-models"),
+])
+def test_models_every_row_shares_are_said_once_not_in_a_column_of_each_table(
+        tmp_path, answer_models, said_once):
+    rows = [runs.sample(f"q{q}", system, 4, 4, answer=model)
+            for q in range(3) for system, model in zip(("baseline", "naive"), answer_models)]
+    run = write_run(tmp_path / "run", rows)
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["report", str(run), "--html", str(tmp_path / "page.html")]) == 0
+    page = parse((tmp_path / "page.html").read_text(encoding="utf-8"))
+    headers = [th.text() for th in page.find_all("th")]
+    if said_once:
+        assert "models" not in headers
+        assert page.by_id("models").text() == "Models of every row: answer: model-a; judge: judge-1"
+    else:
+        assert "models" in headers  # told apart by their models: the column stays
+        assert all(p.attrs.get("id") != "models" for p in page.find_all("p", "meta"))

@@ -144,7 +144,7 @@ def test_a_grade_is_replaced_only_in_plain_sight_and_unlabelled_answers_are_said
         tab.keyboard.press("ArrowRight")
         tab.keyboard.press("2")  # one score: not a label yet
         saved(tab, tmp_path / "ada.jsonl")
-        assert "Saved 1 label(s)" in tab.text_content("#label-saved")
+        assert "Saved 1 label as" in tab.text_content("#label-saved")
         assert "11 of 12 answers not labelled yet" in tab.text_content("#label-saved")
         tab.reload()  # leaving with answers unlabelled asks first
         tab.wait_for_selector("#label-card", state="visible")

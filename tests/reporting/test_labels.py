@@ -174,7 +174,7 @@ def test_labels_resolve_to_rows_by_question_and_answer_text(tmp_path: Path) -> N
         [("naive", "A_f", 5), ("oracle", "A_f", 1)]
     assert (resolved.unknown, resolved.changed) == (2, 1)
     notes = resolved.notes()
-    assert len(notes) == 2 and notes[0].startswith("2 label(s)") and notes[1].startswith("1 ")
+    assert len(notes) == 2 and notes[0].startswith("2 labels naming") and notes[1].startswith("1 label of")
 
 
 def test_a_label_pairs_with_every_row_holding_its_question_and_answer(tmp_path: Path) -> None:

@@ -299,7 +299,7 @@ def test_out_dash_writes_the_log_alone_to_standard_output(tmp_path, capsys):
     assert freshrag("export", run_dir, "--format", "inspect", "--out", "-") == 0
     said = capsys.readouterr()
     assert said.out == (tmp_path / LOG_NAME).read_text(encoding="utf-8")
-    assert said.err.startswith("standard output: 1 inspect_ai samples in one eval log")
+    assert said.err.startswith("standard output: 1 inspect_ai sample in one eval log")
 
 
 # --- RAGChecker -------------------------------------------------------------------------------
@@ -312,7 +312,7 @@ def test_the_ragchecker_input_is_one_result_per_answered_pair(tmp_path, capsys):
                                          row_by_hand("q3", "naive", status="failed")])
     out = exported(run_dir, tmp_path / "rc.json", "ragchecker")
     said = capsys.readouterr().out
-    assert "2 RAGChecker results (1 system; 1 failed pair(s) left out" in said
+    assert "2 RAGChecker results (1 system; 1 failed pair left out" in said
     assert "note: 1 of 2 questions have no reference answer" in said
     assert json.loads(out.read_text(encoding="utf-8")) == {"results": [
         {"query_id": "q1", "query": "What is q1?", "gt_answer": "It is 42.",

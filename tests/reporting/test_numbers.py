@@ -57,7 +57,7 @@ def test_the_router_tables_and_the_wording_tests_know_their_n():
 def test_the_first_screen_says_when_n_is_too_small_to_test(questions, said):
     rows = two_systems(questions)
     first_screen = render(summarise(rows), "markdown")
-    assert ("fewer than 10 scored answers for 2 of 2 system(s)" in first_screen) is said
+    assert ("fewer than 10 scored answers for 2 of 2 systems" in first_screen) is said
     assert f"| {questions} |" in first_screen  # n per system
 
 

@@ -204,7 +204,7 @@ def test_unscored_answers_and_each_scorer_are_events_and_failed_pairs_are_left_o
     run_dir = write_run(tmp_path / "hand", [scored, unscored,
                                             row_by_hand("q3", "naive", status="failed")])
     requests = exported(run_dir, tmp_path / "t.jsonl")
-    assert "2 OTLP traces (1 system; 1 failed pair(s) left out" in capsys.readouterr().out
+    assert "2 OTLP traces (1 system; 1 failed pair left out" in capsys.readouterr().out
     events = {attrs(tree(spans_of(r))[0])["freshrag.question_id"]:
               [attrs(e) for e in tree(spans_of(r))[0].events] for r in requests}
     assert set(events) == {"q1", "q2"}
@@ -292,7 +292,7 @@ def test_out_dash_writes_the_traces_alone_to_standard_output(tmp_path, capsys):
     assert freshrag("export", run_dir, "--format", "otel", "--out", "-") == 0
     said = capsys.readouterr()
     assert said.out == (tmp_path / "t.jsonl").read_text(encoding="utf-8")
-    assert said.err.startswith("standard output: 1 OTLP traces (")
+    assert said.err.startswith("standard output: 1 OTLP trace (")
 
 
 def test_without_the_traces_extra_the_format_is_refused_naming_it(monkeypatch):

@@ -44,7 +44,7 @@ def test_the_printed_report_shows_the_judge_against_people_and_the_corrected_mea
     assert main(["report", str(run), "--human", str(labels), "--out", str(tmp_path / "out")]) == 0
     printed = capsys.readouterr().out
     # truthfulness: judge 5, 5, 4 against 4, 3, 3: bias (14 - 10) / 3
-    assert "Judge against people (3 labels by 1 labeller(s)): truthfulness kappa" in printed
+    assert "Judge against people (3 labels by 1 labeller): truthfulness kappa" in printed
     assert "bias +1.33" in printed
     assert "### Means with people's labels" in printed and "truthfulness_ppi" in printed
     saved = json.loads((tmp_path / "out" / "analysis.json").read_text(encoding="utf-8"))

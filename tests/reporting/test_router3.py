@@ -27,6 +27,8 @@ from freshrag.reporting import analysis, outcomes, savings, sections
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.identity import group_rows
 from freshrag.reporting.outcomes import multi_step
+from freshrag.reporting.report import load_runs
+from tests.support.runs import write_run
 
 # input, output tokens of each system's answer: by tokens baseline < naive < react, but at one
 # dollar in and ten out per million, q5's baseline (long output) costs more than its naive
@@ -251,3 +253,10 @@ def test_an_agent_that_answers_without_searching_stays_the_agent_and_decides_not
     assert savings.router_tables(Answers(rows))["router3"]  # the router is there
     decided = {r["system"] for r in analysis.analyse(rows)["decisions"]}
     assert decided == {"oracle-router", "boolean"}
+
+
+def test_an_agent_the_manifest_records_is_one_whatever_its_rows_did(tmp_path):
+    once = [dict(r, system="mine") for r in scripted(("naive",))]  # one search an answer
+    assert not multi_step(group_rows(load_runs(write_run(tmp_path / "before", once))).popitem()[1])
+    recorded = write_run(tmp_path / "now", once, {"system_kinds": {"mine": "agent"}})
+    assert multi_step(group_rows(load_runs(recorded)).popitem()[1])

@@ -254,6 +254,7 @@ def test_the_timeline_shows_every_step_in_order(page):
         assert entry["read"] == step["title"] and entry["text"] == step["text"]
     assert "Steps (7; 3 searches, 1 repeated)" in detail.locator("h4").all_inner_texts()
     assert detail.locator(".viewer-stopped").count() == 0  # it answered when it chose
+    assert "Steps (2; 1 search)" in opened(page, "agent", "q3").locator("h4").all_inner_texts()
     detail.locator(".viewer-steps").scroll_into_view_if_needed()
     page.screenshot(path=str(artefact("timeline-agent-q1")))
 

@@ -96,9 +96,9 @@ def test_imports_by_id_and_by_text_stand_beside_the_run(tmp_path, dataset, capsy
     write_by_text(tmp_path / "by-text.csv", questions)
     capsys.readouterr()
     assert import_answers(tmp_path / "by-id.jsonl", "ids", dataset, tmp_path / "ids") == 0
-    assert "40 row(s) matched to the dataset's questions (40 by id)" in capsys.readouterr().out
+    assert "40 rows matched to the dataset's questions (40 by id)" in capsys.readouterr().out
     assert import_answers(tmp_path / "by-text.csv", "texts", dataset, tmp_path / "texts") == 0
-    assert "40 row(s) matched to the dataset's questions (40 by question text)" in \
+    assert "40 rows matched to the dataset's questions (40 by question text)" in \
         capsys.readouterr().out
     runs = [tmp_path / "run", tmp_path / "ids", tmp_path / "texts"]
     assert main(["report", *map(str, runs), "--out", str(tmp_path / "report")]) == 0
@@ -135,8 +135,8 @@ def test_a_question_without_a_row_is_listed_and_fails_its_pair(tmp_path, dataset
     capsys.readouterr()
     assert import_answers(tmp_path / "some.jsonl", "some", dataset, tmp_path / "out") == 1
     missing = [q.id for q in questions[38:]]
-    assert (f"38 row(s) matched to the dataset's questions (38 by id); 2 question(s) of the "
-            f"dataset have no row: {', '.join(missing)}") in capsys.readouterr().out
+    assert (f"38 rows matched to the dataset's questions (38 by id); 2 questions of the "
+            f"dataset without a row: {', '.join(missing)}") in capsys.readouterr().out
     failed = [row for row in read_samples(tmp_path / "out" / "samples.jsonl")
               if row["status"] == "failed"]
     assert sorted(row["question_id"] for row in failed) == sorted(missing)
@@ -152,7 +152,7 @@ def test_a_judge_pass_grades_a_legacy_import_beside_the_run(tmp_path, dataset, c
     capsys.readouterr()
     assert main(["import-legacy", str(tmp_path / "paper.pkl"), "--dataset", str(dataset),
                  "--system", "paper", "--out", str(tmp_path / "paper")]) == 0
-    assert "40 row(s) matched to the dataset's questions (40 by question text)" in \
+    assert "40 rows matched to the dataset's questions (40 by question text)" in \
         capsys.readouterr().out
     runs = [tmp_path / "run", tmp_path / "paper"]
     before = {row["system"]: row for row in report.summarise(report.load_runs(runs))}

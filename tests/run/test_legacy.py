@@ -195,8 +195,8 @@ def test_given_the_dataset_rows_take_its_question_ids(tmp_path, capsys):
     path.write_bytes(pickle.dumps(released))
     assert main(["import-legacy", str(path), "--dataset", str(dataset), "--system", "naive",
                  "--out", str(tmp_path / "run")]) == 0
-    assert (f"{path}: 2 row(s) matched to the dataset's questions (2 by question text); 2 "
-            f"question(s) of the dataset have no row: q1, q3") in capsys.readouterr().out
+    assert (f"{path}: 2 rows matched to the dataset's questions (2 by question text); 2 "
+            f"questions of the dataset without a row: q1, q3") in capsys.readouterr().out
     imported = read_samples(tmp_path / "run" / "samples.jsonl")
     assert [(r["dataset"], r["question_id"], r["question"], r["label"]) for r in imported] == [
         ("A_f", "q2", "Question 2?", "summary"), ("A_f", "q0", "Question 0?", "summary")]

@@ -236,7 +236,7 @@ def test_unreachable_endpoint_stops_the_run_naming_the_url(tmp_path, monkeypatch
     (tmp_path / "fast.toml").write_text("max_attempts = 2\n")
     assert run_cli(tmp_path, "--config", str(tmp_path / "fast.toml")) == 2
     err = capsys.readouterr().err
-    assert url in err and "after 2 attempt(s)" in err and SECRET not in err
+    assert url in err and "after 2 attempts" in err and SECRET not in err
     assert read_samples(tmp_path / "run" / "samples.jsonl") == []  # nothing recorded as failed
 
 

@@ -98,6 +98,10 @@ WRONG = [
                  "details['decision'] 'maybe', not one of retrieve, no-retrieve", id="decision-word"),
     pytest.param(SystemAnswer("Oak.", details={"decision": True}), "details['decision'] True",
                  id="decision-bool"),
+    # one word for an answer without retrieval: the router's old `no-retrieval` is no alias
+    pytest.param(SystemAnswer("Oak.", details={"decision": "no-retrieval"}),
+                 "details['decision'] 'no-retrieval', not one of retrieve, no-retrieve, none, "
+                 "one-retrieval, multi-step", id="decision-no-retrieval"),
     # details JSON cannot hold
     pytest.param(SystemAnswer("Oak.", details={"seen": {"a", "b"}}),
                  "details['seen'] is a set, which JSON cannot hold", id="details-set"),

@@ -190,7 +190,7 @@ def test_the_articles_a_score_pass_misses_leave_general_queries_out():
     assert missing_inputs(rows, ["judge", "claims"], {"Lake Town": ARTICLE}) is None
     missing = missing_inputs(rows + [{"status": "ok", "gold_title": "Elsewhere"}], ["claims"],
                              {"Lake Town": ARTICLE})
-    assert missing and "1 are not at hand (e.g. 'Elsewhere')" in missing
+    assert missing and "1 title not at hand (e.g. 'Elsewhere')" in missing
 
 
 @pytest.mark.parametrize("script, answer, status, abstained, source, reason", [

@@ -9,7 +9,13 @@ def long_article(i: int) -> str:
     return f"Town {i} has {i + 3} bridges. " * 40
 
 
-def table(text: str) -> dict[str, list[str]]:
-    """role -> the cells of its row in the printed estimate."""
-    rows = [line.strip("|").split("|") for line in text.splitlines() if line.startswith("| ")]
+def table(text: str, which: int = 0) -> dict[str, list[str]]:
+    """role -> the cells of its row in the printed estimate (`which` 1: system -> its row in the
+    table per system)."""
+    blocks = "\n".join(line if line.startswith("|") else "" for line in text.splitlines())
+    found = [block for block in blocks.split("\n\n") if block.strip()]
+    if len(found) <= which:
+        return {}
+    rows = [line.strip("|").split("|") for line in found[which].strip().splitlines()
+            if line.startswith("| ")]  # not the |---| line
     return {cells[0].strip(): [c.strip() for c in cells[1:]] for cells in rows[1:]}

@@ -3,7 +3,8 @@
 Standard library only. Answers ``POST /v1/chat/completions`` (and ``POST
 /chat/completions``) with responses shaped closely enough like the real API for
 the official ``openai`` Python SDK to parse them, and ``POST /v1/embeddings`` with
-bag-of-words vectors of ``embedding_dim`` dimensions (after ``embedding_delay`` seconds), with:
+bag-of-words vectors of ``embedding_dim`` dimensions (after ``embedding_delay`` seconds), and
+``GET /v1/models`` with the ``models`` entries when given (else 404), with:
 
 * a fixed per-call latency (``delay``),
 * scripted replies (``reply`` callable; ``{"error": {"status", "message"}}`` refuses the call;
@@ -41,6 +42,7 @@ __all__ = ["FaultPlan", "FakeOpenAIServer", "default_reply", "forced_tool_name"]
 
 _CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 _EMBEDDING_PATHS = ("/v1/embeddings", "/embeddings")
+_MODELS_PATHS = ("/v1/models", "/models")
 
 
 def bag_of_words_vector(text: str, dim: int) -> list[float]:
@@ -310,6 +312,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         if self._batch_api("GET", b""):
             return
+        models = self.server.fake.models
+        if models is not None and self.path.split("?", 1)[0].rstrip("/") in _MODELS_PATHS:
+            self._send_json(200, {"object": "list", "data": models})
+            return
         self._send_error(404, f"Unknown path: {self.path}", "invalid_request_error")
 
 
@@ -330,7 +336,11 @@ class FakeOpenAIServer:
         batches: Any = None,
         services: dict[str, Callable[[Any, dict], dict]] | None = None,
         capture: bool = True,
+        models: list[dict] | None = None,
     ) -> None:
+        # the entries of GET /v1/models (None: 404, an endpoint that lists nothing); a test may
+        # change them between calls, as a server whose weights changed under the same name
+        self.models = models
         self.capture = capture  # keep every request body in `requests` (off for long benchmarks)
         # path -> handler(request JSON, headers) giving a raw reply: a RAG service under test
         # (_handle_service says what the reply may hold)

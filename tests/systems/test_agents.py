@@ -303,8 +303,8 @@ def test_decompose_takes_an_unusable_split_as_none_needed(reply):
 # ------------------------------------------------------------------ the router
 
 @pytest.mark.parametrize("decision, label, script, queries, roles", [
-    pytest.param(route(False, False), "no-retrieval", ["Eight."], [], ["decision", "answer"],
-                 id="no-retrieval"),
+    pytest.param(route(False, False), "no-retrieve", ["Eight."], [], ["decision", "answer"],
+                 id="no-retrieve"),
     pytest.param(route(True, False), "one-retrieval", ["Nine."], [QUESTION.text],
                  ["decision", "answer"], id="one-retrieval"),
     pytest.param(route(True, True), "multi-step", [search("Velmora"), "Nine."], ["Velmora"],
@@ -327,7 +327,7 @@ def test_the_router_follows_its_route(decision, label, script, queries, roles):
     assert requests[0]["messages"][0]["content"] == ROUTER_PROMPT
     assert requests[0]["tool_choice"] == "route_question"
     second = requests[1]["messages"][0]["content"]
-    if label in ("no-retrieval", "none"):
+    if label in ("no-retrieve", "none"):
         assert second == ANSWER_PROMPT and answer.text == "Eight." and requests[1]["tools"] is None
         assert "retrieved" not in answer.details  # as a system that did not retrieve
     elif label == "one-retrieval":

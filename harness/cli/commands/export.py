@@ -11,11 +11,13 @@ import sys
 from pathlib import Path
 
 from freshrag.cli.options import add_command, name
+from freshrag.core.wording import counted
 
 NAME = "export"
 STDOUT = "-"  # --out -: the records on standard output
-WHAT = {"ragas": "Ragas multi-turn samples", "jsonl": "flat records", "otel": "OTLP traces",
-        "inspect": "inspect_ai samples in one eval log", "ragchecker": "RAGChecker results"}
+WHAT = {"ragas": "Ragas multi-turn sample", "jsonl": "flat record", "otel": "OTLP trace",
+        "inspect": "inspect_ai sample", "ragchecker": "RAGChecker result"}
+WHERE = {"inspect": " in one eval log"}  # what the count is written into, where it is one file
 HELP = "answers for Ragas, pandas, OTel, inspect_ai or RAGChecker"
 
 
@@ -109,9 +111,9 @@ def handle(args: argparse.Namespace) -> int:
     what = WHAT[args.format]
     said = sys.stderr if to_stdout else sys.stdout  # standard output holds the records alone
     systems_count = len({row['system'] for row in kept})
-    print(f"{'standard output' if to_stdout else args.out}: {written} {what} ({systems_count} "
-          f"system{'s' if systems_count != 1 else ''}"
-          f"{f'; {left} failed pair(s) left out, having no answer' if left else ''})", file=said)
+    failed = f"; {counted(left, 'failed pair')} left out, having no answer" if left else ""
+    print(f"{'standard output' if to_stdout else args.out}: {counted(written, what)}"
+          f"{WHERE.get(args.format, '')} ({counted(systems_count, 'system')}{failed})", file=said)
     for line in export.notes(args.format, kept, str(args.out)):
         print(line, file=said)
     if not args.every_epoch and (note := first_epoch_note(

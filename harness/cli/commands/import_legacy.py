@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 from freshrag.cli.options import UsageError, add_command, name, out_dir
+from freshrag.core.wording import counted
 
 NAME = "import-legacy"
 HELP = "import a run file released with the paper (a pickle)"
@@ -67,6 +68,6 @@ def handle(args: argparse.Namespace) -> int:
                                data.questions if data else None)
     if matched:
         print(matched)
-    print(f"{n} rows of {args.pickle} imported into {args.out}/ as {dataset}/{args.system}; "
+    print(f"{counted(n, 'row')} of {args.pickle} imported into {args.out}/ as {dataset}/{args.system}; "
           f"see them with: freshrag report {args.out}")
     return 0

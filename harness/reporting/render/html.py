@@ -6,7 +6,9 @@ request to any server (it works from `file://`). Sections, in order:
 
 - notes on the runs (one with no rows, or with failed rows only), if any,
 - the summary table (`report.summarise`, the paper's Tables II–III), one row per run identity
-  (harness/reporting/identity.py) with its models, and its run directory when two rows need it,
+  (harness/reporting/identity.py) with its models (said once above it instead, and in no
+  table's column, when every row has the same: `one_models`), and its run directory when two
+  rows need it,
   in a box of its own that scrolls sideways when the page is narrower than the table, and
   under it what the answer model knows without retrieval (harness/reporting/freshness.py),
 - the analysis tables (`analysis.analyse`) that have rows, intervals shown as `value [low,
@@ -95,6 +97,7 @@ def render_html(rows: list[SampleRow], summary: list[dict[str, Any]], analysis: 
     answer model knows without retrieval (harness/reporting/freshness.py), under the summary."""
     breakdowns = breakdowns or {}
     fields = list(breakdowns)
+    models = one_models(summary)  # said once above the tables, not in a column of each
     body = [
         "<h1>freshrag report</h1>",
         f"<p class=\"meta\">{_e(', '.join(sources))}</p>" if sources else "",
@@ -103,16 +106,16 @@ def render_html(rows: list[SampleRow], summary: list[dict[str, Any]], analysis: 
         "<nav><a href=\"#summary\">Summary</a><a href=\"#analysis\">Analysis</a>"
         + "".join(f"<a href=\"#by-{_e(f)}\">By {_e(f)}</a>" for f in fields)
         + "<a href=\"#figures\">Figures</a><a href=\"#answers\">Answers</a></nav>",
-        _section("summary", "Summary",
-                 _table("summary-table", summary, columns_for(COLUMNS, summary))
+        _section("summary", "Summary", _models_line(models)
+                 + _table("summary-table", summary, columns_for(COLUMNS, summary), models)
                  + _known(known)),
-        _section("analysis", "Analysis", _analysis(analysis)),
-        _people((analysis.get("judge") or {}).get("human")),
-        _section("scorers", "Scorers", scored) if (scored := _scorers(analysis)) else "",
+        _section("analysis", "Analysis", _analysis(analysis, models)),
+        _people((analysis.get("judge") or {}).get("human"), models),
+        _section("scorers", "Scorers", scored) if (scored := _scorers(analysis, models)) else "",
         _section("epochs", "Epochs", f"<p>{_e(epochs.TITLE)}</p>\n" + _table(
-            "epochs-table", spread, columns_for(epochs.COLUMNS, spread)))
+            "epochs-table", spread, columns_for(epochs.COLUMNS, spread), models))
         if (spread := analysis.get(epochs.KEY)) else "",
-        *(_section(f"by-{field}", f"By {field}", _breakdown(breakdowns[field]))
+        *(_section(f"by-{field}", f"By {field}", _breakdown(breakdowns[field], models))
           for field in fields),
         _section("figures", f"Figures ({len(figures)})", _figures(figures)),
         _section("answers", f"Answers ({len(rows):,})", viewer_section(rows)),
@@ -147,12 +150,16 @@ def _section(anchor: str, title: str, content: str) -> str:
     return f"<section id=\"{anchor}\">\n<h2>{_e(title)}</h2>\n{content}\n</section>"
 
 
-def _table(table_id: str, rows: Iterable[dict[str, Any]], columns: Sequence[str]) -> str:
+def _table(table_id: str, rows: Iterable[dict[str, Any]], columns: Sequence[str],
+           models: Any = None) -> str:
     """A table with one `<tbody>` row per row; the oracle router is marked (class `router`)
-    because it is a bound, not a system that ran."""
+    because it is a bound, not a system that ran. `models`: the page's one `models` value
+    (`one_models`), left out of a table whose rows all have it."""
+    rows = list(rows)
+    if models is not None and all(row.get("models") in (None, models) for row in rows):
+        columns = [column for column in columns if column != "models"]
     # keys stay as in summary.json / analysis.json, but may break after "_" to keep tables narrow
     head = "".join(f"<th>{_e(column).replace('_', '_<wbr>')}</th>" for column in columns)
-    rows = list(rows)
     # the system cell names the row as the figures do (identity.labels): two runs of a system
     # are told apart where the eye reads, not only in a `run` column off to the right
     names = row_labels(rows) if "system" in columns and any(
@@ -168,7 +175,21 @@ def _table(table_id: str, rows: Iterable[dict[str, Any]], columns: Sequence[str]
             + "\n".join(lines) + "\n</tbody>\n</table></div>")
 
 
-def _analysis(analysis: dict[str, Any]) -> str:
+def one_models(summary: list[dict[str, Any]]) -> Any:
+    """The `models` every summary row has (every system run on the same models), else None."""
+    found = [row.get("models") for row in summary]
+    return found[0] if found and found[0] and all(value == found[0] for value in found) else None
+
+
+def _models_line(models: Any) -> str:
+    """The page's one `models` value, said once (no table repeats it in a column)."""
+    if models is None:
+        return ""
+    shown = format_value(models, "models")
+    return f"<p class=\"meta\" id=\"models\">Models of every row: {_e(shown)}</p>\n"
+
+
+def _analysis(analysis: dict[str, Any], models: Any = None) -> str:
     """Every analysis table that has rows, then one line naming those with nothing to show (e.g.
     no decisions without a baseline and a naive run), then the notes (what was not compared, and
     why)."""
@@ -179,7 +200,8 @@ def _analysis(analysis: dict[str, Any]) -> str:
         if rows:
             columns = table.page_columns or table.columns
             parts.append(f"<h3>{_e(heading)}</h3>\n"
-                         + _table(f"analysis-{table.key}", rows, columns_for(columns, rows)))
+                         + _table(f"analysis-{table.key}", rows, columns_for(columns, rows),
+                                  models))
         else:
             empty.append(needs(table, heading.split(" (")[0].split(":")[0]))
     if empty:
@@ -190,15 +212,15 @@ def _analysis(analysis: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def _scorers(analysis: dict[str, Any]) -> str:
+def _scorers(analysis: dict[str, Any], models: Any = None) -> str:
     """The tables of harness/reporting/scorers.py that have rows (none: no section)."""
     return "\n".join(
         f"<h3>{_e(table.title.format(correct_at=analysis.get('correct_at')))}</h3>\n"
-        + _table(f"scorers-{table.key}", rows, columns_for(table.columns, rows))
+        + _table(f"scorers-{table.key}", rows, columns_for(table.columns, rows), models)
         for table in tables("scorers") if (rows := analysis.get(table.key)))
 
 
-def _breakdown(document: dict[str, Any]) -> str:
+def _breakdown(document: dict[str, Any], models: Any = None) -> str:
     """One question field's tables (harness/reporting/breakdown.py): its groups, then each
     table with the field's value as its first column, then its notes."""
     field = document["field"]
@@ -210,7 +232,7 @@ def _breakdown(document: dict[str, Any]) -> str:
             heading = table.title.format(low_score=LOW_SCORE)
             parts.append(f"<h3>{_e(heading)}, by {_e(field)}</h3>\n" + _table(
                 f"by-{field}-{table.key}", entries,
-                columns_for((field, *table.columns), entries)))
+                columns_for((field, *table.columns), entries), models))
     if document["notes"]:
         parts.append(_notes(f"by-{field}-notes", document["notes"]))
     return "\n".join(parts)
@@ -226,13 +248,13 @@ def _judge_verdict(checks: dict[str, Any] | None) -> str:
             + "".join(f"<li>{_e(line)}</li>" for line in checks["lines"]) + "</ul></div>")
 
 
-def _people(document: dict[str, Any] | None) -> str:
+def _people(document: dict[str, Any] | None, models: Any = None) -> str:
     """The section of people's labels (harness/reporting/human.py: its tables, then its notes)
     when the report was given any; "" when not."""
     if not document:
         return ""
     parts = [f"<p class=\"meta\">{_e(human.heading(document))}</p>"]
-    parts += [f"<h3>{_e(title)}</h3>\n" + _table(f"people-{name}", rows, columns)
+    parts += [f"<h3>{_e(title)}</h3>\n" + _table(f"people-{name}", rows, columns, models)
               for name, title, rows, columns in human.tables(document)]
     if document["notes"]:
         parts.append(_notes("people-notes", document["notes"]))

@@ -80,7 +80,7 @@ def render_label_page(rows: list[SampleRow], seed: int, sample: int | None = Non
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
             f"<title>freshrag labelling</title>\n<style>{_asset('labelling.css')}</style>\n"
             f"</head>\n<body>\n{_asset('labelling.html')}\n{json_script('label-data', data)}\n"
-            f"<script>{_asset('labelling.js')}</script>\n</body>\n</html>\n")
+            f"<script>{_asset('counted.js')}{_asset('labelling.js')}</script>\n</body>\n</html>\n")
     return page, len(items)
 
 

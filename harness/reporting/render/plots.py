@@ -1,10 +1,12 @@
 """Figures for reports: score histograms (the paper's Figures 1, 2 and 4) and token charts.
 
 The Pareto plot sets mean truthfulness + relevance against input tokens and against dollars,
-each point numbered (numbers placed clear of one another) and named in a key below. Histograms
-show truthfulness + relevance per scored answer, bins 2..10, with the mean marked; one PNG per run
-identity (harness/reporting/identity.py: dataset, system, models, run) and one figure with every
-identity side by side, three to a row so that nine stay legible. Identities appear in the order
+each point numbered (numbers placed clear of one another) and named in a key below; where every
+system cost $0 (free models) the dollars panel says so rather than stack every number on one
+spot. Histograms show truthfulness + relevance per scored answer, bins 2..10, with the mean
+marked; one PNG per run identity (harness/reporting/identity.py: dataset, system, models, run)
+and one figure with every identity side by side, three to a row so that nine stay legible, where
+identities whose histograms are identical share one panel that names them. Identities appear in the order
 of the rows given. The token chart stacks input and output tokens by role for each
 identity, judge included, with what failed pairs spent as a segment of its own; each role has one
 colour in every figure (ROLE_COLOURS). A system that did not report its tokens (a service, an
@@ -59,6 +61,7 @@ ROLE_COLOURS = {"answer": "#4c72b0", "decision": "#dd8452", "judge": "#55a868",
 OTHER_ROLE = "#8c8c8c"  # a role not in ROLE_COLOURS
 FAILED_COLOUR = "#999999"
 UNKNOWN = "tokens unknown"
+FREE = "every placed system cost $0 (free models): nothing to set quality against"
 
 
 def combined_scores(rows: list[SampleRow]) -> list[float]:
@@ -151,6 +154,9 @@ def pareto_figure(cost: list[dict[str, Any]], names: dict[Identity, str]) -> Any
     for ax, axis, label in ((axes[0], "input_tokens", "input tokens"),
                             (axes[1], "cost_usd", dollars)):
         points = [e for e in cost if e["score"] is not None and e[axis] is not None]
+        free = axis == "cost_usd" and len(points) > 1 and not any(e[axis] for e in points)
+        if free:  # every number on one spot at $0 says nothing: the panel says so instead
+            points = []
         for dataset, judge in fronts:
             mine = [e for e in points
                     if (e["dataset"], e["models"].get("judge")) == (dataset, judge)]
@@ -167,8 +173,8 @@ def pareto_figure(cost: list[dict[str, Any]], names: dict[Identity, str]) -> Any
             ax.legend(fontsize=7)
             _number_points(ax, [(cost.index(e) + 1, e[axis], e["score"]) for e in points])
         else:
-            ax.text(0.5, 0.5, _no_points(cost), ha="center", va="center", transform=ax.transAxes,
-                    fontsize=8, wrap=True)
+            ax.text(0.5, 0.5, FREE if free else _no_points(cost), ha="center", va="center",
+                    transform=ax.transAxes, fontsize=8, wrap=True)
         ax.set_xlabel(label)
         ax.set_title(f"Quality against {label.split(' (')[0]}", fontsize=10)
     axes[0].set_ylabel("mean truthfulness + relevance")
@@ -273,17 +279,40 @@ def _histogram(ax: Any, scores: list[float], title: str, n: int) -> None:
 
 
 def _side_by_side(groups: Groups, names: dict[Identity, str], path: Path) -> Path:
-    """Every identity's histogram, GRID_COLUMNS to a row, on one scale of answers."""
-    columns = min(GRID_COLUMNS, len(groups))
-    rows = -(-len(groups) // columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(3.8 * columns, 3.2 * rows), sharey=True,
-                             squeeze=False)
+    """Every identity's histogram, GRID_COLUMNS to a row, on one scale of answers; identities
+    whose histograms are identical (`alike`) share one panel that names them all."""
+    panels = alike(groups)
+    columns = min(GRID_COLUMNS, len(panels))
+    rows = -(-len(panels) // columns)
+    titles = [_panel_title(keys, names) for keys in panels]
+    lines = max(title.count("\n") + 1 for title in titles)  # room for the longest title
+    fig, axes = plt.subplots(rows, columns, figsize=(3.8 * columns, (3.0 + 0.15 * lines) * rows),
+                             sharey=True, squeeze=False)
     cells = [ax for line in axes for ax in line]
-    for ax, (key, group) in zip(cells, groups.items()):
-        _histogram(ax, combined_scores(group), f"{key.dataset} / {_wrap(names[key])}", len(group))
-    for ax in cells[len(groups):]:
+    for ax, keys, title in zip(cells, panels, titles):
+        _histogram(ax, combined_scores(groups[keys[0]]), title, len(groups[keys[0]]))
+    for ax in cells[len(panels):]:
         ax.axis("off")
     return save(fig, path)
+
+
+def alike(groups: Groups) -> list[list[Identity]]:
+    """The identities in the rows' order, those with identical histograms together (the same
+    dataset, answers and scores, so the same bars, mean and unscored count): each list is one
+    panel of the side-by-side figure."""
+    panels: dict[tuple[Any, ...], list[Identity]] = {}
+    for key, group in groups.items():
+        shape = (key.dataset, len(group), tuple(sorted(combined_scores(group))))
+        panels.setdefault(shape, []).append(key)
+    return list(panels.values())
+
+
+def _panel_title(keys: list[Identity], names: dict[Identity, str]) -> str:
+    if len(keys) == 1:
+        return f"{keys[0].dataset} / {_wrap(names[keys[0]])}"
+    shared = ", ".join(names[key] for key in keys)
+    return (f"{keys[0].dataset} / {len(keys)} identical histograms:\n"
+            + textwrap.fill(shared, 48))
 
 
 _KINDS: tuple[tuple[Literal["input", "output"], str], ...] = (("input", ""), ("output", "//"))

@@ -82,7 +82,7 @@ def viewer_section(rows: list[SampleRow]) -> str:
     # the list and its script first: the list is on screen while the browser still parses the
     # blocks that follow
     parts = [_asset("viewer.html"), json_script("viewer-data", data),
-             f"<style>{_asset('viewer.css')}</style>", f"<script>{_asset('viewer.js')}</script>"]
+             f"<style>{_asset('viewer.css')}</style>", f"<script>{_asset('counted.js')}{_asset('viewer.js')}</script>"]
     parts += [json_script(f"viewer-block-{n}", block) for n, block in enumerate(blocks)]
     return "\n".join(parts)
 

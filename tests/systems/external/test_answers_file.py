@@ -81,7 +81,7 @@ def test_rows_match_by_id_else_by_text_whatever_its_spacing_and_case(tmp_path):
     assert {q.id: replay(answers, q).text for q in QUESTIONS} == {
         "q1": "by id", "q2": "by text", "q3": "by text too"}
     assert answers.rules == {"id": 1, "question text": 2} and answers.unanswered == []
-    assert answers.summary() == (f"{path}: 3 row(s) matched to the dataset's questions "
+    assert answers.summary() == (f"{path}: 3 rows matched to the dataset's questions "
                                  f"(1 by id, 2 by question text)")
 
 
@@ -99,7 +99,7 @@ def test_a_question_the_file_does_not_answer_fails_its_pair_only(tmp_path):
     answers = load_answers(write_jsonl(tmp_path / "a.jsonl", [{"id": "q1", "answer": "x"}]),
                            QUESTIONS, "a")
     assert answers.unanswered == ["q2", "q3"]
-    assert answers.summary().endswith("(1 by id); 2 question(s) of the dataset have no row: q2, q3")
+    assert answers.summary().endswith("(1 by id); 2 questions of the dataset without a row: q2, q3")
     with pytest.raises(EndpointError, match=r"a.jsonl has no answer for question q3"):
         replay(answers, QUESTIONS[2])
 

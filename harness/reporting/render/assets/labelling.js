@@ -166,9 +166,9 @@
     link.remove();
     setTimeout(function () { URL.revokeObjectURL(link.href); }, 1000);
     unsaved = false;
-    $("label-saved").textContent = "Saved " + out.length + " label(s) as " + link.download +
-      "; " + (open ? open + " of " + ITEMS.length + " answers not labelled yet (a label needs " +
-      "both scores)." : "every answer labelled.");
+    $("label-saved").textContent = "Saved " + counted(out.length, "label") + " as " +
+      link.download + "; " + (open ? open + " of " + counted(ITEMS.length, "answer") +
+      " not labelled yet (a label needs both scores)." : "every answer labelled.");
   }
   // leaving with answers unlabelled or labels not downloaded asks first (the browser's dialog)
   function beforeLeaving(event) {

@@ -135,9 +135,9 @@
       if (!misses) view.push(i);
       for (let k = 0; k < FACETS.length && misses < 2; k++) {
         if (misses && missed !== k) continue;  // a facet counts what it would show, others set
-        const counted = counts[FACETS[k]];
-        counted.any++;
-        if (at[k] !== null) counted[at[k]] = (counted[at[k]] || 0) + 1;
+        const facet = counts[FACETS[k]];
+        facet.any++;
+        if (at[k] !== null) facet[at[k]] = (facet[at[k]] || 0) + 1;
       }
     }
     facetCounts(counts);
@@ -152,7 +152,7 @@
       view = keyed.map(function (pair) { return pair[1]; });
     }
     $("viewer-count").textContent = view.length.toLocaleString("en") + " of "
-      + S.length.toLocaleString("en") + " answers";
+      + counted(S.length, "answer");
     spacer.style.height = (view.length * ROW_H) + "px";
     rowsBox.scrollTop = 0;
     paint();
@@ -398,8 +398,7 @@
     return el("p", "viewer-gold-found", "gold found: " + (hit.length ? hit.map(function (t) {
       return t + " (step " + first[t] + ")";
     }).join(", ") : "none") + (missed.length ? "; not found: " + missed.join(", ") : "")
-      + (given(wasted) ? "; " + wasted + (wasted === 1 ? " step" : " steps")
-         + " after all gold was found" : ""));
+      + (given(wasted) ? "; " + counted(wasted, "step") + " after all gold was found" : ""));
   }
   function timeline(s, r) {
     const steps = stepsOf(r);
@@ -408,7 +407,7 @@
     const repeated = searches.filter(function (st) { return st.repeated; }).length;
     const list = el("ol", "viewer-steps");
     steps.forEach(function (st, k) { list.append(step(st, k, r)); });
-    return section("Steps (" + steps.length + "; " + searches.length + " searches"
+    return section("Steps (" + steps.length + "; " + counted(searches.length, "search", "searches")
                    + (repeated ? ", " + repeated + " repeated" : "") + ")", goldLine(s, r), list,
                    given(r.stopped) ? el("p", "viewer-stopped", stoppedText(r.stopped)) : null);
   }
