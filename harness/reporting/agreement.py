@@ -32,7 +32,8 @@ from freshrag.core.records import GradeRecord, SampleRow
 from freshrag.core.samples import judge_scores
 from freshrag.core.stats import cohen_kappa
 from freshrag.reporting.identity import role_models
-from freshrag.reporting.report import load_runs, markdown_table
+from freshrag.reporting.loading import load_runs
+from freshrag.reporting.report import markdown_table
 from freshrag.scoring.judge import FIELDS, SCALE
 from freshrag.scoring.store import answer_sha256, read_scores, score_grade
 

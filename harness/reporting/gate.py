@@ -28,8 +28,8 @@ from freshrag.core.samples import judge_scores
 from freshrag.core.stats import bootstrap_interval, mean
 from freshrag.reporting.gate_rules import GateRulesError, Rule
 from freshrag.reporting.identity import role_models
+from freshrag.reporting.loading import load_runs
 from freshrag.reporting.outcomes import CORRECT_AT
-from freshrag.reporting.report import load_runs
 from freshrag.reporting.trajectory import per_correct
 
 Prices = dict[str, tuple[float, float]]

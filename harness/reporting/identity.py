@@ -9,7 +9,7 @@ model that played each role, and the run directory. The rule:
   would give each question twice).
 - The models come from the rows themselves: each call records its role and model
   (`calls[*].role`, `calls[*].model`); imported rows, which have no calls, name theirs in
-  `models` (harness/run/legacy.py); `report.load_runs` adds the run's embedding model (manifest
+  `models` (harness/run/legacy.py); `loading.load_runs` adds the run's embedding model (manifest
   `index.embedding_model`) as role `embeddings` to rows that retrieved, with the text weight
   when the lexical side took part (`retriever_model`), so that runs at two weights are two rows
   and are never compared as one retriever. A role that played more

@@ -3,7 +3,7 @@ whether it was correct, the tokens its pair spent, whether a system decided abou
 searched in several steps, and which answers of two run identities answer the same questions
 (docs/reports.md#what-a-report-holds).
 
-Rows come through report.load_runs, so an answer the run left without a grade (an import, or a
+Rows come through loading.load_runs, so an answer the run left without a grade (an import, or a
 judge reply that could not be read) and that `freshrag score --scorers judge` graded is judged by
 that pass in every table, as if the run's judge had graded it (scoring/store.py
 `with_judge_pass`, the one place a grade is merged); a row's scores are read with

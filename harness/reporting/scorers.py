@@ -1,5 +1,5 @@
 """The scorers beyond the judge in reports (docs/reports.md#scores-beyond-the-judge), from the
-`scores` that report.load_runs attaches to each row
+`scores` that loading.load_runs attaches to each row
 (scores.jsonl, repeat 0) and, for the judge's spread, every repeat in scores.jsonl:
 
 - `scorers`: per run identity and metric, the answers, how many were scored, unscored (failed

@@ -16,7 +16,8 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Sequence
 
 from freshrag.core.config import DEFAULT_CONFIG_FILE
-from freshrag.reporting import report as report_tables
+from freshrag.reporting import loading, summary_table
+from freshrag.reporting.summary_table import unscored_reasons
 from freshrag.run.inputs import InputError
 from freshrag.workflows.arguments import check_arguments
 
@@ -83,7 +84,7 @@ def _default_config() -> Path | None:
 def print_unscored(rows: list[SampleRow]) -> None:
     """The pairs that failed, by system and error, and the answers the judge could not score, by
     system and reason, as the run and the report print them."""
-    unscored, failed = report_tables.unscored_reasons(rows)
+    unscored, failed = unscored_reasons(rows)
     for heading, reasons in (("failed pairs (system: error × count; error_detail in "
                               "samples.jsonl holds a system's traceback)", failed),
                              ("unscored answers (system: reason × count)", unscored)):
@@ -110,7 +111,7 @@ class Computed:
 
 def run_report(args: Any) -> int:
     """`freshrag report` with its parsed options: the tables computed, written, printed."""
-    from freshrag.reporting import epochs, report
+    from freshrag.reporting import epochs
     from freshrag.reporting.labels import read_labels
     from freshrag.reporting.prices import price_table
 
@@ -121,7 +122,7 @@ def run_report(args: Any) -> int:
     prices = price_table(args.config or _default_config())  # refused before anything is written
     labelled = read_labels(args.human) if args.human else None  # so are bad labels
     # the viewer shows whole calls; every table reads the first epoch, the epochs section all
-    every = report.load_runs(args.run_dirs, light=not args.html, every_epoch=True)
+    every = loading.load_runs(args.run_dirs, light=not args.html, every_epoch=True)
     rows = epochs.first_epoch(every)
     if args.mix and not any(row.get("kind") for row in rows):
         raise InputError(f"--mix: no question of {', '.join(map(str, args.run_dirs))} has a "
@@ -130,7 +131,7 @@ def run_report(args: Any) -> int:
     made = _tables(args, every, rows, prices, labelled)
     _write(out, made)
     figures = _figures(rows, out, made.details, made.breakdowns)
-    notes = report.run_notes(args.run_dirs, rows) + made.unfinite
+    notes = loading.run_notes(args.run_dirs, rows) + made.unfinite
     # the judge's verdict first, then the notes; on stderr when stdout carries JSON or CSV
     side = sys.stdout if args.format == "markdown" else sys.stderr
     for line in made.details["judge"]["lines"] + notes:
@@ -155,7 +156,7 @@ def _tables(args: Any, every: list[SampleRow], rows: list[SampleRow], prices: An
     from freshrag.reporting.human import judge_section
     from freshrag.reporting.judge_check import judge_checks
 
-    summary = report.summarise(rows, prices, args.correct_at)  # dollars per correct answer
+    summary = summary_table.summarise(rows, prices, args.correct_at)  # dollars per correct answer
     known = known_without_retrieval(rows)  # how much of the set the answer model knows
     details = analysis.analyse(rows, prices, correct_at=args.correct_at, mixes=args.mix)
     details["judge"] = judge_checks(args.run_dirs, rows)
@@ -207,7 +208,6 @@ def _print(args: Any, rows: list[SampleRow], made: Computed, out: Path, figures:
 def _label_page(args: Any) -> int:
     """--label: the labelling page alone, and one line saying where; no table is printed (the
     person who labels may be the one who runs this)."""
-    from freshrag.reporting import report
     from freshrag.reporting.render.labelling import write_label_page
 
     if not args.label:
@@ -219,7 +219,7 @@ def _label_page(args: Any) -> int:
         raise InputError("--label makes a page blind to the judge, --human a report of the judge "
                          "against people's labels: give one of them")
     _check_outputs(args, None)
-    rows = report.load_runs(args.run_dirs)  # whole calls: the gold article the judge read
+    rows = loading.load_runs(args.run_dirs)  # whole calls: the gold article the judge read
     count = write_label_page(rows, args.html, 0 if args.label_seed is None else args.label_seed,
                              args.label_sample)
     print(f"labelling page of {count:,} answers written to {args.html}")

@@ -32,7 +32,7 @@ from freshrag.cli.main import main  # noqa: E402
 from freshrag.cli.options import mix_shares  # noqa: E402
 from freshrag.reporting import decisions, savings  # noqa: E402
 from freshrag.reporting.answers import Answers
-from freshrag.reporting.report import load_runs  # noqa: E402
+from freshrag.reporting.loading import load_runs  # noqa: E402
 from tests.support.fake_openai_server import FakeOpenAIServer  # noqa: E402
 from tests.support.runs import sample, write_run  # noqa: E402
 

@@ -12,7 +12,7 @@ import math
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.reporting import report
+from freshrag.reporting import report, summary_table
 from freshrag.reporting.freshness import NOTE, known_lines, known_without_retrieval
 from tests.support.runs import sample, write_run
 
@@ -79,7 +79,7 @@ def test_each_run_of_another_answer_model_is_counted_apart():
 ])
 def test_without_a_graded_baseline_there_is_no_line(rows):
     assert known_without_retrieval(rows) == [] and known_lines([]) == []
-    summary = report.summarise(rows)
+    summary = summary_table.summarise(rows)
     assert "Known without retrieval" not in report.render(summary, "markdown", known=[])
     assert "known" not in json.loads(report.render(summary, "json", known=[]))
 

@@ -21,7 +21,7 @@ from freshrag.core.ppi import ppi_mean
 from freshrag.core.stats import bootstrap_interval, mean
 from freshrag.reporting import human
 from freshrag.reporting.labels import read_labels, resolve
-from freshrag.reporting.report import load_runs
+from freshrag.reporting.loading import load_runs
 from tests.support.runs import sample, write_run
 
 # the judge's grades of q0..q5 of `naive` (truthfulness, relevance), and two people's

@@ -18,8 +18,8 @@ import pytest
 
 from freshrag.cli.main import main
 from freshrag.reporting.labels import read_labels, resolve
+from freshrag.reporting.loading import load_runs
 from freshrag.reporting.render.labelling import render_label_page
-from freshrag.reporting.report import load_runs
 from tests.support.dom import browser
 from tests.support.labelling import (
     ALPHA,

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from freshrag.reporting.labels import read_labels, resolve
+from freshrag.reporting.loading import load_runs
 from freshrag.reporting.render.labelling import render_label_page
-from freshrag.reporting.report import load_runs
 from freshrag.systems import SYSTEMS
 from tests.support.dom import browser
 from tests.support.labelling import labelling_tab, page_data, pressed, row, saved

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from freshrag.core.samples import CALL_SUMMARY, SAMPLES, read_samples
-from freshrag.reporting import analysis, report
+from freshrag.reporting import analysis, summary_table
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "golden" / "run"
 
@@ -18,7 +18,7 @@ def test_light_rows_give_the_same_tables_as_whole_rows():
     assert len(light) == len(whole) > 0
     assert any("messages" in call for row in whole for call in row["calls"])
     assert all(set(call) <= set(CALL_SUMMARY) for row in light for call in row["calls"])
-    assert report.summarise(light) == report.summarise(whole)
+    assert summary_table.summarise(light) == summary_table.summarise(whole)
     assert json.dumps(analysis.analyse(light)) == json.dumps(analysis.analyse(whole))
 
 

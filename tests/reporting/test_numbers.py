@@ -13,7 +13,8 @@ from freshrag.reporting import analysis, outcomes, savings
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.render import html
 from freshrag.reporting.render.terminal import format_value
-from freshrag.reporting.report import markdown_table, render, summarise
+from freshrag.reporting.report import markdown_table, render
+from freshrag.reporting.summary_table import summarise
 from tests.support.rows import analysis_row as row
 
 PAIRED = ("a", "b", "questions", "mean_difference", "interval", "p_value", "p_holm")

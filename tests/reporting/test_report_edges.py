@@ -12,7 +12,7 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.files import write_json
 from freshrag.core.samples import SAMPLES
-from freshrag.reporting import analysis, report
+from freshrag.reporting import analysis, loading, report, summary_table
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.render import plots
 from tests.support.markdown import table_rows
@@ -55,8 +55,8 @@ def test_a_run_with_no_rows_is_reported_not_a_traceback(tmp_path, capsys, runs, 
 
 
 def test_a_directory_without_samples_is_still_refused(tmp_path):
-    with pytest.raises(report.ResultsError, match=SAMPLES):
-        report.load_runs([tmp_path])
+    with pytest.raises(loading.ResultsError, match=SAMPLES):
+        loading.load_runs([tmp_path])
 
 
 # ------------------------------------------------------------------ item 11: figure names
@@ -109,7 +109,7 @@ def spent(rows):
 
 
 def test_failed_pairs_tokens_are_counted_apart():
-    [row] = report.summarise(OK_ROWS + FAILED_ROWS)
+    [row] = summary_table.summarise(OK_ROWS + FAILED_ROWS)
     assert (row["n"], row["failed"]) == (len(OK_ROWS) + len(FAILED_ROWS), len(FAILED_ROWS))
     assert (row["input_tokens"], row["output_tokens"]) == spent(OK_ROWS)
     assert (row["failed_input_tokens"], row["failed_output_tokens"]) == spent(FAILED_ROWS)
@@ -118,7 +118,7 @@ def test_failed_pairs_tokens_are_counted_apart():
 
 def test_intervals_and_cost_count_the_answered_pairs_tokens_as_the_summary_does():
     rows = OK_ROWS + FAILED_ROWS
-    [row] = report.summarise(rows)
+    [row] = summary_table.summarise(rows)
     [interval] = analysis.intervals(Answers(rows))
     assert interval["input_tokens"][0] == row["input_tokens"]
     assert interval["output_tokens"][0] == row["output_tokens"]
@@ -179,7 +179,7 @@ def strict(text):
 
 
 def test_a_mean_that_overflows_is_null_with_a_note_and_the_json_strict(tmp_path):
-    summary = report.summarise(HUGE)
+    summary = summary_table.summarise(HUGE)
     assert summary[0]["truthfulness"] == float("inf")  # the sum overflows: the case at hand
     notes = report.non_finite_notes("summary", summary)
     assert len(notes) == 1 and "A_f/naive.truthfulness, A_f/naive.relevance" in notes[0]

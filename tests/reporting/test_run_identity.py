@@ -11,7 +11,7 @@ import pytest
 
 from freshrag.cli.main import main
 from freshrag.core.stats import mean
-from freshrag.reporting import analysis, identity, report
+from freshrag.reporting import analysis, identity, loading, report, summary_table
 from freshrag.reporting import answers as answers_module
 from freshrag.reporting.answers import Answers
 from freshrag.run.legacy import import_legacy
@@ -53,8 +53,8 @@ def test_runs_that_differ_in_one_setting_are_never_pooled(tmp_path, change, run_
     settings = {"answer": "model-a", "decision": "decider-1", "judge": "judge-1"}
     one = write_run(tmp_path / "one", rows_of("boolean", **settings))
     two = write_run(tmp_path / "two", rows_of("boolean", OTHER_SCORES, **{**settings, **change}))
-    rows = report.load_runs([one, two])
-    summary = report.summarise(rows)
+    rows = loading.load_runs([one, two])
+    summary = summary_table.summarise(rows)
     assert [r["n"] for r in summary] == [len(SCORES), len(OTHER_SCORES)]
     assert [r.get("run") for r in summary] == ([str(one), str(two)] if run_shown else [None] * 2)
     assert [r["models"] for r in summary] == [settings, {**settings, **change}]
@@ -74,10 +74,10 @@ def test_runs_that_differ_in_one_setting_are_never_pooled(tmp_path, change, run_
 def test_the_same_directory_named_twice_is_read_once(tmp_path):
     one = write_run(tmp_path / "one", rows_of("naive"))
     named = [one, tmp_path / "." / "one"]
-    rows = report.load_runs(named)
-    [row] = report.summarise(rows)
+    rows = loading.load_runs(named)
+    [row] = summary_table.summarise(rows)
     assert row["n"] == len(SCORES)
-    assert report.run_notes(named, rows) == []  # the second name is not a run with no rows
+    assert loading.run_notes(named, rows) == []  # the second name is not a run with no rows
 
 
 def released(n, tag):
@@ -92,8 +92,8 @@ def test_two_imports_with_different_models_are_two_rows(tmp_path):
         path = tmp_path / f"{name}.pkl"
         path.write_bytes(pickle.dumps(released(n, name)))
         import_legacy(path, "A_f", "naive", tmp_path / name, model=model)
-    rows = report.load_runs([tmp_path / "paper", tmp_path / "local"])
-    summary = report.summarise(rows)
+    rows = loading.load_runs([tmp_path / "paper", tmp_path / "local"])
+    summary = summary_table.summarise(rows)
     assert [(r["n"], r["models"]) for r in summary] == [
         (3, {"answer": "gpt-4-0613"}), (4, {"answer": "local-7b"})]
     # imported question ids repeat across files; questions that differ are never paired
@@ -109,7 +109,7 @@ def test_decisions_are_judged_only_against_references_with_the_same_models(tmp_p
     other = write_run(tmp_path / "other", [
         sample(f"q{i}", "boolean", 4, 4, answer="model-b", decision="model-b", retrieved=True,
                decided="retrieve") for i in range(len(SCORES))])
-    result = analysis.analyse(report.load_runs([refs, mine, other]))
+    result = analysis.analyse(loading.load_runs([refs, mine, other]))
     decisions = result["decisions"]
     assert [(d["system"], d["questions"]) for d in decisions] == [
         ("oracle-router", len(SCORES)), ("boolean", len(SCORES))]
@@ -121,15 +121,15 @@ def test_decisions_are_judged_only_against_references_with_the_same_models(tmp_p
 def test_references_judged_by_different_judges_give_no_decision_analysis(tmp_path):
     run = write_run(tmp_path / "run", rows_of("baseline", judge="judge-1") + [
         sample(f"q{i}", "naive", 5, 5, retrieved=True, judge="judge-2") for i in range(3)])
-    result = analysis.analyse(report.load_runs([run]))
+    result = analysis.analyse(loading.load_runs([run]))
     assert result["decisions"] == []
     assert any("baseline" in note and "naive" in note for note in result["notes"])
 
 
 def test_one_directory_resumed_with_another_model_is_one_row_that_says_so(tmp_path):
     rows = [sample(f"q{i}", "naive", answer="model-a" if i < 3 else "model-b") for i in range(5)]
-    loaded = report.load_runs([write_run(tmp_path / "run", rows)])
-    [row] = report.summarise(loaded)
+    loaded = loading.load_runs([write_run(tmp_path / "run", rows)])
+    [row] = summary_table.summarise(loaded)
     assert row["n"] == 5 and "model-a" in row["models"]["answer"] and \
         "model-b" in row["models"]["answer"]
     assert any("model-a" in note and "model-b" in note for note in analysis.analyse(loaded)["notes"])
@@ -142,7 +142,7 @@ def test_every_table_and_the_html_page_show_the_models(tmp_path, capsys):
     assert main(["report", str(one), str(two), "--out", str(tmp_path / "r"),
                  "--html", str(page)]) == 0
     printed = capsys.readouterr().out
-    summary = report.summarise(report.load_runs([one, two]))
+    summary = summary_table.summarise(loading.load_runs([one, two]))
     # the whole table has a models column; the narrow printed one names them where they differ
     wide = (tmp_path / "r" / report.SUMMARY_MD).read_text()
     for lines in (report.render(summary, "csv").splitlines(), wide.splitlines()):
@@ -168,8 +168,8 @@ def test_the_embedding_model_tells_retrieving_runs_apart_and_costs_nothing(tmp_p
                 sample(f"q{i}", "naive", 5, 5, retrieved=True) for i in range(3)],
                 {"dataset": {"name": "A_f"}, "index": {"embedding_model": embedder}})
             for name, embedder in (("one", "minilm"), ("two", "ada-002"))]
-    rows = report.load_runs(runs)
-    summary = report.summarise(rows)
+    rows = loading.load_runs(runs)
+    summary = summary_table.summarise(rows)
     assert [(r["system"], r["models"].get("embeddings")) for r in summary] == [
         ("baseline", None), ("naive", "minilm"), ("baseline", None), ("naive", "ada-002")]
     naive_labels = [label for key, label in identity.labels(identity.group_rows(rows)).items()

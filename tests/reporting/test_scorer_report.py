@@ -12,7 +12,7 @@ from freshrag.cli.main import main
 from freshrag.core.jsonl import JsonlWriter
 from freshrag.reporting import analysis, scorers
 from freshrag.reporting.answers import Answers
-from freshrag.reporting.report import load_runs
+from freshrag.reporting.loading import load_runs
 from freshrag.scoring.store import SCORES, answer_sha256
 from tests.support.dom import chromium, dump_dom, parse, viewer_samples
 from tests.support.runs import sample, write_run

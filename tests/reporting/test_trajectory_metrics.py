@@ -23,7 +23,7 @@ from freshrag.core.types import (
     SystemAnswer,
     Usage,
 )
-from freshrag.reporting import analysis, report, sections, trajectory
+from freshrag.reporting import analysis, report, sections, summary_table, trajectory
 from freshrag.reporting.answers import Answers
 
 PRICES = {"m": (1.0, 2.0)}  # dollars per million tokens in, out
@@ -190,14 +190,14 @@ def test_a_general_query_has_no_evidence_and_no_gold_steps():
 
 def test_the_summary_carries_per_correct_columns():
     rows = agent_rows()
-    summary = report.summarise(rows, PRICES)
+    summary = summary_table.summarise(rows, PRICES)
     agent = summary[0]
     assert agent["tokens_per_correct"] == pytest.approx((660 + 440 + 440 + 220 + 330) / 2,
                                                         abs=0.1)
     assert agent["cost_per_correct"] is not None and agent["correct_per_search"] == pytest.approx(
         2 / 9, abs=1e-4)
-    assert report.summarise(rows)[0]["cost_per_correct"] is None  # no prices: unknown
-    assert {"tokens_per_correct", "cost_per_correct", "correct_per_search"} <= set(report.COLUMNS)
+    assert summary_table.summarise(rows)[0]["cost_per_correct"] is None  # no prices: unknown
+    assert {"tokens_per_correct", "cost_per_correct", "correct_per_search"} <= set(summary_table.COLUMNS)
     # the whole table, every column: summary.md and the CSV
     csv_head = report.render(summary, "csv").splitlines()[0].split(",")
     assert csv_head[-4:] == ["tokens_per_correct", "cost_per_correct", "correct_per_search",

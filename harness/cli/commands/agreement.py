@@ -80,7 +80,7 @@ def _human(args: argparse.Namespace) -> tuple[dict[str, Any], Path, str]:
     """The document of `agreement --human`, where it goes and its markdown. A run directory
     among the files (`--human a.jsonl RUN`, where the files' list ran on) is the run."""
     from freshrag.reporting import human, labels
-    from freshrag.reporting.report import load_runs
+    from freshrag.reporting.loading import load_runs
 
     runs = [path for path in (args.run_a, args.run_b) if path is not None]
     runs += [path for path in args.human if path.is_dir()]
