@@ -19,7 +19,7 @@ from typing import Any
 
 from freshrag.core import tables
 from freshrag.core.fields import grouped
-from freshrag.core.records import SampleRow
+from freshrag.core.summary import AnswerSummary
 from freshrag.reporting import analysis, report, sections, summary_table
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.table import Table
@@ -34,18 +34,18 @@ def broken_down() -> list[Table]:
     return [SUMMARY, *report_tables()]
 
 
-def breakdown(rows: list[SampleRow], field: str, prices: dict[str, tuple[float, float]] | None = None,
+def breakdown(rows: list[AnswerSummary], field: str, prices: dict[str, tuple[float, float]] | None = None,
               seed: int = 0) -> dict[str, Any]:
     """`{"field", "groups": {value: questions}, "tables": {key: rows}, "notes"}` (module
     docstring); every table row carries `field` first."""
     document: dict[str, Any] = {"field": field, "groups": {},
                                 "tables": {table.key: [] for table in broken_down()}, "notes": []}
-    if not any(row.get(field) is not None for row in rows):
+    if not any(getattr(row, field) is not None for row in rows):
         document["notes"].append(f"no question of these runs carries `{field}`: "
                                  f"nothing to break down")
         return document
-    for value, subset in grouped(rows, field, lambda row, name: row.get(name)).items():
-        document["groups"][value] = len({(r["dataset"], r["question_id"]) for r in subset})
+    for value, subset in grouped(rows, field, lambda row, name: getattr(row, name)).items():
+        document["groups"][value] = len({(r.dataset, r.question_id) for r in subset})
         details = analysis.analyse(subset, prices, seed)
         details["retrieval"] = analysis.retrieval_quality(Answers(subset), with_intervals=True,
                                                           seed=seed)

@@ -1,7 +1,8 @@
-"""The rows of a report, read from its run directories (docs/reports.md): each run's rows marked
-with its run, its scores beyond the judge and its embedding model (`load_runs`), in the order of
-its `--systems` (`in_systems_order`), and the notes on runs with nothing to report or pairs
-missing (`run_notes`).
+"""The answers of a report, read from its run directories (docs/reports.md): their summaries,
+which every table reads (`load_summaries`), or the whole rows, where whole rows are shown
+(`load_runs`), each marked with its run, its scores beyond the judge and its embedding model, in
+the order of its `--systems` (`in_systems_order`); and the notes on runs with nothing to report
+or pairs missing (`run_notes`).
 
 Rows come run directory by run directory as given, each in the order of its `--systems`, not
 the order the pairs finished in, so that every table and figure made from them lists the
@@ -11,8 +12,9 @@ in a note rather than left to look like a crash.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from freshrag.core.arguments import (
     PATH,
@@ -28,33 +30,86 @@ from freshrag.core.jsonl import ResultsError
 from freshrag.core.light import collector_paused
 from freshrag.core.manifest import read_manifest
 from freshrag.core.records import SampleRow
-from freshrag.core.samples import SAMPLES, read_samples
+from freshrag.core.samples import SAMPLES, read_samples, read_summaries
+from freshrag.core.summary import AnswerSummary
 from freshrag.reporting.identity import RUN, retriever_model
-from freshrag.scoring.store import answer_scores, scores_of, with_judge_pass
+from freshrag.scoring.store import Found, answer_scores, judged, scores_of, with_judge_pass
 
-READING = {  # the arguments of load_runs and summarise (core/arguments.py)
+READING = {  # the arguments of the loads and of summarise (core/arguments.py)
     "run_dirs": Argument(f"a run directory or a list of them, each {PATH}", paths()),
-    "light": Argument("True or False", flag), "every_epoch": Argument("True or False", flag),
-    "rows": Argument("a list of rows (mappings), as load_runs gives them", lambda value: refused(
-        isinstance(value, list) and all(isinstance(row, Mapping) for row in value))),
+    "every_epoch": Argument("True or False", flag),
+    "answers": Argument("a list of answer summaries, as load_summaries gives them",
+                        lambda value: refused(isinstance(value, list) and all(
+                            isinstance(answer, AnswerSummary) for answer in value))),
     "prices": Argument("a mapping of model to (input, output) dollars per million tokens, or "
                        "None", kind(Mapping, type(None))),
     "correct_at": Argument("a whole number from 1 to 5", whole(1, 5)),
 }
 
 
-def load_runs(run_dirs: str | Path | Sequence[str | Path], light: bool = False,
+def load_summaries(run_dirs: str | Path | Sequence[str | Path],
+                   every_epoch: bool = False) -> list[AnswerSummary]:
+    """The answer summaries of the given run directories (one, or a list; str or Path; a
+    directory without samples is an error), as every table reads them (core/summary.py, made
+    by the light read: core/samples.py read_summaries): each marked with its `run` (the
+    directory as given; one named twice is read once), its `scores` from scores.jsonl (scorer ->
+    repeat 0, for this answer; a judge pass is the grade of an answer the run left ungraded:
+    scoring/store.py judged) and, if it retrieved, the run's embedding model in `models` (see
+    harness/reporting/identity.py). The first epoch's only (what the tables read) unless
+    `every_epoch` (harness/reporting/epochs.py)."""
+    def complete(answer: AnswerSummary, run: _Run) -> AnswerSummary:
+        answer.dataset, answer.run = answer.dataset or run.dataset, run.name
+        answer.scores = scores_of(run.scores, answer.dataset, answer.question_id,
+                                  answer.system, answer.answer)
+        answer = judged(answer)
+        if run.embedder and answer.retrievals:
+            answer.models = {"embeddings": run.embedder, **answer.models}
+        return answer
+
+    check_arguments({"run_dirs": run_dirs, "every_epoch": every_epoch}, READING)
+    return _loaded(run_dirs, lambda path: read_summaries(path, every_epoch), complete,
+                   lambda answer: (answer.dataset, answer.system))
+
+
+def load_runs(run_dirs: str | Path | Sequence[str | Path],
               every_epoch: bool = False) -> list[SampleRow]:
-    """All rows of the given run directories (one, or a list; str or Path; a directory
-    without samples is an error), each
-    marked with its `run` (the directory as given; one named twice is read once), its `scores`
-    from scores.jsonl (scorer -> repeat 0, for this answer; a judge pass is the grade of a row
-    the run left ungraded: scoring/store.py with_judge_pass) and, if it retrieved, the run's
-    embedding model in `models` (see harness/reporting/identity.py). `light`: calls without
-    their messages and text, which no table reads (core/samples.py read_samples). Rows of the
-    first epoch only (what the tables read) unless `every_epoch` (harness/reporting/epochs.py)."""
-    check_arguments({"run_dirs": run_dirs, "light": light, "every_epoch": every_epoch}, READING)
-    rows, seen = [], set()
+    """The whole rows of the given run directories, for what shows whole rows (the HTML page's
+    answers, the labelling page, exports), marked and ordered as `load_summaries` marks and
+    orders their summaries (the judge pass: scoring/store.py with_judge_pass)."""
+    def complete(row: SampleRow, run: _Run) -> SampleRow:
+        row.update({"dataset": row.get("dataset") or run.dataset, RUN: run.name})
+        row["scores"] = scores_of(run.scores, row.get("dataset"), row["question_id"],
+                                  row["system"], row.get("answer"))
+        row = with_judge_pass(row)
+        if run.embedder and row.get("retrievals"):
+            row["models"] = {"embeddings": run.embedder, **(row.get("models") or {})}
+        return row
+
+    check_arguments({"run_dirs": run_dirs, "every_epoch": every_epoch}, READING)
+    return _loaded(run_dirs, lambda path: read_samples(path, every_epoch=every_epoch), complete,
+                   lambda row: (row.get("dataset"), row["system"]))
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What a run directory adds to each of its answers on reading."""
+
+    name: str  # the directory as given
+    dataset: str | None  # the manifest's, for rows that name none
+    embedder: str | None  # identity.retriever_model
+    scores: Found  # scorers beyond the run's judge (harness/scoring/store.py)
+
+
+Made = TypeVar("Made")
+
+
+def _loaded(run_dirs: str | Path | Sequence[str | Path], read: Callable[[Path], list[Made]],
+            complete: Callable[[Made, _Run], Made],
+            named: Callable[[Made], tuple[Any, str]]) -> list[Made]:
+    """What `read` makes of each run directory's samples, each `complete`d with what its run
+    adds, in the order of its `--systems` (`named`: its dataset and system)."""
+    made: list[Made] = []
+    seen = set()
     for run_dir in map(Path, [run_dirs] if isinstance(run_dirs, (str, Path)) else run_dirs):
         if not (run_dir / SAMPLES).exists():
             raise ResultsError(f"{run_dir}: no {SAMPLES}; is this a run directory?")
@@ -62,34 +117,32 @@ def load_runs(run_dirs: str | Path | Sequence[str | Path], light: bool = False,
             continue
         seen.add(run_dir.resolve())
         manifest = read_manifest(run_dir) or {}
-        name = manifest.get("dataset", {}).get("name")
-        embedder = retriever_model(manifest.get("index"))
-        scores = answer_scores(run_dir)  # scorers beyond the run's judge (harness/scoring/store.py)
-        mine = read_samples(run_dir / SAMPLES, light=light, every_epoch=every_epoch)
-        with collector_paused():  # rows the report keeps to its end (core/light.py)
-            for i, row in enumerate(mine):  # each row a dict of its own: completed in place
-                row.update({"dataset": row.get("dataset") or name, RUN: str(run_dir)})
-                row["scores"] = scores_of(scores, row)
-                row = mine[i] = with_judge_pass(row)
-                if embedder and row.get("retrievals"):
-                    row["models"] = {"embeddings": embedder, **(row.get("models") or {})}
+        run = _Run(str(run_dir), manifest.get("dataset", {}).get("name"),
+                   retriever_model(manifest.get("index")), answer_scores(run_dir))
+        mine = read(run_dir / SAMPLES)
+        with collector_paused():  # what the report keeps to its end (core/light.py)
+            mine = [complete(one, run) for one in mine]
         systems = manifest.get("systems")
-        rows += in_systems_order(mine, systems if isinstance(systems, list) else [])
-    return rows
+        made += in_systems_order(mine, systems if isinstance(systems, list) else [], named)
+    return made
 
 
-def in_systems_order(rows: list[SampleRow], order: Sequence[Any]) -> list[SampleRow]:
-    """One run's rows by dataset (as first met), then system in `order` (the manifest's
-    `systems`, as given to --systems; a system it does not name, as an import's, after them as
-    first met); within each, as read (the order the pairs finished in)."""
+def in_systems_order(made: list[Made], order: Sequence[Any],
+                     named: Callable[[Made], tuple[Any, str]]) -> list[Made]:
+    """One run's answers (`named`: each one's dataset and system) by dataset (as first met),
+    then system in `order` (the manifest's `systems`, as given to --systems; a system it does
+    not name, as an import's, after them as first met); within each, as read (the order the
+    pairs finished in)."""
     names = [name for name in order if isinstance(name, str)]
+    keys = [named(one) for one in made]
     ranks = {name: i for i, name in enumerate(dict.fromkeys(
-        [*names, *(row["system"] for row in rows)]))}
-    datasets = {name: i for i, name in enumerate(dict.fromkeys(row.get("dataset") for row in rows))}
-    return sorted(rows, key=lambda row: (datasets[row.get("dataset")], ranks[row["system"]]))
+        [*names, *(system for _, system in keys)]))}
+    datasets = {name: i for i, name in enumerate(dict.fromkeys(key[0] for key in keys))}
+    ordered = sorted(range(len(made)), key=lambda i: (datasets[keys[i][0]], ranks[keys[i][1]]))
+    return [made[i] for i in ordered]
 
 
-def run_notes(run_dirs: list[Path], rows: list[SampleRow]) -> list[str]:
+def run_notes(run_dirs: list[Path], answers: list[AnswerSummary]) -> list[str]:
     """A line for each run directory that has no rows, or only failed ones (what an unreachable
     endpoint leaves behind)."""
     notes = []
@@ -97,13 +150,13 @@ def run_notes(run_dirs: list[Path], rows: list[SampleRow]) -> list[str]:
     for given in run_dirs:
         read.setdefault(given.resolve(), str(given))
     for run_dir in read.values():
-        mine = [row for row in rows if row.get(RUN) == run_dir]
-        failed = [row for row in mine if row["status"] == "failed"]
+        mine = [answer for answer in answers if answer.run == run_dir]
+        failed = [answer for answer in mine if answer.status == "failed"]
         if not mine:
             notes.append(f"{run_dir}: no rows ({SAMPLES} is empty): nothing to report")
         elif len(failed) == len(mine):
             notes.append(f"{run_dir}: all {len(mine)} pairs failed (first error: "
-                         f"{(failed[0].get('error') or 'none recorded')[:200]})")
+                         f"{(failed[0].error or 'none recorded')[:200]})")
         manifest = read_manifest(Path(run_dir)) or {}
         if note := _merge_note(manifest.get("merged")):
             notes.append(f"{run_dir}: {note}")

@@ -21,8 +21,8 @@ from msgspec import Struct
 from freshrag.core import tables
 from freshrag.core.files import dumps, write_text
 from freshrag.core.light_steps import whole_steps
-from freshrag.core.records import SampleRow
 from freshrag.core.runfiles import SUMMARY, SUMMARY_MD
+from freshrag.core.summary import AnswerSummary
 from freshrag.reporting.freshness import known_lines
 from freshrag.reporting.identity import RUN, group_rows, models_label, row_labels
 from freshrag.reporting.outcomes import MIN_PAIRED
@@ -90,7 +90,7 @@ def _strict(value: Any) -> bool:
 
 
 def _builtins(value: Any) -> Any:
-    if isinstance(value, Struct):  # a light row's record (core/light.py)
+    if isinstance(value, Struct):  # a summary's record (core/summary.py)
         return msgspec.to_builtins(value)
     raise TypeError(type(value).__name__)
 
@@ -109,18 +109,20 @@ def _non_finite(value: Any, path: str = "") -> Iterator[str]:
             step = f"{item.get('dataset')}/{item['system']}" if named else f"[{index}]"
             yield from _non_finite(item, f"{path}.{step}" if path else step)
 
-def trajectories(rows: list[SampleRow]) -> Iterator[dict[str, Any]]:
+
+def trajectories(answers: list[AnswerSummary]) -> Iterator[dict[str, Any]]:
     """Every answer's trajectory, as the JSON report lists it (`answers`): its identity (the
     summary row's fields: dataset, system, models, and run when needed), question, status, why
-    an agent stopped (null: it answered when it chose) and its steps as the row holds them (a
-    light read's: retrieved chunks without text), read again from the run's file one answer at
-    a time (core/light.py whole_steps: a light row keeps of its steps only what the tables
-    read). Rows written before steps existed have no trajectory and are left out."""
-    listed = [(fields, row) for key, group in group_rows(rows).items()
-              for fields in [key.fields()] for row in group if "steps" in row]
-    for (fields, row), steps in zip(listed, whole_steps([row["steps"] for _, row in listed])):
-        yield {**fields, "question_id": row["question_id"], "status": row["status"],
-               "stopped": row.get("stopped"), "steps": steps}
+    an agent stopped (null: it answered when it chose) and its steps as the row holds them
+    (retrieved chunks without text), read again from the run's file one answer at a time
+    (core/light_steps.py whole_steps: a summary keeps of its steps only what the tables read).
+    Rows written before steps existed have no trajectory and are left out."""
+    listed = [(fields, answer, answer.steps) for key, group in group_rows(answers).items()
+              for fields in [key.fields()] for answer in group if answer.steps is not None]
+    for (fields, answer, _), steps in zip(listed, whole_steps([s for _, _, s in listed])):
+        yield {**fields, "question_id": answer.question_id, "status": answer.status,
+               "stopped": answer.stopped, "steps": steps}
+
 
 def columns_for(columns: Sequence[str], rows: list[dict[str, Any]]) -> tuple[str, ...]:
     """The columns of a table, with `run` (and, in the decision table, `against`: the reference

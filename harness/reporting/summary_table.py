@@ -32,14 +32,13 @@ from collections import Counter
 from typing import Any
 
 from freshrag.core.arguments import check_arguments
-from freshrag.core.records import SampleRow
 from freshrag.core.samples import is_scored, judge_scores
 from freshrag.core.stats import mean
+from freshrag.core.summary import AnswerSummary
 from freshrag.core.types import STOPS
 from freshrag.reporting.identity import group_rows, labels
 from freshrag.reporting.loading import READING
 from freshrag.reporting.outcomes import CORRECT_AT, retrievals, spent, unreported
-from freshrag.reporting.retrieval_metrics import repeated_count, search_count
 from freshrag.reporting.trajectory import Prices, per_correct
 
 COLUMNS = ("dataset", "system", "n", "scored", "unscored", "truthfulness", "relevance",
@@ -49,15 +48,16 @@ COLUMNS = ("dataset", "system", "n", "scored", "unscored", "truthfulness", "rele
            "tokens_per_correct", "cost_per_correct", "correct_per_search", "models")
 
 
-def summarise(rows: list[SampleRow], prices: Prices | None = None,
+def summarise(answers: list[AnswerSummary], prices: Prices | None = None,
               correct_at: int = CORRECT_AT) -> list[dict[str, Any]]:
-    """One row per run identity (module docstring); dollars from `prices`, none: null."""
-    check_arguments({"rows": rows, "prices": prices, "correct_at": correct_at}, READING)
+    """One row per run identity (module docstring) of the answers' summaries
+    (loading.load_summaries); dollars from `prices`, none: null."""
+    check_arguments({"answers": answers, "prices": prices, "correct_at": correct_at}, READING)
     return [_summary_row(key.fields(), group, prices, correct_at)
-            for key, group in group_rows(rows).items()]
+            for key, group in group_rows(answers).items()]
 
 
-def _summary_row(identity: dict[str, Any], rows: list[SampleRow], prices: Prices | None,
+def _summary_row(identity: dict[str, Any], rows: list[AnswerSummary], prices: Prices | None,
                  correct_at: int) -> dict[str, Any]:
     cost = per_correct(rows, prices, correct_at)
     scored = [scores for row in rows if (scores := judge_scores(row)) is not None]
@@ -70,8 +70,8 @@ def _summary_row(identity: dict[str, Any], rows: list[SampleRow], prices: Prices
         "input_tokens": None if unreported(rows, "input_tokens") else ok_in,
         "output_tokens": None if unreported(rows, "output_tokens") else ok_out,
         "retrievals": retrievals(rows),
-        "no_decision": sum((row.get("details") or {}).get("decision") == "none" for row in rows),
-        "failed": sum(row["status"] == "failed" for row in rows),
+        "no_decision": sum(row.decision == "none" for row in rows),
+        "failed": sum(row.status == "failed" for row in rows),
         "failed_input_tokens": failed_in, "failed_output_tokens": failed_out,
         **_trajectory_columns(rows),
         **{name: cost[name] for name in ("tokens_per_correct", "cost_per_correct",
@@ -80,23 +80,23 @@ def _summary_row(identity: dict[str, Any], rows: list[SampleRow], prices: Prices
     }
 
 
-def _trajectory_columns(rows: list[SampleRow]) -> dict[str, Any]:
+def _trajectory_columns(rows: list[AnswerSummary]) -> dict[str, Any]:
     """What the answers' steps say of an identity: searches per answered pair that recorded its
     steps (rows written before steps existed, and a system outside freshrag that reported none,
     have none: unknown, not 0), the share of them repeated, and the answers stopped by reason."""
-    traced = [row["steps"] for row in rows if row["status"] == "ok" and row.get("steps")]
-    made = [search_count(steps) for steps in traced]
-    repeated = sum(repeated_count(steps) for steps in traced)
+    traced = [row.steps for row in rows if row.status == "ok" and row.steps]
+    made = [steps.searches for steps in traced]
+    repeated = sum(steps.repeated for steps in traced)
     return {
         "searches_per_answer": mean(made, places=4),
         # the mean of a flag per search, counted: the same figure (sums of 0s and 1s are exact)
         "repeated_search_share": round(repeated / sum(made), 4) if sum(made) else None,
-        **{f"stopped_{reason}": sum(row.get("stopped") == reason for row in rows)
+        **{f"stopped_{reason}": sum(row.stopped == reason for row in rows)
            for reason in STOPS},
     }
 
 
-def unscored_reasons(rows: list[SampleRow]) -> tuple[Counter, Counter]:
+def unscored_reasons(rows: list[AnswerSummary]) -> tuple[Counter, Counter]:
     """The pairs without a grade, as two counts of (label, reason): the answers the judge did
     not score (why not), and the pairs that failed, answer or judge call (their error); the
     label names the run identity (harness/reporting/identity.py). Both are `unscored` in the
@@ -109,10 +109,10 @@ def unscored_reasons(rows: list[SampleRow]) -> tuple[Counter, Counter]:
         for row in group:
             if is_scored(row):
                 continue
-            if row["status"] == "failed":
-                failed[(names[key], row.get("error") or "none recorded")] += 1
+            if row.status == "failed":
+                failed[(names[key], row.error or "none recorded")] += 1
             else:
-                grade = row["grade"]
-                unscored[(names[key], (grade["unscored_reason"] if grade else None)
+                grade = row.grade
+                unscored[(names[key], (grade.unscored_reason if grade else None)
                           or "not graded")] += 1
     return unscored, failed

@@ -22,7 +22,7 @@ from freshrag.run.inputs import InputError
 from freshrag.workflows.arguments import check_arguments
 
 if TYPE_CHECKING:
-    from freshrag.core.records import SampleRow
+    from freshrag.core.summary import AnswerSummary
 
 ANALYSIS = "analysis.json"  # retrieval quality, attribution, decisions, intervals, paired tests
 
@@ -81,7 +81,7 @@ def _default_config() -> Path | None:
     return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None
 
 
-def print_unscored(rows: list[SampleRow]) -> None:
+def print_unscored(rows: list[AnswerSummary]) -> None:
     """The pairs that failed, by system and error, and the answers the judge could not score, by
     system and reason, as the run and the report print them."""
     unscored, failed = unscored_reasons(rows)
@@ -121,10 +121,10 @@ def run_report(args: Any) -> int:
     _check_outputs(args, out)
     prices = price_table(args.config or _default_config())  # refused before anything is written
     labelled = read_labels(args.human) if args.human else None  # so are bad labels
-    # the viewer shows whole calls; every table reads the first epoch, the epochs section all
-    every = loading.load_runs(args.run_dirs, light=not args.html, every_epoch=True)
+    # every table reads the answers' summaries: the first epoch's, the epochs section all
+    every = loading.load_summaries(args.run_dirs, every_epoch=True)
     rows = epochs.first_epoch(every)
-    if args.mix and not any(row.get("kind") for row in rows):
+    if args.mix and not any(row.kind for row in rows):
         raise InputError(f"--mix: no question of {', '.join(map(str, args.run_dirs))} has a "
                          f"traffic kind (fresh, control, general) to recombine; a set of them "
                          f"comes from the traffic stage and freshrag mix (docs/traffic.md)")
@@ -140,14 +140,16 @@ def run_report(args: Any) -> int:
     if args.html:
         from freshrag.reporting.render.html import write_html
 
-        page = write_html(rows, made.summary, made.details, figures, args.html,
+        # the viewer shows whole rows (their calls): read again, whole, for the page alone
+        page = write_html(loading.load_runs(args.run_dirs), made.summary, made.details, figures,
+                          args.html,
                           sources=[str(run_dir) for run_dir in args.run_dirs], notes=notes,
                           breakdowns=made.breakdowns, known=made.known)
         print(f"HTML report written to {page}", file=side)  # stderr keeps JSON or CSV parseable
     return 0
 
 
-def _tables(args: Any, every: list[SampleRow], rows: list[SampleRow], prices: Any,
+def _tables(args: Any, every: list[AnswerSummary], rows: list[AnswerSummary], prices: Any,
             labelled: Any) -> Computed:
     """Every table of the report: `every` epoch's rows for the epochs section, the first
     epoch's (`rows`) for the rest; `labelled`, people's labels (--human) or None."""
@@ -188,7 +190,7 @@ def _write(out: Path, made: Computed) -> None:
                ensure_ascii=True)
 
 
-def _print(args: Any, rows: list[SampleRow], made: Computed, out: Path, figures: int) -> None:
+def _print(args: Any, rows: list[AnswerSummary], made: Computed, out: Path, figures: int) -> None:
     """What the report prints on stdout after the judge's lines and the notes: the summary in
     --format, then in markdown the analysis, and where the files went."""
     from freshrag.reporting import report
@@ -246,7 +248,7 @@ def _check_outputs(args: Any, out: Path | None) -> None:
                   + [("--config", args.config or _default_config())])
 
 
-def _figures(rows: list[SampleRow], out: Path, details: dict, breakdowns: dict) -> list[Path]:
+def _figures(rows: list[AnswerSummary], out: Path, details: dict, breakdowns: dict) -> list[Path]:
     from freshrag.reporting import scorers as scorer_report
     from freshrag.reporting.render import plots, traffic_plots
 
@@ -257,7 +259,7 @@ def _figures(rows: list[SampleRow], out: Path, details: dict, breakdowns: dict) 
     return figures
 
 
-def _print_analysis(rows: list[SampleRow], details: dict, breakdowns: dict) -> None:
+def _print_analysis(rows: list[AnswerSummary], details: dict, breakdowns: dict) -> None:
     from freshrag.reporting import breakdown, epochs, sections
     from freshrag.reporting import scorers as scorer_report
     from freshrag.reporting.empty import needs_lines

@@ -14,6 +14,7 @@ from freshrag.reporting import analysis, loading, report, sections, summary_tabl
 from freshrag.reporting.identity import group_rows
 from freshrag.reporting.table import tables
 from tests.support.markdown import table_rows
+from tests.support.rows import summaries
 from tests.support.runs import sample, write_run
 
 SYSTEMS = ["naive", "baseline", "boolean"]  # as given to --systems
@@ -38,8 +39,8 @@ def run_dir(tmp_path, name, systems, **kw):
 
 def test_every_table_follows_the_runs_systems_not_the_order_the_pairs_finished_in(tmp_path):
     rows = loading.load_runs([run_dir(tmp_path, "run", SYSTEMS)])
-    assert [row["system"] for row in summary_table.summarise(rows)] == SYSTEMS
-    details = analysis.analyse(rows)
+    assert [row["system"] for row in summary_table.summarise(summaries(rows))] == SYSTEMS
+    details = analysis.analyse(summaries(rows))
     for key in ("intervals", "attribution", "cost"):
         assert [row["system"] for row in details[key]] == SYSTEMS, key
     assert [(row["a"], row["b"]) for row in details["paired"]] == [
@@ -54,14 +55,14 @@ def test_several_runs_come_as_given_each_in_its_own_order_imports_last(tmp_path)
     write_run(tmp_path / "second", finished_out_of_order(["naive", "baseline"], judge="j2")
               + imported, manifest(["naive", "baseline"]))
     rows = loading.load_runs([first, second])
-    assert [(key.system, key.judge) for key in group_rows(rows)] == [
+    assert [(key.system, key.judge) for key in group_rows(summaries(rows))] == [
         ("boolean", "j1"), ("naive", "j1"), ("naive", "j2"), ("baseline", "j2"),
         ("theirs", "j2"), ("mine", "j2")]
 
 
 def test_a_run_without_a_manifest_keeps_the_order_it_was_read_in(tmp_path):
     run = write_run(tmp_path / "run", finished_out_of_order(SYSTEMS))
-    assert [row["system"] for row in summary_table.summarise(loading.load_runs([run]))] == \
+    assert [row["system"] for row in summary_table.summarise(summaries(loading.load_runs([run])))] == \
         list(reversed(SYSTEMS))
 
 

@@ -107,7 +107,7 @@ def run(tmp_path: Path) -> Path:
 
 
 def summary_of(run: Path) -> dict[str, dict[str, Any]]:
-    return {row["system"]: row for row in summary_table.summarise(loading.load_runs([run], light=True))}
+    return {row["system"]: row for row in summary_table.summarise(loading.load_summaries([run]))}
 
 
 # --------------------------------------------------------------------------- the JSON report
@@ -132,7 +132,7 @@ def test_answers_that_never_search_make_none_and_repeat_none(tmp_path):
 
 
 def test_the_json_report_lists_each_answers_steps_as_its_row_holds_them(run):
-    loaded = loading.load_runs([run], light=True)  # as `freshrag report --format json` reads
+    loaded = loading.load_summaries([run])  # as `freshrag report --format json` reads
     summary = summary_table.summarise(loaded)
     document = json.loads(report.render(summary, "json",
                                         answers=report.trajectories(loaded)))
@@ -164,7 +164,7 @@ def test_the_json_report_lists_each_answers_steps_as_its_row_holds_them(run):
 def test_the_report_command_prints_the_answers_as_json(run, tmp_path, capsys):
     assert main(["report", str(run), "--format", "json", "--out", str(tmp_path / "out")]) == 0
     printed = json.loads(capsys.readouterr().out)
-    loaded = loading.load_runs([run], light=True)
+    loaded = loading.load_summaries([run])
     assert printed["answers"] == list(report.trajectories(loaded))
     assert {a["system"] for a in printed["answers"]} >= {"agent"}
     assert main(["report", str(run), "--out", str(tmp_path / "md")]) == 0
@@ -173,7 +173,7 @@ def test_the_report_command_prints_the_answers_as_json(run, tmp_path, capsys):
 
 def test_runs_from_before_steps_print_no_answers(tmp_path):
     written = write_run(tmp_path / "run", [old(row) for row in rows()])
-    loaded = loading.load_runs([written], light=True)
+    loaded = loading.load_summaries([written])
     assert list(report.trajectories(loaded)) == []
     document = json.loads(report.render(summary_table.summarise(loaded), "json",
                                         answers=report.trajectories(loaded)))
@@ -182,7 +182,7 @@ def test_runs_from_before_steps_print_no_answers(tmp_path):
 
 
 def test_the_csv_and_the_whole_table_carry_the_new_columns(run, tmp_path):
-    summary = summary_table.summarise(loading.load_runs([run], light=True))
+    summary = summary_table.summarise(loading.load_summaries([run]))
     parsed = list(csv.DictReader(io.StringIO(report.render(summary, "csv"))))
     agent = next(row for row in parsed if row["system"] == "agent")
     assert (agent["searches_per_answer"], agent["repeated_search_share"],

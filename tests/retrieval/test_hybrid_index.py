@@ -13,6 +13,7 @@ from freshrag.retrieval.config import IndexConfig, RetrievalError
 from freshrag.retrieval.index import open_index
 from freshrag.retrieval.store import Request, connect
 from tests.support.fakes import BagOfWordsEmbedder
+from tests.support.rows import summaries
 from tests.support.systems import CORPUS
 
 QUERY = "which comet did the shepherds see at dawn"
@@ -158,6 +159,6 @@ def test_a_run_at_a_text_weight_records_it_and_reports_it_apart(tmp_path, monkey
     assert [m["index"]["text_weight"] for m in manifests] == [0.0, 0.5]
     assert manifests[0]["index"]["collection"] == manifests[1]["index"]["collection"]  # one index
     rows = loading.load_runs([tmp_path / "w0", tmp_path / "w0.5"])
-    assert [r["models"]["embeddings"] for r in summary_table.summarise(rows)] == [
+    assert [r["models"]["embeddings"] for r in summary_table.summarise(summaries(rows))] == [
         "fake-model", "fake-model (text weight 0.5)"]
     assert all(r["status"] == "ok" and r["retrievals"] == 1 for r in rows)
