@@ -17,7 +17,6 @@ from freshrag.core.samples import read_samples
 from freshrag.run.legacy import LegacyError, load_pickle, retrieved_titles
 from tests.support.datasets import write_dataset
 from tests.support.legacy import import_rows, row
-from tests.support.rows import summary
 
 
 def chunks(*titles):
@@ -105,7 +104,7 @@ def test_retrieved_titles_come_from_the_chunk_headers(tmp_path):
         [{"title": "Velmora"}, {"title": "Ostrava Line"}],
         [{"title": "Kestrel Dam"}, {"title": "Marrow"}], None, None]
     assert [s["retrievals"] for s in imported] == [1, 1, 1, 0]
-    assert retrieved_titles(summary(["Title: A\ntext", "Title: B\nmore"])) == ["A", "B"]
+    assert retrieved_titles(["Title: A\ntext", "Title: B\nmore"]) == ["A", "B"]
 
 
 def test_titles_are_imported_in_the_one_form_gold_titles_are_compared_in(tmp_path):
