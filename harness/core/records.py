@@ -26,7 +26,7 @@ class UsageRecord(TypedDict):
 
 class CallRecord(TypedDict, total=False):
     """One LLM call as a row holds it (`calls[*]`, the same in scores.jsonl; core/types.py
-    LLMResponse). A light read keeps only core/samples.py CALL_SUMMARY of it."""
+    LLMResponse). A light read keeps only core/light.py CALL_SUMMARY of it."""
 
     role: str
     model: str

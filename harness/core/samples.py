@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Callable, cast
 
 from freshrag.core.jsonl import json_problem, now, numbered_jsonl
-from freshrag.core.light import CALL_SUMMARY as CALL_SUMMARY
 from freshrag.core.light import collector_paused, decode, light_problem, summarised
 from freshrag.core.records import DECISIONS, SampleRow
 from freshrag.core.row_check import NONE, NUMBER, json_is, sample_problem, shown, type_names
