@@ -159,7 +159,7 @@ def pair_runs(rows_a: list[AnswerSummary], rows_b: list[AnswerSummary]) -> tuple
 
 def judge_reason(grade: Grade | None) -> str | None:
     """The judge's reason in a grade; None where it gave none (rows before it, imported rows)."""
-    reason = grade.get("reason") if grade else None
+    reason = grade.reason if grade else None
     return reason if isinstance(reason, str) and reason else None
 
 

@@ -165,9 +165,9 @@ def _estimate(sweep: Sweep, decided: list[tuple[bool, AnswerSummary]], base: dic
             continue
         used = rag[q] if retrieves else base[q]
         scores.append(cast(float, total_score(used)))  # scored, both
-        decision = row.usage.get("decision") or {"input": 0, "output": 0}
+        decision = row.usage.get("decision")
         answered = sum(answer_tokens(used)) if retrieves or sweep.answers_alone else 0
-        tokens.append(decision["input"] + decision["output"] + answered)
+        tokens.append((decision.input + decision.output if decision else 0) + answered)
     if not scores:
         return {}
     return {"estimated_score": mean(scores, places=4),

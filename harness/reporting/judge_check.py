@@ -58,7 +58,7 @@ def degenerate_fields(rows: list[AnswerSummary],
         counts = []
         for group in groups:
             values = [value for row in group if row.status == "ok" and (grade := row.grade)
-                      and (value := grade[field]) is not None]
+                      and (value := getattr(grade, field)) is not None]
             if values:
                 counts.append((Counter(values), len(values)))
         common = set.intersection(*(set(c) for c, _ in counts)) if counts else set()

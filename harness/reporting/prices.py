@@ -31,7 +31,7 @@ def row_cost(answer: AnswerSummary, prices: dict[str, tuple[float, float]]) -> f
     # `usage` sums every call of a role at list price; take the discount off the batch ones
     # (the system's: the judge's are left out, as above)
     for call in answer.calls.batched:
-        price = prices.get(call.get("model") or models.get(call.role, ""))
+        price = prices.get(call.model or models.get(call.role, ""))
         if price is not None and isinstance(call.usage, Usage):  # None only for a role that
             total -= (1 - BATCH_DISCOUNT) * _dollars(call.usage, price)  # spent nothing
     return total
