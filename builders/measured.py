@@ -27,8 +27,9 @@ from freshrag.core.errors import UserError
 from freshrag.core.files import replacing
 from freshrag.core.jsonl import now, replace_jsonl
 from freshrag.core.manifest import MANIFEST, read_manifest, write_manifest
-from freshrag.core.records import Manifest, SampleRow
-from freshrag.core.samples import SAMPLES, read_samples
+from freshrag.core.records import Manifest
+from freshrag.core.samples import SAMPLES, read_summaries
+from freshrag.core.summary import AnswerSummary
 from freshrag.core.wording import counted
 
 KNOWN_AT = 4  # truthfulness from which an answer counts as known (as the report's share)
@@ -64,7 +65,7 @@ def measure(dataset: Dataset, run_dir: Path, system: str = SYSTEM,
     rows = _system_rows(run_dir, system)
     manifest: Manifest = read_manifest(run_dir) or {}
     matched_by = _check_same_dataset(dataset, run_dir, manifest, rows)
-    by_id = {row["question_id"]: row for row in rows}
+    by_id = {row.question_id: row for row in rows}
     verdicts: dict[str, list[str]] = {name: [] for name in
                                       ("kept", "known", "unscored", "failed", "not_in_run")}
     for question in dataset.questions:
@@ -73,33 +74,33 @@ def measure(dataset: Dataset, run_dir: Path, system: str = SYSTEM,
                     matched_by=matched_by)
 
 
-def _verdict(row: SampleRow | None, known_at: int) -> str:
+def _verdict(row: AnswerSummary | None, known_at: int) -> str:
     if row is None:
         return "not_in_run"
-    if row["status"] == "failed":
+    if row.status == "failed":
         return "failed"
-    grade = row["grade"]
-    truthfulness = grade and grade.get("truthfulness")
-    if grade is None or grade.get("unscored_reason") is not None or truthfulness is None:
+    grade = row.grade
+    truthfulness = None if grade is None else grade.truthfulness
+    if grade is None or grade.unscored_reason is not None or truthfulness is None:
         return "unscored"
     return "known" if truthfulness >= known_at else "kept"
 
 
-def _system_rows(run_dir: Path, system: str) -> list[SampleRow]:
+def _system_rows(run_dir: Path, system: str) -> list[AnswerSummary]:
     """The run's rows of `system`, or the reason there are none."""
     if not (run_dir / SAMPLES).is_file():
         raise MeasuredError(f"{run_dir}: no {SAMPLES}; is this a run directory?")
-    rows = read_samples(run_dir / SAMPLES, light=True)
-    mine = [row for row in rows if row["system"] == system]
+    rows = read_summaries(run_dir / SAMPLES)
+    mine = [row for row in rows if row.system == system]
     if not mine:
-        ran = ", ".join(sorted({row["system"] for row in rows})) or "none"
+        ran = ", ".join(sorted({row.system for row in rows})) or "none"
         raise MeasuredError(f"{run_dir}: no answers of system {system!r} (it holds: {ran}); run "
                             f"it with --systems {system}, or name one it holds with --system")
     return mine
 
 
 def _check_same_dataset(dataset: Dataset, run_dir: Path, manifest: Manifest,
-                        rows: list[SampleRow]) -> str:
+                        rows: list[AnswerSummary]) -> str:
     """How the run was matched to the dataset: the questions file's SHA-256 the run recorded,
     else every answered question found in the dataset with the same text (a set labelled
     since, or a run imported without hashes); refused otherwise."""
@@ -108,25 +109,24 @@ def _check_same_dataset(dataset: Dataset, run_dir: Path, manifest: Manifest,
         return "questions sha256"
     texts = {question.id: question.text for question in dataset.questions}
     for row in rows:
-        if row["question_id"] not in texts:
+        if row.question_id not in texts:
             raise MeasuredError(f"{run_dir}: made on another dataset than "
-                                f"{dataset.files['questions']}: question {row['question_id']!r} "
+                                f"{dataset.files['questions']}: question {row.question_id!r} "
                                 f"is not in it; give the dataset the run answered")
-        if "question" in row and row["question"] != texts[row["question_id"]]:
+        if row.question is not None and row.question != texts[row.question_id]:
             raise MeasuredError(f"{run_dir}: made on another dataset than "
-                                f"{dataset.files['questions']}: question {row['question_id']!r} "
+                                f"{dataset.files['questions']}: question {row.question_id!r} "
                                 f"reads otherwise there; give the dataset the run answered")
     return "question ids"
 
 
-def _answer_model(run_dir: Path, manifest: Manifest, rows: list[SampleRow],
+def _answer_model(run_dir: Path, manifest: Manifest, rows: list[AnswerSummary],
                   system: str) -> str | None:
     """The one model that answered the rows (their calls, or an import's `models`), else the
     run manifest's answer role; rows from two models are refused: their grades measure two."""
     seen = set()
     for row in rows:
-        models = {call["role"]: call.get("model") for call in row.get("calls") or []}
-        model = models.get("answer") or (row.get("models") or {}).get("answer")
+        model = row.models.get("answer")  # its calls', or an import's (core/summary.py)
         if model:
             seen.add(model)
     if len(seen) > 1:

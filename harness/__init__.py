@@ -74,8 +74,9 @@ _EXPORTS = {
     # the runner itself, which `evaluate` drives: it takes an opened client and the prompts
     "RunConfig": "freshrag.run.runner",
     "run_dataset": "freshrag.run.runner:run",  # `freshrag.run` is the package
-    "load_runs": "freshrag.reporting.report",
-    "summarise": "freshrag.reporting.report",
+    "load_runs": "freshrag.reporting.loading",
+    "load_summaries": "freshrag.reporting.loading",
+    "summarise": "freshrag.reporting.summary_table",
     # the built-in systems and scorers, by name
     "SYSTEMS": "freshrag.systems",
     "SCORERS": "freshrag.scoring",
@@ -87,7 +88,7 @@ __all__ = [
     "Dataset", "load_dataset", "load_dataset_dir", "build", "evaluate", "estimate", "score",
     "ScoreResult", "report", "ReportResult", "merge", "MergeResult", "RunOptions", "RunResult", "ProbeSettings",
     "IndexConfig", "LLMSettings", "load_settings", "RunConfig", "run_dataset", "load_runs",
-    "summarise", "SYSTEMS", "SCORERS",
+    "load_summaries", "summarise", "SYSTEMS", "SCORERS",
 ]
 
 if TYPE_CHECKING:  # what type checkers and editors see
@@ -110,7 +111,8 @@ if TYPE_CHECKING:  # what type checkers and editors see
         SystemContext,
         Usage,
     )
-    from freshrag.reporting.report import load_runs, summarise
+    from freshrag.reporting.loading import load_runs, load_summaries
+    from freshrag.reporting.summary_table import summarise
     from freshrag.retrieval.config import IndexConfig
     from freshrag.run.inputs import RunOptions
     from freshrag.run.runner import RunConfig

@@ -80,7 +80,7 @@ def test_every_workflow_runs_from_python_as_the_notebook_example_does(tmp_path, 
     results = example.workflows(dump, tmp_path)
     assert results["funnel"]["questions"] > 0
     run = results["run"]
-    assert run.failed == 0 and len(run.rows) == 6 and (run.out / "summary.json").exists()
+    assert run.failed == 0 and len(run.answers) == 6 and (run.out / "summary.json").exists()
     scored = results["score"]
     assert scored.capped is None and scored.counts["scored_now"] == 6 * 2  # 2 repeats an answer
     assert "baseline" in results["report"].printed and "oracle" in results["report"].printed

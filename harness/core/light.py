@@ -4,10 +4,8 @@ steps fits in memory and time (docs/measurements.md#report-on-trajectories).
 
 A row's calls are decoded as CALL_SUMMARY (their messages, text and arguments, most of a row, are
 skipped by the decoder without being made into objects), `details` its chunks without text, its
-steps as `Step`s. A checked row is then kept in the compact records of core/summary.py: as the
-answer summary (`summarised`), or, for the readers that still read rows, as a light row
-(`kept`) of those records, which readers use as mappings (`step["kind"]`,
-`usage.get("estimated")`) and core/files.py dumps writes as JSON. Its steps are `Trace`s in a
+steps as `Step`s. A checked row is then made into its answer summary (`summarised`), of the
+compact records of core/summary.py, which every table reads. Its steps are `Trace`s in a
 `Trajectory` that knows the row's file and line, where the JSON report's steps are read again
 one row at a time (core/light_steps.py `whole_steps`).
 
@@ -31,7 +29,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from freshrag.core.jsonl import loads
-from freshrag.core.records import SampleFields, SampleRow
+from freshrag.core.records import SampleRow
 from freshrag.core.row_check import sample_problem
 from freshrag.core.summary import (
     AnswerSummary,
@@ -46,12 +44,12 @@ from freshrag.core.summary import (
     calls_kept,
     context_of,
     copied,
+    decided,
     models_of,
     summary_of,
     titled,
     trace,
     whole_calls,
-    whole_trace,
 )
 
 
@@ -106,9 +104,6 @@ _GROUNDED = msgspec.json.Decoder(GroundedRow)
 # What each decoder types of a row (core/row_check.py TYPEABLE), its chunks apart
 LIGHT_TYPED = ("usage", "calls", "steps", "grade")
 GROUNDED_TYPED = ("usage", "steps", "grade")
-# Read directly even when null: the required fields, a failed row's `error`, and `dataset`
-# (null in rows made by hand, which the report fills from the manifest)
-KEPT_WHEN_NULL = frozenset((*SampleFields.__required_keys__, "error", "dataset"))
 # Text fields of a few values each, the same string for every row that holds it
 SHARED = ("dataset", "system", "status", "gold_title", "stopped", "multihop", "kind", "label",
           "information_need", "group", "criterion")
@@ -117,7 +112,7 @@ SHARED = ("dataset", "system", "status", "gold_title", "stopped", "multihop", "k
 def decode(line: str) -> Any:
     """The light row of one line of samples.jsonl, its typed parts named; where the records'
     types refuse it, the line as the whole read decodes it, no part typed (module docstring).
-    Nulls are kept: the row check reads them (`kept` drops them after)."""
+    Nulls are kept: the row check reads them."""
     try:
         parts: tuple[str, ...] = LIGHT_TYPED
         typed = _LIGHT.decode(line)
@@ -148,26 +143,6 @@ def light_problem(row: Decoded) -> str | None:
     return sample_problem(row, row.typed)
 
 
-def kept(row: Decoded, path: Path, line: int) -> SampleRow:
-    """A checked row without its optional fields that are null (readers `get` them), its steps
-    a Trajectory of Traces that knows the row's `path` and `line`, its typed calls `Calls` (a
-    grounded row's stay whole), the chunks it saw `Title`s, its typed grade without `raw`."""
-    made = {key: value for key, value in row.items()
-            if value is not None or key in KEPT_WHEN_NULL}
-    if (steps := made.get("steps")) is not None:
-        made["steps"] = Trajectory(map(_trace if "steps" in row.typed else whole_trace, steps),
-                                   path, line)
-    if "calls" in row.typed:
-        made["calls"] = calls_kept(made.get("calls") or [])
-    details = made.get("details")
-    if isinstance(details, dict) and isinstance(details.get("retrieved"), list):
-        made["details"] = {**details, "retrieved": [
-            titled(chunk["title"]) for chunk in details["retrieved"]]}
-    if "grade" in row.typed and made["grade"] is not None:
-        made["grade"].raw = UNSET
-    return made  # type: ignore[return-value]
-
-
 def _trace(step: Step) -> Trace:
     return trace(step.kind, step.repeated, UNSET if step.retrieved is UNSET
                  else [chunk.title for chunk in step.retrieved])
@@ -188,7 +163,7 @@ def summarised(row: Decoded, path: Path, line: int) -> AnswerSummary:
     return AnswerSummary(
         **copied(row),
         grade=grade, usage=row["usage"], calls=made, models=models_of(row, made),
-        decision=details.get("decision"), unknown=tuple(details.get("unknown") or ()),
+        **decided(details),
         retrieved=None if retrieved is None else tuple(titled(c.title) for c in retrieved),
         steps=None if steps is None else Trajectory(map(_trace, steps), path, line),
         context=context_of(row) if isinstance(row.get("reference"), str) else None)

@@ -1,5 +1,5 @@
 """The light read's second pass (docs/design.md#the-light-read): the steps of the rows a JSON
-report prints, read again whole from the file and line each light row's `Trajectory` knows,
+report prints, read again whole from the file and line each summary's `Trajectory` knows,
 one row at a time, so that a report of 100,000 answers never holds every step's every field."""
 
 from __future__ import annotations
@@ -26,19 +26,20 @@ class StepsOnly(Struct):
 _STEPS = msgspec.json.Decoder(StepsOnly)
 
 
-def whole_steps(trajectories: Sequence[Any]) -> Iterator[Any]:
-    """Each of `trajectories` (rows' steps) as its row holds them, in order, one at a time: a
-    light row's Trajectory read again from its file and line (Step records as builtins, or, on
-    a line the records refuse, dicts as the whole read makes them), any other as it is."""
+def whole_steps(trajectories: Sequence[Trajectory]) -> Iterator[Any]:
+    """Each of `trajectories` (summaries' steps) as its row holds them, in order, one at a time:
+    read again from the file and line it knows (Step records as builtins, or, on a line the
+    records refuse, dicts as the whole read makes them); one not read from a file (a summary of
+    a row made in memory), or of no step, as it is."""
     wanted: dict[Path, set[int]] = {}
     for steps in trajectories:
-        if isinstance(steps, Trajectory) and steps and steps.path is not None:
+        if steps and steps.path is not None:
             wanted.setdefault(steps.path, set()).add(steps.line)
     with ExitStack() as stack:
         files = {path: _Lines(stack.enter_context(open(path, "rb")), lines)
                  for path, lines in wanted.items()}
         for steps in trajectories:
-            if isinstance(steps, Trajectory) and steps and steps.path is not None:
+            if steps and steps.path is not None:
                 yield _steps_of(files[steps.path].read(steps.line))
             else:
                 yield steps

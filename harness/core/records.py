@@ -7,7 +7,7 @@ and every report use these types. They are TypedDicts: a row stays the plain dic
 and writes, so what is written is byte for byte what the docs describe, and the type checker
 checks every look-up. The readers' shape check of a samples row (core/samples.py SAMPLE_FIELDS)
 is derived from `SampleFields` below, and the judge's grade that a row takes from a judge pass
-is merged in one place (scoring/store.py `with_judge_pass`).
+is merged by scoring/store.py (`judged`, into a summary; `with_judge_pass`, into a whole row).
 """
 
 # No `from __future__ import annotations`: TypedDict reads NotRequired only from annotations
@@ -26,7 +26,7 @@ class UsageRecord(TypedDict):
 
 class CallRecord(TypedDict, total=False):
     """One LLM call as a row holds it (`calls[*]`, the same in scores.jsonl; core/types.py
-    LLMResponse). A light read keeps only core/samples.py CALL_SUMMARY of it."""
+    LLMResponse). A light read keeps only core/light.py CALL_SUMMARY of it."""
 
     role: str
     model: str
@@ -91,7 +91,7 @@ class GradeRecord(TypedDict):
     context_cut: NotRequired[ContextCut | None]  # when the article was halved to fit
     reason: NotRequired[str | None]  # the judge's one line on why; null when it gave none
     # never written: "freshrag score" on reading, when a judge pass gave the grade
-    # (scoring/store.py with_judge_pass)
+    # (scoring/store.py judged, with_judge_pass)
     graded_by: NotRequired[str]
 
 

@@ -17,12 +17,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, cast
 
-from msgspec import UNSET
-
-from freshrag.core import summary as compact
 from freshrag.core.jsonl import json_problem, now, numbered_jsonl
-from freshrag.core.light import CALL_SUMMARY as CALL_SUMMARY
-from freshrag.core.light import collector_paused, decode, kept, light_problem, summarised
+from freshrag.core.light import collector_paused, decode, light_problem, summarised
 from freshrag.core.records import DECISIONS, SampleRow
 from freshrag.core.row_check import NONE, NUMBER, json_is, sample_problem, shown, type_names
 from freshrag.core.runfiles import SAMPLES as SAMPLES
@@ -131,16 +127,12 @@ def row_problem(row: SampleRow) -> str | None:
     return json_problem(row, "row") or sample_problem(cast(dict[str, Any], row))
 
 
-def read_samples(path: Path, light: bool = False, every_epoch: bool = False) -> list[SampleRow]:
+def read_samples(path: Path, every_epoch: bool = False) -> list[SampleRow]:
     """Every row, the last one per (question, system, epoch) winning, in file order; only the
-    first epoch's (what every table reads) unless `every_epoch`. `light`: only
-    what the tables read, in typed records (core/light.py: of each call CALL_SUMMARY, chunks
-    without text, of each step its kind, repeat and chunks' titles, null optional fields left
-    out), but a grounded row's calls, whole. A row the
-    readers cannot use (an older freshrag's) is skipped with a warning: its pair is then asked
-    again on resume."""
-    made = _latest(path, light, every_epoch, lambda row, line: kept(row, path, line) if light
-                   else cast(SampleRow, row),  # checked
+    first epoch's (what every table reads) unless `every_epoch`. A row the readers cannot use
+    (an older freshrag's) is skipped with a warning: its pair is then asked again on resume.
+    What the tables read of them, they read of their summaries (`read_summaries`)."""
+    made = _latest(path, False, every_epoch, lambda row, line: row,  # checked
                    lambda row: (row["question_id"], row["system"], epoch_of(row)))
     return [cast(SampleRow, row) for row in made]
 
@@ -178,39 +170,27 @@ def epoch_of(row: SampleRow) -> int:
     return row.get("epoch") or 1
 
 
-def is_scored(row: SampleRow) -> bool:
+def is_scored(answer: AnswerSummary) -> bool:
     """An answer the judge scored (what every table averages; the rest are counted)."""
-    grade = row["grade"]
-    return row["status"] == "ok" and grade is not None and grade["unscored_reason"] is None
+    grade = answer.grade
+    return answer.status == "ok" and grade is not None and grade.unscored_reason is None
 
 
-def judge_scores(row: SampleRow) -> dict[str, float] | None:
+def judge_scores(answer: AnswerSummary) -> dict[str, float] | None:
     """The truthfulness and relevance of an answer the judge scored, None for any other: how
-    the tables read a row's grade (the run's, or a judge pass's: scoring/store.py
-    with_judge_pass)."""
-    grade = row["grade"]  # is_scored, inline: a report asks it of every row a dozen times
-    if row["status"] != "ok" or grade is None:
+    the tables read an answer's grade (the run's, or a judge pass's: scoring/store.py
+    judged)."""
+    grade = answer.grade  # is_scored, inline: a report asks it of every answer a dozen times
+    if answer.status != "ok" or grade is None or grade.unscored_reason is not None:
         return None
     # a scored grade holds numbers (sample_problem; a judge pass's: scoring/store.py _usable)
-    if type(grade) is compact.Grade:  # a light row's, read by attribute: a few times faster
-        if (reason := grade.unscored_reason) is UNSET:
-            raise KeyError("unscored_reason")  # as the mapping does
-        return None if reason is not None else {"truthfulness": grade.truthfulness,
-                                                "relevance": grade.relevance}
-    if grade["unscored_reason"] is not None:
-        return None
-    return {"truthfulness": cast(float, grade["truthfulness"]),
-            "relevance": cast(float, grade["relevance"])}
+    return {"truthfulness": grade.truthfulness, "relevance": grade.relevance}
 
 
-def answer_tokens(row: SampleRow) -> tuple[int, int]:
-    """Tokens the system spent on this row (all roles but the judge)."""
+def answer_tokens(answer: AnswerSummary) -> tuple[int, int]:
+    """Tokens the system spent on this answer (all roles but the judge)."""
     spent_in = spent_out = 0
-    for role, used in (row.get("usage") or {}).items():
-        if role == "judge":
-            continue
-        if type(used) is compact.Usage:  # a light row's counts, read by attribute
+    for role, used in answer.usage.items():
+        if role != "judge":
             spent_in, spent_out = spent_in + used.input, spent_out + used.output
-        else:
-            spent_in, spent_out = spent_in + used["input"], spent_out + used["output"]
     return spent_in, spent_out

@@ -161,8 +161,9 @@ class Trajectory(list):
 
 class AnswerSummary(Struct, kw_only=True, gc=False):
     """What the tables read of one answered pair (docs/design.md#the-read-side). The question
-    set's optional fields are None where the row has none; `run` and `scores` are set by the
-    report that reads the run directory (reporting/report.py load_runs)."""
+    set's optional fields are None where the row has none; `run` and `scores` are what the
+    report that reads the run directory adds (reporting/loading.py), copied from a whole row
+    that holds them."""
 
     # identity
     dataset: str | None
@@ -194,10 +195,15 @@ class AnswerSummary(Struct, kw_only=True, gc=False):
     usage: dict[str, Usage]
     models: dict[str, str]
     calls: Calls
-    # the decision, and what was retrieved (the chunks seen, each step's kind and titles)
+    # the decision (a decider's score and threshold where it records them: the threshold
+    # sweep), and what was retrieved (the chunks seen, each step's kind and titles)
     retrievals: int | None
     decision: Any = None
+    p_retrieve: Any = None
+    confidence: Any = None
+    threshold: Any = None
     unknown: tuple[str, ...] = ()  # what a system outside freshrag did not report
+    unread: tuple[str, ...] = ()  # the fields of a service's reply that no path read
     retrieved: tuple[Title, ...] | None = None
     steps: Trajectory | None = None
     stopped: str | None = None
@@ -210,7 +216,7 @@ class AnswerSummary(Struct, kw_only=True, gc=False):
 # The question set's optional fields, copied as the row holds them
 QUESTION_FIELDS = ("question", "hops", "multihop", "label", "information_need", "kind", "need",
                    "reference", "group", "criterion", "change", "error", "answer", "stopped",
-                   "latency_s", "answer_latency_s")
+                   "latency_s", "answer_latency_s", "run")
 
 
 def summary_of(row: SampleRow, path: Path | None = None, line: int = 0) -> AnswerSummary:
@@ -226,7 +232,7 @@ def summary_of(row: SampleRow, path: Path | None = None, line: int = 0) -> Answe
         grade=None if grade is None else Grade(**{k: v for k, v in grade.items() if k != "raw"}),
         usage={role: usage_of(counts) for role, counts in fields["usage"].items()},
         calls=calls, models=models_of(fields, calls),
-        decision=details.get("decision"), unknown=tuple(details.get("unknown") or ()),
+        **decided(details),
         retrieved=None if retrieved is None else tuple(titled(c["title"]) for c in retrieved),
         steps=None if steps is None else Trajectory(map(whole_trace, steps), path, line),
         context=context_of(fields) if isinstance(fields.get("reference"), str) else None)
@@ -240,7 +246,21 @@ def copied(row: Any) -> dict[str, Any]:
             "system": row["system"], "epoch": row.get("epoch") or 1,
             "gold_title": row["gold_title"], "status": row["status"],
             "retrievals": row["retrievals"], "gold_titles": None if golds is None else tuple(golds),
-            **{name: row.get(name) for name in QUESTION_FIELDS}}
+            "scores": row.get("scores") or {}, **{name: row.get(name) for name in QUESTION_FIELDS}}
+
+
+# What the tables read of a row's `details` beside its chunks, as the row holds it
+DECIDED = ("decision", "p_retrieve", "confidence", "threshold")
+
+
+def decided(details: Mapping[str, Any]) -> dict[str, Any]:
+    """The decision of a row's `details` (DECIDED), what it left unreported (`unknown`) and
+    what of a service's reply no path read (`unread`, systems/external/reply.py)."""
+    service = details.get("service")
+    unread = service.get("unread") if isinstance(service, dict) else None
+    return {**{name: details.get(name) for name in DECIDED},
+            "unknown": tuple(details.get("unknown") or ()),
+            "unread": tuple(map(str, unread)) if isinstance(unread, list) else ()}
 
 
 def usage_of(counts: dict[str, Any]) -> Usage:

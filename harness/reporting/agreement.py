@@ -28,12 +28,13 @@ from typing import Any, Sequence
 from freshrag.core import tables
 from freshrag.core.files import write_json
 from freshrag.core.jsonl import ResultsError
-from freshrag.core.records import GradeRecord, SampleRow
+from freshrag.core.records import SampleRow
 from freshrag.core.samples import judge_scores
 from freshrag.core.stats import cohen_kappa
+from freshrag.core.summary import AnswerSummary, Grade, summary_of
 from freshrag.core.wording import counted
-from freshrag.reporting.identity import role_models
-from freshrag.reporting.report import load_runs, markdown_table
+from freshrag.reporting.loading import load_runs
+from freshrag.reporting.report import markdown_table
 from freshrag.scoring.judge import FIELDS, SCALE
 from freshrag.scoring.store import answer_sha256, read_scores, score_grade
 
@@ -121,7 +122,7 @@ def _round(value: float) -> float:
 # ------------------------------------------------------------------ pairing
 
 
-def pair_runs(rows_a: list[SampleRow], rows_b: list[SampleRow]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def pair_runs(rows_a: list[AnswerSummary], rows_b: list[AnswerSummary]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The pairs to compare (same key, both scored, same answer, grades on the scale, checked
     in this order) and what was left out, counted."""
     keyed_b = {_key(row): row for row in rows_b}
@@ -142,29 +143,29 @@ def pair_runs(rows_a: list[SampleRow], rows_b: list[SampleRow]) -> tuple[list[di
             counts["unscored_a"] += scores_a is None
             counts["unscored_b"] += scores_b is None
             counts["unscored_either"] += 1
-        elif row_a.get("answer") != row_b.get("answer"):
+        elif row_a.answer != row_b.answer:
             counts["different_answers"] += 1
         elif not all(_on_scale(scores[f]) for scores in (scores_a, scores_b) for f in FIELDS):
             counts["off_scale"] += 1
         else:
             pairs.append({"dataset": key[0], "question_id": key[1], "system": key[2],
-                          "question": row_a.get("question"), "answer": row_a.get("answer"),
+                          "question": row_a.question, "answer": row_a.answer,
                           **{side: {f: int(scores[f]) for f in FIELDS}
                              for side, scores in (("a", scores_a), ("b", scores_b))},
-                          "reasons": {side: judge_reason(row["grade"])
+                          "reasons": {side: judge_reason(row.grade)
                                       for side, row in (("a", row_a), ("b", row_b))}})
     counts["compared"] = len(pairs)
     return pairs, counts
 
 
-def judge_reason(grade: GradeRecord | None) -> str | None:
+def judge_reason(grade: Grade | None) -> str | None:
     """The judge's reason in a grade; None where it gave none (rows before it, imported rows)."""
-    reason = grade.get("reason") if grade else None
+    reason = grade.reason if grade else None
     return reason if isinstance(reason, str) and reason else None
 
 
-def _key(row: SampleRow) -> tuple[Any, Any, Any]:
-    return row.get("dataset"), row["question_id"], row["system"]
+def _key(row: AnswerSummary) -> tuple[Any, Any, Any]:
+    return row.dataset, row.question_id, row.system
 
 
 def _on_scale(value: Any) -> bool:
@@ -184,9 +185,9 @@ def compare_runs(run_a: Path, run_b: Path, top: int = TOP,
     side, a repeat of `freshrag score --scorers judge` whose grades replace the run's own."""
     if run_a.resolve() == run_b.resolve() and repeats[0] == repeats[1]:
         raise AgreementError(f"{run_a} and {run_b} are one directory: nothing to compare")
-    rows_a, rows_b = (load_runs([run]) if repeat is None else with_repeat(load_runs([run]), run,
-                                                                         repeat)
-                      for run, repeat in ((run_a, repeats[0]), (run_b, repeats[1])))
+    rows_a, rows_b = ([summary_of(row) for row in (
+        load_runs([run]) if repeat is None else with_repeat(load_runs([run]), run, repeat))]
+        for run, repeat in ((run_a, repeats[0]), (run_b, repeats[1])))
     pairs, counts = pair_runs(rows_a, rows_b)
     if not pairs:
         raise AgreementError(f"{run_a} and {run_b}: no answer scored in both to compare "
@@ -211,7 +212,7 @@ def with_repeat(rows: list[SampleRow], run_dir: Path, repeat: int) -> list[Sampl
               if s["scorer"] == "judge" and s["repeat"] == repeat}
     replaced: list[SampleRow] = []
     for row in rows:
-        score = judged.get(_key(row))
+        score = judged.get((row.get("dataset"), row["question_id"], row["system"]))
         calls = score.get("calls", []) if score is not None else []
         if score is None or score.get("answer_sha256") != answer_sha256(row.get("answer")):
             replaced.append({**row, "grade": {
@@ -294,9 +295,9 @@ def _counts_line(counts: dict[str, Any]) -> str:
             f"B {counts['unscored_b']}), {counts['off_scale']} with a grade off the 1..5 scale")
 
 
-def judge_model(rows: list[SampleRow]) -> str | None:
+def judge_model(rows: list[AnswerSummary]) -> str | None:
     """The judge model(s) of a run, from its rows' calls; None for imports, which record none."""
-    models = {role_models(row).get("judge") for row in rows} - {None}
+    models = {row.models.get("judge") for row in rows} - {None}
     return " + ".join(sorted(map(str, models))) or None
 
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from freshrag.core.records import SampleRow
 from freshrag.core.samples import answer_tokens, judge_scores
 from freshrag.core.stats import (
     BOOTSTRAP_SAMPLES,
@@ -45,6 +44,7 @@ from freshrag.core.stats import (
     mean,
     with_holm,
 )
+from freshrag.core.summary import AnswerSummary
 from freshrag.reporting import decisions as by_need
 from freshrag.reporting import savings, staleness, trajectory
 from freshrag.reporting.answers import Answers
@@ -53,7 +53,6 @@ from freshrag.reporting.identity import (
     Identity,
     labels,
     mixed_notes,
-    role_models,
 )
 from freshrag.reporting.needed import decisions_and_notes
 from freshrag.reporting.outcomes import (
@@ -64,12 +63,11 @@ from freshrag.reporting.outcomes import (
     total_score,
     unreported,
 )
-from freshrag.reporting.prices import batch_calls, batch_note, row_cost
+from freshrag.reporting.prices import batch_note, row_cost
 from freshrag.reporting.retrieval_metrics import (
     METRICS,
     gold_set,
     retrieved_titles,
-    search_count,
     trajectory_titles,
 )
 from freshrag.reporting.scorers import CORRECT_AT, scorer_attribution
@@ -111,7 +109,7 @@ def retrieval_quality(answers: Answers, with_intervals: bool = False,
 # --------------------------------------------------------------------------- failure attribution
 
 
-def attribution(row: SampleRow, low: float = LOW_SCORE) -> str:
+def attribution(row: AnswerSummary, low: float = LOW_SCORE) -> str:
     """One of ATTRIBUTIONS. A one-article, single-search answer: by its scores where scored
     (scorers.scorer_attribution), else whether the gold article was retrieved; an answer to a
     multi-article question, or of several searches, or stopped at a bound: `_by_gold_set`."""
@@ -123,7 +121,7 @@ def attribution(row: SampleRow, low: float = LOW_SCORE) -> str:
     gold = gold_set(row)
     if not gold:  # a general query: no document to miss, the answer failed
         return "generation"
-    if len(gold) > 1 or search_count(row.get("steps") or []) > 1 or row.get("stopped"):
+    if len(gold) > 1 or (row.steps and row.steps.searches > 1) or row.stopped:
         return _by_gold_set(row, gold)
     titles = retrieved_titles(row)
     by_scores = scorer_attribution(row)  # faithfulness, context relevance where scored
@@ -134,13 +132,13 @@ def attribution(row: SampleRow, low: float = LOW_SCORE) -> str:
     return _unretrieved(row)
 
 
-def _by_gold_set(row: SampleRow, gold: list[str]) -> str:
+def _by_gold_set(row: AnswerSummary, gold: list[str]) -> str:
     """Stopped at the bound (it never answered as it chose); else, over every search of its
     trajectory, no gold article found (retrieval_miss), some but not all (partial_retrieval),
     all of them and a wrong answer all the same (generation)."""
-    if row.get("stopped"):
+    if row.stopped:
         return "stopped"
-    if retrieved_titles(row) is None and not search_count(row.get("steps") or []):
+    if retrieved_titles(row) is None and not (row.steps and row.steps.searches):
         return _unretrieved(row)
     found = set(gold) & set(trajectory_titles(row))
     if not found:
@@ -148,8 +146,8 @@ def _by_gold_set(row: SampleRow, gold: list[str]) -> str:
     return "generation" if len(found) == len(set(gold)) else "partial_retrieval"
 
 
-def _unretrieved(row: SampleRow) -> str:
-    return "generation" if row["system"] in GOLD_CONTEXT_SYSTEMS else "knowledge_gap"
+def _unretrieved(row: AnswerSummary) -> str:
+    return "generation" if row.system in GOLD_CONTEXT_SYSTEMS else "knowledge_gap"
 
 
 def attributions(answers: Answers, low: float = LOW_SCORE) -> list[dict[str, Any]]:
@@ -174,11 +172,11 @@ def quality_and_cost(answers: Answers,
     better in one)."""
     table = []
     for key, group in answers.groups().items():
-        answered = [row for row in group if row["status"] == "ok"]
+        answered = [row for row in group if row.status == "ok"]
         costs = [row_cost(row, prices) for row in answered]
         unpriced = sorted({model for row, cost in zip(answered, costs) if cost is None
-                           for role, model in role_models(row).items()
-                           if role != "judge" and role in row["usage"] and model not in prices})
+                           for role, model in row.models.items()
+                           if role != "judge" and role in row.usage and model not in prices})
         scores = [score for row in group if (score := total_score(row)) is not None]
         priced = [cost for cost in costs if cost is not None]
         unknown = unreported(group, "input_tokens") or unreported(group, "output_tokens")
@@ -186,7 +184,7 @@ def quality_and_cost(answers: Answers,
                       "input_tokens": None if unknown else spent(group)[0],
                       "cost_usd": None if len(priced) < len(costs) or unknown
                       else round(sum(priced), 6),
-                      "batch_calls": sum(len(batch_calls(row)) for row in answered),
+                      "batch_calls": sum(len(row.calls.batched) for row in answered),
                       "failed": len(group) - len(answered), "unpriced_models": unpriced})
     for axis in ("input_tokens", "cost_usd"):
         for entry in table:
@@ -219,7 +217,7 @@ def intervals(answers: Answers, seed: int = 0) -> list[dict[str, Any]]:
     table = []
     for key, group in answers.groups().items():
         scored = [scores for row in group if (scores := judge_scores(row)) is not None]
-        tokens = [answer_tokens(row) for row in group if row["status"] == "ok"]
+        tokens = [answer_tokens(row) for row in group if row.status == "ok"]
         entry: dict[str, Any] = key.fields()
         if scored:
             for name, values in (("truthfulness", [g["truthfulness"] for g in scored]),
@@ -287,7 +285,7 @@ def judge_notes(keys: list[Identity]) -> list[str]:
     return notes
 
 
-def analyse(rows: list[SampleRow], prices: dict[str, tuple[float, float]] | None = None,
+def analyse(rows: list[AnswerSummary], prices: dict[str, tuple[float, float]] | None = None,
             seed: int = 0, correct_at: int = CORRECT_AT,
             mixes: list[dict[str, float]] | None = None) -> dict[str, Any]:
     """Everything above and the scorers' tables (harness/reporting/scorers.py, `correct_at` its

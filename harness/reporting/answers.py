@@ -6,22 +6,23 @@ metrics are evaluated once, with no cache keyed by a list's address.
 
 from __future__ import annotations
 
-from freshrag.core.records import SampleRow
+from freshrag.core.summary import AnswerSummary
 from freshrag.reporting.identity import Identity, group_rows
 from freshrag.reporting.retrieval_metrics import Metrics, row_metrics
 
 
 class Answers:
-    """A report's rows, grouped by identity (identity.group_rows) on first asking, and each
+    """A report's answers, as their summaries (core/summary.py, reporting/loading.py
+    load_summaries), grouped by identity (identity.group_rows) on first asking, and each
     identity's retrieval metrics (retrieval_metrics.row_metrics) on first asking."""
 
-    def __init__(self, rows: list[SampleRow]) -> None:
+    def __init__(self, rows: list[AnswerSummary]) -> None:
         self.rows = rows
-        self._groups: dict[Identity, list[SampleRow]] | None = None
+        self._groups: dict[Identity, list[AnswerSummary]] | None = None
         self._metrics: dict[Identity, list[Metrics | None]] = {}
 
-    def groups(self) -> dict[Identity, list[SampleRow]]:
-        """Rows by identity, as a new dict of new lists: a table that changes what it was
+    def groups(self) -> dict[Identity, list[AnswerSummary]]:
+        """Answers by identity, as a new dict of new lists: a table that changes what it was
         handed changes no other table's."""
         return {key: list(group) for key, group in self._grouped().items()}
 
@@ -36,7 +37,7 @@ class Answers:
         some 50 MB at 100,000 answers, that the rest of a report never reads."""
         self._metrics.clear()
 
-    def _grouped(self) -> dict[Identity, list[SampleRow]]:
+    def _grouped(self) -> dict[Identity, list[AnswerSummary]]:
         if self._groups is None:
             self._groups = group_rows(self.rows)
         return self._groups

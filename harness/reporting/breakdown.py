@@ -4,7 +4,7 @@
 docs/methods.md#information-needs: which needs are hardest to serve).
 
 The rows of each value's questions (those without a value form the `unlabelled` group) go
-through the very functions of the whole report: the summary (`report.summarise`: scores,
+through the very functions of the whole report: the summary (`summary_table.summarise`: scores,
 tokens, retrievals, decisions made, failures) and the analysis (`analysis.analyse`: means and
 token totals with 95% bootstrap intervals, failure attribution, decisions against need, quality
 against cost, paired comparisons), the retrieval table with a bootstrap interval on each of
@@ -19,14 +19,14 @@ from typing import Any
 
 from freshrag.core import tables
 from freshrag.core.fields import grouped
-from freshrag.core.records import SampleRow
-from freshrag.reporting import analysis, report, sections
+from freshrag.core.summary import AnswerSummary
+from freshrag.reporting import analysis, report, sections, summary_table
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.table import Table
 from freshrag.reporting.table import tables as report_tables
 
 # The broken-down tables, in the order the report prints them: the summary, then the analysis's
-SUMMARY = Table("summary", "Scores, tokens and failures", report.COLUMNS)
+SUMMARY = Table("summary", "Scores, tokens and failures", summary_table.COLUMNS)
 
 
 def broken_down() -> list[Table]:
@@ -34,22 +34,22 @@ def broken_down() -> list[Table]:
     return [SUMMARY, *report_tables()]
 
 
-def breakdown(rows: list[SampleRow], field: str, prices: dict[str, tuple[float, float]] | None = None,
+def breakdown(rows: list[AnswerSummary], field: str, prices: dict[str, tuple[float, float]] | None = None,
               seed: int = 0) -> dict[str, Any]:
     """`{"field", "groups": {value: questions}, "tables": {key: rows}, "notes"}` (module
     docstring); every table row carries `field` first."""
     document: dict[str, Any] = {"field": field, "groups": {},
                                 "tables": {table.key: [] for table in broken_down()}, "notes": []}
-    if not any(row.get(field) is not None for row in rows):
+    if not any(getattr(row, field) is not None for row in rows):
         document["notes"].append(f"no question of these runs carries `{field}`: "
                                  f"nothing to break down")
         return document
-    for value, subset in grouped(rows, field, lambda row, name: row.get(name)).items():
-        document["groups"][value] = len({(r["dataset"], r["question_id"]) for r in subset})
+    for value, subset in grouped(rows, field, lambda row, name: getattr(row, name)).items():
+        document["groups"][value] = len({(r.dataset, r.question_id) for r in subset})
         details = analysis.analyse(subset, prices, seed)
         details["retrieval"] = analysis.retrieval_quality(Answers(subset), with_intervals=True,
                                                           seed=seed)
-        details["summary"] = report.summarise(subset)
+        details["summary"] = summary_table.summarise(subset)
         for table in broken_down():
             document["tables"][table.key] += [{field: value, **entry}
                                               for entry in details[table.key]]

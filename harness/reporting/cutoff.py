@@ -18,9 +18,9 @@ from typing import Any, Sequence
 from freshrag.core.dataset import Dataset
 from freshrag.core.dates import parse_date, parse_timestamp
 from freshrag.core.errors import CutoffError
-from freshrag.core.records import SampleRow
 from freshrag.core.samples import judge_scores
 from freshrag.core.stats import CONFIDENCE, bootstrap_interval, mean
+from freshrag.core.summary import AnswerSummary
 from freshrag.core.wording import counted
 from freshrag.reporting import breakpoint
 
@@ -56,24 +56,24 @@ def month_range(first: str, last: str) -> list[str]:
     return months
 
 
-def analyse(data: Dataset, rows: list[SampleRow], stated: str | None,
+def analyse(data: Dataset, rows: list[AnswerSummary], stated: str | None,
             stated_from: str) -> dict[str, Any]:
     """The whole analysis of a run's `rows`; `stated` is the cutoff the user states (YYYY-MM-DD),
     `stated_from` the option that gave it."""
     month = {q.id: _created_month(data.created(q)) for q in data.questions}
-    asked = {row["question_id"] for row in rows if row["question_id"] in month}
+    asked = {row.question_id for row in rows if row.question_id in month}
     undated = sorted(qid for qid in asked if month[qid] is None)
     dated_month = {qid: name for qid, name in month.items() if name is not None}
     # system -> question -> truthfulness
     scored: dict[str, dict[str, float]] = {system: {} for system in SYSTEMS}
     left_out: dict[str, Counter] = {system: Counter() for system in SYSTEMS}
     for row in rows:
-        if row["system"] not in SYSTEMS or row["question_id"] not in dated_month:
+        if row.system not in SYSTEMS or row.question_id not in dated_month:
             continue
         if (scores := judge_scores(row)) is not None:
-            scored[row["system"]][row["question_id"]] = scores["truthfulness"]
+            scored[row.system][row.question_id] = scores["truthfulness"]
         else:
-            left_out[row["system"]][row["status"] if row["status"] != "ok" else "unscored"] += 1
+            left_out[row.system][row.status if row.status != "ok" else "unscored"] += 1
     dated = sorted({dated_month[qid] for system in SYSTEMS for qid in scored[system]})
     months = month_range(dated[0], dated[-1]) if dated else []
     table = [_month_row(name, scored, dated_month) for name in months]

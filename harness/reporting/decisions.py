@@ -24,9 +24,9 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Sequence, cast
 
-from freshrag.core.records import SampleRow
 from freshrag.core.samples import answer_tokens, is_scored
 from freshrag.core.stats import bootstrap_interval, mean
+from freshrag.core.summary import AnswerSummary
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.identity import labels
 from freshrag.reporting.outcomes import (
@@ -50,6 +50,10 @@ class Sweep:
         self.retrieves, self.rank = retrieves, rank  # rank: higher means "retrieve" more
         self.answers_alone = answers_alone  # not retrieving, it answers with the answer role
 
+    def value(self, answer: AnswerSummary) -> Any:
+        """The answer's recorded score (core/summary.py DECIDED), None where it has none."""
+        return getattr(answer, self.field)
+
 
 SWEEPS = (
     Sweep("p_retrieve", "retrieve if p_retrieve >= threshold",
@@ -59,14 +63,13 @@ SWEEPS = (
 )
 
 
-def sweep_of(group: list[SampleRow]) -> Sweep | None:
+def sweep_of(group: list[AnswerSummary]) -> Sweep | None:
     """The sweep for a decider whose rows record a score, None for others."""
-    details = [row.get("details") or {} for row in group]
-    return next((s for s in SWEEPS if any(s.field in d for d in details)), None)
+    return next((s for s in SWEEPS if any(s.value(row) is not None for row in group)), None)
 
 
-def known_need(group: list[SampleRow]) -> list[SampleRow]:
-    return [row for row in group if row["status"] == "ok" and isinstance(row.get("need"), bool)]
+def known_need(group: list[AnswerSummary]) -> list[AnswerSummary]:
+    return [row for row in group if row.status == "ok" and isinstance(row.need, bool)]
 
 
 # --------------------------------------------------------------------------- per kind
@@ -79,9 +82,9 @@ def decisions_by_kind(answers: Answers, seed: int = 0) -> list[dict[str, Any]]:
         if not judged or not decides(group):
             continue
         for kind in KIND_ORDER:
-            mine = judged if kind == "all" else [r for r in judged if r.get("kind") == kind]
+            mine = judged if kind == "all" else [r for r in judged if r.kind == kind]
             if mine:
-                pairs = [((row["retrievals"] or 0) > 0, row["need"] is True)
+                pairs = [((row.retrievals or 0) > 0, row.need is True)
                          for row in known_retrievals(mine)]
                 table.append({**key.fields(), "kind": kind, **metrics(pairs, seed)})
     return table
@@ -135,36 +138,36 @@ def threshold_sweep(answers: Answers) -> list[dict[str, Any]]:
         if sweep is None or not judged:
             continue
         refs = references(groups, key)
-        current = {(row.get("details") or {}).get("threshold") for row in judged}
+        current = {row.threshold for row in judged}
         for threshold in sweep.thresholds:
             decided = [(_retrieves(sweep, row, threshold), row) for row in judged]
             entry = {**key.fields(), "rule": sweep.rule, "threshold": threshold,
                      "current": threshold in current,
-                     **metrics([(r, row["need"] is True) for r, row in decided], intervals=False)}
+                     **metrics([(r, row.need is True) for r, row in decided], intervals=False)}
             if refs:
                 entry.update(_estimate(sweep, decided, *refs))
             table.append(entry)
     return table
 
 
-def _retrieves(sweep: Sweep, row: SampleRow, threshold: float) -> bool:
-    value = (row.get("details") or {}).get(sweep.field)
+def _retrieves(sweep: Sweep, row: AnswerSummary, threshold: float) -> bool:
+    value = sweep.value(row)
     return value is not None and sweep.retrieves(value, threshold)
 
 
-def _estimate(sweep: Sweep, decided: list[tuple[bool, SampleRow]], base: dict[str, SampleRow],
-              rag: dict[str, SampleRow]) -> dict[str, Any]:
+def _estimate(sweep: Sweep, decided: list[tuple[bool, AnswerSummary]], base: dict[str, AnswerSummary],
+              rag: dict[str, AnswerSummary]) -> dict[str, Any]:
     """Mean truthfulness + relevance and tokens per question this threshold would reach."""
     scores, tokens = [], []
     for retrieves, row in decided:
-        q = row["question_id"]
+        q = row.question_id
         if q not in base or q not in rag or not (is_scored(base[q]) and is_scored(rag[q])):
             continue
         used = rag[q] if retrieves else base[q]
         scores.append(cast(float, total_score(used)))  # scored, both
-        decision = row["usage"].get("decision") or {"input": 0, "output": 0}
+        decision = row.usage.get("decision")
         answered = sum(answer_tokens(used)) if retrieves or sweep.answers_alone else 0
-        tokens.append(decision["input"] + decision["output"] + answered)
+        tokens.append((decision.input + decision.output if decision else 0) + answered)
     if not scores:
         return {}
     return {"estimated_score": mean(scores, places=4),
@@ -185,8 +188,8 @@ def roc_curves(answers: Answers, seed: int = 0) -> list[dict[str, Any]]:
         if sweep is None:
             continue
         judged = known_need(group)
-        scored = [(sweep.rank(v), row["need"] is True) for row in judged
-                  if (v := (row.get("details") or {}).get(sweep.field)) is not None]
+        scored = [(sweep.rank(v), row.need is True) for row in judged
+                  if (v := sweep.value(row)) is not None]
         entry = {**key.fields(), "questions": len(judged),
                  "unavailable": len(judged) - len(scored), "needed": sum(n for _, n in scored)}
         if 0 < entry["needed"] < len(scored):

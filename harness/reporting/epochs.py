@@ -29,6 +29,7 @@ from freshrag.core.records import SampleRow
 from freshrag.core.row_check import sample_problem
 from freshrag.core.samples import SAMPLES, epoch_of, judge_scores
 from freshrag.core.stats import bootstrap_interval, mean
+from freshrag.core.summary import AnswerSummary
 from freshrag.reporting.identity import group_rows
 from freshrag.reporting.report import columns_for, markdown_table
 
@@ -44,29 +45,29 @@ FIELDS = ("truthfulness", "relevance")
 EPOCH_KEY = re.compile(rb'"epoch"\s*:\s*(\d{1,3})\b')
 
 
-def first_epoch(rows: list[SampleRow]) -> list[SampleRow]:
+def first_epoch(rows: list[AnswerSummary]) -> list[AnswerSummary]:
     """The rows of the first epoch: what every table but this section reads, one row per
     question and system."""
-    return [row for row in rows if epoch_of(row) == 1]
+    return [row for row in rows if row.epoch == 1]
 
 
-def epoch_table(rows: list[SampleRow], seed: int = 0) -> list[dict[str, Any]]:
+def epoch_table(rows: list[AnswerSummary], seed: int = 0) -> list[dict[str, Any]]:
     """A row per identity whose rows (of every epoch) hold a question of more than one epoch;
     none when no run asked anything twice."""
     table = []
     for key, group in group_rows(rows).items():
-        by_question: dict[str, list[SampleRow]] = defaultdict(list)
+        by_question: dict[str, list[AnswerSummary]] = defaultdict(list)
         for row in group:
-            by_question[row["question_id"]].append(row)
+            by_question[row.question_id].append(row)
         if max(len(asked) for asked in by_question.values()) > 1:
-            table.append({**key.fields(), "epochs": max(epoch_of(row) for row in group),
+            table.append({**key.fields(), "epochs": max(row.epoch for row in group),
                           **_spread(list(by_question.values()), seed)})
     return table
 
 
-def _spread(questions: list[list[SampleRow]], seed: int) -> dict[str, Any]:
+def _spread(questions: list[list[AnswerSummary]], seed: int) -> dict[str, Any]:
     """The figures over the questions with two scored epochs or more (module docstring)."""
-    graded = [[(scores, row.get("answer")) for row in asked
+    graded = [[(scores, row.answer) for row in asked
                if (scores := judge_scores(row)) is not None] for asked in questions]
     graded = [epochs for epochs in graded if len(epochs) > 1]
     flips = [len({scores["truthfulness"] for scores, _ in epochs}) > 1 for epochs in graded]
@@ -101,7 +102,7 @@ def render(details: dict[str, Any]) -> str:
     return f"### {TITLE}\n\n" + markdown_table(table, columns_for(COLUMNS, table))
 
 
-def section(rows: list[SampleRow], seed: int = 0) -> str:
+def section(rows: list[AnswerSummary], seed: int = 0) -> str:
     """The section as markdown from rows of every epoch (`freshrag run`'s closing summary), ""
     when no question was asked twice."""
     return render({KEY: epoch_table(rows, seed)})

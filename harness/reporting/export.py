@@ -30,6 +30,7 @@ from freshrag.core.errors import UserError
 from freshrag.core.outputs import Output, check_outputs, check_outside_runs
 from freshrag.core.records import SampleRow
 from freshrag.core.samples import judge_scores
+from freshrag.core.summary import summary_of
 from freshrag.reporting.export_rows import (
     READ_TOOL,
     SEARCH_TOOL,
@@ -206,7 +207,7 @@ def flat_record(row: SampleRow, roles: Sequence[str]) -> dict[str, Any]:
     """One row as a flat record (docs/export.md#jsonl-for-pandas): a column a value, but `steps`
     and `gold_titles`, which are lists."""
     grade: Mapping[str, Any] = row.get("grade") or {}
-    scores = judge_scores(row) or {}
+    scores = judge_scores(summary_of(row)) or {}
     steps = row.get("steps")
     searches = [step for step in steps or [] if step["kind"] == "search"]
     details = row.get("details") or {}

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from freshrag.builders.measured import KNOWN_AT, SYSTEM
-from freshrag.core.records import SampleRow
 from freshrag.core.samples import judge_scores
+from freshrag.core.summary import AnswerSummary
 from freshrag.reporting.decisions import wilson
 from freshrag.reporting.identity import group_rows, labels
 
@@ -22,7 +22,7 @@ NOTE = ("Questions known without retrieval are not fresh for that model: it answ
         "memory. `freshrag filter` writes the set without them.")
 
 
-def known_without_retrieval(rows: list[SampleRow]) -> list[dict[str, Any]]:
+def known_without_retrieval(rows: list[AnswerSummary]) -> list[dict[str, Any]]:
     """One row per baseline identity with a graded answer: `questions` graded, `known` of them,
     `share` [k/n, low, high], `ungraded` (unscored or failed), `known_at`, and its identity."""
     groups = {key: group for key, group in group_rows(rows).items() if key.system == SYSTEM}

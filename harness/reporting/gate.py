@@ -22,15 +22,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from freshrag.core.manifest import read_manifest
-from freshrag.core.records import SampleRow
 from freshrag.core.rundir import holder
 from freshrag.core.samples import judge_scores
 from freshrag.core.stats import bootstrap_interval, mean
+from freshrag.core.summary import AnswerSummary
 from freshrag.core.wording import counted
 from freshrag.reporting.gate_rules import GateRulesError, Rule
-from freshrag.reporting.identity import role_models
+from freshrag.reporting.loading import load_summaries
 from freshrag.reporting.outcomes import CORRECT_AT
-from freshrag.reporting.report import load_runs
 from freshrag.reporting.trajectory import per_correct
 
 Prices = dict[str, tuple[float, float]]
@@ -42,16 +41,16 @@ class Side:
     """One run directory as the gate reads it: its rows (light) and its manifest."""
 
     run_dir: Path
-    rows: list[SampleRow]
+    rows: list[AnswerSummary]
     manifest: dict[str, Any]
 
-    def of(self, system: str) -> dict[Key, SampleRow]:
-        return {(row.get("dataset"), row["question_id"]): row
-                for row in self.rows if row["system"] == system}
+    def of(self, system: str) -> dict[Key, AnswerSummary]:
+        return {(row.dataset, row.question_id): row
+                for row in self.rows if row.system == system}
 
     @property
     def systems(self) -> list[str]:
-        return list(dict.fromkeys(row["system"] for row in self.rows))
+        return list(dict.fromkeys(row.system for row in self.rows))
 
 
 @dataclass(frozen=True)
@@ -106,7 +105,7 @@ class Context:
 
 def read_side(run_dir: Path) -> Side:
     """A run directory's rows (read lightly: no call's messages) and manifest."""
-    return Side(run_dir, load_runs([run_dir], light=True), dict(read_manifest(run_dir) or {}))
+    return Side(run_dir, load_summaries([run_dir]), dict(read_manifest(run_dir) or {}))
 
 
 def gate(baseline: Path, candidate: Path, rules: list[Rule], prices: Prices | None = None,
@@ -169,7 +168,7 @@ def _check_questions(base: Side, cand: Side) -> None:
 def judges(side: Side) -> list[str]:
     """The judge models that graded the run's answers."""
     return sorted({str(model) for row in side.rows
-                   if (model := role_models(row).get("judge")) is not None})
+                   if (model := row.models.get("judge")) is not None})
 
 
 def _check_judges(base: Side, cand: Side) -> None:
@@ -201,13 +200,13 @@ def _pairs(rule: Rule, base: Side, cand: Side, renames: dict[str, str]) -> list[
     return list(pairs.items())
 
 
-def shared(first: dict[Key, SampleRow], second: dict[Key, SampleRow],
+def shared(first: dict[Key, AnswerSummary], second: dict[Key, AnswerSummary],
            answered: bool = False) -> list[Key]:
     """The questions both sides have, of the same text (imports number their questions by
     position); `answered`: only those both answered (neither failed)."""
     return [key for key in first if key in second
-            and first[key].get("question") == second[key].get("question")
-            and (not answered or first[key]["status"] == second[key]["status"] == "ok")]
+            and first[key].question == second[key].question
+            and (not answered or first[key].status == second[key].status == "ok")]
 
 
 def _missing(rule: Rule, base: Side, cand: Side) -> str | None:
@@ -253,7 +252,7 @@ def difference(rule: Rule, base: Side, cand: Side, context: Context) -> Verdict:
         "candidate": mean([c for _, c in paired], places=4)})
 
 
-def metric(row: SampleRow, name: str) -> float | None:
+def metric(row: AnswerSummary, name: str) -> float | None:
     """A row's truthfulness, relevance or score (their sum); None when it was not scored."""
     scores = judge_scores(row)
     if scores is None:
@@ -269,7 +268,7 @@ def failed(rule: Rule, base: Side, cand: Side, context: Context) -> Verdict:
     failures = missing = total = 0
     for base_name, cand_name in _pairs(rule, base, cand, context.renames):
         first, second = base.of(base_name), cand.of(cand_name)
-        failures += sum(row["status"] == "failed" for row in second.values())
+        failures += sum(row.status == "failed" for row in second.values())
         missing += sum(key not in second for key in first)
         total += len(first.keys() | second.keys())
     if not total:

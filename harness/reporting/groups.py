@@ -31,11 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.core.files import write_figure
-from freshrag.core.records import SampleRow
 from freshrag.core.reference import matches
 from freshrag.core.samples import judge_scores
 from freshrag.core.stats import bootstrap_interval, min_detectable_difference, with_holm
-from freshrag.core.summary import context_of
+from freshrag.core.summary import AnswerSummary
 from freshrag.core.types import WORDING_AXES
 from freshrag.reporting.identity import Identity, group_rows, labels
 from freshrag.reporting.outcomes import untested
@@ -47,28 +46,28 @@ RULE = (f"correct: the answer matches the reference (normalised dates, numbers, 
         f"does not, the judge's truthfulness >= {JUDGE_CORRECT} of 5")
 
 
-def verdict(row: SampleRow) -> tuple[str, str]:
+def verdict(row: AnswerSummary) -> tuple[str, str]:
     """(`correct` | `incorrect` | `unscored`, the basis): the match first, then the judge."""
-    if row["status"] != "ok":
-        return "unscored", f"failed pair: {row.get('error')}"
-    if matches(row.get("answer"), row.get("reference") or ""):
+    if row.status != "ok":
+        return "unscored", f"failed pair: {row.error}"
+    if matches(row.answer, row.reference or ""):
         return "correct", "match"
-    scores, grade = judge_scores(row), row["grade"]
+    scores, grade = judge_scores(row), row.grade
     if scores is None:
-        reason = (grade["unscored_reason"] if grade else None) or "not graded"
+        reason = (grade.unscored_reason if grade else None) or "not graded"
         return "unscored", f"no match, judge unscored: {reason}"
     if scores["truthfulness"] >= JUDGE_CORRECT:
         return "correct", "judge"
     return "incorrect", "no match, judge below threshold"
 
 
-def grouped_rows(rows: list[SampleRow]) -> dict[Identity, dict[str, list[SampleRow]]]:
+def grouped_rows(rows: list[AnswerSummary]) -> dict[Identity, dict[str, list[AnswerSummary]]]:
     """Per run identity that answered grounded questions: its rows by semantic group."""
     result = {}
-    for key, rows_of in group_rows([r for r in rows if r.get("group") and r.get("reference")]).items():
-        groups: dict[str, list[SampleRow]] = {}
+    for key, rows_of in group_rows([r for r in rows if r.group and r.reference]).items():
+        groups: dict[str, list[AnswerSummary]] = {}
         for row in rows_of:
-            groups.setdefault(row.get("group") or "", []).append(row)
+            groups.setdefault(row.group or "", []).append(row)
         result[key] = groups
     return result
 
@@ -81,7 +80,7 @@ def tag(verdicts: list[str]) -> str:
     return "gap" if all(v == "incorrect" for v in verdicts) else "non_robust"
 
 
-def analyse_groups(rows: list[SampleRow], seed: int = 0) -> dict[str, Any]:
+def analyse_groups(rows: list[AnswerSummary], seed: int = 0) -> dict[str, Any]:
     """The tables `groups` and `wording`, and `grounded`: the rule, every form's verdict and the
     attribution of every wrong form of a non-robust group."""
     table, wording, forms, attribution = [], [], [], []
@@ -92,8 +91,8 @@ def analyse_groups(rows: list[SampleRow], seed: int = 0) -> dict[str, Any]:
         tags = {g: tag([v for _, v, _ in forms_of]) for g, forms_of in judged.items()}
         causes = []
         for group, forms_of in judged.items():
-            forms += [{"system": names[key], "dataset": key.dataset, "question_id": row["question_id"],
-                       "group": group, "criterion": row.get("criterion"), "verdict": v,
+            forms += [{"system": names[key], "dataset": key.dataset, "question_id": row.question_id,
+                       "group": group, "criterion": row.criterion, "verdict": v,
                        "basis": basis, "tag": tags[group]} for row, v, basis in forms_of]
             if tags[group] == "non_robust":
                 causes += _attribute(forms_of)
@@ -105,7 +104,7 @@ def analyse_groups(rows: list[SampleRow], seed: int = 0) -> dict[str, Any]:
                          "attribution": attribution}}
 
 
-def _figures(judged: dict[str, list[tuple[SampleRow, str, str]]], tags: dict[str, str],
+def _figures(judged: dict[str, list[tuple[AnswerSummary, str, str]]], tags: dict[str, str],
              causes: list[dict[str, Any]]) -> dict[str, Any]:
     counts = Counter(tags.values())
     tagged = [g for g, t in tags.items() if t != "unscored"]
@@ -118,32 +117,32 @@ def _figures(judged: dict[str, list[tuple[SampleRow, str, str]]], tags: dict[str
             **{f"wrong_{cause}": sum(c["cause"] == cause for c in causes) for cause in CAUSES}}
 
 
-def _attribute(forms_of: list[tuple[SampleRow, str, str]]) -> list[dict[str, Any]]:
+def _attribute(forms_of: list[tuple[AnswerSummary, str, str]]) -> list[dict[str, Any]]:
     """The cause of each wrong form of one non-robust group (see the module docstring)."""
-    reference = forms_of[0][0].get("reference") or ""
-    right_held = any((context := context_of(row)) is not None and matches(context, reference)
+    reference = forms_of[0][0].reference or ""
+    right_held = any((context := row.context) is not None and matches(context, reference)
                      for row, v, _ in forms_of if v == "correct")
     causes = []
     for row, v, _ in forms_of:
         if v != "incorrect":
             continue
-        context = context_of(row)
+        context = row.context
         cause = ("no_retrieval" if context is None else
                  "language_model" if matches(context, reference) else "retriever")
-        causes.append({"question_id": row["question_id"], "group": row["group"],
-                       "criterion": row.get("criterion"), "cause": cause,
+        causes.append({"question_id": row.question_id, "group": row.group,
+                       "criterion": row.criterion, "cause": cause,
                        "right_form_context_held_answer": right_held})
     return causes
 
 
-def wording_tests(judged: dict[str, list[tuple[SampleRow, str, str]]], tags: dict[str, str],
+def wording_tests(judged: dict[str, list[tuple[AnswerSummary, str, str]]], tags: dict[str, str],
                   seed: int = 0) -> list[dict[str, Any]]:
     """Per wording axis with forms of both values in some tagged group: the paired test."""
     tests = []
     for axis, (first, second) in WORDING_AXES.items():
         pairs = []
         for group, forms_of in sorted(judged.items()):
-            by_criterion = {row.get("criterion"): v for row, v, _ in forms_of}
+            by_criterion = {row.criterion: v for row, v, _ in forms_of}
             if tags[group] != "unscored" and first in by_criterion and second in by_criterion:
                 pairs.append((by_criterion[first] == "correct", by_criterion[second] == "correct"))
         if pairs:
@@ -182,7 +181,7 @@ def _share(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
-def tag_figure(rows: list[SampleRow], path: Path) -> Path | None:
+def tag_figure(rows: list[AnswerSummary], path: Path) -> Path | None:
     """Stacked bars of group tags per run identity; None when no identity has groups."""
     table = analyse_groups(rows)["groups"]
     if not table:

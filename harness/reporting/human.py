@@ -26,9 +26,9 @@ from itertools import accumulate, combinations
 from typing import Any, Sequence
 
 from freshrag.core.ppi import ppi_mean
-from freshrag.core.records import SampleRow
 from freshrag.core.samples import judge_scores
 from freshrag.core.stats import bootstrap_interval, cohen_kappa, mean
+from freshrag.core.summary import AnswerSummary
 from freshrag.core.wording import counted
 from freshrag.reporting.agreement import (
     excerpt,
@@ -66,7 +66,7 @@ def columns(sides: Sequence[str]) -> tuple[str, ...]:
             *(f"mean_{side}" for side in sides), "bias")
 
 
-def judge_against_people(pairs: list[tuple[SampleRow, Label]], top: int = TOP) -> dict[str, Any]:
+def judge_against_people(pairs: list[tuple[AnswerSummary, Label]], top: int = TOP) -> dict[str, Any]:
     """The figures per field over the labels of answers the judge scored (a = people, b = the
     judge), the `top` that differ most, and how many labels were of unscored answers."""
     scored = [(row, label, scores) for row, label in pairs
@@ -79,21 +79,21 @@ def judge_against_people(pairs: list[tuple[SampleRow, Label]], top: int = TOP) -
             "divergent": divergent(scored, top)}
 
 
-def divergent(scored: list[tuple[SampleRow, Label, Any]], top: int) -> list[dict[str, Any]]:
+def divergent(scored: list[tuple[AnswerSummary, Label, Any]], top: int) -> list[dict[str, Any]]:
     """The `top` labels whose grades differ most from the judge's, summed over both fields
     (ties in key order), with the judge's reason and the person's note; none that agree."""
-    def apart(item: tuple[SampleRow, Label, Any]) -> int:
+    def apart(item: tuple[AnswerSummary, Label, Any]) -> int:
         _, label, scores = item
         return sum(abs(int(scores[field]) - getattr(label, field)) for field in FIELDS)
 
     differing = sorted((item for item in scored if apart(item)), key=lambda item: (
-        -apart(item), str(item[0].get("dataset")), item[0]["system"], str(item[0]["question_id"]),
+        -apart(item), str(item[0].dataset), item[0].system, str(item[0].question_id),
         item[1].labeller))
-    return [{"dataset": row.get("dataset"), "system": row["system"],
-             "question_id": row["question_id"], "question": row.get("question"),
-             "answer": excerpt(row.get("answer")), "difference": apart((row, label, scores)),
+    return [{"dataset": row.dataset, "system": row.system,
+             "question_id": row.question_id, "question": row.question,
+             "answer": excerpt(row.answer), "difference": apart((row, label, scores)),
              "judge": {**{f: int(scores[f]) for f in FIELDS},
-                       "reason": judge_reason(row["grade"])},
+                       "reason": judge_reason(row.grade)},
              "person": {**{f: getattr(label, f) for f in FIELDS}, "note": label.note or None,
                         "labeller": label.labeller}}
             for row, label, scores in differing[:top]]
@@ -144,7 +144,7 @@ def _fields(shared: list[tuple[Label, Label]]) -> dict[str, Any]:
                            [getattr(y, field) for _, y in shared]) for field in FIELDS}
 
 
-def intervals(rows: list[SampleRow], pairs: list[tuple[SampleRow, Label]],
+def intervals(rows: list[AnswerSummary], pairs: list[tuple[AnswerSummary, Label]],
               seed: int = 0) -> list[dict[str, Any]]:
     """Per run identity with a labelled answer the judge scored: `labelled` such answers,
     `judged` the answers the judge alone scored, and per field the judge's mean with its 95%
@@ -176,7 +176,7 @@ def intervals(rows: list[SampleRow], pairs: list[tuple[SampleRow, Label]],
     return table
 
 
-def human_document(labels: list[Label], resolved: Resolved | None, rows: list[SampleRow] | None,
+def human_document(labels: list[Label], resolved: Resolved | None, rows: list[AnswerSummary] | None,
                    top: int = TOP, seed: int = 0) -> dict[str, Any]:
     """What the labels say: their counts, people against each other, and with a run's `rows`
     (and the labels `resolved` against them) the judge against people and the means."""
@@ -280,7 +280,7 @@ def render(document: dict[str, Any]) -> str:
     return "\n\n".join(sections)
 
 
-def judge_section(checks: dict[str, Any], labels: list[Label], rows: list[SampleRow],
+def judge_section(checks: dict[str, Any], labels: list[Label], rows: list[AnswerSummary],
                   seed: int = 0) -> dict[str, Any]:
     """The report's judge section (harness/reporting/judge_check.py) with the labels: the
     document as `human`, its summary and notes after the section's lines."""

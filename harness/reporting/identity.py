@@ -9,7 +9,7 @@ model that played each role, and the run directory. The rule:
   would give each question twice).
 - The models come from the rows themselves: each call records its role and model
   (`calls[*].role`, `calls[*].model`); imported rows, which have no calls, name theirs in
-  `models` (harness/run/legacy.py); `report.load_runs` adds the run's embedding model (manifest
+  `models` (harness/run/legacy.py); `loading.load_runs` adds the run's embedding model (manifest
   `index.embedding_model`) as role `embeddings` to rows that retrieved, with the text weight
   when the lexical side took part (`retriever_model`), so that runs at two weights are two rows
   and are never compared as one retriever. A role that played more
@@ -35,8 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any, Final, Iterable
 
-from freshrag.core.records import SampleRow
-from freshrag.core.summary import Calls
+from freshrag.core.summary import AnswerSummary
 
 ROLE_ORDER = ("answer", "decision", "judge", "embeddings")
 MIXED = " + "  # between the models one role played in one run directory
@@ -81,22 +80,13 @@ def retriever_model(index: dict[str, Any] | None) -> str | None:
         f"{str(corpus['sha256'])[:12]})" if corpus else "")
 
 
-def role_models(row: SampleRow) -> dict[str, str]:
-    """Which model played each role in a samples row: from its calls, or the `models` field of
-    imported rows, which have no calls. A light row's calls know theirs (core/light.py Calls):
-    every table asks it of every row."""
-    calls = row.get("calls") or []
-    models = calls.models if isinstance(calls, Calls) else {
-        call["role"]: call["model"] for call in calls if call.get("model")}
-    return {**(row.get("models") or {}), **models}
-
-
-def group_rows(rows: list[SampleRow]) -> dict[Identity, list[SampleRow]]:
-    """Rows by identity, in order of first appearance (see the module docstring for the rule).
-    A report's tables share one grouping through their `Answers` (harness/reporting/answers.py)."""
-    buckets: dict[tuple[Any, Any, Any], list[SampleRow]] = {}
-    for row in rows:
-        buckets.setdefault((row["dataset"], row["system"], row.get("run")), []).append(row)
+def group_rows(answers: list[AnswerSummary]) -> dict[Identity, list[AnswerSummary]]:
+    """Answers by identity, in order of first appearance (see the module docstring for the
+    rule). A report's tables share one grouping through their `Answers`
+    (harness/reporting/answers.py)."""
+    buckets: dict[tuple[Any, Any, Any], list[AnswerSummary]] = {}
+    for answer in answers:
+        buckets.setdefault((answer.dataset, answer.system, answer.run), []).append(answer)
     keys = [_identity(dataset, system, run, group)
             for (dataset, system, run), group in buckets.items()]
     if len({(k.dataset, k.system, k.models) for k in keys}) == len(keys):
@@ -104,10 +94,11 @@ def group_rows(rows: list[SampleRow]) -> dict[Identity, list[SampleRow]]:
     return dict(zip(keys, buckets.values()))
 
 
-def _identity(dataset: str, system: str, run: str | None, rows: list[SampleRow]) -> Identity:
+def _identity(dataset: str, system: str, run: str | None,
+              answers: list[AnswerSummary]) -> Identity:
     seen: dict[str, set[str]] = {}
-    for row in rows:
-        for role, model in role_models(row).items():
+    for answer in answers:  # which model played each role: core/summary.py models_of
+        for role, model in answer.models.items():
             seen.setdefault(role, set()).add(str(model))
     roles = ordered_roles(seen)
     return Identity(dataset, system, tuple((r, MIXED.join(sorted(seen[r]))) for r in roles), run,

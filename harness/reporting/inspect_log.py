@@ -38,6 +38,7 @@ from freshrag import __version__
 from freshrag.core.records import CallRecord, SampleRow, StepRecord
 from freshrag.core.samples import judge_scores
 from freshrag.core.stats import mean
+from freshrag.core.summary import models_of, summary_of, whole_calls
 from freshrag.reporting.export_rows import (
     READ_TOOL,
     SEARCH_TOOL,
@@ -46,7 +47,6 @@ from freshrag.reporting.export_rows import (
     gold_titles,
     pair_ids,
 )
-from freshrag.reporting.identity import role_models
 
 LOG_VERSION = 2  # inspect_ai's log format version written here
 JUDGE = "judge"
@@ -89,7 +89,7 @@ def _spec(rows: Sequence[SampleRow], ids: Sequence[str], created: str) -> dict[s
     systems = list(dict.fromkeys(row["system"] for row in rows))
     datasets = list(dict.fromkeys(str(row.get("dataset")) for row in rows))
     models = list(dict.fromkeys(model for row in rows
-                                if (model := role_models(row).get("answer"))))
+                                if (model := _role_models(row).get("answer"))))
     runs = list(dict.fromkeys(str(row.get("run")) for row in rows))
     digest = hashlib.sha256(json.dumps([runs, systems], ensure_ascii=False)
                             .encode("utf-8", "surrogatepass")).hexdigest()[:22]
@@ -199,7 +199,7 @@ def _chunk(chunk: Mapping[str, Any], texts: Mapping[tuple[str, int], str]) -> di
 
 def _output(row: SampleRow, answer: Any) -> dict[str, Any]:
     """The answer as the model's output (empty for a failed pair, with its error)."""
-    model = role_models(row).get("answer") or ""
+    model = _role_models(row).get("answer") or ""
     if not isinstance(answer, str):
         return {"model": model, "choices": [], "error": str(row.get("error") or "failed")}
     stop = "max_tokens" if row.get("stopped") == "budget" else "stop"
@@ -213,7 +213,7 @@ def scores(row: SampleRow) -> dict[str, Any]:
     found: dict[str, Any] = {}
     grade = row.get("grade")
     if grade is not None and row["status"] == "ok":
-        graded = judge_scores(row)
+        graded = judge_scores(summary_of(row))
         found[JUDGE] = {
             "value": {"truthfulness": None if graded is None else graded["truthfulness"],
                       "relevance": None if graded is None else graded["relevance"]},
@@ -251,7 +251,7 @@ def model_usage(row: SampleRow) -> dict[str, dict[str, int]]:
     found: dict[str, list[dict[str, int]]] = {}
     for call in calls:
         found.setdefault(call["model"], []).append(_call_usage(call))
-    called, models = {call.get("role") for call in calls}, role_models(row)
+    called, models = {call.get("role") for call in calls}, _role_models(row)
     for role, spent in role_usage(row).items():
         if role not in called:
             found.setdefault(models.get(role, role), []).append(spent)
@@ -322,8 +322,13 @@ def _values(row: SampleRow) -> dict[str, dict[str, float | None]]:
     """A row's score values by scorer and name (the judge's null where unscored)."""
     found: dict[str, dict[str, float | None]] = {}
     if row["status"] == "ok" and row.get("grade") is not None:
-        graded = judge_scores(row) or {}
+        graded = judge_scores(summary_of(row)) or {}
         found[JUDGE] = {name: graded.get(name) for name in ("truthfulness", "relevance")}
     for scorer, score in (row.get("scores") or {}).items():
         found[scorer] = dict(score.get("metrics") or {})
     return found
+
+
+def _role_models(row: SampleRow) -> dict[str, str]:
+    """Which model played each role in a whole row (the answer summary's rule)."""
+    return models_of(row, whole_calls(row.get("calls") or []))

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.core.manifest import read_manifest
-from freshrag.core.records import GRADE_FIELDS, SampleRow
+from freshrag.core.records import GRADE_FIELDS
+from freshrag.core.summary import AnswerSummary
 from freshrag.reporting.identity import group_rows
 from freshrag.scoring.probes import JUDGE_HINT, verdict_lines
 
@@ -23,7 +24,7 @@ DEGENERATE_SHARE = 0.9
 NOT_PROBED = "no judge probes recorded (an import, or a run made before freshrag probed its judge)"
 
 
-def judge_checks(run_dirs: list[Path], rows: list[SampleRow]) -> dict[str, Any]:
+def judge_checks(run_dirs: list[Path], rows: list[AnswerSummary]) -> dict[str, Any]:
     """Per run directory its probe verdict, the degenerate fields, and the lines to show (the
     warnings first)."""
     runs: list[dict[str, Any]] = []
@@ -46,7 +47,7 @@ def judge_checks(run_dirs: list[Path], rows: list[SampleRow]) -> dict[str, Any]:
             "lines": warnings + ([JUDGE_HINT] if warnings else []) + notes}
 
 
-def degenerate_fields(rows: list[SampleRow],
+def degenerate_fields(rows: list[AnswerSummary],
                       share: float = DEGENERATE_SHARE) -> dict[str, float]:
     """Field -> share, for the fields where one and the same value was given to at least `share`
     of the scored answers of every row (the smallest of those rows' shares). A judge that gives
@@ -56,8 +57,8 @@ def degenerate_fields(rows: list[SampleRow],
     for field in GRADE_FIELDS:
         counts = []
         for group in groups:
-            values = [value for row in group if row["status"] == "ok" and (grade := row["grade"])
-                      and (value := grade[field]) is not None]
+            values = [value for row in group if row.status == "ok" and (grade := row.grade)
+                      and (value := getattr(grade, field)) is not None]
             if values:
                 counts.append((Counter(values), len(values)))
         common = set.intersection(*(set(c) for c, _ in counts)) if counts else set()

@@ -33,7 +33,7 @@ from typing import Any, Iterable, Sequence
 
 from freshrag.core.errors import UserError
 from freshrag.core.jsonl import loads
-from freshrag.core.records import SampleRow
+from freshrag.core.summary import AnswerSummary
 from freshrag.core.textfile import lines
 from freshrag.core.wording import counted
 from freshrag.scoring.store import answer_sha256
@@ -78,7 +78,7 @@ class Resolved:
     every row of its question that holds its answer text), and the labels left out: `unknown`,
     no row has its question; `changed`, no row of its question holds the text labelled."""
 
-    pairs: list[tuple[SampleRow, Label]]
+    pairs: list[tuple[AnswerSummary, Label]]
     unknown: int = 0
     changed: int = 0
 
@@ -100,9 +100,9 @@ def page_key(salt: str, dataset: str | None, question_id: str, answer_text_sha25
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def answer_of(row: SampleRow) -> tuple[str, str, str]:
+def answer_of(row: AnswerSummary) -> tuple[str, str, str]:
     """What a blind person can tell an answer by: dataset, question id and answer text digest."""
-    return (row.get("dataset") or "", str(row["question_id"]), answer_sha256(row.get("answer")))
+    return (row.dataset or "", str(row.question_id), answer_sha256(row.answer))
 
 
 def read_labels(paths: Sequence[Path]) -> list[Label]:
@@ -121,9 +121,9 @@ def read_labels(paths: Sequence[Path]) -> list[Label]:
     return list(kept.values())
 
 
-def resolve(labels: Iterable[Label], rows: Iterable[SampleRow]) -> Resolved:
+def resolve(labels: Iterable[Label], rows: Iterable[AnswerSummary]) -> Resolved:
     """Pair each label with the rows it labels (see the module docstring)."""
-    by_answer: dict[tuple[str, str, str], list[SampleRow]] = {}
+    by_answer: dict[tuple[str, str, str], list[AnswerSummary]] = {}
     questions: set[tuple[str, str]] = set()
     for row in rows:
         answer = answer_of(row)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from freshrag.core.records import SampleRow
 from freshrag.core.samples import answer_tokens, is_scored, judge_scores
 from freshrag.core.stats import mean
+from freshrag.core.summary import AnswerSummary
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.identity import Identity, comparable, labels, models_label
 from freshrag.reporting.outcomes import (
@@ -64,14 +64,14 @@ def decisions_and_notes(answers: Answers, baseline: str = "baseline",
     return table, _decision_notes(groups, names, judged, baseline, naive)
 
 
-def _needed(base: dict[str, SampleRow], rag: dict[str, SampleRow]) -> dict[str, bool]:
+def _needed(base: dict[str, AnswerSummary], rag: dict[str, AnswerSummary]) -> dict[str, bool]:
     """Per question both scored: did naive score above the baseline (retrieval was needed)?"""
     scores = {q: (total_score(base[q]), total_score(rag[q])) for q in shared_questions(base, rag)}
     return {q: rag_score > base_score for q, (base_score, rag_score) in scores.items()
             if base_score is not None and rag_score is not None}
 
 
-def _decision_notes(groups: dict[Identity, list[SampleRow]], names: dict[Identity, str],
+def _decision_notes(groups: dict[Identity, list[AnswerSummary]], names: dict[Identity, str],
                     judged: set[Identity], baseline: str, naive: str) -> list[str]:
     notes = []
     for dataset in dict.fromkeys(key.dataset for key in groups):
@@ -93,7 +93,7 @@ def _decision_notes(groups: dict[Identity, list[SampleRow]], names: dict[Identit
     return notes
 
 
-def _router_scores(rows: list[SampleRow]) -> dict[str, Any]:
+def _router_scores(rows: list[AnswerSummary]) -> dict[str, Any]:
     tokens = [answer_tokens(row) for row in rows]
     scored = [scores for row in rows if (scores := judge_scores(row)) is not None]
     return {"truthfulness": mean([s["truthfulness"] for s in scored], places=4),
@@ -102,9 +102,9 @@ def _router_scores(rows: list[SampleRow]) -> dict[str, Any]:
             "retrievals": retrievals(rows)}
 
 
-def _confusion(rows: dict[str, SampleRow], needed: dict[str, bool]) -> dict[str, Any]:
+def _confusion(rows: dict[str, AnswerSummary], needed: dict[str, bool]) -> dict[str, Any]:
     pairs = [(count > 0, needed[q]) for q in needed
-             if q in rows and (count := rows[q]["retrievals"]) is not None]
+             if q in rows and (count := rows[q].retrievals) is not None]
     tp = sum(r and n for r, n in pairs)
     fp = sum(r and not n for r, n in pairs)
     fn = sum(n and not r for r, n in pairs)

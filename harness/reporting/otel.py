@@ -48,6 +48,7 @@ from opentelemetry.trace import SpanKind
 from freshrag import __version__
 from freshrag.core.records import CallRecord, SampleRow, StepRecord
 from freshrag.core.samples import judge_scores
+from freshrag.core.summary import summary_of
 from freshrag.reporting.retrieval_metrics import gold_set
 
 SEMCONV = "0.1.0"  # the GenAI semantic conventions' release mapped here (docs/export.md)
@@ -220,7 +221,7 @@ def _agent_attributes(row: SampleRow) -> dict[str, Any]:
                                             finish_reason="stop"),
         "freshrag.run": row.get("run"), "freshrag.dataset": row.get("dataset"),
         "freshrag.question_id": row["question_id"], "freshrag.epoch": row.get("epoch") or 1,
-        "freshrag.gold_titles": gold_set(row), "freshrag.retrievals": row.get("retrievals"),
+        "freshrag.gold_titles": gold_set(summary_of(row)), "freshrag.retrievals": row.get("retrievals"),
         "freshrag.stopped": row.get("stopped"),
         "freshrag.decision": (row.get("details") or {}).get("decision"),
         "freshrag.retrieved": _documents((row.get("details") or {}).get("retrieved"))}
@@ -277,7 +278,7 @@ def evaluations(row: SampleRow) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     grade = row.get("grade")
     if grade is not None:
-        scores = judge_scores(row) or {}
+        scores = judge_scores(summary_of(row)) or {}
         for name in ("truthfulness", "relevance"):
             value = scores.get(name)
             events.append({

@@ -1,191 +1,34 @@
-"""Tables in the shape of the paper's Tables II and III, recomputed from samples.jsonl.
-
-One row per run identity (harness/reporting/identity.py: dataset, system, the model of every role, and the
-run directory, which is shown only when two rows would otherwise look alike), with:
-
-- `n`, `scored`, `unscored` (failed pairs included);
-- mean `truthfulness` and `relevance` over the scored answers;
-- `input_tokens`, `output_tokens`: what the answered (ok) pairs spent, every role but the judge,
-  as in the paper (the judge's cost is in the token chart by role);
-- `retrievals`, and `no_decision`: answers an adaptive system gave with no usable retrieval
-  decision (no tool call or unparseable arguments);
-- `failed` (pairs that ended in an error), and `failed_input_tokens`, `failed_output_tokens`:
-  what they spent before failing (every role but the judge), counted apart so that the answered
-  pairs' figures are never inflated by failures;
-- `tokens_per_correct`, `cost_per_correct`: the answered pairs' tokens and dollars (every role
-  but the judge; dollars from the report's prices, null when a model has none) over their
-  correct answers (truthfulness >= 4, `--correct-at`), and `correct_per_search` over the answers
-  that recorded their steps (harness/reporting/trajectory.py);
-- `searches_per_answer`, `repeated_search_share`, `stopped_max_steps`, `stopped_budget`: from
-  the answers' trajectories (`steps`, docs/run-format.md#steps): search steps per answered pair
-  that recorded its steps, the share of those searches that repeat an earlier query of the same
-  answer (null when none was made or none recorded), answers an agent stopped, by reason;
-- `models`: role -> model (shown as `answer, decision: m1; judge: m2`), and `run` when needed.
-
-Unscored answers are counted, never averaged in. A run directory with no rows, or with failed
-rows only, is named in a note (`run_notes`) rather than left to look like a crash.
-
-Rows come run directory by run directory as given, each in the order of its `--systems`
-(`in_systems_order`), not the order the pairs finished in, so that every table and figure made
-from them lists the systems as the user named them. The summary is printed narrow, to be read
-at 80 columns (render/terminal.py); the whole table is written beside summary.json as summary.md
-(`write_summary`). Under the table, each: how much of the set the answer model knows without
-retrieval (`known`, harness/reporting/freshness.py). The JSON printed (`render`) can hold every
-answer's trajectory too (`trajectories`: its steps and why it stopped), which summary.json leaves
-out.
+"""The printed report and summary.json, summary.md (docs/reports.md): the summary table
+(harness/reporting/summary_table.py) rendered as markdown, the narrow table of
+render/terminal.py (to be read at 80 columns), JSON or CSV, with what the answer model knows
+without retrieval under it (harness/reporting/freshness.py); the whole table written beside
+summary.json as summary.md (`write_summary`); every table of the printed report as markdown
+(`markdown_table`). The JSON printed (`render`) can hold every answer's trajectory too
+(`trajectories`: its steps and why it stopped), which summary.json leaves out. A statistic that
+is no finite number is written as null, and a note says so (`made_finite`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import msgspec
 from msgspec import Struct
 
 from freshrag.core import tables
-from freshrag.core.arguments import (
-    PATH,
-    Argument,
-    check_arguments,
-    flag,
-    kind,
-    paths,
-    refused,
-    whole,
-)
 from freshrag.core.files import dumps, write_text
-from freshrag.core.jsonl import ResultsError
-from freshrag.core.light import collector_paused
 from freshrag.core.light_steps import whole_steps
-from freshrag.core.manifest import read_manifest
-from freshrag.core.records import SampleRow
 from freshrag.core.runfiles import SUMMARY, SUMMARY_MD
-from freshrag.core.samples import SAMPLES, is_scored, judge_scores, read_samples
-from freshrag.core.stats import mean
-from freshrag.core.types import STOPS
+from freshrag.core.summary import AnswerSummary
 from freshrag.core.wording import counted
 from freshrag.reporting.freshness import known_lines
-from freshrag.reporting.identity import (
-    RUN,
-    group_rows,
-    labels,
-    models_label,
-    retriever_model,
-    row_labels,
-)
-from freshrag.reporting.outcomes import CORRECT_AT, MIN_PAIRED, retrievals, spent, unreported
+from freshrag.reporting.identity import RUN, group_rows, models_label, row_labels
+from freshrag.reporting.outcomes import MIN_PAIRED
 from freshrag.reporting.render.terminal import cell_value, format_value, terminal_table
-from freshrag.reporting.retrieval_metrics import repeated_count, search_count
-from freshrag.reporting.trajectory import Prices, per_correct
-from freshrag.scoring.store import answer_scores, scores_of, with_judge_pass
-
-COLUMNS = ("dataset", "system", "n", "scored", "unscored", "truthfulness", "relevance",
-           "input_tokens", "output_tokens", "retrievals", "no_decision", "failed",
-           "failed_input_tokens", "failed_output_tokens", "searches_per_answer",
-           "repeated_search_share", *(f"stopped_{reason}" for reason in STOPS),
-           "tokens_per_correct", "cost_per_correct", "correct_per_search", "models")
-
-
-READING = {  # the arguments of load_runs and summarise (core/arguments.py)
-    "run_dirs": Argument(f"a run directory or a list of them, each {PATH}", paths()),
-    "light": Argument("True or False", flag), "every_epoch": Argument("True or False", flag),
-    "rows": Argument("a list of rows (mappings), as load_runs gives them", lambda value: refused(
-        isinstance(value, list) and all(isinstance(row, Mapping) for row in value))),
-    "prices": Argument("a mapping of model to (input, output) dollars per million tokens, or "
-                       "None", kind(Mapping, type(None))),
-    "correct_at": Argument("a whole number from 1 to 5", whole(1, 5)),
-}
-
-
-def load_runs(run_dirs: str | Path | Sequence[str | Path], light: bool = False,
-              every_epoch: bool = False) -> list[SampleRow]:
-    """All rows of the given run directories (one, or a list; str or Path; a directory
-    without samples is an error), each
-    marked with its `run` (the directory as given; one named twice is read once), its `scores`
-    from scores.jsonl (scorer -> repeat 0, for this answer; a judge pass is the grade of a row
-    the run left ungraded: scoring/store.py with_judge_pass) and, if it retrieved, the run's
-    embedding model in `models` (see harness/reporting/identity.py). `light`: calls without
-    their messages and text, which no table reads (core/samples.py read_samples). Rows of the
-    first epoch only (what the tables read) unless `every_epoch` (harness/reporting/epochs.py)."""
-    check_arguments({"run_dirs": run_dirs, "light": light, "every_epoch": every_epoch}, READING)
-    rows, seen = [], set()
-    for run_dir in map(Path, [run_dirs] if isinstance(run_dirs, (str, Path)) else run_dirs):
-        if not (run_dir / SAMPLES).exists():
-            raise ResultsError(f"{run_dir}: no {SAMPLES}; is this a run directory?")
-        if run_dir.resolve() in seen:
-            continue
-        seen.add(run_dir.resolve())
-        manifest = read_manifest(run_dir) or {}
-        name = manifest.get("dataset", {}).get("name")
-        embedder = retriever_model(manifest.get("index"))
-        scores = answer_scores(run_dir)  # scorers beyond the run's judge (harness/scoring/store.py)
-        mine = read_samples(run_dir / SAMPLES, light=light, every_epoch=every_epoch)
-        with collector_paused():  # rows the report keeps to its end (core/light.py)
-            for i, row in enumerate(mine):  # each row a dict of its own: completed in place
-                row.update({"dataset": row.get("dataset") or name, RUN: str(run_dir)})
-                row["scores"] = scores_of(scores, row)
-                row = mine[i] = with_judge_pass(row)
-                if embedder and row.get("retrievals"):
-                    row["models"] = {"embeddings": embedder, **(row.get("models") or {})}
-        systems = manifest.get("systems")
-        rows += in_systems_order(mine, systems if isinstance(systems, list) else [])
-    return rows
-
-
-def in_systems_order(rows: list[SampleRow], order: Sequence[Any]) -> list[SampleRow]:
-    """One run's rows by dataset (as first met), then system in `order` (the manifest's
-    `systems`, as given to --systems; a system it does not name, as an import's, after them as
-    first met); within each, as read (the order the pairs finished in)."""
-    names = [name for name in order if isinstance(name, str)]
-    ranks = {name: i for i, name in enumerate(dict.fromkeys(
-        [*names, *(row["system"] for row in rows)]))}
-    datasets = {name: i for i, name in enumerate(dict.fromkeys(row.get("dataset") for row in rows))}
-    return sorted(rows, key=lambda row: (datasets[row.get("dataset")], ranks[row["system"]]))
-
-
-def run_notes(run_dirs: list[Path], rows: list[SampleRow]) -> list[str]:
-    """A line for each run directory that has no rows, or only failed ones (what an unreachable
-    endpoint leaves behind)."""
-    notes = []
-    read: dict[Path, str] = {}  # one name per directory, the first given, as in load_runs
-    for given in run_dirs:
-        read.setdefault(given.resolve(), str(given))
-    for run_dir in read.values():
-        mine = [row for row in rows if row.get(RUN) == run_dir]
-        failed = [row for row in mine if row["status"] == "failed"]
-        if not mine:
-            notes.append(f"{run_dir}: no rows ({SAMPLES} is empty): nothing to report")
-        elif len(failed) == len(mine):
-            notes.append(f"{run_dir}: all {len(mine)} pairs failed (first error: "
-                         f"{(failed[0].get('error') or 'none recorded')[:200]})")
-        manifest = read_manifest(Path(run_dir)) or {}
-        if note := _merge_note(manifest.get("merged")):
-            notes.append(f"{run_dir}: {note}")
-        capped = manifest.get("capped")
-        if capped:  # written by a run that --max-cost stopped (harness/cost/budget.py)
-            notes.append(f"{run_dir}: CAPPED by --max-cost ${capped['max_cost']:,.4f} after "
-                         f"${capped['spent']:,.4f} spent: pairs are missing; run the same "
-                         f"command without --max-cost to finish")
-    return notes
-
-
-def _merge_note(merged: Any) -> str | None:
-    """What a run that `freshrag merge` joined from shards lacks (a merged run's manifest:
-    docs/run-format.md#a-merged-run); None when every shard was merged and had finished: the
-    run is then as the single one, and its report the same."""
-    if not isinstance(merged, dict) or not (merged.get("missing") or merged.get("unfinished")):
-        return None
-    count = merged.get("count")
-    lacking = [f"{what}: {', '.join(f'{i}/{count}' for i in merged.get(key) or [])}"
-               for key, what in (("missing", "missing"), ("unfinished", "not finished"))
-               if merged.get(key)]
-    return (f"INCOMPLETE: {len(merged.get('shards') or [])} of {count} shards merged "
-            f"({'; '.join(lacking)}): pairs are missing; merge again once every shard has "
-            f"finished")
+from freshrag.reporting.summary_table import COLUMNS
 
 
 def finite(value: Any) -> Any:
@@ -248,7 +91,7 @@ def _strict(value: Any) -> bool:
 
 
 def _builtins(value: Any) -> Any:
-    if isinstance(value, Struct):  # a light row's record (core/light.py)
+    if isinstance(value, Struct):  # a summary's record (core/summary.py)
         return msgspec.to_builtins(value)
     raise TypeError(type(value).__name__)
 
@@ -268,87 +111,18 @@ def _non_finite(value: Any, path: str = "") -> Iterator[str]:
             yield from _non_finite(item, f"{path}.{step}" if path else step)
 
 
-def summarise(rows: list[SampleRow], prices: Prices | None = None,
-              correct_at: int = CORRECT_AT) -> list[dict[str, Any]]:
-    """One row per run identity (module docstring); dollars from `prices`, none: null."""
-    check_arguments({"rows": rows, "prices": prices, "correct_at": correct_at}, READING)
-    return [_summary_row(key.fields(), group, prices, correct_at)
-            for key, group in group_rows(rows).items()]
-
-
-def _summary_row(identity: dict[str, Any], rows: list[SampleRow], prices: Prices | None,
-                 correct_at: int) -> dict[str, Any]:
-    cost = per_correct(rows, prices, correct_at)
-    scored = [scores for row in rows if (scores := judge_scores(row)) is not None]
-    (ok_in, ok_out), (failed_in, failed_out) = spent(rows), spent(rows, "failed")
-    return {
-        "dataset": identity["dataset"], "system": identity["system"], "n": len(rows),
-        "scored": len(scored), "unscored": len(rows) - len(scored),
-        "truthfulness": mean([g["truthfulness"] for g in scored], places=4),
-        "relevance": mean([g["relevance"] for g in scored], places=4),
-        "input_tokens": None if unreported(rows, "input_tokens") else ok_in,
-        "output_tokens": None if unreported(rows, "output_tokens") else ok_out,
-        "retrievals": retrievals(rows),
-        "no_decision": sum((row.get("details") or {}).get("decision") == "none" for row in rows),
-        "failed": sum(row["status"] == "failed" for row in rows),
-        "failed_input_tokens": failed_in, "failed_output_tokens": failed_out,
-        **_trajectory_columns(rows),
-        **{name: cost[name] for name in ("tokens_per_correct", "cost_per_correct",
-                                         "correct_per_search")},
-        **{k: v for k, v in identity.items() if k not in ("dataset", "system")},
-    }
-
-
-def _trajectory_columns(rows: list[SampleRow]) -> dict[str, Any]:
-    """What the answers' steps say of an identity: searches per answered pair that recorded its
-    steps (rows written before steps existed, and a system outside freshrag that reported none,
-    have none: unknown, not 0), the share of them repeated, and the answers stopped by reason."""
-    traced = [row["steps"] for row in rows if row["status"] == "ok" and row.get("steps")]
-    made = [search_count(steps) for steps in traced]
-    repeated = sum(repeated_count(steps) for steps in traced)
-    return {
-        "searches_per_answer": mean(made, places=4),
-        # the mean of a flag per search, counted: the same figure (sums of 0s and 1s are exact)
-        "repeated_search_share": round(repeated / sum(made), 4) if sum(made) else None,
-        **{f"stopped_{reason}": sum(row.get("stopped") == reason for row in rows)
-           for reason in STOPS},
-    }
-
-
-def trajectories(rows: list[SampleRow]) -> Iterator[dict[str, Any]]:
+def trajectories(answers: list[AnswerSummary]) -> Iterator[dict[str, Any]]:
     """Every answer's trajectory, as the JSON report lists it (`answers`): its identity (the
     summary row's fields: dataset, system, models, and run when needed), question, status, why
-    an agent stopped (null: it answered when it chose) and its steps as the row holds them (a
-    light read's: retrieved chunks without text), read again from the run's file one answer at
-    a time (core/light.py whole_steps: a light row keeps of its steps only what the tables
-    read). Rows written before steps existed have no trajectory and are left out."""
-    listed = [(fields, row) for key, group in group_rows(rows).items()
-              for fields in [key.fields()] for row in group if "steps" in row]
-    for (fields, row), steps in zip(listed, whole_steps([row["steps"] for _, row in listed])):
-        yield {**fields, "question_id": row["question_id"], "status": row["status"],
-               "stopped": row.get("stopped"), "steps": steps}
-
-
-def unscored_reasons(rows: list[SampleRow]) -> tuple[Counter, Counter]:
-    """The pairs without a grade, as two counts of (label, reason): the answers the judge did
-    not score (why not), and the pairs that failed, answer or judge call (their error); the
-    label names the run identity (harness/reporting/identity.py). Both are `unscored` in the
-    summary, but a failed pair is never said to be an unscored answer."""
-    unscored: Counter = Counter()
-    failed: Counter = Counter()
-    groups = group_rows(rows)
-    names = labels(groups)
-    for key, group in groups.items():
-        for row in group:
-            if is_scored(row):
-                continue
-            if row["status"] == "failed":
-                failed[(names[key], row.get("error") or "none recorded")] += 1
-            else:
-                grade = row["grade"]
-                unscored[(names[key], (grade["unscored_reason"] if grade else None)
-                          or "not graded")] += 1
-    return unscored, failed
+    an agent stopped (null: it answered when it chose) and its steps as the row holds them
+    (retrieved chunks without text), read again from the run's file one answer at a time
+    (core/light_steps.py whole_steps: a summary keeps of its steps only what the tables read).
+    Rows written before steps existed have no trajectory and are left out."""
+    listed = [(fields, answer, answer.steps) for key, group in group_rows(answers).items()
+              for fields in [key.fields()] for answer in group if answer.steps is not None]
+    for (fields, answer, _), steps in zip(listed, whole_steps([s for _, _, s in listed])):
+        yield {**fields, "question_id": answer.question_id, "status": answer.status,
+               "stopped": answer.stopped, "steps": steps}
 
 
 def columns_for(columns: Sequence[str], rows: list[dict[str, Any]]) -> tuple[str, ...]:

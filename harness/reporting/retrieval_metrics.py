@@ -20,68 +20,37 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from freshrag.core.records import SampleRow
-from freshrag.core.summary import Title, Trajectory
+from freshrag.core.summary import AnswerSummary
 
 METRICS = ("hit@1", "hit@k", "recall_all@k", "ndcg@k", "mrr", "recall_any_traj",
            "recall_all_traj")
 Metrics = dict[str, float]  # one answer's METRICS
 
 
-def gold_set(row: SampleRow) -> list[str]:
-    """The row's gold articles in hop order: its `gold_titles`, else its one `gold_title`, else
-    none (a general query)."""
-    return list(row.get("gold_titles") or ([row["gold_title"]] if row["gold_title"] else []))
+def gold_set(answer: AnswerSummary) -> list[str]:
+    """The question's gold articles in hop order: its `gold_titles`, else its one `gold_title`,
+    else none (a general query)."""
+    return list(answer.gold_titles or ([answer.gold_title] if answer.gold_title else []))
 
 
-def retrieved_titles(row: SampleRow) -> list[str] | None:
+def retrieved_titles(answer: AnswerSummary) -> list[str] | None:
     """Titles of the chunks the answer saw, in rank order; None if the answer did not retrieve
     (or did not say what it retrieved)."""
-    chunks = (row.get("details") or {}).get("retrieved")
-    if not row.get("retrievals") or chunks is None:
+    if not answer.retrievals or answer.retrieved is None:
         return None
-    # a light row's chunks are Title records: read by attribute, a few times faster
-    return [chunk.title if type(chunk) is Title else chunk["title"] for chunk in chunks]
+    return [chunk.title for chunk in answer.retrieved]
 
 
-def searches(row: SampleRow) -> list[list[str]]:
+def searches(answer: AnswerSummary) -> list[list[str]]:
     """The titles each search step found, one list per search, in the order searched."""
-    return [titles for _, titles in searched(row.get("steps") or [])]
+    return [titles for _, titles in answer.steps.searched()] if answer.steps else []
 
 
-def searched(steps: Sequence[Any]) -> list[tuple[int, list[str]]]:
-    """Each search step's 1-based place in `steps` and the titles it found, in order (a light
-    row's steps know theirs: core/light.py Trajectory)."""
-    if isinstance(steps, Trajectory):
-        return steps.searched()
-    return [(place, [chunk["title"] for chunk in step.get("retrieved") or []])
-            for place, step in enumerate(steps, 1) if step["kind"] == "search"]
-
-
-def trajectory_titles(row: SampleRow) -> list[str]:
+def trajectory_titles(answer: AnswerSummary) -> list[str]:
     """Every search step's titles, in order; an answer without search steps (a row written
     before steps, an import): the chunks it saw."""
-    steps = row.get("steps") or []
-    if isinstance(steps, Trajectory):
-        found = steps.titles()
-    else:
-        made = searches(row)
-        found = [title for titles in made for title in titles] if made else None
-    return (retrieved_titles(row) or []) if found is None else found
-
-
-def search_count(steps: Sequence[Any]) -> int:
-    """How many of `steps` are searches (a light row's Trajectory has counted them)."""
-    if isinstance(steps, Trajectory):
-        return steps.searches
-    return sum(step["kind"] == "search" for step in steps)
-
-
-def repeated_count(steps: Sequence[Any]) -> int:
-    """How many of `steps` are searches that repeat an earlier query of the answer."""
-    if isinstance(steps, Trajectory):
-        return steps.repeated
-    return sum(step["kind"] == "search" and step.get("repeated") is True for step in steps)
+    found = answer.steps.titles() if answer.steps else None
+    return (retrieved_titles(answer) or []) if found is None else found
 
 
 def article_run(titles: Sequence[str]) -> list[str | None]:
@@ -159,17 +128,17 @@ def _evaluated(patterns: set[Pattern], measures: set[str]) -> dict[Pattern, dict
     return found
 
 
-def row_metrics(rows: list[SampleRow]) -> list[Metrics | None]:
-    """Per row, the METRICS of `answer_metrics`, evaluated together; None where the row has no
+def row_metrics(answers: list[AnswerSummary]) -> list[Metrics | None]:
+    """Per answer, the METRICS of `answer_metrics`, evaluated together; None where it has no
     gold set (a general query) or says nothing of what it retrieved (no search step, no chunks
     it saw: at k, a row of search steps alone saw none). A report's retrieval table and
     trajectories read one evaluation per identity through their `Answers`
     (harness/reporting/answers.py)."""
-    measured = [i for i, row in enumerate(rows) if gold_set(row)
-                and (row.get("steps") or retrieved_titles(row) is not None)]
-    values = answer_metrics([(gold_set(rows[i]), retrieved_titles(rows[i]) or [],
-                              trajectory_titles(rows[i])) for i in measured])
-    found: list[Metrics | None] = [None] * len(rows)
+    measured = [i for i, answer in enumerate(answers) if gold_set(answer)
+                and (answer.steps or retrieved_titles(answer) is not None)]
+    values = answer_metrics([(gold_set(answers[i]), retrieved_titles(answers[i]) or [],
+                              trajectory_titles(answers[i])) for i in measured])
+    found: list[Metrics | None] = [None] * len(answers)
     for i, metrics in zip(measured, values):
         found[i] = metrics
     return found

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from freshrag.reporting import epochs, report
+from freshrag.reporting import epochs, loading, report, summary_table
 from freshrag.reporting.freshness import known_without_retrieval
 
 if TYPE_CHECKING:
-    from freshrag.core.records import SampleRow
+    from freshrag.core.summary import AnswerSummary
 
 
 @dataclass(frozen=True)
@@ -23,12 +23,14 @@ class RunSummary:
     spread: str
 
 
-def write_run_summary(out: Path, rows: list[SampleRow], systems: Sequence[str]) -> RunSummary:
-    """summary.json and summary.md of the run in `out` from its first epoch's `rows`."""
-    summary = report.summarise(report.in_systems_order(rows, systems))
-    known = known_without_retrieval(rows)  # how much of the set the answer model knows
-    # `rows` are the first epoch's; the spread needs every epoch's, read again only if there are
-    spread = epochs.section(report.load_runs(out, light=True, every_epoch=True)) \
+def write_run_summary(out: Path, answers: list[AnswerSummary],
+                      systems: Sequence[str]) -> RunSummary:
+    """summary.json and summary.md of the run in `out` from its first epoch's `answers`."""
+    summary = summary_table.summarise(loading.in_systems_order(
+        answers, systems, lambda answer: (answer.dataset, answer.system)))
+    known = known_without_retrieval(answers)  # how much of the set the answer model knows
+    # `answers` are the first epoch's; the spread needs every epoch's, read again if there are
+    spread = epochs.section(loading.load_summaries(out, every_epoch=True)) \
         if epochs.highest_epoch(out) > 1 else ""
     report.write_summary(out, summary, known=known, more=spread)
     return RunSummary(report.render(summary, "markdown", known=known), spread)

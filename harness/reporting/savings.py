@@ -21,7 +21,6 @@ import random
 from dataclasses import dataclass
 from typing import Any, Sequence, cast
 
-from freshrag.core.records import SampleRow
 from freshrag.core.samples import answer_tokens
 from freshrag.core.stats import (
     BOOTSTRAP_SAMPLES,
@@ -31,6 +30,7 @@ from freshrag.core.stats import (
     min_detectable_difference,
     with_holm,
 )
+from freshrag.core.summary import AnswerSummary
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.identity import Identity, comparable, labels
 from freshrag.reporting.outcomes import (
@@ -67,9 +67,9 @@ class KindStats:
     token_samples: list[float]
 
 
-def kind_stats(rows: list[SampleRow], prices: dict[str, tuple[float, float]],
+def kind_stats(rows: list[AnswerSummary], prices: dict[str, tuple[float, float]],
                seed: int) -> KindStats | None:
-    answered = [row for row in rows if row["status"] == "ok"]
+    answered = [row for row in rows if row.status == "ok"]
     if not answered:
         return None
     rng = random.Random(seed)
@@ -119,18 +119,18 @@ def curve_weights(share: float, counts: dict[str, int]) -> dict[str, float]:
                                for kind in ("control", "general")}}
 
 
-def router_groups(groups: dict[Identity, list[SampleRow]]) -> dict[Identity, list[SampleRow]]:
+def router_groups(groups: dict[Identity, list[AnswerSummary]]) -> dict[Identity, list[AnswerSummary]]:
     """Per dataset, the oracle router by construction over a comparable baseline and naive run:
     naive's row where the question needs retrieval, baseline's where it does not."""
-    routers: dict[Identity, list[SampleRow]] = {}
+    routers: dict[Identity, list[AnswerSummary]] = {}
     for key in [k for k in groups if k.system == "baseline"]:
         refs = references(groups, key)
         if refs is None or any(k.system == ROUTER and k.dataset == key.dataset for k in routers):
             continue
         base, rag = refs
         rag_models = next(k for k in groups if k.system == "naive" and comparable(k, key)).models
-        chosen = [rag[q] if base[q].get("need") else base[q] for q in base.keys() & rag.keys()
-                  if isinstance(base[q].get("need"), bool) and base[q].get("kind")]
+        chosen = [rag[q] if base[q].need else base[q] for q in base.keys() & rag.keys()
+                  if isinstance(base[q].need, bool) and base[q].kind]
         if chosen:
             models = tuple(sorted(dict(key.models + rag_models).items()))
             routers[Identity(key.dataset, ROUTER, models)] = chosen
@@ -143,7 +143,7 @@ def analyse(answers: Answers, prices: dict[str, tuple[float, float]] | None = No
     """`savings` (a table at a few fresh shares), `savings_curve` (every identity at every
     tenth, for the figure), `mixes` (the chosen compositions) and notes; the oracle router by
     need and, where there are three options, the three-way routers among the identities."""
-    groups = {k: [r for r in g if r.get("kind")] for k, g in answers.groups().items()}
+    groups = {k: [r for r in g if r.kind] for k, g in answers.groups().items()}
     groups = {k: g for k, g in groups.items() if g}
     routers = {**router_groups(groups), **{key: chosen for key, (chosen, _) in
                                            three_way_routers(groups, prices or {},
@@ -152,13 +152,13 @@ def analyse(answers: Answers, prices: dict[str, tuple[float, float]] | None = No
     names = {**labels([k for k in groups if k not in routers]),
              **{k: k.system for k in routers}}
     stats = {key: {kind: s for kind in KINDS if (s := kind_stats(
-                       [r for r in g if r["kind"] == kind], prices or {}, seed)) is not None}
+                       [r for r in g if r.kind == kind], prices or {}, seed)) is not None}
              for key, g in groups.items()}
     table, curves, mix_rows, notes = [], [], [], []
     for dataset in dict.fromkeys(key.dataset for key in groups):
         keys = [k for k in groups if k.dataset == dataset]
-        counts = {kind: len({r["question_id"] for k in keys for r in groups[k]
-                             if r["kind"] == kind}) for kind in KINDS}
+        counts = {kind: len({r.question_id for k in keys for r in groups[k]
+                             if r.kind == kind}) for kind in KINDS}
         if counts["fresh"] and counts["control"] + counts["general"]:
             for key in keys:
                 curve = [estimate(stats[key], curve_weights(s, counts)) for s in CURVE_SHARES]
@@ -223,7 +223,7 @@ ROUTER_COLUMNS = ("questions", "chosen", "cheapest_by", "score", "correct",
                   "interval", "p_value")
 
 
-def three_way_options(groups: dict[Identity, list[SampleRow]]
+def three_way_options(groups: dict[Identity, list[AnswerSummary]]
                       ) -> list[tuple[Identity, Identity, Identity]]:
     """(no retrieval, one retrieval, the multi-step agent) per agent of a dataset, the three
     comparable (docs/reports.md#the-three-way-router): `baseline`; `naive`, else the first system
@@ -240,30 +240,29 @@ def three_way_options(groups: dict[Identity, list[SampleRow]]
     return found
 
 
-def _single_search(group: list[SampleRow]) -> bool:
-    answered = [row for row in group if row["status"] == "ok"]
-    return (bool(answered) and group[0]["system"] != "oracle" and not decides(group)
-            and all(row["retrievals"] == 1 for row in answered))
+def _single_search(group: list[AnswerSummary]) -> bool:
+    answered = [row for row in group if row.status == "ok"]
+    return (bool(answered) and group[0].system != "oracle" and not decides(group)
+            and all(row.retrievals == 1 for row in answered))
 
 
-def three_way_routers(groups: dict[Identity, list[SampleRow]], prices: Prices,
-                      correct_at: int = CORRECT_AT) -> dict[Identity, tuple[list[SampleRow],
+def three_way_routers(groups: dict[Identity, list[AnswerSummary]], prices: Prices,
+                      correct_at: int = CORRECT_AT) -> dict[Identity, tuple[list[AnswerSummary],
                                                                             dict[str, Any]]]:
     """Per three options, the oracle router: on each question all three answered, the cheapest
     of the options that answered well (truthfulness >= `correct_at`; of the answered ones when
     none did, a tie to the earlier option), by dollars when every answer of the three is priced,
     else by tokens. Its rows, and what it chose (`chosen`, `cheapest_by`)."""
     names = labels(groups)
-    routers: dict[Identity, tuple[list[SampleRow], dict[str, Any]]] = {}
+    routers: dict[Identity, tuple[list[AnswerSummary], dict[str, Any]]] = {}
     for options in three_way_options(groups):
         answers = [by_question(groups[key]) for key in options]
         questions = [q for q in shared_questions(answers[0], answers[1])
-                     if q in answers[2] and answers[2][q].get("question") == answers[0][q].get(
-                         "question")]
+                     if q in answers[2] and answers[2][q].question == answers[0][q].question]
         rows = [[answered[q] for answered in answers] for q in questions]
         priced = bool(rows) and all(row_cost(row, prices) is not None for r in rows for row in r)
 
-        def cost(row: SampleRow) -> float:
+        def cost(row: AnswerSummary) -> float:
             return cast(float, row_cost(row, prices)) if priced else sum(answer_tokens(row))
 
         chosen = [_cheapest(three, cost, correct_at) for three in rows]
@@ -276,10 +275,10 @@ def three_way_routers(groups: dict[Identity, list[SampleRow]], prices: Prices,
     return routers
 
 
-def _cheapest(three: list[SampleRow], cost: Any, correct_at: int) -> tuple[int, bool]:
+def _cheapest(three: list[AnswerSummary], cost: Any, correct_at: int) -> tuple[int, bool]:
     """The index of the option to take, and whether it answered well."""
     good = [i for i, row in enumerate(three) if answered_well(row, correct_at)]
-    pool = good or [i for i, row in enumerate(three) if row["status"] == "ok"] or [0, 1, 2]
+    pool = good or [i for i, row in enumerate(three) if row.status == "ok"] or [0, 1, 2]
     return min(pool, key=lambda i: (cost(three[i]), i)), bool(good)
 
 
@@ -303,7 +302,7 @@ def router_tables(answers: Answers, prices: Prices | None = None,
     names = labels(groups)
     tables: dict[str, list[dict[str, Any]]] = {"router3": [], "savings_by_hops": []}
     for key, (chosen, info) in three_way_routers(groups, prices or {}, correct_at).items():
-        router = {row["question_id"]: row for row in chosen}
+        router = {row.question_id: row for row in chosen}
         rivals = [k for k in groups if all(comparable(k, option) for option in info["keys"])]
         held = sorted({hops(row) for row in chosen})
         for table, parts in (("router3", [None]), ("savings_by_hops", held if len(held) > 1
@@ -311,7 +310,7 @@ def router_tables(answers: Answers, prices: Prices | None = None,
             for part in parts:
                 mine = {q: row for q, row in router.items() if part in (None, hops(row))}
                 picks = [pick for pick, row in zip(info["picks"], chosen)
-                         if row["question_id"] in mine]
+                         if row.question_id in mine]
                 top = {**key.fields(), "reference": THREE_WAY,
                        **({} if part is None else {"hops": part}),
                        "chosen": chosen_label(info["options"], picks),
@@ -327,7 +326,7 @@ def router_tables(answers: Answers, prices: Prices | None = None,
     return {name: with_holm(table) for name, table in tables.items()}  # p_holm per table
 
 
-def _against(mine: dict[str, SampleRow], router: dict[str, SampleRow], prices: Prices | None,
+def _against(mine: dict[str, AnswerSummary], router: dict[str, AnswerSummary], prices: Prices | None,
              correct_at: int, seed: int) -> dict[str, Any]:
     """One row of the router tables: these answers' figures, and against the router's."""
     stats = kind_stats(list(mine.values()), prices or {}, seed)

@@ -1,5 +1,5 @@
 """The scorers beyond the judge in reports (docs/reports.md#scores-beyond-the-judge), from the
-`scores` that report.load_runs attaches to each row
+`scores` that loading.load_runs attaches to each row
 (scores.jsonl, repeat 0) and, for the judge's spread, every repeat in scores.jsonl:
 
 - `scorers`: per run identity and metric, the answers, how many were scored, unscored (failed
@@ -25,9 +25,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from freshrag.core.records import SampleRow
 from freshrag.core.samples import judge_scores
 from freshrag.core.stats import bootstrap_interval, mean
+from freshrag.core.summary import AnswerSummary
 from freshrag.core.wording import counted
 from freshrag.reporting.agreement import spearman
 from freshrag.reporting.answers import Answers
@@ -41,10 +41,10 @@ from freshrag.scoring.store import read_scores
 FAITHFUL_AT = 0.5  # faithfulness below this: the answer did not keep to its context (attribution)
 MIN_CORRELATED = 3  # answers needed before a Spearman correlation is shown
 
-def metric_values(row: SampleRow) -> dict[str, float]:
+def metric_values(row: AnswerSummary) -> dict[str, float]:
     """Every metric this answer has: `scorer.metric` from its scores, `run-judge.FIELD` from the
     run's own grade."""
-    values = {f"{name}.{metric}": value for name, score in (row.get("scores") or {}).items()
+    values = {f"{name}.{metric}": value for name, score in (row.scores or {}).items()
               if score["status"] == "scored" for metric, value in score["metrics"].items()}
     if (scores := judge_scores(row)) is not None:
         values.update({f"run-judge.{f}": scores[f] for f in FIELDS})
@@ -61,10 +61,10 @@ def analyse(answers: Answers, correct_at: int = CORRECT_AT) -> dict[str, Any]:
 def scorer_means(answers: Answers, seed: int = 0) -> list[dict[str, Any]]:
     table = []
     for key, group in answers.groups().items():
-        answered = [row for row in group if row["status"] == "ok"]
-        names = sorted({name for row in answered for name in row.get("scores") or {}})
+        answered = [row for row in group if row.status == "ok"]
+        names = sorted({name for row in answered for name in row.scores or {}})
         for name in names:
-            scores = [row["scores"][name] for row in answered if name in row["scores"]]
+            scores = [row.scores[name] for row in answered if name in row.scores]
             statuses = [score["status"] for score in scores]
             usage = [list(score["usage"].values()) for score in scores
                      if score["status"] == "scored"]
@@ -83,10 +83,10 @@ def scorer_means(answers: Answers, seed: int = 0) -> list[dict[str, Any]]:
     return table
 
 
-def correlations(rows: list[SampleRow]) -> list[dict[str, Any]]:
+def correlations(rows: list[AnswerSummary]) -> list[dict[str, Any]]:
     by_dataset: dict[str | None, list[dict[str, float]]] = defaultdict(list)
     for row in rows:
-        by_dataset[row.get("dataset")].append(metric_values(row))
+        by_dataset[row.dataset].append(metric_values(row))
     table = []
     for dataset, answers in by_dataset.items():
         metrics = sorted({m for values in answers for m in values})
@@ -99,12 +99,12 @@ def correlations(rows: list[SampleRow]) -> list[dict[str, Any]]:
     return table
 
 
-def outcome(row: SampleRow, correct_at: int = CORRECT_AT) -> str:
+def outcome(row: AnswerSummary, correct_at: int = CORRECT_AT) -> str:
     """correct / abstained / incorrect / unknown (no abstention verdict, or no judge grade)."""
-    verdict = (row.get("scores") or {}).get("abstention")
+    verdict = (row.scores or {}).get("abstention")
     if verdict is None or verdict["status"] != "scored":
         return "unknown"
-    unanswerable = row.get("label") == "unanswerable"
+    unanswerable = row.label == "unanswerable"
     if verdict["metrics"]["abstained"]:
         return "correct" if unanswerable else "abstained"
     if unanswerable:
@@ -118,7 +118,7 @@ def outcome(row: SampleRow, correct_at: int = CORRECT_AT) -> str:
 def crag(answers: Answers, correct_at: int = CORRECT_AT) -> list[dict[str, Any]]:
     table = []
     for key, group in answers.groups().items():
-        outcomes = [outcome(row, correct_at) for row in group if row["status"] == "ok"]
+        outcomes = [outcome(row, correct_at) for row in group if row.status == "ok"]
         if all(o == "unknown" for o in outcomes):
             continue  # no abstention scores for this identity
         counts = {name: outcomes.count(name)
@@ -144,12 +144,12 @@ def repeat_grades(run_dir: Path) -> dict[tuple[Any, str, str], list[tuple[float,
 
 
 def judge_spread(answers: Answers) -> list[dict[str, Any]]:
-    by_run = {run: repeat_grades(Path(run)) for run in {row[RUN] for row in answers.rows if RUN in row}}
+    by_run = {run: repeat_grades(Path(run)) for run in {row.run for row in answers.rows if row.run}}
     table = []
     for key, group in answers.groups().items():
         spreads = [_ranges(grades) for row in group
-                   if len(grades := by_run.get(row.get(RUN, ""), {}).get(
-                       (row.get("dataset"), row["question_id"], row["system"]), [])) > 1]
+                   if len(grades := by_run.get(row.run or "", {}).get(
+                       (row.dataset, row.question_id, row.system), [])) > 1]
         if spreads:
             table.append({**key.fields(), "answers": len(spreads),
                           "repeats": max(s["repeats"] for s in spreads),
@@ -163,7 +163,7 @@ def _ranges(grades: list[tuple[float, ...]]) -> dict[str, Any]:
                                        for i, f in enumerate(FIELDS)}}
 
 
-def scorer_attribution(row: SampleRow) -> str | None:
+def scorer_attribution(row: AnswerSummary) -> str | None:
     """Why a low-scored answer that retrieved failed, by its scores, or None (not scored so):
     no sentence of the context was needed (context relevance 0) is a retrieval miss; an answer
     its context does not support (faithfulness below FAITHFUL_AT) is a generation failure."""
@@ -187,7 +187,7 @@ def render(details: dict[str, Any]) -> str:
     return "\n\n".join(sections)
 
 
-def write_histograms(rows: list[SampleRow], out_dir: Path) -> list[Path]:
+def write_histograms(rows: list[AnswerSummary], out_dir: Path) -> list[Path]:
     """One figure per metric: its values per identity, side by side, 10 bins over 0..1 (the
     judge's fields over 1..5)."""
     # here, not above: matplotlib takes a third of a second, and --help reads CORRECT_AT

@@ -27,6 +27,7 @@ from typing import Any
 
 from freshrag.core.samples import answer_tokens
 from freshrag.core.stats import with_holm
+from freshrag.core.summary import AnswerSummary
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.decisions import wilson
 from freshrag.reporting.identity import Identity, comparable, labels
@@ -58,15 +59,15 @@ def analyse(answers: Answers, seed: int = 0) -> dict[str, Any]:
             "staleness_decisions": known_decisions(answers, judged)}
 
 
-def _verdicts(group: list[Any]) -> tuple[Verdicts, int]:
+def _verdicts(group: list[AnswerSummary]) -> tuple[Verdicts, int]:
     """The scored verdicts of a group by question, and how many it could not get."""
     verdicts, missing = {}, 0
     for row in group:
-        score = _scores(row).get(SCORER)
+        score = row.scores.get(SCORER)
         if score is None or score["status"] == "not_applicable":
             continue
         if score["status"] == "scored":
-            verdicts[_question(row)] = score.get("details") or {}
+            verdicts[row.question_id] = score.get("details") or {}
         else:
             missing += 1
     return verdicts, missing
@@ -134,8 +135,8 @@ def known_decisions(answers: Answers, judged: dict[Identity, tuple[Verdicts, int
         for key, (verdicts, _) in judged.items():
             if key.system == BASELINE or not decides(groups[key]) or not comparable(key, base):
                 continue
-            rows = {_question(row): row for row in groups[key] if _question(row) in known}
-            retrieved = {q: bool(row["retrievals"]) for q, row in rows.items()}
+            rows = {row.question_id: row for row in groups[key] if row.question_id in known}
+            retrieved = {q: bool(row.retrievals) for q, row in rows.items()}
             pairs = [(retrieved[q], not known[q]) for q in rows]
             hits = sum(r and n for r, n in pairs)
             table.append({**key.fields(), "questions": len(pairs),
@@ -158,10 +159,3 @@ def render(analysis: dict[str, Any]) -> str:
     return "\n\n".join(parts + [NOTE]) if parts else ""
 
 
-def _scores(row: Any) -> dict[str, Any]:
-    found = row.get("scores") if isinstance(row, dict) else getattr(row, "scores", None)
-    return found or {}
-
-
-def _question(row: Any) -> str:
-    return row["question_id"] if isinstance(row, dict) else row.question_id

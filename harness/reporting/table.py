@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Literal
 
 from freshrag.core.plugins import PluginError
-from freshrag.core.records import SampleRow
 from freshrag.core.registry import Registry
+from freshrag.core.summary import AnswerSummary
 
 Rows = list[dict[str, Any]]
 
@@ -39,7 +39,7 @@ class Table:
     section: Literal["analysis", "scorers", "changed"] = "analysis"
     page_columns: tuple[str, ...] | None = None  # the HTML page's, where it has room for more
     # its rows from the report's answers; None for a built-in (made by analysis.analyse)
-    compute: Callable[[list[SampleRow]], Rows] | None = None
+    compute: Callable[[list[AnswerSummary]], Rows] | None = None
 
     @property
     def name(self) -> str:
@@ -85,7 +85,7 @@ def plugged() -> tuple[list[Table], list[PluginError]]:
     return found, broken
 
 
-def computed(rows: list[SampleRow]) -> dict[str, Rows]:
+def computed(rows: list[AnswerSummary]) -> dict[str, Rows]:
     """The installed tables' rows, by key, for analysis.json; each table that cannot be loaded
     is named on stderr here, once per report (every other reader leaves it out in silence)."""
     found, broken = plugged()

@@ -32,19 +32,16 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from freshrag.core.records import SampleRow
 from freshrag.core.samples import answer_tokens, judge_scores
 from freshrag.core.stats import mean
+from freshrag.core.summary import AnswerSummary, Trajectory
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.outcomes import CORRECT_AT, answered_well, hops, unreported
 from freshrag.reporting.prices import row_cost
 from freshrag.reporting.retrieval_metrics import (
     Metrics,
     gold_set,
-    repeated_count,
     row_metrics,
-    search_count,
-    searched,
 )
 
 Prices = dict[str, tuple[float, float]]
@@ -52,20 +49,20 @@ STEP_FIGURES = ("searches", "repeated", "first_gold_step", "last_gold_step", "wa
 MEANS = ("evidence_any", "evidence_all", "first_gold_step", "last_gold_step", "wasted_steps")
 
 
-def gold_found(steps: Sequence[Any], gold: Sequence[str]) -> dict[str, int]:
+def gold_found(steps: Trajectory, gold: Sequence[str]) -> dict[str, int]:
     """Each gold article a search step returned, with the 1-based place in `steps` of the
     search that first returned it (every kind of step counted), in the order found: what the
     viewer marks on an answer's timeline."""
     first: dict[str, int] = {}
     wanted = set(gold)
-    for place, titles in searched(steps):
+    for place, titles in steps.searched():
         for title in titles:
             if title in wanted:
                 first.setdefault(title, place)
     return first
 
 
-def gold_steps(steps: Sequence[Any], gold: Sequence[str]) -> tuple[int | None, int | None]:
+def gold_steps(steps: Trajectory, gold: Sequence[str]) -> tuple[int | None, int | None]:
     """The 1-based place of the search step that first returned a gold article, and of the one
     after which every gold article had been returned (None: not yet)."""
     found = gold_found(steps, gold).values()
@@ -73,15 +70,15 @@ def gold_steps(steps: Sequence[Any], gold: Sequence[str]) -> tuple[int | None, i
             max(found) if found and len(found) == len(set(gold)) else None)
 
 
-def step_figures(row: SampleRow) -> dict[str, Any]:
+def step_figures(row: AnswerSummary) -> dict[str, Any]:
     """STEP_FIGURES of one answer; all None when it recorded no steps."""
-    steps = row.get("steps")
+    steps = row.steps
     if not steps:
         return dict.fromkeys(STEP_FIGURES)
     gold = gold_set(row)
     first, last = gold_steps(steps, gold) if gold else (None, None)
-    wasted = None if last is None else sum(step["kind"] != "answer" for step in steps[last:])
-    return {"searches": search_count(steps), "repeated": repeated_count(steps),
+    wasted = None if last is None else sum(step.kind != "answer" for step in steps[last:])
+    return {"searches": steps.searches, "repeated": steps.repeated,
             "first_gold_step": first, "last_gold_step": last, "wasted_steps": wasted}
 
 
@@ -93,7 +90,7 @@ def evidence(metrics: list[Metrics | None]) -> list[tuple[float, float] | None]:
             for values in metrics]
 
 
-def answer_figures(rows: list[SampleRow], prices: Prices | None = None,
+def answer_figures(rows: list[AnswerSummary], prices: Prices | None = None,
                    correct_at: int = CORRECT_AT,
                    costs: list[float | None] | None = None,
                    metrics: list[Metrics | None] | None = None) -> list[dict[str, Any]]:
@@ -103,43 +100,43 @@ def answer_figures(rows: list[SampleRow], prices: Prices | None = None,
     table = []
     costs = answer_costs(rows, prices) if costs is None else costs
     seen_of = evidence(row_metrics(rows) if metrics is None else metrics)
-    answered = [(row, seen) for row, seen in zip(rows, seen_of) if row["status"] == "ok"]
+    answered = [(row, seen) for row, seen in zip(rows, seen_of) if row.status == "ok"]
     for (row, seen), cost in zip(answered, costs):
         table.append({
-            "dataset": row["dataset"], "system": row["system"],
-            "question_id": row["question_id"], "hops": hops(row), **step_figures(row),
+            "dataset": row.dataset, "system": row.system,
+            "question_id": row.question_id, "hops": hops(row), **step_figures(row),
             "evidence_any": None if seen is None else seen[0],
             "evidence_all": None if seen is None else seen[1],
-            "stopped": row.get("stopped"),
+            "stopped": row.stopped,
             "correct": answered_well(row, correct_at) if judge_scores(row) else None,
             "tokens": sum(answer_tokens(row)), "cost_usd": _rounded(cost)})
     return table
 
 
-def answer_costs(rows: list[SampleRow], prices: Prices | None = None) -> list[float | None]:
+def answer_costs(rows: list[AnswerSummary], prices: Prices | None = None) -> list[float | None]:
     """The dollars of each answered pair (prices.py row_cost), in the rows' order."""
-    return [row_cost(row, prices or {}) for row in rows if row["status"] == "ok"]
+    return [row_cost(row, prices or {}) for row in rows if row.status == "ok"]
 
 
-def per_correct(rows: list[SampleRow], prices: Prices | None = None,
+def per_correct(rows: list[AnswerSummary], prices: Prices | None = None,
                 correct_at: int = CORRECT_AT,
                 costs: list[float | None] | None = None) -> dict[str, Any]:
     """`correct` answers, `tokens_per_correct` and `cost_per_correct` (the answered pairs'
     tokens and dollars over their correct answers: null with none correct, with tokens a
     system did not report, or with a model that has no price), `correct_per_search` (over the
     answers that recorded their steps; null when they made no search)."""
-    answered = [row for row in rows if row["status"] == "ok"]
+    answered = [row for row in rows if row.status == "ok"]
     correct = sum(answered_well(row, correct_at) for row in answered)
     costs = answer_costs(rows, prices) if costs is None else costs
     unknown = unreported(rows, "input_tokens") or unreported(rows, "output_tokens")
-    traced = [row for row in answered if row.get("steps")]
-    made = sum(search_count(row["steps"]) for row in traced)
+    traced = [(row, row.steps) for row in answered if row.steps]
+    made = sum(steps.searches for _, steps in traced)
     return {"correct": correct,
             "tokens_per_correct": None if unknown or not correct else round(
                 sum(sum(answer_tokens(row)) for row in answered) / correct, 1),
             "cost_per_correct": None if unknown or not correct or None in costs or not costs
             else _rounded(sum(c for c in costs if c is not None) / correct),
-            "correct_per_search": round(sum(answered_well(row, correct_at) for row in traced)
+            "correct_per_search": round(sum(answered_well(row, correct_at) for row, _ in traced)
                                         / made, 4) if made else None}
 
 

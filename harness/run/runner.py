@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
-from freshrag.core.arguments import Argument, check_arguments, flag, kind, refused
+from freshrag.core.arguments import Argument, check_arguments, kind, refused
 from freshrag.core.concurrency import map_with_progress, progress
 from freshrag.core.dataset import Dataset
 from freshrag.core.files import write_json
@@ -28,7 +28,8 @@ from freshrag.core.manifest import check_resumable, read_manifest, write_manifes
 from freshrag.core.records import Manifest, SampleRow
 from freshrag.core.rundir import check_kind, check_same_run, locked
 from freshrag.core.runfiles import PROBES as PROBES_FILE
-from freshrag.core.samples import SAMPLES, answer_tokens, read_samples, sample_row
+from freshrag.core.samples import SAMPLES, answer_tokens, read_samples, read_summaries, sample_row
+from freshrag.core.summary import AnswerSummary, summary_of
 from freshrag.core.types import Retriever, System, system_kind, uses_date, uses_steps
 from freshrag.cost import batch
 from freshrag.cost.budget import Budget, BudgetExceeded
@@ -73,7 +74,6 @@ RUN_ARGUMENTS = {  # run_dataset's, the runner's own call (core/arguments.py)
         value is None or callable(getattr(value, "retrieve", None)))),
     "embed": Argument("a function of texts to vectors, or None",
                       lambda value: refused(value is None or callable(value))),
-    "light": Argument("True or False", flag),
     "executor": Argument("an executor (harness/run/on_ray.py), or None", lambda value: refused(
         value is None or callable(getattr(value, "answer", None)))),
     "on_row": Argument("a function of a finished row, or None",
@@ -83,19 +83,19 @@ RUN_ARGUMENTS = {  # run_dataset's, the runner's own call (core/arguments.py)
 
 def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factories,
         prompts: dict[str, str], retriever: Retriever | None = None,
-        embed: Embed | None = None, light: bool = False,
+        embed: Embed | None = None,
         executor: PairExecutor | None = None,
-        on_row: Callable[[SampleRow], None] | None = None) -> list[SampleRow]:
+        on_row: Callable[[SampleRow], None] | None = None) -> list[AnswerSummary]:
     """Run what the run's plan (harness/run/plan.py) says is left: the judge probes, every
     unfinished pair (by `executor`, or by this process's threads), then the scorers beyond the
     judge (`embed`: the embeddings role, for answer-relevance), holding the run directory; return
-    all its rows (`light`: read as a report reads them, core/samples.py; the first epoch's). With --batch the plan's chat calls go through the Batch API
+    the summaries of all its rows, as a report reads them (core/samples.py read_summaries; the first epoch's). With --batch the plan's chat calls go through the Batch API
     first (harness/cost/batch.py fills the cache), then everything runs as usual from the cache.
     A budget (harness/cost/budget.py) that refuses a call stops the run, its manifest saying
     `capped`. `on_row` sees each row once written (the live traces,
     harness/reporting/otel_live.py)."""
     check_arguments({"dataset": dataset, "config": config, "llm": llm, "factories": factories,
-                     "prompts": prompts, "retriever": retriever, "embed": embed, "light": light,
+                     "prompts": prompts, "retriever": retriever, "embed": embed,
                      "executor": executor, "on_row": on_row}, RUN_ARGUMENTS)
     with locked(config.out):
         recorder = CallRecorder(llm)
@@ -125,7 +125,7 @@ def run(dataset: Dataset, config: RunConfig, llm: LLMClient, factories: Factorie
             raise
         manifest["finished_at"] = now()
         write_manifest(config.out, manifest)
-        return read_samples(config.out / SAMPLES, light=light)
+        return read_summaries(config.out / SAMPLES)
 
 
 def batch_prefill(llm: LLMClient, out: Path, scorers: dict[str, Scorer], jobs: list,
@@ -221,7 +221,7 @@ class _RunningTotals:
         self.input = self.output = self.failed = 0
 
     def __call__(self, row: SampleRow) -> str:
-        spent_input, spent_output = answer_tokens(row)
+        spent_input, spent_output = answer_tokens(summary_of(row))
         self.input += spent_input
         self.output += spent_output
         self.failed += row["status"] == "failed"

@@ -23,9 +23,10 @@ from freshrag.core.config import LLMSettings
 from freshrag.core.dataset import Dataset
 from freshrag.core.manifest import read_manifest
 from freshrag.core.outputs import Output, check_outputs, files_in
+from freshrag.core.records import SampleRow
 from freshrag.core.rundir import INDEX_SETTINGS, RUN_ROLES
 from freshrag.core.runfiles import CACHE_FILE, INDEX_DIR, RESULTS, RUN_FILES, SAMPLES
-from freshrag.core.samples import read_samples
+from freshrag.core.samples import read_samples, read_summaries
 from freshrag.cost import batch
 from freshrag.cost.budget import Budget, BudgetExceeded
 from freshrag.cost.prices import price_table
@@ -59,17 +60,16 @@ from freshrag.systems.external.plugins import SystemSource
 from freshrag.systems.prompts import PROMPTS
 
 if TYPE_CHECKING:
-    from freshrag.core.records import SampleRow
+    from freshrag.core.summary import AnswerSummary
 
 
 @dataclass(frozen=True)
 class RunResult:
     """What a run gives back; everything else is in its directory (docs/run-format.md)."""
 
-    rows: list[SampleRow] = field(metadata={
-        "help": "every row of samples.jsonl, this run's and earlier ones', as a report reads "
-                "them (each call's messages and the replies' raw text left out; of the first "
-                "epoch: --epochs)"})
+    answers: list[AnswerSummary] = field(metadata={
+        "help": "the summary of every row of samples.jsonl, this run's and earlier ones', as a "
+                "report reads it (core/summary.py; of the first epoch: --epochs)"})
     out: Path = field(metadata={"help": "the run directory"})
     systems: tuple[str, ...] = field(metadata={"help": "the systems' names, in the order given"})
     capped: BudgetExceeded | None = field(default=None, metadata={
@@ -78,7 +78,7 @@ class RunResult:
     @property
     def failed(self) -> int:
         """Pairs whose answer failed (an endpoint's or the system's error); a run resumes them."""
-        return sum(row["status"] == "failed" for row in self.rows)
+        return sum(answer.status == "failed" for answer in self.answers)
 
 
 def prepare(dataset: Dataset | str | Path | None, systems: Systems, roles: Roles,
@@ -183,11 +183,11 @@ class PreparedRun:
         budget = self.options.max_cost and dry_run.budget(  # refused before any call if a
             self.options.max_cost, self.options.batch, self.settings,  # price is missing
             price_table(self.config_file), self.roles)
-        rows, capped = self._answer(budget or None, on_row)
-        return RunResult(rows, self.config.out, self.config.systems, capped)
+        answers, capped = self._answer(budget or None, on_row)
+        return RunResult(answers, self.config.out, self.config.systems, capped)
 
     def _answer(self, budget: Budget | None, on_row: Callable[[SampleRow], None] | None
-                ) -> tuple[list[SampleRow], BudgetExceeded | None]:
+                ) -> tuple[list[AnswerSummary], BudgetExceeded | None]:
         executor = executor_of(self.options.executor, self.options.address)
         with contextlib.ExitStack() as stack:
             # the cluster first: one that cannot be reached fails before a server or an index
@@ -203,9 +203,9 @@ class PreparedRun:
                              self.index) if ray else None
             try:
                 return run(self.dataset, self.config, llm, self.factories, self.prompts,
-                           retriever, embed, light=True, executor=pairs, on_row=on_row), None
+                           retriever, embed, executor=pairs, on_row=on_row), None
             except BudgetExceeded as err:
-                return read_samples(self.config.out / SAMPLES, light=True), err
+                return read_summaries(self.config.out / SAMPLES), err
 
 
 @contextlib.contextmanager

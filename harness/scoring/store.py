@@ -5,7 +5,8 @@ repeats (docs/scoring.md#judge-agreement) live, beside the run's own judge grade
 so a kill leaves whole rows), the last row of a key winning on reading.
 
 A judge pass's score is a grade (`score_grade`), and the one place where a row takes it as its
-grade is `with_judge_pass` (docs/reports.md): every report reads rows through it.
+grade is `judged` (docs/reports.md): every report reads its answers through it (and the whole
+rows it shows through `with_judge_pass`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, cast
 
+import msgspec.structs
+
 from freshrag.core.jsonl import now, read_jsonl
 from freshrag.core.records import AnswerScore, GradeRecord, SampleRow, ScoreRow, UsageRecord
 from freshrag.core.runfiles import SCORES
 from freshrag.core.samples import is_scored
+from freshrag.core.summary import AnswerSummary, Grade, Usage
 from freshrag.core.types import LLMResponse, sum_usage_by_role
 from freshrag.scoring.base import STATUSES, ScoreResult
 from freshrag.scoring.judge import FIELDS
@@ -96,10 +100,12 @@ def answer_scores(run_dir: Path) -> Found:
     return found
 
 
-def scores_of(found: Found, row: SampleRow) -> dict[str, AnswerScore]:
-    """The scores of this row's answer (a score of an earlier answer of the pair is left out)."""
-    digest = answer_sha256(row.get("answer"))
-    mine = found.get((row.get("dataset"), row["question_id"], row["system"]), {})
+def scores_of(found: Found, dataset: str | None, question_id: str, system: str,
+              answer: str | None) -> dict[str, AnswerScore]:
+    """The scores of this answer of (dataset, question_id, system) (a score of an earlier answer
+    of the pair is left out)."""
+    digest = answer_sha256(answer)
+    mine = found.get((dataset, question_id, system), {})
     return {name: score for name, score in mine.items() if score["answer_sha256"] == digest}
 
 
@@ -120,25 +126,59 @@ def score_grade(score: ScoreRow | AnswerScore) -> GradeRecord:
 
 
 def with_judge_pass(row: SampleRow) -> SampleRow:
-    """The row as every report reads it. An answered row without a run grade (none, or
-    unscored) whose answer the judge pass scored (its `scores["judge"]`, repeat 0) takes that
-    grade: the judge's model joins `models` and its tokens `usage`, as a run's judge call's
-    would, and the score leaves `scores`, being the row's judge rather than a scorer beyond it.
-    A row the run graded keeps its grade: a pass over it is a second opinion (freshrag
-    agreement)."""
-    judged = (row.get("scores") or {}).get("judge")
-    if row["status"] != "ok" or is_scored(row) or not judged or not _usable(judged):
+    """The whole row as every report shows it (`judged`, of a whole row): an answered row
+    without a run grade whose answer the judge pass scored takes that grade."""
+    grade = row["grade"]
+    judge = _pass_grade(row["status"], grade is not None and grade["unscored_reason"] is None,
+                        row.get("scores") or {})
+    if judge is None:
         return row
     usage = dict(row["usage"])
-    for role, counts in (judged.get("usage") or {}).items():
+    for role, counts in (judge[1].get("usage") or {}).items():
         before = usage.get(role, {"input": 0, "output": 0, "estimated": False})
         usage[role] = {"input": before["input"] + counts["input"],
                        "output": before["output"] + counts["output"],
                        "estimated": bool(before.get("estimated") or counts.get("estimated"))}
-    return {**row, "grade": {**score_grade(judged), "graded_by": "freshrag score"},
-            "models": {**(row.get("models") or {}), **(judged.get("models") or {})},
-            "usage": usage,
+    return {**row, "grade": cast(GradeRecord, judge[0]),
+            "models": {**(row.get("models") or {}), **judge[1]["models"]}, "usage": usage,
             "scores": {name: score for name, score in row["scores"].items() if name != "judge"}}
+
+
+def judged(answer: AnswerSummary) -> AnswerSummary:
+    """The answer as every table reads it. An answered pair without a run grade (none, or
+    unscored) whose answer the judge pass scored (its `scores["judge"]`, repeat 0) takes that
+    grade: the judge's model joins `models` and its tokens `usage`, as a run's judge call's
+    would, and the score leaves `scores`, being the answer's judge rather than a scorer beyond
+    it. An answer the run graded keeps its grade: a pass over it is a second opinion (freshrag
+    agreement)."""
+    judge = _pass_grade(answer.status, is_scored(answer), answer.scores)
+    if judge is None:
+        return answer
+    grade = {key: value for key, value in judge[0].items() if key != "raw"}
+    return msgspec.structs.replace(
+        answer, grade=Grade(**grade), models={**answer.models, **judge[1]["models"]},
+        usage=_usage_with(answer.usage, judge[1]),
+        scores={name: score for name, score in answer.scores.items() if name != "judge"})
+
+
+def _pass_grade(status: str, graded: bool, scores: dict[str, AnswerScore]
+                ) -> tuple[dict[str, Any], AnswerScore] | None:
+    """The grade a judge pass gives an answer the run left ungraded, and its score; None where
+    it gives none."""
+    judge = scores.get("judge")
+    if status != "ok" or graded or not judge or not _usable(judge):
+        return None
+    return {**score_grade(judge), "graded_by": "freshrag score"}, judge
+
+
+def _usage_with(usage: dict[str, Usage], judge: AnswerScore) -> dict[str, Usage]:
+    """`usage` with the judge pass's tokens added to each role's."""
+    made = dict(usage)
+    for role, counts in (judge.get("usage") or {}).items():
+        before = made.get(role, Usage(0, 0, False))
+        made[role] = Usage(before.input + counts["input"], before.output + counts["output"],
+                           bool(before.estimated or counts.get("estimated")))
+    return made
 
 
 def _usable(judged: AnswerScore) -> bool:

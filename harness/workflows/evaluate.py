@@ -36,7 +36,7 @@ def evaluate(dataset: Dataset | str | Path | None = None, systems: Systems = DEF
     check_arguments({"dataset": dataset, "systems": systems, "roles": roles, "out": out,
                      "options": options})
     result = evaluated(prepare(dataset, systems, roles, out, run_options(options, option_values)))
-    write_run_summary(result.out, result.rows, result.systems)
+    write_run_summary(result.out, result.answers, result.systems)
     return result
 
 

@@ -29,7 +29,7 @@ from freshrag.core.outputs import check_outputs, files_in
 from freshrag.core.records import Manifest, SampleRow
 from freshrag.core.rundir import check_kind, identity, locked
 from freshrag.core.runfiles import LOCK, MANIFEST, PROBES, SAMPLES, SCORES, SUMMARY, SUMMARY_MD
-from freshrag.core.samples import epoch_of, read_samples
+from freshrag.core.samples import epoch_of, read_samples, read_summaries
 from freshrag.core.textfile import read_text
 from freshrag.core.types import uses_date, uses_steps
 from freshrag.core.wording import counted
@@ -119,7 +119,7 @@ def merge(run_dirs: Sequence[str | Path], out: str | Path) -> MergeResult:
                              len(rows))
         manifest = _merged_manifest(shards, result)
         write_manifest(out, manifest)
-        write_run_summary(out, read_samples(out / SAMPLES, light=True), manifest["systems"])
+        write_run_summary(out, read_summaries(out / SAMPLES), manifest["systems"])
     return result
 
 

@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from freshrag.core.config import DEFAULT_CONFIG_FILE
 from freshrag.core.wording import counted
-from freshrag.reporting import report as report_tables
+from freshrag.reporting import loading, summary_table
+from freshrag.reporting.summary_table import unscored_reasons
 from freshrag.run.inputs import InputError
 from freshrag.workflows.arguments import check_arguments
 
 if TYPE_CHECKING:
-    from freshrag.core.records import SampleRow
+    from freshrag.core.summary import AnswerSummary
 
 ANALYSIS = "analysis.json"  # retrieval quality, attribution, decisions, intervals, paired tests
 
@@ -81,10 +82,10 @@ def _default_config() -> Path | None:
     return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.exists() else None
 
 
-def print_unscored(rows: list[SampleRow]) -> None:
+def print_unscored(rows: list[AnswerSummary]) -> None:
     """The pairs that failed, by system and error, and the answers the judge could not score, by
     system and reason, as the run and the report print them."""
-    unscored, failed = report_tables.unscored_reasons(rows)
+    unscored, failed = unscored_reasons(rows)
     for heading, reasons in (("failed pairs (system: error × count; error_detail in "
                               "samples.jsonl holds a system's traceback)", failed),
                              ("unscored answers (system: reason × count)", unscored)):
@@ -111,7 +112,7 @@ class Computed:
 
 def run_report(args: Any) -> int:
     """`freshrag report` with its parsed options: the tables computed, written, printed."""
-    from freshrag.reporting import epochs, report
+    from freshrag.reporting import epochs
     from freshrag.reporting.labels import read_labels
     from freshrag.reporting.prices import price_table
 
@@ -121,17 +122,17 @@ def run_report(args: Any) -> int:
     _check_outputs(args, out)
     prices = price_table(args.config or _default_config())  # refused before anything is written
     labelled = read_labels(args.human) if args.human else None  # so are bad labels
-    # the viewer shows whole calls; every table reads the first epoch, the epochs section all
-    every = report.load_runs(args.run_dirs, light=not args.html, every_epoch=True)
+    # every table reads the answers' summaries: the first epoch's, the epochs section all
+    every = loading.load_summaries(args.run_dirs, every_epoch=True)
     rows = epochs.first_epoch(every)
-    if args.mix and not any(row.get("kind") for row in rows):
+    if args.mix and not any(row.kind for row in rows):
         raise InputError(f"--mix: no question of {', '.join(map(str, args.run_dirs))} has a "
                          f"traffic kind (fresh, control, general) to recombine; a set of them "
                          f"comes from the traffic stage and freshrag mix (docs/traffic.md)")
     made = _tables(args, every, rows, prices, labelled)
     _write(out, made)
     figures = _figures(rows, out, made.details, made.breakdowns)
-    notes = report.run_notes(args.run_dirs, rows) + made.unfinite
+    notes = loading.run_notes(args.run_dirs, rows) + made.unfinite
     # the judge's verdict first, then the notes; on stderr when stdout carries JSON or CSV
     side = sys.stdout if args.format == "markdown" else sys.stderr
     for line in made.details["judge"]["lines"] + notes:
@@ -140,14 +141,16 @@ def run_report(args: Any) -> int:
     if args.html:
         from freshrag.reporting.render.html import write_html
 
-        page = write_html(rows, made.summary, made.details, figures, args.html,
+        # the viewer shows whole rows (their calls): read again, whole, for the page alone
+        page = write_html(loading.load_runs(args.run_dirs), made.summary, made.details, figures,
+                          args.html,
                           sources=[str(run_dir) for run_dir in args.run_dirs], notes=notes,
                           breakdowns=made.breakdowns, known=made.known)
         print(f"HTML report written to {page}", file=side)  # stderr keeps JSON or CSV parseable
     return 0
 
 
-def _tables(args: Any, every: list[SampleRow], rows: list[SampleRow], prices: Any,
+def _tables(args: Any, every: list[AnswerSummary], rows: list[AnswerSummary], prices: Any,
             labelled: Any) -> Computed:
     """Every table of the report: `every` epoch's rows for the epochs section, the first
     epoch's (`rows`) for the rest; `labelled`, people's labels (--human) or None."""
@@ -156,7 +159,7 @@ def _tables(args: Any, every: list[SampleRow], rows: list[SampleRow], prices: An
     from freshrag.reporting.human import judge_section
     from freshrag.reporting.judge_check import judge_checks
 
-    summary = report.summarise(rows, prices, args.correct_at)  # dollars per correct answer
+    summary = summary_table.summarise(rows, prices, args.correct_at)  # dollars per correct answer
     known = known_without_retrieval(rows)  # how much of the set the answer model knows
     details = analysis.analyse(rows, prices, correct_at=args.correct_at, mixes=args.mix)
     details["judge"] = judge_checks(args.run_dirs, rows)
@@ -188,7 +191,7 @@ def _write(out: Path, made: Computed) -> None:
                ensure_ascii=True)
 
 
-def _print(args: Any, rows: list[SampleRow], made: Computed, out: Path, figures: int) -> None:
+def _print(args: Any, rows: list[AnswerSummary], made: Computed, out: Path, figures: int) -> None:
     """What the report prints on stdout after the judge's lines and the notes: the summary in
     --format, then in markdown the analysis, and where the files went."""
     from freshrag.reporting import report
@@ -208,7 +211,6 @@ def _print(args: Any, rows: list[SampleRow], made: Computed, out: Path, figures:
 def _label_page(args: Any) -> int:
     """--label: the labelling page alone, and one line saying where; no table is printed (the
     person who labels may be the one who runs this)."""
-    from freshrag.reporting import report
     from freshrag.reporting.render.labelling import write_label_page
 
     if not args.label:
@@ -220,7 +222,7 @@ def _label_page(args: Any) -> int:
         raise InputError("--label makes a page blind to the judge, --human a report of the judge "
                          "against people's labels: give one of them")
     _check_outputs(args, None)
-    rows = report.load_runs(args.run_dirs)  # whole calls: the gold article the judge read
+    rows = loading.load_runs(args.run_dirs)  # whole calls: the gold article the judge read
     count = write_label_page(rows, args.html, 0 if args.label_seed is None else args.label_seed,
                              args.label_sample)
     print(f"labelling page of {counted(count, 'answer')} written to {args.html}")
@@ -247,7 +249,7 @@ def _check_outputs(args: Any, out: Path | None) -> None:
                   + [("--config", args.config or _default_config())])
 
 
-def _figures(rows: list[SampleRow], out: Path, details: dict, breakdowns: dict) -> list[Path]:
+def _figures(rows: list[AnswerSummary], out: Path, details: dict, breakdowns: dict) -> list[Path]:
     from freshrag.reporting import scorers as scorer_report
     from freshrag.reporting.render import plots, traffic_plots
 
@@ -258,7 +260,7 @@ def _figures(rows: list[SampleRow], out: Path, details: dict, breakdowns: dict) 
     return figures
 
 
-def _print_analysis(rows: list[SampleRow], details: dict, breakdowns: dict) -> None:
+def _print_analysis(rows: list[AnswerSummary], details: dict, breakdowns: dict) -> None:
     from freshrag.reporting import breakdown, epochs, sections, staleness
     from freshrag.reporting import scorers as scorer_report
     from freshrag.reporting.empty import needs_lines

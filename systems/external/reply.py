@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from freshrag.core.summary import AnswerSummary
 from freshrag.systems.external.reported import REPORTED
 
 DEFAULT_REPLY = {"answer": "answer", "contexts": "contexts", "input_tokens": "usage.input_tokens",
@@ -79,15 +80,13 @@ def unread(reply: Mapping[str, Any], read: set[str]) -> list[str]:
     return sorted(found)[:MAX_KEPT]
 
 
-def unread_lines(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+def unread_lines(answers: Iterable[AnswerSummary]) -> list[str]:
     """One line per service whose replies held fields that no path read, each field named once
     however many replies held it: `svc: reply fields not read: meta, usage.cached`."""
     by_system: dict[str, set[str]] = {}
-    for row in rows:
-        service = (row.get("details") or {}).get("service")
-        names = service.get("unread") if isinstance(service, dict) else None
-        if isinstance(names, list) and names:
-            by_system.setdefault(str(row.get("system")), set()).update(map(str, names))
+    for answer in answers:  # core/summary.py decided
+        if answer.unread:
+            by_system.setdefault(answer.system, set()).update(answer.unread)
     return [f"{system}: reply fields not read: {_listed(sorted(names))} (read one by setting "
             f"its path in [systems.{system}.reply], docs/own-system.md#a-service-behind-http)"
             for system, names in by_system.items()]

@@ -26,13 +26,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.support.rows import summaries
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from freshrag.cli.main import main  # noqa: E402
 from freshrag.cli.options import mix_shares  # noqa: E402
 from freshrag.reporting import decisions, savings  # noqa: E402
 from freshrag.reporting.answers import Answers
-from freshrag.reporting.report import load_runs  # noqa: E402
+from freshrag.reporting.loading import load_runs  # noqa: E402
 from tests.support.fake_openai_server import FakeOpenAIServer  # noqa: E402
 from tests.support.runs import sample, write_run  # noqa: E402
 
@@ -87,8 +89,8 @@ def main_bench() -> None:
         wall, cpu = time.monotonic() - started, time.process_time() - cpu
         rows = load_runs([run])
         alone = time.process_time()
-        decisions.analyse(Answers(rows))
-        savings.analyse(Answers(rows), {}, [mix_shares(m) for m in mixes])
+        decisions.analyse(Answers(summaries(rows)))
+        savings.analyse(Answers(summaries(rows)), {}, [mix_shares(m) for m in mixes])
         alone = time.process_time() - alone
         analysis = json.loads((run / "analysis.json").read_text())
         print(json.dumps({

@@ -58,17 +58,16 @@ def scripted_agent(request: dict[str, Any]) -> dict[str, Any]:
     return {"tool_call": {"name": "search", "arguments": json.dumps({"query": query})}}
 
 
-def searched(row: dict[str, Any]) -> list[list[str]]:
-    """The titles each search of a row found, in order."""
-    return [[chunk["title"] for chunk in step.get("retrieved") or []]
-            for step in row.get("steps") or [] if step.get("kind") == "search"]
+def searched(answer: Any) -> list[list[str]]:
+    """The titles each search of an answer found, in order."""
+    return [titles for _, titles in answer.steps.searched()] if answer.steps else []
 
 
-def figures(rows: list[dict[str, Any]], system: str) -> dict[str, Any]:
-    mine = [row for row in rows if row["system"] == system and row["gold_title"]]
-    searches = [searched(row) for row in mine]
-    first = [bool(s) and row["gold_title"] in s[0] for row, s in zip(mine, searches)]
-    anywhere = [any(row["gold_title"] in titles for titles in s) for row, s in zip(mine, searches)]
+def figures(answers: list[Any], system: str) -> dict[str, Any]:
+    mine = [answer for answer in answers if answer.system == system and answer.gold_title]
+    searches = [searched(answer) for answer in mine]
+    first = [bool(s) and row.gold_title in s[0] for row, s in zip(mine, searches)]
+    anywhere = [any(row.gold_title in titles for titles in s) for row, s in zip(mine, searches)]
     shown = [title for s in searches for titles in s for title in titles]
     return {"questions": len(mine), "hit@5": sum(first) / len(mine),
             "recall": sum(anywhere) / len(mine),
@@ -105,7 +104,7 @@ def measure(size: int, work: Path) -> list[dict[str, Any]]:
     wall = time.perf_counter() - started
     index = read_manifest(work / f"run-{size}")["index"]
     return [{"size": size, **made, "system": system, "engine": index.get("engine", "local"),
-             "chunks": index["chunks"], "run_s": wall, **figures(result.rows, system)}
+             "chunks": index["chunks"], "run_s": wall, **figures(result.answers, system)}
             for system in ("naive", "react")]
 
 

@@ -64,18 +64,16 @@ def test_both_reads_keep_and_skip_the_same_rows_with_the_same_warning(bad, tmp_p
     path.write_text("".join(json.dumps(row) + "\n" for row in (good("q1"), bad, good("q3"))))
     whole = read_samples(path)
     whole_warnings = capsys.readouterr().err
-    lightly = read_samples(path, light=True)
+    lightly = read_summaries(path)
     assert capsys.readouterr().err == whole_warnings
-    assert [row["question_id"] for row in lightly] == [row["question_id"] for row in whole]
-    for light_row, whole_row in zip(lightly, whole):
-        assert light_row.get("steps") == traced(whole_row.get("steps"))
-    assert list(whole_steps([row.get("steps") for row in lightly])) == [
-        known(row.get("steps")) for row in whole]
+    assert [made.question_id for made in lightly] == [row["question_id"] for row in whole]
+    for made, whole_row in zip(lightly, whole):
+        assert made.steps == traced(whole_row.get("steps"))
+    assert list(whole_steps([made.steps for made in lightly if made.steps is not None])) == [
+        known(row.get("steps")) for row in whole if row.get("steps") is not None]
     # and both give the same summaries (core/summary.py), as the whole row's does
-    summaries = read_summaries(path)
-    assert summaries == read_summaries(path, light=False) == [summary_of(row) for row in whole]
-    assert [made.question_id for made in summaries] == [row["question_id"] for row in whole]
-    assert capsys.readouterr().err == whole_warnings * 2
+    assert lightly == read_summaries(path, light=False) == [summary_of(row) for row in whole]
+    assert capsys.readouterr().err == whole_warnings
 
 
 def known(steps):
@@ -89,7 +87,7 @@ def known(steps):
 
 
 def traced(steps):
-    """Steps as a light row keeps them: kind, repeated and the chunks' titles."""
+    """Steps as a summary keeps them: kind, repeated and the chunks' titles."""
     if steps is None:
         return None
     return [{key: [{"title": chunk["title"]} for chunk in value] if key == "retrieved" else value
@@ -101,42 +99,34 @@ def test_a_skipped_row_is_named_by_file_and_line(tmp_path, capsys):
     path = tmp_path / "samples.jsonl"
     bad = changed("steps.0.kind", "think")
     path.write_text("".join(json.dumps(row) + "\n" for row in (good("q1"), bad)))
-    assert [row["question_id"] for row in read_samples(path, light=True)] == ["q1"]
+    assert [made.question_id for made in read_summaries(path)] == ["q1"]
     assert f"{path}:2: skipped" in capsys.readouterr().err
 
 
-def test_a_light_row_holds_only_what_the_tables_read(tmp_path):
+def test_a_light_summary_holds_only_what_the_tables_read(tmp_path):
     path = tmp_path / "samples.jsonl"
     path.write_text(json.dumps(good()) + "\n")
-    [row] = read_samples(path, light=True)
-    assert all(set(call) <= set(light.CALL_SUMMARY) for call in row["calls"])
-    assert [dict(call) for call in row["calls"]] == [  # no batch call: no usage kept
+    [made] = read_summaries(path)
+    assert [dict(call) for call in made.calls] == [  # no batch call: no usage kept
         {"role": "answer", "model": "m", "batch": False}] * 2 + [
         {"role": "judge", "model": "j", "batch": False}]
-    assert row["calls"].models == {"answer": "m", "judge": "j"}
-    assert row["details"]["retrieved"] == [{"title": "Velmora"}]
-    assert "raw" not in row["grade"] and row["grade"]["truthfulness"] == 5
-    assert "label" not in row and row["error"] is None  # null optional fields: left out
-    step = row["steps"][0]
+    assert made.calls.models == {"answer": "m", "judge": "j"}
+    assert made.retrieved == ({"title": "Velmora"},)
+    assert "raw" not in made.grade and made.grade.truthfulness == 5
+    assert made.label is None and made.error is None
+    step = made.steps[0]
     assert step == {"kind": "search", "repeated": False, "retrieved": [{"title": "Velmora"}]}
-    assert step.get("query", "default") == "default" and "query" not in step
-    with pytest.raises(KeyError):
-        step["query"]
-    assert row["steps"][1] == {"kind": "answer", "repeated": False, "retrieved": []}
-    assert row["steps"].searched() == [(1, ["Velmora"])]  # each search's place and titles
-    assert row["usage"]["answer"]["input"] == 70 and row["usage"]["answer"].get("estimated") is False
+    assert made.steps[1] == {"kind": "answer", "repeated": False, "retrieved": []}
+    assert made.steps.searched() == [(1, ["Velmora"])]  # each search's place and titles
+    assert made.usage["answer"].input == 70 and made.usage["answer"].estimated is False
 
 
-def test_a_light_row_is_written_back_as_the_json_it_was_read_from(tmp_path):
+def test_the_second_pass_gives_the_steps_as_the_row_holds_them(tmp_path):
     path = tmp_path / "samples.jsonl"
     whole = good()
     path.write_text(json.dumps(whole) + "\n")
-    [row] = read_samples(path, light=True)
-    assert json.loads(dumps(list(whole_steps([row["steps"]])))) == [whole["steps"]]
-    assert json.loads(dumps(row["usage"])) == whole["usage"]
-    calls = [{key: call[key] for key in ("role", "model", "batch")} for call in whole["calls"]]
-    assert json.loads(dumps(row["calls"])) == calls
-    assert json.loads(dumps(row["grade"])) == {k: v for k, v in whole["grade"].items() if k != "raw"}
+    [made] = read_summaries(path)
+    assert json.loads(dumps(list(whole_steps([made.steps])))) == [whole["steps"]]
 
 
 def test_a_batch_call_keeps_its_usage_and_other_calls_are_shared_records(tmp_path):
@@ -144,7 +134,7 @@ def test_a_batch_call_keeps_its_usage_and_other_calls_are_shared_records(tmp_pat
     batched = good("q2")
     batched["calls"][1]["batch"] = True
     path.write_text(json.dumps(good("q1")) + "\n" + json.dumps(batched) + "\n")
-    first, second = (row["calls"] for row in read_samples(path, light=True))
+    first, second = (made.calls for made in read_summaries(path))
     assert second[1] == {"role": "answer", "model": "m", "batch": True,
                          "usage": batched["calls"][1]["usage"]}
     assert first[0] is second[0] and first[2] is second[2] and first[1] is not second[1]
@@ -154,11 +144,11 @@ def test_a_batch_call_keeps_its_usage_and_other_calls_are_shared_records(tmp_pat
 def test_every_chunk_of_a_title_is_one_shared_record(tmp_path):
     path = tmp_path / "samples.jsonl"
     path.write_text(json.dumps(good("q1")) + "\n" + json.dumps(good("q2")) + "\n")
-    first, second = (row["steps"][0]["retrieved"][0] for row in read_samples(path, light=True))
-    assert first is second and first["title"] == "Velmora"
+    first, second = (made.steps[0].retrieved[0] for made in read_summaries(path))
+    assert first is second and first.title == "Velmora"
 
 
-def test_the_second_pass_reads_the_row_each_light_row_was_kept_from(tmp_path):
+def test_the_second_pass_reads_the_row_each_summary_was_made_from(tmp_path):
     path = tmp_path / "samples.jsonl"
     rows = [changed("steps.0.query", query) for query in ("old", "bad", "new")]
     rows[0]["question_id"] = rows[2]["question_id"] = "q1"  # q1 twice: the last row wins
@@ -167,17 +157,17 @@ def test_the_second_pass_reads_the_row_each_light_row_was_kept_from(tmp_path):
     epoch2.update(question_id="q1", epoch=2)  # read by no table
     text = "".join(json.dumps(row) + "\n" for row in [rows[0], "", rows[1], rows[2], epoch2])
     path.write_text(text.replace('""', ""))  # a blank line: numbered, never a row
-    [row] = read_samples(path, light=True)
-    [steps] = whole_steps([row["steps"]])
+    [made] = read_summaries(path)
+    [steps] = whole_steps([made.steps])
     assert steps[0]["query"] == "new" and steps == known(rows[2]["steps"])
 
 
-def test_a_grounded_row_keeps_its_calls_whole(tmp_path):
+def test_a_grounded_summary_holds_its_answer_context(tmp_path):
     path = tmp_path / "samples.jsonl"
     grounded = changed("reference", "Nine spans.")
     path.write_text(json.dumps(grounded) + "\n")
-    [row] = read_samples(path, light=True)
-    assert row["calls"] == grounded["calls"]
+    [made] = read_summaries(path)
+    assert made == summary_of(grounded) and made.reference == "Nine spans."
 
 
 def test_the_records_have_the_fields_of_core_records():

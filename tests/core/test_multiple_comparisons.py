@@ -14,6 +14,7 @@ from statsmodels.stats.multitest import multipletests
 from freshrag.core.stats import holm, min_detectable_difference, with_holm
 from freshrag.reporting import analysis, groups
 from freshrag.reporting.answers import Answers
+from tests.support.rows import summaries
 
 # A fixed table of nine comparisons, as a report of several systems shows them
 TABLE = [0.001, 0.04, 0.03, 0.2, 0.0001, 0.012, 0.5, 0.049, 0.013]
@@ -109,7 +110,7 @@ def test_every_paired_comparison_carries_holm_over_its_table_and_its_mdd():
     rows = [sample_row(f"q{i}", system, 1 + (i * shift) % 5)
             for system, shift in (("baseline", 1), ("naive", 2), ("react", 3), ("same", 1))
             for i in range(30)]
-    table = analysis.paired_comparisons(Answers(rows))
+    table = analysis.paired_comparisons(Answers(summaries(rows)))
     assert len(table) == 6  # four systems: every two
     # baseline and same answer alike: no variance, so no test, and no place in Holm's family
     tested = [row for row in table if not row.get("untested")]
@@ -133,6 +134,6 @@ def test_the_wording_tests_carry_their_mdd_and_holm_over_the_wording_table():
                 row = sample_row(f"{g}-{criterion}", system, 1)
                 rows.append({**row, "group": f"g{g}", "criterion": criterion,
                              "reference": "1999", "answer": "1999" if right else "no"})
-    wording = groups.analyse_groups(rows)["wording"]
+    wording = groups.analyse_groups(summaries(rows))["wording"]
     assert len(wording) == 2
     assert [row["p_holm"] for row in wording] == holm([row["p_value"] for row in wording])

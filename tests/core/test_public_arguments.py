@@ -17,7 +17,7 @@ WORKFLOWS = {"build", "evaluate", "estimate", "score", "report"}  # checked by t
 WRONG = {
     "questions_path": 5, "articles_path": "", "name": 7, "directory": b"data",
     "config_file": 3.5, "env": {"FRESHRAG_MODEL": 5}, "command_line": "gpt-4o",
-    "run_dirs": [], "light": "yes", "every_epoch": 1, "rows": "rows", "prices": [1],
+    "run_dirs": [], "every_epoch": 1, "rows": "rows", "answers": "answers", "prices": [1],
     "correct_at": 6, "out": 5, "dataset": "data", "config": None, "llm": "gpt-4o",
     "factories": ["naive"], "prompts": "prompt", "retriever": 5, "embed": 5,
     "executor": "ray",
@@ -31,7 +31,7 @@ class Chat:
 
 # a valid value for each parameter the walk does not try, so that only the one tried is wrong
 VALID = {"questions_path": "q.jsonl", "articles_path": "a.jsonl", "directory": "data",
-         "run_dirs": ["results/run"], "rows": [], "out": "merged",
+         "run_dirs": ["results/run"], "rows": [], "answers": [], "out": "merged",
          "dataset": freshrag.Dataset("D", [], {}, {}),
          "config": freshrag.RunConfig(out=Path("run"), systems=("baseline",)),
          "llm": Chat(), "factories": {}, "prompts": {}}

@@ -12,6 +12,7 @@ from freshrag.core.types import Grade, LLMResponse, Question, SystemAnswer, Usag
 from freshrag.reporting.agreement import with_repeat
 from freshrag.scoring.base import ScoreResult
 from freshrag.scoring.store import SCORES, answer_sha256, score_grade, score_row, with_judge_pass
+from tests.support.rows import summary
 
 NONE = type(None)
 # The JSON types the readers accepted before the check was derived from the record: a change
@@ -55,9 +56,9 @@ def test_the_writers_write_only_what_the_records_declare():
 
 
 def test_a_row_is_read_by_its_judge_scores():
-    assert judge_scores(_row()) == {"truthfulness": 4, "relevance": 5}
-    assert judge_scores(_row(Grade(None, None, "no tool call"))) is None
-    assert judge_scores({**_row(), "status": "failed", "error": "timeout"}) is None
+    assert judge_scores(summary(_row())) == {"truthfulness": 4, "relevance": 5}
+    assert judge_scores(summary(_row(Grade(None, None, "no tool call")))) is None
+    assert judge_scores(summary({**_row(), "status": "failed", "error": "timeout"})) is None
     assert GRADE_FIELDS == ("truthfulness", "relevance")
 
 

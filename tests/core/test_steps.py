@@ -8,7 +8,7 @@ import pytest
 
 from freshrag.core.light_steps import whole_steps
 from freshrag.core.row_check import sample_problem
-from freshrag.core.samples import read_samples, sample_row
+from freshrag.core.samples import read_samples, read_summaries, sample_row
 from freshrag.core.steps import step_records
 from freshrag.core.types import LLMResponse, Question, RetrievedChunk, Step, SystemAnswer, Usage
 
@@ -95,9 +95,9 @@ def test_a_light_read_keeps_the_steps_without_chunk_text(tmp_path):
     steps = [{"kind": "search", "query": "q", "retrieved": [chunk]}, {"kind": "answer", "text": "a"}]
     path = tmp_path / "samples.jsonl"
     path.write_text(json.dumps(_row(steps=steps)) + "\n")
-    [row] = read_samples(path, light=True)  # what the tables read; the rest read again
-    assert row["steps"] == [{"kind": "search", "retrieved": [{"title": "Velmora"}]},
-                            {"kind": "answer"}]
-    assert list(whole_steps([row["steps"]])) == [[{"kind": "search", "query": "q", "retrieved": [
+    [made] = read_summaries(path)  # what the tables read; the rest read again
+    assert made.steps == [{"kind": "search", "retrieved": [{"title": "Velmora"}]},
+                          {"kind": "answer"}]
+    assert list(whole_steps([made.steps])) == [[{"kind": "search", "query": "q", "retrieved": [
         {"title": "Velmora", "index": 2, "score": 0.8}]}, {"kind": "answer", "text": "a"}]]
     assert read_samples(path)[0]["steps"] == steps

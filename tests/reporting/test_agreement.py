@@ -19,6 +19,7 @@ from freshrag.scoring.judge import SCALE
 from tests.support.datasets import bridges_and_mayor, write_dataset
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import discerning_judge, grade_call, use_endpoint
+from tests.support.rows import summaries
 from tests.support.runs import sample, write_run
 
 # ------------------------------------------------------------------ weighted kappa
@@ -311,7 +312,7 @@ def test_pair_runs_keys_on_dataset_too():
     rows_a = [graded("q0", "naive", 3, 3, "j1", dataset="A_f"),
               graded("q0", "naive", 4, 4, "j1", dataset="A_r")]
     rows_b = [graded("q0", "naive", 5, 5, "j2", dataset="A_r")]
-    pairs, counts = pair_runs(rows_a, rows_b)
+    pairs, counts = pair_runs(summaries(rows_a), summaries(rows_b))
     assert [(p["dataset"], p["a"]["truthfulness"], p["b"]["truthfulness"]) for p in pairs] == [
         ("A_r", 4, 5)]
     assert counts["only_in_a"] == 1

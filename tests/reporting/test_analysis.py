@@ -10,6 +10,7 @@ from freshrag.core.jsonl import JsonlWriter
 from freshrag.reporting import analysis, needed
 from freshrag.reporting.answers import Answers
 from tests.support.rows import analysis_row as row
+from tests.support.rows import summaries, summary
 
 
 def test_retrieval_quality_from_the_ranks_of_the_gold_article():
@@ -17,7 +18,7 @@ def test_retrieval_quality_from_the_ranks_of_the_gold_article():
             row("q2", "naive", retrieved=["X", "Y", "Gold"]),
             row("q3", "naive", retrieved=["X", "Y", "Z"]),
             row("q4", "baseline")]
-    (quality,) = analysis.retrieval_quality(Answers(rows))
+    (quality,) = analysis.retrieval_quality(Answers(summaries(rows)))
     assert (quality["system"], quality["retrieved"], quality["k"]) == ("naive", 3, 3)
     assert quality["hit@1"] == pytest.approx(1 / 3, abs=1e-4)
     assert quality["hit@k"] == pytest.approx(2 / 3, abs=1e-4)
@@ -31,9 +32,9 @@ def test_every_answer_gets_one_attribution():
             row("q4", "baseline", 1, 2),                            # no retrieval, poor
             row("q5", "oracle", 2, 2),                              # had the article, poor
             row("q6", "baseline", None)]                            # unscored
-    assert [analysis.attribution(r) for r in rows] == [
+    assert [analysis.attribution(summary(r)) for r in rows] == [
         "fine", "retrieval_miss", "generation", "knowledge_gap", "generation", "unscored"]
-    counts = {(t["system"]): t for t in analysis.attributions(Answers(rows))}
+    counts = {(t["system"]): t for t in analysis.attributions(Answers(summaries(rows)))}
     assert counts["naive"]["retrieval_miss"] == counts["naive"]["generation"] == 1
     assert sum(counts["baseline"][name] for name in analysis.ATTRIBUTIONS) == 2
 
@@ -47,7 +48,7 @@ def test_decisions_are_judged_against_need_and_the_oracle_router_takes_the_bette
     rows += [row("q1", "boolean", retrieved=["Gold"], decision="retrieve"),
              row("q2", "boolean", retrieved=["Gold"], decision="retrieve"),
              row("q3", "boolean", decision="no-retrieve"), row("q4", "boolean", decision="none")]
-    router, boolean = needed.decision_quality(Answers(rows))
+    router, boolean = needed.decision_quality(Answers(summaries(rows)))
     wanted = [q for q in base_scores if sum(naive_scores[q]) > sum(base_scores[q])]
     assert wanted == ["q1", "q3"]
     assert (router["system"], router["questions"], router["needed"]) == ("oracle-router", 4, 2)
@@ -63,7 +64,7 @@ def test_decisions_are_judged_against_need_and_the_oracle_router_takes_the_bette
 
 def test_a_dataset_without_both_reference_runs_has_no_decision_analysis():
     rows = [row("q1", "baseline"), row("q1", "boolean", decision="retrieve", retrieved=["Gold"])]
-    assert needed.decision_quality(Answers(rows)) == []
+    assert needed.decision_quality(Answers(summaries(rows))) == []
 
 
 def test_bootstrap_intervals_hold_the_estimate_and_shrink_with_more_data():
@@ -80,7 +81,7 @@ def test_bootstrap_intervals_hold_the_estimate_and_shrink_with_more_data():
 def test_intervals_cover_means_and_token_totals():
     rows = [row(f"q{i}", "naive", truth=1 + i % 5, rel=5, tokens=(100 + i, 10))
             for i in range(40)]
-    (entry,) = analysis.intervals(Answers(rows))
+    (entry,) = analysis.intervals(Answers(summaries(rows)))
     mean, low, high = entry["truthfulness"]
     assert mean == pytest.approx(statistics.mean(1 + i % 5 for i in range(40)))
     assert low < mean < high
@@ -93,7 +94,7 @@ def test_paired_comparison_tells_a_real_difference_from_none():
     rows = [row(f"q{i}", "baseline", truth=1 + i % 3, rel=2) for i in range(60)]
     rows += [row(f"q{i}", "naive", truth=4 + i % 2, rel=5, retrieved=["Gold"]) for i in range(60)]
     rows += [row(f"q{i}", "same", truth=1 + i % 3, rel=2) for i in range(60)]
-    pairs = {(p["a"], p["b"]): p for p in analysis.paired_comparisons(Answers(rows))}
+    pairs = {(p["a"], p["b"]): p for p in analysis.paired_comparisons(Answers(summaries(rows)))}
     real = pairs["baseline", "naive"]
     assert real["questions"] == 60 and real["mean_difference"] < 0
     assert real["interval"][1] < 0 and real["p_value"] < 0.01
@@ -114,8 +115,8 @@ def test_report_writes_the_analysis_and_prints_its_tables(tmp_path, capsys):
     printed = capsys.readouterr().out
     saved = json.loads((tmp_path / "analysis.json").read_text())
     assert saved.pop("judge")["degenerate"] == {}  # 2s for baseline, 5s for naive: not one value
-    assert saved == json.loads(json.dumps(analysis.analyse(
-        [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()])))
+    assert saved == json.loads(json.dumps(analysis.analyse(summaries(
+        [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()]))))
     for heading in ("bootstrap intervals", "Retrieval: gold article", "Failure attribution",
                     "decisions against need", "Paired comparisons"):
         assert heading in printed

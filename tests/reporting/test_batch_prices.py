@@ -14,11 +14,12 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.samples import read_samples
 from freshrag.cost.budget import BATCH_DISCOUNT
-from freshrag.reporting.prices import batch_calls, row_cost
+from freshrag.reporting.prices import row_cost
 from tests.support.datasets import write_dataset
 from tests.support.fake_batches import FakeBatches
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import use_endpoint
+from tests.support.rows import summary
 
 PRICE = (100.0, 300.0)  # USD per million tokens: large, so that rounding to 6 digits is exact
 
@@ -108,6 +109,6 @@ def test_a_row_prices_each_call_at_the_rate_it_was_bought(calls, expected):
         total = usage.setdefault(record["role"], {"input": 0, "output": 0})
         total["input"] += record["usage"]["input"]
         total["output"] += record["usage"]["output"]
-    row = {"usage": usage, "calls": calls}
+    row = summary({"usage": usage, "calls": calls})
     assert row_cost(row, {"m": (1.0, 2.0)}) == pytest.approx(expected)
-    assert len(batch_calls(row)) == sum(1 for c in calls if c.get("batch") and c["role"] != "judge")
+    assert len(row.calls.batched) == sum(1 for c in calls if c.get("batch") and c["role"] != "judge")

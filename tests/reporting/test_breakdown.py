@@ -18,6 +18,7 @@ from freshrag.core.samples import SAMPLES
 from freshrag.reporting import breakdown
 from freshrag.reporting.table import tables
 from tests.support.dom import chromium, dump_dom, parse, viewer_samples
+from tests.support.rows import summaries
 from tests.support.runs import sample_rows
 
 LABELS = {"q1": "fact_single", "q2": "fact_single", "q3": "summary"}  # q4 and A_r: none
@@ -38,7 +39,7 @@ def table(document, key, **match):
 
 
 def test_groups_in_label_order_with_the_unlabelled_last():
-    document = breakdown.breakdown(labelled_rows(), "label")
+    document = breakdown.breakdown(summaries(labelled_rows()), "label")
     assert document["groups"] == {"fact_single": 2, "summary": 1, "unlabelled": 3}
     summary = table(document, "summary", system="baseline", dataset="A_f")
     assert [(e["label"], e["n"], e["truthfulness"]) for e in summary] == [
@@ -46,7 +47,7 @@ def test_groups_in_label_order_with_the_unlabelled_last():
 
 
 def test_every_table_of_the_report_is_broken_down():
-    document = breakdown.breakdown(labelled_rows(), "label")
+    document = breakdown.breakdown(summaries(labelled_rows()), "label")
     assert [table.key for table in breakdown.broken_down()] == ["summary"] + [
         table.key for table in tables()]
     for key in ("summary", "intervals", "retrieval", "attribution", "decisions", "cost"):
@@ -55,7 +56,7 @@ def test_every_table_of_the_report_is_broken_down():
 
 
 def test_scores_tokens_and_hit_rates_carry_intervals():
-    document = breakdown.breakdown(labelled_rows(), "label")
+    document = breakdown.breakdown(summaries(labelled_rows()), "label")
     [naive] = table(document, "intervals", label="fact_single", system="naive")
     assert naive["truthfulness"] == [5.0, 5.0, 5.0] and naive["input_tokens"] == [1000, 1000, 1000]
     [boolean] = table(document, "retrieval", label="fact_single", system="boolean")
@@ -68,7 +69,7 @@ def test_scores_tokens_and_hit_rates_carry_intervals():
 
 
 def test_decisions_are_judged_within_each_group():
-    document = breakdown.breakdown(labelled_rows(), "label")
+    document = breakdown.breakdown(summaries(labelled_rows()), "label")
     router = table(document, "decisions", label="fact_single", system="oracle-router")
     assert [(e["questions"], e["needed"]) for e in router] == [(2, 2)]  # naive beat baseline
     [boolean] = table(document, "decisions", label="fact_single", system="boolean")
@@ -76,12 +77,12 @@ def test_decisions_are_judged_within_each_group():
 
 
 def test_a_boolean_field_is_named_yes_and_no():
-    document = breakdown.breakdown(labelled_rows(), "need")
+    document = breakdown.breakdown(summaries(labelled_rows()), "need")
     assert document["groups"] == {"yes": 5, "no": 1}
 
 
 def test_a_field_no_row_carries_gives_a_note_and_no_tables():
-    document = breakdown.breakdown(sample_rows(), "label")  # rows from before the fields
+    document = breakdown.breakdown(summaries(sample_rows()), "label")  # rows from before the fields
     assert document["groups"] == {} and not any(document["tables"].values())
     assert document["notes"] == ["no question of these runs carries `label`: nothing to break down"]
     assert breakdown.render(document) == ("## By label\n\n### Notes\n\n- no question of these "
@@ -89,7 +90,7 @@ def test_a_field_no_row_carries_gives_a_note_and_no_tables():
 
 
 def test_render_has_a_section_per_table_with_the_field_first():
-    text = breakdown.render(breakdown.breakdown(labelled_rows(), "information_need"))
+    text = breakdown.render(breakdown.breakdown(summaries(labelled_rows()), "information_need"))
     assert text.startswith("## By information_need: dates (1 questions), people (1 questions), "
                            "unlabelled (4 questions)")
     assert "### Means and token totals with 95% bootstrap intervals (tokens: answered pairs), " \

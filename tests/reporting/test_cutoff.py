@@ -11,6 +11,7 @@ from freshrag.core.dataset import load_dataset_dir
 from freshrag.reporting.breakpoint import MIN_SIDE, fit_fall
 from freshrag.reporting.cutoff import CutoffError, analyse, check_dated, month_range, render
 from tests.support.datasets import write_dataset
+from tests.support.rows import summaries
 from tests.support.runs import sample
 
 NAMES = month_range("2022-01", "2023-12")
@@ -93,7 +94,7 @@ def test_the_table_has_every_month_with_intervals_and_the_notes_count_what_was_l
     rows = [sample(qid, "baseline", truth=t) for qid, t in truths.items()]
     rows += [sample(qid, "oracle", truth=5) for qid in truths]
     rows[0]["status"] = "failed"  # q0's closed-book answer failed
-    document = analyse(data, rows, "2022-12-31", "--stated-cutoff")
+    document = analyse(data, summaries(rows), "2022-12-31", "--stated-cutoff")
     months = {row["month"]: row for row in document["months"]}
     assert list(months) == ["2023-01", "2023-02", "2023-03"]  # February, empty, shown
     january = months["2023-01"]["closed_book"]
@@ -142,7 +143,7 @@ def test_a_multi_article_question_dates_from_its_newest_gold_article(tmp_path):
                  for qid, titles in sets.items()]
     write_dataset(tmp_path, articles=articles, questions=questions)
     rows = [sample(qid, system, truth=4) for qid in sets for system in ("baseline", "oracle")]
-    document = analyse(load_dataset_dir(tmp_path), rows, None, "--knowledge-cutoff")
+    document = analyse(load_dataset_dir(tmp_path), summaries(rows), None, "--knowledge-cutoff")
     months = {row["month"]: row["closed_book"]["n"] for row in document["months"]}
     assert months == {"2023-03": 2}
     assert document["questions"]["undated"] == 1
@@ -154,7 +155,7 @@ def gap_of_seven_years(tmp_path):
     data = dated_dataset(tmp_path, ["2019-02-05T00:00:00Z"] * 5 + ["2026-02-05T00:00:00Z"] * 5)
     rows = [sample(f"q{i}", "baseline", truth=5 if i < 5 else 1) for i in range(10)]
     rows += [sample(f"q{i}", "oracle", truth=5) for i in range(10)]
-    return analyse(data, rows, None, "--knowledge-cutoff")
+    return analyse(data, summaries(rows), None, "--knowledge-cutoff")
 
 
 def test_months_without_questions_are_one_row_of_the_table(tmp_path):

@@ -12,6 +12,7 @@ from freshrag.cli.main import main
 from freshrag.core.samples import read_samples
 from freshrag.reporting.epochs import epoch_table, first_epoch, render
 from tests.support.fakes import varying_reply
+from tests.support.rows import summaries
 from tests.support.runs import run_cli, sample
 
 
@@ -39,7 +40,7 @@ def naive_rows():
 
 def test_the_section_s_figures_on_rows_whose_flips_are_known():
     rows = naive_rows() + asked("q1", "baseline", [(3, 3), (3, 3)], ["x", "y"])
-    table = {entry["system"]: entry for entry in epoch_table(rows)}
+    table = {entry["system"]: entry for entry in epoch_table(summaries(rows))}
     naive = table["naive"]
     assert (naive["questions"], naive["epochs"]) == (5, 3)
     assert naive["truthfulness"] == round(53 / 15, 4) and naive["relevance"] == 4.0
@@ -67,11 +68,11 @@ def test_the_section_s_figures_on_rows_whose_flips_are_known():
                  id="epoch-one-of-a-run-of-several"),
 ])
 def test_no_section_where_nothing_was_asked_twice(rows):
-    assert epoch_table(rows) == [] and render({"epochs": epoch_table(rows)}) == ""
+    assert epoch_table(summaries(rows)) == [] and render({"epochs": epoch_table(summaries(rows))}) == ""
 
 
 def test_a_question_asked_twice_but_scored_once_keeps_its_identity_with_no_figures():
-    table = epoch_table(asked("q6", "naive", [(2, 2), None]))
+    table = epoch_table(summaries(asked("q6", "naive", [(2, 2), None])))
     assert len(table) == 1 and table[0]["questions"] == 0 and table[0]["epochs"] == 2
     assert all(table[0][name] is None for name in ("truthfulness", "sd_truthfulness",
                                                      "judge_flips", "flips_same_answer"))
@@ -79,7 +80,7 @@ def test_a_question_asked_twice_but_scored_once_keeps_its_identity_with_no_figur
 
 def test_the_tables_read_the_first_epoch_only():
     rows = naive_rows()
-    assert {(row["question_id"], row["epoch"]) for row in first_epoch(rows)} == {
+    assert {(row.question_id, row.epoch) for row in first_epoch(summaries(rows))} == {
         (f"q{n}", 1) for n in (1, 2, 3, 4, 5, 6, 7)}
 
 

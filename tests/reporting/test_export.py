@@ -22,7 +22,7 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.reporting import export
-from freshrag.reporting.report import load_runs
+from freshrag.reporting.loading import load_runs
 from tests.support.agent_script import ANSWER, searches_then_answers
 from tests.support.datasets import write_dataset
 from tests.support.fake_openai_server import FakeOpenAIServer

@@ -12,8 +12,9 @@ import math
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.reporting import report
+from freshrag.reporting import report, summary_table
 from freshrag.reporting.freshness import NOTE, known_lines, known_without_retrieval
+from tests.support.rows import summaries
 from tests.support.runs import sample, write_run
 
 Z = 1.959963984540054  # the normal quantile of a two-sided 95% interval
@@ -40,7 +41,7 @@ def baseline_rows(answer: str = "model-a", prefix: str = "q") -> list[dict]:
 
 
 def test_the_known_share_counts_the_baselines_graded_answers_at_4_or_more():
-    [row] = known_without_retrieval(baseline_rows())
+    [row] = known_without_retrieval(summaries(baseline_rows()))
     known = sum(truth >= 4 for truth in TRUTHS)
     assert (row["system"], row["questions"], row["known"], row["ungraded"]) == \
         ("baseline", len(TRUTHS), known, 2)
@@ -53,7 +54,7 @@ def test_the_known_share_counts_the_baselines_graded_answers_at_4_or_more():
 @pytest.mark.parametrize("known", [0, 3])
 def test_the_interval_stays_inside_0_and_1_at_the_ends(known):
     rows = [sample(f"q{i}", "baseline", 5 if i < known else 1) for i in range(known or 3)]
-    [row] = known_without_retrieval(rows)
+    [row] = known_without_retrieval(summaries(rows))
     share, low, high = row["share"]
     assert 0 <= low <= share <= high <= 1 and high - low > 0.3  # 3 answers say little
     assert (low, high) == pytest.approx(wilson(known, len(rows)), abs=1e-4)
@@ -63,7 +64,7 @@ def test_each_run_of_another_answer_model_is_counted_apart():
     rows = [{**row, "run": "results/a"} for row in baseline_rows("model-a")] + [
         {**sample(f"q{i}", "baseline", 5, answer="model-b"), "run": "results/b"}
         for i in range(3)]
-    table = {row["models"]["answer"]: row for row in known_without_retrieval(rows)}
+    table = {row["models"]["answer"]: row for row in known_without_retrieval(summaries(rows))}
     assert (table["model-a"]["known"], table["model-a"]["questions"]) == \
         (sum(truth >= 4 for truth in TRUTHS), len(TRUTHS))
     assert (table["model-b"]["known"], table["model-b"]["questions"]) == (3, 3)
@@ -78,8 +79,8 @@ def test_each_run_of_another_answer_model_is_counted_apart():
                  id="no-graded-baseline"),
 ])
 def test_without_a_graded_baseline_there_is_no_line(rows):
-    assert known_without_retrieval(rows) == [] and known_lines([]) == []
-    summary = report.summarise(rows)
+    assert known_without_retrieval(summaries(rows)) == [] and known_lines([]) == []
+    summary = summary_table.summarise(summaries(rows))
     assert "Known without retrieval" not in report.render(summary, "markdown", known=[])
     assert "known" not in json.loads(report.render(summary, "json", known=[]))
 

@@ -6,6 +6,7 @@ import pytest
 from scipy.stats import binomtest
 
 from freshrag.reporting.groups import analyse_groups, paired_test, verdict
+from tests.support.rows import summaries, summary
 
 REFERENCE = "14 March 2026"
 
@@ -35,7 +36,7 @@ def row(group, criterion, answer, *, system="naive", truthfulness=1, context=Non
                   "error": "timeout"}, ("unscored", "failed pair: timeout"), id="failed-pair"),
 ])
 def test_verdict(given, expected):
-    assert verdict(given) == expected
+    assert verdict(summary(given)) == expected
 
 
 def test_tags_adequacy_refined_accuracy_and_attribution():
@@ -55,7 +56,7 @@ def test_tags_adequacy_refined_accuracy_and_attribution():
         # unscored: one form failed
         row("g6", "short", "14 March 2026"), row("g6", "long", None, status="failed"),
     ]
-    result = analyse_groups(rows)
+    result = analyse_groups(summaries(rows))
     entry, = result["groups"]
     assert {k: entry[k] for k in ("groups", "robust", "non_robust", "gap", "unscored")} == \
         {"groups": 6, "robust": 1, "non_robust": 3, "gap": 1, "unscored": 1}
@@ -74,7 +75,7 @@ def test_systems_are_tagged_apart_and_rows_without_groups_are_left_out():
     rows = [row("g1", "short", "14 March 2026", system="naive"),
             row("g1", "short", "No idea.", system="boolean"),
             {**row("g9", "short", "x"), "group": None, "reference": None}]
-    tables = {e["system"]: e for e in analyse_groups(rows)["groups"]}
+    tables = {e["system"]: e for e in analyse_groups(summaries(rows))["groups"]}
     assert (tables["naive"]["robust"], tables["boolean"]["gap"]) == (1, 1)
     assert tables["naive"]["groups"] == tables["boolean"]["groups"] == 1
 
@@ -85,7 +86,7 @@ def test_wording_test_pairs_forms_within_groups():
         rows += [row(f"g{n}", "short", REFERENCE if n < 5 else "no"),
                  row(f"g{n}", "long", REFERENCE if n == 0 else "no")]
     rows.append(row("g9", "short", REFERENCE))  # no long form: not paired
-    test, = analyse_groups(rows)["wording"]
+    test, = analyse_groups(summaries(rows))["wording"]
     assert (test["axis"], test["a"], test["b"], test["paired_groups"]) == \
         ("length", "short", "long", 6)
     assert (test["accuracy_a"], test["accuracy_b"]) == (round(5 / 6, 4), round(1 / 6, 4))

@@ -21,7 +21,7 @@ from freshrag.core.ppi import ppi_mean
 from freshrag.core.stats import bootstrap_interval, mean
 from freshrag.reporting import human
 from freshrag.reporting.labels import read_labels, resolve
-from freshrag.reporting.report import load_runs
+from freshrag.reporting.loading import load_summaries
 from tests.support.runs import sample, write_run
 
 # the judge's grades of q0..q5 of `naive` (truthfulness, relevance), and two people's
@@ -72,9 +72,9 @@ def labelled(tmp_path):
 
 
 def document(run: Path, *files: Path) -> dict[str, Any]:
-    rows = load_runs([run])
+    answers = load_summaries([run])
     read = read_labels(list(files))
-    return human.human_document(read, resolve(read, rows), rows)
+    return human.human_document(read, resolve(read, answers), answers)
 
 
 def test_the_judge_against_people_per_field(labelled):

@@ -12,6 +12,7 @@ from freshrag.scoring.probes import ABSTAIN
 from tests.support.datasets import bridges_and_mayor, write_dataset
 from tests.support.fake_openai_server import FakeOpenAIServer
 from tests.support.fakes import discerning_judge, use_endpoint
+from tests.support.rows import summaries
 from tests.support.runs import run_cli, sample
 
 NOT_INFORMATIVE = "WARNING: the judge's scores are not informative"
@@ -87,4 +88,4 @@ def test_probes_turned_off_are_said_to_be_off(tmp_path, fake, capsys):
 def test_degenerate_grades_are_one_value_for_every_row(grades, degenerate):
     rows = [sample(f"q{i}", system, truth=value, rel=i % 5 + 1)
             for system, values in grades.items() for i, value in enumerate(values)]
-    assert degenerate_fields(rows) == degenerate
+    assert degenerate_fields(summaries(rows)) == degenerate

@@ -18,8 +18,8 @@ import pytest
 
 from freshrag.cli.main import main
 from freshrag.reporting.labels import read_labels, resolve
+from freshrag.reporting.loading import load_runs
 from freshrag.reporting.render.labelling import render_label_page
-from freshrag.reporting.report import load_runs
 from tests.support.dom import browser
 from tests.support.labelling import (
     ALPHA,
@@ -35,6 +35,7 @@ from tests.support.labelling import (
     row,
     saved,
 )
+from tests.support.rows import summaries
 from tests.support.runs import SCRIPT_ANSWER, write_run
 
 # answer text -> (run, system, question): each answer says nothing of who gave it
@@ -176,14 +177,14 @@ def test_a_labelling_session_by_keyboard_survives_a_reload_and_saves_labels(tmp_
         assert [(x.truthfulness, x.relevance, x.note) for x in labels] == \
             [(3, 4, "smells off; 2023?"), (5, 2, "")]
         assert all((x.labeller, x.seed) == ("ada", 3) for x in labels)
-        resolved = resolve(labels, rows)
+        resolved = resolve(labels, summaries(rows))
         assert (resolved.unknown, resolved.changed) == (0, 0)
         for label, answer in zip(labels, shown):
             run, system, question = ANSWERS[answer]
             matched = [r for r, x in resolved.pairs if x is label]
             # the answer both runs hold is shown once, and its label pairs with both rows
             assert len(matched) == (2 if answer == "It opened in May 2024." else 1)
-            assert {(r["system"], r["question_id"], r["answer"]) for r in matched} == \
+            assert {(r.system, r.question_id, r.answer) for r in matched} == \
                 {(system, question, answer)}
 
         every = [tab.text_content("#label-answer")]

@@ -20,11 +20,12 @@ from typing import Any
 import pytest
 
 from freshrag.reporting.labels import read_labels, resolve
+from freshrag.reporting.loading import load_runs
 from freshrag.reporting.render.labelling import render_label_page
-from freshrag.reporting.report import load_runs
 from freshrag.systems import SYSTEMS
 from tests.support.dom import browser
 from tests.support.labelling import labelling_tab, page_data, pressed, row, saved
+from tests.support.rows import summaries
 from tests.support.runs import write_run
 
 QUESTIONS = [f"q{i}" for i in range(6)]
@@ -83,9 +84,9 @@ def test_twelve_answers_by_keys_alone_twelve_labels_saved(tmp_path: Path, starti
     assert len(labels) == 12 and len(set(shown)) == 12
     by_answer = {label.answer_sha256: (label.truthfulness, label.relevance) for label in labels}
     assert [by_answer[hashlib.sha256(text.encode()).hexdigest()] for text in shown] == GRADES
-    resolved = resolve(labels, rows)
+    resolved = resolve(labels, summaries(rows))
     assert (len(resolved.pairs), resolved.unknown, resolved.changed) == (12, 0, 0)
-    assert all(r["answer"] in shown for r, _ in resolved.pairs)
+    assert all(r.answer in shown for r, _ in resolved.pairs)
 
 
 @pytest.mark.integration
@@ -245,4 +246,4 @@ def test_the_salt_is_in_the_download_not_on_the_screen(tmp_path: Path) -> None:
     (line,) = [json.loads(text) for text in path.read_text(encoding="utf-8").splitlines()]
     assert (line["freshrag_labels"], line["salt"]) == (2, salt)
     (label,) = read_labels([path])
-    assert len(resolve([label], rows).pairs) == 1
+    assert len(resolve([label], summaries(rows)).pairs) == 1

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from freshrag.reporting.labels import LabelsError, page_key, read_labels, resolve
+from tests.support.rows import summaries
 
 SALT = "0123456789abcdef" * 2
 
@@ -135,8 +136,8 @@ def test_a_file_of_format_1_is_read_and_resolves_by_answer_text(tmp_path: Path) 
     path = write(tmp_path / "old.jsonl", old_label(), old_label("q2", answer="Rome", truth=2))
     first, second = read_labels([path])
     assert (first.salt, first.key) == (None, sha("A_f\nq1\nnaive"))
-    resolved = resolve([first, second], [row("q1", "naive", "Paris"), row("q2", "naive", "Rome")])
-    assert [(r["question_id"], x.truthfulness) for r, x in resolved.pairs] == [("q1", 4),
+    resolved = resolve([first, second], summaries([row("q1", "naive", "Paris"), row("q2", "naive", "Rome")]))
+    assert [(r.question_id, x.truthfulness) for r, x in resolved.pairs] == [("q1", 4),
                                                                               ("q2", 2)]
 
 
@@ -169,8 +170,8 @@ def test_labels_resolve_to_rows_by_question_and_answer_text(tmp_path: Path) -> N
                  label("q2", answer="Milan"),           # answered again since: changed
                  label("q9"),                           # no such question: unknown
                  label("q8", answer="Lyon"))            # no such question: unknown
-    resolved = resolve(read_labels([path]), rows)
-    assert [(r["system"], r["dataset"], x.relevance) for r, x in resolved.pairs] == \
+    resolved = resolve(read_labels([path]), summaries(rows))
+    assert [(r.system, r.dataset, x.relevance) for r, x in resolved.pairs] == \
         [("naive", "A_f", 5), ("oracle", "A_f", 1)]
     assert (resolved.unknown, resolved.changed) == (2, 1)
     notes = resolved.notes()
@@ -182,12 +183,12 @@ def test_a_label_pairs_with_every_row_holding_its_question_and_answer(tmp_path: 
     # answer to a blind person; one answer changed
     rows = [{**row("q1", "naive", "Paris"), "run": "a"}, {**row("q1", "naive", "Paris"), "run": "b"},
             {**row("q1", "naive", "Nice"), "run": "c"}, {**row("q1", "react", "Paris"), "run": "d"}]
-    resolved = resolve(read_labels([write(tmp_path / "l.jsonl", label())]), rows)
-    assert [r["run"] for r, _ in resolved.pairs] == ["a", "b", "d"]
+    resolved = resolve(read_labels([write(tmp_path / "l.jsonl", label())]), summaries(rows))
+    assert [r.run for r, _ in resolved.pairs] == ["a", "b", "d"]
     assert (resolved.unknown, resolved.changed, resolved.notes()) == (0, 0, [])
 
 
 def test_an_answer_that_is_null_is_labelled_as_empty_text(tmp_path: Path) -> None:
     rows = [{**row("q1", "naive", ""), "answer": None}]
-    resolved = resolve(read_labels([write(tmp_path / "l.jsonl", label(answer=""))]), rows)
+    resolved = resolve(read_labels([write(tmp_path / "l.jsonl", label(answer=""))]), summaries(rows))
     assert len(resolved.pairs) == 1

@@ -1,42 +1,43 @@
-"""A report reads its rows light (`read_samples(light=True)`: of each call only what the tables
-read) and prints the same tables as from whole rows, on the golden run directory (five systems,
-the judge and three scorers, decisions and retrievals)."""
+"""A report reads its answers' summaries by the light read (`read_summaries`: of each call only
+what the tables read) and prints the same tables as from the summaries of whole rows, on the
+golden run directory (five systems, the judge and three scorers, decisions and retrievals)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from freshrag.core.samples import CALL_SUMMARY, SAMPLES, read_samples
-from freshrag.reporting import analysis, report
+from freshrag.core.samples import SAMPLES, read_samples, read_summaries
+from freshrag.core.summary import Title, summary_of
+from freshrag.reporting import analysis, summary_table
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "golden" / "run"
 
 
-def test_light_rows_give_the_same_tables_as_whole_rows():
-    whole, light = read_samples(RUN / SAMPLES), read_samples(RUN / SAMPLES, light=True)
+def test_light_summaries_give_the_same_tables_as_whole_rows():
+    whole, light = read_samples(RUN / SAMPLES), read_summaries(RUN / SAMPLES)
     assert len(light) == len(whole) > 0
     assert any("messages" in call for row in whole for call in row["calls"])
-    assert all(set(call) <= set(CALL_SUMMARY) for row in light for call in row["calls"])
-    assert report.summarise(light) == report.summarise(whole)
-    assert json.dumps(analysis.analyse(light)) == json.dumps(analysis.analyse(whole))
+    made = [summary_of(row) for row in whole]
+    assert summary_table.summarise(light) == summary_table.summarise(made)
+    assert json.dumps(analysis.analyse(light)) == json.dumps(analysis.analyse(made))
 
 
-def test_grounded_rows_keep_their_calls_whole(tmp_path):
+def test_a_grounded_summary_is_the_whole_rows(tmp_path):
     rows = read_samples(RUN / SAMPLES)
     grounded = {**rows[0], "reference": "the passage", "group": "g1", "question_id": "grounded"}
     (tmp_path / SAMPLES).write_text("".join(json.dumps(r) + "\n" for r in (rows[1], grounded)))
-    kept = {row["question_id"]: row for row in read_samples(tmp_path / SAMPLES, light=True)}
-    assert kept["grounded"]["calls"] == grounded["calls"]
-    assert kept[rows[1]["question_id"]]["calls"] != rows[1]["calls"]
+    kept = {made.question_id: made for made in read_summaries(tmp_path / SAMPLES)}
+    assert kept["grounded"] == summary_of(grounded)
+    assert kept["grounded"].context == summary_of(grounded).context
 
 
-def test_light_rows_leave_out_the_chunks_text(tmp_path):
+def test_light_summaries_leave_out_the_chunks_text(tmp_path):
     row = read_samples(RUN / SAMPLES)[0]
     chunk = {"title": "Velmora", "index": 0, "score": 0.9, "text": "The bridge has nine spans."}
     row = {**row, "details": {**(row.get("details") or {}), "retrieved": [chunk]}}
     (tmp_path / SAMPLES).write_text(json.dumps(row) + "\n")
     [whole] = read_samples(tmp_path / SAMPLES)
-    [light] = read_samples(tmp_path / SAMPLES, light=True)
+    [light] = read_summaries(tmp_path / SAMPLES)
     assert whole["details"]["retrieved"] == [chunk]
-    assert light["details"]["retrieved"] == [{"title": "Velmora"}]
+    assert light.retrieved == (Title("Velmora"),)

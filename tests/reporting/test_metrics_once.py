@@ -18,6 +18,7 @@ from freshrag.core.types import (
     Usage,
 )
 from freshrag.reporting import analysis, retrieval_metrics, trajectory
+from tests.support.rows import summaries
 
 CALL = LLMResponse("answer", "m", "x", None, None, Usage(100, 10), 0.1, False, [])
 
@@ -62,7 +63,7 @@ def test_each_identity_is_evaluated_once_per_report(monkeypatch):
     monkeypatch.setattr(retrieval_metrics, "answer_metrics",
                         lambda answers: evaluations.append(len(answers)) or evaluate(answers))
     made = rows()
-    found = analysis.analyse(made)
+    found = analysis.analyse(summaries(made))
     assert evaluations == [2, 2]  # react's and naive's answers with a gold set, once each
     assert [r["recall_all_traj"] for r in found["retrieval"]] == [0.5, 0.5]
     assert [f["evidence_all"] for f in found["trajectory_by_answer"]] == [1.0, 0.0, None] * 2
@@ -70,10 +71,10 @@ def test_each_identity_is_evaluated_once_per_report(monkeypatch):
 
 def test_the_shared_evaluation_gives_what_a_separate_one_gives():
     made = rows()
-    per_row = retrieval_metrics.row_metrics(made[:3])
+    per_row = retrieval_metrics.row_metrics(summaries(made[:3]))
     alone = retrieval_metrics.answer_metrics(
         [(retrieval_metrics.gold_set(r), retrieval_metrics.retrieved_titles(r) or [],
-          retrieval_metrics.trajectory_titles(r)) for r in made[:2]])
+          retrieval_metrics.trajectory_titles(r)) for r in summaries(made[:2])])
     assert per_row == [*alone, None]
     assert trajectory.evidence(per_row) == [(1.0, 1.0), (0.0, 0.0), None]
 

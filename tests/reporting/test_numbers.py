@@ -13,8 +13,10 @@ from freshrag.reporting import analysis, outcomes, savings
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.render import html
 from freshrag.reporting.render.terminal import format_value
-from freshrag.reporting.report import markdown_table, render, summarise
+from freshrag.reporting.report import markdown_table, render
+from freshrag.reporting.summary_table import summarise
 from tests.support.rows import analysis_row as row
+from tests.support.rows import summaries
 
 PAIRED = ("a", "b", "questions", "mean_difference", "interval", "p_value", "p_holm")
 
@@ -32,7 +34,7 @@ def two_systems(questions: int, spread: bool = True) -> list[dict]:
     pytest.param(12, False, "no variance", id="every-difference-the-same"),
 ])
 def test_a_comparison_too_small_or_too_even_gives_no_test_and_says_why(questions, spread, why):
-    (pair,) = analysis.paired_comparisons(Answers(two_systems(questions, spread)))
+    (pair,) = analysis.paired_comparisons(Answers(summaries(two_systems(questions, spread))))
     assert pair["untested"] == why
     assert pair["interval"] is pair["p_value"] is pair["p_holm"] is pair["mdd"] is None
     assert pair["mean_difference"] is not None  # the difference itself is still shown
@@ -42,7 +44,7 @@ def test_a_comparison_too_small_or_too_even_gives_no_test_and_says_why(questions
 
 
 def test_enough_varied_questions_are_tested():
-    (pair,) = analysis.paired_comparisons(Answers(two_systems(outcomes.MIN_PAIRED)))
+    (pair,) = analysis.paired_comparisons(Answers(summaries(two_systems(outcomes.MIN_PAIRED))))
     assert "untested" not in pair and pair["p_value"] < 0.01
     assert pair["interval"][1] < 0 and pair["mdd"] > 0
 
@@ -56,7 +58,7 @@ def test_the_router_tables_and_the_wording_tests_know_their_n():
 @pytest.mark.parametrize(("questions", "said"), [(2, True), (outcomes.MIN_PAIRED, False)])
 def test_the_first_screen_says_when_n_is_too_small_to_test(questions, said):
     rows = two_systems(questions)
-    first_screen = render(summarise(rows), "markdown")
+    first_screen = render(summarise(summaries(rows)), "markdown")
     assert ("fewer than 10 scored answers for 2 of 2 systems" in first_screen) is said
     assert f"| {questions} |" in first_screen  # n per system
 

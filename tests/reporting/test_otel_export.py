@@ -28,7 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: 
 
 from freshrag.cli.main import main  # noqa: E402
 from freshrag.reporting import export, otel  # noqa: E402
-from freshrag.reporting.report import load_runs  # noqa: E402
+from freshrag.reporting.loading import load_runs  # noqa: E402
 from tests.support.agent_script import searches_then_answers  # noqa: E402
 from tests.support.datasets import write_dataset  # noqa: E402
 from tests.support.fake_openai_server import FakeOpenAIServer  # noqa: E402

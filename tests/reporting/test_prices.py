@@ -8,6 +8,7 @@ from freshrag.core.jsonl import JsonlWriter
 from freshrag.reporting.analysis import quality_and_cost
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.prices import KNOWN_PRICES, price_table, row_cost
+from tests.support.rows import summaries, summary
 
 
 def row(question, system, score, usage, models, dataset="A_f"):
@@ -53,9 +54,9 @@ def test_an_answer_costs_every_role_but_the_judge():
                  {"decision": (1000, 200), "answer": (3000, 100), "judge": (5000, 50)},
                  {"decision": "small", "answer": "big", "judge": "unpriced-judge"})
     expected = (1000 * 0.5 + 200 * 1.0 + 3000 * 10.0 + 100 * 30.0) / 1e6
-    assert row_cost(answer, prices) == pytest.approx(expected)
+    assert row_cost(summary(answer), prices) == pytest.approx(expected)
     answer["calls"][1]["model"] = "unknown-model"
-    assert row_cost(answer, prices) is None  # unpriced, never free
+    assert row_cost(summary(answer), prices) is None  # unpriced, never free
 
 
 def test_the_pareto_front_keeps_only_systems_nothing_beats():
@@ -64,7 +65,7 @@ def test_the_pareto_front_keeps_only_systems_nothing_beats():
             row("q1", "good", 9, {"answer": (1000, 0)}, {"answer": "m"}),
             row("q1", "worse", 7, {"answer": (2000, 0)}, {"answer": "m"}),   # good beats it
             row("q1", "free", 5, {"answer": (50, 0)}, {"answer": "elsewhere"})]  # unpriced
-    table = {e["system"]: e for e in quality_and_cost(Answers(rows), prices)}
+    table = {e["system"]: e for e in quality_and_cost(Answers(summaries(rows)), prices)}
     assert [table[s]["pareto_input_tokens"] for s in ("cheap", "good", "worse", "free")] == [
         True, True, False, True]
     assert [table[s]["pareto_cost_usd"] for s in ("cheap", "good", "worse", "free")] == [

@@ -12,10 +12,11 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.files import write_json
 from freshrag.core.samples import SAMPLES
-from freshrag.reporting import analysis, report
+from freshrag.reporting import analysis, loading, report, summary_table
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.render import plots
 from tests.support.markdown import table_rows
+from tests.support.rows import summaries
 from tests.support.runs import sample, write_run
 
 # ------------------------------------------------------------------ item 4: a run with no rows
@@ -55,8 +56,8 @@ def test_a_run_with_no_rows_is_reported_not_a_traceback(tmp_path, capsys, runs, 
 
 
 def test_a_directory_without_samples_is_still_refused(tmp_path):
-    with pytest.raises(report.ResultsError, match=SAMPLES):
-        report.load_runs([tmp_path])
+    with pytest.raises(loading.ResultsError, match=SAMPLES):
+        loading.load_runs([tmp_path])
 
 
 # ------------------------------------------------------------------ item 11: figure names
@@ -80,7 +81,7 @@ COLLIDING = [
 
 @pytest.mark.parametrize("rows", COLLIDING)
 def test_figures_of_two_groups_never_share_a_file(tmp_path, rows):
-    paths = plots.write_figures(rows, tmp_path)
+    paths = plots.write_figures(summaries(rows), tmp_path)
     names = hist_names(paths)
     assert len(names) == 2
     assert len({name.lower() for name in names}) == 2  # distinct on case-blind disks too
@@ -90,7 +91,7 @@ def test_figures_of_two_groups_never_share_a_file(tmp_path, rows):
 
 
 def test_names_that_do_not_collide_stay_plain(tmp_path):
-    paths = plots.write_figures([sample("q1", "naive"), sample("q1", "baseline")], tmp_path)
+    paths = plots.write_figures(summaries([sample("q1", "naive"), sample("q1", "baseline")]), tmp_path)
     assert hist_names(paths) == ["hist-A_f-naive.png", "hist-A_f-baseline.png"]
 
 
@@ -104,32 +105,32 @@ FAILED_ROWS = [sample(f"q{i}", "boolean", status="failed", decision="decider", j
 
 def spent(rows):
     """Tokens of every role but the judge, summed as the fixture defines them."""
-    return tuple(sum(u[kind] for r in rows for role, u in r["usage"].items() if role != "judge")
+    return tuple(sum(u[kind] for r in rows for role, u in r.usage.items() if role != "judge")
                  for kind in ("input", "output"))
 
 
 def test_failed_pairs_tokens_are_counted_apart():
-    [row] = report.summarise(OK_ROWS + FAILED_ROWS)
+    [row] = summary_table.summarise(summaries(OK_ROWS + FAILED_ROWS))
     assert (row["n"], row["failed"]) == (len(OK_ROWS) + len(FAILED_ROWS), len(FAILED_ROWS))
-    assert (row["input_tokens"], row["output_tokens"]) == spent(OK_ROWS)
-    assert (row["failed_input_tokens"], row["failed_output_tokens"]) == spent(FAILED_ROWS)
-    assert all(spent(FAILED_ROWS))  # the fixture's failed rows did spend tokens
+    assert (row["input_tokens"], row["output_tokens"]) == spent(summaries(OK_ROWS))
+    assert (row["failed_input_tokens"], row["failed_output_tokens"]) == spent(summaries(FAILED_ROWS))
+    assert all(spent(summaries(FAILED_ROWS)))  # the fixture's failed rows did spend tokens
 
 
 def test_intervals_and_cost_count_the_answered_pairs_tokens_as_the_summary_does():
     rows = OK_ROWS + FAILED_ROWS
-    [row] = report.summarise(rows)
-    [interval] = analysis.intervals(Answers(rows))
+    [row] = summary_table.summarise(summaries(rows))
+    [interval] = analysis.intervals(Answers(summaries(rows)))
     assert interval["input_tokens"][0] == row["input_tokens"]
     assert interval["output_tokens"][0] == row["output_tokens"]
-    [cost] = analysis.quality_and_cost(Answers(rows), {"decider": (1.0, 2.0), "model-a": (1.0, 2.0)})
+    [cost] = analysis.quality_and_cost(Answers(summaries(rows)), {"decider": (1.0, 2.0), "model-a": (1.0, 2.0)})
     assert cost["input_tokens"] == row["input_tokens"] and cost["failed"] == len(FAILED_ROWS)
-    ok_in, ok_out = spent(OK_ROWS)
+    ok_in, ok_out = spent(summaries(OK_ROWS))
     assert cost["cost_usd"] == pytest.approx((ok_in * 1.0 + ok_out * 2.0) / 1e6)
 
 
 def test_a_group_of_failed_pairs_only_has_no_token_interval():
-    [interval] = analysis.intervals(Answers(FAILED_ROWS))
+    [interval] = analysis.intervals(Answers(summaries(FAILED_ROWS)))
     assert interval["input_tokens"] is None and "truthfulness" not in interval
 
 
@@ -179,13 +180,13 @@ def strict(text):
 
 
 def test_a_mean_that_overflows_is_null_with_a_note_and_the_json_strict(tmp_path):
-    summary = report.summarise(HUGE)
+    summary = summary_table.summarise(summaries(HUGE))
     assert summary[0]["truthfulness"] == float("inf")  # the sum overflows: the case at hand
     notes = report.non_finite_notes("summary", summary)
     assert len(notes) == 1 and "A_f/naive.truthfulness, A_f/naive.relevance" in notes[0]
     written = strict(report.write_summary(tmp_path, summary).read_text())
     assert (written["rows"][0]["truthfulness"], written["rows"][0]["n"]) == (None, 3)
-    details = analysis.analyse(HUGE)
+    details = analysis.analyse(summaries(HUGE))
     with pytest.raises(ValueError, match="not JSON compliant"):  # the writer is strict
         write_json(tmp_path / "analysis.json", details)
     assert report.non_finite_notes("analysis", details)

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from freshrag.cli.main import main
-from freshrag.reporting import analysis, report, sections
+from freshrag.reporting import analysis, loading, report, sections, summary_table
 from freshrag.reporting.identity import group_rows
 from freshrag.reporting.table import tables
 from tests.support.markdown import table_rows
+from tests.support.rows import summaries
 from tests.support.runs import sample, write_run
 
 SYSTEMS = ["naive", "baseline", "boolean"]  # as given to --systems
@@ -37,9 +38,9 @@ def run_dir(tmp_path, name, systems, **kw):
 
 
 def test_every_table_follows_the_runs_systems_not_the_order_the_pairs_finished_in(tmp_path):
-    rows = report.load_runs([run_dir(tmp_path, "run", SYSTEMS)])
-    assert [row["system"] for row in report.summarise(rows)] == SYSTEMS
-    details = analysis.analyse(rows)
+    rows = loading.load_runs([run_dir(tmp_path, "run", SYSTEMS)])
+    assert [row["system"] for row in summary_table.summarise(summaries(rows))] == SYSTEMS
+    details = analysis.analyse(summaries(rows))
     for key in ("intervals", "attribution", "cost"):
         assert [row["system"] for row in details[key]] == SYSTEMS, key
     assert [(row["a"], row["b"]) for row in details["paired"]] == [
@@ -53,15 +54,15 @@ def test_several_runs_come_as_given_each_in_its_own_order_imports_last(tmp_path)
     imported = [sample("q0", "theirs", 3, 3, judge="j2"), sample("q1", "mine", 3, 3, judge="j2")]
     write_run(tmp_path / "second", finished_out_of_order(["naive", "baseline"], judge="j2")
               + imported, manifest(["naive", "baseline"]))
-    rows = report.load_runs([first, second])
-    assert [(key.system, key.judge) for key in group_rows(rows)] == [
+    rows = loading.load_runs([first, second])
+    assert [(key.system, key.judge) for key in group_rows(summaries(rows))] == [
         ("boolean", "j1"), ("naive", "j1"), ("naive", "j2"), ("baseline", "j2"),
         ("theirs", "j2"), ("mine", "j2")]
 
 
 def test_a_run_without_a_manifest_keeps_the_order_it_was_read_in(tmp_path):
     run = write_run(tmp_path / "run", finished_out_of_order(SYSTEMS))
-    assert [row["system"] for row in report.summarise(report.load_runs([run]))] == \
+    assert [row["system"] for row in summary_table.summarise(summaries(loading.load_runs([run])))] == \
         list(reversed(SYSTEMS))
 
 
@@ -86,7 +87,7 @@ def test_the_printed_summary_reads_at_80_columns_and_the_whole_table_is_written(
     assert cells[1][0] != cells[10][0] and cells[10][0].endswith("nother-model]")
     assert "summary.md" in printed
     wide = table_rows((tmp_path / "out" / report.SUMMARY_MD).read_text())
-    assert wide[0] == list(report.COLUMNS) and len(wide) == 1 + 18
+    assert wide[0] == list(summary_table.COLUMNS) and len(wide) == 1 + 18
     assert "a-rather-long-answer-model-name-v2" in wide[1][-1]
 
 

@@ -28,6 +28,7 @@ from freshrag.core.types import (
 from freshrag.reporting import analysis
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.retrieval_metrics import answer_metrics, gold_set
+from tests.support.rows import summaries, summary
 
 GOLDEN_ROWS = Path(__file__).resolve().parents[1] / "data" / "golden" / "run" / "samples.jsonl"
 
@@ -81,19 +82,19 @@ def metrics(gold: list[str], titles: list[str], path: list[str] | None = None) -
 
 
 def test_the_gold_set_is_gold_titles_else_the_one_gold_title_else_none():
-    assert gold_set(row("q", gold=["A", "B"])) == ["A", "B"]
-    assert gold_set(row("q", gold=["A"])) == ["A"]
-    assert gold_set(row("q", gold=[])) == []
+    assert gold_set(summary(row("q", gold=["A", "B"]))) == ["A", "B"]
+    assert gold_set(summary(row("q", gold=["A"]))) == ["A"]
+    assert gold_set(summary(row("q", gold=[]))) == []
 
 
 def test_one_of_two_gold_articles_retrieved_is_recall_of_any_not_of_all():
     rows = [row("q1", gold=["A", "B"], retrieved=["X", "A", "Y"])]
-    (quality,) = analysis.retrieval_quality(Answers(rows))
+    (quality,) = analysis.retrieval_quality(Answers(summaries(rows)))
     assert (quality["retrieved"], quality["k"]) == (1, 3)
     assert quality["hit@k"] == 1.0  # the recall of any gold article at k
     assert quality["recall_all@k"] == 0.0
     assert quality["hit@1"] == 0.0 and quality["mrr"] == 0.5
-    both = analysis.retrieval_quality(Answers([row("q1", gold=["A", "B"], retrieved=["B", "X", "A"])]))
+    both = analysis.retrieval_quality(Answers(summaries([row("q1", gold=["A", "B"], retrieved=["B", "X", "A"])])))
     assert both[0]["recall_all@k"] == both[0]["hit@1"] == 1.0
 
 
@@ -144,14 +145,14 @@ def test_recall_over_the_trajectory_counts_every_search():
                         messages=[])
     made = sample_row("A_f", Question("q1", "Which?", "A", gold_titles=("A", "B")), "react",
                       answer, Grade(2, 2), [judge], 1.0)
-    (quality,) = analysis.retrieval_quality(Answers([dict(made)]))
+    (quality,) = analysis.retrieval_quality(Answers(summaries([dict(made)])))
     assert quality["recall_all@k"] == 0.0 and quality["hit@k"] == 1.0  # only B was seen
     assert quality["recall_any_traj"] == quality["recall_all_traj"] == 1.0
     # the same searches without B: the trajectory holds A only
     partial = row("q2", "react", gold=["A", "B"], retrieved=["Y"], searched=[["A"], ["Y"]])
-    (values,) = analysis.retrieval_quality(Answers([partial]))
+    (values,) = analysis.retrieval_quality(Answers(summaries([partial])))
     assert (values["recall_any_traj"], values["recall_all_traj"]) == (1.0, 0.0)
-    assert analysis.attribution(dict(made)) == "generation"  # all gold found, answered wrongly
+    assert analysis.attribution(summary(dict(made))) == "generation"  # all gold found, answered wrongly
 
 
 def test_one_article_sets_give_the_chunk_rank_figures_of_before_on_the_golden_rows():
@@ -159,12 +160,12 @@ def test_one_article_sets_give_the_chunk_rank_figures_of_before_on_the_golden_ro
     rows = [json.loads(line) for line in GOLDEN_ROWS.read_text().splitlines()]
     rows += [row("d1", retrieved=["X", "X", "Gold"]), row("d2", retrieved=["X", "Y", "X", "Z"]),
              row("d3", retrieved=["X", "Gold", "Gold", "Y"])]  # repeats before and of the gold
-    answers = [(row_, titles) for row_ in rows
-               if (titles := analysis.retrieved_titles(row_)) is not None and row_["gold_title"]]
+    answers = [(row_, titles) for row_ in summaries(rows)
+               if (titles := analysis.retrieved_titles(row_)) is not None and row_.gold_title]
     assert len(answers) > 12
     values = answer_metrics([(gold_set(r), titles, titles) for r, titles in answers])
     for (r, titles), got in zip(answers, values):
-        rank = titles.index(r["gold_title"]) + 1 if r["gold_title"] in titles else None
+        rank = titles.index(r.gold_title) + 1 if r.gold_title in titles else None
         assert (got["hit@1"], got["hit@k"], got["mrr"]) == (
             float(rank == 1), float(rank is not None), 1 / rank if rank else 0.0)
         assert got["recall_all@k"] == got["hit@k"] == got["recall_any_traj"]
@@ -173,7 +174,7 @@ def test_one_article_sets_give_the_chunk_rank_figures_of_before_on_the_golden_ro
 def test_the_breakdown_s_intervals_cover_the_new_metrics():
     rows = [row(f"q{i}", gold=["A", "B"], retrieved=["A", "B"] if i % 2 else ["A", "X"])
             for i in range(20)]
-    (quality,) = analysis.retrieval_quality(Answers(rows), with_intervals=True)
+    (quality,) = analysis.retrieval_quality(Answers(summaries(rows)), with_intervals=True)
     value, low, high = quality["recall_all@k"]
     assert value == 0.5 and low < value < high
     assert quality["hit@k"] == [1.0, 1.0, 1.0]
@@ -220,7 +221,7 @@ NO_CONTEXT_NEEDED = {"context-relevance": {"status": "scored",
                  "retrieval_miss", id="single-scorers-decide-first"),
 ])
 def test_attribution_by_gold_set_and_steps(made, expected):
-    assert analysis.attribution(made) == expected
+    assert analysis.attribution(summary(made)) == expected
 
 
 def test_attribution_counts_every_category_per_identity():
@@ -231,7 +232,7 @@ def test_attribution_counts_every_category_per_identity():
                 retrieved=["B"], stopped="max_steps"),
             row("q5", "react", gold=["A", "B"], retrieved=["A"], score=5, searched=[["A"]]),
             row("q6", "react", gold=["A", "B"], retrieved=["A"], score=None, searched=[["A"]])]
-    (counts,) = analysis.attributions(Answers(rows))
+    (counts,) = analysis.attributions(Answers(summaries(rows)))
     assert {name: counts[name] for name in analysis.ATTRIBUTIONS} == {
         "fine": 1, "retrieval_miss": 1, "partial_retrieval": 1, "generation": 1,
         "knowledge_gap": 0, "stopped": 1, "unscored": 1}

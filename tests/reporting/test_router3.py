@@ -26,8 +26,9 @@ from freshrag.core.types import (
 from freshrag.reporting import analysis, outcomes, savings, sections
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.identity import group_rows
+from freshrag.reporting.loading import load_summaries
 from freshrag.reporting.outcomes import multi_step
-from freshrag.reporting.report import load_runs
+from tests.support.rows import summaries
 from tests.support.runs import write_run
 
 # input, output tokens of each system's answer: by tokens baseline < naive < react, but at one
@@ -103,10 +104,10 @@ def the_router(table: list[dict[str, Any]], **where: Any) -> dict[str, Any]:
 
 
 def test_the_router_takes_each_questions_cheapest_good_option_by_tokens():
-    groups = group_rows(scripted())
+    groups = group_rows(summaries(scripted()))
     (key, (chosen, info)), = savings.three_way_routers(groups, {}).items()
     assert key.system == "oracle-router: baseline | naive | react"
-    picked = {row["question_id"]: row["system"] for row in chosen}
+    picked = {row.question_id: row.system for row in chosen}
     assert picked == {"q1": "baseline", "q2": "naive", "q3": "react", "q4": "baseline",
                       "q5": "baseline"}
     assert info["cheapest_by"] == "tokens"
@@ -115,8 +116,8 @@ def test_the_router_takes_each_questions_cheapest_good_option_by_tokens():
 
 
 def test_priced_the_router_takes_the_cheapest_in_dollars():
-    (_, (chosen, info)), = savings.three_way_routers(group_rows(scripted()), PRICES).items()
-    picked = {row["question_id"]: row["system"] for row in chosen}
+    (_, (chosen, info)), = savings.three_way_routers(group_rows(summaries(scripted())), PRICES).items()
+    picked = {row.question_id: row.system for row in chosen}
     assert picked["q5"] == "naive" and picked["q1"] == "baseline"
     assert info["cheapest_by"] == "cost_usd"
 
@@ -126,7 +127,7 @@ def test_one_unpriced_answer_makes_the_router_choose_by_tokens():
     # baseline's q1 made a call of one more role, by a model with no price
     rows[0]["calls"].append({**rows[0]["calls"][0], "role": "extra", "model": "unpriced"})
     rows[0]["usage"]["extra"] = {"input": 5, "output": 1, "estimated": False}
-    (_, (chosen, info)), = savings.three_way_routers(group_rows(rows), PRICES).items()
+    (_, (chosen, info)), = savings.three_way_routers(group_rows(summaries(rows)), PRICES).items()
     assert info["cheapest_by"] == "tokens"
 
 
@@ -137,7 +138,7 @@ def five_are_enough(monkeypatch):
 
 
 def test_the_router_table_sets_every_system_against_the_router(five_are_enough):
-    table = savings.router_tables(Answers(scripted()))["router3"]
+    table = savings.router_tables(Answers(summaries(scripted())))["router3"]
     router = the_router(table)
     # chosen: q1 baseline 5+5, q2 naive 4+4, q3 react 4+4, q4 baseline 2+2, q5 baseline 4+4
     assert router["score"][0] == pytest.approx((10 + 8 + 8 + 4 + 8) / 5)
@@ -159,17 +160,17 @@ def test_the_router_table_sets_every_system_against_the_router(five_are_enough):
 
 
 def test_the_router_tables_adjust_their_p_values_by_holm_and_give_each_its_mdd(five_are_enough):
-    for table in savings.router_tables(Answers(scripted())).values():
+    for table in savings.router_tables(Answers(summaries(scripted()))).values():
         assert [r["p_holm"] for r in table] == holm([r["p_value"] for r in table])
         router = [r for r in table if r["p_value"] is None]
         assert router and all(r["mdd"] is None for r in router)  # the router against itself
-    baseline = router_rows(savings.router_tables(Answers(scripted()))["router3"], system="baseline")[0]
+    baseline = router_rows(savings.router_tables(Answers(summaries(scripted())))["router3"], system="baseline")[0]
     # baseline minus the router, per question: 0, -4, -6, 0, 0
     assert baseline["mdd"] == min_detectable_difference([0, -4, -6, 0, 0])
 
 
 def test_savings_by_hops_splits_one_article_from_two_article_questions():
-    table = savings.router_tables(Answers(scripted()))["savings_by_hops"]
+    table = savings.router_tables(Answers(summaries(scripted())))["savings_by_hops"]
     one, two = the_router(table, hops=1), the_router(table, hops=2)
     assert (one["questions"], two["questions"]) == (3, 2)
     assert one["chosen"] == "baseline 2, naive 1, react 0; none good 0"
@@ -186,12 +187,12 @@ def test_savings_by_hops_splits_one_article_from_two_article_questions():
 
 def test_one_article_questions_alone_give_no_table_by_hops():
     rows = [row for row in scripted() if HOPS[row["question_id"]] == 1]
-    tables = savings.router_tables(Answers(rows))
+    tables = savings.router_tables(Answers(summaries(rows)))
     assert tables["router3"] and not tables["savings_by_hops"]
 
 
 def test_the_router_joins_the_savings_curve_over_traffic_mixes():
-    done = savings.analyse(Answers(scripted()), mixes=[{"fresh": 1.0, "control": 0.0, "general": 0.0}])
+    done = savings.analyse(Answers(summaries(scripted())), mixes=[{"fresh": 1.0, "control": 0.0, "general": 0.0}])
     three = [r for r in done["savings"] if r["reference"] == savings.THREE_WAY]
     assert [r["fresh_share"] for r in three] == list(savings.TABLE_SHARES)
     # all fresh: q2 naive 310, q3 react 660, q4 baseline 60; all control: q1 60, q5 110
@@ -203,8 +204,8 @@ def test_the_router_joins_the_savings_curve_over_traffic_mixes():
 
 def test_two_options_give_no_three_way_router_and_leave_the_curve_as_it_was():
     two = scripted(("baseline", "naive"))
-    assert savings.router_tables(Answers(two)) == {"router3": [], "savings_by_hops": []}
-    done = savings.analyse(Answers(two))
+    assert savings.router_tables(Answers(summaries(two))) == {"router3": [], "savings_by_hops": []}
+    done = savings.analyse(Answers(summaries(two)))
     assert {r["system"] for r in done["savings"]} == {"baseline", "naive", savings.ROUTER}
 
 
@@ -219,7 +220,7 @@ def test_which_systems_are_multi_step_agents():
     iterative = [dict(r, system="iterative") for r in scripted(("react",))]  # two searches
     deciding = [dict(r, system="router", details={"decision": "multi-step"})
                 for r in scripted(("react",))]
-    groups = group_rows(rows[:5] + one_search + iterative + deciding)
+    groups = group_rows(summaries(rows[:5] + one_search + iterative + deciding))
     agents = {key.system for key, group in groups.items() if multi_step(group)}
     assert agents == {"react", "iterative"}
 
@@ -229,13 +230,13 @@ def test_a_single_search_system_stands_in_for_naive_and_each_agent_gets_a_router
     hyde = [dict(r, system="hyde") for r in rows if r["system"] == "naive"]
     iterative = [dict(r, system="iterative") for r in rows if r["system"] == "react"]
     without_naive = [r for r in rows if r["system"] != "naive"] + hyde + iterative
-    routers = savings.three_way_routers(group_rows(without_naive), {})
+    routers = savings.three_way_routers(group_rows(summaries(without_naive)), {})
     assert sorted(key.system for key in routers) == [
         "oracle-router: baseline | hyde | iterative", "oracle-router: baseline | hyde | react"]
 
 
 def test_the_printed_report_shows_both_tables():
-    done = analysis.analyse(scripted())
+    done = analysis.analyse(summaries(scripted()))
     printed = sections.render_analysis(done)
     assert "### Three-way oracle router" in printed and "### Savings by hops" in printed
     assert "oracle-router: baseline \\| naive \\| react" in printed
@@ -250,13 +251,13 @@ def test_an_agent_that_answers_without_searching_stays_the_agent_and_decides_not
     rows = [dict(plain, system="react") if (r["system"], r["question_id"]) == ("react", "q1")
             else r for r in rows]
     rows += [dict(r, system="boolean") for r in scripted(("naive",))]  # retrieved every time
-    assert savings.router_tables(Answers(rows))["router3"]  # the router is there
-    decided = {r["system"] for r in analysis.analyse(rows)["decisions"]}
+    assert savings.router_tables(Answers(summaries(rows)))["router3"]  # the router is there
+    decided = {r["system"] for r in analysis.analyse(summaries(rows))["decisions"]}
     assert decided == {"oracle-router", "boolean"}
 
 
 def test_an_agent_the_manifest_records_is_one_whatever_its_rows_did(tmp_path):
     once = [dict(r, system="mine") for r in scripted(("naive",))]  # one search an answer
-    assert not multi_step(group_rows(load_runs(write_run(tmp_path / "before", once))).popitem()[1])
+    assert not multi_step(group_rows(load_summaries(write_run(tmp_path / "before", once))).popitem()[1])
     recorded = write_run(tmp_path / "now", once, {"system_kinds": {"mine": "agent"}})
-    assert multi_step(group_rows(load_runs(recorded)).popitem()[1])
+    assert multi_step(group_rows(load_summaries(recorded)).popitem()[1])

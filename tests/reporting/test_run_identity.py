@@ -11,11 +11,12 @@ import pytest
 
 from freshrag.cli.main import main
 from freshrag.core.stats import mean
-from freshrag.reporting import analysis, identity, report
+from freshrag.reporting import analysis, identity, loading, report, summary_table
 from freshrag.reporting import answers as answers_module
 from freshrag.reporting.answers import Answers
 from freshrag.run.legacy import import_legacy
 from tests.support.dom import parse, viewer_samples
+from tests.support.rows import summaries
 from tests.support.runs import sample, write_run
 
 SCORES = [(5, 5), (4, 4), (2, 3), (1, 2), (3, 3)]
@@ -53,18 +54,18 @@ def test_runs_that_differ_in_one_setting_are_never_pooled(tmp_path, change, run_
     settings = {"answer": "model-a", "decision": "decider-1", "judge": "judge-1"}
     one = write_run(tmp_path / "one", rows_of("boolean", **settings))
     two = write_run(tmp_path / "two", rows_of("boolean", OTHER_SCORES, **{**settings, **change}))
-    rows = report.load_runs([one, two])
-    summary = report.summarise(rows)
+    rows = loading.load_runs([one, two])
+    summary = summary_table.summarise(summaries(rows))
     assert [r["n"] for r in summary] == [len(SCORES), len(OTHER_SCORES)]
     assert [r.get("run") for r in summary] == ([str(one), str(two)] if run_shown else [None] * 2)
     assert [r["models"] for r in summary] == [settings, {**settings, **change}]
 
-    labels = list(identity.labels(identity.group_rows(rows)).values())
+    labels = list(identity.labels(identity.group_rows(summaries(rows))).values())
     for label, source, models in zip(labels, (one, two), (settings, {**settings, **change})):
         shown = [f"run: {source.name}"] if run_shown else [models[role] for role in change]
         assert all(part in label for part in shown), label
         assert models["answer"] not in label or "answer" in change  # only what tells them apart
-    result = analysis.analyse(rows)
+    result = analysis.analyse(summaries(rows))
     compared = [(p["a"], p["b"], p["questions"]) for p in result["paired"]]
     assert compared == ([(labels[0], labels[1], len(SCORES))] if paired else [])
     if not paired:
@@ -74,10 +75,10 @@ def test_runs_that_differ_in_one_setting_are_never_pooled(tmp_path, change, run_
 def test_the_same_directory_named_twice_is_read_once(tmp_path):
     one = write_run(tmp_path / "one", rows_of("naive"))
     named = [one, tmp_path / "." / "one"]
-    rows = report.load_runs(named)
-    [row] = report.summarise(rows)
+    rows = loading.load_summaries(named)
+    [row] = summary_table.summarise(rows)
     assert row["n"] == len(SCORES)
-    assert report.run_notes(named, rows) == []  # the second name is not a run with no rows
+    assert loading.run_notes(named, rows) == []  # the second name is not a run with no rows
 
 
 def released(n, tag):
@@ -92,12 +93,12 @@ def test_two_imports_with_different_models_are_two_rows(tmp_path):
         path = tmp_path / f"{name}.pkl"
         path.write_bytes(pickle.dumps(released(n, name)))
         import_legacy(path, "A_f", "naive", tmp_path / name, model=model)
-    rows = report.load_runs([tmp_path / "paper", tmp_path / "local"])
-    summary = report.summarise(rows)
+    rows = loading.load_runs([tmp_path / "paper", tmp_path / "local"])
+    summary = summary_table.summarise(summaries(rows))
     assert [(r["n"], r["models"]) for r in summary] == [
         (3, {"answer": "gpt-4-0613"}), (4, {"answer": "local-7b"})]
     # imported question ids repeat across files; questions that differ are never paired
-    assert analysis.paired_comparisons(Answers(rows)) == []
+    assert analysis.paired_comparisons(Answers(summaries(rows))) == []
 
 
 def test_decisions_are_judged_only_against_references_with_the_same_models(tmp_path):
@@ -109,7 +110,7 @@ def test_decisions_are_judged_only_against_references_with_the_same_models(tmp_p
     other = write_run(tmp_path / "other", [
         sample(f"q{i}", "boolean", 4, 4, answer="model-b", decision="model-b", retrieved=True,
                decided="retrieve") for i in range(len(SCORES))])
-    result = analysis.analyse(report.load_runs([refs, mine, other]))
+    result = analysis.analyse(summaries(loading.load_runs([refs, mine, other])))
     decisions = result["decisions"]
     assert [(d["system"], d["questions"]) for d in decisions] == [
         ("oracle-router", len(SCORES)), ("boolean", len(SCORES))]
@@ -121,18 +122,18 @@ def test_decisions_are_judged_only_against_references_with_the_same_models(tmp_p
 def test_references_judged_by_different_judges_give_no_decision_analysis(tmp_path):
     run = write_run(tmp_path / "run", rows_of("baseline", judge="judge-1") + [
         sample(f"q{i}", "naive", 5, 5, retrieved=True, judge="judge-2") for i in range(3)])
-    result = analysis.analyse(report.load_runs([run]))
+    result = analysis.analyse(summaries(loading.load_runs([run])))
     assert result["decisions"] == []
     assert any("baseline" in note and "naive" in note for note in result["notes"])
 
 
 def test_one_directory_resumed_with_another_model_is_one_row_that_says_so(tmp_path):
     rows = [sample(f"q{i}", "naive", answer="model-a" if i < 3 else "model-b") for i in range(5)]
-    loaded = report.load_runs([write_run(tmp_path / "run", rows)])
-    [row] = report.summarise(loaded)
+    loaded = loading.load_runs([write_run(tmp_path / "run", rows)])
+    [row] = summary_table.summarise(summaries(loaded))
     assert row["n"] == 5 and "model-a" in row["models"]["answer"] and \
         "model-b" in row["models"]["answer"]
-    assert any("model-a" in note and "model-b" in note for note in analysis.analyse(loaded)["notes"])
+    assert any("model-a" in note and "model-b" in note for note in analysis.analyse(summaries(loaded))["notes"])
 
 
 def test_every_table_and_the_html_page_show_the_models(tmp_path, capsys):
@@ -142,7 +143,7 @@ def test_every_table_and_the_html_page_show_the_models(tmp_path, capsys):
     assert main(["report", str(one), str(two), "--out", str(tmp_path / "r"),
                  "--html", str(page)]) == 0
     printed = capsys.readouterr().out
-    summary = report.summarise(report.load_runs([one, two]))
+    summary = summary_table.summarise(summaries(loading.load_runs([one, two])))
     # the whole table has a models column; the narrow printed one names them where they differ
     wide = (tmp_path / "r" / report.SUMMARY_MD).read_text()
     for lines in (report.render(summary, "csv").splitlines(), wide.splitlines()):
@@ -168,14 +169,14 @@ def test_the_embedding_model_tells_retrieving_runs_apart_and_costs_nothing(tmp_p
                 sample(f"q{i}", "naive", 5, 5, retrieved=True) for i in range(3)],
                 {"dataset": {"name": "A_f"}, "index": {"embedding_model": embedder}})
             for name, embedder in (("one", "minilm"), ("two", "ada-002"))]
-    rows = report.load_runs(runs)
-    summary = report.summarise(rows)
+    rows = loading.load_runs(runs)
+    summary = summary_table.summarise(summaries(rows))
     assert [(r["system"], r["models"].get("embeddings")) for r in summary] == [
         ("baseline", None), ("naive", "minilm"), ("baseline", None), ("naive", "ada-002")]
-    naive_labels = [label for key, label in identity.labels(identity.group_rows(rows)).items()
+    naive_labels = [label for key, label in identity.labels(identity.group_rows(summaries(rows))).items()
                     if key.system == "naive"]
     assert ["minilm" in naive_labels[0], "ada-002" in naive_labels[1]] == [True, True]
-    costs = analysis.quality_and_cost(Answers(rows), {})
+    costs = analysis.quality_and_cost(Answers(summaries(rows)), {})
     assert all(e["unpriced_models"] == ["model-a"] for e in costs)
 
 
@@ -186,7 +187,7 @@ def test_a_reports_tables_share_one_grouping_each_handed_its_own(monkeypatch):
     groupings = []
     monkeypatch.setattr(answers_module, "group_rows",
                         lambda made: groupings.append(len(made)) or identity.group_rows(made))
-    shared = Answers(rows)
+    shared = Answers(summaries(rows))
     for group in shared.groups().values():
         group.clear()
     again = shared.groups()

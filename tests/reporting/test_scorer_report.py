@@ -12,9 +12,10 @@ from freshrag.cli.main import main
 from freshrag.core.jsonl import JsonlWriter
 from freshrag.reporting import analysis, scorers
 from freshrag.reporting.answers import Answers
-from freshrag.reporting.report import load_runs
+from freshrag.reporting.loading import load_runs
 from freshrag.scoring.store import SCORES, answer_sha256
 from tests.support.dom import chromium, dump_dom, parse, viewer_samples
+from tests.support.rows import summaries, summary
 from tests.support.runs import sample, write_run
 
 
@@ -58,11 +59,11 @@ def row_with(truth=4, abstained=None, label=None, status="scored", **extra):
     pytest.param(row_with(5), "unknown", id="no-abstention-score"),
 ])
 def test_crag_outcome_of_one_answer(row, expected):
-    assert scorers.outcome(row) == expected
+    assert scorers.outcome(summary(row)) == expected
 
 
 def test_the_threshold_is_a_setting():
-    assert scorers.outcome(row_with(3, abstained=False), correct_at=3) == "correct"
+    assert scorers.outcome(summary(row_with(3, abstained=False)), correct_at=3) == "correct"
 
 
 def make_run(tmp_path):
@@ -89,7 +90,7 @@ def make_run(tmp_path):
 
 def test_the_scorer_tables_count_and_average_as_stated(tmp_path):
     run = make_run(tmp_path)
-    details = scorers.analyse(Answers(load_runs([run])))
+    details = scorers.analyse(Answers(summaries(load_runs([run]))))
     faith = {r["system"]: r for r in details["scorers"] if r["metric"] == "faithfulness"}
     assert (faith["naive"]["answers"], faith["naive"]["scored"], faith["naive"]["unscored"],
             faith["naive"]["not_applicable"]) == (4, 3, 1, 0)
@@ -126,7 +127,7 @@ def test_failure_attribution_uses_the_scores_first(metrics, titles_hit, expected
         row["details"]["retrieved"] = [{"title": "Elsewhere"}]
     row["scores"] = {name: {"status": "scored", "metrics": {name.replace("-", "_"): value}}
                      for name, value in metrics.items()}
-    assert analysis.attribution(row) == expected
+    assert analysis.attribution(summary(row)) == expected
 
 
 @pytest.mark.integration

@@ -28,7 +28,7 @@ from freshrag.core.types import (
     SystemAnswer,
     Usage,
 )
-from freshrag.reporting import report
+from freshrag.reporting import loading, report, summary_table
 from tests.support.dom import report_url, viewer_tab
 from tests.support.runs import EVIL_TITLE, write_run
 
@@ -107,7 +107,7 @@ def run(tmp_path: Path) -> Path:
 
 
 def summary_of(run: Path) -> dict[str, dict[str, Any]]:
-    return {row["system"]: row for row in report.summarise(report.load_runs([run], light=True))}
+    return {row["system"]: row for row in summary_table.summarise(loading.load_summaries([run]))}
 
 
 # --------------------------------------------------------------------------- the JSON report
@@ -132,8 +132,8 @@ def test_answers_that_never_search_make_none_and_repeat_none(tmp_path):
 
 
 def test_the_json_report_lists_each_answers_steps_as_its_row_holds_them(run):
-    loaded = report.load_runs([run], light=True)  # as `freshrag report --format json` reads
-    summary = report.summarise(loaded)
+    loaded = loading.load_summaries([run])  # as `freshrag report --format json` reads
+    summary = summary_table.summarise(loaded)
     document = json.loads(report.render(summary, "json",
                                         answers=report.trajectories(loaded)))
     assert document["rows"] == summary  # the summary's rows, with the new columns
@@ -164,7 +164,7 @@ def test_the_json_report_lists_each_answers_steps_as_its_row_holds_them(run):
 def test_the_report_command_prints_the_answers_as_json(run, tmp_path, capsys):
     assert main(["report", str(run), "--format", "json", "--out", str(tmp_path / "out")]) == 0
     printed = json.loads(capsys.readouterr().out)
-    loaded = report.load_runs([run], light=True)
+    loaded = loading.load_summaries([run])
     assert printed["answers"] == list(report.trajectories(loaded))
     assert {a["system"] for a in printed["answers"]} >= {"agent"}
     assert main(["report", str(run), "--out", str(tmp_path / "md")]) == 0
@@ -173,16 +173,16 @@ def test_the_report_command_prints_the_answers_as_json(run, tmp_path, capsys):
 
 def test_runs_from_before_steps_print_no_answers(tmp_path):
     written = write_run(tmp_path / "run", [old(row) for row in rows()])
-    loaded = report.load_runs([written], light=True)
+    loaded = loading.load_summaries([written])
     assert list(report.trajectories(loaded)) == []
-    document = json.loads(report.render(report.summarise(loaded), "json",
+    document = json.loads(report.render(summary_table.summarise(loaded), "json",
                                         answers=report.trajectories(loaded)))
     assert set(document) == {"rows"}
     assert {row["searches_per_answer"] for row in document["rows"]} == {None}
 
 
 def test_the_csv_and_the_whole_table_carry_the_new_columns(run, tmp_path):
-    summary = report.summarise(report.load_runs([run], light=True))
+    summary = summary_table.summarise(loading.load_summaries([run]))
     parsed = list(csv.DictReader(io.StringIO(report.render(summary, "csv"))))
     agent = next(row for row in parsed if row["system"] == "agent")
     assert (agent["searches_per_answer"], agent["repeated_search_share"],

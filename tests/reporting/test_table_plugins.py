@@ -17,10 +17,10 @@ CODE = '''
 from freshrag.reporting.table import Table
 
 
-def _answers(rows):
+def _answers(answers):
     counted = {}
-    for row in rows:
-        counted[row["system"]] = counted.get(row["system"], 0) + (row["status"] == "ok")
+    for answer in answers:
+        counted[answer.system] = counted.get(answer.system, 0) + (answer.status == "ok")
     return [{"system": system, "answered": n} for system, n in counted.items()]
 
 

@@ -13,6 +13,7 @@ from freshrag.reporting.decisions import (
     roc_points,
     wilson,
 )
+from tests.support.rows import summaries
 from tests.support.runs import sample
 
 KINDS = {"f1": "fresh", "f2": "fresh", "f3": "fresh", "f4": "fresh",
@@ -74,7 +75,7 @@ def boolean_rows():
 
 
 def test_decisions_per_kind_against_need():
-    table = decisions.decisions_by_kind(Answers(boolean_rows()))
+    table = decisions.decisions_by_kind(Answers(summaries(boolean_rows())))
     by_kind = {entry["kind"]: entry for entry in table}
     assert set(by_kind) == {"fresh", "control", "general", "all"}
     everything = by_kind["all"]
@@ -91,7 +92,7 @@ def test_decisions_per_kind_against_need():
 def test_systems_without_need_or_decisions_are_left_out_with_a_note():
     rows = [sample(q, "boolean", decision="model-a", decided="retrieve", retrieved=True)
             for q in ("x1", "x2")] + [row(q, "baseline") for q in KINDS]
-    result = decisions.analyse(Answers(rows))
+    result = decisions.analyse(Answers(summaries(rows)))
     assert result["decisions_by_kind"] == [] and result["thresholds"] == []
     assert result["decision_notes"] == ["A_f / boolean: decisions not judged against need by "
                                         "construction: its questions carry no `need`"]
@@ -120,7 +121,7 @@ def references():
 
 
 def test_threshold_sweep_decides_again_from_recorded_scores():
-    sweep = [e for e in decisions.threshold_sweep(Answers(confidence_rows() + references()))]
+    sweep = [e for e in decisions.threshold_sweep(Answers(summaries(confidence_rows() + references())))]
     assert [e["threshold"] for e in sweep] == [i / 10 for i in range(11)]
     for entry in sweep:
         expected = [q for q, p in P.items() if p is not None and p >= entry["threshold"]]
@@ -142,7 +143,7 @@ def test_self_check_sweep_reads_ratings_and_keeps_its_own_first_answer_cost():
         made["details"].update(confidence=rating, threshold=4, decision="retrieve"
                                if rating is not None and rating < 4 else "no-retrieve")
         rows.append(made)
-    sweep = {e["threshold"]: e for e in decisions.threshold_sweep(Answers(rows + references()))}
+    sweep = {e["threshold"]: e for e in decisions.threshold_sweep(Answers(summaries(rows + references())))}
     assert list(sweep) == [1, 2, 3, 4, 5, 6]
     assert sweep[1]["retrieved"] == 0 and sweep[6]["retrieved"] == 8  # g2's rating is unusable
     assert sweep[4]["retrieved"] == 3 and sweep[4]["recall"] == 0.75 and sweep[4]["precision"] == 1.0
@@ -151,7 +152,7 @@ def test_self_check_sweep_reads_ratings_and_keeps_its_own_first_answer_cost():
 
 
 def test_roc_of_the_recorded_probabilities():
-    [entry] = decisions.roc_curves(Answers(confidence_rows()))
+    [entry] = decisions.roc_curves(Answers(summaries(confidence_rows())))
     assert entry["unavailable"] == 1 and entry["questions"] == 9 and entry["needed"] == 3
     scored = [(p, KINDS[q] == "fresh") for q, p in P.items() if p is not None]
     assert entry["auroc"][0] == auroc(scored)
@@ -160,7 +161,7 @@ def test_roc_of_the_recorded_probabilities():
 
 
 def test_savings_curve_recombines_kinds_and_names_the_references():
-    result = savings.analyse(Answers(references() + boolean_rows()))
+    result = savings.analyse(Answers(summaries(references() + boolean_rows())))
     table = {(e["system"], e["fresh_share"]): e for e in result["savings"]}
     # at share 0 only control and general count, at 1 only fresh
     assert table["baseline", 0.0]["score"][0] == 10 and table["baseline", 1.0]["score"][0] == 2
@@ -182,7 +183,7 @@ def test_savings_curve_recombines_kinds_and_names_the_references():
 
 def test_mixes_weigh_each_kind_as_given():
     mix = {"fresh": 0.1, "control": 0.6, "general": 0.3}
-    result = savings.analyse(Answers(references()), mixes=[mix])
+    result = savings.analyse(Answers(summaries(references())), mixes=[mix])
     by_system = {e["system"]: e for e in result["mixes"]}
     assert by_system["baseline"]["score"][0] == pytest.approx(0.1 * 2 + 0.9 * 10)
     assert by_system["baseline"]["mix"] == "fresh 0.1, control 0.6, general 0.3"
@@ -191,7 +192,7 @@ def test_mixes_weigh_each_kind_as_given():
 
 def test_no_curve_without_both_sides_of_the_traffic():
     rows = [row(q, "baseline") for q in ("f1", "f2")]
-    result = savings.analyse(Answers(rows))
+    result = savings.analyse(Answers(summaries(rows)))
     assert result["savings"] == [] and result["savings_notes"] == [
         "A_f: no savings curve: it needs fresh questions and control or general ones (kinds "
         "held: 2 fresh)"]

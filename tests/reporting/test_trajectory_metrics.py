@@ -23,8 +23,9 @@ from freshrag.core.types import (
     SystemAnswer,
     Usage,
 )
-from freshrag.reporting import analysis, report, sections, trajectory
+from freshrag.reporting import analysis, report, sections, summary_table, trajectory
 from freshrag.reporting.answers import Answers
+from tests.support.rows import summaries
 
 PRICES = {"m": (1.0, 2.0)}  # dollars per million tokens in, out
 
@@ -86,7 +87,7 @@ def agent_rows() -> list[dict[str, Any]]:
 
 
 def figures(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {f["question_id"]: f for f in trajectory.answer_figures(rows, PRICES)}
+    return {f["question_id"]: f for f in trajectory.answer_figures(summaries(rows), PRICES)}
 
 
 @pytest.mark.parametrize("qid, expected", [
@@ -118,7 +119,7 @@ def test_tokens_and_dollars_per_answer():
 
 
 def test_the_identity_table_means_quantiles_and_per_correct():
-    table = trajectory.analyse(Answers(agent_rows()), PRICES)["trajectory"]
+    table = trajectory.analyse(Answers(summaries(agent_rows())), PRICES)["trajectory"]
     assert len(table) == 1
     agent = table[0]
     # searches 4, 2, 2, 0, 1: sorted 0 1 2 2 4
@@ -144,15 +145,15 @@ def test_the_identity_table_means_quantiles_and_per_correct():
 
 def test_unknown_prices_give_null_dollars_never_zero():
     unpriced = [row("q1", "agent", [search("a", "A"), answer()], model="nobody-priced-this")]
-    assert trajectory.answer_figures(unpriced, PRICES)[0]["cost_usd"] is None
-    assert trajectory.per_correct(unpriced, PRICES)["cost_per_correct"] is None
-    assert trajectory.per_correct(unpriced, None)["cost_per_correct"] is None
-    assert trajectory.per_correct(unpriced, PRICES)["tokens_per_correct"] == 330.0
+    assert trajectory.answer_figures(summaries(unpriced), PRICES)[0]["cost_usd"] is None
+    assert trajectory.per_correct(summaries(unpriced), PRICES)["cost_per_correct"] is None
+    assert trajectory.per_correct(summaries(unpriced), None)["cost_per_correct"] is None
+    assert trajectory.per_correct(summaries(unpriced), PRICES)["tokens_per_correct"] == 330.0
 
 
 def test_no_correct_answer_gives_null_per_correct():
     wrong = [row("q1", "agent", [search("a", "A"), answer()], truth=2)]
-    found = trajectory.per_correct(wrong, PRICES)
+    found = trajectory.per_correct(summaries(wrong), PRICES)
     assert (found["correct"], found["tokens_per_correct"], found["cost_per_correct"]) == (
         0, None, None)
     assert found["correct_per_search"] == 0.0
@@ -167,9 +168,9 @@ def test_rows_without_steps_give_null_step_figures_never_zero():
         assert all(found[qid][name] is None for name in trajectory.STEP_FIGURES), qid
     # neither says what it retrieved (no details.retrieved): no evidence either
     assert (found["q1"]["evidence_any"], found["q2"]["evidence_any"]) == (None, None)
-    assert trajectory.analyse(Answers([old, given_none]), PRICES) == {
+    assert trajectory.analyse(Answers(summaries([old, given_none])), PRICES) == {
         "trajectory": [], "trajectory_by_answer": []}
-    assert trajectory.per_correct([old], PRICES)["correct_per_search"] is None
+    assert trajectory.per_correct(summaries([old]), PRICES)["correct_per_search"] is None
 
 
 def test_a_row_without_steps_that_names_its_chunks_has_evidence_from_them():
@@ -190,14 +191,14 @@ def test_a_general_query_has_no_evidence_and_no_gold_steps():
 
 def test_the_summary_carries_per_correct_columns():
     rows = agent_rows()
-    summary = report.summarise(rows, PRICES)
+    summary = summary_table.summarise(summaries(rows), PRICES)
     agent = summary[0]
     assert agent["tokens_per_correct"] == pytest.approx((660 + 440 + 440 + 220 + 330) / 2,
                                                         abs=0.1)
     assert agent["cost_per_correct"] is not None and agent["correct_per_search"] == pytest.approx(
         2 / 9, abs=1e-4)
-    assert report.summarise(rows)[0]["cost_per_correct"] is None  # no prices: unknown
-    assert {"tokens_per_correct", "cost_per_correct", "correct_per_search"} <= set(report.COLUMNS)
+    assert summary_table.summarise(summaries(rows))[0]["cost_per_correct"] is None  # no prices: unknown
+    assert {"tokens_per_correct", "cost_per_correct", "correct_per_search"} <= set(summary_table.COLUMNS)
     # the whole table, every column: summary.md and the CSV
     csv_head = report.render(summary, "csv").splitlines()[0].split(",")
     assert csv_head[-4:] == ["tokens_per_correct", "cost_per_correct", "correct_per_search",
@@ -207,7 +208,7 @@ def test_the_summary_carries_per_correct_columns():
 def test_the_analysis_holds_the_table_and_every_answer_with_steps():
     rows = agent_rows() + [row("q1", "old", [answer()])]
     rows[-1].pop("steps")
-    done = analysis.analyse(rows, PRICES)
+    done = analysis.analyse(summaries(rows), PRICES)
     assert [entry["system"] for entry in done["trajectory"]] == ["agent"]
     assert sorted(f["question_id"] for f in done["trajectory_by_answer"]) == [
         "q1", "q2", "q3", "q4", "q5"]

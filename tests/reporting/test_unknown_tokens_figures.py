@@ -19,6 +19,7 @@ from freshrag.reporting.analysis import analyse
 from freshrag.reporting.identity import group_rows, labels
 from freshrag.reporting.render import plots, traffic_plots
 from freshrag.reporting.table import TABLES
+from tests.support.rows import summaries
 from tests.support.runs import sample
 
 ANSWERS = '{"question": %s, "answer": "Some answer."}\n'  # matched by the question's text
@@ -56,14 +57,14 @@ def test_an_answers_files_latency_is_unknown_and_left_out_of_the_latency_table(m
     assert len(theirs) == 3 and all(row["status"] == "ok" for row in theirs)
     assert all(row["answer_latency_s"] is None for row in theirs)
     assert all(row["answer_latency_s"] is not None for row in rows if row["system"] == "baseline")
-    latency = {entry["system"] for entry in analyse(rows)["latency"]}
+    latency = {entry["system"] for entry in analyse(summaries(rows))["latency"]}
     assert latency == {"baseline"}
 
 
 def test_the_token_chart_marks_unknown_tokens_instead_of_a_partial_bar(mixed_run):
     rows = read_samples(mixed_run / "samples.jsonl")
     assert all(row["usage"].get("judge") for row in rows)  # the judge's tokens are known
-    groups = group_rows(rows)
+    groups = group_rows(summaries(rows))
     position = {key.system: i for i, key in enumerate(groups)}
     fig = plots.token_chart(groups, labels(groups))
     bars = _bars(fig)
@@ -84,8 +85,8 @@ def test_the_token_chart_marks_unknown_tokens_instead_of_a_partial_bar(mixed_run
 
 def test_the_pareto_key_says_a_system_with_unknown_tokens_was_not_placed(mixed_run):
     rows = read_samples(mixed_run / "samples.jsonl")
-    groups = group_rows(rows)
-    cost = analyse(rows)["cost"]
+    groups = group_rows(summaries(rows))
+    cost = analyse(summaries(rows))["cost"]
     fig = plots.pareto_figure(cost, labels(groups))
     key = [text for text in _texts(fig) if "  " in text]
     number = {entry["system"]: n + 1 for n, entry in enumerate(cost)}
@@ -118,7 +119,7 @@ def test_a_role_has_one_colour_in_every_token_chart():
     deciding = [sample("q1", "d", decision="model-d")]
     colours = []
     for rows in (plain, deciding):
-        groups = group_rows(rows)
+        groups = group_rows(summaries(rows))
         fig = plots.token_chart(groups, labels(groups))
         ax = fig.axes[0]
         colours.append({label: mcolors.to_hex(container[0].get_facecolor())
@@ -133,7 +134,7 @@ def test_histograms_count_answers_in_whole_numbers():
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots()
-    plots._histogram(ax, plots.combined_scores(rows), "t", len(rows))
+    plots._histogram(ax, plots.combined_scores(summaries(rows)), "t", len(rows))
     fig.canvas.draw()
     ticks = ax.get_yticks()
     assert len(ticks) >= 2 and all(float(t).is_integer() for t in ticks)

@@ -13,6 +13,7 @@ from freshrag.retrieval.config import IndexConfig, RetrievalError
 from freshrag.retrieval.index import open_index
 from freshrag.retrieval.store import Request, connect
 from tests.support.fakes import BagOfWordsEmbedder
+from tests.support.rows import summaries
 from tests.support.systems import CORPUS
 
 QUERY = "which comet did the shepherds see at dawn"
@@ -141,7 +142,7 @@ def test_a_run_at_a_text_weight_records_it_and_reports_it_apart(tmp_path, monkey
     """`freshrag run --text-weight` end to end on the fake server: the manifest records the
     weight, and a report of two runs at two weights shows two retrievers, never one row."""
     from freshrag.cli.main import main
-    from freshrag.reporting import report
+    from freshrag.reporting import loading, summary_table
     from tests.support.datasets import bridges_and_mayor, write_dataset
     from tests.support.fake_openai_server import FakeOpenAIServer
     from tests.support.fakes import SECRET, use_endpoint
@@ -157,7 +158,7 @@ def test_a_run_at_a_text_weight_records_it_and_reports_it_apart(tmp_path, monkey
                  for w in ("0", "0.5")]
     assert [m["index"]["text_weight"] for m in manifests] == [0.0, 0.5]
     assert manifests[0]["index"]["collection"] == manifests[1]["index"]["collection"]  # one index
-    rows = report.load_runs([tmp_path / "w0", tmp_path / "w0.5"])
-    assert [r["models"]["embeddings"] for r in report.summarise(rows)] == [
+    rows = loading.load_runs([tmp_path / "w0", tmp_path / "w0.5"])
+    assert [r["models"]["embeddings"] for r in summary_table.summarise(summaries(rows))] == [
         "fake-model", "fake-model (text weight 0.5)"]
     assert all(r["status"] == "ok" and r["retrievals"] == 1 for r in rows)

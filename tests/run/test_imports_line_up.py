@@ -16,12 +16,13 @@ import pytest
 from freshrag.cli.main import main
 from freshrag.core.dataset import load_dataset_dir
 from freshrag.core.samples import read_samples
-from freshrag.reporting import report
+from freshrag.reporting import loading, summary_table
 from freshrag.reporting.outcomes import total_score
 from freshrag.scoring.store import with_judge_pass
 from tests.support.datasets import write_dataset
 from tests.support.fake_openai_server import default_reply, forced_tool_name
 from tests.support.fakes import discerning_judge
+from tests.support.rows import summaries, summary
 
 N = 40
 TRUE, FALSE = 5 + 5, 1 + 4  # discerning_judge's truthfulness + relevance of each kind of answer
@@ -85,7 +86,7 @@ def paired(analysis, a, b):
 
 def expected_difference(run_dir, graded) -> float:
     """naive's grades as its run recorded them, minus the graded answers', over the questions."""
-    naive = {row["question_id"]: total_score(row) for row in read_samples(run_dir / "samples.jsonl")}
+    naive = {row["question_id"]: total_score(summary(row)) for row in read_samples(run_dir / "samples.jsonl")}
     return round(sum(naive[qid] - graded[qid] for qid in graded) / len(graded), 4)
 
 
@@ -102,10 +103,10 @@ def test_imports_by_id_and_by_text_stand_beside_the_run(tmp_path, dataset, capsy
         capsys.readouterr().out
     runs = [tmp_path / "run", tmp_path / "ids", tmp_path / "texts"]
     assert main(["report", *map(str, runs), "--out", str(tmp_path / "report")]) == 0
-    rows = report.load_runs(runs)
+    rows = loading.load_runs(runs)
     assert {(row["dataset"], row["question_id"]) for row in rows} == {
         ("towns", q.id) for q in questions}  # what the HTML page's "Questions (N)" counts
-    summary = {row["system"]: row for row in report.summarise(rows)}
+    summary = {row["system"]: row for row in summary_table.summarise(summaries(rows))}
     assert {name: (row["n"], row["scored"]) for name, row in summary.items()} == {
         "naive": (N, N), "ids": (N, N), "texts": (N, N)}
     analysis = json.loads((tmp_path / "report" / "analysis.json").read_text())
@@ -155,14 +156,14 @@ def test_a_judge_pass_grades_a_legacy_import_beside_the_run(tmp_path, dataset, c
     assert "40 rows matched to the dataset's questions (40 by question text)" in \
         capsys.readouterr().out
     runs = [tmp_path / "run", tmp_path / "paper"]
-    before = {row["system"]: row for row in report.summarise(report.load_runs(runs))}
+    before = {row["system"]: row for row in summary_table.summarise(summaries(loading.load_runs(runs)))}
     assert (before["paper"]["scored"], before["paper"]["unscored"]) == (0, N)
     assert main(["score", str(tmp_path / "paper"), "--scorers", "judge",
                  "--dataset", str(dataset)]) == 0
     assert main(["report", *map(str, runs), "--out", str(tmp_path / "report")]) == 0
-    rows = report.load_runs(runs)
+    rows = loading.load_runs(runs)
     assert len({row["question_id"] for row in rows}) == N
-    paper = {row["system"]: row for row in report.summarise(rows)}["paper"]
+    paper = {row["system"]: row for row in summary_table.summarise(summaries(rows))}["paper"]
     assert (paper["n"], paper["scored"], paper["unscored"]) == (N, N, 0)
     assert paper["truthfulness"] == pytest.approx((5 * 20 + 1 * 20) / N)
     assert paper["relevance"] == pytest.approx((5 * 20 + 4 * 20) / N)

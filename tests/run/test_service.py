@@ -46,10 +46,10 @@ def test_a_notebooks_own_class_is_evaluated_in_one_call(world, tmp_path):
     _, data = world
     result = freshrag.evaluate(data, systems=[Closed, "baseline"], out=tmp_path / "run")
     assert result.systems == ("closed", "baseline") and result.out == tmp_path / "run"
-    assert sorted((row["system"], row["status"]) for row in result.rows) == sorted(
+    assert sorted((row.system, row.status) for row in result.answers) == sorted(
         [("closed", "ok")] * 3 + [("baseline", "ok")] * 3)
     assert (result.capped, result.failed) == (None, 0)
-    assert all(row["grade"]["truthfulness"] is not None for row in result.rows)
+    assert all(row.grade.truthfulness is not None for row in result.answers)
     source = read_manifest(tmp_path / "run")["system_sources"]["closed"]
     assert source["origin"] == "object" and source["where"].endswith(":Closed")
     assert source["sha256"]  # the class's code: a resume with changed code is refused
@@ -65,7 +65,7 @@ def test_a_built_object_and_a_mapping_name_the_systems(world, tmp_path):
     result = freshrag.evaluate(data, systems={"fixed": Fixed(), "mine": Closed}, limit=2,
                                out=tmp_path / "run", probe=None)
     assert result.systems == ("fixed", "mine")
-    assert {row["answer"] for row in result.rows if row["system"] == "fixed"} == {"three"}
+    assert {row.answer for row in result.answers if row.system == "fixed"} == {"three"}
 
 
 def test_the_dry_run_through_the_api_calls_nothing_and_writes_nothing(world, tmp_path):
@@ -82,7 +82,7 @@ def test_a_resume_through_the_api_makes_no_new_call(world, tmp_path):
     fake.reset_counts()
     again = freshrag.evaluate(data, systems=[Closed], out=tmp_path / "run", cache=False)
     assert fake.calls == 0
-    assert len(again.rows) == len(first.rows) == 3
+    assert len(again.answers) == len(first.answers) == 3
 
 
 def test_a_resume_with_changed_settings_is_refused_naming_them(world, tmp_path):

@@ -4,6 +4,7 @@ light read's tests and the answer summary's tests both read (tests/core/)."""
 import json
 
 from freshrag.core.samples import sample_row
+from freshrag.core.summary import summary_of
 from freshrag.core.types import (
     Grade,
     LLMResponse,
@@ -69,3 +70,16 @@ def analysis_row(question, system, truth=5, rel=5, retrieved=None, decision=None
             "usage": {"answer": {"input": tokens[0], "output": tokens[1], "estimated": False},
                       "judge": {"input": 999, "output": 99, "estimated": False}},
             "grade": grade, "calls": [], "details": details}
+
+
+def summary(row: dict, path=None, line: int = 0):
+    """The answer summary (core/summary.py summary_of) of a row as a test describes it, what
+    every table reads of it; a required field the test leaves out as a row that says nothing
+    of it holds it (no usage, no grade, no retrieval)."""
+    return summary_of({"question_id": "q", "system": "s", "gold_title": None, "status": "ok",
+                       "retrievals": 0, "usage": {}, "grade": None, **row}, path, line)
+
+
+def summaries(rows) -> list:
+    """The summaries of rows as a test describes them (`summary`), in order."""
+    return [summary(row) for row in rows]

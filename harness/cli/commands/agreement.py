@@ -80,7 +80,7 @@ def _human(args: argparse.Namespace) -> tuple[dict[str, Any], Path, str]:
     """The document of `agreement --human`, where it goes and its markdown. A run directory
     among the files (`--human a.jsonl RUN`, where the files' list ran on) is the run."""
     from freshrag.reporting import human, labels
-    from freshrag.reporting.report import load_runs
+    from freshrag.reporting.loading import load_summaries
 
     runs = [path for path in (args.run_a, args.run_b) if path is not None]
     runs += [path for path in args.human if path.is_dir()]
@@ -91,7 +91,7 @@ def _human(args: argparse.Namespace) -> tuple[dict[str, Any], Path, str]:
         raise UsageError("--repeat-a and --repeat-b compare two gradings; --human compares "
                          "people with the run's own grades")
     read = labels.read_labels([path for path in args.human if not path.is_dir()])
-    rows = load_runs(runs) if runs else None
+    rows = load_summaries(runs) if runs else None
     resolved = labels.resolve(read, rows) if rows is not None else None
     document = human.human_document(read, resolved, rows, args.top)
     if runs:

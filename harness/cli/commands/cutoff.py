@@ -14,7 +14,7 @@ from freshrag.cli.commands import run
 from freshrag.cli.options import add_command, add_dataset_options, iso_date
 
 if TYPE_CHECKING:
-    from freshrag.core.records import SampleRow
+    from freshrag.core.summary import AnswerSummary
 
 NAME = "cutoff"
 HELP = "where a model's knowledge really ends, by creation month"
@@ -64,7 +64,7 @@ def handle(args: argparse.Namespace) -> int:
                              written=(cutoff.CUTOFF_JSON, cutoff.CUTOFF_MD, cutoff.CUTOFF_PNG))
     if answered is None:  # a dry run, printed
         return 0
-    rows, capped = answered.rows, answered.capped
+    rows, capped = answered.answers, answered.capped
     stated = ((args.stated_cutoff, "--stated-cutoff") if args.stated_cutoff else
               (args.knowledge_cutoff, "--knowledge-cutoff"))
     document = cutoff.analyse(data, rows, *stated)
@@ -83,7 +83,8 @@ def _check_systems(out: Path) -> None:
                           f"cutoff runs baseline and oracle alone: give another --out")
 
 
-def _write(out: Path, document: dict, rows: list[SampleRow], capped: Exception | None) -> int:
+def _write(out: Path, document: dict, rows: list[AnswerSummary],
+           capped: Exception | None) -> int:
     """cutoff.json, cutoff.md and cutoff.png written, the table and notes printed; exit 3 when
     capped, 1 when a pair failed."""
     from freshrag.core.files import write_json, write_text

@@ -90,7 +90,7 @@ def handle(args: argparse.Namespace) -> int:
     from freshrag.core.samples import SAMPLES
     from freshrag.reporting import export
     from freshrag.reporting.epochs import first_epoch_note
-    from freshrag.reporting.report import load_runs
+    from freshrag.reporting.loading import load_runs
 
     for run_dir in args.run_dirs:  # before anything is read or written
         if not (run_dir / SAMPLES).is_file():

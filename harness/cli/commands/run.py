@@ -37,7 +37,7 @@ from freshrag.run.options import (
 
 if TYPE_CHECKING:
     from freshrag.core.dataset import Dataset
-    from freshrag.core.records import SampleRow
+    from freshrag.core.summary import AnswerSummary
     from freshrag.run.inputs import RunOptions
     from freshrag.run.service import RunResult
     from freshrag.run.shard import Shard
@@ -134,7 +134,7 @@ def handle(args: argparse.Namespace) -> int:
     answered = run_pairs(args, data, args.systems, out)
     if answered is None:  # a dry run, printed
         return 0
-    return _summarise(out, answered.rows, answered.capped, answered.systems)
+    return _summarise(out, answered.answers, answered.capped, answered.systems)
 
 
 def run_pairs(args: argparse.Namespace, data: Dataset, systems: str, out: Path,
@@ -179,7 +179,7 @@ def run_options(args: argparse.Namespace, out: Path) -> RunOptions:
         corpus=getattr(args, "corpus", None), otlp_endpoint=getattr(args, "otlp_endpoint", None))
 
 
-def _summarise(out: Path, rows: list[SampleRow], capped: Exception | None,
+def _summarise(out: Path, rows: list[AnswerSummary], capped: Exception | None,
                systems: tuple[str, ...]) -> int:
     """The run's summary written (as `freshrag.evaluate` writes it) and its tables and notes
     printed; exit 3 when capped, 1 when a pair failed."""
@@ -201,11 +201,11 @@ def _summarise(out: Path, rows: list[SampleRow], capped: Exception | None,
     return exit_status(rows, capped, "finished pairs are kept")
 
 
-def exit_status(rows: list[SampleRow], capped: Exception | None, kept: str) -> int:
+def exit_status(rows: list[AnswerSummary], capped: Exception | None, kept: str) -> int:
     """3 when --max-cost stopped the run (said, with `kept`: what the finished pairs give), 1
     when a pair failed, else 0."""
     if capped:
         print(f"\nCAPPED: {capped}; {kept}: run the same command without --max-cost (or with a "
               f"higher one) to finish")
         return 3
-    return 1 if any(row["status"] == "failed" for row in rows) else 0
+    return 1 if any(row.status == "failed" for row in rows) else 0

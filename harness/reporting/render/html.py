@@ -5,9 +5,9 @@ depends on nothing: CSS and script inline, figures inlined as base64 `data:image
 request to any server (it works from `file://`). Sections, in order:
 
 - notes on the runs (one with no rows, or with failed rows only), if any,
-- the summary table (`report.summarise`, the paper's Tables II–III), one row per run identity
-  (harness/reporting/identity.py) with its models (said once above it instead, and in no
-  table's column, when every row has the same: `one_models`), and its run directory when two
+- the summary table (`summary_table.summarise`, the paper's Tables II–III), one row per run
+  identity (harness/reporting/identity.py) with its models (said once above it instead, and in
+  no table's column, when every row has the same: `one_models`), and its run directory when two
   rows need it,
   in a box of its own that scrolls sideways when the page is narrower than the table, and
   under it what the answer model knows without retrieval (harness/reporting/freshness.py),
@@ -47,7 +47,8 @@ from freshrag.reporting.freshness import known_lines
 from freshrag.reporting.identity import row_labels
 from freshrag.reporting.render.terminal import cell_value, format_value, is_interval
 from freshrag.reporting.render.viewer import viewer_section
-from freshrag.reporting.report import COLUMNS, columns_for
+from freshrag.reporting.report import columns_for
+from freshrag.reporting.summary_table import COLUMNS
 from freshrag.reporting.table import tables
 
 WIDE_PX = 700  # a figure wider than this (in pixels) spans the whole row of the grid

@@ -25,6 +25,7 @@ from typing import Any
 
 from freshrag.core.files import write_text
 from freshrag.core.records import SampleRow
+from freshrag.core.summary import summary_of
 from freshrag.reporting.labels import FORMAT, answer_of, page_key
 from freshrag.reporting.render.viewer import ASSETS, gold_passage, json_script
 
@@ -38,7 +39,7 @@ def label_items(rows: list[SampleRow], seed: int, salt: str, sample: int | None 
     groups: dict[tuple[str, str, str], list[SampleRow]] = {}
     for row in rows:
         if row["status"] != "failed":
-            groups.setdefault(answer_of(row), []).append(row)
+            groups.setdefault(answer_of(summary_of(row)), []).append(row)
     chosen = sorted(groups)  # by what the page shows: the rows' order follows the systems
     random.Random(seed).shuffle(chosen)
     passages: dict[str, int] = {}

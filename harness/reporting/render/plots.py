@@ -40,8 +40,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from freshrag.core.fields import grouped  # noqa: E402
 from freshrag.core.files import write_figure  # noqa: E402
-from freshrag.core.records import SampleRow  # noqa: E402
-from freshrag.core.summary import Usage  # noqa: E402
+from freshrag.core.summary import AnswerSummary  # noqa: E402
 from freshrag.reporting.groups import tag_figure  # noqa: E402
 from freshrag.reporting.identity import Identity, group_rows, labels  # noqa: E402
 from freshrag.reporting.outcomes import total_score, unreported  # noqa: E402
@@ -53,7 +52,7 @@ KEY_ROW_IN = 0.2  # inches per row of the key
 KEY_WIDTH = 56  # characters of one entry of the key: a third of the figure's width at LABEL_PT
 LABEL_PT = 7
 MARKER_PX = 10  # a plotted point's marker (6 pt at the figures' 110 dpi), kept clear of labels
-Groups = dict[Identity, list[SampleRow]]
+Groups = dict[Identity, list[AnswerSummary]]
 # One colour per role (harness/core/types.py's ROLES) in every figure, whichever roles it shows
 ROLE_COLOURS = {"answer": "#4c72b0", "decision": "#dd8452", "judge": "#55a868",
                 "scorer": "#c44e52", "builder": "#8172b3", "labeller": "#937860",
@@ -64,11 +63,11 @@ UNKNOWN = "tokens unknown"
 FREE = "every placed system cost $0 (free models): nothing to set quality against"
 
 
-def combined_scores(rows: list[SampleRow]) -> list[float]:
+def combined_scores(rows: list[AnswerSummary]) -> list[float]:
     return [score for row in rows if (score := total_score(row)) is not None]
 
 
-def write_figures(rows: list[SampleRow], out_dir: Path,
+def write_figures(rows: list[AnswerSummary], out_dir: Path,
                   cost: list[dict[str, Any]] | None = None) -> list[Path]:
     """Every figure for these rows, written into out_dir; returns the paths (none for no rows).
     `cost` is the analysis's quality-and-cost table, for the Pareto plot."""
@@ -92,17 +91,17 @@ def write_figures(rows: list[SampleRow], out_dir: Path,
     return paths
 
 
-def histograms_by_field(rows: list[SampleRow], field: str, out_dir: Path) -> list[Path]:
+def histograms_by_field(rows: list[AnswerSummary], field: str, out_dir: Path) -> list[Path]:
     """Per run identity, its histogram for each value of `field` (questions without one:
     `unlabelled`) side by side; none when no row carries the field."""
-    if not any(row.get(field) is not None for row in rows):
+    if not any(getattr(row, field) is not None for row in rows):
         return []
     groups = group_rows(rows)
     names = labels(groups)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for key, name in figure_names(groups, names).items():
-        parts = grouped(groups[key], field, lambda row, f: row.get(f))
+        parts = grouped(groups[key], field, lambda row, f: getattr(row, f))
         fig, axes = plt.subplots(1, len(parts), figsize=(3.6 * len(parts), 3.4), sharey=True,
                                  squeeze=False)
         for ax, (value, part) in zip(axes[0], parts.items()):
@@ -328,16 +327,14 @@ def integer_counts(axis: Any) -> None:
     axis.set_major_locator(MaxNLocator(integer=True))
 
 
-def tokens_unknown(rows: list[SampleRow]) -> bool:
+def tokens_unknown(rows: list[AnswerSummary]) -> bool:
     """Whether a system outside freshrag left its tokens unreported for an answered row."""
     return unreported(rows, "input_tokens") or unreported(rows, "output_tokens")
 
 
-def _role_tokens(row: SampleRow, role: str, kind: Literal["input", "output"]) -> int:
-    counts = (row.get("usage") or {}).get(role)
-    if type(counts) is Usage:  # a light row's counts, read by attribute (both always set)
-        return getattr(counts, kind)
-    return counts.get(kind, 0) if counts else 0
+def _role_tokens(row: AnswerSummary, role: str, kind: Literal["input", "output"]) -> int:
+    counts = row.usage.get(role)
+    return 0 if counts is None else counts.input if kind == "input" else counts.output
 
 
 def _token_chart(groups: Groups, names: dict[Identity, str], path: Path) -> Path:
@@ -351,9 +348,9 @@ def token_chart(groups: Groups, names: dict[Identity, str]) -> Any:
     ticks = [f"{key.dataset}\n{_wrap(names[key])}" for key in groups]
     bars = list(range(len(ticks)))  # positions, not names: equal names must not share a bar
     unknown = [tokens_unknown(group) for group in groups.values()]
-    answered = [[] if gone else [row for row in group if row["status"] == "ok"]
+    answered = [[] if gone else [row for row in group if row.status == "ok"]
                 for gone, group in zip(unknown, groups.values())]
-    roles = sorted({role for rows in answered for row in rows for role in row.get("usage") or {}})
+    roles = sorted({role for rows in answered for row in rows for role in row.usage})
     fig, ax = plt.subplots(figsize=(max(5, 1.4 * len(bars) + 2), 4))
     bottoms = [0] * len(bars)
     for role in roles:
@@ -362,9 +359,8 @@ def token_chart(groups: Groups, names: dict[Identity, str]) -> Any:
             ax.bar(bars, heights, bottom=bottoms, label=f"{role} {kind}", hatch=hatch,
                    color=role_colour(role), edgecolor="white")
             bottoms = [b + h for b, h in zip(bottoms, heights)]
-    failed = [0 if gone else sum(u.get("input", 0) + u.get("output", 0) for row in group
-                                 if row["status"] == "failed"
-                                 for u in (row.get("usage") or {}).values())
+    failed = [0 if gone else sum(u.input + u.output for row in group
+                                 if row.status == "failed" for u in row.usage.values())
               for gone, group in zip(unknown, groups.values())]
     if any(failed):
         ax.bar(bars, failed, bottom=bottoms, label="failed pairs (all roles)",

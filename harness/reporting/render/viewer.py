@@ -41,7 +41,8 @@ from typing import Any, Iterable, Iterator
 
 from freshrag.core.fields import value_name
 from freshrag.core.records import SampleRow
-from freshrag.core.samples import is_scored, judge_scores
+from freshrag.core.samples import answer_tokens, is_scored, judge_scores
+from freshrag.core.summary import AnswerSummary, summary_of
 from freshrag.core.types import QUESTION_FIELDS
 from freshrag.reporting.identity import group_rows, labels
 from freshrag.reporting.outcomes import hops
@@ -65,19 +66,23 @@ ASSETS = Path(__file__).with_name("assets")
 
 
 def viewer_section(rows: list[SampleRow]) -> str:
-    """The viewer's markup: its controls, its data blocks, its styles and script."""
-    names = _row_labels(rows)
+    """The viewer's markup: its controls, its data blocks, its styles and script. What the
+    tables read of a row (its identity, grade, tokens, steps) is read from its summary
+    (core/summary.py summary_of); the rest is shown as the row holds it."""
+    summaries = {id(row): summary_of(row) for row in rows}
+    names = _row_labels(rows, summaries)
     questions = _questions(rows)
     order = {key: n for n, key in enumerate(questions)}
     systems = list(dict.fromkeys(names[id(row)] for row in rows))
     listed, blocks = [], []
     for block_no, block in enumerate(_blocks(questions.values())):
         for slot, row in enumerate(block):
-            listed.append(_list_entry(row, order[_question_key(row)],
+            listed.append(_list_entry(row, summaries[id(row)], order[_question_key(row)],
                                       systems.index(names[id(row)]), block_no, slot))
-        blocks.append(_block(block))
+        blocks.append(_block(block, summaries))
     data = {"columns": LIST_COLUMNS, "systems": systems, "article_mark": ARTICLE_MARK,
-            "questions": [_question_entry(group[0]) for group in questions.values()],
+            "questions": [_question_entry(group[0], summaries[id(group[0])])
+                          for group in questions.values()],
             "samples": listed}
     # the list and its script first: the list is on screen while the browser still parses the
     # blocks that follow
@@ -103,10 +108,11 @@ def _asset(name: str) -> str:
 # --------------------------------------------------------------------------- the list
 
 
-def _row_labels(rows: list[SampleRow]) -> dict[int, str]:
-    groups = group_rows(rows)
+def _row_labels(rows: list[SampleRow], summaries: dict[int, AnswerSummary]) -> dict[int, str]:
+    groups = group_rows([summaries[id(row)] for row in rows])
     names = labels(groups)
-    return {id(row): names[key] for key, group in groups.items() for row in group}
+    named = {id(answer): names[key] for key, group in groups.items() for answer in group}
+    return {id(row): named[id(summaries[id(row)])] for row in rows}
 
 
 def _question_key(row: SampleRow) -> tuple[str, str]:
@@ -121,44 +127,43 @@ def _questions(rows: list[SampleRow]) -> dict[tuple[str, str], list[SampleRow]]:
     return groups
 
 
-def _question_entry(row: SampleRow) -> list[Any]:
+def _question_entry(row: SampleRow, answer: AnswerSummary) -> list[Any]:
     golds = row.get("gold_titles")
     return [str(row["dataset"]), str(row["question_id"]), row.get("question"),
             GOLDS_JOIN.join(golds) if golds else row.get("gold_title"),
-            _text(row.get("label")), _text(row.get("kind")), hops(row)]
+            _text(row.get("label")), _text(row.get("kind")), hops(answer)]
 
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def status(row: SampleRow) -> str:
+def status(answer: AnswerSummary) -> str:
     """`failed`, `unscored` or `scored`: the list's status column."""
-    if row["status"] == "failed":
+    if answer.status == "failed":
         return "failed"
-    return "scored" if is_scored(row) else "unscored"
+    return "scored" if is_scored(answer) else "unscored"
 
 
-def _list_entry(row: SampleRow, question: int, system: int, block: int, slot: int) -> list[Any]:
-    scores = judge_scores(row)
+def _list_entry(row: SampleRow, answer: AnswerSummary, question: int, system: int, block: int,
+                slot: int) -> list[Any]:
+    scores = judge_scores(answer)
     truth, rel = (scores["truthfulness"], scores["relevance"]) if scores else (None, None)
     total = scores["truthfulness"] + scores["relevance"] if scores else None
-    tokens = _system_tokens(row)
+    tokens = _system_tokens(answer)
     latency = row.get("answer_latency_s", row.get("latency_s"))
-    answer = row.get("answer") or ""
-    return [question, system, status(row), total, truth, rel,
-            (row.get("details") or {}).get("decision"), tokens[0], tokens[1],
-            None if latency is None else round(latency, 3), row.get("retrievals"),
-            answer[:SNIPPET_CHARS], block, slot, row.get("stopped"),
-            step_figures(row)["wasted_steps"]]
+    text = row.get("answer") or ""
+    return [question, system, status(answer), total, truth, rel, answer.decision, tokens[0],
+            tokens[1], None if latency is None else round(latency, 3), row.get("retrievals"),
+            text[:SNIPPET_CHARS], block, slot, row.get("stopped"),
+            step_figures(answer)["wasted_steps"]]
 
 
-def _system_tokens(row: SampleRow) -> tuple[int | None, int | None]:
+def _system_tokens(answer: AnswerSummary) -> tuple[int | None, int | None]:
     """What the system spent (every role but the judge), None where it did not say."""
-    unknown = (row.get("details") or {}).get("unknown") or ()
-    used = [u for role, u in (row.get("usage") or {}).items() if role != "judge"]
-    return (None if "input_tokens" in unknown else sum(u["input"] for u in used),
-            None if "output_tokens" in unknown else sum(u["output"] for u in used))
+    spent = answer_tokens(answer)
+    return (None if "input_tokens" in answer.unknown else spent[0],
+            None if "output_tokens" in answer.unknown else spent[1])
 
 
 # --------------------------------------------------------------------------- the blocks
@@ -177,8 +182,8 @@ def _blocks(questions: Iterable[list[SampleRow]]) -> Iterator[list[SampleRow]]:
         yield block
 
 
-def _block(rows: list[SampleRow]) -> dict[str, Any]:
-    records = [_record(row) for row in rows]
+def _block(rows: list[SampleRow], summaries: dict[int, AnswerSummary]) -> dict[str, Any]:
+    records = [_record(row, summaries[id(row)]) for row in rows]
     counts = Counter(text for record in records for text in _strings(record)
                      if len(text) >= SHARED_MIN_CHARS)
     shared = [text for text, n in counts.items() if n > 1]
@@ -186,7 +191,7 @@ def _block(rows: list[SampleRow]) -> dict[str, Any]:
     return {"strings": shared, "samples": [_replace(record, index) for record in records]}
 
 
-def _record(row: SampleRow) -> dict[str, Any]:
+def _record(row: SampleRow, answer: AnswerSummary) -> dict[str, Any]:
     """The row as run-format.md defines it, plus the question's fields as the tables name their
     values (`need: yes`), the gold passage found in the judge's prompt and, for an answer with
     steps, the step that first found each gold article (`gold_found`). A judge message that
@@ -198,8 +203,8 @@ def _record(row: SampleRow) -> dict[str, Any]:
     record["question_fields"] = {name: value_name(record[name]) for name in QUESTION_FIELDS
                                  if record.get(name) is not None and name != "gold_titles"}
     record["gold_passage"] = passage = gold_passage(row)
-    if row.get("steps"):
-        record["gold_found"] = gold_found(row.get("steps") or [], gold_set(row))
+    if answer.steps:
+        record["gold_found"] = gold_found(answer.steps, gold_set(answer))
     record["calls"] = [_without_passage(call, passage) for call in row.get("calls") or []]
     return record
 

@@ -16,6 +16,7 @@ from freshrag.systems.external.http import HttpSettings, HttpSystem, settings_fr
 from freshrag.systems.external.plugins import resolve
 from freshrag.systems.external.reply import DEFAULT_REPLY, reply_values, unread, unread_lines
 from tests.support.fake_openai_server import FakeOpenAIServer
+from tests.support.rows import summaries
 
 QUESTION = Question(id="q7", text="How many bridges does Town 1 have?", gold_title="Town 1")
 CHAT_USAGE = {"prompt_tokens": 310, "completion_tokens": 12, "total_tokens": 322}
@@ -84,7 +85,7 @@ def test_unread_fields_are_named_once_per_service():
     rows = [row("svc", ["meta", "sources"]), row("svc", ["meta"]), row("svc", None),
             row("other", ["usage.cached"]), {"system": "naive", "details": {}},
             {"system": "theirs", "details": None}]
-    lines = unread_lines(rows)
+    lines = unread_lines(summaries(rows))
     assert [line.split(" (")[0] for line in lines] == [
         "svc: reply fields not read: meta, sources", "other: reply fields not read: usage.cached"]
 

@@ -1,0 +1,183 @@
+"""The answers of a report, read from its run directories (docs/reports.md): their summaries,
+which every table reads (`load_summaries`), or the whole rows, where whole rows are shown
+(`load_runs`), each marked with its run, its scores beyond the judge and its embedding model, in
+the order of its `--systems` (`in_systems_order`); and the notes on runs with nothing to report
+or pairs missing (`run_notes`).
+
+Rows come run directory by run directory as given, each in the order of its `--systems`, not
+the order the pairs finished in, so that every table and figure made from them lists the
+systems as the user named them. A run directory with no rows, or with failed rows only, is named
+in a note rather than left to look like a crash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence, TypeVar
+
+from freshrag.core.arguments import (
+    PATH,
+    Argument,
+    check_arguments,
+    flag,
+    kind,
+    paths,
+    refused,
+    whole,
+)
+from freshrag.core.jsonl import ResultsError
+from freshrag.core.light import collector_paused
+from freshrag.core.manifest import read_manifest
+from freshrag.core.records import SampleRow
+from freshrag.core.samples import SAMPLES, read_samples, read_summaries
+from freshrag.core.summary import AnswerSummary
+from freshrag.reporting.identity import RUN, retriever_model
+from freshrag.scoring.store import Found, answer_scores, judged, scores_of, with_judge_pass
+
+READING = {  # the arguments of the loads and of summarise (core/arguments.py)
+    "run_dirs": Argument(f"a run directory or a list of them, each {PATH}", paths()),
+    "every_epoch": Argument("True or False", flag),
+    "answers": Argument("a list of answer summaries, as load_summaries gives them",
+                        lambda value: refused(isinstance(value, list) and all(
+                            isinstance(answer, AnswerSummary) for answer in value))),
+    "prices": Argument("a mapping of model to (input, output) dollars per million tokens, or "
+                       "None", kind(Mapping, type(None))),
+    "correct_at": Argument("a whole number from 1 to 5", whole(1, 5)),
+}
+
+
+def load_summaries(run_dirs: str | Path | Sequence[str | Path],
+                   every_epoch: bool = False) -> list[AnswerSummary]:
+    """The answer summaries of the given run directories (one, or a list; str or Path; a
+    directory without samples is an error), as every table reads them (core/summary.py, made
+    by the light read: core/samples.py read_summaries): each marked with its `run` (the
+    directory as given; one named twice is read once), its `scores` from scores.jsonl (scorer ->
+    repeat 0, for this answer; a judge pass is the grade of an answer the run left ungraded:
+    scoring/store.py judged) and, if it retrieved, the run's embedding model in `models` (see
+    harness/reporting/identity.py). The first epoch's only (what the tables read) unless
+    `every_epoch` (harness/reporting/epochs.py)."""
+    def complete(answer: AnswerSummary, run: _Run) -> AnswerSummary:
+        answer.dataset, answer.run = answer.dataset or run.dataset, run.name
+        answer.scores = scores_of(run.scores, answer.dataset, answer.question_id,
+                                  answer.system, answer.answer)
+        answer = judged(answer)
+        if run.embedder and answer.retrievals:
+            answer.models = {"embeddings": run.embedder, **answer.models}
+        return answer
+
+    check_arguments({"run_dirs": run_dirs, "every_epoch": every_epoch}, READING)
+    return _loaded(run_dirs, lambda path: read_summaries(path, every_epoch), complete,
+                   lambda answer: (answer.dataset, answer.system))
+
+
+def load_runs(run_dirs: str | Path | Sequence[str | Path],
+              every_epoch: bool = False) -> list[SampleRow]:
+    """The whole rows of the given run directories, for what shows whole rows (the HTML page's
+    answers, the labelling page, exports), marked and ordered as `load_summaries` marks and
+    orders their summaries (the judge pass: scoring/store.py with_judge_pass)."""
+    def complete(row: SampleRow, run: _Run) -> SampleRow:
+        row.update({"dataset": row.get("dataset") or run.dataset, RUN: run.name})
+        row["scores"] = scores_of(run.scores, row.get("dataset"), row["question_id"],
+                                  row["system"], row.get("answer"))
+        row = with_judge_pass(row)
+        if run.embedder and row.get("retrievals"):
+            row["models"] = {"embeddings": run.embedder, **(row.get("models") or {})}
+        return row
+
+    check_arguments({"run_dirs": run_dirs, "every_epoch": every_epoch}, READING)
+    return _loaded(run_dirs, lambda path: read_samples(path, every_epoch=every_epoch), complete,
+                   lambda row: (row.get("dataset"), row["system"]))
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What a run directory adds to each of its answers on reading."""
+
+    name: str  # the directory as given
+    dataset: str | None  # the manifest's, for rows that name none
+    embedder: str | None  # identity.retriever_model
+    scores: Found  # scorers beyond the run's judge (harness/scoring/store.py)
+
+
+Made = TypeVar("Made")
+
+
+def _loaded(run_dirs: str | Path | Sequence[str | Path], read: Callable[[Path], list[Made]],
+            complete: Callable[[Made, _Run], Made],
+            named: Callable[[Made], tuple[Any, str]]) -> list[Made]:
+    """What `read` makes of each run directory's samples, each `complete`d with what its run
+    adds, in the order of its `--systems` (`named`: its dataset and system)."""
+    made: list[Made] = []
+    seen = set()
+    for run_dir in map(Path, [run_dirs] if isinstance(run_dirs, (str, Path)) else run_dirs):
+        if not (run_dir / SAMPLES).exists():
+            raise ResultsError(f"{run_dir}: no {SAMPLES}; is this a run directory?")
+        if run_dir.resolve() in seen:
+            continue
+        seen.add(run_dir.resolve())
+        manifest = read_manifest(run_dir) or {}
+        run = _Run(str(run_dir), manifest.get("dataset", {}).get("name"),
+                   retriever_model(manifest.get("index")), answer_scores(run_dir))
+        mine = read(run_dir / SAMPLES)
+        with collector_paused():  # what the report keeps to its end (core/light.py)
+            mine = [complete(one, run) for one in mine]
+        systems = manifest.get("systems")
+        made += in_systems_order(mine, systems if isinstance(systems, list) else [], named)
+    return made
+
+
+def in_systems_order(made: list[Made], order: Sequence[Any],
+                     named: Callable[[Made], tuple[Any, str]]) -> list[Made]:
+    """One run's answers (`named`: each one's dataset and system) by dataset (as first met),
+    then system in `order` (the manifest's `systems`, as given to --systems; a system it does
+    not name, as an import's, after them as first met); within each, as read (the order the
+    pairs finished in)."""
+    names = [name for name in order if isinstance(name, str)]
+    keys = [named(one) for one in made]
+    ranks = {name: i for i, name in enumerate(dict.fromkeys(
+        [*names, *(system for _, system in keys)]))}
+    datasets = {name: i for i, name in enumerate(dict.fromkeys(key[0] for key in keys))}
+    ordered = sorted(range(len(made)), key=lambda i: (datasets[keys[i][0]], ranks[keys[i][1]]))
+    return [made[i] for i in ordered]
+
+
+def run_notes(run_dirs: list[Path], answers: list[AnswerSummary]) -> list[str]:
+    """A line for each run directory that has no rows, or only failed ones (what an unreachable
+    endpoint leaves behind)."""
+    notes = []
+    read: dict[Path, str] = {}  # one name per directory, the first given, as in load_runs
+    for given in run_dirs:
+        read.setdefault(given.resolve(), str(given))
+    for run_dir in read.values():
+        mine = [answer for answer in answers if answer.run == run_dir]
+        failed = [answer for answer in mine if answer.status == "failed"]
+        if not mine:
+            notes.append(f"{run_dir}: no rows ({SAMPLES} is empty): nothing to report")
+        elif len(failed) == len(mine):
+            notes.append(f"{run_dir}: all {len(mine)} pairs failed (first error: "
+                         f"{(failed[0].error or 'none recorded')[:200]})")
+        manifest = read_manifest(Path(run_dir)) or {}
+        if note := _merge_note(manifest.get("merged")):
+            notes.append(f"{run_dir}: {note}")
+        capped = manifest.get("capped")
+        if capped:  # written by a run that --max-cost stopped (harness/cost/budget.py)
+            notes.append(f"{run_dir}: CAPPED by --max-cost ${capped['max_cost']:,.4f} after "
+                         f"${capped['spent']:,.4f} spent: pairs are missing; run the same "
+                         f"command without --max-cost to finish")
+    return notes
+
+
+def _merge_note(merged: Any) -> str | None:
+    """What a run that `freshrag merge` joined from shards lacks (a merged run's manifest:
+    docs/run-format.md#a-merged-run); None when every shard was merged and had finished: the
+    run is then as the single one, and its report the same."""
+    if not isinstance(merged, dict) or not (merged.get("missing") or merged.get("unfinished")):
+        return None
+    count = merged.get("count")
+    lacking = [f"{what}: {', '.join(f'{i}/{count}' for i in merged.get(key) or [])}"
+               for key, what in (("missing", "missing"), ("unfinished", "not finished"))
+               if merged.get(key)]
+    return (f"INCOMPLETE: {len(merged.get('shards') or [])} of {count} shards merged "
+            f"({'; '.join(lacking)}): pairs are missing; merge again once every shard has "
+            f"finished")
