@@ -74,6 +74,10 @@ def signals(data: Dataset, asked: str | None) -> tuple[str, ...]:
                               f"(`changed_at`), so none has a month; build it again with "
                               f"`freshrag build --style changed`")
     if ARTICLES in chosen:
+        if len(changed) == len(data.questions):
+            raise CutoffError(f"{data.files['questions']}: every question of set {data.name!r} "
+                              f"is about a changed fact, so it gives no new-article signal; "
+                              f"give --signal changes")
         check_dated(data)
     return chosen
 

@@ -87,14 +87,19 @@ def test_the_signals_are_those_the_set_has_unless_asked(tmp_path):
     assert signals(mixed, "articles") == ("articles",)
 
 
-@pytest.mark.parametrize("when, plain, said", [
-    pytest.param([], 2, "no question of set 'x' is about a changed fact", id="no-changes"),
-    pytest.param([None], 0, "no changed fact of set 'x' records when", id="no-changed-at"),
+@pytest.mark.parametrize("when, plain, asked, said", [
+    pytest.param([], 2, "changes", "no question of set 'x' is about a changed fact",
+                 id="no-changes"),
+    pytest.param([None], 0, "both", "no changed fact of set 'x' records when",
+                 id="no-changed-at"),
+    pytest.param(["2022-01-05T00:00:00Z"], 0, "articles",
+                 "every question of set 'x' is about a changed fact", id="no-new-articles"),
 ])
-def test_a_set_without_dated_changes_asked_for_them_is_named(tmp_path, when, plain, said):
+def test_a_signal_asked_of_a_set_without_its_questions_is_named(tmp_path, when, plain, asked,
+                                                                said):
     data = changed_set(tmp_path / "x", when, plain)
     with pytest.raises(CutoffError, match=f"{tmp_path / 'x' / 'questions.jsonl'}: {said}"):
-        signals(data, "changes")
+        signals(data, asked)
 
 
 def test_a_changed_at_that_is_no_timestamp_is_named_with_its_line(tmp_path):
