@@ -1,7 +1,8 @@
 """`freshrag cutoff` from changed facts on the fake server (docs/cutoff.md#from-changed-facts): a
 model that gives the value now of the changes made before a month and the value then of those
 after is found to fall at that month; beside new articles each signal is its own, named; a set
-without changed facts asked for the change signal is named in one line before any call."""
+without changed facts asked for the change signal is named in one line before any call; running
+again resumes without a call."""
 
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ def test_the_month_from_which_the_model_gives_the_value_then_is_found(tmp_path, 
                                                                       capsys):
     articles, questions, values = changed_facts()
     write_dataset(tmp_path / "data", articles=articles, questions=questions)
-    fake_server(reply=model_for(values))
+    server = fake_server(reply=model_for(values))
     assert cutoff(tmp_path, "--stated-cutoff", "2023-06-30") == 0
     said = capsys.readouterr().out
     document = json.loads((tmp_path / "run" / "cutoff.json").read_text())
@@ -92,6 +93,9 @@ def test_the_month_from_which_the_model_gives_the_value_then_is_found(tmp_path, 
     scored = [json.loads(line) for line in (tmp_path / "run" / "scores.jsonl").open()]
     assert len(scored) == 2 * len(MONTHS) * PER_MONTH
     assert {(row["scorer"], row["details"]["source"]) for row in scored} == {("staleness", "match")}
+    calls, first = server.calls, (tmp_path / "run" / "cutoff.json").read_text()
+    assert cutoff(tmp_path, "--stated-cutoff", "2023-06-30") == 0  # resumed: nothing to ask
+    assert server.calls == calls and (tmp_path / "run" / "cutoff.json").read_text() == first
 
 
 def test_beside_new_articles_both_signals_are_reported_each_named(tmp_path, fake_server,
