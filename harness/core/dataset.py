@@ -177,10 +177,11 @@ def load_questions(path: Path, articles: dict[str, Article]) -> list[Question]:
         text = _text_field(row, "question", path, line_no)
         qid = question_id(row, path, line_no)
         _check_created(row, path, line_no)
+        changed_at = _timestamp(row, "changed_at", path, line_no)
         if qid in seen_ids:
             raise DatasetError(f"{path}:{line_no}: duplicate question id {qid!r}")
         seen_ids.add(qid)
-        questions.append(Question(qid, text, title, **fields))
+        questions.append(Question(qid, text, title, **fields, changed_at=changed_at))
     if not questions:
         raise DatasetError(f"{path}: no questions")
     return questions
@@ -310,13 +311,19 @@ def _question_fields(row: dict[str, Any], path: Path, line_no: int) -> dict[str,
 
 def _check_created(row: dict[str, Any], path: Path, line_no: int) -> None:
     """A question's optional `created` (its article's creation time) and `month`."""
-    created = row.get("created")
-    if created is not None:
-        try:
-            parse_timestamp(created)
-        except ValueError as err:
-            raise DatasetError(f"{path}:{line_no}: field 'created': {err}, or null") from None
+    _timestamp(row, "created", path, line_no)
     _check_month(row, path, line_no)
+
+
+def _timestamp(row: dict[str, Any], name: str, path: Path, line_no: int) -> str | None:
+    """The row's optional timestamp `name` (as core/dates.py reads one), or None."""
+    value = row.get(name)
+    if value is not None:
+        try:
+            parse_timestamp(value)
+        except ValueError as err:
+            raise DatasetError(f"{path}:{line_no}: field {name!r}: {err}, or null") from None
+    return value
 
 
 def _check_month(row: dict[str, Any], path: Path, line_no: int) -> None:

@@ -81,6 +81,9 @@ class Question:
     # being its value now, and how often it changes, "fast" or "slow"
     value_then: str | None = None
     change: str | None = None
+    # When its value now was set (a timestamp): the month the effective cutoff orders it by
+    # (docs/cutoff.md#from-changed-facts); rows do not carry it
+    changed_at: str | None = None
 
     @property
     def golds(self) -> tuple[str, ...]:

@@ -3,7 +3,8 @@ book) over a dataset dated by month (docs/cutoff.md): per creation month of each
 article (a multi-article question's newest: it dates from the newest article it needs), the
 closed-book mean truthfulness and the share answered well, the open-book mean as
 the ceiling, each with a 95% bootstrap interval; and the month where closed-book quality falls
-(harness/reporting/breakpoint.py), beside the cutoff the user states.
+(harness/reporting/breakpoint.py), beside the cutoff the user states. A changed fact's
+question is about an older page: harness/reporting/cutoff_changes.py dates it by its change.
 
 `analyse` makes the document (every number, written as RUN/cutoff.json), `render` its table
 (RUN/cutoff.md, and what the command prints); the figure is harness/reporting/render/cutoff_plot.py.
@@ -28,6 +29,10 @@ CUTOFF_JSON = "cutoff.json"
 CUTOFF_MD = "cutoff.md"
 CUTOFF_PNG = "cutoff.png"
 CLOSED, OPEN = "baseline", "oracle"
+ARTICLES, CHANGES = "articles", "changes"  # the two signals (docs/cutoff.md#two-signals)
+# what falls, and the level each side of the fall is, in the headline of each signal
+FALLING = {ARTICLES: ("closed-book quality", "mean truthfulness"),
+           CHANGES: ("the share of current answers", "share current of current and stale")}
 SYSTEMS = (CLOSED, OPEN)
 WELL = 4  # truthfulness from which an answer counts as answered well
 SEED = 0  # every interval and test is drawn from it, so that the same run gives the same numbers
@@ -60,7 +65,7 @@ def analyse(data: Dataset, rows: list[AnswerSummary], stated: str | None,
             stated_from: str) -> dict[str, Any]:
     """The whole analysis of a run's `rows`; `stated` is the cutoff the user states (YYYY-MM-DD),
     `stated_from` the option that gave it."""
-    month = {q.id: _created_month(data.created(q)) for q in data.questions}
+    month = {q.id: _created_month(data.created(q)) for q in data.questions if q.value_then is None}
     asked = {row.question_id for row in rows if row.question_id in month}
     undated = sorted(qid for qid in asked if month[qid] is None)
     dated_month = {qid: name for qid, name in month.items() if name is not None}
@@ -82,18 +87,22 @@ def analyse(data: Dataset, rows: list[AnswerSummary], stated: str | None,
     fall = breakpoint.fit_fall([index[dated_month[qid]] for qid, _ in closed],
                                [value for _, value in closed], months or ["none"], seed=SEED)
     return {
-        "dataset": data.name, "systems": {"closed_book": CLOSED, "open_book": OPEN},
+        "dataset": data.name, "signal": ARTICLES,
+        "systems": {"closed_book": CLOSED, "open_book": OPEN},
         "well_at": WELL, "confidence": CONFIDENCE,
         "questions": {"asked": len(asked), "undated": len(undated),
                       "left_out": {s: dict(left_out[s]) for s in SYSTEMS}},
         "months": table,
-        "fall": _fall_record(fall, months, [row["closed_book"]["n"] for row in table]),
-        "stated_cutoff": _stated(stated, stated_from),
-        "settings": {"min_side": breakpoint.MIN_SIDE, "permutations": breakpoint.PERMUTATIONS,
-                     "bootstrap_samples": breakpoint.BOOTSTRAP_SAMPLES,
-                     "significance": breakpoint.SIGNIFICANCE, "seed": SEED},
+        "fall": fall_record(fall, months, [row["closed_book"]["n"] for row in table]),
+        "stated_cutoff": stated_record(stated, stated_from),
+        "settings": SETTINGS,
         "notes": _notes(len(undated), left_out, table),
     }
+
+
+SETTINGS = {"min_side": breakpoint.MIN_SIDE, "permutations": breakpoint.PERMUTATIONS,
+            "bootstrap_samples": breakpoint.BOOTSTRAP_SAMPLES,
+            "significance": breakpoint.SIGNIFICANCE, "seed": SEED}
 
 
 def _created_month(created: str | None) -> str | None:
@@ -111,21 +120,21 @@ def _month_row(name: str, scored: dict[str, dict[str, float]],
     return {"month": name,
             "closed_book": {"n": len(closed), **_mean_and_interval(closed),
                             "well_share": mean(well, 4),
-                            "well_interval": _interval(well)},
+                            "well_interval": interval(well)},
             "open_book": {"n": len(opened), **_mean_and_interval(opened)}}
 
 
 def _mean_and_interval(values: list[float]) -> dict[str, Any]:
-    return {"mean": mean(values, 4), "interval": _interval(values)}
+    return {"mean": mean(values, 4), "interval": interval(values)}
 
 
-def _interval(values: Sequence[float]) -> list[float] | None:
+def interval(values: Sequence[float]) -> list[float] | None:
     """The 95% bootstrap interval of the mean; none for fewer than two values, whose
     resamples are all the one value (an interval of no width that says nothing)."""
     return list(bootstrap_interval(values, mean, seed=SEED)) if len(values) >= 2 else None
 
 
-def _fall_record(fall: breakpoint.Fall, months: list[str], counts: list[int]) -> dict[str, Any]:
+def fall_record(fall: breakpoint.Fall, months: list[str], counts: list[int]) -> dict[str, Any]:
     """The fit with its months by name (the fit found none when there are no months). Its
     interval starts at the first month the data cannot tell from its low end: a step fitted at
     a month after months without questions fits as well at any of them."""
@@ -142,7 +151,7 @@ def _fall_record(fall: breakpoint.Fall, months: list[str], counts: list[int]) ->
             "bootstrap_share": fall.bootstrap_share, "reason": fall.reason}
 
 
-def _stated(stated: str | None, source: str) -> dict[str, Any] | None:
+def stated_record(stated: str | None, source: str) -> dict[str, Any] | None:
     """The stated cutoff and the month its knowledge would fall from (the next day's month)."""
     if stated is None:
         return None
@@ -175,10 +184,11 @@ def months_apart(later: str, earlier: str) -> int:
 def headline(document: dict[str, Any]) -> str:
     """The estimate in one sentence, beside the stated cutoff."""
     fall, stated = document["fall"], document["stated_cutoff"]
+    what, level = FALLING[document["signal"]]
     if fall["found"]:
         low, high = fall["interval"]
-        said = (f"closed-book quality falls from {fall['month']} (95% interval {low} to {high}; "
-                f"mean truthfulness {fall['level_before']:.2f} before, "
+        said = (f"{what} falls from {fall['month']} (95% interval {low} to {high}; "
+                f"{level} {fall['level_before']:.2f} before, "
                 f"{fall['level_after']:.2f} from then on; permutation p = {fall['p_value']})")
     else:
         said = fall["reason"]
@@ -193,17 +203,16 @@ def headline(document: dict[str, Any]) -> str:
     return said + "."
 
 
-def _cell(part: dict[str, Any], value: str, interval: str) -> str:
+def cell(part: dict[str, Any], value: str, interval: str) -> str:
     if part[value] is None:
         return ""
     bounds = part[interval]
     return f"{part[value]:.2f}" + (f" [{bounds[0]:.2f}, {bounds[1]:.2f}]" if bounds else "")
 
 
-def _spans(months: list[dict[str, Any]]) -> list[tuple[int, int]]:
-    """The table's rows as (first, last) indices into `months`: each month with questions alone,
-    each run of two or more months without any collapsed into one."""
-    empty = [row["closed_book"]["n"] == 0 and row["open_book"]["n"] == 0 for row in months]
+def spans(empty: list[bool]) -> list[tuple[int, int]]:
+    """A table's rows as (first, last) indices into its months (`empty`: whether each has no
+    questions): each month with questions alone, each run of two or more without collapsed."""
     spans: list[tuple[int, int]] = []
     for i, blank in enumerate(empty):
         if blank and spans and empty[spans[-1][0]] and spans[-1][1] == i - 1:
@@ -213,21 +222,33 @@ def _spans(months: list[dict[str, Any]]) -> list[tuple[int, int]]:
     return spans
 
 
+def title(document: dict[str, Any]) -> str:
+    return f"# Effective knowledge cutoff: {document['dataset']}\n\n"
+
+
 def render(document: dict[str, Any]) -> str:
-    """The table by month in markdown, headed by the estimate and followed by the notes."""
-    lines = [f"# Effective knowledge cutoff: {document['dataset']}", "", headline(document), "",
+    """The table by month in markdown, headed by the title and the estimate, followed by the
+    notes."""
+    return title(document) + section(document)
+
+
+def section(document: dict[str, Any]) -> str:
+    """The estimate, the table by month and the notes."""
+    lines = [headline(document), "",
              "| month | n | closed-book truthfulness | answered well (>= 4) | n open | "
              "open-book truthfulness |", "| --- | ---: | --- | --- | ---: | --- |"]
-    for first, last in _spans(document["months"]):
+    empty = [row["closed_book"]["n"] == 0 and row["open_book"]["n"] == 0
+             for row in document["months"]]
+    for first, last in spans(empty):
         row = document["months"][first]
         closed, opened = row["closed_book"], row["open_book"]
         if first != last:
             lines.append(f"| {row['month']} to {document['months'][last]['month']} "
                          f"({last - first + 1} months without questions) | 0 | | | 0 | |")
             continue
-        lines.append(f"| {row['month']} | {closed['n']} | {_cell(closed, 'mean', 'interval')} "
-                     f"| {_cell(closed, 'well_share', 'well_interval')} | {opened['n']} | "
-                     f"{_cell(opened, 'mean', 'interval')} |")
+        lines.append(f"| {row['month']} | {closed['n']} | {cell(closed, 'mean', 'interval')} "
+                     f"| {cell(closed, 'well_share', 'well_interval')} | {opened['n']} | "
+                     f"{cell(opened, 'mean', 'interval')} |")
     if not document["months"]:
         lines.append("| (no dated, scored answers) | 0 | | | 0 | |")
     lines += ["", "Truthfulness from 1 to 5, means with 95% bootstrap intervals; closed book is "

@@ -12,6 +12,7 @@ from dataclasses import asdict
 
 import pytest
 
+from freshrag.core.summary import AnswerSummary
 from freshrag.core.types import Question
 from freshrag.reporting import staleness
 from freshrag.reporting.answers import Answers
@@ -21,7 +22,7 @@ from freshrag.scoring import SCORERS
 from freshrag.scoring.base import ScoreInput
 from freshrag.scoring.staleness import NOT_CHANGED, Staleness
 from tests.support.fakes import ScriptedLLM, ToolReply
-from tests.support.rows import analysis_row
+from tests.support.rows import analysis_row, summaries, summary
 
 QUESTION = Question("q1", "What is the current population total of Springfield?", "Springfield",
                     reference="5,020", value_then="4,812", change="slow")
@@ -101,11 +102,11 @@ def answers(system: str, n: int) -> tuple[str, bool]:
     return (f"{200 + n}" if n % 3 else "Maybe 7."), True
 
 
-def rows_of(systems=("baseline", "naive", "agent")) -> list[dict]:
+def rows_of(systems=("baseline", "naive", "agent")) -> list[AnswerSummary]:
     return [scored_row(system, n, *answers(system, n)) for system in systems for n in range(N)]
 
 
-def scored_row(system: str, n: int, answer: str, retrieved: bool) -> dict:
+def scored_row(system: str, n: int, answer: str, retrieved: bool) -> AnswerSummary:
     """Question n's row of `system`, scored by the staleness scorer (no call: values match)."""
     question = Question(f"q{n}", "What is the current population?", "T",
                         reference=f"{200 + n}", value_then=f"{100 + n}")
@@ -113,7 +114,7 @@ def scored_row(system: str, n: int, answer: str, retrieved: bool) -> dict:
     result = Staleness().score(ScriptedLLM([]), ScoreInput(question, answer, context))
     row = analysis_row(f"q{n}", system, retrieved=["T"] if retrieved else None)
     row["scores"] = {"staleness": {"scorer": "staleness", **asdict(result)}}
-    return row
+    return summary(row)
 
 
 def test_the_table_counts_each_verdict_per_system_with_intervals():
@@ -167,7 +168,7 @@ def test_the_printed_section_shows_both_tables_and_the_note():
 
 
 def test_a_report_without_changed_facts_has_no_staleness_table_anywhere():
-    rows = [analysis_row(f"q{n}", "naive") for n in range(3)]
+    rows = summaries([analysis_row(f"q{n}", "naive") for n in range(3)])
     assert staleness.analyse(Answers(rows)) == {} and staleness.render({}) == ""
     from freshrag.reporting.analysis import analyse
     made = analyse(rows)

@@ -1,7 +1,8 @@
 """A scripted model with a knowledge cutoff, for the effective-cutoff tests: each article states
 one distinctive fact (its registry code); closed book the model knows the codes of the articles
 it was "trained" on and says "I don't know" for the rest; with an article in its prompt it reads
-the code from it; as the judge it grades 5 an answer that holds the article's code, 1 any other.
+the code from it; as the judge it grades 5 an answer that holds the article's code, 1 any other. SawChangesBefore
+adds changed facts: the value now of the changes it saw, the value then of the others.
 """
 
 from __future__ import annotations
@@ -44,3 +45,43 @@ class KnowsBefore:
         answer, _, article = user.partition("\n\nWikipedia article:\n")
         fact = FACT.search(article)
         return grade_call(5, 5) if fact and fact.group(1) in answer else grade_call(1, 1)
+
+
+# Changed facts (docs/cutoff.md#from-changed-facts): each page states a town's population now;
+# closed book the model gives the population now of the towns whose change it saw, the
+# population then of the others.
+POPULATION = "What is the current population of {title}?"
+ASKED_POPULATION = re.compile(r"What is the current population of (.+)\?")
+STATED = re.compile(r"has ([0-9]+) inhabitants")
+
+
+def population_sentence(value: str) -> str:
+    return f"It has {value} inhabitants."
+
+
+class SawChangesBefore(KnowsBefore):
+    """KnowsBefore for the articles in `known`; `values` maps a changed fact's town to its
+    (value then, value now) and `seen` holds the towns whose change the model saw."""
+
+    def __init__(self, known: dict[str, str], values: dict[str, tuple[str, str]],
+                 seen: set[str]):
+        super().__init__(known)
+        self.values, self.seen = values, seen
+
+    def __call__(self, request: dict) -> dict:
+        user = request["messages"][-1]["content"]
+        asked = ASKED_POPULATION.fullmatch(user.strip())
+        if request.get("tool_choice") not in (None, "auto") or not asked:
+            return super().__call__(request)
+        if read := STATED.search(request["messages"][0]["content"]):  # the oracle
+            return {"content": f"It has {read.group(1)} inhabitants."}
+        then, now = self.values[asked.group(1)]
+        return {"content": f"It has {now if asked.group(1) in self.seen else then} inhabitants."}
+
+    @staticmethod
+    def judge(request: dict) -> dict:
+        user = request["messages"][-1]["content"]
+        answer, _, article = user.partition("\n\nWikipedia article:\n")
+        if stated := STATED.search(article):
+            return grade_call(5, 5) if stated.group(1) in answer else grade_call(1, 1)
+        return KnowsBefore.judge(request)

@@ -1,7 +1,8 @@
 """`freshrag cutoff`: a model's effective knowledge cutoff (docs/cutoff.md). It is a run of the
 systems `baseline` (closed book) and `oracle` (open book) into a run directory of their own,
 with everything a run has (cache, resume, dry run, cap, batch: harness/cli/commands/run.py),
-followed by the analysis by creation month (harness/reporting/cutoff.py) and its figure
+followed by the analysis by creation month (harness/reporting/cutoff.py), by month of change
+for changed facts (harness/reporting/cutoff_changes.py), and their figures
 (harness/reporting/render/cutoff_plot.py)."""
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ DESCRIPTION = ("The answer model answers every question twice, without retrieval
                "truthfulness and the share answered well, and the open-book mean as the "
                "ceiling, with 95% intervals; and the month where closed-book quality falls "
                "(a step fit with a bootstrap interval), beside the stated cutoff. It writes "
-               "RUN/cutoff.json, cutoff.md and cutoff.png; running it again resumes.")
+               "RUN/cutoff.json, cutoff.md and cutoff.png; running it again resumes. On "
+               "changed facts (a set built with --style changed) the same, by the month each "
+               "value now was set: the share of closed-book answers giving the value now "
+               "rather than the value then (cutoff-changes.png).")
 # --base-url: a model named without an endpoint would be asked of the embedded server
 EXAMPLES = ("freshrag cutoff --dataset datasets/monthly --base-url https://api.openai.com/v1 "
             "--model gpt-4o-mini --stated-cutoff 2023-10-31",
@@ -44,6 +48,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     inputs.add_argument("--stated-cutoff", type=iso_date, metavar="DATE",
                         help="the cutoff the model's maker states, YYYY-MM-DD, shown beside the "
                              "estimate (default: --knowledge-cutoff's date)")
+    inputs.add_argument("--signal", choices=("articles", "changes", "both"),
+                        help="what dates the questions: the month each article was created "
+                             "(articles), the month each changed fact's value now was set "
+                             "(changes: a set built with --style changed, scored by the "
+                             "staleness scorer, which is added to --scorers), or both side by "
+                             "side (default: every signal the set has questions for)")
     run.add_run_options(p, index=False)  # baseline and oracle retrieve nothing
     # the run's own --out, whose default here is a directory beside the dataset's run
     out = next(action for action in p._actions if action.dest == "out")
@@ -54,21 +64,37 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from freshrag.cli.common import dataset
-    from freshrag.reporting import cutoff
+    from freshrag.reporting import cutoff, cutoff_changes
 
     data = dataset(args)
-    cutoff.check_dated(data)  # before any call: without months there is nothing to estimate
+    # before any call: without months there is nothing to estimate
+    chosen = cutoff_changes.signals(data, args.signal)
+    if cutoff.CHANGES in chosen and cutoff_changes.SCORER not in args.scorers.split(","):
+        args.scorers += f",{cutoff_changes.SCORER}"  # the change signal reads its verdicts
     out = args.out or Path("results") / f"{data.path_name()}-cutoff"
     _check_systems(out)
     answered = run.run_pairs(args, data, ",".join(cutoff.SYSTEMS), out,
-                             written=(cutoff.CUTOFF_JSON, cutoff.CUTOFF_MD, cutoff.CUTOFF_PNG))
+                             written=(cutoff.CUTOFF_JSON, cutoff.CUTOFF_MD, cutoff.CUTOFF_PNG,
+                                      cutoff_changes.PNG))
     if answered is None:  # a dry run, printed
         return 0
     rows, capped = answered.answers, answered.capped
     stated = ((args.stated_cutoff, "--stated-cutoff") if args.stated_cutoff else
               (args.knowledge_cutoff, "--knowledge-cutoff"))
-    document = cutoff.analyse(data, rows, *stated)
+    document = cutoff_changes.with_changes(cutoff.analyse(data, rows, *stated), chosen, data,
+                                           _with_scores(out, rows))
     return _write(out, document, rows, capped)
+
+
+def _with_scores(out: Path, answers: list[AnswerSummary]) -> list[AnswerSummary]:
+    """The answers with their `scores` from scores.jsonl, as reports read them."""
+    from freshrag.scoring.store import answer_scores, scores_of
+
+    found = answer_scores(out)
+    for answer in answers:
+        answer.scores = scores_of(found, answer.dataset, answer.question_id, answer.system,
+                                  answer.answer)
+    return answers
 
 
 def _check_systems(out: Path) -> None:
@@ -88,18 +114,23 @@ def _write(out: Path, document: dict, rows: list[AnswerSummary],
     """cutoff.json, cutoff.md and cutoff.png written, the table and notes printed; exit 3 when
     capped, 1 when a pair failed."""
     from freshrag.core.files import write_json, write_text
-    from freshrag.reporting import cutoff
+    from freshrag.reporting import cutoff, cutoff_changes
     from freshrag.reporting.judge_check import judge_checks
     from freshrag.reporting.render.cutoff_plot import write_cutoff_plot
     from freshrag.workflows.report import print_unscored
 
-    table = cutoff.render(document)
+    table = cutoff_changes.render(document)
     write_json(out / cutoff.CUTOFF_JSON, document)
     write_text(out / cutoff.CUTOFF_MD, table)
-    write_cutoff_plot(document, out / cutoff.CUTOFF_PNG)
+    figures = {cutoff.ARTICLES: cutoff.CUTOFF_PNG, cutoff.CHANGES: cutoff_changes.PNG}
+    for signal in document["signals"]:
+        write_cutoff_plot(document if signal == cutoff.ARTICLES else document[signal],
+                          out / figures[signal])
     print(table)
     print_unscored(rows)
     print("\n".join(judge_checks([out], rows)["lines"]))
-    print(f"\ncutoff written to {out}/ ({cutoff.CUTOFF_JSON}, {cutoff.CUTOFF_MD}, "
-          f"{cutoff.CUTOFF_PNG}); `freshrag report {out}` reports the run itself")
+    named = ", ".join([cutoff.CUTOFF_JSON, cutoff.CUTOFF_MD,
+                       *(figures[signal] for signal in document["signals"])])
+    print(f"\ncutoff written to {out}/ ({named}); `freshrag report {out}` reports the run "
+          f"itself")
     return run.exit_status(rows, capped, "the estimate covers the finished pairs only")

@@ -1,5 +1,6 @@
 """The effective cutoff's figure (docs/cutoff.md#reading-the-plot): closed-book and open-book mean
-truthfulness by creation month with their 95% intervals, the month where closed-book quality
+truthfulness by creation month (or, from changed facts, the share of current answers by the
+month of the change) with their 95% intervals, the month where closed-book quality
 falls with its interval (a shaded band), and the month the stated cutoff says it should fall."""
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ from freshrag.reporting.render.plots import save  # noqa: E402
 
 CLOSED_COLOUR, OPEN_COLOUR, FALL_COLOUR, STATED_COLOUR = "#c0392b", "#2471a3", "#7d3c98", "#555555"
 MAX_TICKS = 12  # month labels on the x axis; more would overlap
+# per signal (harness/reporting/cutoff.py): the y axis's range and label, the x axis's label
+AXES = {"articles": (0.8, 5.2, "mean truthfulness (1-5)",
+                     "month the question's article was created"),
+        "changes": (-0.05, 1.05, "share current (of current and stale)",
+                    "month the fact's value now was set")}
 
 
 def write_cutoff_plot(document: dict[str, Any], path: Path) -> Path:
@@ -65,9 +71,10 @@ def _axes(ax: Any, months: list[str], document: dict[str, Any]) -> None:
     ax.set_xticks(range(0, len(months), step))
     ax.set_xticklabels(months[::step], rotation=45, ha="right", fontsize=8)
     ax.set_xlim(-0.8, max(len(months) - 0.2, 0.8))
-    ax.set_ylim(0.8, 5.2)
-    ax.set_ylabel("mean truthfulness (1-5)")
-    ax.set_xlabel("month the question's article was created")
+    low, high, ylabel, xlabel = AXES[document["signal"]]
+    ax.set_ylim(low, high)
+    ax.set_ylabel(ylabel)
+    ax.set_xlabel(xlabel)
     ax.set_title(f"Effective knowledge cutoff: {document['dataset']}", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=7, loc="best")
