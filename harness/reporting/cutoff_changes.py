@@ -84,7 +84,7 @@ def signals(data: Dataset, asked: str | None) -> tuple[str, ...]:
 
 def analyse(data: Dataset, rows: list[AnswerSummary], stated: str | None,
             stated_from: str) -> dict[str, Any]:
-    """The change signal of a run's `rows`, each carrying its `scores` as report.load_runs
+    """The change signal of a run's `rows`, each carrying its `scores` as loading.load_summaries
     attaches them; `stated` and `stated_from` as cutoff.analyse takes them."""
     month = {q.id: month_of(q.changed_at) if q.changed_at else None
              for q in data.questions if q.value_then is not None}

@@ -1,5 +1,5 @@
 """Stale answers to changed facts (docs/reports.md#stale-answers), from the `staleness` scorer's
-verdicts (harness/scoring/staleness.py) that report.load_runs attaches to each row:
+verdicts (harness/scoring/staleness.py) that loading.load_summaries attaches to each answer:
 
 - `staleness`: per run identity, the answers with a verdict, the shares current, stale, other
   and abstained, each with its 95% Wilson interval, and the verdicts it could not get

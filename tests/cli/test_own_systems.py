@@ -13,8 +13,8 @@ from freshrag.cli.main import main
 from freshrag.core.manifest import read_manifest
 from freshrag.core.samples import read_samples
 from freshrag.reporting.identity import group_rows
+from freshrag.reporting.loading import load_summaries
 from freshrag.reporting.outcomes import decides
-from freshrag.reporting.report import load_runs
 from tests.support.datasets import write_dataset
 from tests.support.dom import parse, viewer_samples
 
@@ -211,6 +211,6 @@ def test_an_own_system_s_declared_kind_is_recorded_and_read_by_the_report(own):
     assert main(command) == 0
     kinds = read_manifest(tmp_path / "run")["system_kinds"]
     assert (kinds["mine"], kinds["naive"]) == ("decides", "fixed")
-    groups = group_rows(load_runs(tmp_path / "run"))
+    groups = group_rows(load_summaries(tmp_path / "run"))
     # a user's decider, which a report took for `fixed` while the manifest did not say
     assert {key.system for key, group in groups.items() if decides(group)} == {"mine"}

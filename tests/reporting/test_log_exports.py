@@ -28,7 +28,7 @@ from freshrag.cli.main import main  # noqa: E402
 from freshrag.core.samples import SAMPLES  # noqa: E402
 from freshrag.llm.embedded_server import free_port  # noqa: E402
 from freshrag.reporting import inspect_log  # noqa: E402
-from freshrag.reporting.report import load_runs  # noqa: E402
+from freshrag.reporting.loading import load_runs  # noqa: E402
 from tests.support.agent_script import searches_then_answers  # noqa: E402
 from tests.support.datasets import write_dataset  # noqa: E402
 from tests.support.fake_openai_server import FakeOpenAIServer  # noqa: E402

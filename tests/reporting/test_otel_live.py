@@ -21,7 +21,7 @@ pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the traces
 from freshrag.cli.main import main  # noqa: E402
 from freshrag.core.types import SystemContext  # noqa: E402
 from freshrag.reporting import otel_live  # noqa: E402
-from freshrag.reporting.report import load_runs  # noqa: E402
+from freshrag.reporting.loading import load_runs  # noqa: E402
 from freshrag.systems.external.answers_file import factory  # noqa: E402
 from freshrag.systems.external.traces_file import load_traces  # noqa: E402
 from tests.reporting.test_otel_export import attrs, requests_in, spans_of  # noqa: E402

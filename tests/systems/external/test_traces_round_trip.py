@@ -17,7 +17,7 @@ pytest.importorskip("ijson", reason="the traces extra")
 
 from freshrag.cli.main import main  # noqa: E402
 from freshrag.reporting import export  # noqa: E402
-from freshrag.reporting.report import load_runs  # noqa: E402
+from freshrag.reporting.loading import load_runs  # noqa: E402
 from tests.support.agent_script import searches_then_answers  # noqa: E402
 from tests.support.datasets import write_dataset  # noqa: E402
 from tests.support.fake_openai_server import FakeOpenAIServer  # noqa: E402
