@@ -35,14 +35,14 @@ QUEUE = 1 << 16  # spans waiting for the exporter's thread: a slow endpoint drop
 LOGGER = "opentelemetry.exporter.otlp.proto.http"
 
 
-class EndpointError(UserError):
+class OtlpEndpointError(UserError):
     """An --otlp-endpoint that is not a URL the exporter can send to."""
 
 
 def traces_url(endpoint: str) -> str:
     """The URL spans are posted to: `endpoint` as given when it ends in /v1/traces, else with it."""
     if problem := url_problem(endpoint):
-        raise EndpointError(f"--otlp-endpoint {masked_url(endpoint)!r}: {problem}")
+        raise OtlpEndpointError(f"--otlp-endpoint {masked_url(endpoint)!r}: {problem}")
     return endpoint if endpoint.rstrip("/").endswith(PATH) else endpoint.rstrip("/") + PATH
 
 

@@ -70,12 +70,15 @@ class QuestionMatcher:
         return [question.id for question in self.questions if question.id not in answered]
 
 
-def summary(source: str, rules: Counter, unanswered: list[str], shown: int = 10) -> str:
-    """One line: how many rows matched by each rule, and the questions left without a row."""
+def summary(source: str, rules: Counter, unanswered: list[str], shown: int = 10,
+            unit: str = "row") -> str:
+    """One line: how many rows (or other `unit`s) matched by each rule, and the questions left
+    without one."""
     rows = sum(rules.values())
     how = ", ".join(f"{rules[rule]} by {rule}" for rule in (BY_ID, BY_TEXT) if rules[rule])
-    line = f"{source}: {counted(rows, 'row')} matched to the dataset's questions ({how})"
+    line = f"{source}: {counted(rows, unit)} matched to the dataset's questions ({how})"
     if unanswered:
         listed = ", ".join(unanswered[:shown]) + (" ..." if len(unanswered) > shown else "")
-        line += f"; {counted(len(unanswered), 'question')} of the dataset without a row: {listed}"
+        line += (f"; {counted(len(unanswered), 'question')} of the dataset without a {unit}: "
+                 f"{listed}")
     return line

@@ -68,7 +68,9 @@ class Problems:
             shown.append(name)
 
     def lines(self) -> list[str]:
-        return [f"{count} {kind}: {', '.join(self.names[kind])}"
+        """A line a kind: "1 trace with ...", "2 traces with ..." (a kind names its noun "(s)")."""
+        return [f"{count} {kind.replace('(s)', '' if count == 1 else 's', 1)}: "
+                f"{', '.join(self.names[kind])}"
                 f"{' ...' if count > len(self.names[kind]) else ''}"
                 for kind, count in self.counts.items()]
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from freshrag.core.types import Question, SystemAnswer
 from freshrag.systems.external.answers_file import Answers, AnswersFileError
-from freshrag.systems.external.matching import NoMatch, QuestionMatcher, normalised
+from freshrag.systems.external.matching import NoMatch, QuestionMatcher, normalised, summary
 from freshrag.systems.external.spans_map import operation, question_of, trace_answer
 from freshrag.systems.external.spans_read import Problems, Span, TracesFileError, spans
 
@@ -39,7 +39,7 @@ class Traces(Answers):
     problems: Problems = field(default_factory=Problems)
 
     def summary(self) -> str:
-        said = super().summary().replace("row(s)", "trace(s)")
+        said = summary(str(self.path), self.rules, self.unanswered, unit="trace")
         return "; ".join([said, *self.problems.lines()])
 
 

@@ -20,7 +20,7 @@ WRONG = {
     "run_dirs": [], "every_epoch": 1, "rows": "rows", "answers": "answers", "prices": [1],
     "correct_at": 6, "out": 5, "dataset": "data", "config": None, "llm": "gpt-4o",
     "factories": ["naive"], "prompts": "prompt", "retriever": 5, "embed": 5,
-    "executor": "ray",
+    "executor": "ray", "on_row": "print",
 }
 
 

@@ -83,8 +83,9 @@ def test_score_adds_every_scorer_to_an_imported_run_and_agreement_reads_it(tmp_p
 
     again = freshrag(tmp_path, "score", "paper", "--scorers", EVERY, "--articles", articles)
     assert again.returncode == 0, again.stderr[-2000:]
-    assert "0 scores asked now, 12 finished before" in again.stdout
-    assert len((tmp_path / "paper" / SCORES).read_text().splitlines()) == 12
+    every = 2 * len(SCORERS)  # two rows, each scored by every scorer once
+    assert f"0 scores asked now, {every} finished before" in again.stdout
+    assert len((tmp_path / "paper" / SCORES).read_text().splitlines()) == every
 
     agreement = freshrag(tmp_path, "agreement", "paper", "paper", "--repeat-b", "0",
                          "--format", "json", "--out", "agree")

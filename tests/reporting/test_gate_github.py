@@ -12,7 +12,7 @@ from freshrag.cli.main import main
 from freshrag.reporting import gate_github
 from freshrag.reporting.gate import gate
 from freshrag.reporting.gate_rules import rules_from_tables
-from tests.reporting.test_gate import PROBED, QUESTIONS, TRUTH, runs
+from tests.support.gate_runs import PROBED, QUESTIONS, TRUTH, runs
 
 markdown_it = pytest.importorskip("markdown_it", reason="the test extra (through inspect-ai)")
 

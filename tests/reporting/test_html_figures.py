@@ -18,6 +18,7 @@ from freshrag.cli.main import main
 from freshrag.reporting.identity import group_rows
 from freshrag.reporting.render import html, plots
 from tests.support.dom import browser
+from tests.support.rows import summaries
 from tests.support.runs import _row, write_run
 
 SYSTEMS = ("self-check", "naive", "baseline", "boolean", "advanced", "hyde", "oracle",
@@ -103,8 +104,8 @@ def test_chromium_shows_the_wide_figures_at_their_own_size(report):
 
 
 def test_identical_histograms_share_one_panel_that_names_them(tmp_path):
-    rows = ([_row("A_f", f"q{q}", system, 4, 4) for q in range(2) for system in SYSTEMS]
-            + [_row("A_f", f"q{q}", "other", 2, 3) for q in range(2)])
+    rows = summaries([_row("A_f", f"q{q}", system, 4, 4) for q in range(2) for system in SYSTEMS]
+                     + [_row("A_f", f"q{q}", "other", 2, 3) for q in range(2)])
     assert [[key.system for key in keys] for keys in plots.alike(group_rows(rows))] == [
         list(SYSTEMS), ["other"]]
     plots.write_figures(rows, tmp_path)

@@ -11,7 +11,6 @@ and `react` scripted to search twice and answer (tests/support/agent_script.py).
 
 from __future__ import annotations
 
-import base64
 import json
 import sys
 from collections import defaultdict
@@ -21,7 +20,6 @@ from typing import Any
 import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="the traces extra")
-from google.protobuf import json_format  # noqa: E402
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: E402
     ExportTraceServiceRequest,
 )
@@ -33,6 +31,7 @@ from tests.support.agent_script import searches_then_answers  # noqa: E402
 from tests.support.datasets import write_dataset  # noqa: E402
 from tests.support.fake_openai_server import FakeOpenAIServer  # noqa: E402
 from tests.support.fakes import use_endpoint  # noqa: E402
+from tests.support.otlp import attrs, requests_in, spans_of  # noqa: E402
 from tests.support.runs import sample as row_by_hand  # noqa: E402
 from tests.support.runs import write_run  # noqa: E402
 
@@ -55,37 +54,6 @@ def run(tmp_path_factory) -> Any:
 
 def freshrag(*args: Any) -> int:
     return main([str(arg) for arg in args])
-
-
-def requests_in(path: Path) -> list[ExportTraceServiceRequest]:
-    """Each line parsed as OTLP/JSON: hex ids back to protobuf's base64, then json_format."""
-    return [json_format.ParseDict(_base64_ids(json.loads(line)), ExportTraceServiceRequest())
-            for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def _base64_ids(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_base64_ids(item) for item in value]
-    if not isinstance(value, dict):
-        return value
-    return {key: base64.b64encode(bytes.fromhex(item)).decode() if key in otel.IDS
-            else _base64_ids(item) for key, item in value.items()}
-
-
-def spans_of(request: ExportTraceServiceRequest) -> list[Any]:
-    return [span for resource in request.resource_spans for scope in resource.scope_spans
-            for span in scope.spans]
-
-
-def attrs(item: Any) -> dict[str, Any]:
-    """A span's or an event's attributes as Python values."""
-    found: dict[str, Any] = {}
-    for attribute in item.attributes:
-        value = attribute.value
-        kind = value.WhichOneof("value")
-        found[attribute.key] = ([getattr(v, v.WhichOneof("value")) for v in value.array_value.values]
-                                if kind == "array_value" else getattr(value, kind))
-    return found
 
 
 def tree(spans: list[Any]) -> tuple[Any, dict[bytes, list[Any]]]:

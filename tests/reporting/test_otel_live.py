@@ -24,11 +24,11 @@ from freshrag.reporting import otel_live  # noqa: E402
 from freshrag.reporting.loading import load_runs  # noqa: E402
 from freshrag.systems.external.answers_file import factory  # noqa: E402
 from freshrag.systems.external.traces_file import load_traces  # noqa: E402
-from tests.reporting.test_otel_export import attrs, requests_in, spans_of  # noqa: E402
 from tests.support.agent_script import searches_then_answers  # noqa: E402
 from tests.support.datasets import write_dataset  # noqa: E402
 from tests.support.fake_openai_server import FakeOpenAIServer  # noqa: E402
 from tests.support.fakes import use_endpoint  # noqa: E402
+from tests.support.otlp import attrs, requests_in, spans_of  # noqa: E402
 
 HEADER = "x-api-key"
 SECRET = "otlp-header-secret-5e1f"  # in the environment only: never in a file

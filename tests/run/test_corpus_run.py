@@ -13,6 +13,7 @@ from freshrag.cli.main import main
 from freshrag.core.dataset import example_dir, load_dataset_dir
 from freshrag.core.errors import UserError
 from freshrag.core.manifest import read_manifest
+from freshrag.core.samples import SAMPLES, read_samples
 from freshrag.reporting.identity import retriever_model
 from freshrag.retrieval.passages import Corpus
 from tests.support.world import make_world
@@ -41,13 +42,18 @@ def world(fake, tmp_path, monkeypatch):
     return fake
 
 
+def whole_rows(result):
+    """The run's rows as samples.jsonl holds them, steps whole (a result's are summaries)."""
+    return read_samples(result.out / SAMPLES)
+
+
 def found_titles(result):
-    return {chunk["title"] for row in result.rows for step in row.get("steps") or []
+    return {chunk["title"] for row in whole_rows(result) for step in row.get("steps") or []
             for chunk in step.get("retrieved") or []}
 
 
 def gold_hits(result):
-    return {row["question_id"] for row in result.rows for step in row.get("steps") or []
+    return {row["question_id"] for row in whole_rows(result) for step in row.get("steps") or []
             if row["gold_title"] in {c["title"] for c in step.get("retrieved") or []}}
 
 
@@ -119,7 +125,7 @@ def test_a_resume_on_another_engine_is_refused_and_one_recorded_without_it_resum
     manifest = read_manifest(tmp_path / "run")  # as a run recorded before the engine was
     del manifest["index"]["engine"]
     write_json(tmp_path / "run" / MANIFEST, manifest)
-    assert len(on("edge", 3).rows) == 3  # resumed: its two rows kept, one more answered
+    assert len(on("edge", 3).answers) == 3  # resumed: its two rows kept, one more answered
     assert world.calls > asked
 
 

@@ -131,4 +131,4 @@ def test_evaluate_and_its_estimate_take_the_shard_alone(tmp_path, fake, monkeypa
                    shard="3/4")
     assert f"dry run: {len(mine)} pairs" in freshrag.estimate(data, **options)
     result = freshrag.evaluate(data, **options)
-    assert {(row["question_id"], row["system"]) for row in result.rows} == mine
+    assert {(answer.question_id, answer.system) for answer in result.answers} == mine

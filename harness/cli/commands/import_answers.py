@@ -15,7 +15,7 @@ from freshrag.cli.commands import run
 from freshrag.cli.options import add_command, add_dataset_options
 
 NAME = "import"
-HELP = "judge answers made elsewhere (JSONL, CSV or traces) as a run"
+HELP = "judge answers from JSONL, CSV or traces as a run"
 
 
 DESCRIPTION = ("The answers file's rows become the answers of a system named --system for the "

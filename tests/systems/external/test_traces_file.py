@@ -116,7 +116,7 @@ def test_a_genai_trace_replays_its_answer_steps_and_tokens(tmp_path):
     assert answer.usage_by_role() == {"answer": Usage(400, 14)}
     assert [call.latency_s for call in answer.calls] == [0.01, 0.03]
     assert answer.latency_s == 0.1 and answer.details["unknown"] == ["decision"]
-    assert "1 trace(s) matched" in traces.summary() and "1 by question text" in traces.summary()
+    assert "1 trace matched" in traces.summary() and "1 by question text" in traces.summary()
 
 
 def test_openinference_and_phoenix_spans_read_alike(tmp_path):
@@ -171,11 +171,11 @@ def test_traces_left_out_are_counted_and_named(tmp_path):
     traces = load_traces(path, questions, "mine")
     assert list(traces.by_question) == ["q1"] and traces.unanswered == ["q2", "q3", "q4", "q5"]
     said = traces.summary()
-    for kind, named in [("1 trace(s) matching no question", f"trace {2:032x}"),
-                        ("1 question(s) answered by several traces", f"q2 (traces {3:032x}"),
-                        ("1 trace(s) with a cycle in their parent ids", f"trace {4:032x}"),
-                        ("1 trace(s) that ask no question", f"trace {6:032x}"),
-                        ("1 trace(s) without an answer", f"trace {8:032x}")]:
+    for kind, named in [("1 trace matching no question", f"trace {2:032x}"),
+                        ("1 question answered by several traces", f"q2 (traces {3:032x}"),
+                        ("1 trace with a cycle in their parent ids", f"trace {4:032x}"),
+                        ("1 trace that ask no question", f"trace {6:032x}"),
+                        ("1 trace without an answer", f"trace {8:032x}")]:
         assert kind in said and named in said, (kind, said)
 
 
@@ -185,7 +185,7 @@ def test_a_question_two_dataset_questions_share_matches_several(tmp_path):
                                                    *genai_trace(2, QUESTIONS[1].text)))
     traces = load_traces(path, twins, "mine")
     assert list(traces.by_question) == ["q2"]
-    assert f"1 trace(s) matching several questions: trace {1:032x}" in traces.summary()
+    assert f"1 trace matching several questions: trace {1:032x}" in traces.summary()
 
 
 def test_bad_spans_and_attributes_are_counted_never_raised(tmp_path):
@@ -202,9 +202,9 @@ def test_bad_spans_and_attributes_are_counted_never_raised(tmp_path):
     # a token count it cannot read: the answer's tokens are unknown, never 0
     assert answer.calls == [] and answer.details["unknown"][:2] == ["input_tokens", "output_tokens"]
     said, where = traces.summary(), f"trace {1:032x} span {3:016x}"
-    for text in ("1 span(s) without an end: trace", f"3 attribute(s) of no OTLP value type: {where} x",
-                 f"{where} y", "1 span(s) without a trace or span id", "1 item(s) that are no span",
-                 f"2 attribute(s) of the wrong type: trace {1:032x} span {2:016x} "
+    for text in ("1 span without an end: trace", f"3 attributes of no OTLP value type: {where} x",
+                 f"{where} y", "1 span without a trace or span id", "1 item that are no span",
+                 f"2 attributes of the wrong type: trace {1:032x} span {2:016x} "
                  f"gen_ai.usage.input_tokens"):
         assert text in said, (text, said)
 
@@ -279,7 +279,7 @@ def test_a_million_spans_are_streamed_in_bounded_memory(tmp_path):
     found = json.loads(done.stdout)
     assert found["answered"] == ["q1"] and found["size"] > 150_000_000
     assert found["grew_kib"] < 100_000, found
-    assert "1000 trace(s) that ask no question" in found["summary"]
+    assert "1000 traces that ask no question" in found["summary"]
 
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
@@ -335,5 +335,5 @@ def test_spans_and_values_nested_past_reason_are_counted(tmp_path):
     traces = load_traces(path, QUESTIONS, "mine")
     assert list(traces.by_question) == ["q1"]
     said = traces.summary()
-    assert f"1 trace(s) nested deeper than 200 spans: trace {2:032x}" in said, said
-    assert f"1 attribute(s) of no OTLP value type: trace {1:032x} span {9:016x} d" in said, said
+    assert f"1 trace nested deeper than 200 spans: trace {2:032x}" in said, said
+    assert f"1 attribute of no OTLP value type: trace {1:032x} span {9:016x} d" in said, said
