@@ -72,11 +72,13 @@ def ray_cluster() -> Iterator[RayCluster]:
 @pytest.fixture(scope="session")
 def phoenix() -> Iterator[str]:
     """Arize Phoenix's base URL: a real OTLP receiver on loopback, started once a session by the
-    first test that asks (tests/support/phoenix.py); skipped where the package is not installed."""
+    first test that asks (tests/support/phoenix.py); a failure, never a skip, where the test
+    extra that installs it is missing."""
     import importlib.util
 
     if importlib.util.find_spec("phoenix") is None:
-        pytest.skip("arize-phoenix (the test extra) is not installed")
+        pytest.fail("arize-phoenix is not installed: run the tests with tests/run.sh, which "
+                    "installs the test extra")
     from tests.support.phoenix import phoenix_server
 
     with phoenix_server() as base:

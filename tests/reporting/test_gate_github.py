@@ -6,6 +6,7 @@ refusal's reason when the gate refuses; names that would inject markdown, HTML, 
 
 import re
 
+import markdown_it  # the test extra (through inspect-ai)
 import pytest
 
 from freshrag.cli.main import main
@@ -13,8 +14,6 @@ from freshrag.reporting import gate_github
 from freshrag.reporting.gate import gate
 from freshrag.reporting.gate_rules import rules_from_tables
 from tests.support.gate_runs import PROBED, QUESTIONS, TRUTH, runs
-
-markdown_it = pytest.importorskip("markdown_it", reason="the test extra (through inspect-ai)")
 
 RULES = [TRUTH, {"kind": "failed", "at_most": 0.5}, {"kind": "judge_probes", "runs": "both"},
          {"kind": "tokens_per_correct", "system": "naive", "at_most_increase": 0.1}]

@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytest.importorskip("inspect_ai", reason="the test extra")
 from inspect_ai.log import read_eval_log  # noqa: E402
 
 from freshrag.cli.main import main  # noqa: E402

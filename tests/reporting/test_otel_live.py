@@ -16,8 +16,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the traces extra")
-
 from freshrag.cli.main import main  # noqa: E402
 from freshrag.core.types import SystemContext  # noqa: E402
 from freshrag.reporting import otel_live  # noqa: E402

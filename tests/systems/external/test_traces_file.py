@@ -16,8 +16,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("ijson", reason="the traces extra")
-
 from freshrag.core.types import Question, SystemContext, Usage  # noqa: E402
 from freshrag.systems import SYSTEMS  # noqa: E402
 from freshrag.systems.external.answers_file import AnswersFileError, factory  # noqa: E402

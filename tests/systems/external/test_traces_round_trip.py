@@ -12,9 +12,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("opentelemetry.sdk", reason="the traces extra")
-pytest.importorskip("ijson", reason="the traces extra")
-
 from freshrag.cli.main import main  # noqa: E402
 from freshrag.reporting import export  # noqa: E402
 from freshrag.reporting.loading import load_runs  # noqa: E402
