@@ -27,10 +27,7 @@ from freshrag.core.samples import SAMPLES  # noqa: E402
 from freshrag.llm.embedded_server import free_port  # noqa: E402
 from freshrag.reporting import inspect_log  # noqa: E402
 from freshrag.reporting.loading import load_runs  # noqa: E402
-from tests.support.agent_script import searches_then_answers  # noqa: E402
-from tests.support.datasets import write_dataset  # noqa: E402
-from tests.support.fake_openai_server import FakeOpenAIServer  # noqa: E402
-from tests.support.fakes import use_endpoint  # noqa: E402
+from tests.support.agent_runs import agents_run, scripted_endpoint  # noqa: E402
 from tests.support.runs import sample as row_by_hand  # noqa: E402
 from tests.support.runs import write_run  # noqa: E402
 
@@ -48,15 +45,8 @@ def inspect_home(tmp_path, monkeypatch) -> None:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Any:
-    root = tmp_path_factory.mktemp("inspect")
-    with FakeOpenAIServer(reply=searches_then_answers(2)) as server, \
-            pytest.MonkeyPatch.context() as patch:
-        use_endpoint(patch, server.base_url, "sk-inspect")
-        write_dataset(root / "data", 3)
-        assert freshrag("run", "--dataset", root / "data", "--systems", ",".join(SYSTEMS),
-                        "--out", root / "run", "--no-probe", "--concurrency", "1",
-                        "--max-steps", "5") == 0
-    return root / "run"
+    with scripted_endpoint("sk-inspect"):
+        return agents_run(tmp_path_factory.mktemp("inspect"), SYSTEMS)
 
 
 def freshrag(*args: Any) -> int:

@@ -25,10 +25,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: 
 from freshrag.cli.main import main  # noqa: E402
 from freshrag.reporting import export, otel  # noqa: E402
 from freshrag.reporting.loading import load_runs  # noqa: E402
-from tests.support.agent_script import searches_then_answers  # noqa: E402
-from tests.support.datasets import write_dataset  # noqa: E402
-from tests.support.fake_openai_server import FakeOpenAIServer  # noqa: E402
-from tests.support.fakes import use_endpoint  # noqa: E402
+from tests.support.agent_runs import agents_run, scripted_endpoint  # noqa: E402
 from tests.support.otlp import attrs, requests_in, spans_of  # noqa: E402
 from tests.support.runs import sample as row_by_hand  # noqa: E402
 from tests.support.runs import write_run  # noqa: E402
@@ -39,15 +36,8 @@ NS = 1_000_000_000
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Any:
-    root = tmp_path_factory.mktemp("otel")
-    with FakeOpenAIServer(reply=searches_then_answers(2)) as server, \
-            pytest.MonkeyPatch.context() as patch:
-        use_endpoint(patch, server.base_url, "sk-otel")
-        write_dataset(root / "data", 3)
-        assert freshrag("run", "--dataset", root / "data", "--systems", ",".join(SYSTEMS),
-                        "--out", root / "run", "--no-probe", "--concurrency", "1",
-                        "--max-steps", "5") == 0
-    return root / "run"
+    with scripted_endpoint("sk-otel"):
+        return agents_run(tmp_path_factory.mktemp("otel"), SYSTEMS)
 
 
 def freshrag(*args: Any) -> int:

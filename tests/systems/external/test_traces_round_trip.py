@@ -15,10 +15,7 @@ import pytest
 from freshrag.cli.main import main  # noqa: E402
 from freshrag.reporting import export  # noqa: E402
 from freshrag.reporting.loading import load_runs  # noqa: E402
-from tests.support.agent_script import searches_then_answers  # noqa: E402
-from tests.support.datasets import write_dataset  # noqa: E402
-from tests.support.fake_openai_server import FakeOpenAIServer  # noqa: E402
-from tests.support.fakes import use_endpoint  # noqa: E402
+from tests.support.agent_runs import agents_run, scripted_endpoint  # noqa: E402
 
 SYSTEMS = ("naive", "boolean", "react")
 TIMED = ("run", "system", "latency_s", "answer_latency_s")  # the replay's own, not the answer's
@@ -31,13 +28,9 @@ def freshrag(*args: Any) -> int:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Any:
     root = tmp_path_factory.mktemp("traces-round-trip")
-    with FakeOpenAIServer(reply=searches_then_answers(2)) as server, \
-            pytest.MonkeyPatch.context() as patch:
-        use_endpoint(patch, server.base_url, "sk-traces")
-        write_dataset(root / "data", 3)
+    with scripted_endpoint("sk-traces"):
+        agents_run(root, SYSTEMS)
         options = ("--dataset", root / "data", "--no-probe", "--concurrency", "1")
-        assert freshrag("run", *options, "--systems", ",".join(SYSTEMS), "--out", root / "run",
-                        "--max-steps", "5") == 0
         for system in SYSTEMS:  # one system a file: a traces file answers each question once
             assert freshrag("export", root / "run", "--format", "otel", "--systems", system,
                             "--out", root / f"{system}.jsonl") == 0
