@@ -30,6 +30,7 @@ from freshrag.reporting.loading import load_runs  # noqa: E402
 from tests.support.agent_runs import agents_run, scripted_endpoint  # noqa: E402
 from tests.support.runs import sample as row_by_hand  # noqa: E402
 from tests.support.runs import write_run  # noqa: E402
+from tests.support.serving import ended  # noqa: E402
 
 SYSTEMS = ("naive", "react")
 LOG_NAME = "2026-01-31T12-00-00_freshrag.json"  # a name inspect view lists
@@ -151,12 +152,7 @@ def test_inspect_view_lists_and_serves_the_log(run, tmp_path):
                                  f"{urllib.parse.quote(name, safe='')}", view))
         assert len(served["samples"]) == len(json.loads(out.read_text())["samples"])
     finally:
-        view.terminate()
-        try:
-            view.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            view.kill()
-            view.wait()
+        ended(view)
 
 
 def _get(url: str, view: subprocess.Popen[bytes], timeout_s: float = 90) -> bytes:

@@ -11,6 +11,7 @@ from typing import Iterator
 
 from freshrag.core.samples import read_samples
 from tests import ROOT
+from tests.support.serving import ended
 
 EXAMPLES = ROOT / "docs" / "examples"
 
@@ -26,8 +27,7 @@ def rag_service(articles: Path, env: dict[str, str]) -> Iterator[str]:
         assert line.startswith("serving on "), process.stderr.read()
         yield line.split("serving on ", 1)[1].strip()
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        ended(process)
 
 
 def example_systems(url: str) -> str:

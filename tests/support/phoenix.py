@@ -17,6 +17,8 @@ import urllib.request
 from pathlib import Path
 from typing import Iterator
 
+from tests.support.serving import ended
+
 START_S = 180.0  # a loaded two-core machine
 
 
@@ -42,12 +44,7 @@ def phoenix_server() -> Iterator[str]:
             _wait(base, server, Path(work) / "server.log")
             yield base
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            ended(server)
             log.close()
 
 

@@ -33,3 +33,13 @@ def serving(command: list[str], stderr: int | IO[bytes],
             if process.poll() is None:
                 process.kill()
                 process.wait()
+
+
+def ended(process: subprocess.Popen, wait_s: float = 30) -> None:
+    """A server a test started, asked to stop (SIGTERM) and killed if it has not within `wait_s`."""
+    process.terminate()
+    try:
+        process.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
