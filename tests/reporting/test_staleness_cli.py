@@ -7,10 +7,12 @@ judged against what the baseline knew."""
 
 from __future__ import annotations
 
+import html
 import json
 
 from freshrag.cli.main import main
 from freshrag.core.jsonl import read_jsonl
+from freshrag.reporting import staleness
 from tests.support.builds import listed_build
 from tests.support.changed_pages import CUTOFF, write_pages
 from tests.support.fake_openai_server import default_reply, forced_tool_name
@@ -42,9 +44,13 @@ def test_build_run_score_and_report_a_changed_facts_set(tmp_path, fake_server, c
         ("4,812", "5,020", "slow")}
     assert main(["score", str(run), "--scorers", "staleness"]) == 0
     capsys.readouterr()
-    assert main(["report", str(run), "--out", str(tmp_path / "report")]) == 0
+    page = tmp_path / "report.html"
+    assert main(["report", str(run), "--out", str(tmp_path / "report"), "--html", str(page)]) == 0
     printed = capsys.readouterr().out
     assert "### Changed facts: answers giving the value now" in printed
+    shown = page.read_text(encoding="utf-8")  # the page shows the section too, with its note
+    assert '<section id="changed">' in shown and 'id="changed-staleness"' in shown
+    assert html.escape(staleness.NOTE) in shown
     analysis = json.loads((tmp_path / "report" / "analysis.json").read_text())
     table = {row["system"]: row for row in analysis["staleness"]}
     assert table["baseline"]["stale"][0] == 1.0 and table["naive"]["current"][0] == 1.0

@@ -17,6 +17,8 @@ request to any server (it works from `file://`). Sections, in order:
 - with `--human`, the judge against people's labels (harness/reporting/human.py): its tables,
   the means the labels correct beside the judge's own, and its notes,
 - the scorers beyond the judge (harness/reporting/scorers.py), when a run has any,
+- the changed facts' staleness tables (harness/reporting/staleness.py), when answers have
+  its verdicts,
 - the spread across epochs (harness/reporting/epochs.py), when a run asked a pair twice,
 - with `--by FIELD`, every table again broken down by that question field
   (harness/reporting/breakdown.py), one section per field (`by-label`, ...),
@@ -40,7 +42,7 @@ from typing import Any, Iterable, Sequence
 
 from freshrag.core.files import write_text
 from freshrag.core.records import SampleRow
-from freshrag.reporting import breakdown, epochs, human
+from freshrag.reporting import breakdown, epochs, human, staleness
 from freshrag.reporting.analysis import LOW_SCORE
 from freshrag.reporting.empty import needs
 from freshrag.reporting.freshness import known_lines
@@ -112,7 +114,10 @@ def render_html(rows: list[SampleRow], summary: list[dict[str, Any]], analysis: 
                  + _known(known)),
         _section("analysis", "Analysis", _analysis(analysis, models)),
         _people((analysis.get("judge") or {}).get("human"), models),
-        _section("scorers", "Scorers", scored) if (scored := _scorers(analysis, models)) else "",
+        _section("scorers", "Scorers", scored) if (scored := _tables_of("scorers", analysis, models))
+        else "",
+        _section("changed", "Changed facts", changed + f"\n<p>{_e(staleness.NOTE)}</p>")
+        if (changed := _tables_of(staleness.SECTION, analysis, models)) else "",
         _section("epochs", "Epochs", f"<p>{_e(epochs.TITLE)}</p>\n" + _table(
             "epochs-table", spread, columns_for(epochs.COLUMNS, spread), models))
         if (spread := analysis.get(epochs.KEY)) else "",
@@ -213,12 +218,13 @@ def _analysis(analysis: dict[str, Any], models: Any = None) -> str:
     return "\n".join(parts)
 
 
-def _scorers(analysis: dict[str, Any], models: Any = None) -> str:
-    """The tables of harness/reporting/scorers.py that have rows (none: no section)."""
+def _tables_of(section: str, analysis: dict[str, Any], models: Any = None) -> str:
+    """The tables of a report section shown apart (the scorers', harness/reporting/scorers.py;
+    the changed facts', harness/reporting/staleness.py) that have rows ("": no section)."""
     return "\n".join(
         f"<h3>{_e(table.title.format(correct_at=analysis.get('correct_at')))}</h3>\n"
-        + _table(f"scorers-{table.key}", rows, columns_for(table.columns, rows), models)
-        for table in tables("scorers") if (rows := analysis.get(table.key)))
+        + _table(f"{section}-{table.key}", rows, columns_for(table.columns, rows), models)
+        for table in tables(section) if (rows := analysis.get(table.key)))
 
 
 def _breakdown(document: dict[str, Any], models: Any = None) -> str:
