@@ -153,10 +153,9 @@ def _otlp_span(item: Any, problems: Problems) -> Span | None:
     if not isinstance(item, dict):
         problems.add("item(s) that are no span", repr(item)[:40])
         return None
-    trace, span_id = _hex(item.get("traceId")), _hex(item.get("spanId"))
-    if not trace or not span_id:
-        problems.add("span(s) without a trace or span id", f"span {str(item.get('name'))[:40]!r}")
+    if (ids := _ids(item, item.get("traceId"), item.get("spanId"), problems)) is None:
         return None
+    trace, span_id = ids
     where = f"trace {trace} span {span_id}"
     attributes: dict[str, Any] = {}
     listed = item.get("attributes") or []
@@ -218,6 +217,17 @@ def _whole(value: Any) -> int:
     raise ValueError(value)
 
 
+def _ids(item: dict[str, Any], trace: Any, span: Any, problems: Problems
+         ) -> tuple[str, str] | None:
+    """A span's trace and span ids as hex, whichever encoding held them; None, counted, when
+    either is missing or unreadable."""
+    trace_hex, span_hex = _hex(trace), _hex(span)
+    if not trace_hex or not span_hex:
+        problems.add("span(s) without a trace or span id", f"span {str(item.get('name'))[:40]!r}")
+        return None
+    return trace_hex, span_hex
+
+
 def _hex(value: Any) -> str:
     """An id as hex: OTLP/JSON writes hex; protobuf's own JSON of the same message, base64."""
     if not isinstance(value, str) or not value:
@@ -252,10 +262,9 @@ def _phoenix_span(item: Any, problems: Problems) -> Span | None:
     if not isinstance(context, dict):
         problems.add("item(s) that are no span", repr(item)[:40])
         return None
-    trace, span_id = _hex(context.get("trace_id")), _hex(context.get("span_id"))
-    if not trace or not span_id:
-        problems.add("span(s) without a trace or span id", f"span {str(item.get('name'))[:40]!r}")
+    if (ids := _ids(item, context.get("trace_id"), context.get("span_id"), problems)) is None:
         return None
+    trace, span_id = ids
     attributes: dict[str, Any] = {}
     held = item.get("attributes") or {}
     if isinstance(held, dict):
