@@ -24,6 +24,8 @@
 - With questions that carry `kind` and `need`: decisions against need by construction, the
   threshold sweep and ROC (harness/reporting/decisions.py), and the savings curve and mixes
   (harness/reporting/savings.py), merged into the same result.
+- Decisions against what the model knew, for every question set: a question is known where the
+  comparable `baseline` answered it right (harness/reporting/known.py).
 
 Every table is per run identity (harness/reporting/identity.py), and compares only like with like: the
 paired tests, the decision analysis and the Pareto front pair identities of the same dataset and
@@ -54,6 +56,7 @@ from freshrag.reporting.identity import (
     labels,
     mixed_notes,
 )
+from freshrag.reporting.known import known_decisions
 from freshrag.reporting.needed import decisions_and_notes
 from freshrag.reporting.outcomes import (
     by_question,
@@ -299,7 +302,8 @@ def analyse(rows: list[AnswerSummary], prices: dict[str, tuple[float, float]] | 
                **savings.analyse(answers, prices, mixes, seed, correct_at)}
     made = {"retrieval": retrieval_quality(answers), "attribution": attributions(answers),
             "cost": quality_and_cost(answers, prices or {}),
-            "decisions": decisions, "intervals": intervals(answers, seed),
+            "decisions": decisions, "known_decisions": known_decisions(answers, correct_at),
+            "intervals": intervals(answers, seed),
             "paired": paired_comparisons(answers, seed), "low_score": LOW_SCORE,
             "latency": latencies(answers),
             "bootstrap_samples": BOOTSTRAP_SAMPLES, "confidence": CONFIDENCE,

@@ -20,15 +20,16 @@ def nothing_to_show(document: dict[str, Any], shown: Sequence[Table]) -> str:
 
 
 def render_analysis(analysis: dict[str, Any]) -> str:
-    """The analysis (harness/reporting/analysis.py) as markdown sections, then its notes (what could not
-    be compared, and why)."""
+    """The analysis (harness/reporting/analysis.py) as markdown sections, each table followed by
+    its note if it has one, then the analysis's notes (what could not be compared, and why)."""
     sections = []
     for table in tables():
         rows = analysis.get(table.key) or []
         if rows:
             heading = table.title.format(low_score=analysis.get("low_score", "?"))
+            note = f"\n\n{table.note_in(analysis)}" if table.note else ""
             sections.append(f"### {heading}\n\n"
-                            + markdown_table(rows, columns_for(table.columns, rows)))
+                            + markdown_table(rows, columns_for(table.columns, rows)) + note)
     if analysis.get("notes"):
         sections.append("### Notes\n\n" + "\n".join(f"- {note}" for note in analysis["notes"]))
     return "\n\n".join(sections)

@@ -10,28 +10,22 @@ verdicts (harness/scoring/staleness.py) that loading.load_summaries attaches to 
 - `staleness_paired`: every two identities of one dataset and judge over the questions both
   have a verdict for, the stale share of a minus b, its paired-bootstrap interval, p-value
   (Holm-adjusted over the table) and minimum detectable difference, as the paired comparisons.
-- `staleness_decisions`: what the model already knew, from its closed-book run (no new call):
-  a question is *known* where the comparable `baseline` answered it current, else retrieval was
-  needed. Every comparable system that decides (its declared kind) is judged against that need:
-  precision and recall of its retrievals with 95% Wilson intervals, the tokens it spent on the
-  questions it retrieved for though the model knew them (`wasted_tokens`), and its stale
-  answers given without retrieving (`stale_unretrieved`).
 
 A report of runs without changed-fact verdicts has none of these tables, not even in the line
-of empty tables: they are their own section (`changed`), printed by `render`.
+of empty tables: they are their own section (`changed`), printed by `render`. What the model
+already knew of them, and each decider against it, is the analysis's table of every question
+set (harness/reporting/known.py), which reads a verdict with `changed_score`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from freshrag.core.samples import answer_tokens
 from freshrag.core.stats import with_holm
 from freshrag.core.summary import AnswerSummary
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.decisions import wilson
 from freshrag.reporting.identity import Identity, comparable, labels
-from freshrag.reporting.outcomes import decides
 from freshrag.reporting.report import columns_for, markdown_table
 from freshrag.reporting.savings import paired_test
 from freshrag.reporting.table import tables
@@ -42,35 +36,40 @@ BASELINE = "baseline"  # the system that answers with no retrieval
 SECTION = "changed"
 NOTE = ("Stale: the answer gives the value the fact had at the cutoff, not the value now. "
         "Memory over context: of the answers whose retrieved context states the value now, the "
-        "share that gave the value then all the same. Known: the baseline, with no retrieval, "
-        "answered the value now.")
+        "share that gave the value then all the same.")
 Verdicts = dict[str, dict[str, Any]]  # question id -> the scorer's details
 
 
 def analyse(answers: Answers, seed: int = 0) -> dict[str, Any]:
-    """The three tables, for analysis.json; nothing at all where no row has a verdict."""
+    """The two tables, for analysis.json; nothing at all where no row has a verdict."""
     judged = {key: _verdicts(group) for key, group in answers.groups().items()}
     judged = {key: found for key, found in judged.items() if found[0] or found[1]}
     if not judged:
         return {}
     return {"staleness": staleness_rows(judged),
             "staleness_paired": paired_rows({key: found[0] for key, found in judged.items()},
-                                            seed),
-            "staleness_decisions": known_decisions(answers, judged)}
+                                            seed)}
 
 
 def _verdicts(group: list[AnswerSummary]) -> tuple[Verdicts, int]:
     """The scored verdicts of a group by question, and how many it could not get."""
     verdicts, missing = {}, 0
     for row in group:
-        score = row.scores.get(SCORER)
-        if score is None or score["status"] == "not_applicable":
+        score = changed_score(row)
+        if score is None:
             continue
         if score["status"] == "scored":
             verdicts[row.question_id] = score.get("details") or {}
         else:
             missing += 1
     return verdicts, missing
+
+
+def changed_score(row: AnswerSummary) -> dict[str, Any] | None:
+    """The row's staleness score where its question is a changed fact (scored, or why not),
+    None for any other question (or an answer the scorer did not see)."""
+    score = row.scores.get(SCORER)
+    return None if score is None or score["status"] == "not_applicable" else score
 
 
 def staleness_rows(judged: dict[Identity, tuple[Verdicts, int]]) -> list[dict[str, Any]]:
@@ -123,33 +122,6 @@ def paired_rows(judged: dict[Identity, Verdicts], seed: int = 0) -> list[dict[st
                           "difference": round(sum(diffs) / len(diffs), 4),
                           **paired_test(diffs, seed)})
     return with_holm(table)
-
-
-def known_decisions(answers: Answers, judged: dict[Identity, tuple[Verdicts, int]]
-                    ) -> list[dict[str, Any]]:
-    """Each comparable decider against the baseline's closed-book verdicts (module docstring)."""
-    groups = answers.groups()
-    table = []
-    for base in [key for key in judged if key.system == BASELINE]:
-        known = {q: details.get("verdict") == "current" for q, details in judged[base][0].items()}
-        for key, (verdicts, _) in judged.items():
-            if key.system == BASELINE or not decides(groups[key]) or not comparable(key, base):
-                continue
-            rows = {row.question_id: row for row in groups[key] if row.question_id in known}
-            retrieved = {q: bool(row.retrievals) for q, row in rows.items()}
-            pairs = [(retrieved[q], not known[q]) for q in rows]
-            hits = sum(r and n for r, n in pairs)
-            table.append({**key.fields(), "questions": len(pairs),
-                          "known": sum(not n for _, n in pairs),
-                          "retrieved": sum(r for r, _ in pairs),
-                          "precision": wilson(hits, sum(r for r, _ in pairs)),
-                          "recall": wilson(hits, sum(n for _, n in pairs)),
-                          "wasted_tokens": sum(sum(answer_tokens(row)) for q, row in rows.items()
-                                               if retrieved[q] and known[q]),
-                          "stale_unretrieved": sum(
-                              not retrieved[q] and verdicts.get(q, {}).get("verdict") == "stale"
-                              for q in rows)})
-    return table
 
 
 def render(analysis: dict[str, Any]) -> str:

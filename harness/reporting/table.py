@@ -27,7 +27,8 @@ Rows = list[dict[str, Any]]
 @dataclass(frozen=True)
 class Table:
     """One table of a report. `title` may name `{low_score}` or `{correct_at}`, filled from the
-    analysis; `run` (and `against`, `batch_calls`) join `columns` where the rows carry them."""
+    analysis, and an analysis table's `note` `{correct_at}`; `run` (and `against`,
+    `batch_calls`) join `columns` where the rows carry them."""
 
     key: str  # its key in analysis.json; a user's table: its entry point's name
     title: str
@@ -38,12 +39,17 @@ class Table:
     # rows (harness/reporting/staleness.py)
     section: Literal["analysis", "scorers", "changed"] = "analysis"
     page_columns: tuple[str, ...] | None = None  # the HTML page's, where it has room for more
+    note: str = ""  # a line under an analysis table with rows: what its words mean
     # its rows from the report's answers; None for a built-in (made by analysis.analyse)
     compute: Callable[[list[AnswerSummary]], Rows] | None = None
 
     @property
     def name(self) -> str:
         return self.short or self.key.replace("_", " ")
+
+    def note_in(self, analysis: dict[str, Any]) -> str:
+        """Its note as shown, `{correct_at}` filled from `analysis`; "" without one."""
+        return self.note.format(correct_at=analysis.get("correct_at"))
 
 
 def table_problem(thing: Any) -> str | None:
@@ -56,10 +62,9 @@ def table_problem(thing: Any) -> str | None:
 
 
 BUILTIN = ("intervals", "retrieval", "attribution", "trajectory", "decisions", "cost", "latency",
-           "paired", "decisions_by_kind", "thresholds", "roc", "savings", "mixes", "router3",
-           "savings_by_hops", "groups", "wording", "scorers", "scorer_correlations", "crag",
-           "judge_spread", "staleness", "staleness_paired",
-           "staleness_decisions")
+           "paired", "decisions_by_kind", "known_decisions", "thresholds", "roc", "savings",
+           "mixes", "router3", "savings_by_hops", "groups", "wording", "scorers",
+           "scorer_correlations", "crag", "judge_spread", "staleness", "staleness_paired")
 TABLES: Registry[Table] = Registry(
     "table", "freshrag.tables",
     {key: f"freshrag.reporting.table_list:{key.upper()}" for key in BUILTIN}, check=table_problem)

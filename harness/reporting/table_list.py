@@ -92,6 +92,21 @@ DECISIONS_BY_KIND = Table(
     needs="an adaptive system on a traffic mix (freshrag build --control N --general N, or "
           "freshrag mix)")
 
+KNOWN_DECISIONS = Table(
+    "known_decisions",
+    "Retrieval decisions against what the model knew (known: the baseline answered right; 95% "
+    "Wilson intervals)",
+    ("dataset", "system", "questions", "known", "retrieved", "precision", "recall",
+     "wasted_tokens", "stale_unretrieved", "models"),
+    short="decisions against what the model knew",
+    needs="a baseline and a system that decides, with the same models on the same questions, "
+          "the baseline's answers graded",
+    note="Known: the baseline, with no retrieval and the same models, answered the question "
+         "right: judge truthfulness >= {correct_at}, or for a changed fact the value now "
+         "(staleness verdict current); retrieval was needed where it was not known. "
+         "wasted_tokens: the tokens spent on questions retrieved for though known; "
+         "stale_unretrieved: stale answers given without retrieving (changed facts only).")
+
 THRESHOLDS = Table(
     "thresholds",
     "Threshold sweep over the recorded decision scores (no new calls; estimated: naive's or"
@@ -226,16 +241,4 @@ STALENESS_PAIRED = Table(
      "p_value", "p_holm", "mdd"),
     short="stale answers, paired",
     needs="two systems' changed-fact answers scored by the staleness scorer",
-    section="changed")
-
-STALENESS_DECISIONS = Table(
-    "staleness_decisions",
-    "Changed facts, decisions against what the model knew (known: the baseline answered "
-    "current; 95% Wilson intervals; wasted_tokens: spent on questions retrieved for though "
-    "known; stale_unretrieved: stale answers given without retrieving)",
-    ("dataset", "system", "questions", "known", "retrieved", "precision", "recall",
-     "wasted_tokens", "stale_unretrieved", "models"),
-    short="decisions against what the model knew",
-    needs="a baseline and a system that decides, on changed-fact questions scored by the "
-          "staleness scorer",
     section="changed")

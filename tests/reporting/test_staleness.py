@@ -16,6 +16,7 @@ from freshrag.core.summary import AnswerSummary
 from freshrag.core.types import Question
 from freshrag.reporting import staleness
 from freshrag.reporting.answers import Answers
+from freshrag.reporting.known import known_decisions
 from freshrag.reporting.sections import nothing_to_show
 from freshrag.reporting.table import tables
 from freshrag.scoring import SCORERS
@@ -144,21 +145,23 @@ def test_paired_comparisons_of_the_stale_share_are_holm_adjusted():
     assert first["interval"][0] > 0
 
 
-def test_a_decider_is_judged_against_what_the_baseline_knew():
+def test_a_decider_is_judged_against_what_the_baseline_knew_of_the_changed_facts():
     """The baseline knows the value now of q0-q3; `boolean` retrieves for the even questions
-    and gives the value now when it does, the value then when it does not."""
+    and gives the value now when it does, the value then when it does not: the table of every
+    question set (reporting/known.py), its known from the staleness verdicts."""
     rows = [scored_row("baseline", n, f"{200 + n}" if n < 4 else f"{100 + n}", False)
             for n in range(N)]
     rows += [scored_row("boolean", n, f"{200 + n}" if n % 2 == 0 else f"{100 + n}", n % 2 == 0)
              for n in range(N)]
-    [boolean] = staleness.analyse(Answers(rows))["staleness_decisions"]
+    [boolean] = known_decisions(Answers(rows))
     assert (boolean["system"], boolean["questions"], boolean["known"], boolean["retrieved"]) == (
         "boolean", N, 4, 6)
     assert boolean["precision"][0] == round(4 / 6, 4)  # q4, q6, q8, q10 were needed
     assert boolean["recall"][0] == round(4 / 8, 4)
     assert boolean["wasted_tokens"] == 2 * 110  # q0 and q2: known, retrieved all the same
     assert boolean["stale_unretrieved"] == 6  # every odd question
-    assert staleness.analyse(Answers(rows_of()))["staleness_decisions"] == []  # no decider
+    assert known_decisions(Answers(rows_of())) == []  # no decider
+    assert "staleness_decisions" not in staleness.analyse(Answers(rows))  # one table, not two
 
 
 def test_the_printed_section_shows_both_tables_and_the_note():

@@ -58,6 +58,6 @@ def test_build_run_score_and_report_a_changed_facts_set(tmp_path, fake_server, c
     assert table["naive"]["new_retrieved"] == 1 and table["naive"]["memory_over_context"][0] == 0
     # the decider answers from memory what the baseline did not know: a stale answer given
     # without retrieving
-    [boolean] = analysis["staleness_decisions"]
+    [boolean] = analysis["known_decisions"]
     assert (boolean["system"], boolean["known"], boolean["retrieved"]) == ("boolean", 0, 0)
     assert boolean["recall"][0] == 0 and boolean["stale_unretrieved"] == 1

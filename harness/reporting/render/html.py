@@ -196,9 +196,9 @@ def _models_line(models: Any) -> str:
 
 
 def _analysis(analysis: dict[str, Any], models: Any = None) -> str:
-    """Every analysis table that has rows, then one line naming those with nothing to show (e.g.
-    no decisions without a baseline and a naive run), then the notes (what was not compared, and
-    why)."""
+    """Every analysis table that has rows (with its note, if it has one), then one line naming
+    those with nothing to show (e.g. no decisions without a baseline and a naive run), then the
+    notes (what was not compared, and why)."""
     parts, empty = [], []
     for table in tables():  # the printed report's, each with the page's columns
         heading = table.title.format(low_score=analysis.get("low_score", "?"))
@@ -208,6 +208,8 @@ def _analysis(analysis: dict[str, Any], models: Any = None) -> str:
             parts.append(f"<h3>{_e(heading)}</h3>\n"
                          + _table(f"analysis-{table.key}", rows, columns_for(columns, rows),
                                   models))
+            if table.note:  # what the table's words mean, as the printed report says it
+                parts.append(f"<p class=\"meta\">{_e(table.note_in(analysis))}</p>")
         else:
             empty.append(needs(table, heading.split(" (")[0].split(":")[0]))
     if empty:
