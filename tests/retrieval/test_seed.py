@@ -6,6 +6,7 @@ MiniLM."""
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 from pathlib import Path
@@ -207,3 +208,23 @@ def test_a_collection_holding_more_points_than_the_index_is_refused(tmp_path):
     with pytest.raises(RetrievalError, match=f"it holds {TOTAL + 1:,} points, the index "
                                              f"{TOTAL:,}; delete it there"):
         seed(directory, None, local(tmp_path), progress=False)
+
+
+def test_the_command_seeds_the_server_it_is_given_and_prints_what_it_did(tmp_path, capsys,
+                                                                         monkeypatch):
+    """The command's wiring, its server stood in for by local mode: the client it connects to
+    is asked for the URL given."""
+    directory = built(tmp_path / "built")
+    asked = []
+
+    def connect(config):
+        asked.append(config.qdrant_url)
+        return QdrantClient(path=str(tmp_path / "seeded"))
+
+    monkeypatch.setattr(store, "connect", connect)
+    assert main(["seed-server", "--index-dir", str(directory), "--qdrant-url",
+                 "http://qdrant:6333", "--batch-size", "7"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert asked == ["http://qdrant:6333"]
+    assert printed["store"] == "http://qdrant:6333" and printed["seeded"] == TOTAL
+    assert printed["collection"] == collection_name(directory)
