@@ -51,6 +51,9 @@ def seed(directory: Path, collection: str | None, target: IndexConfig, batch_siz
 def _named(directory: Path, collection: str | None) -> str:
     """The collection to seed: the one given, or the only complete index on the engine there."""
     if collection is not None:
+        if Path(collection).name != collection or collection in (".", ".."):
+            raise RetrievalError(f"--collection {collection!r} is not a collection's name (the "
+                                 f"name of a shard under {directory / 'edge'}, no path)")
         return collection
     records = sorted((directory / "edge").glob("*.json"))
     built = [path.stem for path in records

@@ -150,6 +150,8 @@ def test_an_unfinished_index_is_named_and_one_of_several_must_be_chosen(tmp_path
            f"{', '.join(names)}" in refused(capsys, "--index-dir", directory, "--qdrant-url", url)
     assert f"no index named freshrag-none on the Qdrant engine in {directory}" in refused(
         capsys, "--index-dir", directory, "--collection", "freshrag-none", "--qdrant-url", url)
+    assert "--collection '../edge/x' is not a collection's name" in refused(
+        capsys, "--index-dir", directory, "--collection", "../edge/x", "--qdrant-url", url)
 
 
 def test_an_unreachable_server_fails_within_seconds_naming_it(tmp_path, capsys):
