@@ -41,6 +41,7 @@ from freshrag.cli.commands import (
     run,
     scan_retrieval,
     score,
+    seed_server,
     serve,
     systems,
 )
@@ -50,7 +51,7 @@ from freshrag.llm import deadline
 
 # In the order `freshrag --help` lists them.
 COMMANDS = (build, corpus, datasets, label, mix, filter, run, cutoff, systems, score, index,
-            scan_retrieval, report, merge, export, agreement, gate, import_answers,
+            scan_retrieval, seed_server, report, merge, export, agreement, gate, import_answers,
             import_legacy, demo, probe_judge, needs, serve)
 
 

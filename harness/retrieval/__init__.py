@@ -14,6 +14,8 @@ A module per role:
   writing a collection; the calls the index searches a collection through, and its content hash.
 - edge.py: the same store on the Qdrant engine in-process (`qdrant-edge-py`: HNSW, on disk), for
   worlds of millions of chunks, chosen by `IndexConfig.engine`.
+- seed.py: an index built on the engine copied into a Qdrant server's collection, point by
+  point, page by page, so that a run with `--qdrant-url` opens it as built.
 - index.py: `open_index`, the key that names a corpus's collection, and `VectorIndex`, the top-k
   search the systems call.
 - scan.py: recall@k of an index at every text weight, with no LLM call.

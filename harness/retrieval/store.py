@@ -197,14 +197,13 @@ def store_chunks(client: QdrantClient, collection: str, chunks: list[Chunk], mis
                  embedder: Embedder, config: IndexConfig, progress: bool) -> None:
     """Embed the `missing` chunks (batches.py: here or on Ray) and store them, creating the
     collection if it is new."""
-    from qdrant_client import models
     from tqdm import tqdm
 
     # over every chunk, not the missing ones: a resumed build weighs terms as a whole one does
     average = lexical.mean_length(chunk.text for chunk in chunks)
     size = dimension(client, collection) if client.collection_exists(collection) else None
     if size is not None:  # a build resumed: the collection is there
-        _commit_without_sync(client, collection)
+        commit_without_sync(client, collection)
     with tqdm(total=len(chunks), initial=len(chunks) - len(missing), unit="chunk",
               desc="indexing", disable=not progress) as bar:
         def stored(batch: Batch, vectors: list[list[float]]) -> None:
@@ -212,13 +211,7 @@ def store_chunks(client: QdrantClient, collection: str, chunks: list[Chunk], mis
             vectors = checked(embedder, batch.texts, vectors, size)
             if size is None:
                 size = len(vectors[0])
-                client.create_collection(
-                    collection,
-                    vectors_config=models.VectorParams(size=size, distance=models.Distance.COSINE),
-                    # Qdrant multiplies in the IDF from the collection (lexical.py)
-                    sparse_vectors_config={LEXICAL: models.SparseVectorParams(
-                        modifier=models.Modifier.IDF)})
-                _commit_without_sync(client, collection)
+                create_collection(client, collection, size)
             client.upsert(collection, points=[_point(i, chunk, vector, average) for i, chunk, vector
                                               in zip(batch.ids, batch.chunks, vectors)])
             bar.update(len(batch.ids))
@@ -228,7 +221,21 @@ def store_chunks(client: QdrantClient, collection: str, chunks: list[Chunk], mis
                               max(len(missing), 1)), embedder, config, stored)
 
 
-def _commit_without_sync(client: QdrantClient, collection: str) -> None:
+def create_collection(client: QdrantClient, collection: str, size: int) -> None:
+    """A new collection in freshrag's layout (the engine's shards have it too, edge.py): the
+    dense vector unnamed, of `size`, cosine; the BM25 vector `LEXICAL`, the IDF applied by
+    Qdrant."""
+    from qdrant_client import models
+
+    client.create_collection(
+        collection,
+        vectors_config=models.VectorParams(size=size, distance=models.Distance.COSINE),
+        # Qdrant multiplies in the IDF from the collection (lexical.py)
+        sparse_vectors_config={LEXICAL: models.SparseVectorParams(modifier=models.Modifier.IDF)})
+    commit_without_sync(client, collection)
+
+
+def commit_without_sync(client: QdrantClient, collection: str) -> None:
     """Let embedded Qdrant's commits reach the disk without waiting for it, for this build.
 
     Embedded Qdrant stores each point in SQLite in its own transaction, and SQLite's default
@@ -255,13 +262,20 @@ def _commit_without_sync(client: QdrantClient, collection: str) -> None:
 
 
 def _point(i: int, chunk: Chunk, vector: list[float], average: float) -> models.PointStruct:
+    return point_struct(StoredPoint(i, vector, lexical.document_vector(chunk.text, average),
+                                    {"title": chunk.title, "chunk": chunk.index,
+                                     "text": chunk.text}))
+
+
+def point_struct(point: StoredPoint) -> models.PointStruct:
+    """A point as qdrant-client writes it: the dense vector unnamed, the sparse one `LEXICAL`."""
     from qdrant_client import models
 
-    terms = lexical.document_vector(chunk.text, average)
-    return models.PointStruct(
-        id=i, vector={"": vector, LEXICAL: models.SparseVector(indices=terms.indices,
-                                                                values=terms.values)},
-        payload={"title": chunk.title, "chunk": chunk.index, "text": chunk.text})
+    vectors: dict[str, Any] = {"": point.dense}
+    if point.sparse is not None:
+        vectors[LEXICAL] = models.SparseVector(indices=point.sparse.indices,
+                                               values=point.sparse.values)
+    return models.PointStruct(id=point.id, vector=vectors, payload=point.payload)
 
 
 HASH_DIGITS = 5  # decimals a vector's components keep in the content hash: float32 noise beyond

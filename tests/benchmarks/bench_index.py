@@ -203,9 +203,9 @@ def storage(articles: dict, tmp: Path) -> dict:
     few = dict(list(articles.items())[:2])  # imports and first calls, outside the timings
     open_index(few, IndexConfig(directory=tmp / "storage-warm"), RandomVectors(),
                progress=False).close()
-    committed_as_now = retrieval_store._commit_without_sync
+    committed_as_now = retrieval_store.commit_without_sync
     for name, commit in (("now", committed_as_now), ("qdrant_default", lambda *_: None)):
-        retrieval_store._commit_without_sync = commit
+        retrieval_store.commit_without_sync = commit
         try:
             log(f"storing every chunk with random vectors ({name})")
             started, cpu = time.monotonic(), time.process_time()
@@ -216,7 +216,7 @@ def storage(articles: dict, tmp: Path) -> dict:
             results[name] = {"seconds": round(time.monotonic() - started, 2),
                              "cpu_s": round(time.process_time() - cpu, 2), "chunks": chunks}
         finally:
-            retrieval_store._commit_without_sync = committed_as_now
+            retrieval_store.commit_without_sync = committed_as_now
     results["speedup"] = round(results["qdrant_default"]["seconds"] / results["now"]["seconds"], 2)
     return results
 

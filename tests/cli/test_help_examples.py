@@ -33,6 +33,7 @@ import pytest
 
 import freshrag.cli.commands as commands
 from freshrag.cli.commands.corpus import EXAMPLES as CORPUS_EXAMPLES
+from freshrag.cli.commands.seed_server import EXAMPLES as SEED_EXAMPLES
 from freshrag.cli.main import parser
 from freshrag.core.dataset import example_dir, load_dataset_dir
 from freshrag.systems import SYSTEMS
@@ -178,6 +179,8 @@ PENDING = {
         "two-node cluster on this machine)",
     "freshrag index --articles articles.jsonl --qdrant-url http://localhost:6333":
         "a Qdrant server (no package on PyPI or Debian runs one without docker)",
+    **dict.fromkeys(SEED_EXAMPLES, "a Qdrant server (tests/retrieval/test_seed.py seeds "
+                    "qdrant-client's local mode through the same client API)"),
     "freshrag demo": "the embedded model (tests/cli/test_demo.py and the clean-room install)",
 }
 SHELL = {"export FRESHRAG_API_KEY=sk-..."}  # a line for the shell, not a command

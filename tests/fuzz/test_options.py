@@ -35,7 +35,7 @@ BASE = {"build": ["--out", "o", "--cutoff", "2020-01-01"], "run": [], "index": [
         "needs": ["--queries", "q.jsonl"],
         "mix": ["d", "--n", "1", "--out", "o"], "label": ["d"], "filter": ["r", "--out", "o"],
         "cutoff": [], "datasets": ["d"], "gate": ["a", "b"], "corpus": ["--out", "o"],
-        "merge": ["a", "--out", "o"]}
+        "merge": ["a", "--out", "o"], "seed-server": ["--qdrant-url", "http://q:6333"]}
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:
@@ -174,7 +174,7 @@ def test_a_share_outside_0_to_1_is_refused(where, value, good):
 
 
 URL_OPTIONS = [("build", "--wiki-api"), ("run", "--qdrant-url"), ("index", "--qdrant-url"),
-               ("run", "--otlp-endpoint")]
+               ("seed-server", "--qdrant-url"), ("run", "--otlp-endpoint")]
 
 
 @settings(max_examples=budget(60))
@@ -194,7 +194,8 @@ def test_a_good_url_option_is_parsed(url):
 
 
 NAME_OPTIONS = [("import-legacy", "--dataset"), ("import-legacy", "--system"),
-                ("import-legacy", "--model"), ("build", "--model"), ("build", "--user-agent")]
+                ("import-legacy", "--model"), ("build", "--model"), ("build", "--user-agent"),
+                ("seed-server", "--collection")]
 BAD_NAMES = st.one_of(st.text(" \t\n", max_size=3), TEXT.map(lambda t: f" x{t}"),
                       TEXT.map(lambda t: f"x{t}\t"), TEXT.map(lambda t: f"x\x1b{t}"))
 

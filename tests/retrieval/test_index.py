@@ -330,14 +330,14 @@ def test_a_store_that_cannot_change_its_journal_is_left_as_it_is(tmp_path):
     commits or not, rather than failing for a setting that only buys speed."""
     from qdrant_client import QdrantClient, models
 
-    from freshrag.retrieval.store import _commit_without_sync
+    from freshrag.retrieval.store import commit_without_sync
 
     client = QdrantClient(path=str(tmp_path / "store"))
     client.create_collection("c", vectors_config=models.VectorParams(
         size=4, distance=models.Distance.COSINE))
     connection = client._client.collections["c"].storage.storage
     connection.execute("BEGIN")
-    _commit_without_sync(client, "c")
+    commit_without_sync(client, "c")
     connection.execute("ROLLBACK")
     assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
     client.upsert("c", points=[models.PointStruct(id=1, vector=[1.0, 0, 0, 0])])
