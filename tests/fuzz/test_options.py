@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from freshrag.cli.main import parser
-from freshrag.cli.options import share
+from freshrag.cli.values import share
 from freshrag.core.dates import utc_today
 from tests.fuzz.support import (
     assert_no_calls,

@@ -12,8 +12,8 @@ from freshrag.cli.options import (
     add_executor_options,
     add_index_options,
     add_models,
-    whole,
 )
+from freshrag.cli.values import whole
 
 NAME = "index"
 HELP = "build the retrieval index ahead of a run (or check it)"

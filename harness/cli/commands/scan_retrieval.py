@@ -8,18 +8,16 @@ import argparse
 from pathlib import Path
 
 from freshrag.cli.options import (
-    INDEX_DIR,
     UsageError,
     add_command,
     add_dataset_options,
     add_index_options,
     add_limit,
     add_models,
-    out_dir,
-    shares,
-    whole,
 )
+from freshrag.cli.values import out_dir, shares, whole
 from freshrag.core.fields import FIELDS
+from freshrag.core.runfiles import INDEX_DIR
 
 NAME = "scan-retrieval"
 HELP = "recall@k of the index per label, at several text weights"
