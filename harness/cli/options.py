@@ -40,6 +40,7 @@ from freshrag.run.options import (
 
 # Ranges of the numeric options, stated in their messages (seed and concurrency: the run's own).
 MAX_CHUNK = 10_000_000  # characters
+MAX_IN_FLIGHT = 4096  # batches of chunks embedded at once
 # One default per option for every command. 8 requests in flight suits a remote endpoint (the
 # embedded server queues what its slots cannot take); seed 0 makes a rerun send the same requests,
 # so that the cache answers them and a seeded endpoint repeats itself.
@@ -227,6 +228,16 @@ def add_executor_options(p: Group, executor_help: str) -> None:
     p.add_argument("--executor", choices=EXECUTORS, default=DEFAULT_EXECUTOR,
                    help=f"{executor_help} (default: %(default)s)")
     p.add_argument("--address", metavar="ADDRESS", help=ADDRESS_HELP)
+
+
+def add_embedding_options(p: Group, executor_help: str) -> None:
+    """How a command that builds the index embeds its chunks: --executor and --address, and the
+    batches in flight (docs/retrieval.md#building-on-a-ray-cluster)."""
+    add_executor_options(p, executor_help)
+    p.add_argument("--embed-concurrency", type=whole(0, MAX_IN_FLIGHT), default=0, metavar="N",
+                   help="batches of chunks embedded at once: requests in flight to an embeddings "
+                        "endpoint, or batches in flight on Ray in all; 0: 1 for the local model, "
+                        "4 for an endpoint, 2 per Ray actor (default: %(default)s)")
 
 
 def add_dry_run(p: Group, what: str = "the calls, tokens and dollars per role and model this "
