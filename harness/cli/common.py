@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
@@ -28,6 +29,7 @@ from freshrag.core.dataset import Dataset, example_dir, load_dataset, load_datas
 from freshrag.core.rundir import RUN_ROLES
 from freshrag.core.runfiles import CACHE_FILE as CACHE_FILE
 from freshrag.core.runfiles import INDEX_DIR
+from freshrag.executors.choice import executor_of
 from freshrag.llm.client import LLMClient
 from freshrag.retrieval.config import IndexConfig
 from freshrag.run import service
@@ -107,10 +109,19 @@ def dataset(args: argparse.Namespace) -> Dataset:
 
 
 def index_config(args: argparse.Namespace, results_dir: Path) -> IndexConfig:
-    return IndexConfig(directory=args.index_dir or results_dir / INDEX_DIR,
-                       qdrant_url=args.qdrant_url, engine=args.engine, chunk_size=args.chunk_size,
-                       chunk_overlap=args.chunk_overlap, top_k=args.top_k,
-                       text_weight=args.text_weight, corpus=args.corpus)
+    """The index of the group "retrieval index" (options.add_index_options), with how a run
+    retrieves where the command takes --top-k, and how the build embeds where it takes
+    --embed-concurrency (options.add_embedding_options: a bad --address is refused here)."""
+    config = IndexConfig(directory=args.index_dir or results_dir / INDEX_DIR,
+                         qdrant_url=args.qdrant_url, engine=args.engine,
+                         chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap,
+                         corpus=args.corpus)
+    if hasattr(args, "top_k"):
+        config = replace(config, top_k=args.top_k, text_weight=args.text_weight)
+    if hasattr(args, "embed_concurrency"):
+        config = replace(config, executor=executor_of(args.executor, args.address),
+                         embed_concurrency=args.embed_concurrency)
+    return config
 
 
 def check_batch(args: argparse.Namespace, settings: LLMSettings, roles: tuple[str, ...]) -> None:

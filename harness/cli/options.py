@@ -1,29 +1,28 @@
-"""The options of the `freshrag` command (docs/cli.md): the type of every value, checked when it
-is parsed, and the options several commands share, each declared once here.
-
-argparse puts the option's name before the message (`argument --limit: expected a whole number
-from 1 to 1,000,000,000, got '0'`) and exits with status 2, so that a bad value is refused before
-any file is written or any endpoint called. Every numeric option has a range; the message states
-it. Rules between options, which argparse checks one at a time, are `check_together`'s.
+"""The options of the `freshrag` command (docs/cli.md): each command's parser, and the options
+several commands share, each declared once here with its help and default. Their values are
+parsed by harness/cli/values.py, which refuses a bad one before anything runs; rules between
+options, which argparse checks one at a time, are `check_together`'s.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-import os
-import re
 from pathlib import Path
 from typing import Callable, Iterable
 
-from freshrag.core.config import (
-    LOCAL_MODEL,
-    checked_value,
-    header_problem,
-    masked_url,
-    url_problem,
+from freshrag.cli.values import (
+    date_or_today,
+    dollars,
+    iso_date,
+    name,
+    path,
+    role_model,
+    seconds,
+    share,
+    url,
+    whole,
 )
-from freshrag.core.dates import DATE_FORM, parse_date
+from freshrag.core.config import LOCAL_MODEL
 from freshrag.core.errors import UserError
 from freshrag.core.runfiles import INDEX_DIR
 from freshrag.core.types import ROLES
@@ -38,13 +37,10 @@ from freshrag.run.options import (
     RUN_OPTIONS,
     RunOption,
 )
-from freshrag.run.options import (
-    MAX_QUESTIONS as MAX_QUESTIONS,
-)
 
 # Ranges of the numeric options, stated in their messages (seed and concurrency: the run's own).
 MAX_CHUNK = 10_000_000  # characters
-NAME_MAX, PATH_MAX = 255, 4096  # bytes of one name and of a whole path (Linux's <limits.h>)
+MAX_IN_FLIGHT = 4096  # batches of chunks embedded at once
 # One default per option for every command. 8 requests in flight suits a remote endpoint (the
 # embedded server queues what its slots cannot take); seed 0 makes a rerun send the same requests,
 # so that the cache answers them and a seeded endpoint repeats itself.
@@ -83,171 +79,6 @@ def add_command(sub: argparse._SubParsersAction, name: str, summary: str, descri
                        epilog="examples:\n" + "\n".join(f"  {line}" for line in examples))
     p.register("type", Path, path)
     return p
-
-
-def whole(low: int, high: int) -> Callable[[str], int]:
-    """A whole number from `low` to `high`, written in ASCII digits."""
-
-    def parse(text: str) -> int:
-        match = re.fullmatch(r"\s*([+-]?[0-9]{1,40})\s*", text)
-        value = int(match.group(1)) if match else None
-        if value is None or not low <= value <= high:
-            raise argparse.ArgumentTypeError(
-                f"expected a whole number from {low:,} to {high:,}, got {text!r:.80}")
-        return value
-
-    parse.low, parse.high = low, high  # type: ignore[attr-defined]  # for the tests' generators
-    return parse
-
-
-def share(text: str) -> float:
-    """A number from 0 to 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r:.80}")
-    return value
-
-
-def shares(text: str) -> tuple[float, ...]:
-    """Distinct numbers from 0 to 1, comma-separated (the text weights a scan tries)."""
-    values = tuple(share(part) for part in text.split(","))
-    if len(set(values)) != len(values):
-        raise argparse.ArgumentTypeError(f"expected distinct values, got {text!r:.80}")
-    return values
-
-
-def mix_shares(text: str) -> dict[str, float]:
-    """A traffic composition FRESH:CONTROL:GENERAL, three shares from 0 to 1 adding up to 1."""
-    parts = text.split(":")
-    try:
-        values = [float(part) for part in parts] if len(parts) == 3 else []
-    except ValueError:
-        values = []
-    if len(values) != 3 or not all(0 <= v <= 1 for v in values) or abs(sum(values) - 1) > 1e-6:
-        raise argparse.ArgumentTypeError(f"expected FRESH:CONTROL:GENERAL, three shares from 0 "
-                                         f"to 1 adding up to 1 (e.g. 0.1:0.6:0.3), got {text!r:.80}")
-    return dict(zip(("fresh", "control", "general"), values))
-
-
-def iso_date(text: str) -> str:
-    """A calendar date written YYYY-MM-DD (harness/core/dates.py: no week or compact forms)."""
-    try:
-        return parse_date(text).isoformat()
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a date as {DATE_FORM}, got {text!r:.80}") \
-            from None
-
-
-def url(text: str) -> str:
-    """An http(s)://host[:port][/path] URL."""
-    problem = url_problem(text)
-    if problem:
-        raise argparse.ArgumentTypeError(f"{masked_url(text)!r:.200} is not a URL: {problem} "
-                                         f"(expected http(s)://host[:port][/path])")
-    return text
-
-
-def header(text: str) -> str:
-    """Text sent as an HTTP header (the User-Agent)."""
-    problem = header_problem(text)
-    if problem:
-        raise argparse.ArgumentTypeError(problem)
-    return text
-
-
-def name(text: str) -> str:
-    """A name written into results (a dataset, a system, a model): non-empty, printable, without
-    surrounding whitespace."""
-    if not text.strip() or text != text.strip() or not text.isprintable():
-        raise argparse.ArgumentTypeError(f"expected a non-empty printable name without "
-                                         f"surrounding whitespace, got {text!r:.200}")
-    return text
-
-
-def path(text: str) -> Path:
-    """A path (docs/faults.md#paths-and-names): UTF-8 text, since it is written into manifests
-    and reports (a name in another encoding arrives from `os.fsdecode` holding lone surrogates),
-    each name at most NAME_MAX bytes and the whole at most PATH_MAX, the limits of Linux's file
-    systems, so that the first file written there fails with no traceback."""
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise argparse.ArgumentTypeError(f"{os.fsencode(text)!r:.200} is not UTF-8 text; give "
-                                         f"a path whose names are UTF-8") from None
-    longest = max(text.split("/"), key=lambda part: len(part.encode("utf-8")))
-    if len(longest.encode("utf-8")) > NAME_MAX or size > PATH_MAX:
-        what = (f"a name of {len(longest.encode('utf-8')):,} bytes, more than the {NAME_MAX}"
-                if size <= PATH_MAX else f"{size:,} bytes, more than the {PATH_MAX:,}")
-        shown = f"{text[:60]!r}{'...' if len(text) > 60 else ''}"
-        raise argparse.ArgumentTypeError(f"{shown} has {what} a file system allows; give a "
-                                         f"shorter path")
-    return Path(text)
-
-
-def pattern(text: str) -> str:
-    """A path that may be a glob pattern (`--dump 'dumps/*.xml.bz2'`), checked as `path`."""
-    path(text)
-    return text
-
-
-def out_dir(text: str) -> Path:
-    """A directory to write into (`path`): it may not exist yet, but must not be a file."""
-    given = path(text)
-    if not text or (given.exists() and not given.is_dir()):
-        raise argparse.ArgumentTypeError(f"{text!r:.200} exists and is not a directory"
-                                         if text else "expected a directory, got ''")
-    return given
-
-
-def choices(known: Iterable[str]) -> Callable[[str], tuple[str, ...]]:
-    """A comma-separated list of names, each one of `known`, none twice, at least one."""
-    allowed = tuple(known)
-
-    def parse(text: str) -> tuple[str, ...]:
-        names = tuple(part.strip() for part in text.split(",") if part.strip())
-        unknown = [part for part in names if part not in allowed]
-        if not names or unknown or len(set(names)) != len(names):
-            raise argparse.ArgumentTypeError(
-                f"expected names from {', '.join(allowed)}, comma-separated, each once; "
-                f"got {text!r:.200}")
-        return names
-
-    return parse
-
-
-def _positive(what: str, high: float) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if not (math.isfinite(value) and 0 < value <= high):
-            raise argparse.ArgumentTypeError(f"expected {what} above 0 and at most {high:,g}, "
-                                             f"got {text!r:.80}")
-        return value
-    return parse
-
-
-dollars = _positive("US dollars", 1_000_000)  # --max-cost
-seconds = _positive("seconds", 3600)          # --batch-poll
-
-
-# ------------------------------------------------------------------ options several commands share
-
-
-def role_model(text: str) -> tuple[str, str]:
-    """ROLE=MODEL: one role's model (`--model-role judge=gpt-4o`)."""
-    role, _, model = text.partition("=")
-    if role not in ROLES or not model:
-        raise argparse.ArgumentTypeError(f"expected ROLE=MODEL with ROLE one of {', '.join(ROLES)}"
-                                         f", got {text!r:.200}")
-    try:
-        return role, checked_value("model", model, f"--model-role {role}")
-    except UserError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 Group = argparse.ArgumentParser | argparse._ArgumentGroup  # where an option is declared
@@ -312,12 +143,6 @@ def add_run_option(p: Group, option: RunOption) -> None:
     p.add_argument(option.flag, type=kind, default=default, metavar=option.metavar,
                    help=option.help + (" (default: %(default)s)" if default is not None else ""))
 
-
-def date_or_today(text: str) -> str:
-    """A date YYYY-MM-DD, or `today` for today's."""
-    from datetime import date
-
-    return date.today().isoformat() if text == "today" else iso_date(text)
 
 
 def add_dataset(p: Group, detail: str = "", alias: bool = False) -> None:
@@ -403,6 +228,16 @@ def add_executor_options(p: Group, executor_help: str) -> None:
     p.add_argument("--executor", choices=EXECUTORS, default=DEFAULT_EXECUTOR,
                    help=f"{executor_help} (default: %(default)s)")
     p.add_argument("--address", metavar="ADDRESS", help=ADDRESS_HELP)
+
+
+def add_embedding_options(p: Group, executor_help: str) -> None:
+    """How a command that builds the index embeds its chunks: --executor and --address, and the
+    batches in flight (docs/retrieval.md#building-on-a-ray-cluster)."""
+    add_executor_options(p, executor_help)
+    p.add_argument("--embed-concurrency", type=whole(0, MAX_IN_FLIGHT), default=0, metavar="N",
+                   help="batches of chunks embedded at once: requests in flight to an embeddings "
+                        "endpoint, or batches in flight on Ray in all; 0: 1 for the local model, "
+                        "4 for an endpoint, 2 per Ray actor (default: %(default)s)")
 
 
 def add_dry_run(p: Group, what: str = "the calls, tokens and dollars per role and model this "

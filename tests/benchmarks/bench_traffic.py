@@ -31,7 +31,7 @@ from tests.support.rows import summaries
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from freshrag.cli.main import main  # noqa: E402
-from freshrag.cli.options import mix_shares  # noqa: E402
+from freshrag.cli.values import mix_shares  # noqa: E402
 from freshrag.reporting import decisions, savings  # noqa: E402
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.loading import load_runs  # noqa: E402

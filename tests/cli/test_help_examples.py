@@ -177,6 +177,9 @@ PENDING = {
     "--address ray://head:10001":
         "a Ray cluster at head:10001 (tests/retrieval/test_on_ray.py builds the index on a "
         "two-node cluster on this machine)",
+    "freshrag scan-retrieval --dataset datasets/recent --executor ray --address ray://head:10001":
+        "a Ray cluster at head:10001 (tests/retrieval/test_on_ray.py scans with the index built "
+        "on a two-node cluster on this machine)",
     "freshrag index --articles articles.jsonl --qdrant-url http://localhost:6333":
         "a Qdrant server (no package on PyPI or Debian runs one without docker)",
     **dict.fromkeys(SEED_EXAMPLES, "a Qdrant server (tests/retrieval/test_seed.py seeds "

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from freshrag.cli.main import main, parser
-from freshrag.cli.options import NAME_MAX, PATH_MAX, out_dir, path, pattern
+from freshrag.cli.values import NAME_MAX, PATH_MAX, out_dir, path, pattern
 from freshrag.core.files import write_text
 from freshrag.core.plugins import PluginError
 from freshrag.systems import SYSTEMS

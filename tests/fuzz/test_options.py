@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from freshrag.cli.main import parser
-from freshrag.cli.options import share
+from freshrag.cli.values import share
 from freshrag.core.dates import utc_today
 from tests.fuzz.support import (
     assert_no_calls,
@@ -191,6 +191,47 @@ def test_a_bad_url_option_is_refused(where, url):
 @given(url=GOOD_URLS)
 def test_a_good_url_option_is_parsed(url):
     assert parser().parse_args(["run", f"--qdrant-url={url}"]).qdrant_url == url
+
+
+EXECUTOR_COMMANDS = sorted({command for command, _ in options(
+    lambda action: "--executor" in action.option_strings)})
+BAD_ADDRESSES = st.one_of(
+    TEXT.filter(lambda t: t != "auto" and not re.search(r":[0-9]+$", t)),  # no port
+    st.integers(65536, 10**6).map(lambda port: f"head:{port}"),
+    st.sampled_from(["", "head:0", "ray://head", "ray://:10001", "http://head:10001",
+                     "head:10001/", "[::1]:0", "head :1", "AUTO"]))
+
+
+def test_the_commands_that_build_an_index_choose_its_executor():
+    assert {"index", "run", "scan-retrieval"} <= set(EXECUTOR_COMMANDS)
+
+
+@settings(max_examples=budget(30))
+@given(command=st.sampled_from(EXECUTOR_COMMANDS),
+       value=TEXT.filter(lambda t: t not in ("local", "ray")))
+def test_an_unknown_executor_is_refused(command, value):
+    with scratch() as (tmp, _):
+        result = invoke(command, *BASE[command], f"--executor={value}")
+        assert snapshot(tmp) == {}
+    assert_refused(result, "argument --executor: invalid choice")
+
+
+@settings(max_examples=budget(60))
+@given(command=st.sampled_from(EXECUTOR_COMMANDS), address=BAD_ADDRESSES)
+def test_an_address_that_is_not_host_port_is_refused_before_anything(command, address):
+    with scratch() as (tmp, _):
+        result = invoke(command, *BASE[command], "--executor=ray", f"--address={address}")
+        assert snapshot(tmp) == {}
+    assert_refused(result, "address: expected ray://HOST:PORT, HOST:PORT or auto")
+
+
+@pytest.mark.parametrize("command", EXECUTOR_COMMANDS)
+def test_an_address_without_the_ray_executor_is_refused(command):
+    with scratch() as (tmp, _):
+        result = invoke(command, *BASE[command], "--address=ray://head:10001")
+        assert snapshot(tmp) == {}
+    assert_refused(result, "'ray://head:10001' given, but only the ray executor takes a cluster "
+                           "address (give --executor ray)")
 
 
 NAME_OPTIONS = [("import-legacy", "--dataset"), ("import-legacy", "--system"),

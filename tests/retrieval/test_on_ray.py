@@ -1,8 +1,9 @@
 """The index built on a real two-node Ray cluster on this machine (tests/support/ray_cluster.py,
 retrieval/batches.py): the example set's chunks and a background corpus's passages embedded by
 actors and written by the driver give the local build's content hash; an actor killed mid-build
-loses no batch; a batch lost twice ends the build, which then embeds only what is missing; an
-address that does not answer fails at once, naming it. The bag-of-words embedder stands in for
+loses no batch; a batch lost twice ends the build, which then embeds only what is missing;
+scan-retrieval's index built there scans as the local one; an address that does not answer fails
+at once, naming it. The bag-of-words embedder stands in for
 MiniLM, which one test uses as it is."""
 
 from __future__ import annotations
@@ -112,6 +113,32 @@ def test_the_index_command_builds_on_the_cluster(tmp_path, ray_cluster, capsys):
     finally:
         ray_built.close()
         here_built.close()
+
+
+def test_scan_retrieval_builds_its_index_on_the_cluster(tmp_path, ray_cluster, monkeypatch,
+                                                        capsys):
+    """The scan of an index built by the cluster's actors is the local build's, row for row;
+    the command's own embedder embeds only the questions there."""
+    drivers: list[BagOfWordsEmbedder] = []
+
+    def embedder_for(llm):
+        drivers.append(BagOfWordsEmbedder())
+        return drivers[-1]
+
+    monkeypatch.setattr("freshrag.retrieval.embeddings.embedder_for", embedder_for)
+    scans = {}
+    for where, executor in (("ray", ["--executor", "ray", "--address", ray_cluster.address]),
+                            ("here", [])):
+        assert main(["scan-retrieval", "--limit", "10", "--engine", "edge", "--index-dir",
+                     str(tmp_path / where), "--out", str(tmp_path / f"scan-{where}"),
+                     *executor]) == 0
+        scans[where] = json.loads((tmp_path / f"scan-{where}" / "scan-retrieval.json").read_text())
+    assert scans["ray"]["rows"] == scans["here"]["rows"]
+    assert drivers[0].texts == 10 < scans["here"]["index"]["chunks"] <= drivers[1].texts - 10
+    openers = [BagOfWordsEmbedder(), BagOfWordsEmbedder()]  # the two indexes opened as built
+    assert built_hash(config(tmp_path / "ray"), openers[0]) == \
+        built_hash(config(tmp_path / "here"), openers[1])
+    assert [opener.texts for opener in openers] == [0, 0]
 
 
 def test_an_address_that_does_not_answer_fails_at_once_naming_it(tmp_path, capsys):

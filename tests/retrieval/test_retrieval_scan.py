@@ -1,13 +1,16 @@
 """`freshrag scan-retrieval`: recall@k per label and weight on embedded Qdrant (real), with the
-bag-of-words embedder in process and the fake server's /v1/embeddings through the command."""
+bag-of-words embedder in process and the fake server's /v1/embeddings through the command; the
+executor of its index build (tests/retrieval/test_on_ray.py builds it on a real cluster)."""
 
 import json
+import time
 from dataclasses import replace
 
 import pytest
 
 from freshrag.cli.main import main
 from freshrag.core.types import Question
+from freshrag.executors.choice import Executor
 from freshrag.retrieval.config import IndexConfig
 from freshrag.retrieval.index import VectorIndex, open_index
 from freshrag.retrieval.scan import render, scan
@@ -111,6 +114,38 @@ def test_the_command_prints_the_table_and_writes_json_with_embeddings_only(tmp_p
     assert [row["label"] for row in written["rows"]] == [
         "fact_single", "summary", "unlabelled", "overall"]
     assert written["weights"] == [0, 0.2, 1] and written["dataset"] == tmp_path.name
+
+
+def test_the_executor_options_reach_the_index_build(tmp_path, monkeypatch, capsys):
+    built = []
+
+    def spied(articles, config, embedder, progress=True):
+        built.append(config)
+        return open_index(articles, config, embedder, progress)
+
+    monkeypatch.setattr("freshrag.retrieval.index.open_index", spied)
+    monkeypatch.setattr("freshrag.retrieval.embeddings.embedder_for",
+                        lambda llm: BagOfWordsEmbedder())
+    write_dataset(tmp_path,
+                  articles=[{"title": a.title, "content": a.content} for a in CORPUS.values()],
+                  questions=[{"title": q.gold_title, "question": q.text} for q in QUESTIONS])
+    assert main(["scan-retrieval", str(tmp_path), "--k", "3", "--index-dir", str(tmp_path / "index"),
+                 "--chunk-size", "300", "--chunk-overlap", "20", "--out", str(tmp_path / "scan"),
+                 "--executor", "local", "--embed-concurrency", "3"]) == 0
+    [config] = built
+    assert (config.executor, config.embed_concurrency, config.top_k) == (Executor("local"), 3, 3)
+    written = json.loads((tmp_path / "scan" / "scan-retrieval.json").read_text())
+    assert written["index"]["chunks"] > 0 and written["questions"] == len(QUESTIONS)
+
+
+def test_an_address_that_does_not_answer_fails_at_once_naming_it(tmp_path, capsys):
+    started = time.monotonic()
+    code = main(["scan-retrieval", "--index-dir", str(tmp_path / "index"), "--out",
+                 str(tmp_path / "scan"), "--executor", "ray", "--address", "127.0.0.1:9"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Ray cluster at 127.0.0.1:9 cannot be reached" in err, err
+    assert "Traceback" not in err and time.monotonic() - started < 15
+    assert not any(tmp_path.iterdir())  # refused before anything was chunked or written
 
 
 @pytest.mark.parametrize("weights, message", [

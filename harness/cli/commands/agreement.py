@@ -9,7 +9,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from freshrag.cli.options import UsageError, add_command, whole
+from freshrag.cli.options import UsageError, add_command
+from freshrag.cli.values import whole
 
 NAME = "agreement"
 HELP = "how alike two judges, or a judge and people, grade answers"

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.cli.options import (
-    MAX_QUESTIONS,
     UsageError,
     add_command,
     add_concurrency,
@@ -21,14 +20,9 @@ from freshrag.cli.options import (
     add_models,
     add_no_cache,
     add_seed,
-    choices,
-    header,
-    name,
-    out_dir,
-    pattern,
-    url,
-    whole,
 )
+from freshrag.cli.values import choices, header, name, out_dir, pattern, url, whole
+from freshrag.run.options import MAX_QUESTIONS
 
 DEFAULTS: dict[str, object] = {}  # each option's default, to tell what --since was given
 NAME = "build"

@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from freshrag.cli.options import add_command, header, iso_date, out_dir, pattern, url, whole
+from freshrag.cli.options import add_command
+from freshrag.cli.values import header, iso_date, out_dir, pattern, url, whole
 
 NAME = "corpus"
 HELP = "a whole Wikipedia's passages as a background corpus"

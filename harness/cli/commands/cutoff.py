@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from freshrag.cli.commands import run
-from freshrag.cli.options import add_command, add_dataset_options, iso_date
+from freshrag.cli.options import add_command, add_dataset_options
+from freshrag.cli.values import iso_date
 
 if TYPE_CHECKING:
     from freshrag.core.summary import AnswerSummary

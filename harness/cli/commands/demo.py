@@ -28,7 +28,9 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from freshrag.cli.options import MAX_QUESTIONS, add_command, add_models, out_dir, whole
+from freshrag.cli.options import add_command, add_models
+from freshrag.cli.values import out_dir, whole
+from freshrag.run.options import MAX_QUESTIONS
 
 if TYPE_CHECKING:
     from freshrag.builders.sources.export import DumpPage

@@ -10,7 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from freshrag.cli.options import add_command, name
+from freshrag.cli.options import add_command
+from freshrag.cli.values import name
 from freshrag.core.wording import counted
 
 NAME = "export"

@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from freshrag.cli.options import UsageError, add_command, add_dataset, out_dir, whole
+from freshrag.cli.options import UsageError, add_command, add_dataset
+from freshrag.cli.values import out_dir, whole
 
 NAME = "filter"
 HELP = "keep the questions a model fails without retrieval"

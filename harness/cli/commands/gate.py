@@ -9,7 +9,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from freshrag.cli.options import add_command, add_config, whole
+from freshrag.cli.options import add_command, add_config
+from freshrag.cli.values import whole
 
 if TYPE_CHECKING:
     from freshrag.reporting.gate import GateResult

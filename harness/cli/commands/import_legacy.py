@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from freshrag.cli.options import UsageError, add_command, name, out_dir
+from freshrag.cli.options import UsageError, add_command
+from freshrag.cli.values import name, out_dir
 from freshrag.core.wording import counted
 
 NAME = "import-legacy"

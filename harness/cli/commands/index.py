@@ -9,10 +9,9 @@ from pathlib import Path
 from freshrag.cli.options import (
     add_articles,
     add_command,
-    add_executor_options,
+    add_embedding_options,
     add_index_options,
     add_models,
-    whole,
 )
 
 NAME = "index"
@@ -32,7 +31,6 @@ EXAMPLES = ("freshrag index --articles datasets/recent/articles.jsonl",
             "--address ray://head:10001")
 EXECUTOR_HELP = ("how the chunks are embedded: local (this process) or ray (actors on a Ray "
                  "cluster, one embedding model each; the index is written here)")
-MAX_IN_FLIGHT = 4096
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -40,37 +38,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_articles(p.add_argument_group("inputs"), required=True)
     add_models(p)
     add_index_options(p.add_argument_group("retrieval index"))
-    build = p.add_argument_group("embedding")
-    add_executor_options(build, EXECUTOR_HELP)
-    build.add_argument("--embed-concurrency", type=whole(0, MAX_IN_FLIGHT), default=0,
-                       metavar="N", help="batches of chunks embedded at once: requests in "
-                       "flight to an embeddings endpoint, or batches in flight on Ray in all; 0: "
-                       "1 for the local model, 4 for an endpoint, 2 per Ray actor "
-                       "(default: %(default)s)")
+    add_embedding_options(p.add_argument_group("embedding"), EXECUTOR_HELP)
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     import time
-    from dataclasses import replace
 
     from freshrag.cli.common import index_config, load_settings, print_roles
     from freshrag.core.dataset import load_articles
     from freshrag.core.files import dumps
-    from freshrag.executors.choice import executor_of
     from freshrag.executors.cluster import check_answers
     from freshrag.llm.client import LLMClient
     from freshrag.retrieval.embeddings import embedder_for
     from freshrag.retrieval.index import open_index
 
-    executor = executor_of(args.executor, args.address)
-    check_answers(executor)  # a cluster that does not answer fails before any work
+    config = index_config(args, Path("results"))
+    check_answers(config.executor)  # a cluster that does not answer fails before any work
     articles = load_articles(args.articles)
     settings = load_settings(args)
     print_roles(settings, ("embeddings",))
     started = time.monotonic()
-    config = replace(index_config(args, Path("results")), executor=executor,
-                     embed_concurrency=args.embed_concurrency)
     index = open_index(articles, config, embedder_for(LLMClient(settings)))
     try:
         print(dumps({**index.record(), "articles": len(articles),

@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from freshrag.cli.options import add_command, out_dir
+from freshrag.cli.options import add_command
+from freshrag.cli.values import out_dir
 
 NAME = "merge"
 HELP = "join the shards of a run (run --shard i/N) into one run"

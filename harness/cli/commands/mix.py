@@ -5,16 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from freshrag.cli.options import (
-    MAX_QUESTIONS,
-    UsageError,
-    add_command,
-    add_dataset,
-    add_seed,
-    out_dir,
-    share,
-    whole,
-)
+from freshrag.cli.options import UsageError, add_command, add_dataset, add_seed
+from freshrag.cli.values import out_dir, share, whole
+from freshrag.run.options import MAX_QUESTIONS
 
 NAME = "mix"
 HELP = "draw a question set of a chosen traffic composition"

@@ -8,16 +8,9 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from freshrag.cli.options import (
-    MAX_QUESTIONS,
-    add_command,
-    add_concurrency,
-    add_models,
-    add_no_cache,
-    add_seed,
-    share,
-    whole,
-)
+from freshrag.cli.options import add_command, add_concurrency, add_models, add_no_cache, add_seed
+from freshrag.cli.values import share, whole
+from freshrag.run.options import MAX_QUESTIONS
 
 if TYPE_CHECKING:
     from freshrag.builders.traffic.query_log import NeedLogConfig

@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from freshrag.cli.options import add_command, add_config, mix_shares, out_dir, whole
+from freshrag.cli.options import add_command, add_config
+from freshrag.cli.values import mix_shares, out_dir, whole
 from freshrag.core.fields import FIELDS
 
 if TYPE_CHECKING:

@@ -22,9 +22,8 @@ from freshrag.cli.options import (
     add_run_option,
     add_scorers,
     add_seed,
-    out_dir,
-    url,
 )
+from freshrag.cli.values import out_dir, url
 from freshrag.core.runfiles import MANIFEST, RESULTS, SAMPLES, SUMMARY, SUMMARY_MD
 from freshrag.executors.choice import DEFAULT_EXECUTOR
 from freshrag.run.options import (

@@ -8,17 +8,15 @@ import argparse
 from pathlib import Path
 
 from freshrag.cli.options import (
-    INDEX_DIR,
     UsageError,
     add_command,
     add_dataset_options,
+    add_embedding_options,
     add_index_options,
     add_limit,
     add_models,
-    out_dir,
-    shares,
-    whole,
 )
+from freshrag.cli.values import out_dir, shares, whole
 from freshrag.core.fields import FIELDS
 
 NAME = "scan-retrieval"
@@ -27,8 +25,15 @@ HELP = "recall@k of the index per label, at several text weights"
 
 DESCRIPTION = ("Retrieves the chunks of every question at each text weight (0 dense only, 1 "
                "lexical only) and counts how often the gold article is among the top k, per "
-               "label (or another --by field) and overall. Only the embeddings role is used.")
-EXAMPLES = ("freshrag scan-retrieval --dataset datasets/recent --k 5 --weights 0,0.2,1",)
+               "label (or another --by field) and overall. Only the embeddings role is used. "
+               "An index not built yet is built on the way, as `freshrag index` builds it: with "
+               "--executor ray its chunks are embedded by actors on a Ray cluster.")
+EXAMPLES = ("freshrag scan-retrieval --dataset datasets/recent --k 5 --weights 0,0.2,1",
+            "freshrag scan-retrieval --dataset datasets/recent --executor ray "
+            "--address ray://head:10001")
+EXECUTOR_HELP = ("how the chunks of an index not built yet are embedded: local (this process) or "
+                 "ray (actors on a Ray cluster, one embedding model each; the index is written "
+                 "here)")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +44,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _scan_options(p.add_argument_group("scan"))
     add_models(p, "with role endpoints; the embeddings role embeds the questions")
     add_index_options(p.add_argument_group("retrieval index"), query=False)
+    add_embedding_options(p.add_argument_group("embedding"), EXECUTOR_HELP)
     p.add_argument_group("output").add_argument(
         "--out", type=out_dir, help="where scan-retrieval.json goes (default: "
         "results/scan-retrieval-DATASET_NAME)")
@@ -56,15 +62,19 @@ def _scan_options(p: argparse._ArgumentGroup) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from freshrag.cli.common import dataset, load_settings, print_roles
+    from dataclasses import replace
+
+    from freshrag.cli.common import dataset, index_config, load_settings, print_roles
     from freshrag.core.files import write_json
     from freshrag.core.outputs import check_outputs, files_in
+    from freshrag.executors.cluster import check_answers
     from freshrag.llm.client import LLMClient
     from freshrag.retrieval import scan
-    from freshrag.retrieval.config import IndexConfig
     from freshrag.retrieval.embeddings import embedder_for
     from freshrag.retrieval.index import open_index
 
+    config = replace(index_config(args, Path("results")), top_k=args.k)
+    check_answers(config.executor)  # a cluster that does not answer fails before any work
     data = dataset(args)
     questions = data.questions[:args.limit]
     if all(question.gold_title is None for question in questions):
@@ -76,11 +86,7 @@ def handle(args: argparse.Namespace) -> int:
                   [(f"the dataset's {kind} file", path) for kind, path in data.files.items()])
     settings = load_settings(args)
     print_roles(settings, ("embeddings",))
-    index = open_index(data.articles, IndexConfig(
-        directory=args.index_dir or Path("results") / INDEX_DIR, qdrant_url=args.qdrant_url,
-        engine=args.engine, chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, top_k=args.k,
-        corpus=args.corpus),
-        embedder_for(LLMClient(settings)))
+    index = open_index(data.articles, config, embedder_for(LLMClient(settings)))
     try:
         result = scan.scan(index, questions, args.weights, args.k, args.by)
     finally:

@@ -17,8 +17,8 @@ from freshrag.cli.options import (
     add_no_cache,
     add_scorers,
     add_seed,
-    whole,
 )
+from freshrag.cli.values import whole
 
 if TYPE_CHECKING:
     from freshrag.core.dataset import Dataset

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from freshrag.cli.options import add_command, whole
+from freshrag.cli.options import add_command
+from freshrag.cli.values import whole
 
 NAME = "serve"
 HELP = "run the embedded llama.cpp server in the foreground"
