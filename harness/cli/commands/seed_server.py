@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from freshrag.cli.options import add_command, name, url, whole
+from freshrag.cli.options import add_command
+from freshrag.cli.values import name, url, whole
 
 NAME = "seed-server"
 HELP = "seed a Qdrant server from an index built here"
