@@ -1,8 +1,9 @@
 """The answers of a report, read from its run directories (docs/reports.md): their summaries,
 which every table reads (`load_summaries`), or the whole rows, where whole rows are shown
-(`load_runs`), each marked with its run, its scores beyond the judge and its embedding model, in
-the order of its `--systems` (`in_systems_order`); and the notes on runs with nothing to report
-or pairs missing (`run_notes`).
+(`load_runs`), each marked with its run, its scores beyond the judge and its embedding model (a
+summary also with its system's declared kind), in the order of its `--systems`
+(`in_systems_order`); and the notes on runs with nothing to report or pairs missing
+(`run_notes`).
 
 Rows come run directory by run directory as given, each in the order of its `--systems`, and
 each system's in the order of the run's plan (core/plan_order.py), never the order the pairs
@@ -35,6 +36,7 @@ from freshrag.core.plan_order import PlanOrder, plan_order
 from freshrag.core.records import Manifest, SampleRow
 from freshrag.core.samples import SAMPLES, epoch_of, read_samples, read_summaries
 from freshrag.core.summary import AnswerSummary
+from freshrag.core.types import SYSTEM_KINDS, SystemKind
 from freshrag.reporting.identity import RUN, retriever_model
 from freshrag.scoring.store import Found, answer_scores, judged, scores_of, with_judge_pass
 
@@ -57,11 +59,13 @@ def load_summaries(run_dirs: str | Path | Sequence[str | Path],
     by the light read: core/samples.py read_summaries): each marked with its `run` (the
     directory as given; one named twice is read once), its `scores` from scores.jsonl (scorer ->
     repeat 0, for this answer; a judge pass is the grade of an answer the run left ungraded:
-    scoring/store.py judged) and, if it retrieved, the run's embedding model in `models` (see
-    harness/reporting/identity.py). The first epoch's only (what the tables read) unless
-    `every_epoch` (harness/reporting/epochs.py)."""
+    scoring/store.py judged), its `system_kind` as the run's manifest records it and, if it
+    retrieved, the run's embedding model in `models` (see harness/reporting/identity.py). The
+    first epoch's only (what the tables read) unless `every_epoch`
+    (harness/reporting/epochs.py)."""
     def complete(answer: AnswerSummary, run: _Run) -> AnswerSummary:
         answer.dataset, answer.run = answer.dataset or run.dataset, run.name
+        answer.system_kind = run.kinds.get(answer.system)
         answer.scores = scores_of(run.scores, answer.dataset, answer.question_id,
                                   answer.system, answer.answer)
         answer = judged(answer)
@@ -103,14 +107,17 @@ class _Run:
     dataset: str | None  # the manifest's, for rows that name none
     embedder: str | None  # identity.retriever_model
     scores: Found  # scorers beyond the run's judge (harness/scoring/store.py)
+    kinds: Mapping[str, SystemKind]  # as the manifest records each system's (`system_kinds`)
     order: PlanOrder  # the run's plan's
 
 
 def _run(run_dir: Path, manifest: Manifest | Mapping[str, Any]) -> _Run:
     """What the run in `run_dir` adds to its answers, from its manifest (read once)."""
+    kinds = manifest.get("system_kinds")
     return _Run(str(run_dir), manifest.get("dataset", {}).get("name"),
                 retriever_model(manifest.get("index")), answer_scores(run_dir),
-                plan_order(manifest))
+                {name: value for name, value in kinds.items() if value in SYSTEM_KINDS}
+                if isinstance(kinds, dict) else {}, plan_order(manifest))
 
 
 Made = TypeVar("Made")
