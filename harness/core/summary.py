@@ -27,6 +27,7 @@ from freshrag.core.titles import title_form
 Count = Annotated[int, Meta(ge=0)]
 # A step's kinds (core/types.py STEP_KINDS; a test holds them equal): core/ imports no types here
 StepKind = Literal["decide", "search", "read", "reason", "answer"]
+SystemKind = Literal["fixed", "decides", "agent"]  # core/types.py SYSTEM_KINDS, held equal alike
 
 
 class Record(Struct, gc=False):
@@ -161,9 +162,9 @@ class Trajectory(list):
 
 class AnswerSummary(Struct, kw_only=True, gc=False):
     """What the tables read of one answered pair (docs/design.md#the-read-side). The question
-    set's optional fields are None where the row has none; `run` and `scores` are what the
-    report that reads the run directory adds (reporting/loading.py), copied from a whole row
-    that holds them."""
+    set's optional fields are None where the row has none; `run`, `scores` and `system_kind`
+    are what the report that reads the run directory adds (reporting/loading.py), the first two
+    copied from a whole row that holds them."""
 
     # identity
     dataset: str | None
@@ -171,6 +172,9 @@ class AnswerSummary(Struct, kw_only=True, gc=False):
     system: str
     epoch: int  # 1 where the row names none
     run: str | None = None
+    # what the run's manifest records its system declared itself (`system_kinds`); None where
+    # it records none (a run from before the record, an import, a row made by hand)
+    system_kind: SystemKind | None = None
     question: str | None = None
     # the question: its gold set and the question set's optional fields
     gold_title: str | None

@@ -1,13 +1,16 @@
 """The answers of a report, read from its run directories (docs/reports.md): their summaries,
 which every table reads (`load_summaries`), or the whole rows, where whole rows are shown
-(`load_runs`), each marked with its run, its scores beyond the judge and its embedding model, in
-the order of its `--systems` (`in_systems_order`); and the notes on runs with nothing to report
-or pairs missing (`run_notes`).
+(`load_runs`), each marked with its run, its scores beyond the judge and its embedding model (a
+summary also with its system's declared kind), in the order of its `--systems`
+(`in_systems_order`); and the notes on runs with nothing to report or pairs missing
+(`run_notes`).
 
-Rows come run directory by run directory as given, each in the order of its `--systems`, not
-the order the pairs finished in, so that every table and figure made from them lists the
-systems as the user named them. A run directory with no rows, or with failed rows only, is named
-in a note rather than left to look like a crash.
+Rows come run directory by run directory as given, each in the order of its `--systems`, and
+each system's in the order of the run's plan (core/plan_order.py), never the order the pairs
+finished in: every table and figure made from them lists the systems as the user named them,
+and what is computed over a system's answers in turn (a bootstrap) is the same however the run
+was walked. A run directory with no rows, or with failed rows only, is named in a note rather
+than left to look like a crash.
 """
 
 from __future__ import annotations
@@ -29,9 +32,11 @@ from freshrag.core.arguments import (
 from freshrag.core.jsonl import ResultsError
 from freshrag.core.light import collector_paused
 from freshrag.core.manifest import read_manifest
-from freshrag.core.records import SampleRow
-from freshrag.core.samples import SAMPLES, read_samples, read_summaries
+from freshrag.core.plan_order import PlanOrder, plan_order
+from freshrag.core.records import Manifest, SampleRow
+from freshrag.core.samples import SAMPLES, epoch_of, read_samples, read_summaries
 from freshrag.core.summary import AnswerSummary
+from freshrag.core.types import SYSTEM_KINDS, SystemKind
 from freshrag.reporting.identity import RUN, retriever_model
 from freshrag.scoring.store import Found, answer_scores, judged, scores_of, with_judge_pass
 
@@ -54,11 +59,13 @@ def load_summaries(run_dirs: str | Path | Sequence[str | Path],
     by the light read: core/samples.py read_summaries): each marked with its `run` (the
     directory as given; one named twice is read once), its `scores` from scores.jsonl (scorer ->
     repeat 0, for this answer; a judge pass is the grade of an answer the run left ungraded:
-    scoring/store.py judged) and, if it retrieved, the run's embedding model in `models` (see
-    harness/reporting/identity.py). The first epoch's only (what the tables read) unless
-    `every_epoch` (harness/reporting/epochs.py)."""
+    scoring/store.py judged), its `system_kind` as the run's manifest records it and, if it
+    retrieved, the run's embedding model in `models` (see harness/reporting/identity.py). The
+    first epoch's only (what the tables read) unless `every_epoch`
+    (harness/reporting/epochs.py)."""
     def complete(answer: AnswerSummary, run: _Run) -> AnswerSummary:
         answer.dataset, answer.run = answer.dataset or run.dataset, run.name
+        answer.system_kind = run.kinds.get(answer.system)
         answer.scores = scores_of(run.scores, answer.dataset, answer.question_id,
                                   answer.system, answer.answer)
         answer = judged(answer)
@@ -68,7 +75,8 @@ def load_summaries(run_dirs: str | Path | Sequence[str | Path],
 
     check_arguments({"run_dirs": run_dirs, "every_epoch": every_epoch}, READING)
     return _loaded(run_dirs, lambda path: read_summaries(path, every_epoch), complete,
-                   lambda answer: (answer.dataset, answer.system))
+                   lambda answer: (answer.dataset, answer.system),
+                   lambda answer: (answer.epoch, answer.question_id, answer.system))
 
 
 def load_runs(run_dirs: str | Path | Sequence[str | Path],
@@ -87,7 +95,8 @@ def load_runs(run_dirs: str | Path | Sequence[str | Path],
 
     check_arguments({"run_dirs": run_dirs, "every_epoch": every_epoch}, READING)
     return _loaded(run_dirs, lambda path: read_samples(path, every_epoch=every_epoch), complete,
-                   lambda row: (row.get("dataset"), row["system"]))
+                   lambda row: (row.get("dataset"), row["system"]),
+                   lambda row: (epoch_of(row), row["question_id"], row["system"]))
 
 
 @dataclass(frozen=True)
@@ -98,16 +107,28 @@ class _Run:
     dataset: str | None  # the manifest's, for rows that name none
     embedder: str | None  # identity.retriever_model
     scores: Found  # scorers beyond the run's judge (harness/scoring/store.py)
+    kinds: Mapping[str, SystemKind]  # as the manifest records each system's (`system_kinds`)
+    order: PlanOrder  # the run's plan's
+
+
+def _run(run_dir: Path, manifest: Manifest | Mapping[str, Any]) -> _Run:
+    """What the run in `run_dir` adds to its answers, from its manifest (read once)."""
+    kinds = manifest.get("system_kinds")
+    return _Run(str(run_dir), manifest.get("dataset", {}).get("name"),
+                retriever_model(manifest.get("index")), answer_scores(run_dir),
+                {name: value for name, value in kinds.items() if value in SYSTEM_KINDS}
+                if isinstance(kinds, dict) else {}, plan_order(manifest))
 
 
 Made = TypeVar("Made")
 
 
 def _loaded(run_dirs: str | Path | Sequence[str | Path], read: Callable[[Path], list[Made]],
-            complete: Callable[[Made, _Run], Made],
-            named: Callable[[Made], tuple[Any, str]]) -> list[Made]:
+            complete: Callable[[Made, _Run], Made], named: Callable[[Made], tuple[Any, str]],
+            pair: Callable[[Made], tuple[int, str, str]]) -> list[Made]:
     """What `read` makes of each run directory's samples, each `complete`d with what its run
-    adds, in the order of its `--systems` (`named`: its dataset and system)."""
+    adds, in the order of its `--systems` (`named`: its dataset and system), each system's in
+    its plan's (`pair`: its epoch, question id and system)."""
     made: list[Made] = []
     seen = set()
     for run_dir in map(Path, [run_dirs] if isinstance(run_dirs, (str, Path)) else run_dirs):
@@ -117,28 +138,31 @@ def _loaded(run_dirs: str | Path | Sequence[str | Path], read: Callable[[Path], 
             continue
         seen.add(run_dir.resolve())
         manifest = read_manifest(run_dir) or {}
-        run = _Run(str(run_dir), manifest.get("dataset", {}).get("name"),
-                   retriever_model(manifest.get("index")), answer_scores(run_dir))
+        run = _run(run_dir, manifest)
         mine = read(run_dir / SAMPLES)
         with collector_paused():  # what the report keeps to its end (core/light.py)
             mine = [complete(one, run) for one in mine]
         systems = manifest.get("systems")
-        made += in_systems_order(mine, systems if isinstance(systems, list) else [], named)
+        made += in_systems_order(mine, systems if isinstance(systems, list) else [], named,
+                                 lambda one: run.order.key(*pair(one)))
     return made
 
 
 def in_systems_order(made: list[Made], order: Sequence[Any],
-                     named: Callable[[Made], tuple[Any, str]]) -> list[Made]:
+                     named: Callable[[Made], tuple[Any, str]],
+                     within: Callable[[Made], Any] | None = None) -> list[Made]:
     """One run's answers (`named`: each one's dataset and system) by dataset (as first met),
     then system in `order` (the manifest's `systems`, as given to --systems; a system it does
-    not name, as an import's, after them as first met); within each, as read (the order the
-    pairs finished in)."""
+    not name, as an import's, after them as first met); within each, by `within` (the plan's
+    order: core/plan_order.py), else as read."""
     names = [name for name in order if isinstance(name, str)]
     keys = [named(one) for one in made]
     ranks = {name: i for i, name in enumerate(dict.fromkeys(
         [*names, *(system for _, system in keys)]))}
     datasets = {name: i for i, name in enumerate(dict.fromkeys(key[0] for key in keys))}
-    ordered = sorted(range(len(made)), key=lambda i: (datasets[keys[i][0]], ranks[keys[i][1]]))
+    places = [within(one) for one in made] if within else [0] * len(made)
+    ordered = sorted(range(len(made)),
+                     key=lambda i: (datasets[keys[i][0]], ranks[keys[i][1]], places[i]))
     return [made[i] for i in ordered]
 
 

@@ -17,13 +17,11 @@ other's: imports among the reporting modules go one way.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
-from freshrag.core.manifest import read_manifest
 from freshrag.core.samples import answer_tokens, judge_scores
 from freshrag.core.summary import AnswerSummary
-from freshrag.core.types import SYSTEM_KINDS, SystemKind, system_kind
+from freshrag.core.types import SystemKind, system_kind
 from freshrag.reporting.identity import Identity, comparable
 from freshrag.reporting.retrieval_metrics import gold_set
 from freshrag.systems import SYSTEMS
@@ -82,19 +80,14 @@ def latency(rows: list[AnswerSummary]) -> dict[str, Any] | None:
 
 def kind(group: list[AnswerSummary]) -> SystemKind:
     """What the group's system declares it is (`Declarations.kind`, docs/own-system.md), never
-    what its rows happened to do: as its run's manifest records it (`system_kinds`), else (a
-    run from before the record) as the built-in system declares it; "fixed" for an import."""
+    what its rows happened to do: as its run's manifest records it (`system_kinds`, put on each
+    answer as `system_kind` when it was loaded: loading.load_summaries), else (a run from
+    before the record, rows made by hand) as the built-in system declares it; "fixed" for an
+    import."""
+    if group and group[0].system_kind is not None:
+        return group[0].system_kind
     name = group[0].system if group else ""
-    recorded = declared(group[0].run).get(name) if group else None
-    if recorded is not None:
-        return recorded
     return system_kind(SYSTEMS[name]) if name in SYSTEMS else "fixed"
-
-
-def declared(run: str | None) -> dict[str, SystemKind]:
-    """The kinds a run's manifest records per system ({} for none: rows made by hand)."""
-    kinds = (read_manifest(Path(run)) or {}).get("system_kinds") if run else None
-    return {name: value for name, value in (kinds or {}).items() if value in SYSTEM_KINDS}
 
 
 def decides(group: list[AnswerSummary]) -> bool:
@@ -127,7 +120,7 @@ def multi_step(group: list[AnswerSummary]) -> bool:
     a run from before the record), from its rows: more than one search in some answer (its
     search steps, or its `retrievals` where it recorded no steps), or stopped at an agent's
     bound."""
-    if group and (group[0].system in SYSTEMS or group[0].system in declared(group[0].run)):
+    if group and (group[0].system in SYSTEMS or group[0].system_kind is not None):
         return kind(group) == "agent"
     return any(row.stopped or _searches(row) > 1 for row in group if row.status == "ok")
 

@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any, Sequence, cast
 
 from freshrag.core.arguments import PATH, Argument, check_arguments, is_path, path, refused
-from freshrag.core.dataset import DatasetError, load_dataset, sha256_file
+from freshrag.core.dataset import DatasetError
 from freshrag.core.files import write_text
 from freshrag.core.jsonl import replace_jsonl
 from freshrag.core.manifest import read_manifest, write_manifest
 from freshrag.core.outputs import check_outputs, files_in
+from freshrag.core.plan_order import PlanOrder, dataset_file_problem, question_places, system_places
 from freshrag.core.records import Manifest, SampleRow
 from freshrag.core.rundir import check_kind, identity, locked
 from freshrag.core.runfiles import LOCK, MANIFEST, PROBES, SAMPLES, SCORES, SUMMARY, SUMMARY_MD
@@ -108,7 +109,7 @@ def merge(run_dirs: Sequence[str | Path], out: str | Path) -> MergeResult:
             stack.enter_context(locked(run.path))
         _check_out(out, shards)
         stack.enter_context(locked(out))
-        rows = _merged_rows(shards, _question_order(shards[0]))
+        rows = _merged_rows(shards, _plan_order(shards[0]))
         replace_jsonl(out / SAMPLES, cast(list[dict[str, Any]], rows))
         _merge_scores(shards, out)
         _copy_probes(shards, out)
@@ -195,31 +196,29 @@ def _check_out(out: Path, shards: list[ShardRun]) -> None:
                          f"another directory")
 
 
-def _question_order(run: ShardRun) -> dict[str, int]:
-    """Each question's place in the dataset, read from the files the shards ran on (checked
-    against their hashes): the single run's order."""
+def _plan_order(run: ShardRun) -> PlanOrder:
+    """The single run's order (core/plan_order.py), its questions' places read from the dataset
+    files the shards ran on (checked against their hashes)."""
     record = run.manifest["dataset"]
-    files = {kind: Path(path) for kind, path in record["files"].items()}
     for kind in ("questions", "articles"):
-        path = files.get(kind)
-        if path is None or not path.is_file() or sha256_file(path) != record["sha256"].get(kind):
-            raise InputError(f"{run.path}: the dataset's {kind} file {path} is "
-                             f"{'missing' if path is None or not path.is_file() else 'changed'};"
-                             f" merge reads the questions' order from it: run merge where the "
-                             f"shards' dataset files are")
+        problem = dataset_file_problem(record, kind)
+        if problem:
+            raise InputError(f"{run.path}: the dataset's {kind} file "
+                             f"{record['files'].get(kind)} is {problem}; merge reads the "
+                             f"questions' order from it: run merge where the shards' dataset "
+                             f"files are")
     try:
-        dataset = load_dataset(files["questions"], files["articles"])
+        places = question_places(Path(record["files"]["questions"]))
     except DatasetError as err:
         raise InputError(f"{run.path}: its dataset cannot be read: {err}") from None
-    return {question.id: place for place, question in enumerate(dataset.questions)}
+    return PlanOrder(system_places(run.manifest), places)
 
 
-def _merged_rows(shards: list[ShardRun], order: dict[str, int]) -> list[SampleRow]:
+def _merged_rows(shards: list[ShardRun], order: PlanOrder) -> list[SampleRow]:
     """Every shard's rows (of every epoch, the last per pair), in the single run's order."""
-    systems = {name: place for place, name in enumerate(shards[0].manifest["systems"])}
     rows = [row for run in shards for row in read_samples(run.path / SAMPLES, every_epoch=True)]
-    return sorted(rows, key=lambda row: (epoch_of(row), order.get(row["question_id"], len(order)),
-                                         systems.get(row["system"], len(systems))))
+    return sorted(rows, key=lambda row: order.key(epoch_of(row), row["question_id"],
+                                                  row["system"]))
 
 
 def _merge_scores(shards: list[ShardRun], out: Path) -> None:

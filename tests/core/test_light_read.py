@@ -15,9 +15,7 @@ from freshrag.core.records import CallRecord, ChunkRecord, StepRecord, UsageReco
 from freshrag.core.row_check import sample_problem
 from freshrag.core.samples import read_samples, read_summaries
 from freshrag.core.summary import summary_of
-from freshrag.core.types import (
-    STEP_KINDS,
-)
+from freshrag.core.types import STEP_KINDS, SYSTEM_KINDS
 from tests.support.rows import changed, dropped, good
 
 ROWS = [
@@ -176,6 +174,7 @@ def test_the_records_have_the_fields_of_core_records():
     assert set(summary.Usage.__struct_fields__) == set(get_type_hints(UsageRecord))
     assert set(light.CALL_SUMMARY) <= set(get_type_hints(CallRecord))
     assert get_args(summary.StepKind) == STEP_KINDS
+    assert get_args(summary.SystemKind) == SYSTEM_KINDS
 
 
 @pytest.mark.parametrize("row, typed", [
