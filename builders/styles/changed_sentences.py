@@ -1,0 +1,203 @@
+"""Changed facts from reworded sentences (`--rewrite-sentences`): the sentences whose wording
+changed between the revision current at the cutoff and the latest one, each pair rewritten by
+the builder model as a fact with an old and a new value
+(docs/building.md#sentences-rewritten-by-the-model).
+
+- Stage facts (builders/styles/changes.py): both revisions' text without markup (references,
+  templates and the infobox dropped) is cut into sentences and the two lists aligned
+  (`difflib`); a sentence kept as it was is unchanged, and one replaced by a sentence close to it
+  (`MIN_SIMILAR` of their characters alike) and not the same after normalisation is a pair.
+  Unchanged sentences are never sent to a model.
+- Stage questions: at most `--questions-per-article` pairs a page (a seeded choice) are sent,
+  each by one forced `write_changed_fact` call (builders/forced.py: a reply that is no call, or
+  holds no text in a field, is asked once more). Each field is then checked: the value then must
+  be stated by the sentence then and the value now by the sentence now (core/reference.py
+  `matches`), the two must differ after normalisation, and the question must state neither.
+  Each pair sent is a line of `sentences.jsonl` with its outcome, `kept` or the reason it was
+  dropped (`OUTCOMES`), and its raw replies; a pair there is not sent again on resume.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import random
+import re
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import mwparserfromhell
+
+from freshrag.builders.forced import forced_call, text_field, usage_record
+from freshrag.builders.records import read_records
+from freshrag.core.concurrency import map_with_progress
+from freshrag.core.jsonl import JsonlWriter
+from freshrag.core.reference import matches, normalise
+from freshrag.core.types import LLM
+from freshrag.llm.toolcall import ReplyError, line_of_text, room_for
+
+SENTENCES = "sentences.jsonl"
+MIN_SIMILAR = 0.6  # a sentence rewritten, rather than another sentence in its place
+SENTENCE_CHARS = (20, 600)  # shorter: a heading or a fragment; longer: a run-on list
+QUESTION_CHARS, VALUE_CHARS = 300, 200
+# What became of a pair sent: a question, or why not
+OUTCOMES = ("kept", "no_reply", "reply_unparsed", "value_not_in_sentence", "same_value",
+            "question_states_a_value")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+WRITE_FACT = "write_changed_fact"
+REWRITE_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": WRITE_FACT,
+        "description": "Submit the fact that changed between the two sentences.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "question": line_of_text(QUESTION_CHARS) | {
+                    "description": "a question naming the subject that asks for the fact's "
+                                   "current value and states neither value"},
+                "value_then": line_of_text(VALUE_CHARS) | {
+                    "description": "the value as the old sentence gives it, in its words"},
+                "value_now": line_of_text(VALUE_CHARS) | {
+                    "description": "the value as the new sentence gives it, in its words"}},
+            "required": ["question", "value_then", "value_now"],
+        },
+    },
+}
+REWRITE_PROMPT = (
+    "You are given two versions of a sentence from the Wikipedia article about a subject: as it "
+    "read at {cutoff}, and as it reads now. Find the fact whose value changed between them. "
+    "Write one question that names the subject and asks for the fact's current value without "
+    "stating either value, and give the value as the old sentence states it (value_then) and as "
+    "the new sentence states it (value_now), each copied from its sentence. Call "
+    "write_changed_fact.")
+REWRITE_MAX_TOKENS = room_for(QUESTION_CHARS, VALUE_CHARS, VALUE_CHARS)
+
+
+def changed_sentences(then_text: str | None, now_text: str | None) -> dict[str, Any]:
+    """The sentences of the two revisions compared: how many then, how many unchanged, and the
+    pairs (`then`, `now`) of sentences reworded."""
+    old, new = plain_sentences(then_text or ""), plain_sentences(now_text or "")
+    pairs, unchanged = [], 0
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            unchanged += i2 - i1
+        elif tag == "replace":
+            left = list(new[j1:j2])
+            for sentence in old[i1:i2]:
+                close = max(left, key=lambda other: _alike(sentence, other), default=None)
+                if close is None or _alike(sentence, close) < MIN_SIMILAR:
+                    continue
+                left.remove(close)
+                if normalise(sentence) == normalise(close):
+                    unchanged += 1
+                else:
+                    pairs.append({"then": sentence, "now": close})
+    return {"compared": len(old), "unchanged": unchanged, "pairs": pairs}
+
+
+def _alike(one: str, other: str) -> float:
+    return difflib.SequenceMatcher(None, one, other, autojunk=False).ratio()
+
+
+def plain_sentences(wikitext: str) -> list[str]:
+    """The sentences of a revision's prose: references and templates (the infobox among them)
+    dropped, links as their text, cut at sentence ends within each paragraph."""
+    try:
+        code = mwparserfromhell.parse(wikitext)
+        for tag in code.filter_tags(recursive=False,
+                                    matches=lambda node: str(node.tag).lower() == "ref"):
+            code.remove(tag)
+        text = code.strip_code(normalize=True, collapse=True)
+    except Exception:  # mwparserfromhell's own error on wikitext it cannot read: no prose
+        return []
+    low, high = SENTENCE_CHARS
+    return [sentence for paragraph in text.split("\n")
+            for sentence in SENTENCE_END.split(" ".join(paragraph.split()))
+            if low <= len(sentence) <= high and any(char.isalpha() for char in sentence)]
+
+
+def chosen_pairs(rows: list[dict[str, Any]], wanted: set[str], per_article: int,
+                 seed: int) -> Iterator[dict[str, Any]]:
+    """The pairs to send of the pages of changes.jsonl `rows` that are `wanted`: at most
+    `per_article` a page, a seeded choice of its own (the dry run's, page by page, is the
+    same); each with its title and the two revisions."""
+    for row in rows:
+        found = row.get("sentences")
+        if row["title"] not in wanted or not found:
+            continue
+        pairs = list(found["pairs"])
+        random.Random(f"{seed}\n{row['title']}").shuffle(pairs)
+        for pair in pairs[:per_article]:
+            yield {"title": row["title"], **pair, "then_revision": found["then_revision"],
+                   "now_revision": found["now_revision"]}
+
+
+def pair_id(pair: dict[str, Any]) -> str:
+    digest = hashlib.sha256(f"{pair['then']}\n{pair['now']}".encode()).hexdigest()[:10]
+    return f"changed-{pair['title']}-sentence-{digest}".replace(" ", "_")
+
+
+def rewrite_pairs(llm: LLM, out: Path, pairs: list[dict[str, Any]], cutoff: str,
+                  concurrency: int) -> list[dict[str, Any]]:
+    """Send each pair not in sentences.jsonl yet, writing its line as it finishes; every line
+    of `pairs` then, in their order."""
+    path = out / SENTENCES
+    done = {row["id"]: row for row in read_records(path)}
+    todo = [pair for pair in pairs if pair_id(pair) not in done]
+    if todo:
+        writer = JsonlWriter(path)
+        try:
+            map_with_progress(lambda pair: writer.write(rewritten(llm, pair, cutoff)), todo,
+                              concurrency, desc="changed sentences", unit="pair", keep=False)
+        finally:
+            writer.close()
+        done = {row["id"]: row for row in read_records(path)}
+    return [done[pair_id(pair)] for pair in pairs]
+
+
+def rewritten(llm: LLM, pair: dict[str, Any], cutoff: str) -> dict[str, Any]:
+    """One pair's line of sentences.jsonl: the fact the model gave and its outcome."""
+    outcome = forced_call(llm, "builder", REWRITE_TOOL, _messages(pair, cutoff), _fields,
+                          max_tokens=REWRITE_MAX_TOKENS)
+    line = {"id": pair_id(pair), **pair, "question": None, "value_then": None, "value_now": None,
+            "raw": outcome.raw, "usage": usage_record(outcome.calls)}
+    if not outcome.ok:
+        empty = all(not (raw or "").strip() for raw in outcome.raw)
+        return {**line, "outcome": "no_reply" if empty else "reply_unparsed",
+                "detail": outcome.reason}
+    fact = outcome.value
+    return {**line, **fact, **dict(zip(("outcome", "detail"), checked(pair, fact)))}
+
+
+def _messages(pair: dict[str, Any], cutoff: str) -> Callable[[str], list[dict[str, str]]]:
+    user = f"Subject: {pair['title']}\nSentence then: {pair['then']}\nSentence now: {pair['now']}"
+    return lambda _: [{"role": "system", "content": REWRITE_PROMPT.format(cutoff=cutoff)},
+                      {"role": "user", "content": user}]
+
+
+def _fields(values: dict[str, Any]) -> dict[str, str]:
+    """The three fields, each a string with something in it (a value may be a bare number)."""
+    found = {"question": text_field(values, "question", QUESTION_CHARS)}
+    for name in ("value_then", "value_now"):
+        value = values.get(name)
+        if not isinstance(value, str) or not value.strip() or len(value) > VALUE_CHARS:
+            raise ReplyError(f"{name} is {str(value)[:200]!r}, not a value of 1 to "
+                             f"{VALUE_CHARS} characters")
+        found[name] = " ".join(value.split())
+    return found
+
+
+def checked(pair: dict[str, Any], fact: dict[str, str]) -> tuple[str, str | None]:
+    """(outcome, why) of a parsed fact, checked field by field against its sentences."""
+    for side in ("then", "now"):
+        if not matches(pair[side], fact[f"value_{side}"]):
+            return "value_not_in_sentence", (f"value_{side} {fact[f'value_{side}']!r} is not "
+                                             f"stated by the sentence {side}")
+    if normalise(fact["value_then"]) == normalise(fact["value_now"]):
+        return "same_value", f"{fact['value_then']!r} and {fact['value_now']!r} are one value"
+    for side in ("then", "now"):
+        if matches(fact["question"], fact[f"value_{side}"]):
+            return "question_states_a_value", f"the question states the value {side}"
+    return "kept", None
