@@ -38,6 +38,7 @@ from freshrag.llm.toolcall import ReplyError, line_of_text, room_for
 
 SENTENCES = "sentences.jsonl"
 MIN_SIMILAR = 0.6  # a sentence rewritten, rather than another sentence in its place
+MAX_BLOCK = 400  # sentence pairs compared in one replaced block before pairing by position
 SENTENCE_CHARS = (20, 600)  # shorter: a heading or a fragment; longer: a run-on list
 QUESTION_CHARS, VALUE_CHARS = 300, 200
 # What became of a pair sent: a question, or why not
@@ -84,17 +85,27 @@ def changed_sentences(then_text: str | None, now_text: str | None) -> dict[str, 
         if tag == "equal":
             unchanged += i2 - i1
         elif tag == "replace":
-            left = list(new[j1:j2])
-            for sentence in old[i1:i2]:
-                close = max(left, key=lambda other: _alike(sentence, other), default=None)
-                if close is None or _alike(sentence, close) < MIN_SIMILAR:
-                    continue
-                left.remove(close)
+            for sentence, close in _closest(old[i1:i2], new[j1:j2]):
                 if normalise(sentence) == normalise(close):
                     unchanged += 1
                 else:
                     pairs.append({"then": sentence, "now": close})
     return {"compared": len(old), "unchanged": unchanged, "pairs": pairs}
+
+
+def _closest(old: list[str], new: list[str]) -> Iterator[tuple[str, str]]:
+    """Each sentence of a replaced block with the closest one left of its replacement, where
+    they are alike enough; a block past `MAX_BLOCK` pairs (a section rewritten) by position
+    only, so that a long rewrite costs no more than its length."""
+    if len(old) * len(new) > MAX_BLOCK:
+        yield from ((a, b) for a, b in zip(old, new) if _alike(a, b) >= MIN_SIMILAR)
+        return
+    left = list(new)
+    for sentence in old:
+        close = max(left, key=lambda other: _alike(sentence, other), default=None)
+        if close is not None and _alike(sentence, close) >= MIN_SIMILAR:
+            left.remove(close)
+            yield sentence, close
 
 
 def _alike(one: str, other: str) -> float:

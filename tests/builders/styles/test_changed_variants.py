@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from freshrag.builders.styles import changed_sentences as sentences_module
 from freshrag.builders.styles.changed import premise_text
 from freshrag.builders.styles.changed_sentences import (
     SENTENCES,
@@ -104,6 +105,22 @@ def test_only_reworded_sentences_are_paired():
     assert found["pairs"] == [{"then": "Town is a town of 4,812 inhabitants.",
                                "now": "Town is a town of 5,020 inhabitants."}]
     assert found["compared"] == 4 and found["unchanged"] == 3  # the mill: same words
+
+
+def test_a_section_rewritten_whole_is_paired_by_position(monkeypatch):
+    """Past MAX_BLOCK pairs a block is not compared every sentence with every other."""
+    compared = []
+    alike = sentences_module._alike
+    monkeypatch.setattr(sentences_module, "_alike",
+                        lambda one, other: compared.append(1) or alike(one, other))
+    then = " ".join(f"In {1900 + i} the town kept {i * 7} horses in its stables." for i in range(60))
+    now = " ".join(f"In {1900 + i} the town kept {i * 7 + 1} horses in its stables."
+                   for i in range(60))
+    found = changed_sentences(then, now)
+    assert len(found["pairs"]) == 60 and found["unchanged"] == 0
+    assert found["pairs"][59] == {"then": "In 1959 the town kept 413 horses in its stables.",
+                                  "now": "In 1959 the town kept 414 horses in its stables."}
+    assert len(compared) == 60  # one comparison a sentence, not 60 x 60
 
 
 def fact(question="What is the current number of inhabitants of Town?", then="4,812",
