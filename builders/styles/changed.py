@@ -40,10 +40,10 @@ from freshrag.builders.sources.pages import BuildError
 from freshrag.builders.styles.base import QUESTIONS, Articles, Config, Plain, Walk, options_of
 from freshrag.builders.styles.changed_sentences import (
     SENTENCES,
+    ask_once,
     chosen_pairs,
     pair_id,
     rewrite_pairs,
-    rewritten,
 )
 from freshrag.builders.styles.changes import Window, compare
 from freshrag.core.jsonl import JsonlWriter, replace_jsonl
@@ -106,7 +106,7 @@ class Changed(Plain):
         def walked(llm: LLM, position: int, title: str, label: bool) -> None:
             for pair in chosen_pairs(rows, {title}, config.questions_per_article, config.seed):
                 if pair_id(pair) not in sent:
-                    rewritten(llm, pair, cutoff)
+                    ask_once(llm, pair, cutoff)
         return walked
 
     def source_step(self, stage: str, config: Config, open_source: Callable[[], Any]) -> str | None:

@@ -29,50 +29,29 @@ from typing import Any, Callable, Iterator
 import mwparserfromhell
 
 from freshrag.builders.forced import forced_call, text_field, usage_record
+from freshrag.builders.prompts import (
+    FACT_QUESTION_CHARS,
+    FACT_VALUE_CHARS,
+    REWRITE_MAX_TOKENS,
+    REWRITE_PROMPT,
+    REWRITE_TOOL,
+)
 from freshrag.builders.records import read_records
 from freshrag.core.concurrency import map_with_progress
 from freshrag.core.jsonl import JsonlWriter
 from freshrag.core.reference import matches, normalise
 from freshrag.core.types import LLM
-from freshrag.llm.toolcall import ReplyError, line_of_text, room_for
+from freshrag.llm.toolcall import ReplyError
 
 SENTENCES = "sentences.jsonl"
 MIN_SIMILAR = 0.6  # a sentence rewritten, rather than another sentence in its place
 MAX_BLOCK = 400  # sentence pairs compared in one replaced block before pairing by position
 SENTENCE_CHARS = (20, 600)  # shorter: a heading or a fragment; longer: a run-on list
-QUESTION_CHARS, VALUE_CHARS = 300, 200
 # What became of a pair sent: a question, or why not
 OUTCOMES = ("kept", "no_reply", "reply_unparsed", "value_not_in_sentence", "same_value",
             "question_states_a_value")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
-WRITE_FACT = "write_changed_fact"
-REWRITE_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": WRITE_FACT,
-        "description": "Submit the fact that changed between the two sentences.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "question": line_of_text(QUESTION_CHARS) | {
-                    "description": "a question naming the subject that asks for the fact's "
-                                   "current value and states neither value"},
-                "value_then": line_of_text(VALUE_CHARS) | {
-                    "description": "the value as the old sentence gives it, in its words"},
-                "value_now": line_of_text(VALUE_CHARS) | {
-                    "description": "the value as the new sentence gives it, in its words"}},
-            "required": ["question", "value_then", "value_now"],
-        },
-    },
-}
-REWRITE_PROMPT = (
-    "You are given two versions of a sentence from the Wikipedia article about a subject: as it "
-    "read at {cutoff}, and as it reads now. Find the fact whose value changed between them. "
-    "Write one question that names the subject and asks for the fact's current value without "
-    "stating either value, and give the value as the old sentence states it (value_then) and as "
-    "the new sentence states it (value_now), each copied from its sentence. Call "
-    "write_changed_fact.")
-REWRITE_MAX_TOKENS = room_for(QUESTION_CHARS, VALUE_CHARS, VALUE_CHARS)
+WRITE_FACT = REWRITE_TOOL["function"]["name"]
 
 
 def changed_sentences(then_text: str | None, now_text: str | None) -> dict[str, Any]:
@@ -182,6 +161,13 @@ def rewritten(llm: LLM, pair: dict[str, Any], cutoff: str) -> dict[str, Any]:
     return {**line, **fact, **dict(zip(("outcome", "detail"), checked(pair, fact)))}
 
 
+def ask_once(llm: LLM, pair: dict[str, Any], cutoff: str) -> None:
+    """The pair's first request as `rewritten` sends it, for the dry run: one call a pair, since
+    a made-up reply says nothing of whether a real one would be asked again."""
+    llm.chat("builder", _messages(pair, cutoff)(""), tools=[REWRITE_TOOL], tool_choice=WRITE_FACT,
+             temperature=0.0, max_tokens=REWRITE_MAX_TOKENS, attempt=0)
+
+
 def _messages(pair: dict[str, Any], cutoff: str) -> Callable[[str], list[dict[str, str]]]:
     user = f"Subject: {pair['title']}\nSentence then: {pair['then']}\nSentence now: {pair['now']}"
     return lambda _: [{"role": "system", "content": REWRITE_PROMPT.format(cutoff=cutoff)},
@@ -190,12 +176,12 @@ def _messages(pair: dict[str, Any], cutoff: str) -> Callable[[str], list[dict[st
 
 def _fields(values: dict[str, Any]) -> dict[str, str]:
     """The three fields, each a string with something in it (a value may be a bare number)."""
-    found = {"question": text_field(values, "question", QUESTION_CHARS)}
+    found = {"question": text_field(values, "question", FACT_QUESTION_CHARS)}
     for name in ("value_then", "value_now"):
         value = values.get(name)
-        if not isinstance(value, str) or not value.strip() or len(value) > VALUE_CHARS:
+        if not isinstance(value, str) or not value.strip() or len(value) > FACT_VALUE_CHARS:
             raise ReplyError(f"{name} is {str(value)[:200]!r}, not a value of 1 to "
-                             f"{VALUE_CHARS} characters")
+                             f"{FACT_VALUE_CHARS} characters")
         found[name] = " ".join(value.split())
     return found
 

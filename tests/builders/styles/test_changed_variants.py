@@ -236,9 +236,9 @@ def test_the_dry_run_counts_the_sentence_calls_the_build_then_makes(tmp_path, fa
         assert build(tmp_path, "--rewrite-sentences", "--stage", stage)[0] == 0
     capsys.readouterr()
     assert build(tmp_path, "--rewrite-sentences", "--dry-run")[0] == 0
-    [builder] = [line for line in capsys.readouterr().out.splitlines()
-                 if line.startswith("| builder |")]
-    assert builder.split("|")[3].strip() == "2"  # A_f's classifier and the one pair
+    said = capsys.readouterr().out
+    [builder] = [line for line in said.splitlines() if line.startswith("| builder |")]
+    assert builder.split("|")[3].strip() == "2", said  # A_f's classifier and the one pair
     assert not server.requests and not writer.sent
     assert build(tmp_path, "--rewrite-sentences")[0] == 0
-    assert len(server.requests) == 2 and len(writer.sent) == 1
+    assert (len(server.requests), len(writer.sent)) == (2, 1), server.requests
