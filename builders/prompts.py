@@ -75,9 +75,41 @@ WRITE_QUESTION_TOOL: dict[str, Any] = {
     },
 }
 
+# `--style changed --rewrite-sentences` (builders/styles/changed_sentences.py): a sentence
+# reworded since the cutoff, rewritten as a fact with an old and a new value.
+FACT_QUESTION_CHARS, FACT_VALUE_CHARS = 300, 200
+REWRITE_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "write_changed_fact",
+        "description": "Submit the fact that changed between the two sentences.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "question": line_of_text(FACT_QUESTION_CHARS) | {
+                    "description": "a question naming the subject that asks for the fact's "
+                                   "current value and states neither value"},
+                "value_then": line_of_text(FACT_VALUE_CHARS) | {
+                    "description": "the value as the old sentence gives it, in its words"},
+                "value_now": line_of_text(FACT_VALUE_CHARS) | {
+                    "description": "the value as the new sentence gives it, in its words"}},
+            "required": ["question", "value_then", "value_now"],
+        },
+    },
+}
+REWRITE_PROMPT = (
+    "You are given two versions of a sentence from the Wikipedia article about a subject: as it "
+    "read at {cutoff}, and as it reads now. Find the fact whose value changed between them. "
+    "Write one question that names the subject and asks for the fact's current value without "
+    "stating either value, and give the value as the old sentence states it (value_then) and as "
+    "the new sentence states it (value_now), each copied from its sentence. Call "
+    "write_changed_fact.")
+REWRITE_MAX_TOKENS = room_for(FACT_QUESTION_CHARS, FACT_VALUE_CHARS, FACT_VALUE_CHARS)
+
 PROMPTS = {"recency": RECENCY_PROMPT, "recency_tool": json.dumps(RECENCY_TOOL),
            **{f"question_{style}": text for style, text in QUESTION_PROMPTS.items()},
-           "grounded": GROUNDED_PROMPT, "grounded_tool": json.dumps(WRITE_QUESTION_TOOL)}
+           "grounded": GROUNDED_PROMPT, "grounded_tool": json.dumps(WRITE_QUESTION_TOOL),
+           "changed_sentences": REWRITE_PROMPT, "changed_sentences_tool": json.dumps(REWRITE_TOOL)}
 
 
 def article_text(title: str, content: str) -> str:

@@ -42,6 +42,7 @@ SHAPES: dict[str, Shape] = {
     "changes.jsonl": {"title": TEXT, "dropped": MAYBE_TEXT, "revisions": NUMBER,
                       "unparsed_revisions": NUMBER, "fields": NUMBER, "unchanged": NUMBER,
                       "changed": LIST},
+    "sentences.jsonl": {"id": TEXT, "title": TEXT, "then": TEXT, "now": TEXT, "outcome": TEXT},
 }
 KINDS = {str: "text", bool: "true or false", int: "a whole number", list: "a list", dict: "an object",
          type(None): "null"}

@@ -14,8 +14,15 @@ that existed before it (docs/building.md#changed-facts).
    `field`, `infobox`, both revisions (id and timestamp), when the value now was set
    (`changed_at`), `changes` and its tag `change` (`fast` or `slow`).
 
+3. With `--false-premise`, each field's question is followed by a twin that presumes the value
+   then still holds, from a template by the kind of value (`premise` "false", the plain
+   question's "none"; docs/building.md#false-premises). With `--rewrite-sentences`, the
+   sentences reworded since the cutoff are rewritten by the builder model as facts
+   (builders/styles/changed_sentences.py), each kept one a question of `field` "sentence".
+
 The funnel's `changed` counts pages read and dropped (by reason), fields compared, unchanged,
-changed, dropped (by reason) and questions by tag.
+changed, dropped (by reason), questions by tag, false-premise questions by tag, and the
+sentences compared, reworded, sent, kept and dropped (by reason).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -30,11 +38,20 @@ from freshrag.builders.records import read_records
 from freshrag.builders.sources.history import HistoryBroken, dump_histories
 from freshrag.builders.sources.pages import BuildError
 from freshrag.builders.styles.base import QUESTIONS, Articles, Config, Plain, Walk, options_of
+from freshrag.builders.styles.changed_sentences import (
+    SENTENCES,
+    ask_once,
+    chosen_pairs,
+    pair_id,
+    rewrite_pairs,
+)
 from freshrag.builders.styles.changes import Window, compare
 from freshrag.core.jsonl import JsonlWriter, replace_jsonl
+from freshrag.core.reference import numbers_in, whole_date
 from freshrag.core.types import LLM
 
 CHANGES = "changes.jsonl"
+SENTENCE_FIELD = "sentence"  # the `field` of a question from a reworded sentence
 
 
 @dataclass(frozen=True)
@@ -45,6 +62,8 @@ class ChangedOptions:
     history_days: int = 730  # --history-days: how far before the cutoff changes are counted
     revert_days: int = 7  # --revert-days: a change undone within this many days is vandalism
     fast_per_year: int = 1  # --fast-per-year: changes a year from which a field is fast
+    false_premise: bool = False  # --false-premise: a second question presuming the value then
+    rewrite_sentences: bool = False  # --rewrite-sentences: reworded sentences, as facts
 
 
 class Changed(Plain):
@@ -53,7 +72,7 @@ class Changed(Plain):
 
     name = "changed"
     description = "facts of older pages whose infobox value changed after the cutoff"
-    files = (CHANGES,)
+    files = (CHANGES, SENTENCES)
     options = ChangedOptions
 
     def settings(self, config: Config) -> dict[str, Any]:
@@ -63,17 +82,32 @@ class Changed(Plain):
         given = options_of(config, ChangedOptions)
         return {"history_dump": given.history_dump and str(given.history_dump),
                 "history_days": given.history_days, "revert_days": given.revert_days,
-                "fast_per_year": given.fast_per_year}
+                "fast_per_year": given.fast_per_year, "false_premise": given.false_premise,
+                "rewrite_sentences": given.rewrite_sentences}
 
     def write_questions(self, llm: LLM, config: Config, titles: list[str]) -> int:
         if not (config.out / CHANGES).exists():
             raise BuildError(f"{config.out}: no {CHANGES}: stage facts reads the histories; "
                              f"run it first (freshrag build --stage facts ..., no LLM call)")
-        return replace_jsonl(config.out / QUESTIONS, _questions(config, titles))
+        sentences = _sentence_questions(llm, config, titles) \
+            if options_of(config, ChangedOptions).rewrite_sentences else []
+        return replace_jsonl(config.out / QUESTIONS, chain(_questions(config, titles), sentences))
 
     def walk(self, config: Config, titles: list[str], articles: Articles, done: set[str],
              known: bool) -> Walk:
-        return lambda llm, position, title, label: None  # its questions call no model
+        """The sentence pairs' calls of the pages compared already (stage facts has read the
+        histories); the fields' questions call no model."""
+        if not options_of(config, ChangedOptions).rewrite_sentences:
+            return lambda llm, position, title, label: None
+        rows = read_records(config.out / CHANGES)
+        sent = {line["id"] for line in read_records(config.out / SENTENCES)}
+        cutoff = config.cutoff.isoformat()
+
+        def walked(llm: LLM, position: int, title: str, label: bool) -> None:
+            for pair in chosen_pairs(rows, {title}, config.questions_per_article, config.seed):
+                if pair_id(pair) not in sent:
+                    ask_once(llm, pair, cutoff)
+        return walked
 
     def source_step(self, stage: str, config: Config, open_source: Callable[[], Any]) -> str | None:
         """Stage facts: every A_r article's history compared, into changes.jsonl."""
@@ -93,7 +127,8 @@ CHANGED = Changed()
 
 def window(config: Config) -> Window:
     given = options_of(config, ChangedOptions)
-    return Window(config.cutoff, given.history_days, given.revert_days, given.fast_per_year)
+    return Window(config.cutoff, given.history_days, given.revert_days, given.fast_per_year,
+                  given.rewrite_sentences)
 
 
 def read_histories(config: Config, open_source: Callable[[], Any]) -> list[dict[str, Any]]:
@@ -141,9 +176,10 @@ def _compared(config: Config, titles: list[str],
 
 def _questions(config: Config, titles: list[str]) -> Iterator[dict[str, Any]]:
     """The question rows of the kept fields of `titles`' pages, at most questions_per_article
-    a page, chosen by the seed."""
+    a page, chosen by the seed; each followed by its false-premise twin when asked for."""
     wanted = set(titles)
     rng = random.Random(config.seed)
+    premised = options_of(config, ChangedOptions).false_premise
     for row in read_records(config.out / CHANGES):
         if row["title"] not in wanted:
             continue
@@ -151,6 +187,8 @@ def _questions(config: Config, titles: list[str]) -> Iterator[dict[str, Any]]:
         rng.shuffle(kept)
         for field in sorted(kept[:config.questions_per_article], key=lambda f: f["field"]):
             yield question_row(row["title"], field, config)
+            if premised:
+                yield premise_row(row["title"], field, config)
 
 
 def question_row(title: str, field: dict[str, Any], config: Config) -> dict[str, Any]:
@@ -160,33 +198,99 @@ def question_row(title: str, field: dict[str, Any], config: Config) -> dict[str,
             **{key: field[key] for key in ("value_then", "value_now", "field", "infobox",
                                            "then_revision", "now_revision", "changed_at",
                                            "changes", "per_year", "change")},
-            "revision_id": now["id"], "style": CHANGED.name, "stage": config.questions_from,
-            "cutoff": config.cutoff.isoformat()}
+            "premise": "none", "revision_id": now["id"], "style": CHANGED.name,
+            "stage": config.questions_from, "cutoff": config.cutoff.isoformat()}
+
+
+def premise_row(title: str, field: dict[str, Any], config: Config) -> dict[str, Any]:
+    """The question about a field that presumes its value then still holds."""
+    row = question_row(title, field, config)
+    return {**row, "id": f"{row['id']}-false-premise", "premise": "false",
+            "question": premise_text(title, field["field"], field["value_then"])}
 
 
 def question_text(title: str, field: str) -> str:
     """The question of a field: its name in words ("population_total": population total)."""
-    words = " ".join(field.replace("_", " ").split())
-    return f"What is the current {words} of {title}?"
+    return f"What is the current {_words(field)} of {title}?"
+
+
+def premise_text(title: str, field: str, then: str) -> str:
+    """The question that presumes the value then, by the kind of value: a date, a number, or a
+    name or other words."""
+    words = _words(field)
+    if whole_date(then) is not None:
+        return f"Why is the {words} of {title} still given as {then}?"
+    if numbers_in(then):
+        return f"Why has the {words} of {title} stayed at {then}?"
+    return f"Why is the {words} of {title} still {then}?"
+
+
+def _words(field: str) -> str:
+    return " ".join(field.replace("_", " ").split())
+
+
+def _sentence_questions(llm: LLM, config: Config, titles: list[str]) -> list[dict[str, Any]]:
+    """The questions of the reworded sentences of `titles`' pages that the model rewrote as a
+    fact that passed every check."""
+    pairs = list(chosen_pairs(read_records(config.out / CHANGES), set(titles),
+                              config.questions_per_article, config.seed))
+    lines = rewrite_pairs(llm, config.out, pairs, config.cutoff.isoformat(), config.concurrency)
+    return [sentence_row(line, config) for line in lines if line["outcome"] == "kept"]
+
+
+def sentence_row(line: dict[str, Any], config: Config) -> dict[str, Any]:
+    return {"id": line["id"], "title": line["title"], "question": line["question"],
+            "reference": line["value_now"], "value_then": line["value_then"],
+            "value_now": line["value_now"], "field": SENTENCE_FIELD, "infobox": None,
+            "sentence_then": line["then"], "sentence_now": line["now"],
+            "then_revision": line["then_revision"], "now_revision": line["now_revision"],
+            "changed_at": None, "changes": None, "per_year": None, "change": None,
+            "premise": "none", "revision_id": line["now_revision"]["id"], "style": CHANGED.name,
+            "stage": config.questions_from, "cutoff": config.cutoff.isoformat()}
 
 
 def changed_funnel(out: Path) -> dict[str, Any]:
     """Pages read and dropped by reason; fields compared, unchanged and changed; changed fields
     dropped by reason (those left over past --questions-per-article as `beyond_per_article`);
-    questions by tag."""
+    questions by tag; the false-premise questions by tag; the sentences' counts."""
     rows = read_records(out / CHANGES)
     questions = [row for row in read_records(out / QUESTIONS) if row.get("style") == "changed"] \
         if (out / QUESTIONS).exists() else []
+    fields = [row for row in questions if row.get("field") != SENTENCE_FIELD]
+    plain = [row for row in fields if row.get("premise") != "false"]
     changed = [field for row in rows for field in row["changed"]]
     dropped = Counter(field["dropped"] for field in changed if field["dropped"])
     kept = sum(field["dropped"] is None for field in changed)
-    if questions and kept > len(questions):
-        dropped["beyond_per_article"] = kept - len(questions)
-    return {"pages": len(rows),
-            "pages_dropped": dict(Counter(row["dropped"] for row in rows if row["dropped"])),
-            "revisions": sum(row["revisions"] for row in rows),
-            "unparsed_revisions": sum(row["unparsed_revisions"] for row in rows),
-            "fields": sum(row["fields"] for row in rows),
-            "unchanged": sum(row["unchanged"] for row in rows), "changed": len(changed),
-            "dropped": dict(dropped),
-            "questions": dict(Counter(row["change"] for row in questions))}
+    if plain and kept > len(plain):
+        dropped["beyond_per_article"] = kept - len(plain)
+    funnel = {"pages": len(rows),
+              "pages_dropped": dict(Counter(row["dropped"] for row in rows if row["dropped"])),
+              "revisions": sum(row["revisions"] for row in rows),
+              "unparsed_revisions": sum(row["unparsed_revisions"] for row in rows),
+              "fields": sum(row["fields"] for row in rows),
+              "unchanged": sum(row["unchanged"] for row in rows), "changed": len(changed),
+              "dropped": dict(dropped),
+              "questions": dict(Counter(row["change"] for row in plain))}
+    if premised := [row for row in fields if row.get("premise") == "false"]:
+        funnel["false_premise"] = dict(Counter(row["change"] for row in premised))
+    if any("sentences" in row for row in rows):
+        funnel["sentences"] = sentence_funnel(rows, read_records(out / SENTENCES),
+                                              (out / QUESTIONS).exists())
+    return funnel
+
+
+def sentence_funnel(rows: list[dict[str, Any]], lines: list[dict[str, Any]],
+                    asked: bool) -> dict[str, Any]:
+    """Sentences compared and unchanged, pairs reworded; once the questions stage has `asked`,
+    the pairs sent to the model (the rest past --questions-per-article), kept as questions, and
+    dropped by reason."""
+    found = [row["sentences"] for row in rows if row.get("sentences")]
+    reworded = sum(len(part["pairs"]) for part in found)
+    counts = {"compared": sum(part["compared"] for part in found),
+              "unchanged": sum(part["unchanged"] for part in found), "reworded": reworded}
+    if not asked:
+        return counts
+    return {**counts, "sent": len(lines), "beyond_per_article": reworded - len(lines),
+            "kept": sum(line["outcome"] == "kept" for line in lines),
+            "dropped": dict(Counter(line["outcome"] for line in lines
+                                    if line["outcome"] != "kept"))}

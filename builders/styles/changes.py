@@ -15,6 +15,9 @@ facts.py `infobox_facts`) only when it differs from the previous revision's.
   one so reverted, it was vandalism at the cutoff, and the value it hid is the value then; a
   field whose value now is that one is dropped as `reverted`.
 
+With `sentences`, the row also holds the sentences of the two revisions that were reworded
+(builders/styles/changed_sentences.py).
+
 A page is dropped whole, with its reason, when its history is missing, truncated (its first
 revision after the cutoff has a parent) or broken off, it was created after the cutoff, a
 revision has no timestamp, the revision then or now has an infobox that does not parse, it has
@@ -30,6 +33,7 @@ from datetime import date, datetime, time, timedelta, timezone
 from typing import Any, Iterable
 
 from freshrag.builders.sources.history import HistoryBroken, Revision
+from freshrag.builders.styles.changed_sentences import changed_sentences
 from freshrag.builders.styles.facts import infobox_facts
 
 INFOBOX_START = re.compile(r"\{\{\s*infobox[\s_]", re.I)
@@ -51,6 +55,7 @@ class Window:
     history_days: int = 730
     revert_days: int = 7
     fast_per_year: int = 1
+    sentences: bool = False  # whether the sentences reworded are compared too
 
     @property
     def end(self) -> datetime:  # the first moment after the cutoff day
@@ -201,9 +206,13 @@ def _result(title: str, walk: Walk, first: Revision | None, last: Revision | Non
             "changes": walk.changes.get(name, 0), "per_year": round(rate, 3),
             "change": "fast" if rate >= window.fast_per_year else "slow",
             "dropped": _field_drop(name, old, new, walk)})
-    return {"title": title, "dropped": None, "detail": None, "revisions": count,
-            "unparsed_revisions": walk.unparsed, "fields": len(names),
-            "unchanged": len(names) - len(changed), "changed": changed}
+    row: dict[str, Any] = {"title": title, "dropped": None, "detail": None, "revisions": count,
+                           "unparsed_revisions": walk.unparsed, "fields": len(names),
+                           "unchanged": len(names) - len(changed), "changed": changed}
+    if window.sentences:  # the two revisions' prose: the one text kept of each
+        row["sentences"] = {"then_revision": _revision(then), "now_revision": _revision(now),
+                            **changed_sentences(then.text, now.text)}
+    return row
 
 
 def _held(fields: dict[str, Value], name: str) -> str | None:

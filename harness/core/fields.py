@@ -1,6 +1,6 @@
 """A question field's values, named and ordered once: every per-field table of a question field
 (freshrag.core.types.Question: `label`, `information_need`, `kind`, `need`, `group`,
-`criterion`, `hops`, `multihop`, `change`) takes its groups from here, so that the report's breakdowns
+`criterion`, `hops`, `multihop`, `change`, `premise`) takes its groups from here, so that the report's breakdowns
 (harness/reporting/breakdown.py) and the retrieval scan (harness/retrieval/scan.py) show the same
 groups in the same order (docs/reports.md#per-field-breakdowns).
 """

@@ -181,6 +181,7 @@ class SampleRow(SampleFields, total=False):
     criterion: str | None
     value_then: str | None  # a changed fact's value at the cutoff (`reference`: its value now)
     change: str | None  # a changed fact's tag: "fast" or "slow"
+    premise: str | None  # a changed fact's question: "false" if it presumes the value then
     models: dict[str, str]  # imported rows, which have no calls: the model of each role
     # Never written: what reports add on reading (reporting/report.py load_runs): the run
     # directory, and the scores of this answer by scorer

@@ -189,6 +189,7 @@ class AnswerSummary(Struct, kw_only=True, gc=False):
     group: str | None = None
     criterion: str | None = None
     change: str | None = None  # a changed fact's tag, fast or slow (`--by change`)
+    premise: str | None = None  # a changed fact's question: false or none (`--by premise`)
     # the outcome: status, answer, grade, scores beyond the judge
     status: Literal["ok", "failed"]
     error: str | None = None
@@ -219,8 +220,8 @@ class AnswerSummary(Struct, kw_only=True, gc=False):
 
 # The question set's optional fields, copied as the row holds them
 QUESTION_FIELDS = ("question", "hops", "multihop", "label", "information_need", "kind", "need",
-                   "reference", "group", "criterion", "change", "error", "answer", "stopped",
-                   "latency_s", "answer_latency_s", "run")
+                   "reference", "group", "criterion", "change", "premise", "error", "answer",
+                   "stopped", "latency_s", "answer_latency_s", "run")
 
 
 def summary_of(row: SampleRow, path: Path | None = None, line: int = 0) -> AnswerSummary:

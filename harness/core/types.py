@@ -78,9 +78,11 @@ class Question:
     hops: int | None = None
     multihop: str | None = None
     # A changed fact (docs/building.md#changed-facts): its value at the cutoff, `reference`
-    # being its value now, and how often it changes, "fast" or "slow"
+    # being its value now, and how often it changes, "fast" or "slow"; `premise` "false" for a
+    # question that presumes the value then still holds, "none" for one that presumes nothing
     value_then: str | None = None
     change: str | None = None
+    premise: str | None = None
     # When its value now was set (a timestamp): the month the effective cutoff orders it by
     # (docs/cutoff.md#from-changed-facts); rows do not carry it
     changed_at: str | None = None
@@ -101,7 +103,7 @@ class Question:
 
 
 QUESTION_FIELDS = ("label", "information_need", "kind", "need", "reference", "group", "criterion",
-                   "gold_titles", "hops", "multihop", "value_then", "change")
+                   "gold_titles", "hops", "multihop", "value_then", "change", "premise")
 # How the articles of a multi-article question answer it (docs/methods.md#multi-article-questions)
 MULTIHOP = ("bridge", "comparison")
 

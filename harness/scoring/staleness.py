@@ -8,6 +8,11 @@
   alone is current, the value then alone stale, neither other.
 - Otherwise (longer values, or an answer that states both) the judge role decides by one forced
   call that shows it both values; a reply that is no verdict leaves the answer unscored.
+- A false-premise question (`premise` "false": it presumes the value then still holds) is
+  current when it corrects the premise (gives the value now, or says the value then no longer
+  holds) and stale when it accepts it. Matching decides only an answer that states the value
+  now alone; the rest go to the judge, told of the premise, since an answer may restate the
+  value then to deny it, or accept the premise without restating it.
 
 The verdict is the metric of its name (1, the others 0), its `source` (`pattern`, `match` or
 `judge`) and `reason` in `details`; so is whether the retrieved context states the value now
@@ -49,6 +54,11 @@ PROMPT = (
     "answer gives as the answer: the current one, the old one, another value, or none because "
     "it abstained. An answer that mentions the old value only as a former value and gives the "
     "current one as the answer gives the current value. Call classify_staleness.")
+FALSE_PREMISE = (
+    "The question presumes that the old value still holds, which is false. An answer that "
+    "corrects the premise, by giving the current value or by saying the old value no longer "
+    "holds, gives the current value; an answer that accepts the premise, explaining or "
+    "restating the old value as still true, gives the old value.")
 
 
 class Staleness:
@@ -68,19 +78,15 @@ class Staleness:
             return verdict("abstained", "pattern", "the answer declines or says it does not "
                            "know", seen)
         if matchable(then) and matchable(now):
-            new, old = matches(answer, now), matches(answer, then)
-            if new != old:
-                return verdict("current" if new else "stale", "match",
-                               f"the answer states the value {'now' if new else 'then'}, "
-                               f"{now if new else then!r}", seen)
-            if not new:
-                return verdict("other", "match", f"the answer states neither {then!r} nor "
-                               f"{now!r}", seen)
+            matched = _matched(answer, then, now, item.question.premise == "false", seen)
+            if matched is not None:
+                return matched
         return self._judged(llm, item, then, now, seen)
 
     def _judged(self, llm: LLM, item: ScoreInput, then: str, now: str,
                 seen: dict[str, Any]) -> ScoreResult:
-        response = forced(llm, self.role, PROMPT, f"Question: {item.question.text}\n\n"
+        prompt = PROMPT + (f" {FALSE_PREMISE}" if item.question.premise == "false" else "")
+        response = forced(llm, self.role, prompt, f"Question: {item.question.text}\n\n"
                           f"Old value: {then}\nCurrent value: {now}\n\nAnswer: {item.answer}",
                           STALENESS_TOOL, VERDICT_MAX_TOKENS, item.repeat)
         try:
@@ -91,6 +97,21 @@ class Staleness:
         except ReplyError as err:
             return unscored(str(err), **seen)
         return verdict(given["verdict"], "judge", str(given.get("reason") or "")[:500], seen)
+
+
+def _matched(answer: str, then: str, now: str, premised: bool,
+             seen: dict[str, Any]) -> ScoreResult | None:
+    """The verdict that matching the values gives, or None where the judge must decide."""
+    new, old = matches(answer, now), matches(answer, then)
+    if premised:  # the value then alone, or neither, may deny the premise or accept it
+        return verdict("current", "match", f"the answer states the value now, {now!r}, against "
+                       f"the premise", seen) if new and not old else None
+    if new != old:
+        return verdict("current" if new else "stale", "match", f"the answer states the value "
+                       f"{'now' if new else 'then'}, {now if new else then!r}", seen)
+    if not new:
+        return verdict("other", "match", f"the answer states neither {then!r} nor {now!r}", seen)
+    return None
 
 
 def matchable(value: str) -> bool:

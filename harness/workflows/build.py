@@ -115,10 +115,14 @@ def prepare_build(options: Any, defaults: Mapping[str, Any]) -> PreparedBuild:
     if args.distractors and not getattr(style_of(args.style), "takes_distractors", False):
         raise InputError("--distractors adds articles close to a two-article question's gold "
                          "ones: it goes with --style multihop")
-    if args.history_dump and "history_dump" not in {f.name for f in fields(
-            style_of(args.style).options)}:
+    own = {f.name for f in fields(style_of(args.style).options)}
+    if args.history_dump and "history_dump" not in own:
         raise InputError("--history-dump gives the revision histories of changed facts: it goes "
                          "with --style changed")
+    if given := [f"--{name.replace('_', '-')}" for name in ("false_premise", "rewrite_sentences")
+                 if getattr(args, name) and name not in own]:
+        raise InputError(f"{' and '.join(given)}: questions about changed facts; they go with "
+                         f"--style changed")
     args.labels = builder.label_spec(args.style, args.labels, args.min_critique)
     config = BuildConfig(
         out=args.out, cutoff=cutoff, n=args.n, questions_per_article=args.questions_per_article,

@@ -103,7 +103,7 @@ def test_optional_question_fields_reach_the_question_and_its_row(tmp_path):
     from freshrag.core.samples import sample_row
     extra = {"label": "summary", "information_need": "costs", "kind": "fresh", "need": True,
              "reference": "Nine spans.", "group": "g1", "criterion": "short",
-             "value_then": "Eight spans.", "change": "slow"}
+             "value_then": "Eight spans.", "change": "slow", "premise": "false"}
     q = write_lines(tmp_path / "questions.jsonl", [QUESTION | extra, QUESTION])
     a = write_lines(tmp_path / "articles.jsonl", [ARTICLE])
     first, plain = load_dataset(q, a).questions

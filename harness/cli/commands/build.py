@@ -164,6 +164,12 @@ def _changed_options(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--fast-per-year", type=whole(1, 365), default=1, metavar="N",
                    help="--style changed: a field that changed at least N times a year is "
                         "tagged fast, else slow (default: %(default)s)")
+    p.add_argument("--false-premise", action="store_true", help="--style changed: for each "
+                   "changed fact, a second question that presumes its old value still holds "
+                   "(premise \"false\"; no model call)")
+    p.add_argument("--rewrite-sentences", action="store_true", help="--style changed: also "
+                   "send the sentences reworded since the cutoff to the builder model, to "
+                   "rewrite each as a fact with an old and a new value (field \"sentence\")")
 
 
 def _traffic_options(p: argparse._ArgumentGroup) -> None:
