@@ -2,8 +2,8 @@
 retrieval/batches.py): the example set's chunks and a background corpus's passages embedded by
 actors and written by the driver give the local build's content hash; an actor killed mid-build,
 or a whole node lost, loses no batch; a batch lost twice ends the build, which then embeds only
-what is missing; an address that does not answer fails at once, naming it. The bag-of-words embedder stands in for
-MiniLM, which one test uses as it is."""
+what is missing; an address that does not answer fails at once, naming it. The bag-of-words
+embedder stands in for MiniLM, which one test uses as it is."""
 
 from __future__ import annotations
 

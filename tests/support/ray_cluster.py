@@ -1,8 +1,8 @@
 """A real Ray cluster on this machine for the executors' tests: a head and a worker node of one
 CPU each (`ray.cluster_utils.Cluster`, several raylets on one host), this process joined to it.
 A test that kills a node adds one of its own and removes it mid-work (`lose_a_node`), so that
-the cluster stays whole for the next. Started once a session (tests/conftest.py `ray_cluster`): a start
-takes 5-10 s on this machine, and CI's time is bounded."""
+the cluster stays whole for the next. Started once a session (tests/conftest.py `ray_cluster`):
+a start takes 5-10 s on this machine, and CI's time is bounded."""
 
 from __future__ import annotations
 
