@@ -5,18 +5,23 @@ unread, and draws no more items than that, whatever the number of items), each r
 executor's walk of the same shape, on this process's threads.
 
 Faults, as a run's pairs need them: an actor or node lost takes its items in flight with it,
-and each of those is asked again once, of the actors still alive; an item whose result was
-handed to `done` is never asked again. An item lost twice, or every actor lost, ends the walk
-with ExecutorError (the caller's work stays resumable). An exception raised by an item's own
-code is raised here as it was raised there. Any end of the walk but its last result (a stop:
-Ctrl-C, SIGTERM; an error) kills its actors, which interrupts what they run: Ray cannot cancel a
-running task of a threaded actor (`ray.cancel` only flags it), and `ray.kill` ends the actor's
-process at once.
+and each of those is asked again once, of the actors alive; an item whose result was handed to
+`done` is never asked again. A lost actor is replaced, started as the first ones were, so that
+the walk keeps its capacity: at most as many replacements as it had actors at first (a crash
+loop ends), each killed unless ready within `Actors.ready_s` (a cluster with no room left, a
+node lost for good, never holds the walk: it goes on with the actors it has). An item lost
+twice, or every actor lost with none left to start, ends the walk with ExecutorError (the
+caller's work stays resumable). An exception raised by an item's own code, or by an actor's
+start, is raised here as it was raised there. Any end of the walk (its last result, a stop:
+Ctrl-C, SIGTERM; an error) kills its actors, replacements included, which interrupts what they
+run: Ray cannot cancel a running task of a threaded actor (`ray.cancel` only flags it), and
+`ray.kill` ends the actor's process at once.
 """
 
 from __future__ import annotations
 
 import collections
+import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from itertools import islice
@@ -26,6 +31,24 @@ from freshrag.executors.choice import ExecutorError
 
 T = TypeVar("T")
 WAIT_S = 0.25  # the longest a stop waits for the driver to see it
+READY_S = 60.0  # a replacement not ready in this long has no room on the cluster
+
+
+def ray_ready(actor: Any) -> Any:
+    """Ray's own sign that `actor` started: its creation ran."""
+    return actor.__ray_ready__.remote()
+
+
+@dataclass(frozen=True)
+class Actors:
+    """A walk's actors: `first`, as `start()` makes one (not awaited); `start()` again for each
+    one lost, at most `len(first)` times a walk, the new one's `ready(actor)` (a ref that is
+    ready when it is, or raises why it could not start) awaited for at most `ready_s`."""
+
+    first: list[Any]
+    start: Callable[[], Any]
+    ready: Callable[[Any], Any] = ray_ready
+    ready_s: float = READY_S
 
 
 @dataclass
@@ -35,49 +58,120 @@ class _Flight(Generic[T]):
     slot: int  # its actor's place in the walk's list
 
 
-def walk(ray: Any, actors: list[Any], items: Iterable[T], call: Callable[[Any, T], Any],
+class _Crew:
+    """The walk's actors by slot (None: lost), the items each has out, and the replacements
+    starting (their ready refs, each with its actor and the time it must be ready by)."""
+
+    def __init__(self, ray: Any, actors: Actors):
+        self.ray, self.actors = ray, actors
+        self.live: list[Any | None] = list(actors.first)
+        self.load = [0] * len(self.live)
+        self.starting: dict[Any, tuple[Any, float]] = {}
+        self.spares = len(self.live)
+
+    def least_busy(self) -> int | None:
+        slots = [slot for slot, actor in enumerate(self.live) if actor is not None]
+        return min(slots, key=self.load.__getitem__) if slots else None
+
+    def lost(self, slot: int) -> None:
+        """The actor in `slot` lost (its other items fail the same way): another started."""
+        if self.live[slot] is not None:
+            self.live[slot] = None
+            self._replace()
+
+    def _replace(self) -> None:
+        if self.spares:
+            self.spares -= 1
+            actor = self.actors.start()
+            self.starting[self.actors.ready(actor)] = (actor, time.monotonic()
+                                                       + self.actors.ready_s)
+
+    def started(self, ref: Any) -> None:
+        """A replacement's ready ref is in: the actor joins the walk, or is replaced if it was
+        lost starting; an error of its own start is raised."""
+        actor, _ = self.starting.pop(ref)
+        try:
+            self.ray.get(ref)
+        except lost_errors(self.ray):
+            stop(self.ray, [actor])
+            self._replace()
+            return
+        except self.ray.exceptions.RayTaskError as err:
+            stop(self.ray, [actor])
+            raise err.cause from None
+        self.live.append(actor)
+        self.load.append(0)
+
+    def overdue(self) -> None:
+        """Replacements not ready in time killed: the cluster has no room for them."""
+        now = time.monotonic()
+        for ref, (actor, by) in list(self.starting.items()):
+            if now > by:
+                del self.starting[ref]
+                stop(self.ray, [actor])
+
+    def stop(self) -> None:
+        stop(self.ray, [*self.live, *(actor for actor, _ in self.starting.values())])
+
+
+def walk(ray: Any, actors: Actors, items: Iterable[T], call: Callable[[Any, T], Any],
          in_flight: int, done: Callable[[T, Any], object], name: Callable[[T], str] = str) -> None:
     """`call(actor, item)` (an actor method's `.remote(item)`) for every item on `actors`, at
     most `in_flight` at once, the least busy actor first; `done(item, result)` for each result.
     `name` says an item in an error."""
-    live: list[Any | None] = list(actors)
-    load = [0] * len(live)
+    crew = _Crew(ray, actors)
     # items are drawn as they are sent, never listed: a corpus's batches hold its text
     fresh = iter(items)
     again: collections.deque[tuple[T, int]] = collections.deque()
     flying: dict[Any, _Flight[T]] = {}
-    lost_kinds = lost_errors(ray)
     try:
         while True:
             while len(flying) < in_flight and (next_item := _next(again, fresh)) is not None:
+                if (slot := crew.least_busy()) is None:  # until a replacement is ready
+                    again.appendleft(next_item)
+                    if not crew.starting:
+                        raise ExecutorError(f"{name(next_item[0])}: every Ray actor of the run "
+                                            f"was lost; run again to resume")
+                    break
                 item, lost = next_item
-                slot = _least_busy(live, load, name(item))
-                flying[call(live[slot], item)] = _Flight(item, lost, slot)
-                load[slot] += 1
-            if not flying:
+                flying[call(crew.live[slot], item)] = _Flight(item, lost, slot)
+                crew.load[slot] += 1
+            if not flying and not again:
                 return
-            ready, _ = ray.wait(list(flying), num_returns=1, timeout=WAIT_S)
-            if ready:  # every other result that is in too, in one look
-                ready, _ = ray.wait(list(flying), num_returns=len(flying), timeout=0)
-            for ref in ready:
-                flight = flying.pop(ref)
-                load[flight.slot] -= 1
-                try:
-                    result = ray.get(ref)
-                except lost_kinds as err:
-                    if flight.lost:
-                        raise ExecutorError(f"{name(flight.item)}: lost twice with its Ray "
-                                            f"actor or node ({type(err).__name__}); run again "
-                                            f"to resume") from None
-                    if isinstance(err, ray.exceptions.RayActorError):
-                        live[flight.slot] = None  # its other items fail the same way
-                    again.append((flight.item, 1))
-                    continue
-                except ray.exceptions.RayTaskError as err:  # the item's own code raised
-                    raise err.cause from None
-                done(flight.item, result)
+            _arrived(ray, crew, flying, again, done, name)
+            crew.overdue()
     finally:
-        stop(ray, live)
+        crew.stop()
+
+
+def _arrived(ray: Any, crew: _Crew, flying: dict[Any, _Flight[T]],
+             again: collections.deque[tuple[T, int]], done: Callable[[T, Any], object],
+             name: Callable[[T], str]) -> None:
+    """What came back within WAIT_S: each result handed to `done`, each item lost queued
+    again (or, lost twice, the walk ended), each replacement ready put to work."""
+    waited = [*flying, *crew.starting]
+    ready, _ = ray.wait(waited, num_returns=1, timeout=WAIT_S)
+    if ready:  # every other result that is in too, in one look
+        ready, _ = ray.wait(waited, num_returns=len(waited), timeout=0)
+    for ref in ready:
+        if ref in crew.starting:
+            crew.started(ref)
+            continue
+        flight = flying.pop(ref)
+        crew.load[flight.slot] -= 1
+        try:
+            result = ray.get(ref)
+        except lost_errors(ray) as err:
+            if flight.lost:
+                raise ExecutorError(f"{name(flight.item)}: lost twice with its Ray actor or "
+                                    f"node ({type(err).__name__}); run again to resume") from None
+            if isinstance(err, ray.exceptions.RayActorError):
+                crew.lost(flight.slot)
+            again.append((flight.item, 1))
+            continue
+        except ray.exceptions.RayTaskError as err:  # the item's own code raised
+            raise err.cause from None
+        done(flight.item, result)
 
 
 def _next(again: collections.deque[tuple[T, int]], fresh: Iterator[T]) -> tuple[T, int] | None:
@@ -89,7 +183,7 @@ def _next(again: collections.deque[tuple[T, int]], fresh: Iterator[T]) -> tuple[
     return None
 
 
-def stop(ray: Any, actors: list[Any | None]) -> None:
+def stop(ray: Any, actors: Iterable[Any | None]) -> None:
     """`actors` killed, what they run interrupted (one already gone is passed over)."""
     for actor in actors:
         if actor is not None:
@@ -104,13 +198,6 @@ def lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
     errors = ray.exceptions
     return (errors.RayActorError, errors.ObjectLostError, errors.WorkerCrashedError,
             errors.NodeDiedError)
-
-
-def _least_busy(live: list[Any | None], load: list[int], item: str) -> int:
-    slots = [slot for slot, actor in enumerate(live) if actor is not None]
-    if not slots:
-        raise ExecutorError(f"{item}: every Ray actor of the run was lost; run again to resume")
-    return min(slots, key=load.__getitem__)
 
 
 def walk_threads(items: Iterable[T], call: Callable[[T], Any], in_flight: int,

@@ -7,9 +7,9 @@ files, and a point's id is its chunk's position, which only the driver's stream 
 
 On Ray the walk is harness/executors/walk.py's, as for a run's pairs: at most PER_ACTOR batches
 in flight per actor (its next batch already sent while it embeds one), a batch lost with its
-actor or node asked again once of the others, one lost twice ending the build, which then
-resumes from what was stored. An embeddings endpoint is called from this process on either
-executor: the endpoint is what computes, and actors would only add hops.
+actor or node asked again once of the others, a lost actor replaced, one batch lost twice ending
+the build, which then resumes from what was stored. An embeddings endpoint is called from this
+process on either executor: the endpoint is what computes, and actors would only add hops.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from itertools import islice
 from typing import Any, Callable, Iterable, Iterator
 
 from freshrag.executors.cluster import connected
-from freshrag.executors.walk import walk, walk_threads
+from freshrag.executors.walk import Actors, walk, walk_threads
 from freshrag.retrieval.chunking import Chunk
 from freshrag.retrieval.config import IndexConfig
 from freshrag.retrieval.embeddings import Embedder, EndpointEmbedder, LocalMiniLM
@@ -92,15 +92,19 @@ class EmbedActor:
 def on_ray(ray: Any, found: Iterable[Batch], embedder: Embedder, in_flight: int,
            store: Stored) -> None:
     """The batches embedded by one actor per GPU of the cluster (where it has GPUs and the
-    model can use one), else per CPU, spread over its nodes."""
+    model can use one), else per CPU, spread over its nodes; a lost one replaced alike."""
     resources = ray.cluster_resources()
     gpus = int(resources.get("GPU", 0)) if _uses_gpu(embedder) else 0
     count = gpus or max(1, int(resources.get("CPU", 1)))
     remote = ray.remote(EmbedActor).options(num_cpus=0 if gpus else 1, num_gpus=1 if gpus else 0,
                                             max_restarts=0, scheduling_strategy="SPREAD")
     shared = ray.put(embedder)  # sent once, whatever the number of actors
-    actors = [remote.remote(shared) for _ in range(count)]
-    walk(ray, actors, found, lambda actor, batch: actor.embed.remote(batch.texts),
+
+    def start() -> Any:
+        return remote.remote(shared)
+
+    walk(ray, Actors([start() for _ in range(count)], start), found,
+         lambda actor, batch: actor.embed.remote(batch.texts),
          in_flight or PER_ACTOR * count, lambda batch, vectors: store(batch, vectors.tolist()))
 
 

@@ -18,6 +18,7 @@ import math
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -28,7 +29,7 @@ from freshrag.core.records import SampleRow
 from freshrag.core.rundir import RUN_ROLES
 from freshrag.core.types import Retriever
 from freshrag.executors.choice import Executor, ExecutorError
-from freshrag.executors.walk import lost_errors, stop, walk
+from freshrag.executors.walk import READY_S, Actors, lost_errors, stop, walk
 from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import LLMClient
 from freshrag.retrieval.config import IndexConfig
@@ -155,16 +156,23 @@ class RayPairs:
         walk(self.ray, actors, plan.pairs, lambda actor, pair: actor.answer.remote(pair),
              plan.config.concurrency, keep, name=_pair_name)
 
-    def actors(self, work: Work, concurrency: int) -> list[Any]:
+    def actors(self, work: Work, concurrency: int) -> Actors:
         """One actor per CPU of the cluster (no more than pairs in flight), spread over its
-        nodes, each taking its share of the pairs in flight; built and ready."""
+        nodes, each taking its share of the pairs in flight; built and ready. A replacement
+        is started the same way, and has twice as long as these took to be ready (at least
+        READY_S): its systems and index are built as theirs were."""
         ray = self.ray
         count = max(1, min(concurrency, int(ray.cluster_resources().get("CPU", 1))))
         remote = ray.remote(PairActor).options(
             num_cpus=1, max_concurrency=math.ceil(concurrency / count), max_restarts=0,
             scheduling_strategy="SPREAD")
         shared = ray.put(work)  # sent once, whatever the number of actors
-        actors = [remote.remote(shared) for _ in range(count)]
+
+        def start() -> Any:
+            return remote.remote(shared)
+
+        began = time.monotonic()
+        actors = [start() for _ in range(count)]
         started = []
         try:
             for actor in actors:
@@ -174,15 +182,16 @@ class RayPairs:
                 except lost_errors(ray):  # its node lost before it started: the others walk
                     pass
         except ray.exceptions.RayTaskError as err:  # a system or the index could not be built
-            stop(ray, list(actors))
+            stop(ray, actors)
             raise err.cause from None
         except BaseException:
-            stop(ray, list(actors))
+            stop(ray, actors)
             raise
         if not started:
             raise ExecutorError(f"no Ray actor of the run could start on the cluster at "
                                 f"{self.executor.address or 'this machine'}")
-        return started
+        return Actors(started, start, lambda actor: actor.ready.remote(),
+                      max(READY_S, 2 * (time.monotonic() - began)))
 
 
 def _pair_name(pair: Pair) -> str:

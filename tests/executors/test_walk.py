@@ -1,8 +1,10 @@
 """The bounded walk over Ray actors (harness/executors/walk.py) on a real Ray cluster
 (tests/support/ray_cluster.py): at most `in_flight` items out at once, every result handed over
-once, an actor lost mid-walk costing no finished item and asking its items in flight again
-once, an item lost twice or an item's own error ending the walk with the actors killed; items
-drawn as they are sent, by it and by the local executor's walk on threads."""
+once, an actor lost mid-walk costing no finished item, asking its items in flight again once
+and replaced by one that answers them (killed in its turn: a cluster with no room for it holds
+nothing up; a crash loop ends), an item lost twice or an item's own error ending the walk with
+the actors killed; items drawn as they are sent, by it and by the local executor's walk on
+threads."""
 
 from __future__ import annotations
 
@@ -13,27 +15,45 @@ import time
 import pytest
 
 from freshrag.executors.choice import ExecutorError
-from freshrag.executors.walk import walk, walk_threads
+from freshrag.executors.walk import Actors, walk, walk_threads
 
 
 class Worker:
     """A threaded actor's work: an item sleeps, then comes back with the process that ran it;
-    "poison" ends the process, "bad" raises."""
+    "poison" ends the process, "bad" raises; the process ends at its `dies_on`th item."""
+
+    def __init__(self, dies_on: int = 0):
+        self.dies_on = dies_on
+        self.calls = 0
 
     def run(self, item: str) -> tuple[str, int]:
-        if item == "poison":
+        self.calls += 1
+        if item == "poison" or self.calls == self.dies_on:
             os._exit(1)
         if item == "bad":
             raise ValueError("bad item")
         time.sleep(0.2)
         return item, os.getpid()
 
+    def pid(self) -> int:
+        return os.getpid()
 
-def actors(ray, count: int) -> list:
-    remote = ray.remote(Worker).options(num_cpus=0, max_concurrency=4, max_restarts=0)
-    made = [remote.remote() for _ in range(count)]
+
+def actors(ray, count: int, ready_s: float = 30.0, dies_on: int = 0, **replaced) -> Actors:
+    """`count` Workers, ready; a replacement started with the options `replaced` (e.g. a
+    resource the cluster lacks), each noted in the result's `start.made`."""
+    options = {"num_cpus": 0, "max_concurrency": 4, "max_restarts": 0}
+    remote = ray.remote(Worker).options(**options)
+    made = [remote.remote(dies_on) for _ in range(count)]
     ray.get([actor.__ray_ready__.remote() for actor in made])
-    return made
+    spare = ray.remote(Worker).options(**options, **replaced)
+
+    def start():
+        start.made.append(spare.remote(dies_on))
+        return start.made[-1]
+
+    start.made = []
+    return Actors(made, start, ready_s=ready_s)
 
 
 class Counted:
@@ -127,16 +147,20 @@ def test_the_local_walk_ends_at_the_first_error_and_sends_nothing_more():
     assert len(asked) < 10
 
 
-def test_an_actor_lost_mid_walk_asks_its_items_again_once_and_no_finished_one(ray_cluster):
+def test_an_actor_lost_mid_walk_is_replaced_and_its_items_asked_again_once(ray_cluster):
     ray = ray_cluster.ray
     made = actors(ray, 2)
+    first = set(ray.get([actor.pid.remote() for actor in made.first]))
     finished_before: list[str] = []
 
     def kill_one(results):
         if len(results) == 4:
             finished_before.extend(item for item, _ in results)
-            ray.kill(made[0])
+            ray.kill(made.first[0])
+        elif made.start.made and not waited:  # the items left outlast its start, however slow
+            waited.append(ray.get(made.start.made[0].__ray_ready__.remote(), timeout=60))
 
+    waited: list = []
     counted = Counted(kill_one)
     items = [f"item {n}" for n in range(24)]
     walk(ray, made, items, counted.call, 8, counted.done)
@@ -144,6 +168,53 @@ def test_an_actor_lost_mid_walk_asks_its_items_again_once_and_no_finished_one(ra
     assert all(counted.asked[item] == 1 for item in finished_before)
     asked_again = [item for item, times in counted.asked.items() if times == 2]
     assert asked_again and max(counted.asked.values()) == 2
+    assert len(made.start.made) == 1  # one replacement, which answered items
+    assert {pid for _, pid in counted.results} - first
+    with pytest.raises(ray.exceptions.RayActorError):  # the walk's end killed it too
+        ray.get(made.start.made[0].run.remote("item 0"), timeout=30)
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_a_replacement_the_cluster_has_no_room_for_is_killed_and_holds_nothing(ray_cluster,
+                                                                               count):
+    ray = ray_cluster.ray
+    made = actors(ray, count, ready_s=0.5, resources={"nowhere": 1})
+    items = [f"item {n}" for n in range(16)]
+    killed_during: list = []
+
+    def kill_one(results):
+        if len(results) == 2:
+            ray.kill(made.first[0])
+        if len(results) == len(items) - 1:  # the walk still on: the replacement given up
+            ready = made.start.made[0].__ray_ready__.remote()
+            killed_during.extend(ray.wait([ready], timeout=5)[0])
+
+    counted = Counted(kill_one)
+    started = time.monotonic()
+    if count == 1:  # no actor left once the replacement is given up
+        with pytest.raises(ExecutorError, match="every Ray actor of the run was lost"):
+            walk(ray, made, items, counted.call, 2, counted.done)
+    else:  # the other actor walks on, to the end
+        walk(ray, made, items, counted.call, 2, counted.done)
+        assert sorted(item for item, _ in counted.results) == sorted(items)
+        assert killed_during
+    assert time.monotonic() - started < 20
+    with pytest.raises(ray.exceptions.RayActorError):  # never placed, and killed
+        ray.get(made.start.made[0].__ray_ready__.remote(), timeout=30)
+
+
+@pytest.mark.parametrize(("dies_on", "error"), [
+    pytest.param(1, r"item \d: lost twice", id="every-actor-dies-on-its-first-item"),
+    pytest.param(2, r"item 2: every Ray actor of the run was lost", id="replacements-run-out"),
+])
+def test_a_crash_loop_ends_with_the_error_naming_the_item(ray_cluster, dies_on, error):
+    ray = ray_cluster.ray
+    made = actors(ray, 2 if dies_on == 1 else 1, dies_on=dies_on)
+    counted = Counted()
+    with pytest.raises(ExecutorError, match=error):
+        walk(ray, made, [f"item {n}" for n in range(6)], counted.call, len(made.first),
+             counted.done)
+    assert len(made.start.made) <= len(made.first)  # at most as many replacements as actors
 
 
 def test_an_item_lost_twice_ends_the_walk_naming_it(ray_cluster):
@@ -160,4 +231,4 @@ def test_an_items_own_error_is_raised_as_it_was_and_the_actors_are_killed(ray_cl
     with pytest.raises(ValueError, match="bad item"):
         walk(ray, made, ["item 1", "bad", "item 2"], counted.call, 3, counted.done)
     with pytest.raises(ray.exceptions.RayActorError):
-        ray.get([actor.run.remote("item 3") for actor in made], timeout=30)
+        ray.get([actor.run.remote("item 3") for actor in made.first], timeout=30)

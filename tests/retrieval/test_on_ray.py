@@ -1,16 +1,19 @@
 """The index built on a real two-node Ray cluster on this machine (tests/support/ray_cluster.py,
 retrieval/batches.py): the example set's chunks and a background corpus's passages embedded by
-actors and written by the driver give the local build's content hash; an actor killed mid-build
-loses no batch; a batch lost twice ends the build, which then embeds only what is missing;
-scan-retrieval's index built there scans as the local one; an address that does not answer fails
-at once, naming it. The bag-of-words embedder stands in for
-MiniLM, which one test uses as it is."""
+actors and written by the driver give the local build's content hash; an actor killed mid-build,
+or a whole node lost, loses no batch; a batch lost twice ends the build, which then embeds only
+what is missing; scan-retrieval's index built there scans as the local one; an address that does
+not answer fails at once, naming it. The bag-of-words embedder stands in for MiniLM, which one
+test uses as it is."""
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import json
 import os
 import time
+import uuid
 from dataclasses import replace
 from pathlib import Path
 
@@ -67,6 +70,26 @@ class DyingEmbedder(BagOfWordsEmbedder):
         return super().embed(texts)
 
 
+class MarkingEmbedder(BagOfWordsEmbedder):
+    """On a Ray actor: each batch noted as it starts, by a file in `marks` naming the batch and
+    the node that embeds it, then embedded after 0.05 s, or after 5 s on a node not in `quick`
+    (so that a node lost once its actor begins loses a batch in flight)."""
+
+    def __init__(self, marks: Path, quick: set[str]):
+        super().__init__()
+        self.marks = marks
+        self.quick = quick
+
+    def embed(self, texts):
+        import ray
+
+        batch = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:12]
+        node = ray.get_runtime_context().get_node_id()
+        (self.marks / f"{batch}.{node}.{uuid.uuid4().hex[:8]}").touch()
+        time.sleep(0.05 if node in self.quick else 5)
+        return super().embed(texts)
+
+
 @pytest.mark.parametrize("engine", ["edge", "local"])
 def test_the_index_built_on_ray_has_the_local_builds_content_hash(tmp_path, ray_cluster, world,
                                                                   engine):
@@ -82,6 +105,27 @@ def test_an_actor_killed_mid_build_loses_no_batch(tmp_path, ray_cluster, world):
     dying = DyingEmbedder(next(iter(EXAMPLE.articles)), marker)
     assert built_hash(config(tmp_path / "ray", corpus=world, executor=RAY), dying) == local
     assert marker.exists()  # an actor did die, and its batch was embedded by the other
+
+
+def test_a_node_lost_mid_build_loses_no_batch(tmp_path, ray_cluster, world):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    ray = ray_cluster.ray
+    first = {node["NodeID"] for node in ray.nodes() if node["Alive"]}
+
+    def embedded() -> list[list[str]]:  # [batch, node, unique] a batch started
+        return [mark.name.split(".") for mark in marks.iterdir()]
+
+    local = built_hash(config(tmp_path / "here", corpus=world, batch_size=4))
+    on_ray = ray_cluster.lose_a_node(  # one actor a node: lost once the added one's embeds
+        lambda: built_hash(config(tmp_path / "ray", corpus=world, executor=RAY, batch_size=4),
+                           MarkingEmbedder(marks, first)),
+        lambda: any(node not in first for _, node, _ in embedded()))
+    assert on_ray == local
+    lost = {node["NodeID"] for node in ray.nodes() if not node["Alive"]} - first
+    assert {node for _, node, _ in embedded()} & lost
+    times = collections.Counter(batch for batch, _, _ in embedded())
+    assert max(times.values()) == 2  # the batch it held, embedded again once
 
 
 def test_a_batch_lost_twice_ends_the_build_which_resumes_with_what_is_missing(tmp_path,

@@ -13,7 +13,6 @@ import pickle
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -121,10 +120,13 @@ def two_systems(out, *extra: str) -> list[str]:
             *extra]
 
 
+def rows_written(samples) -> int:
+    return len(samples.read_text().splitlines()) if samples.exists() else 0
+
+
 def wait_for_rows(samples, count: int, alive=lambda: True) -> None:
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and alive() and (
-            not samples.exists() or len(samples.read_text().splitlines()) < count):
+    while time.monotonic() < deadline and alive() and rows_written(samples) < count:
         time.sleep(0.05)
 
 
@@ -137,24 +139,23 @@ def redone(server: FakeOpenAIServer, since: int, finished: list[dict]) -> list[d
 def test_a_worker_node_killed_mid_run_costs_no_finished_pair_and_redoes_none(
         tmp_path, fake_server, ray_cluster):
     server = fake_server(reply=distinct, delay=0.3)
-    node = ray_cluster.add_node()  # the one to kill: the cluster stays whole for the next test
     samples = tmp_path / "run" / "samples.jsonl"
-    failed: list[int] = []  # the library call, on a thread (a command takes the signals)
-    runner = threading.Thread(target=lambda: failed.append(evaluate(
-        example_dir(), "baseline,oracle", out=tmp_path / "run", limit=20, cache=False,
-        probe=None, executor="ray").failed))
-    runner.start()
-    wait_for_rows(samples, 6, runner.is_alive)
-    ray_cluster.remove_node(node)
-    finished = read_samples(samples)
-    since = len(server.requests)
-    runner.join(timeout=300)
-    ray_cluster.wait_until_known_dead()
-    assert failed == [0]
+    at_loss: dict = {}
+
+    def lost():
+        at_loss.update(finished=read_samples(samples), since=len(server.requests))
+
+    # the library call, on a thread (a command takes the signals)
+    failed = ray_cluster.lose_a_node(
+        lambda: evaluate(example_dir(), "baseline,oracle", out=tmp_path / "run", limit=20,
+                         cache=False, probe=None, executor="ray").failed,
+        lambda: rows_written(samples) >= 6, lost)
+    assert failed == 0
+    finished = at_loss["finished"]
     rows = read_samples(samples)
     assert pairs_of(rows) == sorted({(row["question_id"], row["system"]) for row in rows})
     assert len(rows) == 40 and all(row["status"] == "ok" for row in rows)
-    assert redone(server, since, finished) == []
+    assert redone(server, at_loss["since"], finished) == []
     assert rows[:len(finished)] == finished  # nothing written before the loss was rewritten
     answers = [json.dumps(request["messages"]) for request in server.requests
                if forced_tool_name(request) is None]
