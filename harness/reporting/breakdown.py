@@ -8,7 +8,10 @@ through the very functions of the whole report: the summary (`summary_table.summ
 tokens, retrievals, decisions made, failures) and the analysis (`analysis.analyse`: means and
 token totals with 95% bootstrap intervals, failure attribution, decisions against need, quality
 against cost, paired comparisons), the retrieval table with a bootstrap interval on each of
-its metrics as well. Each row of each table starts with the field's value; everything else,
+its metrics as well. Where answers have staleness verdicts, the changed facts' two tables
+(harness/reporting/staleness.py) follow, made from each value's rows alone and, as in the whole
+report, there only with rows (`--by premise`: the questions presuming the value then apart from
+the plain ones). Each row of each table starts with the field's value; everything else,
 identities and like-with-like rules included, is the whole report's. A field no row carries
 gives a note and no tables.
 """
@@ -20,7 +23,7 @@ from typing import Any
 from freshrag.core import tables
 from freshrag.core.fields import grouped
 from freshrag.core.summary import AnswerSummary
-from freshrag.reporting import analysis, report, sections, summary_table
+from freshrag.reporting import analysis, report, sections, staleness, summary_table
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.table import Table
 from freshrag.reporting.table import tables as report_tables
@@ -32,6 +35,11 @@ SUMMARY = Table("summary", "Scores, tokens and failures", summary_table.COLUMNS)
 def broken_down() -> list[Table]:
     """The broken-down tables: the summary, then the analysis's (harness/reporting/table.py)."""
     return [SUMMARY, *report_tables()]
+
+
+def changed_tables() -> list[Table]:
+    """The changed facts' tables, broken down too but kept only where a group has rows."""
+    return report_tables(staleness.SECTION)
 
 
 def breakdown(rows: list[AnswerSummary], field: str, prices: dict[str, tuple[float, float]] | None = None,
@@ -53,23 +61,30 @@ def breakdown(rows: list[AnswerSummary], field: str, prices: dict[str, tuple[flo
         for table in broken_down():
             document["tables"][table.key] += [{field: value, **entry}
                                               for entry in details[table.key]]
+        for table in changed_tables():  # details has them only where a row has a verdict
+            if entries := details.get(table.key):
+                document["tables"].setdefault(table.key, []).extend(
+                    {field: value, **entry} for entry in entries)
         document["notes"] += [f"{field} {value}: {note}" for note in details["notes"]]
     return document
 
 
 def render(document: dict[str, Any]) -> str:
-    """The breakdown as markdown: its groups, then every table that has rows, one line naming
-    those that have none, then its notes."""
+    """The breakdown as markdown: its groups, then every table that has rows (the changed
+    facts' with their note), one line naming those of the analysis that have none, then its
+    notes."""
     field = document["field"]
     groups = ", ".join(f"{tables.cell(value)} ({n:,} questions)"  # the questions' own values
                        for value, n in document["groups"].items())
     parts = [f"## By {field}" + (f": {groups}" if groups else "")]
-    for table in broken_down():
+    for table in broken_down() + changed_tables():
         entries = document["tables"].get(table.key) or []
         if entries:
             heading = table.title.format(low_score=analysis.LOW_SCORE)
             parts.append(f"### {heading}, by {field}\n\n" + report.markdown_table(
                 entries, report.columns_for((field, *table.columns), entries)))
+    if any(document["tables"].get(table.key) for table in changed_tables()):
+        parts.append(staleness.NOTE)
     if document["groups"] and (empty := sections.nothing_to_show(document["tables"],
                                                                      report_tables())):
         parts.append(empty)

@@ -1,9 +1,10 @@
 """Stale answers to changed facts: the staleness scorer's verdicts against a scripted model that
 answers the value then, the value now, something else or "I don't know" (matched without a
 model for numbers and names, the judge shown both values otherwise), and the staleness tables
-made from them (shares with intervals, fixed, memory over context, paired comparisons); a report
-without changed-fact questions has no staleness table at all, not even in the line of empty
-tables."""
+made from them (shares with intervals, fixed, memory over context, paired comparisons), and
+again per value of a question field (`--by premise`, `--by change`: each value's tables count only
+its questions); a report without changed-fact questions has no staleness table at all, not even
+in the line of empty tables."""
 
 from __future__ import annotations
 
@@ -14,14 +15,16 @@ import pytest
 
 from freshrag.core.summary import AnswerSummary
 from freshrag.core.types import Question
-from freshrag.reporting import staleness
+from freshrag.reporting import breakdown, staleness
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.known import known_decisions
+from freshrag.reporting.render.html import render_html
 from freshrag.reporting.sections import nothing_to_show
 from freshrag.reporting.table import tables
 from freshrag.scoring import SCORERS
 from freshrag.scoring.base import ScoreInput
 from freshrag.scoring.staleness import NOT_CHANGED, Staleness
+from tests.support.dom import parse
 from tests.support.fakes import ScriptedLLM, ToolReply
 from tests.support.rows import analysis_row, summaries, summary
 
@@ -107,15 +110,20 @@ def rows_of(systems=("baseline", "naive", "agent")) -> list[AnswerSummary]:
     return [scored_row(system, n, *answers(system, n)) for system in systems for n in range(N)]
 
 
-def scored_row(system: str, n: int, answer: str, retrieved: bool) -> AnswerSummary:
-    """Question n's row of `system`, scored by the staleness scorer (no call: values match)."""
+def scored_row(system: str, n: int, answer: str, retrieved: bool, premise: str | None = None,
+               script=(), change: str | None = None) -> AnswerSummary:
+    """Question n's row of `system`, scored by the staleness scorer (no call where the values
+    match, else the judge's `script`), its question's `premise` and `change` on the row."""
     question = Question(f"q{n}", "What is the current population?", "T",
-                        reference=f"{200 + n}", value_then=f"{100 + n}")
+                        reference=f"{200 + n}", value_then=f"{100 + n}", premise=premise)
     context = f"The population is {200 + n}." if retrieved else None
-    result = Staleness().score(ScriptedLLM([]), ScoreInput(question, answer, context))
+    llm = ScriptedLLM(list(script))
+    result = Staleness().score(llm, ScoreInput(question, answer, context))
+    assert not llm.script, "every scripted verdict was asked for"
     row = analysis_row(f"q{n}", system, retrieved=["T"] if retrieved else None)
-    row["scores"] = {"staleness": {"scorer": "staleness", **asdict(result)}}
-    return summary(row)
+    row["scores"] = {"staleness": {"scorer": "staleness", **asdict(result), "usage": {},
+                                   "models": {}}}  # as a report attaches it (scoring/store.py)
+    return summary({**row, "premise": premise, "change": change})
 
 
 def test_the_table_counts_each_verdict_per_system_with_intervals():
@@ -177,3 +185,106 @@ def test_a_report_without_changed_facts_has_no_staleness_table_anywhere():
     made = analyse(rows)
     assert "staleness" not in made and "staleness_paired" not in made
     assert "stale" not in nothing_to_show(made, tables() + tables("scorers"))
+
+
+# --------------------------------------------------------------------------- broken down by --by
+# Twelve questions: the even ones plain (premise none, q0-q3 fast), the odd ones presuming the
+# value then (premise false, which the judge decides unless an answer gives the value now
+# alone). The baseline answers the plain ones stale but q10 ("I don't know"), and accepts the
+# premise of q1-q7 (stale) but corrects that of q9 and q11 (current); naive gives the value now
+# to all but q3, whose premise it accepts.
+def premise_rows() -> list[AnswerSummary]:
+    rows = []
+    for n in range(N):
+        premise, change = ("false" if n % 2 else "none"), ("fast" if n < 4 else "slow")
+        if premise == "none":
+            said = [("baseline", f"{100 + n}" if n != 10 else "I don't know.", ()),
+                    ("naive", f"It is {200 + n}.", ())]
+        else:
+            said = [("baseline", "Because it grew slowly.", [judged("stale" if n < 9
+                                                                    else "current")]),
+                    ("naive", f"It is {200 + n} now." if n != 3 else "Few moved there.",
+                     [judged("stale")] if n == 3 else ())]
+        rows += [scored_row(system, n, answer, system == "naive", premise, script, change)
+                 for system, answer, script in said]
+    return rows
+
+
+def verdicts_of(rows: list[AnswerSummary], system: str) -> dict[str, str]:
+    return {row.question_id: row.scores["staleness"]["details"]["verdict"] for row in rows
+            if row.system == system}
+
+
+@pytest.mark.parametrize("field", ["premise", "change"])
+def test_the_staleness_tables_are_broken_down_by_a_question_field(field):
+    rows = premise_rows()
+    document = breakdown.breakdown(rows, field)
+    values = sorted({getattr(row, field) for row in rows})
+    assert sorted(document["groups"]) == values
+    for value in values:
+        subset = [row for row in rows if getattr(row, field) == value]
+        base, naive = verdicts_of(subset, "baseline"), verdicts_of(subset, "naive")
+        table = {entry["system"]: entry for entry in document["tables"]["staleness"]
+                 if entry[field] == value}
+        for system, found in (("baseline", base), ("naive", naive)):
+            assert table[system]["answers"] == len(found) == document["groups"][value]
+            for name in staleness.VERDICTS:
+                share = list(found.values()).count(name) / len(found)
+                assert table[system][name][0] == round(share, 4), (value, system, name)
+        stale = [q for q, verdict in base.items() if verdict == "stale"]
+        fixed = sum(naive[q] == "current" for q in stale) / len(stale)
+        assert table["naive"]["fixed"][0] == round(fixed, 4)
+        [paired] = [entry for entry in document["tables"]["staleness_paired"]
+                    if entry[field] == value]
+        assert (paired["a"], paired["b"], paired["questions"]) == ("baseline", "naive", len(base))
+        assert paired["stale_a"] == round(list(base.values()).count("stale") / len(base), 4)
+        assert paired["stale_b"] == round(list(naive.values()).count("stale") / len(naive), 4)
+        assert next(iter(table["baseline"])) == field  # the value first, as in every breakdown
+    whole = {entry["system"]: entry for entry in staleness.analyse(Answers(rows))["staleness"]}
+    shares = {entry[field]: entry["stale"][0] for entry in document["tables"]["staleness"]
+              if entry["system"] == "baseline"}
+    assert whole["baseline"]["stale"][0] not in shares.values()  # not both kinds together
+
+
+def test_with_premise_each_kind_s_figures_are_its_own():
+    """The figures of the rows spelled out: plain, the baseline stale on 5 of 6 and naive
+    fixing all 5; presumed, the baseline stale on 4 of 6 and naive fixing 3 of them."""
+    document = breakdown.breakdown(premise_rows(), "premise")
+    table = {(entry["premise"], entry["system"]): entry
+             for entry in document["tables"]["staleness"]}
+    assert table[("none", "baseline")]["stale"][0] == round(5 / 6, 4)
+    assert table[("none", "baseline")]["abstained"][0] == round(1 / 6, 4)
+    assert table[("false", "baseline")]["stale"][0] == round(4 / 6, 4)
+    assert table[("false", "baseline")]["current"][0] == round(2 / 6, 4)
+    assert table[("none", "naive")]["fixed"][0] == 1.0
+    assert table[("false", "naive")]["fixed"][0] == 0.75
+
+
+def test_the_broken_down_staleness_tables_are_printed_and_on_the_page():
+    document = breakdown.breakdown(premise_rows(), "premise")
+    text = breakdown.render(document)
+    title = tables("changed")[0].title
+    assert f"### {title}, by premise\n\n| premise | dataset | system |" in text
+    assert "| false | A_f | baseline | 6 |" in text and "| none | A_f | naive | 6 |" in text
+    assert "stale_a" in text and staleness.NOTE in text
+    assert "stale answers" not in text.split("\n")[-1]  # never in the line of empty tables
+    page = parse(render_html([], [], {}, [], breakdowns={"premise": document}))
+    shown = page.by_id("by-premise-staleness").rows()
+    assert {tuple(cells[:2]) for cells in shown} == {("none", "A_f"), ("false", "A_f")}
+    assert page.by_id("by-premise-staleness_paired").tag == "table"
+
+
+def test_a_field_no_question_has_breaks_down_as_it_did():
+    document = breakdown.breakdown(premise_rows(), "label")
+    assert document["groups"] == {} and set(document["tables"]) == {
+        table.key for table in breakdown.broken_down()} and not any(document["tables"].values())
+    assert breakdown.render(document) == ("## By label\n\n### Notes\n\n- no question of these "
+                                          "runs carries `label`: nothing to break down")
+
+
+def test_a_breakdown_without_verdicts_has_no_staleness_table():
+    rows = summaries([{**analysis_row(f"q{n}", "naive"), "premise": "none"} for n in range(3)])
+    document = breakdown.breakdown(rows, "premise")
+    assert document["groups"] == {"none": 3}
+    assert "staleness" not in document["tables"] and "staleness_paired" not in document["tables"]
+    assert staleness.NOTE not in breakdown.render(document)

@@ -1,9 +1,9 @@
 """A changed-facts set end to end with the fake server as every model: `freshrag build --style
 changed` from a history dump, `freshrag run` of baseline, naive and boolean (whose answer model
 gives the value now when its context states it, else the value it remembers, the value then),
-`freshrag score --scorers staleness`, and `freshrag report`, which prints the staleness section: the
-baseline stale, naive current, its memory never winning over the passage, and the decider
-judged against what the baseline knew."""
+`freshrag score --scorers staleness`, and `freshrag report --by change`, which prints the staleness
+section (and again by tag): the baseline stale, naive current, its memory never winning over the
+passage, and the decider judged against what the baseline knew."""
 
 from __future__ import annotations
 
@@ -45,17 +45,23 @@ def test_build_run_score_and_report_a_changed_facts_set(tmp_path, fake_server, c
     assert main(["score", str(run), "--scorers", "staleness"]) == 0
     capsys.readouterr()
     page = tmp_path / "report.html"
-    assert main(["report", str(run), "--out", str(tmp_path / "report"), "--html", str(page)]) == 0
+    assert main(["report", str(run), "--out", str(tmp_path / "report"), "--html", str(page),
+                 "--by", "change"]) == 0
     printed = capsys.readouterr().out
     assert "### Changed facts: answers giving the value now" in printed
+    assert "answered current; memory over context: stale among answers whose context states " \
+           "the value now, by change\n\n| change | dataset | system |" in printed
     shown = page.read_text(encoding="utf-8")  # the page shows the section too, with its note
     assert '<section id="changed">' in shown and 'id="changed-staleness"' in shown
-    assert html.escape(staleness.NOTE) in shown
+    assert html.escape(staleness.NOTE) in shown and 'id="by-change-staleness"' in shown
     analysis = json.loads((tmp_path / "report" / "analysis.json").read_text())
     table = {row["system"]: row for row in analysis["staleness"]}
     assert table["baseline"]["stale"][0] == 1.0 and table["naive"]["current"][0] == 1.0
     assert table["naive"]["fixed"][0] == 1.0
     assert table["naive"]["new_retrieved"] == 1 and table["naive"]["memory_over_context"][0] == 0
+    # one slow fact: its group's table is the whole one, the tag first
+    by_change = analysis["breakdowns"]["change"]["tables"]["staleness"]
+    assert by_change == [{"change": "slow", **row} for row in analysis["staleness"]]
     # the decider answers from memory what the baseline did not know: a stale answer given
     # without retrieving
     [boolean] = analysis["known_decisions"]

@@ -21,7 +21,8 @@ request to any server (it works from `file://`). Sections, in order:
   its verdicts,
 - the spread across epochs (harness/reporting/epochs.py), when a run asked a pair twice,
 - with `--by FIELD`, every table again broken down by that question field
-  (harness/reporting/breakdown.py), one section per field (`by-label`, ...),
+  (harness/reporting/breakdown.py), one section per field (`by-label`, ...), the changed
+  facts' staleness tables among them where answers have verdicts,
 - every figure `plots.write_figures` returned, captioned with its file name,
 - the sample viewer (viewer.py): every answer in a sortable, filterable, searchable list, each
   opened with its whole record (prompts, calls, chunks, grade and the judge's reason, scorers,
@@ -231,17 +232,21 @@ def _tables_of(section: str, analysis: dict[str, Any], models: Any = None) -> st
 
 def _breakdown(document: dict[str, Any], models: Any = None) -> str:
     """One question field's tables (harness/reporting/breakdown.py): its groups, then each
-    table with the field's value as its first column, then its notes."""
+    table with the field's value as its first column (the changed facts' with their note),
+    then its notes."""
     field = document["field"]
     parts = [f"<p class=\"meta\">{_e(value)}: {n:,} questions</p>"
              for value, n in document["groups"].items()]
-    for table in breakdown.broken_down():
+    changed = breakdown.changed_tables()
+    for table in breakdown.broken_down() + changed:
         entries = document["tables"].get(table.key) or []
         if entries:
             heading = table.title.format(low_score=LOW_SCORE)
             parts.append(f"<h3>{_e(heading)}, by {_e(field)}</h3>\n" + _table(
                 f"by-{field}-{table.key}", entries,
                 columns_for((field, *table.columns), entries), models))
+    if any(document["tables"].get(table.key) for table in changed):
+        parts.append(f"<p>{_e(staleness.NOTE)}</p>")
     if document["notes"]:
         parts.append(_notes(f"by-{field}-notes", document["notes"]))
     return "\n".join(parts)
