@@ -18,16 +18,19 @@ that existed before it (docs/building.md#changed-facts).
    then still holds, from a template by the kind of value (`premise` "false", the plain
    question's "none"; docs/building.md#false-premises). With `--rewrite-sentences`, the
    sentences reworded since the cutoff are rewritten by the builder model as facts
-   (builders/styles/changed_sentences.py), each kept one a question of `field` "sentence".
+   (builders/styles/changed_sentences.py), each kept one a question of `field` "sentence";
+   with both, each of those has a twin too, the same template on the subject its question asks
+   for, or the sentence then where the question names none: still no model call.
 
 The funnel's `changed` counts pages read and dropped (by reason), fields compared, unchanged,
 changed, dropped (by reason), questions by tag, false-premise questions by tag, and the
-sentences compared, reworded, sent, kept and dropped (by reason).
+sentences compared, reworded, sent, kept (and their false-premise twins) and dropped (by reason).
 """
 
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from dataclasses import dataclass
 from itertools import chain
@@ -52,6 +55,10 @@ from freshrag.core.types import LLM
 
 CHANGES = "changes.jsonl"
 SENTENCE_FIELD = "sentence"  # the `field` of a question from a reworded sentence
+# A sentence fact's question that names what it asks for ("What is the current population of
+# Springfield?"), whose subject its false-premise twin can presume a value of
+ASKS_FOR = re.compile(r"(?:what|who|which) is (?P<the>the )?(?:(?:current|present|latest) )?"
+                      r"(?P<subject>[^?]+?)(?: (?:now|today|currently))?\s*\?", re.I)
 
 
 @dataclass(frozen=True)
@@ -215,14 +222,29 @@ def question_text(title: str, field: str) -> str:
 
 
 def premise_text(title: str, field: str, then: str) -> str:
-    """The question that presumes the value then, by the kind of value: a date, a number, or a
-    name or other words."""
-    words = _words(field)
+    """The question about a field that presumes its value then."""
+    return presumed(f"the {_words(field)} of {title}", then)
+
+
+def presumed(subject: str, then: str) -> str:
+    """The question that presumes `subject` still has the value then, by the kind of value: a
+    date, a number, or a name or other words."""
     if whole_date(then) is not None:
-        return f"Why is the {words} of {title} still given as {then}?"
+        return f"Why is {subject} still given as {then}?"
     if numbers_in(then):
-        return f"Why has the {words} of {title} stayed at {then}?"
-    return f"Why is the {words} of {title} still {then}?"
+        return f"Why has {subject} stayed at {then}?"
+    return f"Why is {subject} still {then}?"
+
+
+def sentence_premise_text(title: str, question: str, sentence: str, then: str) -> str:
+    """The question that presumes a sentence fact's value then: the subject the model's
+    question asks for, by the kind of value; where the question names none ("How many people
+    live there?"), the sentence then, quoted (its own capitals kept), of the page's subject."""
+    asked = ASKS_FOR.fullmatch(" ".join(question.split()))
+    if asked is not None:
+        return presumed((asked["the"] or "") + asked["subject"], then)
+    said = sentence.strip().rstrip(".!?;:, ")
+    return f"Why is it still true of {title} that \"{said}\"?"
 
 
 def _words(field: str) -> str:
@@ -235,7 +257,14 @@ def _sentence_questions(llm: LLM, config: Config, titles: list[str]) -> list[dic
     pairs = list(chosen_pairs(read_records(config.out / CHANGES), set(titles),
                               config.questions_per_article, config.seed))
     lines = rewrite_pairs(llm, config.out, pairs, config.cutoff.isoformat(), config.concurrency)
-    return [sentence_row(line, config) for line in lines if line["outcome"] == "kept"]
+    premised = options_of(config, ChangedOptions).false_premise
+    rows = []
+    for line in lines:
+        if line["outcome"] == "kept":
+            rows.append(sentence_row(line, config))
+            if premised:
+                rows.append(sentence_premise_row(line, config))
+    return rows
 
 
 def sentence_row(line: dict[str, Any], config: Config) -> dict[str, Any]:
@@ -247,6 +276,14 @@ def sentence_row(line: dict[str, Any], config: Config) -> dict[str, Any]:
             "changed_at": None, "changes": None, "per_year": None, "change": None,
             "premise": "none", "revision_id": line["now_revision"]["id"], "style": CHANGED.name,
             "stage": config.questions_from, "cutoff": config.cutoff.isoformat()}
+
+
+def sentence_premise_row(line: dict[str, Any], config: Config) -> dict[str, Any]:
+    """The question about a sentence fact that presumes its value then still holds."""
+    row = sentence_row(line, config)
+    return {**row, "id": f"{row['id']}-false-premise", "premise": "false",
+            "question": sentence_premise_text(line["title"], line["question"], line["then"],
+                                              line["value_then"])}
 
 
 def changed_funnel(out: Path) -> dict[str, Any]:
@@ -274,16 +311,18 @@ def changed_funnel(out: Path) -> dict[str, Any]:
     if premised := [row for row in fields if row.get("premise") == "false"]:
         funnel["false_premise"] = dict(Counter(row["change"] for row in premised))
     if any("sentences" in row for row in rows):
+        twins = sum(row.get("field") == SENTENCE_FIELD and row.get("premise") == "false"
+                    for row in questions)
         funnel["sentences"] = sentence_funnel(rows, read_records(out / SENTENCES),
-                                              (out / QUESTIONS).exists())
+                                              (out / QUESTIONS).exists(), twins)
     return funnel
 
 
-def sentence_funnel(rows: list[dict[str, Any]], lines: list[dict[str, Any]],
-                    asked: bool) -> dict[str, Any]:
+def sentence_funnel(rows: list[dict[str, Any]], lines: list[dict[str, Any]], asked: bool,
+                    twins: int = 0) -> dict[str, Any]:
     """Sentences compared and unchanged, pairs reworded; once the questions stage has `asked`,
-    the pairs sent to the model (the rest past --questions-per-article), kept as questions, and
-    dropped by reason."""
+    the pairs sent to the model (the rest past --questions-per-article), kept as questions (and
+    the false-premise `twins` of those, where there are any), and dropped by reason."""
     found = [row["sentences"] for row in rows if row.get("sentences")]
     reworded = sum(len(part["pairs"]) for part in found)
     counts = {"compared": sum(part["compared"] for part in found),
@@ -292,5 +331,6 @@ def sentence_funnel(rows: list[dict[str, Any]], lines: list[dict[str, Any]],
         return counts
     return {**counts, "sent": len(lines), "beyond_per_article": reworded - len(lines),
             "kept": sum(line["outcome"] == "kept" for line in lines),
+            **({"false_premise": twins} if twins else {}),
             "dropped": dict(Counter(line["outcome"] for line in lines
                                     if line["outcome"] != "kept"))}

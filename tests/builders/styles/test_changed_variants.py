@@ -4,7 +4,8 @@ and counted in the funnel apart) and `--rewrite-sentences` (the sentences reword
 cutoff, rewritten by a scripted builder model as a fact with an old and a new value: a good reply
 is a question; a value the sentences do not state, malformed JSON, an empty reply, one value
 given twice and a question that states a value are each dropped and counted by reason; a
-sentence that did not change is never sent)."""
+sentence that did not change is never sent); with both, a sentence's fact has its false-premise
+twin too, worded from the subject its question asks for, or from the sentence then."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import json
 import pytest
 
 from freshrag.builders.styles import changed_sentences as sentences_module
-from freshrag.builders.styles.changed import premise_text
+from freshrag.builders.styles.changed import premise_text, sentence_premise_text
 from freshrag.builders.styles.changed_sentences import (
     SENTENCES,
     WRITE_FACT,
@@ -201,6 +202,7 @@ def test_a_reworded_sentence_becomes_a_question_and_the_unchanged_are_never_sent
             sentence["reference"]) == ("How many people live in Springfield?", "4,812", "5,020",
                                        "5,020")
     assert (sentence["sentence_then"], sentence["sentence_now"]) == (BEFORE, AFTER)
+    assert sentence["premise"] == "none"  # no twin without --false-premise
     assert sentence["then_revision"] == field["then_revision"]
     assert sentence["now_revision"] == field["now_revision"]
     counted = funnel(out)
@@ -242,3 +244,66 @@ def test_the_dry_run_counts_the_sentence_calls_the_build_then_makes(tmp_path, fa
     assert not server.requests and not writer.sent
     assert build(tmp_path, "--rewrite-sentences")[0] == 0
     assert (len(server.requests), len(writer.sent)) == (2, 1), server.requests
+
+
+# --------------------------------------------------------------------------- both options
+
+
+@pytest.mark.parametrize("question, then, twin", [
+    pytest.param("What is the current number of inhabitants of Town?", "4,812",
+                 "Why has the number of inhabitants of Town stayed at 4,812?", id="number"),
+    pytest.param("Who is the mayor of Town now?", "Ann Smith",
+                 "Why is the mayor of Town still Ann Smith?", id="name"),
+    pytest.param("What is the  opening date of the  Town Mall?", "2019-05-01",
+                 "Why is the opening date of the Town Mall still given as 2019-05-01?",
+                 id="date"),
+    pytest.param("What is Town's latest census count?", "4,812",
+                 "Why has Town's latest census count stayed at 4,812?", id="no-article"),
+    pytest.param("How many people live in Town?", "4,812",
+                 'Why is it still true of Town that "The town is a town of 4,812 '
+                 'inhabitants"?', id="no-subject-named"),
+])
+def test_a_sentence_fact_s_premise_is_worded_by_its_question_or_its_sentence(question, then,
+                                                                             twin):
+    assert sentence_premise_text("Town", question, BEFORE, then) == twin
+
+
+NAMED = {"tool_call": {"name": WRITE_FACT, "arguments": json.dumps(
+    {"question": "What is the current number of inhabitants of Springfield?",
+     "value_then": "4,812", "value_now": "5,020"})}}
+
+
+def test_with_both_options_a_sentence_fact_has_its_false_premise_twin(tmp_path, fake_server):
+    writer = Writer(NAMED)
+    fake_server(reply=writer)
+    code, out = build(tmp_path, "--rewrite-sentences", "--false-premise")
+    assert code == 0 and len(writer.sent) == 1  # the twins ask the model nothing
+    field, field_twin, sentence, twin = read_jsonl(out / "questions.jsonl")
+    assert (field["premise"], field_twin["premise"]) == ("none", "false")
+    assert (sentence["field"], sentence["premise"], twin["premise"]) == ("sentence", "none",
+                                                                         "false")
+    assert twin["id"] == f"{sentence['id']}-false-premise"
+    assert twin["question"] == "Why has the number of inhabitants of Springfield stayed at 4,812?"
+    for key in ("title", "field", "value_then", "value_now", "reference", "sentence_then",
+                "sentence_now", "then_revision", "now_revision", "revision_id", "change"):
+        assert twin[key] == sentence[key], key
+    assert (twin["value_then"], twin["reference"]) == ("4,812", "5,020")
+    assert twin["then_revision"] == field["then_revision"]
+    assert twin["now_revision"] == field["now_revision"]
+    counted = funnel(out)
+    assert counted["sentences"] == {"compared": 51, "unchanged": 50, "reworded": 1, "sent": 1,
+                                    "beyond_per_article": 0, "kept": 1, "false_premise": 1,
+                                    "dropped": {}}
+    assert counted["questions"] == {"slow": 1} and counted["false_premise"] == {"slow": 1}
+
+
+def test_a_sentence_fact_dropped_has_no_twin(tmp_path, fake_server):
+    bad = {"tool_call": {"name": WRITE_FACT, "arguments": json.dumps(
+        {"question": "How many people live in Springfield?", "value_then": "4,900",
+         "value_now": "5,020"})}}
+    fake_server(reply=Writer(bad))
+    code, out = build(tmp_path, "--rewrite-sentences", "--false-premise")
+    assert code == 0
+    assert [(q["field"], q["premise"]) for q in read_jsonl(out / "questions.jsonl")] == [
+        ("population_total", "none"), ("population_total", "false")]
+    assert "false_premise" not in funnel(out)["sentences"]
