@@ -284,13 +284,20 @@ HASH_DIGITS = 5  # decimals a vector's components keep in the content hash: floa
 def content_hash(points: Iterator[StoredPoint]) -> str:
     """A hash of an index's content, points in id order: ids, dense and sparse vectors rounded to
     `HASH_DIGITS` decimals, payloads. Two builds of the same chunks by the same embedder, on one
-    machine or many (Ray), hash alike however their batches fell."""
+    machine or many (Ray), in either store, hash alike however their batches fell. Components
+    are read as float32 before they are rounded: the engine keeps a sparse weight in float32
+    where local mode keeps the float64 it was given, and the two can round to either side of a
+    fifth decimal (1.26011498 and 1.26011503)."""
     digest = hashlib.sha256()
     for point in points:
-        dense = [round(x, HASH_DIGITS) for x in point.dense or []]
-        sparse = ([point.sparse.indices, [round(x, HASH_DIGITS) for x in point.sparse.values]]
-                  if point.sparse else None)
-        digest.update(json.dumps([point.id, dense, sparse, point.payload], sort_keys=True,
-                                 ensure_ascii=False).encode())
+        sparse = ([point.sparse.indices, _rounded(point.sparse.values)] if point.sparse else None)
+        digest.update(json.dumps([point.id, _rounded(point.dense or []), sparse, point.payload],
+                                 sort_keys=True, ensure_ascii=False).encode())
         digest.update(b"\n")
     return digest.hexdigest()
+
+
+def _rounded(values: Sequence[float]) -> list[float]:
+    import numpy
+
+    return [round(float(x), HASH_DIGITS) for x in numpy.asarray(values, dtype=numpy.float32)]
