@@ -26,6 +26,7 @@ from freshrag.retrieval.embeddings import Embedder, EndpointEmbedder, LocalMiniL
 
 ENDPOINT_IN_FLIGHT = 4  # requests at once to an embeddings endpoint unless told
 PER_ACTOR = 2  # batches in flight per Ray actor unless told: one embedding, one waiting
+SORT_WINDOW = 16  # batches' worth of chunks sorted by length together, so batches pad little
 
 
 @dataclass(frozen=True)
@@ -46,11 +47,26 @@ class Batch:
 Stored = Callable[[Batch, list[list[float]]], object]  # the store's writer of a batch's vectors
 
 
-def batches(missing: Iterable[tuple[int, Chunk]], size: int, window: int) -> Iterator[Batch]:
-    """`missing` (id, chunk) cut into batches of `size`, `window` chunks at a time sorted by
-    length, so that a batch's texts pad little; drawn as they are asked for."""
+def picked(chunks: Iterable[Chunk], ids: Iterable[int]) -> Iterator[tuple[int, Chunk]]:
+    """(id, chunk) of the stream's chunks at the positions `ids` (ascending): a build's second
+    pass over its chunks, which yields only what the store lacks and stops reading the stream
+    at the last of them."""
+    wanted = iter(ids)
+    want = next(wanted, None)
+    for i, chunk in enumerate(chunks):
+        if want is None:
+            return
+        if i == want:
+            yield i, chunk
+            want = next(wanted, None)
+
+
+def batches(missing: Iterable[tuple[int, Chunk]], size: int) -> Iterator[Batch]:
+    """`missing` (id, chunk) cut into batches of `size`, SORT_WINDOW batches' worth at a time
+    sorted by length, so that a batch's texts pad little; drawn as they are asked for, so that
+    a window is all a build holds of its chunks."""
     missing = iter(missing)
-    while part := sorted(islice(missing, window), key=lambda item: len(item[1].text)):
+    while part := sorted(islice(missing, size * SORT_WINDOW), key=lambda item: len(item[1].text)):
         for start in range(0, len(part), size):
             ids, chunks = zip(*part[start:start + size])
             yield Batch(ids, chunks)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from freshrag.core.files import write_json
 from freshrag.retrieval import lexical
-from freshrag.retrieval.batches import Batch, batches, embed_batches
+from freshrag.retrieval.batches import SORT_WINDOW, Batch, batches, embed_batches, picked
 from freshrag.retrieval.chunking import Chunk
 from freshrag.retrieval.config import EDGE_ABOVE, IndexConfig, RetrievalError
 from freshrag.retrieval.embeddings import Embedder, checked
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 
 ENGINE = "qdrant-edge"
 FORMAT = 1  # freshrag's layout in a shard (vector names, payload keys, the record); bump on change
-SORT_WINDOW = 16  # batches' worth of chunks sorted by length together, so batches pad little
 HNSW_EF = 128  # candidates HNSW keeps while searching: recall against time (bench_world.py)
 
 
@@ -306,16 +305,12 @@ def _build(directory: Path, collection: str, chunks: Callable[[], Iterable[Chunk
 
 def _begin(directory: Path, collection: str, chunks: Iterable[Chunk]) -> dict[str, Any]:
     """The record of a build begun: written before the shard, so a shard is never without one."""
-    count, terms = 0, 0
-    for chunk in chunks:
-        count += 1
-        terms += len(lexical.tokens(chunk.text))
+    count, average = lexical.measure(chunk.text for chunk in chunks)
     if not count:
         raise RetrievalError("the corpus has no text to index")
     record = {"engine": ENGINE, "engine_version": engine_version(), "format": FORMAT,
               "collection": collection, "chunks": count, "dimension": None,
-              "average_length": max(terms / count, 1.0), "lexical": lexical.SCHEME,
-              "complete": False}
+              "average_length": average, "lexical": lexical.SCHEME, "complete": False}
     path = record_path(directory, collection)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, record)
@@ -336,13 +331,12 @@ def _store(shard: EdgeShard | None, path: Path, chunks: Iterable[Chunk], record:
     from tqdm import tqdm
 
     present = _present(shard, path)
-    missing = ((i, chunk) for i, chunk in enumerate(chunks) if i not in present)
+    missing = picked(chunks, (i for i in range(record["chunks"]) if i not in present))
     with tqdm(total=record["chunks"], initial=len(present), unit="chunk", desc="indexing",
               disable=not progress) as bar:
         writer = _Writer(shard, path, record, embedder, bar.update)
         try:
-            embed_batches(batches(missing, config.batch_size, config.batch_size * SORT_WINDOW),
-                          embedder, config, writer)
+            embed_batches(batches(missing, config.batch_size), embedder, config, writer)
             with engine_errors(path):
                 if writer.shard is not None:
                     writer.shard.flush()

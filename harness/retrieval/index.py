@@ -9,7 +9,10 @@ so that a query can be dense (`text_weight` 0, the default), lexical (1), or a f
 An index is keyed by (corpus hash, chunker settings, embedding model, lexical scheme, and the
 content hash of the background corpus it holds beside the articles, background.py) and lives
 in the collection named after that key, so a later run on the same corpus opens it in seconds
-instead of embedding again, and an interrupted build resumes where it stopped.
+instead of embedding again, and an interrupted build resumes where it stopped. Opening reads no
+passage of a background corpus: the engine's index has its record, and a collection of a
+server's or local mode's is counted against the chunks the articles and the corpus's manifest
+give (docs/retrieval.md#on-a-server-or-in-local-mode).
 
 Scores are rounded to `SCORE_DIGITS` significant digits and ties broken by chunk id, so the same
 query gets the same chunks in the same order every time: embedded Qdrant's float32 scores can
@@ -23,7 +26,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from freshrag.core.files import write_json
 from freshrag.core.titles import title_form
@@ -248,8 +251,12 @@ def open_index(articles: dict[str, Article], config: IndexConfig, embedder: Embe
         if found is None:
             found = edge.build(config.directory, collection, chunks, embedder, config, progress)
         return VectorIndex(found, collection, embedder, config, found.stored["chunks"], corpus)
-    # local mode holds every point in memory anyway: the chunks as one list
-    return _local_index(list(chunks()), collection, config, embedder, progress, corpus)
+    # a server or local mode: the chunks there should be are counted from the articles' own
+    # and the corpus's manifest, and the corpus is read only into a collection lacking some
+    total = len(chunk_articles(articles.values(), config.chunk_size, config.chunk_overlap))
+    if background and corpus:
+        total += background.passages - corpus["skipped"]
+    return _client_index(chunks, total, collection, config, embedder, progress, corpus)
 
 
 def _skipped_once(background: Background, directory: Path, collection: str) -> dict[str, Any]:
@@ -265,20 +272,24 @@ def _skipped_once(background: Background, directory: Path, collection: str) -> d
     return background.record(skipped)
 
 
-def _local_index(chunks: list[Chunk], collection: str, config: IndexConfig, embedder: Embedder,
-                 progress: bool, corpus: dict[str, Any] | None) -> VectorIndex:
-    if not chunks:
+def _client_index(chunks: Callable[[], Iterable[Chunk]], total: int, collection: str,
+                  config: IndexConfig, embedder: Embedder, progress: bool,
+                  corpus: dict[str, Any] | None) -> VectorIndex:
+    """The collection of qdrant-client's (a server, or local mode) holding the `total` chunks
+    `chunks()` yields: opened if it holds them all, else finished with the ids it lacks."""
+    if not total:
         raise RetrievalError("the corpus has no text to index")
     client = store.connect(config)
     try:
         with store.reading(config):
-            missing = store.missing_ids(client, collection, len(chunks))
-            if len(missing) < len(chunks):
+            missing = store.missing_ids(client, collection, total)
+            if len(missing) < total:
                 store.check_lexical_side(client, collection, config)
         if missing:
-            store.store_chunks(client, collection, chunks, missing, embedder, config, progress)
+            store.store_chunks(client, collection, chunks, total, missing, embedder, config,
+                               progress)
     except BaseException:
         client.close()
         raise
     return VectorIndex(store.ClientCollection(client, collection, config), collection, embedder,
-                       config, len(chunks), corpus)
+                       config, total, corpus)

@@ -61,10 +61,14 @@ def term_id(term: str) -> int:
     return zlib.crc32(term.encode("utf-8"))
 
 
-def mean_length(texts: Iterable[str]) -> float:
-    """The mean number of terms per text (at least 1), BM25's reference length."""
-    lengths = [len(tokens(text)) for text in texts]
-    return max(sum(lengths) / len(lengths), 1.0) if lengths else 1.0
+def measure(texts: Iterable[str]) -> tuple[int, float]:
+    """How many texts there are, and their mean number of terms (at least 1), BM25's reference
+    length: in one pass over a stream, none of it held (a build's first pass over its chunks)."""
+    count = terms = 0
+    for text in texts:
+        count += 1
+        terms += len(tokens(text))
+    return count, max(terms / count, 1.0) if count else 1.0
 
 
 def document_vector(text: str, average_length: float) -> SparseTerms:

@@ -4,8 +4,10 @@ and written (docs/retrieval.md#the-index).
 Embedded Qdrant on disk by default (qdrant-client's local mode), a Qdrant server when a URL is
 given. Each chunk is one point: its dense vector (the collection's unnamed vector, cosine
 distance), its BM25 sparse vector (`LEXICAL`, lexical.py), and a payload of its title, position
-and text. A point's id is the chunk's position in the chunk list, which the index key fixes, so
-a build that was interrupted resumes by embedding only the ids its collection lacks.
+and text. A point's id is the chunk's position in the chunk stream, which the index key fixes:
+a collection that holds as many points as the index should have chunks is built, and opens
+without a chunk read; one that holds fewer (a build or a seed stopped) is finished by embedding
+only the ids it lacks, the chunks streamed, never held.
 
 qdrant-client and tqdm are imported where they are used: together they take most of a second.
 """
@@ -19,10 +21,10 @@ import pickle
 import sqlite3
 from dataclasses import dataclass
 from importlib import metadata
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from freshrag.retrieval import lexical
-from freshrag.retrieval.batches import Batch, batches, embed_batches
+from freshrag.retrieval.batches import Batch, batches, embed_batches, picked
 from freshrag.retrieval.chunking import Chunk
 from freshrag.retrieval.config import IndexConfig, RetrievalError
 from freshrag.retrieval.embeddings import Embedder, checked
@@ -177,10 +179,11 @@ def dimension(client: QdrantClient, collection: str) -> int:
     return vectors.size
 
 
-def missing_ids(client: QdrantClient, collection: str, total: int) -> list[int]:
-    """The ids of the `total` chunks that the collection does not hold yet."""
+def missing_ids(client: QdrantClient, collection: str, total: int) -> Sequence[int]:
+    """The ids of the `total` chunks that the collection does not hold yet, ascending: a count
+    alone if it holds them all, every id present read only if it holds some."""
     if not client.collection_exists(collection):
-        return list(range(total))
+        return range(total)
     if client.count(collection, exact=True).count == total:
         return []
     present: set[int] = set()
@@ -193,19 +196,26 @@ def missing_ids(client: QdrantClient, collection: str, total: int) -> list[int]:
             return [i for i in range(total) if i not in present]
 
 
-def store_chunks(client: QdrantClient, collection: str, chunks: list[Chunk], missing: list[int],
-                 embedder: Embedder, config: IndexConfig, progress: bool) -> None:
-    """Embed the `missing` chunks (batches.py: here or on Ray) and store them, creating the
-    collection if it is new."""
+def store_chunks(client: QdrantClient, collection: str, chunks: Callable[[], Iterable[Chunk]],
+                 total: int, missing: Sequence[int], embedder: Embedder, config: IndexConfig,
+                 progress: bool) -> None:
+    """Embed the `missing` ids (ascending) of the `total` chunks `chunks()` yields, a chunk's id
+    its position (batches.py: here or on Ray), and store them, creating the collection if it is
+    new. The stream is read twice and never held: once for BM25's mean length, over every chunk
+    (a resumed build weighs terms as a whole one does), then for the missing chunks, a window of
+    batches at a time."""
     from tqdm import tqdm
 
-    # over every chunk, not the missing ones: a resumed build weighs terms as a whole one does
-    average = lexical.mean_length(chunk.text for chunk in chunks)
+    count, average = lexical.measure(chunk.text for chunk in chunks())
+    if count != total:  # ids past the count, or short of it, would never make a whole collection
+        raise RetrievalError(f"collection {collection} should hold {total:,} chunks, but its "
+                             f"articles and corpus give {count:,}: was the corpus changed since "
+                             f"it was built? Build it again")
     size = dimension(client, collection) if client.collection_exists(collection) else None
     if size is not None:  # a build resumed: the collection is there
         commit_without_sync(client, collection)
-    with tqdm(total=len(chunks), initial=len(chunks) - len(missing), unit="chunk",
-              desc="indexing", disable=not progress) as bar:
+    with tqdm(total=total, initial=total - len(missing), unit="chunk", desc="indexing",
+              disable=not progress) as bar:
         def stored(batch: Batch, vectors: list[list[float]]) -> None:
             nonlocal size
             vectors = checked(embedder, batch.texts, vectors, size)
@@ -216,9 +226,8 @@ def store_chunks(client: QdrantClient, collection: str, chunks: list[Chunk], mis
                                               in zip(batch.ids, batch.chunks, vectors)])
             bar.update(len(batch.ids))
 
-        # chunks of similar length share a batch, so that little of each batch is padding
-        embed_batches(batches(((i, chunks[i]) for i in missing), config.batch_size,
-                              max(len(missing), 1)), embedder, config, stored)
+        embed_batches(batches(picked(chunks(), missing), config.batch_size), embedder, config,
+                      stored)
 
 
 def create_collection(client: QdrantClient, collection: str, size: int) -> None:
@@ -284,13 +293,20 @@ HASH_DIGITS = 5  # decimals a vector's components keep in the content hash: floa
 def content_hash(points: Iterator[StoredPoint]) -> str:
     """A hash of an index's content, points in id order: ids, dense and sparse vectors rounded to
     `HASH_DIGITS` decimals, payloads. Two builds of the same chunks by the same embedder, on one
-    machine or many (Ray), hash alike however their batches fell."""
+    machine or many (Ray), in either store, hash alike however their batches fell. Components
+    are read as float32 before they are rounded: the engine keeps a sparse weight in float32
+    where local mode keeps the float64 it was given, and the two can round to either side of a
+    fifth decimal (1.26011498 and 1.26011503)."""
     digest = hashlib.sha256()
     for point in points:
-        dense = [round(x, HASH_DIGITS) for x in point.dense or []]
-        sparse = ([point.sparse.indices, [round(x, HASH_DIGITS) for x in point.sparse.values]]
-                  if point.sparse else None)
-        digest.update(json.dumps([point.id, dense, sparse, point.payload], sort_keys=True,
-                                 ensure_ascii=False).encode())
+        sparse = ([point.sparse.indices, _rounded(point.sparse.values)] if point.sparse else None)
+        digest.update(json.dumps([point.id, _rounded(point.dense or []), sparse, point.payload],
+                                 sort_keys=True, ensure_ascii=False).encode())
         digest.update(b"\n")
     return digest.hexdigest()
+
+
+def _rounded(values: Sequence[float]) -> list[float]:
+    import numpy
+
+    return [round(float(x), HASH_DIGITS) for x in numpy.asarray(values, dtype=numpy.float32)]

@@ -399,7 +399,7 @@ def build_split(articles: dict, chunk_texts: list[str], tmp: Path) -> dict:
     chunk_articles(articles.values(), 1024, 48)
     splitter = time.perf_counter() - started
     started = time.perf_counter()
-    average = lexical.mean_length(chunk_texts)
+    _, average = lexical.measure(chunk_texts)
     for text in chunk_texts:
         lexical.document_vector(text, average)
     lexical_s = time.perf_counter() - started

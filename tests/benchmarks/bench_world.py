@@ -127,9 +127,8 @@ def child_build(engine: str, size: int, directory: Path) -> dict:
                    progress=False).close()
     else:
         client = store.connect(config)
-        chunks = list(passages(size))
-        store.store_chunks(client, "world", chunks, list(range(size)), HashEmbedder(), config,
-                           progress=False)
+        store.store_chunks(client, "world", lambda: passages(size), size, range(size),
+                           HashEmbedder(), config, progress=False)
         client.close()
     return {"build_s": time.perf_counter() - started}
 

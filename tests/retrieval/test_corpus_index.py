@@ -10,8 +10,10 @@ import pytest
 
 from freshrag.core.dataset import example_dir, load_dataset_dir
 from freshrag.retrieval import index as index_module
+from freshrag.retrieval import lexical, store
+from freshrag.retrieval.background import open_background
 from freshrag.retrieval.chunking import chunk_articles
-from freshrag.retrieval.config import IndexConfig
+from freshrag.retrieval.config import IndexConfig, RetrievalError
 from freshrag.retrieval.index import engine_of, index_key, open_index
 from freshrag.retrieval.passages import MANIFEST, Corpus, CorpusError
 from tests.support.fakes import BagOfWordsEmbedder
@@ -29,11 +31,11 @@ def world(tmp_path_factory):
                       pages_per_shard=60)
 
 
-def opened(tmp_path, engine, corpus=None):
+def opened(tmp_path, engine, corpus=None, embedder=None, **config):
     where = tmp_path / engine / (corpus.name if corpus else "alone")  # local mode locks its own
     return open_index(EXAMPLE.articles, IndexConfig(directory=where, engine=engine,
-                                                    corpus=corpus),
-                      BagOfWordsEmbedder(), progress=False)
+                                                    corpus=corpus, **config),
+                      embedder or BagOfWordsEmbedder(), progress=False)
 
 
 def hits(index):
@@ -148,7 +150,6 @@ def test_a_twin_is_known_by_its_title_in_nfc(tmp_path):
     import unicodedata
 
     from freshrag.core.types import Article
-    from freshrag.retrieval.background import open_background
 
     gold = Article("Café Noir de Sète", "The café stands on the quay of Sète. " * 60)
     decomposed = Article(unicodedata.normalize("NFD", gold.title), gold.content)
@@ -160,3 +161,140 @@ def test_a_twin_is_known_by_its_title_in_nfc(tmp_path):
                 for batch in Corpus(corpus).batches() for title in batch.titles)
     assert twins >= 2 and background.skipped() == twins
     assert len(list(background.chunks())) == len(Corpus(corpus)) - twins
+
+
+class Recording(BagOfWordsEmbedder):
+    """The bag-of-words embedder, keeping every text it embeds."""
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.seen = []
+
+    def embed(self, texts):
+        vectors = super().embed(texts)
+        self.seen.extend(texts)
+        return vectors
+
+
+@pytest.fixture(scope="module")
+def listed(world, tmp_path_factory):
+    """The content hash of the world's index as it was built from one list of every chunk (the
+    dataset's, then the corpus's less the twins), BM25's mean length over that list, each point
+    written through qdrant-client: what a server or local mode held before the chunks streamed."""
+    from qdrant_client import QdrantClient
+
+    chunks = [*chunk_articles(EXAMPLE.articles.values(), 1024, 48),
+              *open_background(world, EXAMPLE.articles.values(), 1024, 48).chunks()]
+    _, average = lexical.measure(chunk.text for chunk in chunks)
+    vectors = BagOfWordsEmbedder().embed([chunk.text for chunk in chunks])
+    directory = tmp_path_factory.mktemp("listed")
+    client = QdrantClient(path=str(directory))
+    try:
+        store.create_collection(client, "listed", len(vectors[0]))
+        client.upsert("listed", points=[store.point_struct(store.StoredPoint(
+            i, vector, lexical.document_vector(chunk.text, average),
+            {"title": chunk.title, "chunk": chunk.index, "text": chunk.text}))
+            for i, (chunk, vector) in enumerate(zip(chunks, vectors))])
+        return len(chunks), store.content_hash(store.ClientCollection(
+            client, "listed", IndexConfig(directory=directory)).points())
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("engine", ["local", "edge"])
+def test_the_streamed_build_has_the_list_builds_points(world, listed, tmp_path, engine):
+    index = opened(tmp_path, engine, world, batch_size=8)
+    try:
+        assert (index.chunks, store.content_hash(index.client.points())) == listed
+    finally:
+        index.close()
+
+
+def test_a_complete_collection_opens_without_reading_the_corpus_or_embedding(world, tmp_path,
+                                                                           monkeypatch):
+    """Local mode, through qdrant-client as a server is spoken to: the collection is counted
+    against the chunks the articles and the corpus's manifest say, not against the chunks."""
+    from freshrag.retrieval.background import Background
+
+    opened(tmp_path, "local", world).close()
+    read = []
+    monkeypatch.setattr(Background, "chunks", lambda self: read.append("chunks") or iter(()))
+    monkeypatch.setattr(Corpus, "batches", lambda self, *a, **k: read.append("batches") or
+                        iter(()))
+    embedder = BagOfWordsEmbedder()
+    index = opened(tmp_path, "local", world, embedder)
+    try:
+        assert read == [] and embedder.texts == 0
+        skipped = index.record()["corpus"]["skipped"]
+        assert index.chunks == index.client.count() == len(chunk_articles(
+            EXAMPLE.articles.values(), 1024, 48)) + len(Corpus(world)) - skipped
+    finally:
+        index.close()
+
+
+def test_opening_a_complete_collection_holds_none_of_the_corpuss_text(world, tmp_path,
+                                                                      monkeypatch):
+    """What the run's side holds while it opens a built index of the twins' three articles in
+    the world: qdrant-client is connected before memory is traced (local mode loads every point
+    there, the store's memory, as a server's process would; a server's client holds nothing),
+    so the peak is what the open itself holds: far less than the corpus's text, which one list
+    of its chunks would hold whole."""
+    import tracemalloc
+
+    articles = {article.title: article for article in TWINS}
+    config = IndexConfig(directory=tmp_path / "twins", engine="local", corpus=world)
+    open_index(articles, config, BagOfWordsEmbedder(), progress=False).close()
+    client = store.connect(config)
+    monkeypatch.setattr(store, "connect", lambda config: client)
+    text = open_background(world, articles.values(), 1024, 48).text_bytes()
+    tracemalloc.start()
+    try:
+        index = open_index(articles, config, BagOfWordsEmbedder(), progress=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    index.close()
+    assert index.chunks > len(Corpus(world)) - 10 and peak < text / 4, (peak, text)
+
+
+def test_a_build_stopped_midway_embeds_only_the_ids_the_collection_lacks(world, listed,
+                                                                        tmp_path):
+    from qdrant_client import QdrantClient
+
+    with pytest.raises(KeyboardInterrupt):
+        opened(tmp_path, "local", world, BagOfWordsEmbedder(fail_after=3), batch_size=8)
+    [folder] = (tmp_path / "local").iterdir()
+    client = QdrantClient(path=str(folder))
+    try:
+        [collection] = [c.name for c in client.get_collections().collections]
+        held = {int(point.id) for point in client.scroll(collection, limit=10_000)[0]}
+    finally:
+        client.close()
+    total, _ = listed
+    assert len(held) == 3 * 8 and max(held) > 3 * 8  # batches sorted by length: ids scattered
+    chunks = [*chunk_articles(EXAMPLE.articles.values(), 1024, 48),
+              *open_background(world, EXAMPLE.articles.values(), 1024, 48).chunks()]
+    resumed = Recording()
+    index = opened(tmp_path, "local", world, resumed, batch_size=8)
+    try:
+        assert sorted(resumed.seen) == sorted(chunks[i].text for i in range(total)
+                                              if i not in held)
+        assert (index.chunks, store.content_hash(index.client.points())) == listed
+    finally:
+        index.close()
+
+
+def test_a_count_the_chunks_do_not_match_is_refused_before_anything_is_written(world,
+                                                                              tmp_path):
+    first = opened(tmp_path, "edge", world)  # keeps the twins' count beside the index
+    first.close()
+    [kept] = (tmp_path / "edge" / world.name / "corpora").glob("*.json")
+    counted = json.loads(kept.read_text())
+    local = tmp_path / "local" / world.name / "corpora"
+    local.mkdir(parents=True)
+    (local / kept.name).write_text(json.dumps({**counted, "skipped": counted["skipped"] + 1}))
+    embedder = BagOfWordsEmbedder()
+    with pytest.raises(RetrievalError, match=f"should hold {first.chunks - 1:,} chunks.* "
+                                             f"give {first.chunks:,}"):
+        opened(tmp_path, "local", world, embedder)
+    assert embedder.texts == 0

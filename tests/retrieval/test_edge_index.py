@@ -131,6 +131,20 @@ def test_two_builds_of_the_same_input_have_one_content_hash(tmp_path):
         local.close()
 
 
+def test_a_weight_kept_in_float64_hashes_as_its_float32_copy_on_the_engine():
+    """Local mode keeps the BM25 weight it was given, the engine its float32: 1.2601149786 and
+    1.2601150274 round to two sides of the fifth decimal unless both are read as float32."""
+    from freshrag.retrieval.lexical import SparseTerms
+    from freshrag.retrieval.store import StoredPoint
+
+    def point(weight):
+        return StoredPoint(0, [0.6, 0.8], SparseTerms([7], [weight]), {"text": "t"})
+
+    kept = 1.2601149786226724
+    assert content_hash(iter([point(kept)])) == content_hash(iter([point(1.2601150274276733)]))
+    assert content_hash(iter([point(kept)])) != content_hash(iter([point(1.2601)]))
+
+
 @pytest.mark.parametrize("change, named", [
     pytest.param({"format": 99}, "in format 99", id="format"),
     pytest.param({"engine": "qdrant-local"}, "qdrant-local 0.9", id="engine"),

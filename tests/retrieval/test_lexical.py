@@ -9,7 +9,7 @@ from freshrag.retrieval.lexical import (
     B,
     document_vector,
     fuse,
-    mean_length,
+    measure,
     query_vector,
     term_id,
     tokens,
@@ -58,9 +58,10 @@ def test_query_vector_counts_each_distinct_term_once():
     assert vector.values == [1.0, 1.0]
 
 
-def test_mean_length_is_at_least_one():
-    assert mean_length(["comet bridge", "comet"]) == 1.5
-    assert mean_length(["the"]) == 1.0 and mean_length([]) == 1.0
+def test_the_mean_length_is_at_least_one_and_the_texts_are_counted():
+    assert measure(["comet bridge", "comet"]) == (2, 1.5)
+    assert measure(["the"]) == (1, 1.0) and measure([]) == (0, 1.0)
+    assert measure(iter(["comet bridge"] * 3)) == (3, 2.0)  # a stream, read once
 
 
 DENSE = [(1, 0.9), (2, 0.8), (3, 0.5)]
