@@ -4,18 +4,21 @@ unread, and draws no more items than that, whatever the number of items), each r
 `done` on the calling thread as it arrives, in completion order. `walk_threads` is the local
 executor's walk of the same shape, on this process's threads.
 
-Faults, as a run's pairs need them: an actor or node lost takes its items in flight with it,
-and each of those is asked again once, of the actors alive; an item whose result was handed to
-`done` is never asked again. A lost actor is replaced, started as the first ones were, so that
-the walk keeps its capacity: at most as many replacements as it had actors at first (a crash
-loop ends), each killed unless ready within `Actors.ready_s` (a cluster with no room left, a
-node lost for good, never holds the walk: it goes on with the actors it has). An item lost
-twice, or every actor lost with none left to start, ends the walk with ExecutorError (the
-caller's work stays resumable). An exception raised by an item's own code, or by an actor's
-start, is raised here as it was raised there. Any end of the walk (its last result, a stop:
-Ctrl-C, SIGTERM; an error) kills its actors, replacements included, which interrupts what they
-run: Ray cannot cancel a running task of a threaded actor (`ray.cancel` only flags it), and
-`ray.kill` ends the actor's process at once.
+Actors and faults, as a run's pairs need them: an actor takes items once it is ready (its
+`Actors.ready` ref is in), the first ones as they start, for as long as they take (an index
+built on a node that has no copy of it). An actor or node lost takes its items in flight with
+it, and each of those is asked again once, of the actors alive; an item whose result was handed
+to `done` is never asked again. An actor lost, mid-walk or before it was first ready, is
+replaced, started as the first ones were, so that the walk keeps its capacity: at most as many
+replacements as it had actors at first (a crash loop ends), each killed unless ready within
+`Actors.ready_s` or twice as long as the first ones took (a cluster with no room left, a node
+lost for good, never holds the walk: it goes on with the actors it has). An item lost twice, or
+every actor lost with none left to start, ends the walk with ExecutorError (the caller's work
+stays resumable). An exception raised by an item's own code, or by an actor's start (its
+`ready` raising it, or its creation failing), is raised here and never retried. Any end of the
+walk (its last result, a stop: Ctrl-C, SIGTERM; an error) kills its actors, replacements
+included, which interrupts what they run: Ray cannot cancel a running task of a threaded actor
+(`ray.cancel` only flags it), and `ray.kill` ends the actor's process at once.
 """
 
 from __future__ import annotations
@@ -42,8 +45,9 @@ def ray_ready(actor: Any) -> Any:
 @dataclass(frozen=True)
 class Actors:
     """A walk's actors: `first`, as `start()` makes one (not awaited); `start()` again for each
-    one lost, at most `len(first)` times a walk, the new one's `ready(actor)` (a ref that is
-    ready when it is, or raises why it could not start) awaited for at most `ready_s`."""
+    one lost, at most `len(first)` times a walk. Each takes items once its `ready(actor)` (a
+    ref that is ready when it is, or raises why it could not start) is in; a replacement is
+    given at least `ready_s` for it."""
 
     first: list[Any]
     start: Callable[[], Any]
@@ -59,15 +63,20 @@ class _Flight(Generic[T]):
 
 
 class _Crew:
-    """The walk's actors by slot (None: lost), the items each has out, and the replacements
-    starting (their ready refs, each with its actor and the time it must be ready by)."""
+    """The walk's ready actors by slot (None: lost), the items each has out, and the actors
+    starting (their ready refs, each with its actor and when it was started: None for a first
+    one, which has no deadline)."""
 
     def __init__(self, ray: Any, actors: Actors):
         self.ray, self.actors = ray, actors
-        self.live: list[Any | None] = list(actors.first)
-        self.load = [0] * len(self.live)
-        self.starting: dict[Any, tuple[Any, float]] = {}
-        self.spares = len(self.live)
+        self.live: list[Any | None] = []
+        self.load: list[int] = []
+        self.starting: dict[Any, tuple[Any, float | None]] = {
+            actors.ready(actor): (actor, None) for actor in actors.first}
+        self.spares = len(actors.first)
+        self.began = time.monotonic()
+        self.unsettled = len(actors.first)  # first ones neither ready nor lost yet
+        self.build_s: float | None = None  # how long the first ones took, once all settled
 
     def least_busy(self) -> int | None:
         slots = [slot for slot, actor in enumerate(self.live) if actor is not None]
@@ -83,17 +92,23 @@ class _Crew:
         if self.spares:
             self.spares -= 1
             actor = self.actors.start()
-            self.starting[self.actors.ready(actor)] = (actor, time.monotonic()
-                                                       + self.actors.ready_s)
+            self.starting[self.actors.ready(actor)] = (actor, time.monotonic())
 
     def started(self, ref: Any) -> None:
-        """A replacement's ready ref is in: the actor joins the walk, or is replaced if it was
-        lost starting; an error of its own start is raised."""
-        actor, _ = self.starting.pop(ref)
+        """An actor's ready ref is in: the actor joins the walk, or is replaced if it was lost
+        starting; an error of its own start is raised, never retried."""
+        actor, since = self.starting.pop(ref)
+        if since is None:
+            self.unsettled -= 1
+            if not self.unsettled:
+                self.build_s = time.monotonic() - self.began
         try:
             self.ray.get(ref)
-        except lost_errors(self.ray):
+        except lost_errors(self.ray) as err:
             stop(self.ray, [actor])
+            if getattr(err, "actor_init_failed", False):  # its creation raised: again would too
+                said = str(err).strip().splitlines()[-1]  # the error, after Ray's traceback
+                raise ExecutorError(f"a Ray actor could not start: {said}") from None
             self._replace()
             return
         except self.ray.exceptions.RayTaskError as err:
@@ -103,12 +118,22 @@ class _Crew:
         self.load.append(0)
 
     def overdue(self) -> None:
-        """Replacements not ready in time killed: the cluster has no room for them."""
-        now = time.monotonic()
-        for ref, (actor, by) in list(self.starting.items()):
-            if now > by:
+        """Replacements not ready in time killed: the cluster has no room for them. Their time
+        counts once the first ones are all ready or lost, which shows how long a start takes."""
+        if self.build_s is None:
+            return
+        now, allowed = time.monotonic(), max(self.actors.ready_s, 2 * self.build_s)
+        for ref, (actor, since) in list(self.starting.items()):
+            if since is not None and now > since + allowed:
                 del self.starting[ref]
                 stop(self.ray, [actor])
+
+    def none_left(self, item: str) -> ExecutorError:
+        """The error of a walk with no actor ready and none starting."""
+        if not self.live:  # none was ever ready
+            return ExecutorError(f"{item}: no Ray actor of the run could start on the "
+                                 f"cluster; run again to resume")
+        return ExecutorError(f"{item}: every Ray actor of the run was lost; run again to resume")
 
     def stop(self) -> None:
         stop(self.ray, [*self.live, *(actor for actor, _ in self.starting.values())])
@@ -127,11 +152,10 @@ def walk(ray: Any, actors: Actors, items: Iterable[T], call: Callable[[Any, T], 
     try:
         while True:
             while len(flying) < in_flight and (next_item := _next(again, fresh)) is not None:
-                if (slot := crew.least_busy()) is None:  # until a replacement is ready
+                if (slot := crew.least_busy()) is None:  # until one is ready, first or replacement
                     again.appendleft(next_item)
                     if not crew.starting:
-                        raise ExecutorError(f"{name(next_item[0])}: every Ray actor of the run "
-                                            f"was lost; run again to resume")
+                        raise crew.none_left(name(next_item[0]))
                     break
                 item, lost = next_item
                 flying[call(crew.live[slot], item)] = _Flight(item, lost, slot)

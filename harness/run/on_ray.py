@@ -18,7 +18,6 @@ import math
 import os
 import shutil
 import tempfile
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -29,7 +28,7 @@ from freshrag.core.records import SampleRow
 from freshrag.core.rundir import RUN_ROLES
 from freshrag.core.types import Retriever
 from freshrag.executors.choice import Executor, ExecutorError
-from freshrag.executors.walk import READY_S, Actors, lost_errors, stop, walk
+from freshrag.executors.walk import Actors, walk
 from freshrag.llm.cache import ResponseCache
 from freshrag.llm.client import LLMClient
 from freshrag.retrieval.config import IndexConfig
@@ -88,7 +87,7 @@ class PairActor:
         self.broken: BaseException | None = None
         try:
             self._build(work)
-        except BaseException as err:  # said by ready(): a creation error reaches no caller
+        except BaseException as err:  # raised by ready() as it was: Ray's would be text only
             self.broken = err
 
     def _build(self, work: Work) -> None:
@@ -139,7 +138,6 @@ class RayPairs:
     all, and hands each row to `keep` (the runner's writer)."""
 
     ray: Any  # the module, joined to the cluster (harness/executors/cluster.py connected)
-    executor: Executor
     settings: LLMSettings
     seed: int | None
     cache: Path | None
@@ -158,9 +156,9 @@ class RayPairs:
 
     def actors(self, work: Work, concurrency: int) -> Actors:
         """One actor per CPU of the cluster (no more than pairs in flight), spread over its
-        nodes, each taking its share of the pairs in flight; built and ready. A replacement
-        is started the same way, and has twice as long as these took to be ready (at least
-        READY_S): its systems and index are built as theirs were."""
+        nodes, each taking its share of the pairs in flight once it has built the systems
+        (awaited by the walk, which replaces one lost before or after, and raises an error of
+        the build itself: a system or the index that could not be built)."""
         ray = self.ray
         count = max(1, min(concurrency, int(ray.cluster_resources().get("CPU", 1))))
         remote = ray.remote(PairActor).options(
@@ -171,27 +169,7 @@ class RayPairs:
         def start() -> Any:
             return remote.remote(shared)
 
-        began = time.monotonic()
-        actors = [start() for _ in range(count)]
-        started = []
-        try:
-            for actor in actors:
-                try:
-                    ray.get(actor.ready.remote())
-                    started.append(actor)
-                except lost_errors(ray):  # its node lost before it started: the others walk
-                    pass
-        except ray.exceptions.RayTaskError as err:  # a system or the index could not be built
-            stop(ray, actors)
-            raise err.cause from None
-        except BaseException:
-            stop(ray, actors)
-            raise
-        if not started:
-            raise ExecutorError(f"no Ray actor of the run could start on the cluster at "
-                                f"{self.executor.address or 'this machine'}")
-        return Actors(started, start, lambda actor: actor.ready.remote(),
-                      max(READY_S, 2 * (time.monotonic() - began)))
+        return Actors([start() for _ in range(count)], start, lambda actor: actor.ready.remote())
 
 
 def _pair_name(pair: Pair) -> str:

@@ -199,7 +199,7 @@ class PreparedRun:
                 retriever = open_index(self.dataset.articles, self.index, embedder_for(llm))
                 stack.callback(retriever.close)
             embed = embed_for(llm, self.config.scorers, retriever)
-            pairs = RayPairs(ray, executor, self.settings, self.options.seed, self.cache,
+            pairs = RayPairs(ray, self.settings, self.options.seed, self.cache,
                              self.index) if ray else None
             try:
                 return run(self.dataset, self.config, llm, self.factories, self.prompts,

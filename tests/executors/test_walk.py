@@ -2,7 +2,8 @@
 (tests/support/ray_cluster.py): at most `in_flight` items out at once, every result handed over
 once, an actor lost mid-walk costing no finished item, asking its items in flight again once
 and replaced by one that answers them (killed in its turn: a cluster with no room for it holds
-nothing up; a crash loop ends), an item lost twice or an item's own error ending the walk with
+nothing up; a crash loop ends), an actor lost while it starts replaced alike, one whose start
+raises ending the walk unretried, an item lost twice or an item's own error ending the walk with
 the actors killed; items drawn as they are sent, by it and by the local executor's walk on
 threads."""
 
@@ -20,9 +21,13 @@ from freshrag.executors.walk import Actors, walk, walk_threads
 
 class Worker:
     """A threaded actor's work: an item sleeps, then comes back with the process that ran it;
-    "poison" ends the process, "bad" raises; the process ends at its `dies_on`th item."""
+    "poison" ends the process, "bad" raises; the process ends at its `dies_on`th item. Its
+    start takes `starts_s`, or raises (`broken`)."""
 
-    def __init__(self, dies_on: int = 0):
+    def __init__(self, dies_on: int = 0, starts_s: float = 0.0, broken: bool = False):
+        if broken:
+            raise ValueError("no index to open")
+        time.sleep(starts_s)
         self.dies_on = dies_on
         self.calls = 0
 
@@ -39,13 +44,16 @@ class Worker:
         return os.getpid()
 
 
-def actors(ray, count: int, ready_s: float = 30.0, dies_on: int = 0, **replaced) -> Actors:
-    """`count` Workers, ready; a replacement started with the options `replaced` (e.g. a
-    resource the cluster lacks), each noted in the result's `start.made`."""
+def actors(ray, count: int, ready_s: float = 30.0, dies_on: int = 0, first=None,
+           **replaced) -> Actors:
+    """`count` Workers, ready (or the actors `first`, as they are); a replacement started with
+    the options `replaced` (e.g. a resource the cluster lacks), each noted in the result's
+    `start.made`."""
     options = {"num_cpus": 0, "max_concurrency": 4, "max_restarts": 0}
     remote = ray.remote(Worker).options(**options)
-    made = [remote.remote(dies_on) for _ in range(count)]
-    ray.get([actor.__ray_ready__.remote() for actor in made])
+    made = first or [remote.remote(dies_on) for _ in range(count)]
+    if first is None:
+        ray.get([actor.__ray_ready__.remote() for actor in made])
     spare = ray.remote(Worker).options(**options, **replaced)
 
     def start():
@@ -172,6 +180,43 @@ def test_an_actor_lost_mid_walk_is_replaced_and_its_items_asked_again_once(ray_c
     assert {pid for _, pid in counted.results} - first
     with pytest.raises(ray.exceptions.RayActorError):  # the walk's end killed it too
         ray.get(made.start.made[0].run.remote("item 0"), timeout=30)
+
+
+def test_an_actor_lost_while_it_starts_is_replaced_and_the_walk_keeps_its_capacity(ray_cluster):
+    ray = ray_cluster.ray
+    remote = ray.remote(Worker).options(num_cpus=0, max_concurrency=4, max_restarts=0)
+    slow, quick = remote.remote(starts_s=60.0), remote.remote()
+    made = actors(ray, 2, first=[slow, quick])
+    waited: list = []
+
+    def kill_the_slow_one(results):
+        if len(results) == 1:  # the quick one walks; the slow one is still starting
+            ray.kill(slow)
+        elif made.start.made and not waited:  # the items left outlast its start, however slow
+            waited.append(ray.get(made.start.made[0].__ray_ready__.remote(), timeout=60))
+
+    counted = Counted(kill_the_slow_one)
+    items = [f"item {n}" for n in range(16)]
+    started = time.monotonic()
+    walk(ray, made, items, counted.call, 4, counted.done)
+    assert sorted(item for item, _ in counted.results) == sorted(items)
+    assert set(counted.asked.values()) == {1}  # nothing was in flight on it
+    assert len(made.start.made) == 1 and waited
+    assert len({pid for _, pid in counted.results}) == 2  # the replacement answered too
+    assert time.monotonic() - started < 30
+
+
+def test_an_actor_whose_start_raises_ends_the_walk_naming_the_error_never_retried(ray_cluster):
+    ray = ray_cluster.ray
+    remote = ray.remote(Worker).options(num_cpus=0, max_concurrency=4, max_restarts=0)
+    made = actors(ray, 2, first=[remote.remote(), remote.remote(broken=True)])
+    counted = Counted()
+    started = time.monotonic()
+    with pytest.raises(ExecutorError, match="a Ray actor could not start: .*no index to open"):
+        walk(ray, made, [f"item {n}" for n in range(40)], counted.call, 2, counted.done)
+    assert made.start.made == [] and time.monotonic() - started < 30
+    with pytest.raises(ray.exceptions.RayActorError):  # the walk's end killed the other
+        ray.get(made.first[0].run.remote("item 0"), timeout=30)
 
 
 @pytest.mark.parametrize("count", [1, 2])

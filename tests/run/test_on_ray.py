@@ -1,11 +1,13 @@
 """`freshrag run --executor ray` on a real two-node Ray cluster on this machine
 (tests/support/ray_cluster.py) against the fake OpenAI-compatible server: the same report as
-the local executor; a worker node killed mid-run costs no finished pair and redoes none; a
-driver killed resumes; Ctrl-C ends the cluster's work within seconds; an address that does not
+the local executor; a worker node killed mid-run costs no finished pair and redoes none; an
+actor killed while it builds its systems is replaced, and one whose build raises ends the run
+with that error at once; a driver killed resumes; Ctrl-C ends the cluster's work within seconds; an address that does not
 answer fails at once, naming it; no key is ever in what a worker is sent."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -13,6 +15,7 @@ import pickle
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -212,6 +215,96 @@ def test_ctrl_c_ends_the_clusters_work_within_seconds(tmp_path, fake_server, ray
     assert server.calls == calls
 
 
+class Starting:
+    """The baseline, built by a factory that on a Ray actor (a process but `driver`) notes its
+    start in `where`: the first start to begin sleeps there for a minute (its pid in `sleeper`),
+    a start with `broken` raises; an actor's answer waits (10 s at most) until two actors are
+    built, so that the pairs outlast a replacement's start, and notes its pid."""
+
+    def __init__(self, context, where, driver: int, broken: bool = False):
+        self.where, self.here = where, os.getpid() != driver
+        self.system = SYSTEMS["baseline"](context)
+        if not self.here:
+            return
+        (where / f"begun-{os.getpid()}").touch()
+        if broken:
+            raise ValueError(f"no index at {where / 'index'}")
+        try:
+            with (where / "sleeper").open("x") as sleeper:
+                sleeper.write(str(os.getpid()))
+            time.sleep(60)  # killed here
+        except FileExistsError:
+            pass
+        (where / f"built-{os.getpid()}").touch()
+
+    def answer(self, question):
+        if self.here:
+            deadline = time.monotonic() + 10
+            while len(list(self.where.glob("built-*"))) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            (self.where / f"answered-{os.getpid()}").touch()
+        return self.system.answer(question)
+
+
+def pids(where, kind: str) -> set[int]:
+    return {int(path.name.split("-")[1]) for path in where.glob(f"{kind}-*")}
+
+
+def timeless_row(value):
+    """A row (or a part of one) without its times: latencies, the time it was finished."""
+    if isinstance(value, dict):
+        return {key: timeless_row(part) for key, part in value.items()
+                if "latency" not in key and key != "finished_at"}
+    return [timeless_row(part) for part in value] if isinstance(value, list) else value
+
+
+def kept(rows) -> list[dict]:
+    """`rows` without their times, in the plan's order."""
+    return sorted(map(timeless_row, rows), key=lambda row: (row["question_id"], row["system"]))
+
+
+def test_an_actor_killed_while_it_builds_its_systems_is_replaced_and_the_run_is_whole(
+        tmp_path, fake, ray_cluster):
+    where = tmp_path / "starts"
+    where.mkdir()
+    systems = {"starting": functools.partial(Starting, where=where, driver=os.getpid())}
+    run = {"limit": 8, "cache": False, "probe": None, "concurrency": 2}
+    evaluate(example_dir(), systems, out=tmp_path / "local", **run)
+    outcome: list = []
+    thread = threading.Thread(target=lambda: outcome.append(evaluate(
+        example_dir(), systems, out=tmp_path / "ray", executor="ray", **run)))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not (where / "sleeper").exists() or not (where / "sleeper").read_text():
+            assert time.monotonic() < deadline, "no actor started"
+            time.sleep(0.05)
+        killed = int((where / "sleeper").read_text())
+        os.kill(killed, signal.SIGKILL)  # the actor, while it builds its systems
+    finally:
+        thread.join(timeout=120)
+    assert outcome and outcome[0].failed == 0
+    assert kept(read_samples(tmp_path / "ray" / "samples.jsonl")) == kept(
+        read_samples(tmp_path / "local" / "samples.jsonl"))
+    assert len(pids(where, "begun")) == 3 and killed not in pids(where, "built")
+    assert pids(where, "answered") == pids(where, "built") and len(pids(where, "built")) == 2
+
+
+def test_an_actor_whose_systems_cannot_be_built_ends_the_run_naming_the_error(
+        tmp_path, fake, ray_cluster):
+    where = tmp_path / "starts"
+    where.mkdir()
+    systems = {"starting": functools.partial(Starting, where=where, driver=os.getpid(),
+                                             broken=True)}
+    started = time.monotonic()
+    with pytest.raises(ValueError, match=f"no index at {where / 'index'}"):
+        evaluate(example_dir(), systems, out=tmp_path / "ray", limit=8, cache=False, probe=None,
+                 concurrency=2, executor="ray")
+    assert time.monotonic() - started < 30
+    assert len(pids(where, "begun")) <= 2  # the run's two actors at most: none started again
+    assert rows_written(tmp_path / "ray" / "samples.jsonl") == 0
+
+
 def test_an_address_that_does_not_answer_fails_at_once_naming_it(tmp_path, fake, capsys):
     started = time.monotonic()
     assert main(run_args(tmp_path / "run", "--executor", "ray",
@@ -227,7 +320,7 @@ def test_no_key_is_in_what_a_worker_is_sent(tmp_path, fake):
     assert settings.role("answer").key() == SECRET
     config = RunConfig(out=tmp_path / "run", systems=("baseline", "naive"))
     plan = make_plan(dataset, config, [], None)
-    pairs = RayPairs(None, None, settings, 0, tmp_path / "cache.sqlite", None)
+    pairs = RayPairs(None, settings, 0, tmp_path / "cache.sqlite", None)
     work = pairs.work(plan, dict(SYSTEMS))
     import ray.cloudpickle
 
