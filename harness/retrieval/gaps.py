@@ -4,7 +4,7 @@ A point's id is its chunk's position, and Qdrant scrolls a collection in ascendi
 no other order is asked for: a server's API says so, qdrant-client's local mode sorts its ids
 before each page, and the engine in-process merges its segments' ids sorted. The ids missing
 below a total are then the gaps between consecutive ids scrolled, and a resume holds those gaps,
-two integers each, never a set of the ids present nor a list of every missing one (at 21M chunks
+three integers each, never a set of the ids present nor a list of every missing one (at 21M chunks
 half built, about a gigabyte of set and 10M ints, where a few gaps take a few bytes).
 """
 
@@ -19,7 +19,8 @@ from freshrag.retrieval.config import RetrievalError
 
 class Missing(Sequence[int]):
     """Ascending ids as the stretches they fall in: iterated, counted, indexed and searched as a
-    sequence of ids, held as each stretch's bounds (16 bytes a stretch, whatever its length)."""
+    sequence of ids, held as each stretch's bounds and offset (24 bytes a stretch, whatever its
+    length)."""
 
     def __init__(self, stretches: Iterable[range] = ()):
         self._starts = array("q")
