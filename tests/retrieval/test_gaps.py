@@ -41,7 +41,7 @@ def test_the_missing_ids_are_the_set_difference_as_a_sequence(lacking):
     assert bool(found) == bool(expected)
 
 
-def test_ids_past_the_total_end_the_walk_and_a_collection_is_read_once():
+def test_ids_past_the_total_end_the_walk():
     read: list[int] = []
 
     def held():
