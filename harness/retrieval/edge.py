@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from freshrag.core.files import write_json
-from freshrag.retrieval import lexical
+from freshrag.retrieval import gaps, lexical
 from freshrag.retrieval.batches import SORT_WINDOW, Batch, batches, embed_batches, picked
 from freshrag.retrieval.chunking import Chunk
 from freshrag.retrieval.config import EDGE_ABOVE, IndexConfig, RetrievalError
@@ -119,11 +119,13 @@ class EdgeCollection:
                     for point in self.shard.retrieve(list(ids), with_payload=True,
                                                      with_vector=False)}
 
-    def points(self, with_vectors: bool = True, page: int = 2_000) -> Iterator[StoredPoint]:
-        """Every point in id order: (id, dense vector, sparse terms, payload)."""
+    def points(self, with_vectors: bool = True, page: int = 2_000,
+               start: int | None = None) -> Iterator[StoredPoint]:
+        """Every point in id order, from id `start` on: (id, dense vector, sparse terms,
+        payload)."""
         from qdrant_edge import ScrollRequest
 
-        offset = None
+        offset: Any = start
         while True:
             with engine_errors(self.path):
                 records, offset = self.shard.scroll(ScrollRequest(
@@ -317,11 +319,15 @@ def _begin(directory: Path, collection: str, chunks: Iterable[Chunk]) -> dict[st
     return record
 
 
-def _present(shard: EdgeShard | None, path: Path) -> set[int]:
+def _missing(shard: EdgeShard | None, path: Path, total: int) -> gaps.Missing:
+    """The ids of the `total` chunks the shard lacks: the gaps between those it holds."""
     if shard is None:
-        return set()
-    return {point.id for point in EdgeCollection(shard, path, {}).points(with_vectors=False,
-                                                                           page=20_000)}
+        return gaps.Missing([range(total)])
+    held = EdgeCollection(shard, path, {})
+    if held.count() == total:
+        return gaps.Missing()
+    return gaps.missing((point.id for point in held.points(with_vectors=False, page=20_000)),
+                        total, f"the index at {path}")
 
 
 def _store(shard: EdgeShard | None, path: Path, chunks: Iterable[Chunk], record: dict[str, Any],
@@ -330,13 +336,14 @@ def _store(shard: EdgeShard | None, path: Path, chunks: Iterable[Chunk], record:
     created at the first batch."""
     from tqdm import tqdm
 
-    present = _present(shard, path)
-    missing = picked(chunks, (i for i in range(record["chunks"]) if i not in present))
-    with tqdm(total=record["chunks"], initial=len(present), unit="chunk", desc="indexing",
+    total = record["chunks"]
+    missing = _missing(shard, path, total)
+    with tqdm(total=total, initial=total - len(missing), unit="chunk", desc="indexing",
               disable=not progress) as bar:
         writer = _Writer(shard, path, record, embedder, bar.update)
         try:
-            embed_batches(batches(missing, config.batch_size), embedder, config, writer)
+            embed_batches(batches(picked(chunks, missing), config.batch_size), embedder,
+                          config, writer)
             with engine_errors(path):
                 if writer.shard is not None:
                     writer.shard.flush()

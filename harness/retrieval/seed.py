@@ -10,7 +10,8 @@ one. Nothing is chunked or embedded. A collection is complete, for the store, wh
 chunk's id; a seeded one then opens as built: a run with the same dataset, chunker and embedder
 names the same collection and embeds nothing.
 
-Resumable as a build is: a page's points that the collection already holds are skipped. A
+Resumable as a build is: the ids the collection lacks are found as the gaps between those it
+holds (gaps.py), and only the shard's points in those gaps are read and sent. A
 collection of another layout, or holding points the index does not have, is refused before
 anything is written.
 """
@@ -18,11 +19,11 @@ anything is written.
 from __future__ import annotations
 
 import contextlib
-from itertools import islice
+from itertools import islice, takewhile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from freshrag.retrieval import edge, store
+from freshrag.retrieval import edge, gaps, store
 from freshrag.retrieval.config import IndexConfig, RetrievalError
 
 if TYPE_CHECKING:
@@ -109,16 +110,16 @@ def _seed(source: edge.EdgeCollection, client: QdrantClient, name: str, where: s
     else:
         _check_layout(client, name, size, where, total)
         store.commit_without_sync(client, name)
+    # the ids the collection lacks, as the gaps between those it holds: only those are read
+    missing = gaps.Missing([range(total)]) if created else store.missing_ids(client, name, total)
     seeded = 0
-    if created or client.count(name, exact=True).count < total:
-        points = source.points(page=batch_size)
-        with tqdm(total=total, unit="point", desc="seeding", disable=not progress) as bar:
+    with tqdm(total=total, initial=total - len(missing), unit="point", desc="seeding",
+              disable=not progress or not missing) as bar:
+        for stretch in missing.stretches():
+            points = _read(source, stretch, batch_size)
             while page := list(islice(points, batch_size)):
-                missing = page if created else _missing(client, name, page)
-                if missing:
-                    client.upsert(name, points=[store.point_struct(p) for p in missing],
-                                  wait=True)
-                seeded += len(missing)
+                client.upsert(name, points=[store.point_struct(p) for p in page], wait=True)
+                seeded += len(page)
                 bar.update(len(page))
     held = client.count(name, exact=True).count
     if held != total:  # the store opens it as built only if it holds every chunk's id
@@ -129,11 +130,11 @@ def _seed(source: edge.EdgeCollection, client: QdrantClient, name: str, where: s
             "seeded": seeded, "present": total - seeded, "dimension": size}
 
 
-def _missing(client: QdrantClient, name: str, page: list[store.StoredPoint]) \
-        -> list[store.StoredPoint]:
-    held = {int(record.id) for record in client.retrieve(
-        name, [point.id for point in page], with_payload=False, with_vectors=False)}
-    return [point for point in page if point.id not in held]
+def _read(source: edge.EdgeCollection, stretch: range, batch_size: int) \
+        -> Iterator[store.StoredPoint]:
+    """The index's points with ids in `stretch`, a page at a time (no page past it if short)."""
+    points = source.points(page=min(batch_size, len(stretch)), start=stretch.start)
+    return takewhile(lambda point: point.id < stretch.stop, points)
 
 
 def _check_layout(client: QdrantClient, name: str, size: int, where: str, total: int) -> None:

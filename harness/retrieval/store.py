@@ -7,7 +7,8 @@ distance), its BM25 sparse vector (`LEXICAL`, lexical.py), and a payload of its 
 and text. A point's id is the chunk's position in the chunk stream, which the index key fixes:
 a collection that holds as many points as the index should have chunks is built, and opens
 without a chunk read; one that holds fewer (a build or a seed stopped) is finished by embedding
-only the ids it lacks, the chunks streamed, never held.
+only the ids it lacks (the gaps between those it holds, gaps.py), the chunks streamed, never
+held.
 
 qdrant-client and tqdm are imported where they are used: together they take most of a second.
 """
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
-from freshrag.retrieval import lexical
+from freshrag.retrieval import gaps, lexical
 from freshrag.retrieval.batches import Batch, batches, embed_batches, picked
 from freshrag.retrieval.chunking import Chunk
 from freshrag.retrieval.config import IndexConfig, RetrievalError
@@ -179,21 +180,25 @@ def dimension(client: QdrantClient, collection: str) -> int:
     return vectors.size
 
 
-def missing_ids(client: QdrantClient, collection: str, total: int) -> Sequence[int]:
+def missing_ids(client: QdrantClient, collection: str, total: int) -> gaps.Missing:
     """The ids of the `total` chunks that the collection does not hold yet, ascending: a count
-    alone if it holds them all, every id present read only if it holds some."""
+    alone if it holds them all, else the gaps between the ids it holds (gaps.py)."""
     if not client.collection_exists(collection):
-        return range(total)
+        return gaps.Missing([range(total)])
     if client.count(collection, exact=True).count == total:
-        return []
-    present: set[int] = set()
+        return gaps.Missing()
+    return gaps.missing(_held(client, collection), total, f"collection {collection}")
+
+
+def _held(client: QdrantClient, collection: str, page: int = 10_000) -> Iterator[int]:
+    """The collection's point ids, ascending: Qdrant scrolls by id unless asked otherwise."""
     offset = None
     while True:
-        points, offset = client.scroll(collection, limit=10_000, offset=offset,
+        points, offset = client.scroll(collection, limit=page, offset=offset,
                                        with_payload=False, with_vectors=False)
-        present.update(int(point.id) for point in points)
+        yield from (int(point.id) for point in points)
         if offset is None:
-            return [i for i in range(total) if i not in present]
+            return
 
 
 def store_chunks(client: QdrantClient, collection: str, chunks: Callable[[], Iterable[Chunk]],

@@ -110,6 +110,31 @@ def test_an_interrupted_seed_resumes_with_only_the_missing_points(tmp_path, monk
     assert (again["seeded"], again["present"], len(sent)) == (0, TOTAL, len(sent))
 
 
+def test_a_collection_with_scattered_holes_is_sent_exactly_those_points(tmp_path, monkeypatch):
+    directory = built(tmp_path / "built")
+    seed(directory, None, local(tmp_path), batch_size=5, progress=False)
+    lacking = [0, 1, 2, 7, 13, 14, 15, 16, 17, 18, 19, 30, TOTAL - 2, TOTAL - 1]
+    client = QdrantClient(path=str(tmp_path / "seeded"))
+    client.delete(collection_name(directory), points_selector=models.PointIdsList(points=lacking))
+    client.close()
+    sent: list[int] = []
+    upsert = QdrantClient.upsert
+    monkeypatch.setattr(QdrantClient, "upsert", lambda self, name, points, **options: (
+        sent.extend(int(p.id) for p in points), upsert(self, name, points=points, **options))[1])
+    summary = seed(directory, None, local(tmp_path), batch_size=5, progress=False)
+    assert sent == lacking and (summary["seeded"], summary["present"]) == (14, TOTAL - 14)
+    on_engine = open_index(CORPUS, config(directory, "edge"), BagOfWordsEmbedder(),
+                           progress=False)
+    seeded = open_index(CORPUS, config(tmp_path / "seeded", "local"), BagOfWordsEmbedder(),
+                        progress=False)
+    try:
+        assert store.content_hash(seeded.client.points()) == \
+            store.content_hash(on_engine.client.points())
+    finally:
+        on_engine.close()
+        seeded.close()
+
+
 def refused(capsys, *argv) -> str:
     """`freshrag seed-server` with argv: exit 2 and one message, no traceback; the message."""
     assert main(["seed-server", *map(str, argv)]) == 2
