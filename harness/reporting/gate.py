@@ -21,14 +21,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from freshrag.core.manifest import read_manifest
 from freshrag.core.rundir import holder
 from freshrag.core.samples import judge_scores
 from freshrag.core.stats import bootstrap_interval, mean
 from freshrag.core.summary import AnswerSummary
 from freshrag.core.wording import counted
 from freshrag.reporting.gate_rules import GateRulesError, Rule
-from freshrag.reporting.loading import load_summaries
+from freshrag.reporting.loading import read_runs, summaries_of
 from freshrag.reporting.outcomes import CORRECT_AT
 from freshrag.reporting.trajectory import per_correct
 
@@ -105,7 +104,8 @@ class Context:
 
 def read_side(run_dir: Path) -> Side:
     """A run directory's rows (read lightly: no call's messages) and manifest."""
-    return Side(run_dir, load_summaries([run_dir]), dict(read_manifest(run_dir) or {}))
+    [run] = read_runs([run_dir])  # its manifest read once, for the rows and the gate
+    return Side(run_dir, summaries_of([run]), dict(run.manifest))
 
 
 def gate(baseline: Path, candidate: Path, rules: list[Rule], prices: Prices | None = None,

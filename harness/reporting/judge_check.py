@@ -11,10 +11,8 @@ Two checks, both from what the run directories hold:
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
-from freshrag.core.manifest import read_manifest
 from freshrag.core.records import GRADE_FIELDS
 from freshrag.core.summary import AnswerSummary
 from freshrag.reporting.identity import group_rows
@@ -24,14 +22,15 @@ DEGENERATE_SHARE = 0.9
 NOT_PROBED = "no judge probes recorded (an import, or a run made before freshrag probed its judge)"
 
 
-def judge_checks(run_dirs: list[Path], rows: list[AnswerSummary]) -> dict[str, Any]:
-    """Per run directory its probe verdict, the degenerate fields, and the lines to show (the
+def judge_checks(manifests: Mapping[str, Mapping[str, Any]],
+                 rows: list[AnswerSummary]) -> dict[str, Any]:
+    """Per run directory (`manifests`: each one's manifest by its name, as the report read it:
+    loading.read_runs) its probe verdict, the degenerate fields, and the lines to show (the
     warnings first)."""
     runs: list[dict[str, Any]] = []
     warnings: list[str] = []
     notes: list[str] = []
-    for run_dir in dict.fromkeys(run_dirs):
-        manifest = read_manifest(run_dir) or {}
+    for run_dir, manifest in manifests.items():
         probe = manifest.get("judge_probe")
         judge = ((manifest.get("llm") or {}).get("roles") or {}).get("judge", {}).get("model")
         runs.append({"run": str(run_dir), "judge": judge, "probe": probe})

@@ -3,7 +3,8 @@ which every table reads (`load_summaries`), or the whole rows, where whole rows 
 (`load_runs`), each marked with its run, its scores beyond the judge and its embedding model (a
 summary also with its system's declared kind), in the order of its `--systems`
 (`in_systems_order`); and the notes on runs with nothing to report or pairs missing
-(`run_notes`).
+(`run_notes`). A report reads each run's manifest once (`read_runs`) and hands the `Run`s to
+what else asks it (`summaries_of`, `rows_of`, `run_notes`, the judge's checks).
 
 Rows come run directory by run directory as given, each in the order of its `--systems`, and
 each system's in the order of the run's plan (core/plan_order.py), never the order the pairs
@@ -33,7 +34,7 @@ from freshrag.core.jsonl import ResultsError
 from freshrag.core.light import collector_paused
 from freshrag.core.manifest import read_manifest
 from freshrag.core.plan_order import PlanOrder, plan_order
-from freshrag.core.records import Manifest, SampleRow
+from freshrag.core.records import SampleRow
 from freshrag.core.samples import SAMPLES, epoch_of, read_samples, read_summaries
 from freshrag.core.summary import AnswerSummary
 from freshrag.core.types import SYSTEM_KINDS, SystemKind
@@ -52,6 +53,31 @@ READING = {  # the arguments of the loads and of summarise (core/arguments.py)
 }
 
 
+@dataclass(frozen=True)
+class Run:
+    """A run directory as a report reads it: by the name it was first given, with its manifest
+    ({} when it has none), read once."""
+
+    name: str  # the directory as given
+    manifest: Mapping[str, Any]
+
+    @property
+    def path(self) -> Path:
+        return Path(self.name)
+
+
+def read_runs(run_dirs: str | Path | Sequence[str | Path]) -> list[Run]:
+    """The given run directories (one, or a list; str or Path), each once (one named twice is
+    read by its first name), with their manifests; a directory without samples is an error."""
+    runs: dict[Path, Run] = {}
+    for run_dir in map(Path, [run_dirs] if isinstance(run_dirs, (str, Path)) else run_dirs):
+        if not (run_dir / SAMPLES).exists():
+            raise ResultsError(f"{run_dir}: no {SAMPLES}; is this a run directory?")
+        if run_dir.resolve() not in runs:
+            runs[run_dir.resolve()] = Run(str(run_dir), read_manifest(run_dir) or {})
+    return list(runs.values())
+
+
 def load_summaries(run_dirs: str | Path | Sequence[str | Path],
                    every_epoch: bool = False) -> list[AnswerSummary]:
     """The answer summaries of the given run directories (one, or a list; str or Path; a
@@ -63,7 +89,13 @@ def load_summaries(run_dirs: str | Path | Sequence[str | Path],
     retrieved, the run's embedding model in `models` (see harness/reporting/identity.py). The
     first epoch's only (what the tables read) unless `every_epoch`
     (harness/reporting/epochs.py)."""
-    def complete(answer: AnswerSummary, run: _Run) -> AnswerSummary:
+    check_arguments({"run_dirs": run_dirs, "every_epoch": every_epoch}, READING)
+    return summaries_of(read_runs(run_dirs), every_epoch)
+
+
+def summaries_of(runs: Sequence[Run], every_epoch: bool = False) -> list[AnswerSummary]:
+    """`load_summaries` of runs already read (`read_runs`)."""
+    def complete(answer: AnswerSummary, run: _Adds) -> AnswerSummary:
         answer.dataset, answer.run = answer.dataset or run.dataset, run.name
         answer.system_kind = run.kinds.get(answer.system)
         answer.scores = scores_of(run.scores, answer.dataset, answer.question_id,
@@ -73,8 +105,7 @@ def load_summaries(run_dirs: str | Path | Sequence[str | Path],
             answer.models = {"embeddings": run.embedder, **answer.models}
         return answer
 
-    check_arguments({"run_dirs": run_dirs, "every_epoch": every_epoch}, READING)
-    return _loaded(run_dirs, lambda path: read_summaries(path, every_epoch), complete,
+    return _loaded(runs, lambda path: read_summaries(path, every_epoch), complete,
                    lambda answer: (answer.dataset, answer.system),
                    lambda answer: (answer.epoch, answer.question_id, answer.system))
 
@@ -84,7 +115,13 @@ def load_runs(run_dirs: str | Path | Sequence[str | Path],
     """The whole rows of the given run directories, for what shows whole rows (the HTML page's
     answers, the labelling page, exports), marked and ordered as `load_summaries` marks and
     orders their summaries (the judge pass: scoring/store.py with_judge_pass)."""
-    def complete(row: SampleRow, run: _Run) -> SampleRow:
+    check_arguments({"run_dirs": run_dirs, "every_epoch": every_epoch}, READING)
+    return rows_of(read_runs(run_dirs), every_epoch)
+
+
+def rows_of(runs: Sequence[Run], every_epoch: bool = False) -> list[SampleRow]:
+    """`load_runs` of runs already read (`read_runs`)."""
+    def complete(row: SampleRow, run: _Adds) -> SampleRow:
         row.update({"dataset": row.get("dataset") or run.dataset, RUN: run.name})
         row["scores"] = scores_of(run.scores, row.get("dataset"), row["question_id"],
                                   row["system"], row.get("answer"))
@@ -93,14 +130,13 @@ def load_runs(run_dirs: str | Path | Sequence[str | Path],
             row["models"] = {"embeddings": run.embedder, **(row.get("models") or {})}
         return row
 
-    check_arguments({"run_dirs": run_dirs, "every_epoch": every_epoch}, READING)
-    return _loaded(run_dirs, lambda path: read_samples(path, every_epoch=every_epoch), complete,
+    return _loaded(runs, lambda path: read_samples(path, every_epoch=every_epoch), complete,
                    lambda row: (row.get("dataset"), row["system"]),
                    lambda row: (epoch_of(row), row["question_id"], row["system"]))
 
 
 @dataclass(frozen=True)
-class _Run:
+class _Adds:
     """What a run directory adds to each of its answers on reading."""
 
     name: str  # the directory as given
@@ -111,40 +147,34 @@ class _Run:
     order: PlanOrder  # the run's plan's
 
 
-def _run(run_dir: Path, manifest: Manifest | Mapping[str, Any]) -> _Run:
-    """What the run in `run_dir` adds to its answers, from its manifest (read once)."""
+def _adds(run: Run) -> _Adds:
+    """What `run` adds to its answers, from its manifest."""
+    manifest = run.manifest
     kinds = manifest.get("system_kinds")
-    return _Run(str(run_dir), manifest.get("dataset", {}).get("name"),
-                retriever_model(manifest.get("index")), answer_scores(run_dir),
-                {name: value for name, value in kinds.items() if value in SYSTEM_KINDS}
-                if isinstance(kinds, dict) else {}, plan_order(manifest))
+    return _Adds(run.name, manifest.get("dataset", {}).get("name"),
+                 retriever_model(manifest.get("index")), answer_scores(run.path),
+                 {name: value for name, value in kinds.items() if value in SYSTEM_KINDS}
+                 if isinstance(kinds, dict) else {}, plan_order(manifest))
 
 
 Made = TypeVar("Made")
 
 
-def _loaded(run_dirs: str | Path | Sequence[str | Path], read: Callable[[Path], list[Made]],
-            complete: Callable[[Made, _Run], Made], named: Callable[[Made], tuple[Any, str]],
+def _loaded(runs: Sequence[Run], read: Callable[[Path], list[Made]],
+            complete: Callable[[Made, _Adds], Made], named: Callable[[Made], tuple[Any, str]],
             pair: Callable[[Made], tuple[int, str, str]]) -> list[Made]:
-    """What `read` makes of each run directory's samples, each `complete`d with what its run
-    adds, in the order of its `--systems` (`named`: its dataset and system), each system's in
-    its plan's (`pair`: its epoch, question id and system)."""
+    """What `read` makes of each run's samples, each `complete`d with what its run adds, in
+    the order of its `--systems` (`named`: its dataset and system), each system's in its plan's
+    (`pair`: its epoch, question id and system)."""
     made: list[Made] = []
-    seen = set()
-    for run_dir in map(Path, [run_dirs] if isinstance(run_dirs, (str, Path)) else run_dirs):
-        if not (run_dir / SAMPLES).exists():
-            raise ResultsError(f"{run_dir}: no {SAMPLES}; is this a run directory?")
-        if run_dir.resolve() in seen:
-            continue
-        seen.add(run_dir.resolve())
-        manifest = read_manifest(run_dir) or {}
-        run = _run(run_dir, manifest)
-        mine = read(run_dir / SAMPLES)
+    for run in runs:
+        adds = _adds(run)
+        mine = read(run.path / SAMPLES)
         with collector_paused():  # what the report keeps to its end (core/light.py)
-            mine = [complete(one, run) for one in mine]
-        systems = manifest.get("systems")
+            mine = [complete(one, adds) for one in mine]
+        systems = run.manifest.get("systems")
         made += in_systems_order(mine, systems if isinstance(systems, list) else [], named,
-                                 lambda one: run.order.key(*pair(one)))
+                                 lambda one: adds.order.key(*pair(one)))
     return made
 
 
@@ -166,27 +196,24 @@ def in_systems_order(made: list[Made], order: Sequence[Any],
     return [made[i] for i in ordered]
 
 
-def run_notes(run_dirs: list[Path], answers: list[AnswerSummary]) -> list[str]:
-    """A line for each run directory that has no rows, or only failed ones (what an unreachable
-    endpoint leaves behind)."""
+def run_notes(runs: Sequence[Run], answers: list[AnswerSummary]) -> list[str]:
+    """A line for each run that has no rows, or only failed ones (what an unreachable endpoint
+    leaves behind), and for each its manifest says is incomplete (merged from too few shards,
+    or capped by --max-cost)."""
     notes = []
-    read: dict[Path, str] = {}  # one name per directory, the first given, as in load_runs
-    for given in run_dirs:
-        read.setdefault(given.resolve(), str(given))
-    for run_dir in read.values():
-        mine = [answer for answer in answers if answer.run == run_dir]
+    for run in runs:
+        mine = [answer for answer in answers if answer.run == run.name]
         failed = [answer for answer in mine if answer.status == "failed"]
         if not mine:
-            notes.append(f"{run_dir}: no rows ({SAMPLES} is empty): nothing to report")
+            notes.append(f"{run.name}: no rows ({SAMPLES} is empty): nothing to report")
         elif len(failed) == len(mine):
-            notes.append(f"{run_dir}: all {len(mine)} pairs failed (first error: "
+            notes.append(f"{run.name}: all {len(mine)} pairs failed (first error: "
                          f"{(failed[0].error or 'none recorded')[:200]})")
-        manifest = read_manifest(Path(run_dir)) or {}
-        if note := _merge_note(manifest.get("merged")):
-            notes.append(f"{run_dir}: {note}")
-        capped = manifest.get("capped")
+        if note := _merge_note(run.manifest.get("merged")):
+            notes.append(f"{run.name}: {note}")
+        capped = run.manifest.get("capped")
         if capped:  # written by a run that --max-cost stopped (harness/cost/budget.py)
-            notes.append(f"{run_dir}: CAPPED by --max-cost ${capped['max_cost']:,.4f} after "
+            notes.append(f"{run.name}: CAPPED by --max-cost ${capped['max_cost']:,.4f} after "
                          f"${capped['spent']:,.4f} spent: pairs are missing; run the same "
                          f"command without --max-cost to finish")
     return notes

@@ -6,7 +6,8 @@ so a kill leaves whole rows), the last row of a key winning on reading.
 
 A judge pass's score is a grade (`score_grade`), and the one place where a row takes it as its
 grade is `judged` (docs/reports.md): every report reads its answers through it (and the whole
-rows it shows through `with_judge_pass`).
+rows it shows through `with_judge_pass`; the two forms share one merge of grade, models, tokens
+and scores).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Callable, Mapping, TypeVar, cast
 
 import msgspec.structs
 
@@ -129,19 +130,14 @@ def with_judge_pass(row: SampleRow) -> SampleRow:
     """The whole row as every report shows it (`judged`, of a whole row): an answered row
     without a run grade whose answer the judge pass scored takes that grade."""
     grade = row["grade"]
-    judge = _pass_grade(row["status"], grade is not None and grade["unscored_reason"] is None,
-                        row.get("scores") or {})
-    if judge is None:
-        return row
-    usage = dict(row["usage"])
-    for role, counts in (judge[1].get("usage") or {}).items():
-        before = usage.get(role, {"input": 0, "output": 0, "estimated": False})
-        usage[role] = {"input": before["input"] + counts["input"],
-                       "output": before["output"] + counts["output"],
-                       "estimated": bool(before.get("estimated") or counts.get("estimated"))}
-    return {**row, "grade": cast(GradeRecord, judge[0]),
-            "models": {**(row.get("models") or {}), **judge[1]["models"]}, "usage": usage,
-            "scores": {name: score for name, score in row["scores"].items() if name != "judge"}}
+    merged = _with_pass(row["status"], grade is not None and grade["unscored_reason"] is None,
+                        row.get("scores") or {}, row.get("models") or {}, row["usage"],
+                        _usage_record)
+    return row if merged is None else cast(SampleRow, {**row, **merged})
+
+
+def _usage_record(tokens_in: int, tokens_out: int, estimated: bool) -> UsageRecord:
+    return {"input": tokens_in, "output": tokens_out, "estimated": estimated}
 
 
 def judged(answer: AnswerSummary) -> AnswerSummary:
@@ -151,34 +147,37 @@ def judged(answer: AnswerSummary) -> AnswerSummary:
     would, and the score leaves `scores`, being the answer's judge rather than a scorer beyond
     it. An answer the run graded keeps its grade: a pass over it is a second opinion (freshrag
     agreement)."""
-    judge = _pass_grade(answer.status, is_scored(answer), answer.scores)
-    if judge is None:
+    merged = _with_pass(answer.status, is_scored(answer), answer.scores, answer.models,
+                        answer.usage, Usage)
+    if merged is None:
         return answer
-    grade = {key: value for key, value in judge[0].items() if key != "raw"}
-    return msgspec.structs.replace(
-        answer, grade=Grade(**grade), models={**answer.models, **judge[1]["models"]},
-        usage=_usage_with(answer.usage, judge[1]),
-        scores={name: score for name, score in answer.scores.items() if name != "judge"})
+    grade = Grade(**{key: value for key, value in merged["grade"].items() if key != "raw"})
+    return msgspec.structs.replace(answer, **{**merged, "grade": grade})
 
 
-def _pass_grade(status: str, graded: bool, scores: dict[str, AnswerScore]
-                ) -> tuple[dict[str, Any], AnswerScore] | None:
-    """The grade a judge pass gives an answer the run left ungraded, and its score; None where
-    it gives none."""
+Made = TypeVar("Made")
+
+
+def _with_pass(status: str, graded: bool, scores: Mapping[str, AnswerScore],
+               models: Mapping[str, str], usage: Mapping[str, Any],
+               made: Callable[[int, int, bool], Made]) -> dict[str, Any] | None:
+    """What the judge pass changes of an answer the run left ungraded, in either form (a whole
+    row's, a summary's): its grade (the whole record, raw replies and all), its `models` with
+    the judge's, its `usage` with the judge's tokens added to each role's (`made` makes a
+    role's counts in the answer's form from input, output and estimated; a role's counts are
+    read as a mapping, which a summary's `Usage` is too) and its `scores` without the pass;
+    None where the pass gives no grade."""
     judge = scores.get("judge")
     if status != "ok" or graded or not judge or not _usable(judge):
         return None
-    return {**score_grade(judge), "graded_by": "freshrag score"}, judge
-
-
-def _usage_with(usage: dict[str, Usage], judge: AnswerScore) -> dict[str, Usage]:
-    """`usage` with the judge pass's tokens added to each role's."""
-    made = dict(usage)
+    added = dict(usage)
     for role, counts in (judge.get("usage") or {}).items():
-        before = made.get(role, Usage(0, 0, False))
-        made[role] = Usage(before.input + counts["input"], before.output + counts["output"],
-                           bool(before.estimated or counts.get("estimated")))
-    return made
+        before = usage.get(role) or {"input": 0, "output": 0}
+        added[role] = made(before["input"] + counts["input"], before["output"] + counts["output"],
+                           bool(before.get("estimated") or counts.get("estimated")))
+    return {"grade": {**score_grade(judge), "graded_by": "freshrag score"},
+            "models": {**models, **judge["models"]}, "usage": added,
+            "scores": {name: score for name, score in scores.items() if name != "judge"}}
 
 
 def _usable(judged: AnswerScore) -> bool:

@@ -122,17 +122,18 @@ def run_report(args: Any) -> int:
     _check_outputs(args, out)
     prices = price_table(args.config or _default_config())  # refused before anything is written
     labelled = read_labels(args.human) if args.human else None  # so are bad labels
+    runs = loading.read_runs(args.run_dirs)  # each manifest read once, for all that asks it
     # every table reads the answers' summaries: the first epoch's, the epochs section all
-    every = loading.load_summaries(args.run_dirs, every_epoch=True)
+    every = loading.summaries_of(runs, every_epoch=True)
     rows = epochs.first_epoch(every)
     if args.mix and not any(row.kind for row in rows):
         raise InputError(f"--mix: no question of {', '.join(map(str, args.run_dirs))} has a "
                          f"traffic kind (fresh, control, general) to recombine; a set of them "
                          f"comes from the traffic stage and freshrag mix (docs/traffic.md)")
-    made = _tables(args, every, rows, prices, labelled)
+    made = _tables(args, runs, every, rows, prices, labelled)
     _write(out, made)
     figures = _figures(rows, out, made.details, made.breakdowns)
-    notes = loading.run_notes(args.run_dirs, rows) + made.unfinite
+    notes = loading.run_notes(runs, rows) + made.unfinite
     # the judge's verdict first, then the notes; on stderr when stdout carries JSON or CSV
     side = sys.stdout if args.format == "markdown" else sys.stderr
     for line in made.details["judge"]["lines"] + notes:
@@ -141,19 +142,19 @@ def run_report(args: Any) -> int:
     if args.html:
         from freshrag.reporting.render.html import write_html
 
-        # the viewer shows whole rows (their calls): read again, whole, for the page alone
-        page = write_html(loading.load_runs(args.run_dirs), made.summary, made.details, figures,
-                          args.html,
+        # the viewer shows whole rows (their calls): the samples read again, whole, for the
+        # page alone, with the manifests read at load
+        page = write_html(loading.rows_of(runs), made.summary, made.details, figures, args.html,
                           sources=[str(run_dir) for run_dir in args.run_dirs], notes=notes,
                           breakdowns=made.breakdowns, known=made.known)
         print(f"HTML report written to {page}", file=side)  # stderr keeps JSON or CSV parseable
     return 0
 
 
-def _tables(args: Any, every: list[AnswerSummary], rows: list[AnswerSummary], prices: Any,
-            labelled: Any) -> Computed:
-    """Every table of the report: `every` epoch's rows for the epochs section, the first
-    epoch's (`rows`) for the rest; `labelled`, people's labels (--human) or None."""
+def _tables(args: Any, runs: list[loading.Run], every: list[AnswerSummary],
+            rows: list[AnswerSummary], prices: Any, labelled: Any) -> Computed:
+    """Every table of the report of `runs`: `every` epoch's rows for the epochs section, the
+    first epoch's (`rows`) for the rest; `labelled`, people's labels (--human) or None."""
     from freshrag.reporting import analysis, breakdown, epochs, report
     from freshrag.reporting.freshness import known_without_retrieval
     from freshrag.reporting.human import judge_section
@@ -162,7 +163,7 @@ def _tables(args: Any, every: list[AnswerSummary], rows: list[AnswerSummary], pr
     summary = summary_table.summarise(rows, prices, args.correct_at)  # dollars per correct answer
     known = known_without_retrieval(rows)  # how much of the set the answer model knows
     details = analysis.analyse(rows, prices, correct_at=args.correct_at, mixes=args.mix)
-    details["judge"] = judge_checks(args.run_dirs, rows)
+    details["judge"] = judge_checks({run.name: run.manifest for run in runs}, rows)
     if spread := epochs.epoch_table(every):
         details[epochs.KEY] = spread
     if labelled is not None:  # the judge against people, and the means they correct

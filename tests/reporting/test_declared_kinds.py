@@ -1,10 +1,12 @@
 """A system's declared kind (outcomes.kind, docs/own-system.md) is read from its run's manifest
 once, when the report loads the run (loading.load_summaries puts it on each answer as
 `system_kind`), and never again by a table: as the manifest records it, else as a built-in
-system declares it, else "fixed"."""
+system declares it, else "fixed". A whole report reads each manifest once: the judge's checks,
+the notes and the HTML page take the manifests read at load (loading.read_runs)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -17,6 +19,7 @@ from freshrag.reporting import analysis, summary_table
 from freshrag.reporting.identity import group_rows
 from freshrag.reporting.loading import load_summaries
 from freshrag.reporting.outcomes import decides, kind, multi_step
+from freshrag.workflows.report import report
 from tests.support.runs import sample, write_run
 
 SYSTEMS = ["baseline", "boolean", "mine", "theirs"]  # two built-ins, two of the user's
@@ -59,6 +62,24 @@ def test_the_report_reads_each_manifest_once_whatever_its_tables_ask(runs, reads
     analysis.analyse(answers)  # the decisions against need, the routers: each asks the kinds
     summary_table.summarise(answers)
     assert reads == {"now": 1, "before": 1}
+
+
+def test_a_whole_report_reads_each_manifest_once(runs, reads, tmp_path):
+    """The printed report, analysis.json and the HTML page: the judge's checks and the notes
+    (both from the manifests) among them, the page's answers read whole."""
+    now, before = runs
+    stopped = json.loads((now / "manifest.json").read_text(encoding="utf-8"))
+    (now / "manifest.json").write_text(json.dumps({
+        **stopped, "capped": {"max_cost": 1.0, "spent": 1.25},
+        "llm": {"roles": {"judge": {"model": "the-judge"}}}}), encoding="utf-8")
+    made = report([now, before, tmp_path / "." / "now"], out=tmp_path / "report",
+                  html=tmp_path / "page.html")
+    assert reads == {"now": 1, "before": 1}
+    judged = json.loads((tmp_path / "report" / "analysis.json").read_text(encoding="utf-8"))
+    assert [(run["run"], run["judge"]) for run in judged["judge"]["runs"]] == [
+        (str(now), "the-judge"), (str(before), None)]  # what each run's manifest said
+    assert f"{now}: CAPPED by --max-cost $1.0000 after $1.2500 spent" in made.printed
+    assert "CAPPED by --max-cost" in made.html.read_text(encoding="utf-8")
 
 
 def test_the_kinds_are_the_manifests_else_the_built_ins_else_fixed(runs):

@@ -1,7 +1,7 @@
 """The HTML report's figures at nine systems: histograms side by side in a grid, not a strip
 shrunk to thumbnails, identical ones in one panel; Pareto numbers that cover neither one another
 nor a point, and none stacked at $0; identities in the order of the rows given
-(harness/reporting/render/plots.py)."""
+(harness/reporting/render/plots.py, figure_data.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 
 from freshrag.cli.main import main
 from freshrag.reporting.identity import group_rows
-from freshrag.reporting.render import html, plots
+from freshrag.reporting.render import figure_data, html, plots
 from tests.support.dom import browser
 from tests.support.rows import summaries
 from tests.support.runs import _row, write_run
@@ -74,10 +74,10 @@ def test_figures_follow_the_rows_order(report):
 ])
 def test_pareto_numbers_cover_neither_one_another_nor_a_point(points):
     boxes = [(6.5 * len(str(n + 1)), 13.0) for n in range(len(points))]
-    offsets = plots.place_labels(points, boxes)
+    offsets = figure_data.place_labels(points, boxes)
     placed = [(x + dx - w / 2, y + dy - h / 2, x + dx + w / 2, y + dy + h / 2)
               for (x, y), (dx, dy), (w, h) in zip(points, offsets, boxes)]
-    half = plots.MARKER_PX / 2
+    half = figure_data.MARKER_PX / 2
     markers = [(x - half, y - half, x + half, y + half) for x, y in points]
     for a, b in itertools.combinations(placed, 2):
         assert not overlap(a, b), (a, b)
@@ -106,7 +106,7 @@ def test_chromium_shows_the_wide_figures_at_their_own_size(report):
 def test_identical_histograms_share_one_panel_that_names_them(tmp_path):
     rows = summaries([_row("A_f", f"q{q}", system, 4, 4) for q in range(2) for system in SYSTEMS]
                      + [_row("A_f", f"q{q}", "other", 2, 3) for q in range(2)])
-    assert [[key.system for key in keys] for keys in plots.alike(group_rows(rows))] == [
+    assert [[key.system for key in keys] for keys in figure_data.alike(group_rows(rows))] == [
         list(SYSTEMS), ["other"]]
     plots.write_figures(rows, tmp_path)
     width, height = size(tmp_path / "hist-comparison.png")

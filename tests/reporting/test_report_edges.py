@@ -14,7 +14,7 @@ from freshrag.core.files import write_json
 from freshrag.core.samples import SAMPLES
 from freshrag.reporting import analysis, loading, report, summary_table
 from freshrag.reporting.answers import Answers
-from freshrag.reporting.render import plots
+from freshrag.reporting.render import figure_data, plots
 from tests.support.markdown import table_rows
 from tests.support.rows import summaries
 from tests.support.runs import sample, write_run
@@ -87,7 +87,7 @@ def test_figures_of_two_groups_never_share_a_file(tmp_path, rows):
     assert len({name.lower() for name in names}) == 2  # distinct on case-blind disks too
     assert all(p.exists() for p in paths)
     for name, row in zip(names, rows):
-        assert plots.slug(row["system"]).lower() in name.lower()
+        assert figure_data.slug(row["system"]).lower() in name.lower()
 
 
 def test_names_that_do_not_collide_stay_plain(tmp_path):

@@ -78,7 +78,9 @@ def test_the_same_directory_named_twice_is_read_once(tmp_path):
     rows = loading.load_summaries(named)
     [row] = summary_table.summarise(rows)
     assert row["n"] == len(SCORES)
-    assert loading.run_notes(named, rows) == []  # the second name is not a run with no rows
+    runs = loading.read_runs(named)
+    assert [run.name for run in runs] == [str(one)]
+    assert loading.run_notes(runs, rows) == []  # the second name is not a run with no rows
 
 
 def released(n, tag):

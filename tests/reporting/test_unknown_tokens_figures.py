@@ -17,7 +17,7 @@ from freshrag.core.dataset import example_dir
 from freshrag.core.samples import read_samples
 from freshrag.reporting.analysis import analyse
 from freshrag.reporting.identity import group_rows, labels
-from freshrag.reporting.render import plots, traffic_plots
+from freshrag.reporting.render import figure_data, plots, traffic_plots
 from freshrag.reporting.table import TABLES
 from tests.support.rows import summaries
 from tests.support.runs import sample
@@ -70,17 +70,17 @@ def test_the_token_chart_marks_unknown_tokens_instead_of_a_partial_bar(mixed_run
     bars = _bars(fig)
     at = {system: [p for p in bars if abs(p.get_x() + p.get_width() / 2 - i) < 1e-9]
           for system, i in position.items()}
-    known = [p for p in at["theirs"] if p.get_gid() != plots.UNKNOWN]
+    known = [p for p in at["theirs"] if p.get_gid() != figure_data.UNKNOWN]
     assert sum(p.get_height() for p in known) == 0  # not the judge's tokens alone
-    [placeholder] = [p for p in at["theirs"] if p.get_gid() == plots.UNKNOWN]
+    [placeholder] = [p for p in at["theirs"] if p.get_gid() == figure_data.UNKNOWN]
     assert placeholder.get_height() > 0 and not placeholder.get_fill()
-    assert plots.UNKNOWN in _texts(fig)
+    assert figure_data.UNKNOWN in _texts(fig)
     assert sum(p.get_height() for p in at["baseline"]) == sum(
         u["input"] + u["output"] for row in rows if row["system"] == "baseline"
         for u in row["usage"].values())
-    assert all(p.get_gid() != plots.UNKNOWN for p in at["baseline"])
+    assert all(p.get_gid() != figure_data.UNKNOWN for p in at["baseline"])
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert plots.UNKNOWN in legend
+    assert figure_data.UNKNOWN in legend
 
 
 def test_the_pareto_key_says_a_system_with_unknown_tokens_was_not_placed(mixed_run):
@@ -110,7 +110,7 @@ def test_the_pareto_key_says_a_system_with_unknown_tokens_was_not_placed(mixed_r
     pytest.param({"score": 7.0, "input_tokens": 5, "cost_usd": 0.1}, "", id="placed"),
 ])
 def test_why_a_row_of_the_cost_table_has_no_point(entry, expected):
-    assert plots.not_placed(entry) == expected
+    assert figure_data.not_placed(entry) == expected
 
 
 def test_a_role_has_one_colour_in_every_token_chart():
@@ -134,7 +134,7 @@ def test_histograms_count_answers_in_whole_numbers():
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots()
-    plots._histogram(ax, plots.combined_scores(summaries(rows)), "t", len(rows))
+    plots._histogram(ax, figure_data.combined_scores(summaries(rows)), "t", len(rows))
     fig.canvas.draw()
     ticks = ax.get_yticks()
     assert len(ticks) >= 2 and all(float(t).is_integer() for t in ticks)

@@ -115,6 +115,7 @@ def _write(out: Path, document: dict, rows: list[AnswerSummary],
     """cutoff.json, cutoff.md and cutoff.png written, the table and notes printed; exit 3 when
     capped, 1 when a pair failed."""
     from freshrag.core.files import write_json, write_text
+    from freshrag.core.manifest import read_manifest
     from freshrag.reporting import cutoff, cutoff_changes
     from freshrag.reporting.judge_check import judge_checks
     from freshrag.reporting.render.cutoff_plot import write_cutoff_plot
@@ -129,7 +130,7 @@ def _write(out: Path, document: dict, rows: list[AnswerSummary],
                           out / figures[signal])
     print(table)
     print_unscored(rows)
-    print("\n".join(judge_checks([out], rows)["lines"]))
+    print("\n".join(judge_checks({str(out): read_manifest(out) or {}}, rows)["lines"]))
     named = ", ".join([cutoff.CUTOFF_JSON, cutoff.CUTOFF_MD,
                        *(figures[signal] for signal in document["signals"])])
     print(f"\ncutoff written to {out}/ ({named}); `freshrag report {out}` reports the run "

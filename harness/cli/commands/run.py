@@ -182,6 +182,7 @@ def _summarise(out: Path, rows: list[AnswerSummary], capped: Exception | None,
                systems: tuple[str, ...]) -> int:
     """The run's summary written (as `freshrag.evaluate` writes it) and its tables and notes
     printed; exit 3 when capped, 1 when a pair failed."""
+    from freshrag.core.manifest import read_manifest
     from freshrag.reporting.judge_check import judge_checks
     from freshrag.reporting.run_summary import write_run_summary
     from freshrag.systems.external.reply import unread_lines
@@ -194,7 +195,7 @@ def _summarise(out: Path, rows: list[AnswerSummary], capped: Exception | None,
         print("\n" + "\n".join(unread))
     if summary.spread:
         print("\n" + summary.spread)
-    print("\n" + "\n".join(judge_checks([out], rows)["lines"]))
+    print("\n" + "\n".join(judge_checks({str(out): read_manifest(out) or {}}, rows)["lines"]))
     print(f"\nrun written to {out}/ ({SAMPLES}, {MANIFEST}, {SUMMARY}, and the whole table in "
           f"{SUMMARY_MD})")
     return exit_status(rows, capped, "finished pairs are kept")

@@ -1,4 +1,6 @@
-"""Figures for reports: score histograms (the paper's Figures 1, 2 and 4) and token charts.
+"""Figures for reports, drawn (docs/reports.md#figures): score histograms (the paper's Figures
+1, 2 and 4), the token chart and the Pareto plot; what they show is computed in
+harness/reporting/render/figure_data.py.
 
 The Pareto plot sets mean truthfulness + relevance against input tokens and against dollars,
 each point numbered (numbers placed clear of one another) and named in a key below; where every
@@ -6,31 +8,23 @@ system cost $0 (free models) the dollars panel says so rather than stack every n
 spot. Histograms show truthfulness + relevance per scored answer, bins 2..10, with the mean
 marked; one PNG per run identity (harness/reporting/identity.py: dataset, system, models, run)
 and one figure with every identity side by side, three to a row so that nine stay legible, where
-identities whose histograms are identical share one panel that names them. Identities appear in the order
-of the rows given. The token chart stacks input and output tokens by role for each
+identities whose histograms are identical share one panel that names them. Identities appear in
+the order of the rows given. The token chart stacks input and output tokens by role for each
 identity, judge included, with what failed pairs spent as a segment of its own; each role has one
 colour in every figure (ROLE_COLOURS). A system that did not report its tokens (a service, an
 answers file: unknown, never 0) gets no partial bar of its judge's tokens but a hatched
-placeholder marked "tokens unknown", and in the Pareto plot's key "tokens unknown: not placed"
-(docs/reports.md#figures). Counts of answers are whole numbers on every axis. With a report's
-`--by FIELD` (harness/reporting/breakdown.py), each identity's histogram is drawn again once per
-value of the field, side by side (`hist-by-FIELD-DATASET-LABEL.png`).
+placeholder marked "tokens unknown", and in the Pareto plot's key "tokens unknown: not placed".
+Counts of answers are whole numbers on every axis. With a report's `--by FIELD`
+(harness/reporting/breakdown.py), each identity's histogram is drawn again once per value of
+the field, side by side (`hist-by-FIELD-DATASET-LABEL.png`).
 
 Titles and labels name an identity by its short label (`naive [answer: gpt-4o-mini]` when two
-runs of `naive` differ). A histogram is `hist-DATASET-LABEL.png` (both slugged); when two
-identities would get one name (`a/b` and `a_b`, or names differing only in case), each of them
-gets the first 8 hex digits of a SHA-1 of its full identity appended, so no figure overwrites
-another. A report with no rows has no figures.
+runs of `naive` differ). A report with no rows has no figures.
 """
-
 from __future__ import annotations
 
-import hashlib
-import re
-import textwrap
-from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 import matplotlib
 
@@ -43,28 +37,36 @@ from freshrag.core.files import write_figure  # noqa: E402
 from freshrag.core.summary import AnswerSummary  # noqa: E402
 from freshrag.reporting.groups import tag_figure  # noqa: E402
 from freshrag.reporting.identity import Identity, group_rows, labels  # noqa: E402
-from freshrag.reporting.outcomes import total_score, unreported  # noqa: E402
+from freshrag.reporting.render.figure_data import (  # noqa: E402
+    KEY_WIDTH,
+    UNKNOWN,
+    Groups,
+    alike,
+    combined_scores,
+    figure_names,
+    no_points,
+    not_placed,
+    panel_title,
+    place_labels,
+    role_tokens,
+    shorten,
+    slug,
+    tokens_unknown,
+    wrap,
+)
 
 BINS = list(range(2, 11))
 GRID_COLUMNS = 3  # histograms side by side: three to a row, so that nine stay legible
 KEY_COLUMNS = 3  # the Pareto plot's key: names of the numbered points, three to a row
 KEY_ROW_IN = 0.2  # inches per row of the key
-KEY_WIDTH = 56  # characters of one entry of the key: a third of the figure's width at LABEL_PT
 LABEL_PT = 7
-MARKER_PX = 10  # a plotted point's marker (6 pt at the figures' 110 dpi), kept clear of labels
-Groups = dict[Identity, list[AnswerSummary]]
 # One colour per role (harness/core/types.py's ROLES) in every figure, whichever roles it shows
 ROLE_COLOURS = {"answer": "#4c72b0", "decision": "#dd8452", "judge": "#55a868",
                 "scorer": "#c44e52", "builder": "#8172b3", "labeller": "#937860",
                 "embeddings": "#da8bc3"}
 OTHER_ROLE = "#8c8c8c"  # a role not in ROLE_COLOURS
 FAILED_COLOUR = "#999999"
-UNKNOWN = "tokens unknown"
 FREE = "every placed system cost $0 (free models): nothing to set quality against"
-
-
-def combined_scores(rows: list[AnswerSummary]) -> list[float]:
-    return [score for row in rows if (score := total_score(row)) is not None]
 
 
 def write_figures(rows: list[AnswerSummary], out_dir: Path,
@@ -105,23 +107,10 @@ def histograms_by_field(rows: list[AnswerSummary], field: str, out_dir: Path) ->
         fig, axes = plt.subplots(1, len(parts), figsize=(3.6 * len(parts), 3.4), sharey=True,
                                  squeeze=False)
         for ax, (value, part) in zip(axes[0], parts.items()):
-            _histogram(ax, combined_scores(part), f"{field}: {_wrap(value)}", len(part))
+            _histogram(ax, combined_scores(part), f"{field}: {wrap(value)}", len(part))
         fig.suptitle(f"{key.dataset} / {names[key]}", fontsize=10)
         paths.append(save(fig, out_dir / name.replace("hist-", f"hist-by-{slug(field)}-", 1)))
     return paths
-
-
-def figure_names(keys: Iterable[Identity], names: dict[Identity, str]) -> dict[Identity, str]:
-    """A histogram file name per identity, unique even on a case-blind disk (module docstring)."""
-    plain = {key: f"hist-{slug(key.dataset)}-{slug(names[key])}" for key in keys}
-    taken = Counter(name.lower() for name in plain.values())
-    return {key: (f"{name}-{_digest(key)}" if taken[name.lower()] > 1 else name) + ".png"
-            for key, name in plain.items()}
-
-
-def _digest(key: Identity) -> str:
-    full = repr((key.dataset, key.system, key.models, key.run))
-    return hashlib.sha1(full.encode()).hexdigest()[:8]
 
 
 def _pareto(cost: list[dict[str, Any]], names: dict[Identity, str], path: Path) -> Path:
@@ -172,25 +161,13 @@ def pareto_figure(cost: list[dict[str, Any]], names: dict[Identity, str]) -> Any
             ax.legend(fontsize=7)
             _number_points(ax, [(cost.index(e) + 1, e[axis], e["score"]) for e in points])
         else:
-            ax.text(0.5, 0.5, FREE if free else _no_points(cost), ha="center", va="center",
+            ax.text(0.5, 0.5, FREE if free else no_points(cost), ha="center", va="center",
                     transform=ax.transAxes, fontsize=8, wrap=True)
         ax.set_xlabel(label)
         ax.set_title(f"Quality against {label.split(' (')[0]}", fontsize=10)
     axes[0].set_ylabel("mean truthfulness + relevance")
     _key(fig.add_subplot(grid[1, :]), key, reasons)
     return fig
-
-
-def not_placed(entry: dict[str, Any]) -> str:
-    """Why a row of the cost table has no point in the Pareto plot ("" when it has both): its
-    tokens unknown (never drawn as 0), no scored answer, or no price (on the right only)."""
-    if entry["score"] is None:
-        return "no scored answers: not placed"
-    if entry["input_tokens"] is None:
-        return f"{UNKNOWN}: not placed"
-    if entry["cost_usd"] is None:
-        return "no price: not placed on the right"
-    return ""
 
 
 def _number_points(ax: Any, points: list[tuple[int, float, float]]) -> None:
@@ -205,37 +182,6 @@ def _number_points(ax: Any, points: list[tuple[int, float, float]]) -> None:
                     textcoords="offset points", fontsize=LABEL_PT, ha="center", va="center")
 
 
-def place_labels(points: list[tuple[float, float]], boxes: list[tuple[float, float]],
-                 marker: float = MARKER_PX) -> list[tuple[float, float]]:
-    """An offset (pixels) from each point for its label box (width, height, centred on point +
-    offset) such that no two boxes overlap and none covers a marker (a square of `marker`
-    pixels on each point): the first of the candidate positions around the point, nearest
-    first, that is clear of the markers and the boxes placed (the farthest tried, if none is)."""
-    half = marker / 2
-    markers = [(x - half, y - half, x + half, y + half) for x, y in points]
-    placed: list[tuple[float, float, float, float]] = []
-    offsets = []
-    for (x, y), (w, h) in zip(points, boxes):
-        for dx, dy in _candidates(w / 2 + half, h / 2 + half):
-            box = (x + dx - w / 2, y + dy - h / 2, x + dx + w / 2, y + dy + h / 2)
-            if not any(_overlap(box, other) for other in placed + markers):
-                break
-        placed.append(box)
-        offsets.append((dx, dy))
-    return offsets
-
-
-def _candidates(rx: float, ry: float) -> Iterable[tuple[float, float]]:
-    """Positions around a point, ring by ring: right, above, left, below, then the diagonals."""
-    for ring in range(40):
-        x, y = rx + 1 + 3 * ring, ry + 1 + 3 * ring
-        yield from ((x, 0), (0, y), (-x, 0), (0, -y), (x, y), (-x, y), (-x, -y), (x, -y))
-
-
-def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
-
-
 def _key(ax: Any, names: list[str], reasons: list[str]) -> None:
     """The points' numbers and names, KEY_COLUMNS to a row, in the order of the rows; a name
     is cut to leave its reason for having no point whole."""
@@ -243,23 +189,9 @@ def _key(ax: Any, names: list[str], reasons: list[str]) -> None:
     rows = -(-len(names) // KEY_COLUMNS)
     for n, (name, why) in enumerate(zip(names, reasons)):
         column, row = divmod(n, rows)
-        shown = f"{_shorten(name, KEY_WIDTH - len(why) - 3)} ({why})" if why else _shorten(name)
+        shown = f"{shorten(name, KEY_WIDTH - len(why) - 3)} ({why})" if why else shorten(name)
         ax.text(column / KEY_COLUMNS, 1 - (row + 0.5) / rows, f"{n + 1}  {shown}",
                 fontsize=LABEL_PT, va="center", transform=ax.transAxes)
-
-
-def _shorten(name: str, width: int = KEY_WIDTH) -> str:
-    width = max(width, 12)
-    return name if len(name) <= width else name[:width - 1] + "…"
-
-
-def _no_points(cost: list[dict[str, Any]]) -> str:
-    if all(e["score"] is None for e in cost):
-        return "no scored answers"
-    if all(e["input_tokens"] is None for e in cost if e["score"] is not None):
-        return f"{UNKNOWN} for every scored system: none placed"
-    missing = sorted({m for e in cost for m in e["unpriced_models"]})
-    return "no prices for: " + (", ".join(missing) or "these models")
 
 
 def _histogram(ax: Any, scores: list[float], title: str, n: int) -> None:
@@ -283,7 +215,7 @@ def _side_by_side(groups: Groups, names: dict[Identity, str], path: Path) -> Pat
     panels = alike(groups)
     columns = min(GRID_COLUMNS, len(panels))
     rows = -(-len(panels) // columns)
-    titles = [_panel_title(keys, names) for keys in panels]
+    titles = [panel_title(keys, names) for keys in panels]
     lines = max(title.count("\n") + 1 for title in titles)  # room for the longest title
     fig, axes = plt.subplots(rows, columns, figsize=(3.8 * columns, (3.0 + 0.15 * lines) * rows),
                              sharey=True, squeeze=False)
@@ -293,25 +225,6 @@ def _side_by_side(groups: Groups, names: dict[Identity, str], path: Path) -> Pat
     for ax in cells[len(panels):]:
         ax.axis("off")
     return save(fig, path)
-
-
-def alike(groups: Groups) -> list[list[Identity]]:
-    """The identities in the rows' order, those with identical histograms together (the same
-    dataset, answers and scores, so the same bars, mean and unscored count): each list is one
-    panel of the side-by-side figure."""
-    panels: dict[tuple[Any, ...], list[Identity]] = {}
-    for key, group in groups.items():
-        shape = (key.dataset, len(group), tuple(sorted(combined_scores(group))))
-        panels.setdefault(shape, []).append(key)
-    return list(panels.values())
-
-
-def _panel_title(keys: list[Identity], names: dict[Identity, str]) -> str:
-    if len(keys) == 1:
-        return f"{keys[0].dataset} / {_wrap(names[keys[0]])}"
-    shared = ", ".join(names[key] for key in keys)
-    return (f"{keys[0].dataset} / {len(keys)} identical histograms:\n"
-            + textwrap.fill(shared, 48))
 
 
 _KINDS: tuple[tuple[Literal["input", "output"], str], ...] = (("input", ""), ("output", "//"))
@@ -327,16 +240,6 @@ def integer_counts(axis: Any) -> None:
     axis.set_major_locator(MaxNLocator(integer=True))
 
 
-def tokens_unknown(rows: list[AnswerSummary]) -> bool:
-    """Whether a system outside freshrag left its tokens unreported for an answered row."""
-    return unreported(rows, "input_tokens") or unreported(rows, "output_tokens")
-
-
-def _role_tokens(row: AnswerSummary, role: str, kind: Literal["input", "output"]) -> int:
-    counts = row.usage.get(role)
-    return 0 if counts is None else counts.input if kind == "input" else counts.output
-
-
 def _token_chart(groups: Groups, names: dict[Identity, str], path: Path) -> Path:
     return save(token_chart(groups, names), path)
 
@@ -345,7 +248,7 @@ def token_chart(groups: Groups, names: dict[Identity, str]) -> Any:
     """Input and output tokens by role of the answered pairs, then one segment (grey, crossed)
     for everything the failed pairs spent, all roles together; a system whose tokens are
     unknown gets a placeholder instead (module docstring). The figure, not yet saved."""
-    ticks = [f"{key.dataset}\n{_wrap(names[key])}" for key in groups]
+    ticks = [f"{key.dataset}\n{wrap(names[key])}" for key in groups]
     bars = list(range(len(ticks)))  # positions, not names: equal names must not share a bar
     unknown = [tokens_unknown(group) for group in groups.values()]
     answered = [[] if gone else [row for row in group if row.status == "ok"]
@@ -355,7 +258,7 @@ def token_chart(groups: Groups, names: dict[Identity, str]) -> Any:
     bottoms = [0] * len(bars)
     for role in roles:
         for kind, hatch in _KINDS:
-            heights = [sum(_role_tokens(row, role, kind) for row in rows) for rows in answered]
+            heights = [sum(role_tokens(row, role, kind) for row in rows) for rows in answered]
             ax.bar(bars, heights, bottom=bottoms, label=f"{role} {kind}", hatch=hatch,
                    color=role_colour(role), edgecolor="white")
             bottoms = [b + h for b, h in zip(bottoms, heights)]
@@ -388,12 +291,6 @@ def _unknown_bars(ax: Any, bars: list[int], height: float) -> None:
                 color="#444444")
 
 
-def _wrap(label: str, width: int = 22) -> str:
-    """A long label on several lines: the system, then what tells it apart, wrapped."""
-    system, bracket, rest = label.partition(" [")
-    return system + ("\n" + textwrap.fill(bracket.strip() + rest, width) if bracket else "")
-
-
 def save(fig: Any, path: Path) -> Path:
     """Lay the figure out, write it whole to `path` and close it."""
     fig.tight_layout()
@@ -402,6 +299,3 @@ def save(fig: Any, path: Path) -> Path:
     return path
 
 
-def slug(text: Any) -> str:
-    """Text as a file name part: runs of anything but letters, digits, `_.-` become `_`."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text)).strip("_") or "x"

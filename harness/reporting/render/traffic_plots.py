@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from freshrag.core.files import write_figure
-from freshrag.reporting.render.plots import plt, slug
+from freshrag.reporting.render.figure_data import slug
+from freshrag.reporting.render.plots import plt
 
 DECIDERS = "deciders.png"  # named by the report's ROC table (harness/reporting/report.py)
 
