@@ -53,6 +53,7 @@ from freshrag.reporting.answers import Answers
 from freshrag.reporting.groups import analyse_groups
 from freshrag.reporting.identity import (
     Identity,
+    judged_alike,
     labels,
     mixed_notes,
 )
@@ -254,24 +255,20 @@ def paired_comparisons(answers: Answers, seed: int = 0) -> list[dict[str, Any]]:
     `b_models` their models."""
     groups = answers.groups()
     names = labels(groups)
-    keys = list(groups)
     table = []
-    for i, a in enumerate(keys):
-        for b in keys[i + 1:]:
-            if (a.dataset, a.judge) != (b.dataset, b.judge):
-                continue
-            first, second = by_question(groups[a]), by_question(groups[b])
-            both = [(total_score(first[q]), total_score(second[q]))
-                    for q in shared_questions(first, second)]
-            diffs = [a_score - b_score for a_score, b_score in both
-                     if a_score is not None and b_score is not None]
-            if len(diffs) < 2:
-                continue
-            diffs.sort()  # so that the seed alone fixes the result, whatever the question ids
-            table.append({"dataset": a.dataset, "a": names[a], "b": names[b],
-                          "questions": len(diffs), "mean_difference": mean(diffs, places=4),
-                          **savings.paired_test(diffs, seed),
-                          "a_models": a.model_map, "b_models": b.model_map})
+    for a, b in judged_alike(groups):
+        first, second = by_question(groups[a]), by_question(groups[b])
+        both = [(total_score(first[q]), total_score(second[q]))
+                for q in shared_questions(first, second)]
+        diffs = [a_score - b_score for a_score, b_score in both
+                 if a_score is not None and b_score is not None]
+        if len(diffs) < 2:
+            continue
+        diffs.sort()  # so that the seed alone fixes the result, whatever the question ids
+        table.append({"dataset": a.dataset, "a": names[a], "b": names[b],
+                      "questions": len(diffs), "mean_difference": mean(diffs, places=4),
+                      **savings.paired_test(diffs, seed),
+                      "a_models": a.model_map, "b_models": b.model_map})
     return with_holm(table)
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
-from typing import Any, Final, Iterable
+from typing import Any, Final, Iterable, Iterator
 
 from freshrag.core.summary import AnswerSummary
 
@@ -167,6 +167,16 @@ def comparable(a: Identity, b: Identity) -> bool:
     first, second = a.model_map, b.model_map
     return a.dataset == b.dataset and a.judge == b.judge and all(
         first[role] == second[role] for role in first.keys() & second.keys())
+
+
+def judged_alike(keys: Iterable[Identity]) -> Iterator[tuple[Identity, Identity]]:
+    """Every two identities, in their order, of one dataset judged by one model: the pairs a
+    paired comparison is made for (two judges' scores are not on one scale)."""
+    keys = list(keys)
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            if (a.dataset, a.judge) == (b.dataset, b.judge):
+                yield a, b
 
 
 def mixed_notes(keys: Iterable[Identity]) -> list[str]:

@@ -25,7 +25,7 @@ from freshrag.core.stats import with_holm
 from freshrag.core.summary import AnswerSummary
 from freshrag.reporting.answers import Answers
 from freshrag.reporting.decisions import wilson
-from freshrag.reporting.identity import Identity, comparable, labels
+from freshrag.reporting.identity import Identity, comparable, judged_alike, labels
 from freshrag.reporting.report import columns_for, markdown_table
 from freshrag.reporting.savings import paired_test
 from freshrag.reporting.table import tables
@@ -103,24 +103,20 @@ def _fixed(key: Identity, verdicts: Verdicts,
 
 def paired_rows(judged: dict[Identity, Verdicts], seed: int = 0) -> list[dict[str, Any]]:
     names = labels(judged)
-    keys = list(judged)
     table = []
-    for i, a in enumerate(keys):
-        for b in keys[i + 1:]:
-            if (a.dataset, a.judge) != (b.dataset, b.judge):
-                continue
-            shared = sorted(judged[a].keys() & judged[b].keys())
-            if len(shared) < 2:
-                continue
-            first = [float(judged[a][q].get("verdict") == "stale") for q in shared]
-            second = [float(judged[b][q].get("verdict") == "stale") for q in shared]
-            diffs = sorted(x - y for x, y in zip(first, second))
-            table.append({"dataset": a.dataset, "a": names[a], "b": names[b],
-                          "questions": len(shared),
-                          "stale_a": round(sum(first) / len(shared), 4),
-                          "stale_b": round(sum(second) / len(shared), 4),
-                          "difference": round(sum(diffs) / len(diffs), 4),
-                          **paired_test(diffs, seed)})
+    for a, b in judged_alike(judged):
+        shared = sorted(judged[a].keys() & judged[b].keys())
+        if len(shared) < 2:
+            continue
+        first = [float(judged[a][q].get("verdict") == "stale") for q in shared]
+        second = [float(judged[b][q].get("verdict") == "stale") for q in shared]
+        diffs = sorted(x - y for x, y in zip(first, second))
+        table.append({"dataset": a.dataset, "a": names[a], "b": names[b],
+                      "questions": len(shared),
+                      "stale_a": round(sum(first) / len(shared), 4),
+                      "stale_b": round(sum(second) / len(shared), 4),
+                      "difference": round(sum(diffs) / len(diffs), 4),
+                      **paired_test(diffs, seed)})
     return with_holm(table)
 
 
